@@ -1,0 +1,131 @@
+// expr/expr.hpp - nova::Expr, the value a step computes with while it is traced.
+//
+// An Expr is a small value: the id of an SSA value in the step being traced,
+// plus its dtype and shape. Its C++ type carries what is known statically:
+// the element type T (void: not known) and the rank (dynamic_rank: not
+// known). Operators combine the static parts at compile time, so a rank or
+// dtype error in code with static types fails to compile at the user's line;
+// the dynamic parts are checked while tracing, by the op's own shape rule.
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <source_location>
+#include <string>
+#include <type_traits>
+
+#include "nova/detail/builder.hpp"
+#include "nova/dtype.hpp"
+#include "nova/error.hpp"
+#include "nova/shape.hpp"
+#include "nova/tensor.hpp"
+
+namespace nova {
+
+inline constexpr int dynamic_rank = -1;
+
+namespace detail {
+
+/// The trace in progress on this thread: set by nova::jit around the call
+/// of the user's step. Operators (which cannot take a source_location) report
+/// errors at the line where the step was declared.
+struct Trace {
+  Builder* builder = nullptr;
+  std::source_location declared_at;
+};
+
+inline thread_local Trace* active_trace = nullptr;
+
+inline Trace& current_trace() {
+  if (!active_trace)
+    throw Error("nova: tensor expressions can only be built while a step is traced "
+                "(inside the function given to nova::jit)");
+  return *active_trace;
+}
+
+inline std::string where(const std::source_location& loc) {
+  return std::string(loc.file_name()) + ":" + std::to_string(loc.line());
+}
+
+template <class T> struct is_expr : std::false_type {};
+
+} // namespace detail
+
+template <class T = void, int Rank = dynamic_rank>
+class Expr {
+  static_assert(std::is_void_v<T> || element_type<T>,
+                "nova::Expr<T, Rank>: T must be void, float, double, int32_t or int64_t");
+  static_assert(Rank >= dynamic_rank, "nova::Expr<T, Rank>: Rank must be >= 0 or dynamic_rank");
+
+ public:
+  using element = T;
+  static constexpr int static_rank = Rank;
+
+  /// Wraps a traced value; checks the static parts against the dynamic ones.
+  Expr(detail::ValueId id, TensorSpec spec,
+       std::source_location loc = std::source_location::current())
+      : id_(id), spec_(std::move(spec)) {
+    check(loc);
+  }
+
+  /// Converts between static views of the same value (for example from the
+  /// untyped Expr<> the tracer passes to a typed lambda parameter). Statically
+  /// incompatible views do not compile; dynamic parts are checked.
+  template <class U, int R>
+  Expr(const Expr<U, R>& other, std::source_location loc = std::source_location::current())
+      : id_(other.id()), spec_(other.spec()) {
+    static_assert(std::is_void_v<T> || std::is_void_v<U> || std::is_same_v<T, U>,
+                  "nova::Expr: cannot convert between different element types");
+    static_assert(Rank == dynamic_rank || R == dynamic_rank || Rank == R,
+                  "nova::Expr: cannot convert between different ranks");
+    check(loc);
+  }
+
+  detail::ValueId id() const { return id_; }
+  const TensorSpec& spec() const { return spec_; }
+  DType dtype() const { return spec_.dtype; }
+  const Shape& shape() const { return spec_.shape; }
+  std::int64_t rank() const { return static_cast<std::int64_t>(spec_.shape.size()); }
+  /// Extent of dim `i`; negative i counts from the end.
+  std::int64_t dim(std::int64_t i) const {
+    std::int64_t r = rank();
+    if (i < -r || i >= r)
+      throw ShapeError("nova: dim " + std::to_string(i) + " out of range for shape " +
+                       to_string(spec_.shape));
+    return spec_.shape[static_cast<std::size_t>(i < 0 ? i + r : i)];
+  }
+
+ private:
+  void check(const std::source_location& loc) const {
+    if constexpr (!std::is_void_v<T>) {
+      if (spec_.dtype != dtype_v<T>)
+        throw ShapeError("nova: expected a " + std::string(name_of(dtype_v<T>)) +
+                         " tensor, got " + to_string(spec_) + "\n  at " + detail::where(loc));
+    }
+    if constexpr (Rank != dynamic_rank) {
+      if (static_cast<int>(spec_.shape.size()) != Rank)
+        throw ShapeError("nova: expected a rank-" + std::to_string(Rank) + " tensor, got " +
+                         to_string(spec_) + "\n  at " + detail::where(loc));
+    }
+  }
+
+  detail::ValueId id_;
+  TensorSpec spec_;
+};
+
+namespace detail {
+template <class T, int R> struct is_expr<Expr<T, R>> : std::true_type {};
+} // namespace detail
+
+/// Anything a Nova op accepts as a tensor operand.
+template <class E>
+concept expression = detail::is_expr<std::remove_cvref_t<E>>::value;
+
+/// Plain C++ numbers mix with expressions (`x * 0.5`).
+template <class S>
+concept scalar = std::is_arithmetic_v<S>;
+
+template <class T> using Vector = Expr<T, 1>;
+template <class T> using Matrix = Expr<T, 2>;
+
+} // namespace nova

@@ -1,0 +1,298 @@
+// expr/ops.hpp - the operations a step is written with.
+//
+// Each function appends one nova op (plus explicit broadcasts) to the trace
+// and returns an Expr whose static element type and rank follow from its
+// operands' (see the result_* helpers). Named functions take the caller's
+// source line as a defaulted last parameter; operators report the line where
+// the step was declared.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <initializer_list>
+#include <vector>
+
+#include "nova/expr/expr.hpp"
+
+namespace nova {
+
+namespace detail {
+
+// ---- static result types --------------------------------------------------
+
+template <class A, class B> constexpr bool same_or_unknown_v =
+    std::is_void_v<A> || std::is_void_v<B> || std::is_same_v<A, B>;
+
+template <class A, class B>
+using common_element_t = std::conditional_t<std::is_void_v<A>, B, A>;
+
+constexpr int broadcast_rank(int a, int b) {
+  return a == dynamic_rank || b == dynamic_rank ? dynamic_rank : std::max(a, b);
+}
+
+// ---- emitting ops -----------------------------------------------------------
+
+inline Expr<> emit(std::string_view name, std::initializer_list<ValueId> operands,
+                   std::initializer_list<NamedAttr> attrs, const TensorSpec* result,
+                   const std::source_location& loc) {
+  Builder& b = *current_trace().builder;
+  ValueId id = b.op(name, std::span<const ValueId>(operands.begin(), operands.size()),
+                    std::span<const NamedAttr>(attrs.begin(), attrs.size()), result, loc);
+  return Expr<>(id, b.spec(id), loc);
+}
+
+/// Retypes an untyped result to the statically known type (checked).
+template <class T, int Rank>
+Expr<T, Rank> typed(const Expr<>& e, const std::source_location& loc) {
+  return Expr<T, Rank>(e, loc);
+}
+
+inline std::source_location operator_loc() { return current_trace().declared_at; }
+
+inline Expr<> broadcast_to(const Expr<>& x, const Shape& shape, const std::source_location& loc) {
+  if (x.shape() == shape) return x;
+  TensorSpec spec{x.dtype(), shape};
+  return emit("nova.broadcast", {x.id()}, {}, &spec, loc);
+}
+
+/// A rank-0 constant of `dtype`.
+inline Expr<> scalar_constant(double value, DType dtype, const std::source_location& loc) {
+  TensorSpec spec{dtype, {}};
+  return emit("nova.constant", {}, {{"value", value}}, &spec, loc);
+}
+
+template <expression A, expression B>
+auto binary(std::string_view name, const A& a, const B& b, const std::source_location& loc) {
+  using TA = typename A::element;
+  using TB = typename B::element;
+  static_assert(same_or_unknown_v<TA, TB>,
+                "nova: the operands of an elementwise op have different element types");
+  constexpr int rank = broadcast_rank(A::static_rank, B::static_rank);
+  auto shape = broadcast_shapes(a.shape(), b.shape());
+  if (!shape)
+    throw ShapeError(std::string(name) + ": cannot broadcast " + to_string(a.spec()) +
+                     " with " + to_string(b.spec()) + "\n  at " + where(loc));
+  Expr<> lhs = broadcast_to(a, *shape, loc), rhs = broadcast_to(b, *shape, loc);
+  return typed<common_element_t<TA, TB>, rank>(emit(name, {lhs.id(), rhs.id()}, {}, nullptr, loc),
+                                              loc);
+}
+
+template <expression A>
+auto unary(std::string_view name, const A& a, std::initializer_list<NamedAttr> attrs,
+           const std::source_location& loc) {
+  return typed<typename A::element, A::static_rank>(emit(name, {a.id()}, attrs, nullptr, loc), loc);
+}
+
+/// Normalises user axes (negative counts from the end; empty means all) to
+/// the sorted, unique list the ops take.
+inline std::vector<std::int64_t> normalize_axes(std::string_view op, std::vector<std::int64_t> axes,
+                                                std::int64_t rank,
+                                                const std::source_location& loc) {
+  if (axes.empty())
+    for (std::int64_t i = 0; i < rank; ++i) axes.push_back(i);
+  for (auto& a : axes) {
+    if (a < -rank || a >= rank)
+      throw ShapeError(std::string(op) + ": axis " + std::to_string(a) +
+                       " is out of range for rank " + std::to_string(rank) + "\n  at " +
+                       where(loc));
+    if (a < 0) a += rank;
+  }
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+    throw ShapeError(std::string(op) + ": repeated axis\n  at " + where(loc));
+  return axes;
+}
+
+template <expression A>
+auto reduce(std::string_view name, const A& x, std::vector<std::int64_t> axes, bool keep_dims,
+            const std::source_location& loc) {
+  auto norm = normalize_axes(name, std::move(axes), x.rank(), loc);
+  // keep_dims is a run-time flag, so the result's rank is not static.
+  Expr<> r = emit(name, {x.id()}, {{"axes", norm}, {"keep_dims", keep_dims}}, nullptr, loc);
+  return typed<typename A::element, dynamic_rank>(r, loc);
+}
+
+} // namespace detail
+
+// ---- elementwise --------------------------------------------------------------
+
+#define NOVA_BINARY_FN(FN, OPNAME, OPERATOR)                                               \
+  template <expression A, expression B>                                                    \
+  auto FN(const A& a, const B& b, std::source_location loc = std::source_location::current()) { \
+    return detail::binary(OPNAME, a, b, loc);                                              \
+  }                                                                                        \
+  template <expression A, expression B>                                                    \
+  auto operator OPERATOR(const A& a, const B& b) {                                         \
+    return detail::binary(OPNAME, a, b, detail::operator_loc());                           \
+  }                                                                                        \
+  template <expression A, scalar S>                                                        \
+  auto operator OPERATOR(const A& a, S s) {                                                \
+    auto loc = detail::operator_loc();                                                     \
+    return detail::binary(OPNAME, a,                                                       \
+                          detail::typed<typename A::element, 0>(                           \
+                              detail::scalar_constant(static_cast<double>(s), a.dtype(), loc), loc), \
+                          loc);                                                            \
+  }                                                                                        \
+  template <scalar S, expression B>                                                        \
+  auto operator OPERATOR(S s, const B& b) {                                                \
+    auto loc = detail::operator_loc();                                                     \
+    return detail::binary(OPNAME,                                                          \
+                          detail::typed<typename B::element, 0>(                           \
+                              detail::scalar_constant(static_cast<double>(s), b.dtype(), loc), loc), \
+                          b, loc);                                                         \
+  }
+
+NOVA_BINARY_FN(add, "nova.add", +)
+NOVA_BINARY_FN(sub, "nova.sub", -)
+NOVA_BINARY_FN(mul, "nova.mul", *)
+NOVA_BINARY_FN(div, "nova.div", /)
+#undef NOVA_BINARY_FN
+
+/// Elementwise maximum (NaN if either operand is NaN), with broadcasting.
+template <expression A, expression B>
+auto maximum(const A& a, const B& b, std::source_location loc = std::source_location::current()) {
+  return detail::binary("nova.max", a, b, loc);
+}
+
+template <expression A> auto operator-(const A& a) {
+  return detail::unary("nova.neg", a, {}, detail::operator_loc());
+}
+
+#define NOVA_UNARY_FN(FN, OPNAME)                                                          \
+  template <expression A>                                                                  \
+  auto FN(const A& a, std::source_location loc = std::source_location::current()) {        \
+    return detail::unary(OPNAME, a, {}, loc);                                              \
+  }
+NOVA_UNARY_FN(neg, "nova.neg")
+NOVA_UNARY_FN(exp, "nova.exp")
+NOVA_UNARY_FN(log, "nova.log")
+NOVA_UNARY_FN(tanh, "nova.tanh")
+NOVA_UNARY_FN(sqrt, "nova.sqrt")
+NOVA_UNARY_FN(rsqrt, "nova.rsqrt")
+NOVA_UNARY_FN(relu, "nova.relu")
+#undef NOVA_UNARY_FN
+
+enum class GeluApprox { tanh, none };
+
+/// GELU; GeluApprox::tanh is GPT-2's approximation, GeluApprox::none uses erf.
+template <expression A>
+auto gelu(const A& a, GeluApprox approx = GeluApprox::tanh,
+          std::source_location loc = std::source_location::current()) {
+  return detail::unary("nova.gelu", a, {{"approximate", approx == GeluApprox::tanh}}, loc);
+}
+
+// ---- contraction ----------------------------------------------------------------
+
+enum class Transpose { none, a, b, both };
+
+/// (Batched) matrix product. Both operands have the same rank >= 2 and equal
+/// leading batch dims; Transpose::a/b/both read an operand's last two dims
+/// swapped without materialising the transpose.
+template <expression A, expression B>
+auto matmul(const A& a, const B& b, Transpose t = Transpose::none,
+            std::source_location loc = std::source_location::current()) {
+  static_assert(detail::same_or_unknown_v<typename A::element, typename B::element>,
+                "nova::matmul: operands have different element types");
+  static_assert(A::static_rank == dynamic_rank || A::static_rank >= 2,
+                "nova::matmul: the left operand must have rank >= 2");
+  static_assert(B::static_rank == dynamic_rank || B::static_rank >= 2,
+                "nova::matmul: the right operand must have rank >= 2");
+  static_assert(A::static_rank == dynamic_rank || B::static_rank == dynamic_rank ||
+                    A::static_rank == B::static_rank,
+                "nova::matmul: operands must have the same rank");
+  constexpr int rank = A::static_rank != dynamic_rank ? A::static_rank : B::static_rank;
+  bool ta = t == Transpose::a || t == Transpose::both;
+  bool tb = t == Transpose::b || t == Transpose::both;
+  auto r = detail::emit("nova.matmul", {a.id(), b.id()},
+                        {{"transpose_a", ta}, {"transpose_b", tb}}, nullptr, loc);
+  return detail::typed<detail::common_element_t<typename A::element, typename B::element>, rank>(
+      r, loc);
+}
+
+// ---- layout ---------------------------------------------------------------------
+
+/// Numpy-style broadcast to `shape`.
+template <expression A>
+Expr<typename A::element> broadcast(const A& x, const Shape& shape,
+                                    std::source_location loc = std::source_location::current()) {
+  if (!broadcast_shapes(x.shape(), shape) || *broadcast_shapes(x.shape(), shape) != shape)
+    throw ShapeError("nova.broadcast: cannot broadcast " + to_string(x.spec()) + " to " +
+                     to_string(shape) + "\n  at " + detail::where(loc));
+  return detail::typed<typename A::element, dynamic_rank>(detail::broadcast_to(x, shape, loc),
+                                                         loc);
+}
+
+/// Row-major reshape; one extent may be -1 (inferred).
+template <expression A>
+Expr<typename A::element> reshape(const A& x, Shape shape,
+                                  std::source_location loc = std::source_location::current()) {
+  std::int64_t known = 1, infer_at = -1;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1 && infer_at < 0) infer_at = static_cast<std::int64_t>(i);
+    else if (shape[i] < 0)
+      throw ShapeError("nova.reshape: bad target shape " + to_string(shape) + "\n  at " +
+                       detail::where(loc));
+    else known *= shape[i];
+  }
+  if (infer_at >= 0) {
+    if (known == 0 || numel(x.shape()) % known != 0)
+      throw ShapeError("nova.reshape: cannot reshape " + to_string(x.spec()) + " to " +
+                       to_string(shape) + "\n  at " + detail::where(loc));
+    shape[static_cast<std::size_t>(infer_at)] = numel(x.shape()) / known;
+  }
+  if (x.shape() == shape) return x;
+  TensorSpec spec{x.dtype(), shape};
+  return detail::typed<typename A::element, dynamic_rank>(
+      detail::emit("nova.reshape", {x.id()}, {}, &spec, loc), loc);
+}
+
+/// Permutes dims: result dim i is input dim perm[i].
+template <expression A>
+auto permute(const A& x, std::vector<std::int64_t> perm,
+             std::source_location loc = std::source_location::current()) {
+  return detail::unary("nova.transpose", x, {{"permutation", std::move(perm)}}, loc);
+}
+
+/// Swaps the last two dims.
+template <expression A>
+auto transpose(const A& x, std::source_location loc = std::source_location::current()) {
+  static_assert(A::static_rank == dynamic_rank || A::static_rank >= 2,
+                "nova::transpose: needs rank >= 2");
+  std::vector<std::int64_t> perm;
+  for (std::int64_t i = 0; i < x.rank(); ++i) perm.push_back(i);
+  if (perm.size() < 2)
+    throw ShapeError("nova.transpose: needs rank >= 2, got " + to_string(x.spec()) + "\n  at " +
+                     detail::where(loc));
+  std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+  return permute(x, std::move(perm), loc);
+}
+
+// ---- reductions -------------------------------------------------------------------
+
+/// Sum over `axes` (negative counts from the end; empty: all axes).
+template <expression A>
+auto sum(const A& x, std::vector<std::int64_t> axes = {}, bool keep_dims = false,
+         std::source_location loc = std::source_location::current()) {
+  return detail::reduce("nova.reduce_sum", x, std::move(axes), keep_dims, loc);
+}
+template <expression A>
+auto mean(const A& x, std::vector<std::int64_t> axes = {}, bool keep_dims = false,
+          std::source_location loc = std::source_location::current()) {
+  return detail::reduce("nova.reduce_mean", x, std::move(axes), keep_dims, loc);
+}
+/// Maximum over `axes`.
+template <expression A>
+auto max(const A& x, std::vector<std::int64_t> axes = {}, bool keep_dims = false,
+         std::source_location loc = std::source_location::current()) {
+  return detail::reduce("nova.reduce_max", x, std::move(axes), keep_dims, loc);
+}
+
+/// Numerically stable softmax along `axis` (negative counts from the end).
+template <expression A>
+auto softmax(const A& x, std::int64_t axis = -1,
+             std::source_location loc = std::source_location::current()) {
+  std::int64_t a = detail::normalize_axes("nova.softmax", {axis}, x.rank(), loc).front();
+  return detail::unary("nova.softmax", x, {{"axis", a}}, loc);
+}
+
+} // namespace nova

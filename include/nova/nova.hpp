@@ -1,0 +1,15 @@
+// nova.hpp - the one include a Nova user needs.
+//
+// No MLIR or LLVM header is reached from here: user code compiles in seconds
+// and links against libnova.
+#pragma once
+
+#include "nova/cache.hpp"
+#include "nova/dtype.hpp"
+#include "nova/error.hpp"
+#include "nova/executable.hpp"
+#include "nova/expr/expr.hpp"
+#include "nova/expr/ops.hpp"
+#include "nova/jit.hpp"
+#include "nova/shape.hpp"
+#include "nova/tensor.hpp"

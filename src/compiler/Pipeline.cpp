@@ -1,0 +1,145 @@
+//===- Pipeline.cpp - every pass of the CPU lowering, in order ---*- C++ -*-===//
+//
+// Read this file to know the compiler. Each stage is a list of passes; the IR
+// after each stage can be dumped (NOVA_DUMP_IR=<dir>) and the verifier runs
+// after every pass.
+//
+//   1 nova        the traced step, as built by the front end
+//   2 linalg      nova → linalg on tensors; elementwise chains fused
+//   3 bufferized  memref in/out signature; one-shot bufferization; frees
+//   4 loops       linalg → scf loops → cf; strided metadata expanded
+//   5 llvm        everything → LLVM dialect, ready for the JIT
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Pipeline.h"
+#include "compiler/transforms/Passes.h"
+
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MathToLibm/MathToLibm.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
+#include <functional>
+
+using namespace mlir;
+
+namespace {
+
+struct Stage {
+  const char *name;
+  std::function<void(OpPassManager &)> addPasses;
+};
+
+void addLinalgStage(OpPassManager &pm) {
+  pm.addPass(nova::createNovaLowerToLinalg());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createLinalgElementwiseOpFusionPass());
+  pm.addPass(createCSEPass());
+}
+
+void addBufferizeStage(OpPassManager &pm) {
+  pm.addPass(nova::createNovaDestinationPassing());
+  bufferization::OneShotBufferizationOptions options;
+  options.setFunctionBoundaryTypeConversion(
+      bufferization::LayoutMapOption::IdentityLayoutMap);
+  // Lets results be computed straight into the caller's output buffers
+  // instead of a temporary that is then copied.
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
+  pm.addPass(bufferization::createOneShotBufferizePass(options));
+  bufferization::BufferDeallocationPipelineOptions dealloc;
+  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  pm.addPass(createCanonicalizerPass());
+}
+
+void addLoopsStage(OpPassManager &pm) {
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createConvertSCFToCFPass());
+}
+
+void addLLVMStage(OpPassManager &pm) {
+  // Math ops with an LLVM intrinsic first; the rest (tanh, erf) call libm.
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+const std::vector<Stage> &stages() {
+  static const std::vector<Stage> all = {
+      {"linalg", addLinalgStage},
+      {"bufferized", addBufferizeStage},
+      {"loops", addLoopsStage},
+      {"llvm", addLLVMStage},
+  };
+  return all;
+}
+
+void dump(ModuleOp module, const std::string &dir, int index, StringRef name) {
+  llvm::sys::fs::create_directories(dir);
+  std::string path = dir + "/" + std::to_string(index) + "-" + name.str() + ".mlir";
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (!ec)
+    module.print(os);
+}
+
+} // namespace
+
+mlir::nova::PipelineOptions mlir::nova::pipelineOptionsFromEnv() {
+  PipelineOptions options;
+  if (const char *dir = std::getenv("NOVA_DUMP_IR"))
+    options.dumpDir = dir;
+  return options;
+}
+
+LogicalResult mlir::nova::lowerToLLVM(ModuleOp module,
+                                      const PipelineOptions &options) {
+  if (!options.dumpDir.empty())
+    dump(module, options.dumpDir, 1, "nova");
+  int index = 2;
+  for (const Stage &stage : stages()) {
+    PassManager pm(module.getContext());
+    pm.enableVerifier(options.verifyEachPass);
+    stage.addPasses(pm);
+    if (failed(pm.run(module)))
+      return failure();
+    if (!options.dumpDir.empty())
+      dump(module, options.dumpDir, index, stage.name);
+    ++index;
+  }
+  return success();
+}
+
+void mlir::nova::registerNovaPipelines() {
+  PassPipelineRegistration<>(
+      "nova-lower-to-llvm", "Every stage of Nova's CPU lowering, in order",
+      [](OpPassManager &pm) {
+        for (const Stage &stage : stages())
+          stage.addPasses(pm);
+      });
+}

@@ -1,0 +1,129 @@
+//===- ElementwiseToLinalg.cpp - elementwise nova ops → linalg ---*- C++ -*-===//
+//
+// Every elementwise op becomes one all-parallel linalg.generic with identity
+// maps over a tensor.empty init; its body is the scalar formula below. The
+// formulas are the same as the reference interpreter's (Interpreter.cpp).
+// Chains of such generics are fused later by linalg-fuse-elementwise-ops.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/conversion/NovaToLinalg.h"
+#include "compiler/dialect/NovaDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include <cmath>
+#include <functional>
+
+using namespace mlir;
+using namespace mlir::nova;
+
+namespace {
+
+using ScalarFn = std::function<Value(OpBuilder &, Location, ValueRange)>;
+
+Value constantLike(OpBuilder &b, Location loc, Value like, double v) {
+  return b.create<arith::ConstantOp>(loc, b.getFloatAttr(like.getType(), v));
+}
+
+/// Rewrites `op` (all operands and the result of the same type) into a
+/// parallel linalg.generic whose body applies `fn` to the scalar operands.
+LogicalResult lowerElementwise(Operation *op, ConversionPatternRewriter &rewriter,
+                               ValueRange operands, const ScalarFn &fn) {
+  Location loc = op->getLoc();
+  auto type = cast<RankedTensorType>(op->getResult(0).getType());
+  Value init = rewriter.create<tensor::EmptyOp>(loc, type.getShape(),
+                                                type.getElementType());
+  SmallVector<AffineMap> maps(operands.size() + 1,
+                              rewriter.getMultiDimIdentityMap(type.getRank()));
+  SmallVector<utils::IteratorType> iterators(type.getRank(),
+                                             utils::IteratorType::parallel);
+  auto generic = rewriter.create<linalg::GenericOp>(
+      loc, TypeRange{type}, operands, ValueRange{init}, maps, iterators,
+      [&](OpBuilder &b, Location l, ValueRange args) {
+        Value r = fn(b, l, args.drop_back());
+        b.create<linalg::YieldOp>(l, r);
+      });
+  rewriter.replaceOp(op, generic.getResults());
+  return success();
+}
+
+template <typename OpTy>
+struct ElementwisePattern : OpConversionPattern<OpTy> {
+  ElementwisePattern(MLIRContext *ctx, ScalarFn fn)
+      : OpConversionPattern<OpTy>(ctx), fn(std::move(fn)) {}
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    return lowerElementwise(op, rewriter, adaptor.getOperands(), fn);
+  }
+  ScalarFn fn;
+};
+
+template <typename OpTy, typename ArithOp>
+void addSimple(RewritePatternSet &patterns) {
+  patterns.add<ElementwisePattern<OpTy>>(
+      patterns.getContext(), [](OpBuilder &b, Location l, ValueRange a) -> Value {
+        return b.create<ArithOp>(l, a).getResult();
+      });
+}
+
+/// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+Value geluTanh(OpBuilder &b, Location l, Value x) {
+  Value x3 = b.create<arith::MulFOp>(l, b.create<arith::MulFOp>(l, x, x), x);
+  Value inner = b.create<arith::AddFOp>(
+      l, x, b.create<arith::MulFOp>(l, constantLike(b, l, x, 0.044715), x3));
+  Value scaled = b.create<arith::MulFOp>(
+      l, constantLike(b, l, x, std::sqrt(2.0 / M_PI)), inner);
+  Value onePlus = b.create<arith::AddFOp>(l, constantLike(b, l, x, 1.0),
+                                          b.create<math::TanhOp>(l, scaled));
+  return b.create<arith::MulFOp>(
+      l, b.create<arith::MulFOp>(l, constantLike(b, l, x, 0.5), x), onePlus);
+}
+
+/// 0.5 x (1 + erf(x / sqrt(2)))
+Value geluErf(OpBuilder &b, Location l, Value x) {
+  Value scaled = b.create<arith::MulFOp>(l, x, constantLike(b, l, x, M_SQRT1_2));
+  Value onePlus = b.create<arith::AddFOp>(l, constantLike(b, l, x, 1.0),
+                                          b.create<math::ErfOp>(l, scaled));
+  return b.create<arith::MulFOp>(
+      l, b.create<arith::MulFOp>(l, constantLike(b, l, x, 0.5), x), onePlus);
+}
+
+struct GeluPattern : OpConversionPattern<GeluOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(GeluOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    bool approximate = op.getApproximate();
+    return lowerElementwise(
+        op, rewriter, adaptor.getOperands(),
+        [approximate](OpBuilder &b, Location l, ValueRange a) {
+          return approximate ? geluTanh(b, l, a[0]) : geluErf(b, l, a[0]);
+        });
+  }
+};
+
+} // namespace
+
+void mlir::nova::populateElementwiseToLinalgPatterns(RewritePatternSet &patterns) {
+  addSimple<AddOp, arith::AddFOp>(patterns);
+  addSimple<SubOp, arith::SubFOp>(patterns);
+  addSimple<MulOp, arith::MulFOp>(patterns);
+  addSimple<DivOp, arith::DivFOp>(patterns);
+  addSimple<MaxOp, arith::MaximumFOp>(patterns);
+  addSimple<NegOp, arith::NegFOp>(patterns);
+  addSimple<ExpOp, math::ExpOp>(patterns);
+  addSimple<LogOp, math::LogOp>(patterns);
+  addSimple<TanhOp, math::TanhOp>(patterns);
+  addSimple<SqrtOp, math::SqrtOp>(patterns);
+  addSimple<RsqrtOp, math::RsqrtOp>(patterns);
+  patterns.add<ElementwisePattern<ReluOp>>(
+      patterns.getContext(), [](OpBuilder &b, Location l, ValueRange a) -> Value {
+        return b.create<arith::MaximumFOp>(l, a[0], constantLike(b, l, a[0], 0.0));
+      });
+  patterns.add<GeluPattern>(patterns.getContext());
+}

@@ -1,0 +1,271 @@
+//===- StructuredToLinalg.cpp - contraction, reductions, layout --*- C++ -*-===//
+//
+// matmul       → contraction linalg.generic over (batch..., m, n, k), init 0.
+// reduce_*     → linalg.generic with reduction iterators over a filled init;
+//                mean divides the sum by the element count afterwards.
+// softmax      → nova.reduce_max/broadcast/sub/exp/reduce_sum/div, which the
+//                same conversion then lowers (one definition of the math).
+// broadcast    → generic reading stretched dims at index 0.
+// reshape      → tensor.collapse_shape to 1-D, then tensor.expand_shape.
+// transpose    → linalg.transpose.
+// constant     → linalg.fill of a scalar arith.constant.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/conversion/NovaToLinalg.h"
+#include "compiler/dialect/NovaDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::nova;
+
+namespace {
+
+Value scalarConstant(OpBuilder &b, Location loc, Type elem, double v) {
+  if (isa<FloatType>(elem))
+    return b.create<arith::ConstantOp>(loc, b.getFloatAttr(elem, v));
+  return b.create<arith::ConstantOp>(
+      loc, b.getIntegerAttr(elem, static_cast<int64_t>(v)));
+}
+
+/// tensor.empty filled with `value`.
+Value filled(OpBuilder &b, Location loc, RankedTensorType type, double value) {
+  Value empty = b.create<tensor::EmptyOp>(loc, type.getShape(), type.getElementType());
+  Value scalar = scalarConstant(b, loc, type.getElementType(), value);
+  return b.create<linalg::FillOp>(loc, scalar, empty).getResult(0);
+}
+
+struct MatmulPattern : OpConversionPattern<MatmulOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(MatmulOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getType());
+    MLIRContext *ctx = op.getContext();
+    int64_t batch = type.getRank() - 2;
+    int64_t loops = batch + 3; // batch..., m, n, k
+    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    SmallVector<AffineExpr> lhs, rhs, out;
+    for (int64_t i = 0; i < batch; ++i) {
+      lhs.push_back(d(i));
+      rhs.push_back(d(i));
+      out.push_back(d(i));
+    }
+    AffineExpr m = d(batch), n = d(batch + 1), k = d(batch + 2);
+    if (op.getTransposeA()) lhs.append({k, m}); else lhs.append({m, k});
+    if (op.getTransposeB()) rhs.append({n, k}); else rhs.append({k, n});
+    out.append({m, n});
+    SmallVector<AffineMap> maps = {AffineMap::get(loops, 0, lhs, ctx),
+                                   AffineMap::get(loops, 0, rhs, ctx),
+                                   AffineMap::get(loops, 0, out, ctx)};
+    SmallVector<utils::IteratorType> iterators(loops - 1, utils::IteratorType::parallel);
+    iterators.push_back(utils::IteratorType::reduction);
+    Value init = filled(rewriter, loc, type, 0.0);
+    auto generic = rewriter.create<linalg::GenericOp>(
+        loc, TypeRange{type}, ValueRange{adaptor.getLhs(), adaptor.getRhs()},
+        ValueRange{init}, maps, iterators,
+        [](OpBuilder &b, Location l, ValueRange a) {
+          Value prod = b.create<arith::MulFOp>(l, a[0], a[1]);
+          b.create<linalg::YieldOp>(l, ValueRange{b.create<arith::AddFOp>(l, a[2], prod)});
+        });
+    rewriter.replaceOp(op, generic.getResults());
+    return success();
+  }
+};
+
+/// Sum or max over `axes`; returns the reduced tensor of `resultType`.
+Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
+             RankedTensorType resultType, bool isMax) {
+  auto inType = cast<RankedTensorType>(input.getType());
+  MLIRContext *ctx = b.getContext();
+  int64_t rank = inType.getRank();
+  bool keepDims = resultType.getRank() == rank;
+  SmallVector<AffineExpr> outExprs;
+  SmallVector<utils::IteratorType> iterators;
+  for (int64_t i = 0; i < rank; ++i) {
+    bool reduced = llvm::is_contained(axes, i);
+    iterators.push_back(reduced ? utils::IteratorType::reduction
+                                : utils::IteratorType::parallel);
+    if (!reduced)
+      outExprs.push_back(getAffineDimExpr(i, ctx));
+    else if (keepDims)
+      outExprs.push_back(getAffineConstantExpr(0, ctx));
+  }
+  double initValue = isMax ? -std::numeric_limits<double>::infinity() : 0.0;
+  Value init = filled(b, loc, resultType, initValue);
+  SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank),
+                                 AffineMap::get(rank, 0, outExprs, ctx)};
+  auto generic = b.create<linalg::GenericOp>(
+      loc, TypeRange{resultType}, ValueRange{input}, ValueRange{init}, maps,
+      iterators, [isMax](OpBuilder &nb, Location l, ValueRange a) {
+        Value r = isMax ? nb.create<arith::MaximumFOp>(l, a[0], a[1]).getResult()
+                        : nb.create<arith::AddFOp>(l, a[0], a[1]).getResult();
+        nb.create<linalg::YieldOp>(l, r);
+      });
+  return generic.getResult(0);
+}
+
+template <typename OpTy>
+struct ReducePattern : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getType());
+    constexpr bool isMax = std::is_same_v<OpTy, ReduceMaxOp>;
+    Value r = reduce(rewriter, loc, adaptor.getInput(), op.getAxes(), type, isMax);
+    if constexpr (std::is_same_v<OpTy, ReduceMeanOp>) {
+      auto inType = cast<RankedTensorType>(op.getInput().getType());
+      int64_t count = 1;
+      for (int64_t a : op.getAxes())
+        count *= inType.getDimSize(a);
+      Value scale = scalarConstant(rewriter, loc, type.getElementType(),
+                                   1.0 / static_cast<double>(count));
+      Value init = rewriter.create<tensor::EmptyOp>(loc, type.getShape(),
+                                                    type.getElementType());
+      SmallVector<AffineMap> maps(2, rewriter.getMultiDimIdentityMap(type.getRank()));
+      SmallVector<utils::IteratorType> iterators(type.getRank(),
+                                                 utils::IteratorType::parallel);
+      r = rewriter
+              .create<linalg::GenericOp>(
+                  loc, TypeRange{type}, ValueRange{r}, ValueRange{init}, maps,
+                  iterators,
+                  [scale](OpBuilder &b, Location l, ValueRange a) {
+                    b.create<linalg::YieldOp>(
+                        l, ValueRange{b.create<arith::MulFOp>(l, a[0], scale)});
+                  })
+              .getResult(0);
+    }
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+struct SoftmaxPattern : OpConversionPattern<SoftmaxOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SoftmaxOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    auto type = cast<RankedTensorType>(x.getType());
+    auto axes = rewriter.getDenseI64ArrayAttr({static_cast<int64_t>(op.getAxis())});
+    auto keep = rewriter.getBoolAttr(true);
+    Value m = rewriter.create<ReduceMaxOp>(loc, x, axes, keep);
+    Value mb = rewriter.create<BroadcastOp>(loc, type, m);
+    Value e = rewriter.create<ExpOp>(loc, rewriter.create<SubOp>(loc, x, mb).getResult());
+    Value s = rewriter.create<ReduceSumOp>(loc, e, axes, keep);
+    Value sb = rewriter.create<BroadcastOp>(loc, type, s);
+    rewriter.replaceOpWithNewOp<DivOp>(op, e, sb);
+    return success();
+  }
+};
+
+struct BroadcastPattern : OpConversionPattern<BroadcastOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(BroadcastOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto in = cast<RankedTensorType>(op.getInput().getType());
+    auto out = cast<RankedTensorType>(op.getType());
+    MLIRContext *ctx = op.getContext();
+    int64_t offset = out.getRank() - in.getRank();
+    SmallVector<AffineExpr> inExprs;
+    for (int64_t i = 0; i < in.getRank(); ++i) {
+      bool stretched = in.getDimSize(i) == 1 && out.getDimSize(i + offset) != 1;
+      inExprs.push_back(stretched ? getAffineConstantExpr(0, ctx)
+                                  : getAffineDimExpr(i + offset, ctx));
+    }
+    SmallVector<AffineMap> maps = {AffineMap::get(out.getRank(), 0, inExprs, ctx),
+                                   rewriter.getMultiDimIdentityMap(out.getRank())};
+    SmallVector<utils::IteratorType> iterators(out.getRank(), utils::IteratorType::parallel);
+    Value init = rewriter.create<tensor::EmptyOp>(loc, out.getShape(), out.getElementType());
+    auto generic = rewriter.create<linalg::GenericOp>(
+        loc, TypeRange{out}, ValueRange{adaptor.getInput()}, ValueRange{init}, maps,
+        iterators, [](OpBuilder &b, Location l, ValueRange a) {
+          b.create<linalg::YieldOp>(l, a[0]);
+        });
+    rewriter.replaceOp(op, generic.getResults());
+    return success();
+  }
+};
+
+struct ReshapePattern : OpConversionPattern<ReshapeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ReshapeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto in = cast<RankedTensorType>(op.getInput().getType());
+    auto out = cast<RankedTensorType>(op.getType());
+    auto flatType = RankedTensorType::get({in.getNumElements()}, in.getElementType());
+    auto allDims = [](int64_t rank) {
+      ReassociationIndices group;
+      for (int64_t i = 0; i < rank; ++i)
+        group.push_back(i);
+      return SmallVector<ReassociationIndices>{group};
+    };
+    // Rank 0 <-> [1] uses an empty reassociation.
+    auto reassociation = [&](int64_t rank) {
+      return rank == 0 ? SmallVector<ReassociationIndices>{} : allDims(rank);
+    };
+    Value flat = adaptor.getInput();
+    if (in.getRank() == 0)
+      flat = rewriter.create<tensor::ExpandShapeOp>(loc, flatType, flat,
+                                                    reassociation(0));
+    else if (in.getRank() > 1)
+      flat = rewriter.create<tensor::CollapseShapeOp>(loc, flatType, flat,
+                                                      reassociation(in.getRank()));
+    Value result = flat;
+    if (out.getRank() == 0)
+      result = rewriter.create<tensor::CollapseShapeOp>(loc, out, flat, reassociation(0));
+    else if (out.getRank() > 1)
+      result = rewriter.create<tensor::ExpandShapeOp>(loc, out, flat,
+                                                      reassociation(out.getRank()));
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct TransposePattern : OpConversionPattern<TransposeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(TransposeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto out = cast<RankedTensorType>(op.getType());
+    Value init = rewriter.create<tensor::EmptyOp>(op.getLoc(), out.getShape(),
+                                                  out.getElementType());
+    auto t = rewriter.create<linalg::TransposeOp>(op.getLoc(), adaptor.getInput(),
+                                                  init, op.getPermutation());
+    rewriter.replaceOp(op, t.getResults());
+    return success();
+  }
+};
+
+struct ConstantPattern : OpConversionPattern<ConstantOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ConstantOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    rewriter.replaceOp(op, filled(rewriter, op.getLoc(), type,
+                                  op.getValue().convertToDouble()));
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::nova::populateStructuredToLinalgPatterns(RewritePatternSet &patterns) {
+  patterns.add<MatmulPattern, ReducePattern<ReduceSumOp>, ReducePattern<ReduceMeanOp>,
+               ReducePattern<ReduceMaxOp>, SoftmaxPattern, BroadcastPattern,
+               ReshapePattern, TransposePattern, ConstantPattern>(patterns.getContext());
+}

@@ -1,0 +1,23 @@
+//===- NovaDialect.h - the nova dialect and its ops -------------*- C++ -*-===//
+//
+// The one header that declares the `nova` dialect and its ops. Heavy: include
+// it only from compiler files that build or rewrite nova IR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NOVA_COMPILER_DIALECT_NOVADIALECT_H
+#define NOVA_COMPILER_DIALECT_NOVADIALECT_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "compiler/dialect/NovaOpsDialect.h.inc"
+
+#define GET_OP_CLASSES
+#include "compiler/dialect/NovaOps.h.inc"
+
+#endif // NOVA_COMPILER_DIALECT_NOVADIALECT_H

@@ -1,0 +1,243 @@
+//===- NovaOps.cpp - shape rules and verifiers of nova ops -------*- C++ -*-===//
+//
+// Each op's result type is inferred here (InferTypeOpInterface), so the rule
+// that the front end uses to build an op and the rule the verifier checks are
+// the same code. Diagnostics name the op and every shape involved, because
+// the front end forwards them to the user as they are.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/dialect/NovaDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace mlir::nova;
+
+namespace {
+
+/// "4x3xf32": the shape as MLIR prints it, without the tensor<> wrapper.
+std::string shapeStr(Type type) {
+  auto t = cast<RankedTensorType>(type);
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  for (int64_t d : t.getShape())
+    os << d << "x";
+  os << t.getElementType();
+  return s;
+}
+
+std::string shapeStr(Value v) { return shapeStr(v.getType()); }
+
+/// A defaulted flag read from an adaptor: while an op is parsed or built
+/// generically its defaults are not populated yet, so a missing attribute
+/// means the default.
+bool flag(BoolAttr attr, bool defaultValue) {
+  return attr ? attr.getValue() : defaultValue;
+}
+
+LogicalResult inferSameAsInput(Value input,
+                               SmallVectorImpl<Type> &inferred) {
+  inferred.push_back(input.getType());
+  return success();
+}
+
+LogicalResult inferElementwiseBinary(StringRef opName,
+                                     std::optional<Location> loc, Value lhs,
+                                     Value rhs,
+                                     SmallVectorImpl<Type> &inferred) {
+  if (lhs.getType() != rhs.getType())
+    return emitOptionalError(loc, "'", opName,
+                             "' op operands must have the same shape and "
+                             "element type (broadcast explicitly), got ",
+                             shapeStr(lhs), " and ", shapeStr(rhs));
+  inferred.push_back(lhs.getType());
+  return success();
+}
+
+/// Axes must be sorted, unique and within [0, rank).
+LogicalResult checkAxes(StringRef opName, std::optional<Location> loc,
+                        ArrayRef<int64_t> axes, int64_t rank) {
+  for (auto [i, a] : llvm::enumerate(axes)) {
+    if (a < 0 || a >= rank)
+      return emitOptionalError(loc, "'", opName, "' op axis ", a,
+                               " is out of range for rank ", rank);
+    if (i > 0 && axes[i - 1] >= a)
+      return emitOptionalError(loc, "'", opName,
+                               "' op axes must be sorted and unique");
+  }
+  return success();
+}
+
+LogicalResult inferReduce(StringRef opName, std::optional<Location> loc,
+                          Value input, ArrayRef<int64_t> axes, bool keepDims,
+                          SmallVectorImpl<Type> &inferred) {
+  auto type = cast<RankedTensorType>(input.getType());
+  if (failed(checkAxes(opName, loc, axes, type.getRank())))
+    return failure();
+  SmallVector<int64_t> shape;
+  for (auto [i, d] : llvm::enumerate(type.getShape())) {
+    bool reduced = llvm::is_contained(axes, static_cast<int64_t>(i));
+    if (!reduced)
+      shape.push_back(d);
+    else if (keepDims)
+      shape.push_back(1);
+  }
+  inferred.push_back(RankedTensorType::get(shape, type.getElementType()));
+  return success();
+}
+
+} // namespace
+
+#define NOVA_INFER_SAME_AS_INPUT(OP)                                           \
+  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location>,  \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &inferred) {        \
+    return inferSameAsInput(adaptor.getInput(), inferred);                     \
+  }
+NOVA_INFER_SAME_AS_INPUT(NegOp)
+NOVA_INFER_SAME_AS_INPUT(ExpOp)
+NOVA_INFER_SAME_AS_INPUT(LogOp)
+NOVA_INFER_SAME_AS_INPUT(TanhOp)
+NOVA_INFER_SAME_AS_INPUT(SqrtOp)
+NOVA_INFER_SAME_AS_INPUT(RsqrtOp)
+NOVA_INFER_SAME_AS_INPUT(ReluOp)
+NOVA_INFER_SAME_AS_INPUT(GeluOp)
+#undef NOVA_INFER_SAME_AS_INPUT
+
+#define NOVA_INFER_BINARY(OP)                                                  \
+  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
+                                     std::optional<Location> loc,              \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &inferred) {        \
+    return inferElementwiseBinary(OP::getOperationName(), loc,                 \
+                                  adaptor.getLhs(), adaptor.getRhs(),          \
+                                  inferred);                                   \
+  }
+NOVA_INFER_BINARY(AddOp)
+NOVA_INFER_BINARY(SubOp)
+NOVA_INFER_BINARY(MulOp)
+NOVA_INFER_BINARY(DivOp)
+NOVA_INFER_BINARY(MaxOp)
+#undef NOVA_INFER_BINARY
+
+#define NOVA_INFER_REDUCE(OP)                                                  \
+  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
+                                     std::optional<Location> loc,              \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &inferred) {        \
+    return inferReduce(OP::getOperationName(), loc, adaptor.getInput(),        \
+                       adaptor.getAxes(), flag(adaptor.getKeepDimsAttr(), false),  \
+                       inferred);    \
+  }
+NOVA_INFER_REDUCE(ReduceSumOp)
+NOVA_INFER_REDUCE(ReduceMeanOp)
+NOVA_INFER_REDUCE(ReduceMaxOp)
+#undef NOVA_INFER_REDUCE
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  auto lhs = cast<RankedTensorType>(adaptor.getLhs().getType());
+  auto rhs = cast<RankedTensorType>(adaptor.getRhs().getType());
+  auto fail = [&](const Twine &why) {
+    return emitOptionalError(loc, "'nova.matmul' op ", why, " (lhs ",
+                             shapeStr(lhs), ", rhs ", shapeStr(rhs), ")");
+  };
+  if (lhs.getElementType() != rhs.getElementType())
+    return fail("element types differ");
+  int64_t rank = lhs.getRank();
+  if (rank < 2 || rhs.getRank() != rank)
+    return fail("operands must have the same rank >= 2");
+  ArrayRef<int64_t> a = lhs.getShape(), b = rhs.getShape();
+  if (a.drop_back(2) != b.drop_back(2))
+    return fail("batch dims differ");
+  bool ta = flag(adaptor.getTransposeAAttr(), false);
+  bool tb = flag(adaptor.getTransposeBAttr(), false);
+  int64_t m = ta ? a[rank - 1] : a[rank - 2];
+  int64_t ka = ta ? a[rank - 2] : a[rank - 1];
+  int64_t kb = tb ? b[rank - 1] : b[rank - 2];
+  int64_t n = tb ? b[rank - 2] : b[rank - 1];
+  if (ka != kb)
+    return fail(Twine("contraction dimension mismatch: ") + Twine(ka) +
+                " vs " + Twine(kb));
+  SmallVector<int64_t> shape(a.drop_back(2));
+  shape.append({m, n});
+  inferred.push_back(RankedTensorType::get(shape, lhs.getElementType()));
+  return success();
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  auto type = cast<RankedTensorType>(adaptor.getInput().getType());
+  ArrayRef<int64_t> perm = adaptor.getPermutation();
+  int64_t rank = type.getRank();
+  SmallVector<bool> seen(rank, false);
+  bool valid = static_cast<int64_t>(perm.size()) == rank;
+  for (int64_t p : perm) {
+    if (!valid || p < 0 || p >= rank || seen[p]) {
+      valid = false;
+      break;
+    }
+    seen[p] = true;
+  }
+  if (!valid)
+    return emitOptionalError(loc, "'nova.transpose' op permutation is not a "
+                                  "permutation of the ",
+                             rank, " dims of ", shapeStr(type));
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm)
+    shape.push_back(type.getDimSize(p));
+  inferred.push_back(RankedTensorType::get(shape, type.getElementType()));
+  return success();
+}
+
+LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &inferred) {
+  auto type = cast<RankedTensorType>(adaptor.getInput().getType());
+  int64_t axis = adaptor.getAxis();
+  if (axis < 0 || axis >= type.getRank())
+    return emitOptionalError(loc, "'nova.softmax' op axis ", axis,
+                             " is out of range for ", shapeStr(type));
+  inferred.push_back(type);
+  return success();
+}
+
+LogicalResult BroadcastOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  auto fail = [&]() {
+    return emitOpError() << "cannot broadcast " << shapeStr(in) << " to "
+                         << shapeStr(out);
+  };
+  if (in.getElementType() != out.getElementType() ||
+      in.getRank() > out.getRank())
+    return fail();
+  int64_t offset = out.getRank() - in.getRank();
+  for (int64_t i = 0; i < in.getRank(); ++i) {
+    int64_t d = in.getDimSize(i);
+    if (d != 1 && d != out.getDimSize(i + offset))
+      return fail();
+  }
+  return success();
+}
+
+LogicalResult ReshapeOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  if (in.getElementType() != out.getElementType() ||
+      in.getNumElements() != out.getNumElements())
+    return emitOpError() << "cannot reshape " << shapeStr(in) << " ("
+                         << in.getNumElements() << " elements) to "
+                         << shapeStr(out) << " (" << out.getNumElements()
+                         << " elements)";
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "compiler/dialect/NovaOps.cpp.inc"

@@ -1,0 +1,159 @@
+//===- NovaOps.td - nova ops ------------------------------------*- tablegen -*-===//
+//
+// Families: elementwise (unary, binary), contraction (matmul), layout
+// (broadcast, reshape, transpose), reductions and softmax, constants.
+// Elementwise binary ops take equal shapes: the front end makes broadcasting
+// explicit with nova.broadcast, so autodiff can reduce a cotangent back to
+// the operand's shape by looking at one op.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NOVA_OPS
+#define NOVA_OPS
+
+include "NovaDialect.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/BuiltinAttributes.td"
+
+def Nova_FloatTensor : RankedTensorOf<[F32, F64]>;
+def Nova_AnyTensor : RankedTensorOf<[F32, F64, I32, I64]>;
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class Nova_UnaryOp<string mnemonic, string doc, list<Trait> traits = []>
+    : Nova_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor])> {
+  let summary = doc;
+  let arguments = (ins Nova_FloatTensor:$input);
+  let results = (outs Nova_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+class Nova_BinaryOp<string mnemonic, string doc, list<Trait> traits = []>
+    : Nova_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor])> {
+  let summary = doc;
+  let arguments = (ins Nova_FloatTensor:$lhs, Nova_FloatTensor:$rhs);
+  let results = (outs Nova_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+}
+
+def Nova_NegOp   : Nova_UnaryOp<"neg",   "-x">;
+def Nova_ExpOp   : Nova_UnaryOp<"exp",   "e^x">;
+def Nova_LogOp   : Nova_UnaryOp<"log",   "natural logarithm">;
+def Nova_TanhOp  : Nova_UnaryOp<"tanh",  "hyperbolic tangent">;
+def Nova_SqrtOp  : Nova_UnaryOp<"sqrt",  "square root">;
+def Nova_RsqrtOp : Nova_UnaryOp<"rsqrt", "1 / sqrt(x)">;
+def Nova_ReluOp  : Nova_UnaryOp<"relu",  "max(x, 0)">;
+
+def Nova_GeluOp : Nova_Op<"gelu", [Pure, InferTypeOpAdaptor]> {
+  let summary = "GELU activation";
+  let description = [{
+    `approximate = true`: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (GPT-2).
+    `approximate = false`: 0.5 x (1 + erf(x / sqrt(2))).
+  }];
+  let arguments = (ins Nova_FloatTensor:$input,
+                       DefaultValuedAttr<BoolAttr, "true">:$approximate);
+  let results = (outs Nova_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Nova_AddOp : Nova_BinaryOp<"add", "lhs + rhs", [Commutative]>;
+def Nova_SubOp : Nova_BinaryOp<"sub", "lhs - rhs">;
+def Nova_MulOp : Nova_BinaryOp<"mul", "lhs * rhs", [Commutative]>;
+def Nova_DivOp : Nova_BinaryOp<"div", "lhs / rhs">;
+def Nova_MaxOp : Nova_BinaryOp<"max", "max(lhs, rhs); NaN if either is NaN",
+                               [Commutative]>;
+
+//===----------------------------------------------------------------------===//
+// Contraction
+//===----------------------------------------------------------------------===//
+
+def Nova_MatmulOp : Nova_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
+  let summary = "(batched) matrix product with optional transposed operands";
+  let description = [{
+    Both operands have the same rank r >= 2; the leading r-2 dims are batch
+    dims and must be equal. With `transpose_a`, lhs is [..., k, m] instead of
+    [..., m, k]; with `transpose_b`, rhs is [..., n, k] instead of [..., k, n].
+    The result is [..., m, n].
+  }];
+  let arguments = (ins Nova_FloatTensor:$lhs, Nova_FloatTensor:$rhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_a,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_b);
+  let results = (outs Nova_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+}
+
+//===----------------------------------------------------------------------===//
+// Layout
+//===----------------------------------------------------------------------===//
+
+def Nova_BroadcastOp : Nova_Op<"broadcast", [Pure]> {
+  let summary = "numpy-style broadcast to the result shape";
+  let description = [{
+    Shapes are aligned on the right; each input dim must equal the result dim
+    or be 1. The result may have more leading dims than the input.
+  }];
+  let arguments = (ins Nova_AnyTensor:$input);
+  let results = (outs Nova_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Nova_ReshapeOp : Nova_Op<"reshape", [Pure]> {
+  let summary = "row-major reshape to a result with the same element count";
+  let arguments = (ins Nova_AnyTensor:$input);
+  let results = (outs Nova_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Nova_TransposeOp : Nova_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+  let summary = "permute dims: result dim i is input dim permutation[i]";
+  let arguments = (ins Nova_AnyTensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs Nova_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+class Nova_ReduceOp<string mnemonic, string doc>
+    : Nova_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let summary = doc;
+  let description = [{
+    Reduces over `axes` (sorted, unique, in range). With `keep_dims` the
+    reduced dims stay as size 1; otherwise they are dropped.
+  }];
+  let arguments = (ins Nova_FloatTensor:$input, DenseI64ArrayAttr:$axes,
+                       DefaultValuedAttr<BoolAttr, "false">:$keep_dims);
+  let results = (outs Nova_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Nova_ReduceSumOp  : Nova_ReduceOp<"reduce_sum",  "sum over axes">;
+def Nova_ReduceMeanOp : Nova_ReduceOp<"reduce_mean", "mean over axes">;
+def Nova_ReduceMaxOp  : Nova_ReduceOp<"reduce_max",  "maximum over axes">;
+
+def Nova_SoftmaxOp : Nova_Op<"softmax", [Pure, InferTypeOpAdaptor]> {
+  let summary = "numerically stable softmax along one axis";
+  let description = [{ exp(x - max(x)) / sum(exp(x - max(x))) along `axis`. }];
+  let arguments = (ins Nova_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Nova_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+//===----------------------------------------------------------------------===//
+// Constants
+//===----------------------------------------------------------------------===//
+
+def Nova_ConstantOp : Nova_Op<"constant", [Pure, ConstantLike]> {
+  let summary = "a tensor whose elements all equal `value`";
+  let arguments = (ins F64Attr:$value);
+  let results = (outs Nova_AnyTensor:$result);
+  let assemblyFormat = "$value attr-dict `:` type($result)";
+}
+
+#endif // NOVA_OPS

@@ -1,0 +1,199 @@
+//===- TraceBuilder.cpp - the front end's builder, on MLIR -------*- C++ -*-===//
+//
+// Implements nova::detail::Builder (include/nova/detail/builder.hpp). Ops are
+// created generically by name: the result type comes from the op's own
+// InferTypeOpInterface rule, then the op is verified at once, so the first
+// bad op stops the trace with the dialect's message, located at the user's
+// source line. finish() lowers and JIT-compiles the step (or hands it to the
+// interpreter).
+//
+//===----------------------------------------------------------------------===//
+
+#include "nova/detail/builder.hpp"
+
+#include "compiler/Context.h"
+#include "compiler/Pipeline.h"
+#include "compiler/dialect/NovaDialect.h"
+#include "compiler/interpreter/Interpreter.h"
+#include "compiler/target/cpu/CpuJit.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+
+#include <variant>
+
+using namespace mlir;
+
+namespace {
+
+Type elementType(MLIRContext *ctx, ::nova::DType t) {
+  switch (t) {
+  case ::nova::DType::f32: return Float32Type::get(ctx);
+  case ::nova::DType::f64: return Float64Type::get(ctx);
+  case ::nova::DType::i32: return IntegerType::get(ctx, 32);
+  case ::nova::DType::i64: return IntegerType::get(ctx, 64);
+  }
+  return {};
+}
+
+::nova::DType dtypeOf(Type t) {
+  if (t.isF32()) return ::nova::DType::f32;
+  if (t.isF64()) return ::nova::DType::f64;
+  if (t.isInteger(32)) return ::nova::DType::i32;
+  return ::nova::DType::i64;
+}
+
+RankedTensorType tensorType(MLIRContext *ctx, const ::nova::TensorSpec &spec) {
+  return RankedTensorType::get(spec.shape, elementType(ctx, spec.dtype));
+}
+
+::nova::TensorSpec specOf(Type type) {
+  auto t = cast<RankedTensorType>(type);
+  return {dtypeOf(t.getElementType()), ::nova::Shape(t.getShape().begin(), t.getShape().end())};
+}
+
+Attribute toAttr(Builder &b, const ::nova::detail::AttrValue &v) {
+  return std::visit(
+      [&](const auto &x) -> Attribute {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, bool>) return b.getBoolAttr(x);
+        else if constexpr (std::is_same_v<T, std::int64_t>) return b.getI64IntegerAttr(x);
+        else if constexpr (std::is_same_v<T, double>) return b.getF64FloatAttr(x);
+        else return b.getDenseI64ArrayAttr(x);
+      },
+      v);
+}
+
+/// Collects diagnostics emitted while it is alive.
+struct DiagnosticCollector {
+  explicit DiagnosticCollector(MLIRContext *ctx)
+      : handler(ctx, [this](Diagnostic &d) {
+          if (!text.empty()) text += "\n";
+          text += d.str();
+          return success();
+        }) {}
+  std::string text;
+  ScopedDiagnosticHandler handler;
+};
+
+class TraceBuilder final : public ::nova::detail::Builder {
+public:
+  explicit TraceBuilder(std::string_view name)
+      : lock(mlir::nova::compilerMutex()), ctx(&mlir::nova::compilerContext()), builder(ctx),
+        name(name) {
+    module = ModuleOp::create(UnknownLoc::get(ctx));
+    builder.setInsertionPointToEnd(module->getBody());
+    func = builder.create<func::FuncOp>(UnknownLoc::get(ctx), this->name,
+                                        builder.getFunctionType({}, {}));
+    builder.setInsertionPointToStart(func.addEntryBlock());
+  }
+
+  ::nova::detail::ValueId argument(const ::nova::TensorSpec &spec) override {
+    inputs.push_back(spec);
+    BlockArgument arg =
+        func.front().addArgument(tensorType(ctx, spec), UnknownLoc::get(ctx));
+    return remember(arg);
+  }
+
+  ::nova::detail::ValueId op(std::string_view opName,
+                             std::span<const ::nova::detail::ValueId> operands,
+                             std::span<const ::nova::detail::NamedAttr> attrs,
+                             const ::nova::TensorSpec *result,
+                             const std::source_location &where) override {
+    Location loc = FileLineColLoc::get(ctx, where.file_name(), where.line(), where.column());
+    OperationState state(loc, StringRef(opName.data(), opName.size()));
+    if (!state.name.isRegistered())
+      throw ::nova::Error("nova: unknown op '" + std::string(opName) + "'");
+    for (auto id : operands)
+      state.addOperands(values.at(static_cast<size_t>(id)));
+    for (const auto &a : attrs)
+      state.addAttribute(StringRef(a.name.data(), a.name.size()), toAttr(builder, a.value));
+
+    DiagnosticCollector diags(ctx);
+    if (result) {
+      state.addTypes(tensorType(ctx, *result));
+    } else {
+      auto *infer = state.name.getInterface<InferTypeOpInterface>();
+      SmallVector<Type> types;
+      if (!infer ||
+          failed(infer->inferReturnTypes(ctx, loc, state.operands,
+                                         state.attributes.getDictionary(ctx),
+                                         state.getRawProperties(), state.regions, types)))
+        throw shapeError(opName, diags.text, where);
+      state.addTypes(types);
+    }
+    Operation *op = builder.create(state);
+    if (failed(verify(op))) {
+      op->erase();
+      throw shapeError(opName, diags.text, where);
+    }
+    return remember(op->getResult(0));
+  }
+
+  ::nova::TensorSpec spec(::nova::detail::ValueId id) const override {
+    return specOf(values.at(static_cast<size_t>(id)).getType());
+  }
+
+  std::shared_ptr<::nova::Executable>
+  finish(std::span<const ::nova::detail::ValueId> results, ::nova::ExecMode mode) override {
+    SmallVector<Value> returned;
+    std::vector<::nova::TensorSpec> outputs;
+    for (auto id : results) {
+      returned.push_back(values.at(static_cast<size_t>(id)));
+      outputs.push_back(spec(id));
+    }
+    builder.create<func::ReturnOp>(UnknownLoc::get(ctx), returned);
+    func.setFunctionType(builder.getFunctionType(
+        func.front().getArgumentTypes(), ValueRange(returned).getTypes()));
+
+    DiagnosticCollector diags(ctx);
+    if (failed(verify(*module)))
+      throw ::nova::CompileError("nova: the traced step does not verify:\n" + diags.text);
+    if (mode == ::nova::ExecMode::interpreted)
+      return mlir::nova::makeInterpreterExecutable(std::move(module), name, inputs, outputs);
+    if (failed(mlir::nova::lowerToLLVM(*module, mlir::nova::pipelineOptionsFromEnv())))
+      throw ::nova::CompileError("nova: lowering the step failed:\n" + diags.text);
+    return mlir::nova::compileForCpu(*module, name, inputs, outputs);
+  }
+
+  std::string ir() const override {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    ModuleOp m = module.get();
+    m.print(os);
+    return s;
+  }
+
+private:
+  ::nova::detail::ValueId remember(Value v) {
+    values.push_back(v);
+    return static_cast<::nova::detail::ValueId>(values.size() - 1);
+  }
+
+  static ::nova::ShapeError shapeError(std::string_view opName, const std::string &why,
+                                       const std::source_location &where) {
+    std::string msg = why.empty() ? std::string(opName) + ": invalid operands" : why;
+    return ::nova::ShapeError(msg + "\n  at " + where.file_name() + ":" +
+                              std::to_string(where.line()));
+  }
+
+  std::unique_lock<std::recursive_mutex> lock;
+  MLIRContext *ctx;
+  OpBuilder builder;
+  std::string name;
+  OwningOpRef<ModuleOp> module;
+  func::FuncOp func;
+  std::vector<Value> values;
+  std::vector<::nova::TensorSpec> inputs;
+};
+
+} // namespace
+
+namespace nova::detail {
+std::unique_ptr<Builder> make_builder(std::string_view name) {
+  return std::make_unique<TraceBuilder>(name);
+}
+} // namespace nova::detail

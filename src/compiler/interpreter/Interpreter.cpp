@@ -1,0 +1,258 @@
+//===- Interpreter.cpp - nova ops evaluated in float64 -----------*- C++ -*-===//
+//
+// Straightforward loops over multi-indices, written for clarity, not speed:
+// this is the definition the compiled code is checked against.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/interpreter/Interpreter.h"
+#include "compiler/Context.h"
+#include "compiler/dialect/NovaDialect.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::nova;
+
+namespace {
+
+int64_t count(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+std::vector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
+    s[i] = s[i + 1] * shape[i + 1];
+  return s;
+}
+
+/// Calls f(multi-index) for every index of `shape`, row-major.
+template <typename F> void forEachIndex(ArrayRef<int64_t> shape, F &&f) {
+  int64_t n = count(shape);
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (int64_t k = 0; k < n; ++k) {
+    f(ArrayRef<int64_t>(idx));
+    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+      if (++idx[d] < shape[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+}
+
+int64_t linear(ArrayRef<int64_t> idx, ArrayRef<int64_t> strides) {
+  int64_t off = 0;
+  for (size_t i = 0; i < idx.size(); ++i)
+    off += idx[i] * strides[i];
+  return off;
+}
+
+NDArray withShape(Type type) {
+  auto t = cast<RankedTensorType>(type);
+  NDArray a;
+  a.shape.assign(t.getShape().begin(), t.getShape().end());
+  a.data.assign(count(a.shape), 0.0);
+  return a;
+}
+
+template <typename F> NDArray mapUnary(const NDArray &x, F &&f) {
+  NDArray r = x;
+  for (double &v : r.data)
+    v = f(v);
+  return r;
+}
+
+template <typename F>
+NDArray mapBinary(const NDArray &a, const NDArray &b, F &&f) {
+  NDArray r = a;
+  for (size_t i = 0; i < r.data.size(); ++i)
+    r.data[i] = f(a.data[i], b.data[i]);
+  return r;
+}
+
+double geluTanh(double x) {
+  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+double geluErf(double x) { return 0.5 * x * (1.0 + std::erf(x * M_SQRT1_2)); }
+
+NDArray matmul(MatmulOp op, const NDArray &a, const NDArray &b) {
+  NDArray r = withShape(op.getType());
+  size_t rank = r.shape.size();
+  bool ta = op.getTransposeA(), tb = op.getTransposeB();
+  int64_t k = ta ? a.shape[rank - 2] : a.shape[rank - 1];
+  auto as = stridesOf(a.shape), bs = stridesOf(b.shape);
+  auto rs = stridesOf(r.shape);
+  forEachIndex(r.shape, [&](ArrayRef<int64_t> idx) {
+    int64_t i = idx[rank - 2], j = idx[rank - 1];
+    std::vector<int64_t> ai(idx.begin(), idx.end()), bi(idx.begin(), idx.end());
+    double acc = 0.0;
+    for (int64_t p = 0; p < k; ++p) {
+      ai[rank - 2] = ta ? p : i;
+      ai[rank - 1] = ta ? i : p;
+      bi[rank - 2] = tb ? j : p;
+      bi[rank - 1] = tb ? p : j;
+      acc += a.data[linear(ai, as)] * b.data[linear(bi, bs)];
+    }
+    r.data[linear(idx, rs)] = acc;
+  });
+  return r;
+}
+
+NDArray broadcast(BroadcastOp op, const NDArray &x) {
+  NDArray r = withShape(op.getType());
+  size_t offset = r.shape.size() - x.shape.size();
+  auto xs = stridesOf(x.shape);
+  int64_t k = 0;
+  forEachIndex(r.shape, [&](ArrayRef<int64_t> idx) {
+    int64_t off = 0;
+    for (size_t i = 0; i < x.shape.size(); ++i)
+      off += (x.shape[i] == 1 ? 0 : idx[i + offset]) * xs[i];
+    r.data[k++] = x.data[off];
+  });
+  return r;
+}
+
+NDArray transpose(TransposeOp op, const NDArray &x) {
+  NDArray r = withShape(op.getType());
+  ArrayRef<int64_t> perm = op.getPermutation();
+  auto xs = stridesOf(x.shape);
+  int64_t k = 0;
+  forEachIndex(r.shape, [&](ArrayRef<int64_t> idx) {
+    int64_t off = 0;
+    for (size_t i = 0; i < perm.size(); ++i)
+      off += idx[i] * xs[perm[i]];
+    r.data[k++] = x.data[off];
+  });
+  return r;
+}
+
+enum class ReduceKind { sum, mean, max };
+
+NDArray reduce(Operation *op, ArrayRef<int64_t> axes, ReduceKind kind,
+               const NDArray &x) {
+  NDArray r = withShape(op->getResult(0).getType());
+  double init = kind == ReduceKind::max ? -std::numeric_limits<double>::infinity() : 0.0;
+  std::fill(r.data.begin(), r.data.end(), init);
+  bool keep = r.shape.size() == x.shape.size();
+  auto rs = stridesOf(r.shape);
+  int64_t n = 1;
+  for (int64_t a : axes)
+    n *= x.shape[a];
+  int64_t k = 0;
+  forEachIndex(x.shape, [&](ArrayRef<int64_t> idx) {
+    int64_t off = 0, d = 0;
+    for (size_t i = 0; i < idx.size(); ++i) {
+      bool reduced = llvm::is_contained(axes, static_cast<int64_t>(i));
+      if (!reduced)
+        off += idx[i] * rs[d++];
+      else if (keep)
+        ++d;
+    }
+    double v = x.data[k++];
+    double &acc = r.data[off];
+    acc = kind == ReduceKind::max ? (std::isnan(v) || v > acc ? v : acc) : acc + v;
+  });
+  if (kind == ReduceKind::mean)
+    for (double &v : r.data)
+      v /= static_cast<double>(n);
+  return r;
+}
+
+NDArray softmax(SoftmaxOp op, const NDArray &x) {
+  NDArray r = x;
+  int64_t axis = op.getAxis();
+  int64_t len = x.shape[axis];
+  auto xs = stridesOf(x.shape);
+  std::vector<int64_t> outer(x.shape.begin(), x.shape.end());
+  outer[axis] = 1;
+  forEachIndex(outer, [&](ArrayRef<int64_t> idx) {
+    int64_t base = linear(idx, xs);
+    double m = -std::numeric_limits<double>::infinity();
+    for (int64_t i = 0; i < len; ++i)
+      m = std::max(m, x.data[base + i * xs[axis]]);
+    double s = 0.0;
+    for (int64_t i = 0; i < len; ++i)
+      s += std::exp(x.data[base + i * xs[axis]] - m);
+    for (int64_t i = 0; i < len; ++i)
+      r.data[base + i * xs[axis]] = std::exp(x.data[base + i * xs[axis]] - m) / s;
+  });
+  return r;
+}
+
+} // namespace
+
+FailureOr<std::vector<NDArray>>
+mlir::nova::interpret(func::FuncOp func, const std::vector<NDArray> &inputs) {
+  llvm::DenseMap<Value, NDArray> env;
+  Block &body = func.front();
+  if (inputs.size() != body.getNumArguments()) {
+    func.emitError("interpreter: wrong number of inputs");
+    return failure();
+  }
+  for (auto [arg, in] : llvm::zip(body.getArguments(), inputs))
+    env[arg] = in;
+  auto get = [&](Value v) -> const NDArray & { return env.find(v)->second; };
+
+  for (Operation &op : body.without_terminator()) {
+    std::optional<NDArray> r =
+        llvm::TypeSwitch<Operation *, std::optional<NDArray>>(&op)
+            .Case([&](AddOp o) { return mapBinary(get(o.getLhs()), get(o.getRhs()), std::plus<>()); })
+            .Case([&](SubOp o) { return mapBinary(get(o.getLhs()), get(o.getRhs()), std::minus<>()); })
+            .Case([&](MulOp o) { return mapBinary(get(o.getLhs()), get(o.getRhs()), std::multiplies<>()); })
+            .Case([&](DivOp o) { return mapBinary(get(o.getLhs()), get(o.getRhs()), std::divides<>()); })
+            .Case([&](MaxOp o) {
+              return mapBinary(get(o.getLhs()), get(o.getRhs()), [](double a, double b) {
+                return std::isnan(a) || std::isnan(b) ? std::numeric_limits<double>::quiet_NaN()
+                                                      : std::max(a, b);
+              });
+            })
+            .Case([&](NegOp o) { return mapUnary(get(o.getInput()), [](double x) { return -x; }); })
+            .Case([&](ExpOp o) { return mapUnary(get(o.getInput()), [](double x) { return std::exp(x); }); })
+            .Case([&](LogOp o) { return mapUnary(get(o.getInput()), [](double x) { return std::log(x); }); })
+            .Case([&](TanhOp o) { return mapUnary(get(o.getInput()), [](double x) { return std::tanh(x); }); })
+            .Case([&](SqrtOp o) { return mapUnary(get(o.getInput()), [](double x) { return std::sqrt(x); }); })
+            .Case([&](RsqrtOp o) { return mapUnary(get(o.getInput()), [](double x) { return 1.0 / std::sqrt(x); }); })
+            .Case([&](ReluOp o) {
+              return mapUnary(get(o.getInput()), [](double x) { return std::isnan(x) ? x : std::max(x, 0.0); });
+            })
+            .Case([&](GeluOp o) {
+              bool approx = o.getApproximate();
+              return mapUnary(get(o.getInput()), [approx](double x) { return approx ? geluTanh(x) : geluErf(x); });
+            })
+            .Case([&](MatmulOp o) { return matmul(o, get(o.getLhs()), get(o.getRhs())); })
+            .Case([&](BroadcastOp o) { return broadcast(o, get(o.getInput())); })
+            .Case([&](ReshapeOp o) {
+              NDArray a = withShape(o.getType());
+              a.data = get(o.getInput()).data;
+              return a;
+            })
+            .Case([&](TransposeOp o) { return transpose(o, get(o.getInput())); })
+            .Case([&](ReduceSumOp o) { return reduce(o, o.getAxes(), ReduceKind::sum, get(o.getInput())); })
+            .Case([&](ReduceMeanOp o) { return reduce(o, o.getAxes(), ReduceKind::mean, get(o.getInput())); })
+            .Case([&](ReduceMaxOp o) { return reduce(o, o.getAxes(), ReduceKind::max, get(o.getInput())); })
+            .Case([&](SoftmaxOp o) { return softmax(o, get(o.getInput())); })
+            .Case([&](ConstantOp o) {
+              NDArray a = withShape(o.getType());
+              std::fill(a.data.begin(), a.data.end(), o.getValue().convertToDouble());
+              return a;
+            })
+            .Default([](Operation *) { return std::nullopt; });
+    if (!r) {
+      op.emitError("interpreter: no reference semantics for this op");
+      return failure();
+    }
+    env[op.getResult(0)] = std::move(*r);
+  }
+  std::vector<NDArray> results;
+  for (Value v : body.getTerminator()->getOperands())
+    results.push_back(get(v));
+  return results;
+}

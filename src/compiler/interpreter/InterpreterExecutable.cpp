@@ -1,0 +1,68 @@
+//===- InterpreterExecutable.cpp - NOVA_INTERPRET=1 --------------*- C++ -*-===//
+//
+// Wraps interpret() as a runtime executable: inputs are widened to double,
+// outputs narrowed to their dtype.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Context.h"
+#include "compiler/interpreter/Interpreter.h"
+
+#include "mlir/IR/Diagnostics.h"
+
+using namespace mlir;
+
+namespace {
+
+class InterpreterExecutable final : public ::nova::Executable {
+public:
+  InterpreterExecutable(OwningOpRef<ModuleOp> module, std::string funcName,
+                        std::vector<::nova::TensorSpec> in,
+                        std::vector<::nova::TensorSpec> out)
+      : Executable(std::move(in), std::move(out)), module(std::move(module)),
+        funcName(std::move(funcName)) {}
+
+  std::string kind() const override { return "interpreter"; }
+
+  void run(std::span<const ::nova::Tensor> inputs,
+           std::span<::nova::Tensor> outputs) const override {
+    std::vector<mlir::nova::NDArray> args;
+    for (const auto &t : inputs)
+      args.push_back({t.shape(), t.to_vector()});
+    std::string diagnostics;
+    FailureOr<std::vector<mlir::nova::NDArray>> results;
+    {
+      std::lock_guard lock(mlir::nova::compilerMutex());
+      ModuleOp m = module.get();
+      ScopedDiagnosticHandler handler(m.getContext(), [&](Diagnostic &d) {
+        diagnostics += d.str() + "\n";
+        return success();
+      });
+      auto func = m.lookupSymbol<func::FuncOp>(funcName);
+      results = mlir::nova::interpret(func, args);
+    }
+    if (failed(results))
+      throw ::nova::Error("nova interpreter: " + diagnostics);
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const auto &values = (*results)[i].data;
+      ::nova::Tensor t = ::nova::Tensor::from<double>(
+          outputs[i].shape(), std::span<const double>(values.data(), values.size()));
+      ::nova::Tensor converted = t.to(outputs[i].dtype());
+      std::memcpy(outputs[i].raw_data(), converted.raw_data(),
+                  values.size() * ::nova::size_of(outputs[i].dtype()));
+    }
+  }
+
+private:
+  OwningOpRef<ModuleOp> module;
+  std::string funcName;
+};
+
+} // namespace
+
+std::shared_ptr<::nova::Executable> mlir::nova::makeInterpreterExecutable(
+    OwningOpRef<ModuleOp> module, const std::string &funcName,
+    std::vector<::nova::TensorSpec> inputs, std::vector<::nova::TensorSpec> outputs) {
+  return std::make_shared<InterpreterExecutable>(std::move(module), funcName,
+                                                 std::move(inputs), std::move(outputs));
+}

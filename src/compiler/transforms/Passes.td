@@ -1,0 +1,49 @@
+//===- Passes.td - every nova pass ------------------------------*- tablegen -*-===//
+//
+// One record per pass; each pass has a .cpp of the same stem and a lit test
+// named after its flag (tests/lit/<dir>/<flag without nova->.mlir).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NOVA_PASSES
+#define NOVA_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def NovaLowerToLinalg : Pass<"nova-lower-to-linalg", "mlir::ModuleOp"> {
+  let summary = "Lower nova ops to linalg/tensor/arith/math on tensors";
+  let description = [{
+    Elementwise ops become one `linalg.generic` each (later fused by
+    linalg-fuse-elementwise-ops); matmul a contraction `linalg.generic`;
+    reductions a `linalg.generic` with reduction iterators over a filled init;
+    broadcast a generic with constant-0 indexing for stretched dims; reshape a
+    collapse to 1-D and an expand; transpose `linalg.transpose`; softmax is
+    first rewritten into nova reduce/broadcast/exp/div ops.
+
+    Before: `%0 = nova.add %a, %b : tensor<4xf32>, tensor<4xf32>`
+    After:  `%0 = linalg.generic {...} ins(%a, %b) outs(%empty) { arith.addf }`
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect",
+                           "mlir::arith::ArithDialect",
+                           "mlir::math::MathDialect"];
+}
+
+def NovaDestinationPassing : Pass<"nova-destination-passing", "mlir::ModuleOp"> {
+  let summary = "Turn tensor function signatures into memref in/out parameters";
+  let description = [{
+    The runtime allocates every output; compiled code writes into it. For each
+    public function, tensor arguments become memref arguments read through
+    `bufferization.to_tensor restrict`, each result becomes a trailing memref
+    argument written with `bufferization.materialize_in_destination`, and the
+    function gets `llvm.emit_c_interface` so the runtime can call it with
+    memref descriptors.
+
+    Before: `func.func @step(%x: tensor<4xf32>) -> tensor<4xf32>`
+    After:  `func.func @step(%x: memref<4xf32>, %out0: memref<4xf32>)`
+  }];
+  let dependentDialects = ["mlir::bufferization::BufferizationDialect",
+                           "mlir::memref::MemRefDialect"];
+}
+
+#endif // NOVA_PASSES

@@ -1,0 +1,106 @@
+// RUN: nova-opt %s -split-input-file -verify-diagnostics
+
+func.func @add_shape_mismatch(%a: tensor<4x3xf32>, %b: tensor<4x2xf32>) {
+  // expected-error @+2 {{'nova.add' op failed to infer returned types}}
+  // expected-error @+1 {{'nova.add' op operands must have the same shape and element type (broadcast explicitly), got 4x3xf32 and 4x2xf32}}
+  %0 = "nova.add"(%a, %b) : (tensor<4x3xf32>, tensor<4x2xf32>) -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @add_dtype_mismatch(%a: tensor<4xf32>, %b: tensor<4xf64>) {
+  // expected-error @+2 {{'nova.mul' op failed to infer returned types}}
+  // expected-error @+1 {{'nova.mul' op operands must have the same shape and element type (broadcast explicitly), got 4xf32 and 4xf64}}
+  %0 = "nova.mul"(%a, %b) : (tensor<4xf32>, tensor<4xf64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_k_mismatch(%a: tensor<4x8xf32>, %b: tensor<7x3xf32>) {
+  // expected-error @+1 {{'nova.matmul' op contraction dimension mismatch: 8 vs 7 (lhs 4x8xf32, rhs 7x3xf32)}}
+  %0 = nova.matmul %a, %b : tensor<4x8xf32>, tensor<7x3xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_rank(%a: tensor<8xf32>, %b: tensor<8x3xf32>) {
+  // expected-error @+1 {{'nova.matmul' op operands must have the same rank >= 2 (lhs 8xf32, rhs 8x3xf32)}}
+  %0 = nova.matmul %a, %b : tensor<8xf32>, tensor<8x3xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_batch(%a: tensor<2x4x8xf32>, %b: tensor<3x8x3xf32>) {
+  // expected-error @+1 {{'nova.matmul' op batch dims differ (lhs 2x4x8xf32, rhs 3x8x3xf32)}}
+  %0 = nova.matmul %a, %b : tensor<2x4x8xf32>, tensor<3x8x3xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_result(%a: tensor<4x8xf32>, %b: tensor<8x3xf32>) {
+  // expected-error @+2 {{'nova.matmul' op failed to infer returned types}}
+  // expected-error @+1 {{'nova.matmul' op inferred type(s) 'tensor<4x3xf32>' are incompatible with return type(s) of operation 'tensor<4x4xf32>'}}
+  %0 = "nova.matmul"(%a, %b) : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_bad(%a: tensor<3xf32>) {
+  // expected-error @+1 {{'nova.broadcast' op cannot broadcast 3xf32 to 4x2xf32}}
+  %0 = nova.broadcast %a : tensor<3xf32> -> tensor<4x2xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_bad(%a: tensor<3x4xf32>) {
+  // expected-error @+1 {{'nova.reshape' op cannot reshape 3x4xf32 (12 elements) to 5x2xf32 (10 elements)}}
+  %0 = nova.reshape %a : tensor<3x4xf32> -> tensor<5x2xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_bad(%a: tensor<3x4xf32>) {
+  // expected-error @+1 {{'nova.transpose' op permutation is not a permutation of the 2 dims of 3x4xf32}}
+  %0 = nova.transpose %a {permutation = array<i64: 0, 0>} : tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_axis(%a: tensor<3x4xf32>) {
+  // expected-error @+1 {{'nova.reduce_sum' op axis 2 is out of range for rank 2}}
+  %0 = nova.reduce_sum %a {axes = array<i64: 2>} : tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_unsorted(%a: tensor<3x4xf32>) {
+  // expected-error @+1 {{'nova.reduce_max' op axes must be sorted and unique}}
+  %0 = nova.reduce_max %a {axes = array<i64: 1, 0>} : tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_axis(%a: tensor<3x4xf32>) {
+  // expected-error @+1 {{'nova.softmax' op axis 5 is out of range for 3x4xf32}}
+  %0 = nova.softmax %a {axis = 5 : i64} : tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @int_exp(%a: tensor<3xi32>) {
+  // expected-error @+1 {{'nova.exp' op operand #0 must be ranked tensor of 32-bit float or 64-bit float values}}
+  %0 = "nova.exp"(%a) : (tensor<3xi32>) -> tensor<3xi32>
+  return
+}

@@ -1,0 +1,95 @@
+// test_cache.cpp - one trace and one compile per key; hits do neither.
+#include "testing.hpp"
+
+using nova::Tensor;
+using namespace nova_test;
+
+namespace {
+auto mlp_step = [](auto x, auto w1, auto b1, auto w2, auto b2) {
+  return nova::matmul(nova::gelu(nova::matmul(x, w1) + b1), w2) + b2;
+};
+} // namespace
+
+TEST_CASE("repeated calls compile once; new shapes compile again") {
+  nova::clear_cache();
+  Gen g;
+  auto step = nova::jit(mlp_step);
+  Tensor x = g.randn({4, 8}), w1 = g.randn({8, 16}), b1 = g.randn({16}), w2 = g.randn({16, 2}),
+         b2 = g.randn({2});
+  Tensor y1 = step(x, w1, b1, w2, b2);
+  Tensor y2 = step(x, w1, b1, w2, b2);
+  Tensor y3 = step(x, w1, b1, w2, b2);
+  auto s = nova::cache_stats();
+  CHECK(s.traces == 1);
+  CHECK(s.compiles == 1);
+  CHECK(s.hits == 2);
+  CHECK(y1.to_vector() == y3.to_vector());
+
+  // A new batch size is a new key.
+  Tensor x2 = g.randn({9, 8});
+  Tensor y4 = step(x2, w1, b1, w2, b2);
+  CHECK(y4.shape() == nova::Shape{9, 2});
+  CHECK(nova::cache_stats().compiles == 2);
+  step(x2, w1, b1, w2, b2);
+  CHECK(nova::cache_stats().compiles == 2);
+
+  // A new dtype is a new key too.
+  auto f64 = [](const Tensor& t) { return t.to(nova::DType::f64); };
+  step(f64(x), f64(w1), f64(b1), f64(w2), f64(b2));
+  CHECK(nova::cache_stats().compiles == 3);
+
+  // Another jit object of the same step type shares the entries.
+  auto again = nova::jit(mlp_step);
+  again(x, w1, b1, w2, b2);
+  CHECK(nova::cache_stats().compiles == 3);
+}
+
+TEST_CASE("a changed static argument recompiles; the same value hits") {
+  nova::clear_cache();
+  Gen g;
+  // The layer count shapes the trace: it must be part of the key.
+  auto step = nova::jit([](auto x, int layers) {
+    auto h = nova::Expr<>(x);
+    for (int i = 0; i < layers; ++i) h = nova::tanh(h);
+    return h;
+  });
+  Tensor x = g.randn({5});
+  Tensor one = step(x, nova::static_arg(1));
+  Tensor three = step(x, nova::static_arg(3));
+  CHECK(nova::cache_stats().compiles == 2);
+  step(x, nova::static_arg(3));
+  CHECK(nova::cache_stats().compiles == 2);
+  double v = x.at({2});
+  CHECK(std::abs(one.at({2}) - std::tanh(v)) < 1e-6);
+  CHECK(std::abs(three.at({2}) - std::tanh(std::tanh(std::tanh(v)))) < 1e-6);
+
+  // Strings are static arguments too.
+  auto named = nova::jit([](auto x, std::string act) {
+    return act == "relu" ? nova::relu(x) : nova::tanh(x);
+  });
+  named(x, nova::static_arg(std::string("relu")));
+  Tensor t = named(x, nova::static_arg(std::string("tanh")));
+  CHECK(nova::cache_stats().compiles == 4);
+  CHECK(std::abs(t.at({2}) - std::tanh(v)) < 1e-6);
+}
+
+TEST_CASE("compiled and interpreted executables are different entries") {
+  nova::clear_cache();
+  Gen g;
+  Tensor x = g.randn({3});
+  auto f = [](auto x) { return nova::exp(x); };
+  nova::jit(f)(x);
+  nova::jit(f, nova::ExecMode::interpreted)(x);
+  CHECK(nova::cache_stats().compiles == 2);
+  CHECK(nova::cache_stats().entries == 2);
+}
+
+TEST_CASE("non-contiguous inputs are accepted (copied to contiguous)") {
+  Gen g;
+  Tensor x = g.randn({3, 4});
+  std::vector<std::int64_t> perm{1, 0};
+  Tensor xt = x.permute(perm);
+  Tensor y = nova::jit([](auto x) { return x * 2.0; })(xt);
+  CHECK(y.shape() == nova::Shape{4, 3});
+  CHECK(y.at({3, 1}) == doctest::Approx(2 * x.at({1, 3})));
+}

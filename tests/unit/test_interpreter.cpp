@@ -1,0 +1,76 @@
+// test_interpreter.cpp - the reference interpreter against hand-computed values.
+//
+// The interpreter is the oracle of every other numerical test, so its own
+// ops are checked on cases small enough to compute by hand.
+#include "testing.hpp"
+
+using nova::Tensor;
+
+namespace {
+template <class F, class... Args> Tensor interpret(F f, const Args&... args) {
+  return nova::jit(f, nova::ExecMode::interpreted)(args...);
+}
+std::vector<double> values(const Tensor& t) { return t.to_vector(); }
+} // namespace
+
+TEST_CASE("interpreter: arithmetic and broadcasting") {
+  Tensor a = Tensor::from<double>({2, 2}, {1, 2, 3, 4});
+  Tensor r = Tensor::from<double>({2}, {10, 20});
+  CHECK(values(interpret([](auto a, auto r) { return a + r; }, a, r)) ==
+        std::vector<double>{11, 22, 13, 24});
+  CHECK(values(interpret([](auto a, auto r) { return a * r - a; }, a, r)) ==
+        std::vector<double>{9, 38, 27, 76});
+  CHECK(values(interpret([](auto a) { return nova::maximum(a, 2.5 - a); }, a)) ==
+        std::vector<double>{1.5, 2, 3, 4});
+  CHECK(values(interpret([](auto a) { return nova::relu(2.5 - a); }, a)) ==
+        std::vector<double>{1.5, 0.5, 0, 0});
+}
+
+TEST_CASE("interpreter: matmul and its transposes") {
+  Tensor a = Tensor::from<double>({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor b = Tensor::from<double>({3, 2}, {7, 8, 9, 10, 11, 12});
+  // [1 2 3; 4 5 6] [7 8; 9 10; 11 12] = [58 64; 139 154]
+  CHECK(values(interpret([](auto a, auto b) { return nova::matmul(a, b); }, a, b)) ==
+        std::vector<double>{58, 64, 139, 154});
+  // a^T a = [17 22 27; 22 29 36; 27 36 45]
+  CHECK(values(interpret([](auto a) { return nova::matmul(a, a, nova::Transpose::a); }, a)) ==
+        std::vector<double>{17, 22, 27, 22, 29, 36, 27, 36, 45});
+  // a a^T = [14 32; 32 77]
+  CHECK(values(interpret([](auto a) { return nova::matmul(a, a, nova::Transpose::b); }, a)) ==
+        std::vector<double>{14, 32, 32, 77});
+}
+
+TEST_CASE("interpreter: reductions, softmax, layout") {
+  Tensor a = Tensor::from<double>({2, 3}, {1, 2, 3, 4, 5, 6});
+  CHECK(values(interpret([](auto a) { return nova::sum(a, {0}); }, a)) ==
+        std::vector<double>{5, 7, 9});
+  CHECK(values(interpret([](auto a) { return nova::mean(a, {1}, true); }, a)) ==
+        std::vector<double>{2, 5});
+  CHECK(values(interpret([](auto a) { return nova::max(a); }, a)) == std::vector<double>{6});
+  Tensor l = Tensor::from<double>({2}, {0, std::log(3.0)});
+  auto s = values(interpret([](auto l) { return nova::softmax(l); }, l));
+  CHECK(s[0] == doctest::Approx(0.25).epsilon(1e-15));
+  CHECK(s[1] == doctest::Approx(0.75).epsilon(1e-15));
+  CHECK(values(interpret([](auto a) { return nova::transpose(a); }, a)) ==
+        std::vector<double>{1, 4, 2, 5, 3, 6});
+  CHECK(values(interpret([](auto a) { return nova::reshape(a, {3, 2}); }, a)) ==
+        std::vector<double>{1, 2, 3, 4, 5, 6});
+  Tensor c = Tensor::from<double>({2, 1}, {1, 2});
+  CHECK(values(interpret([](auto c) { return nova::broadcast(c, {2, 3}); }, c)) ==
+        std::vector<double>{1, 1, 1, 2, 2, 2});
+}
+
+TEST_CASE("interpreter: transcendental ops at known points") {
+  Tensor x = Tensor::from<double>({3}, {0, 1, -1});
+  auto g = values(interpret([](auto x) { return nova::gelu(x, nova::GeluApprox::none); }, x));
+  CHECK(g[0] == 0.0);
+  CHECK(g[1] == doctest::Approx(0.8413447460685429).epsilon(1e-15)); // Phi(1)
+  CHECK(g[2] == doctest::Approx(-0.15865525393145707).epsilon(1e-14));
+  auto gt = values(interpret([](auto x) { return nova::gelu(x); }, x));
+  CHECK(gt[1] == doctest::Approx(0.8411919906082768).epsilon(1e-15)); // GPT-2's formula at 1
+  Tensor four = Tensor::from<double>({1}, {4});
+  CHECK(values(interpret([](auto x) { return nova::sqrt(x) + nova::rsqrt(x); }, four)) ==
+        std::vector<double>{2.5});
+  CHECK(values(interpret([](auto x) { return nova::log(nova::exp(x)); }, four))[0] ==
+        doctest::Approx(4).epsilon(1e-15));
+}

@@ -1,0 +1,65 @@
+// testing.hpp - helpers shared by Nova's unit tests.
+//
+// compare(): runs one step compiled and interpreted (the float64 reference)
+// and returns the normwise relative error max|a - b| / max(max|b|, tiny).
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <nova/nova.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+namespace nova_test {
+
+/// A fresh seed per call (from std::random_device), printed on failure.
+inline std::uint64_t fresh_seed() {
+  static std::random_device rd;
+  return (static_cast<std::uint64_t>(rd()) << 32) | rd();
+}
+
+inline double rel_error(const nova::Tensor& got, const nova::Tensor& want) {
+  auto a = got.to_vector(), b = want.to_vector();
+  REQUIRE(a.size() == b.size());
+  double diff = 0, scale = 1e-30;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::abs(a[i] - b[i]));
+    scale = std::max(scale, std::abs(b[i]));
+  }
+  return diff / scale;
+}
+
+/// Runs `f` compiled and interpreted on the same inputs; checks shapes agree
+/// and returns the relative error of the compiled result.
+template <class F, class... Args>
+double compare(F f, const Args&... args) {
+  auto compiled = nova::jit(f);
+  auto reference = nova::jit(f, nova::ExecMode::interpreted);
+  nova::Tensor got = compiled(args...);
+  nova::Tensor want = reference(args...);
+  REQUIRE(got.spec() == want.spec());
+  return rel_error(got, want);
+}
+
+/// Random inputs from one fresh seed; tests print it with INFO(gen.seed) so
+/// a failure can be replayed.
+struct Gen {
+  std::uint64_t seed = fresh_seed();
+  std::uint64_t count = 0;
+  nova::Tensor randn(const nova::Shape& s, nova::DType t = nova::DType::f32) {
+    return nova::Tensor::randn(s, seed + count++, t);
+  }
+  /// Uniform in [0.5, 2): inputs for log, sqrt, rsqrt and divisors.
+  nova::Tensor positive(const nova::Shape& s, nova::DType t = nova::DType::f32) {
+    return nova::Tensor::uniform(s, seed + count++, 0.5, 2.0, t);
+  }
+};
+
+/// fp32 compiled vs float64 reference on the same (fp32-rounded) inputs.
+constexpr double kF32Tol = 1e-5;
+/// fp64 compiled vs float64 reference: only reassociation and libm differ.
+constexpr double kF64Tol = 1e-12;
+
+} // namespace nova_test
