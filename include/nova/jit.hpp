@@ -132,7 +132,26 @@ class Jit {
   Jit(F f, ExecMode mode, std::source_location declared_at)
       : f_(f), mode_(mode), declared_at_(declared_at) {}
 
+  /// Runs the step: a cache hit runs compiled code; a miss traces and
+  /// compiles first.
   template <class... Args> auto operator()(const Args&... args) const {
+    using Result = std::invoke_result_t<const F&, detail::traced_arg_t<Args>...>;
+    using Output = detail::step_output<std::decay_t<Result>>;
+    std::shared_ptr<Executable> exe = executable(args...);
+    std::vector<Tensor> inputs;
+    inputs.reserve(sizeof...(Args));
+    boost::hana::for_each(boost::hana::make_tuple(std::cref(args)...), [&](auto a) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(a.get())>, Tensor>)
+        inputs.push_back(a.get().contiguous());
+    });
+    std::vector<Tensor> outputs = (*exe)(inputs);
+    std::size_t i = 0;
+    return Output::take(outputs, i);
+  }
+
+  /// The executable these arguments select (traced and compiled on a miss),
+  /// without running it: for ahead-of-time compilation and benchmarks.
+  template <class... Args> std::shared_ptr<Executable> executable(const Args&... args) const {
     using Result = std::invoke_result_t<const F&, detail::traced_arg_t<Args>...>;
     using Output = detail::step_output<std::decay_t<Result>>;
     ExecMode mode = detail::effective_mode(mode_);
@@ -149,16 +168,7 @@ class Jit {
       exe = trace_and_compile<Result, Output>(mode, args...);
       detail::cache_insert(key, exe);
     }
-
-    std::vector<Tensor> inputs;
-    inputs.reserve(sizeof...(Args));
-    boost::hana::for_each(boost::hana::make_tuple(std::cref(args)...), [&](auto a) {
-      if constexpr (std::is_same_v<std::decay_t<decltype(a.get())>, Tensor>)
-        inputs.push_back(a.get().contiguous());
-    });
-    std::vector<Tensor> outputs = (*exe)(inputs);
-    std::size_t i = 0;
-    return Output::take(outputs, i);
+    return exe;
   }
 
  private:

@@ -1,6 +1,6 @@
 //===- StructuredToLinalg.cpp - contraction, reductions, layout --*- C++ -*-===//
 //
-// matmul       → contraction linalg.generic over (batch..., m, n, k), init 0.
+// matmul       → contraction linalg.generic over (batch..., m, k, n), init 0.
 // reduce_*     → linalg.generic with reduction iterators over a filled init;
 //                mean divides the sum by the element count afterwards.
 // softmax      → nova.reduce_max/broadcast/sub/exp/reduce_sum/div, which the
@@ -49,7 +49,10 @@ struct MatmulPattern : OpConversionPattern<MatmulOp> {
     auto type = cast<RankedTensorType>(op.getType());
     MLIRContext *ctx = op.getContext();
     int64_t batch = type.getRank() - 2;
-    int64_t loops = batch + 3; // batch..., m, n, k
+    // Loop order (batch..., m, k, n): the innermost loop runs along contiguous
+    // rows of rhs and of the result with no loop-carried reduction, so the
+    // scalar loops that linalg-to-loops emits vectorize in LLVM.
+    int64_t loops = batch + 3;
     auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
     SmallVector<AffineExpr> lhs, rhs, out;
     for (int64_t i = 0; i < batch; ++i) {
@@ -57,15 +60,15 @@ struct MatmulPattern : OpConversionPattern<MatmulOp> {
       rhs.push_back(d(i));
       out.push_back(d(i));
     }
-    AffineExpr m = d(batch), n = d(batch + 1), k = d(batch + 2);
+    AffineExpr m = d(batch), k = d(batch + 1), n = d(batch + 2);
     if (op.getTransposeA()) lhs.append({k, m}); else lhs.append({m, k});
     if (op.getTransposeB()) rhs.append({n, k}); else rhs.append({k, n});
     out.append({m, n});
     SmallVector<AffineMap> maps = {AffineMap::get(loops, 0, lhs, ctx),
                                    AffineMap::get(loops, 0, rhs, ctx),
                                    AffineMap::get(loops, 0, out, ctx)};
-    SmallVector<utils::IteratorType> iterators(loops - 1, utils::IteratorType::parallel);
-    iterators.push_back(utils::IteratorType::reduction);
+    SmallVector<utils::IteratorType> iterators(loops, utils::IteratorType::parallel);
+    iterators[batch + 1] = utils::IteratorType::reduction;
     Value init = filled(rewriter, loc, type, 0.0);
     auto generic = rewriter.create<linalg::GenericOp>(
         loc, TypeRange{type}, ValueRange{adaptor.getLhs(), adaptor.getRhs()},

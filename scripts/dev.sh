@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# dev.sh - set up a fresh Debian 12 machine, build Nova, and run it.
+#
+#   scripts/dev.sh run    install what is missing, build, run the main example
+#   scripts/dev.sh test   install what is missing, build, run every test (ctest)
+#
+# Installs with apt-get (as root, or through sudo). Builds into ./build with
+# Ninja, in Release mode, using ccache when present.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode=${1:-}
+case "$mode" in run|test) ;; *) echo "usage: $0 run|test" >&2; exit 2 ;; esac
+
+packages=(cmake ninja-build g++ ccache python3 llvm-19-dev llvm-19-tools libmlir-19-dev
+          mlir-19-tools libboost-dev doctest-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "== installing: ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+echo "== configuring and building (build/)"
+cmake -G Ninja -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j "$(nproc)"
+
+if [ "$mode" = run ]; then
+  echo "== running examples/mlp_forward"
+  ./build/examples/mlp_forward
+else
+  echo "== running the tests"
+  cd build && ctest --output-on-failure -j "$(nproc)"
+fi

@@ -1,0 +1,127 @@
+// RUN: nova-opt %s -split-input-file -nova-lower-to-linalg -verify-each | FileCheck %s
+
+// CHECK-LABEL: func @add
+// CHECK-NOT: nova.
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<4x3xf32>
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "parallel"]
+// CHECK-SAME: ins(%{{.*}}, %{{.*}} : tensor<4x3xf32>, tensor<4x3xf32>) outs(%[[E]] : tensor<4x3xf32>)
+// CHECK: arith.addf
+func.func @add(%a: tensor<4x3xf32>, %b: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  %0 = nova.add %a, %b : tensor<4x3xf32>, tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+// CHECK-DAG: #[[LHS:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-DAG: #[[RHS:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+// CHECK-DAG: #[[OUT:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-LABEL: func @matmul
+// CHECK: %[[Z:.*]] = linalg.fill
+// CHECK: linalg.generic {indexing_maps = [#[[LHS]], #[[RHS]], #[[OUT]]], iterator_types = ["parallel", "reduction", "parallel"]}
+// CHECK-SAME: outs(%[[Z]] : tensor<4x3xf32>)
+// CHECK: arith.mulf
+// CHECK: arith.addf
+func.func @matmul(%a: tensor<4x8xf32>, %b: tensor<8x3xf32>) -> tensor<4x3xf32> {
+  %0 = nova.matmul %a, %b : tensor<4x8xf32>, tensor<8x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// -----
+
+// Transposed operands only change the indexing maps.
+// CHECK-DAG: #[[LHS:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d1)>
+// CHECK-DAG: #[[RHS:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
+// CHECK-LABEL: func @batched_transposed
+// CHECK: linalg.generic {indexing_maps = [#[[LHS]], #[[RHS]], {{.*}}], iterator_types = ["parallel", "parallel", "reduction", "parallel"]}
+func.func @batched_transposed(%a: tensor<2x8x4xf32>, %b: tensor<2x3x8xf32>) -> tensor<2x4x3xf32> {
+  %0 = nova.matmul %a, %b {transpose_a = true, transpose_b = true} : tensor<2x8x4xf32>, tensor<2x3x8xf32>
+  return %0 : tensor<2x4x3xf32>
+}
+
+// -----
+
+// Stretched dims are read at index 0; missing leading dims are dropped.
+// CHECK-DAG: #[[IN:.*]] = affine_map<(d0, d1, d2) -> (0, d2)>
+// CHECK-LABEL: func @broadcast
+// CHECK: linalg.generic {indexing_maps = [#[[IN]], {{.*}}], iterator_types = ["parallel", "parallel", "parallel"]}
+func.func @broadcast(%a: tensor<1x5xf32>) -> tensor<2x4x5xf32> {
+  %0 = nova.broadcast %a : tensor<1x5xf32> -> tensor<2x4x5xf32>
+  return %0 : tensor<2x4x5xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @reduce_max_keep
+// CHECK: %[[NEG:.*]] = arith.constant 0xFF800000 : f32
+// CHECK: linalg.fill ins(%[[NEG]] : f32)
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "reduction"]
+// CHECK: arith.maximumf
+func.func @reduce_max_keep(%a: tensor<3x4xf32>) -> tensor<3x1xf32> {
+  %0 = nova.reduce_max %a {axes = array<i64: 1>, keep_dims = true} : tensor<3x4xf32>
+  return %0 : tensor<3x1xf32>
+}
+
+// -----
+
+// Mean is a sum followed by a scale of 1/count.
+// CHECK-LABEL: func @mean
+// CHECK: linalg.generic
+// CHECK: arith.addf
+// CHECK: %[[S:.*]] = arith.constant 0.083333{{.*}} : f32
+// CHECK: linalg.generic
+// CHECK: arith.mulf %{{.*}}, %[[S]]
+func.func @mean(%a: tensor<3x4xf32>) -> tensor<f32> {
+  %0 = nova.reduce_mean %a {axes = array<i64: 0, 1>} : tensor<3x4xf32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+// Softmax is rewritten into max, subtract, exp, sum, divide.
+// CHECK-LABEL: func @softmax
+// CHECK: arith.maximumf
+// CHECK: arith.subf
+// CHECK: math.exp
+// CHECK: arith.addf
+// CHECK: arith.divf
+func.func @softmax(%a: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  %0 = nova.softmax %a {axis = 1 : i64} : tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @reshape
+// CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0, 1, 2]] : tensor<2x3x4xf32> into tensor<24xf32>
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0, 1]] output_shape [6, 4] : tensor<24xf32> into tensor<6x4xf32>
+func.func @reshape(%a: tensor<2x3x4xf32>) -> tensor<6x4xf32> {
+  %0 = nova.reshape %a : tensor<2x3x4xf32> -> tensor<6x4xf32>
+  return %0 : tensor<6x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @transpose_and_constant
+// CHECK: linalg.transpose ins(%{{.*}} : tensor<2x3xf32>) outs(%{{.*}} : tensor<3x2xf32>) permutation = [1, 0]
+// CHECK: %[[C:.*]] = arith.constant 2.500000e+00 : f32
+// CHECK: linalg.fill ins(%[[C]] : f32)
+func.func @transpose_and_constant(%a: tensor<2x3xf32>) -> (tensor<3x2xf32>, tensor<3x2xf32>) {
+  %0 = nova.transpose %a {permutation = array<i64: 1, 0>} : tensor<2x3xf32>
+  %1 = nova.constant 2.5 : tensor<3x2xf32>
+  return %0, %1 : tensor<3x2xf32>, tensor<3x2xf32>
+}
+
+// -----
+
+// GELU (tanh form) is a scalar formula inside one generic.
+// CHECK-LABEL: func @gelu
+// CHECK: linalg.generic
+// CHECK: math.tanh
+// CHECK-NOT: math.erf
+func.func @gelu(%a: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = nova.gelu %a : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
