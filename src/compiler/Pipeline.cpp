@@ -5,10 +5,13 @@
 // after every pass.
 //
 //   1 nova        the traced step, as built by the front end
-//   2 linalg      nova → linalg on tensors; elementwise chains fused
-//   3 bufferized  memref in/out signature; one-shot bufferization; frees
-//   4 loops       linalg → scf loops → cf; strided metadata expanded
-//   5 llvm        everything → LLVM dialect, ready for the JIT
+//   2 graph       nova.gradient expanded (autodiff); dead code removed
+//   3 linalg      nova → linalg on tensors; elementwise chains fused
+//   4 bufferized  memref in/out signature; one-shot bufferization; frees
+//   5 loops       linalg → scf loops → cf; strided metadata expanded
+//   6 llvm        everything → LLVM dialect, ready for the JIT
+//
+// The reference interpreter runs on the IR after stage 2.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,6 +51,12 @@ struct Stage {
   const char *name;
   std::function<void(OpPassManager &)> addPasses;
 };
+
+void addGraphStage(OpPassManager &pm) {
+  pm.addPass(nova::createNovaAutodiff());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
 
 void addLinalgStage(OpPassManager &pm) {
   pm.addPass(nova::createNovaLowerToLinalg());
@@ -91,6 +100,7 @@ void addLLVMStage(OpPassManager &pm) {
 
 const std::vector<Stage> &stages() {
   static const std::vector<Stage> all = {
+      {"graph", addGraphStage},
       {"linalg", addLinalgStage},
       {"bufferized", addBufferizeStage},
       {"loops", addLoopsStage},
@@ -117,27 +127,34 @@ mlir::nova::PipelineOptions mlir::nova::pipelineOptionsFromEnv() {
   return options;
 }
 
-LogicalResult mlir::nova::lowerToLLVM(ModuleOp module,
-                                      const PipelineOptions &options) {
-  if (!options.dumpDir.empty())
+static LogicalResult runStages(ModuleOp module, const nova::PipelineOptions &options,
+                               size_t first, size_t last) {
+  if (first == 0 && !options.dumpDir.empty())
     dump(module, options.dumpDir, 1, "nova");
-  int index = 2;
-  for (const Stage &stage : stages()) {
+  for (size_t i = first; i < last; ++i) {
+    const Stage &stage = stages()[i];
     PassManager pm(module.getContext());
     pm.enableVerifier(options.verifyEachPass);
     stage.addPasses(pm);
     if (failed(pm.run(module)))
       return failure();
     if (!options.dumpDir.empty())
-      dump(module, options.dumpDir, index, stage.name);
-    ++index;
+      dump(module, options.dumpDir, static_cast<int>(i) + 2, stage.name);
   }
   return success();
 }
 
+LogicalResult mlir::nova::runGraphStage(ModuleOp module, const PipelineOptions &options) {
+  return runStages(module, options, 0, 1);
+}
+
+LogicalResult mlir::nova::lowerToLLVM(ModuleOp module, const PipelineOptions &options) {
+  return runStages(module, options, 1, stages().size());
+}
+
 void mlir::nova::registerNovaPipelines() {
   PassPipelineRegistration<>(
-      "nova-lower-to-llvm", "Every stage of Nova's CPU lowering, in order",
+      "nova-lower-to-llvm", "Every stage of Nova's CPU pipeline, in order",
       [](OpPassManager &pm) {
         for (const Stage &stage : stages())
           stage.addPasses(pm);

@@ -19,8 +19,11 @@ struct PipelineOptions {
 /// Options from the environment: NOVA_DUMP_IR=<dir>.
 PipelineOptions pipelineOptionsFromEnv();
 
-/// nova IR → LLVM dialect, ready for the CPU JIT. On failure the diagnostics
-/// have been emitted on the module's context.
+/// Stage "graph": autodiff and clean-up, still in the nova dialect (what the
+/// interpreter runs). On failure the diagnostics went to the context.
+LogicalResult runGraphStage(ModuleOp module, const PipelineOptions &options);
+
+/// The stages after "graph": nova IR → LLVM dialect, ready for the CPU JIT.
 LogicalResult lowerToLLVM(ModuleOp module, const PipelineOptions &options);
 
 /// Registers `nova-lower-to-llvm` (the same stages) as a nova-opt pipeline.

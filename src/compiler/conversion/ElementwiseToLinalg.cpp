@@ -121,6 +121,13 @@ void mlir::nova::populateElementwiseToLinalgPatterns(RewritePatternSet &patterns
   addSimple<TanhOp, math::TanhOp>(patterns);
   addSimple<SqrtOp, math::SqrtOp>(patterns);
   addSimple<RsqrtOp, math::RsqrtOp>(patterns);
+  addSimple<ErfOp, math::ErfOp>(patterns);
+  patterns.add<ElementwisePattern<GreaterOp>>(
+      patterns.getContext(), [](OpBuilder &b, Location l, ValueRange a) -> Value {
+        Value gt = b.create<arith::CmpFOp>(l, arith::CmpFPredicate::OGT, a[0], a[1]);
+        return b.create<arith::SelectOp>(l, gt, constantLike(b, l, a[0], 1.0),
+                                         constantLike(b, l, a[0], 0.0));
+      });
   patterns.add<ElementwisePattern<ReluOp>>(
       patterns.getContext(), [](OpBuilder &b, Location l, ValueRange a) -> Value {
         return b.create<arith::MaximumFOp>(l, a[0], constantLike(b, l, a[0], 0.0));

@@ -7,10 +7,11 @@
 
 namespace mlir::nova {
 
-/// add, sub, mul, div, max, neg, exp, log, tanh, sqrt, rsqrt, relu, gelu.
+/// add, sub, mul, div, max, greater, neg, exp, log, tanh, sqrt, rsqrt,
+/// relu, erf, gelu.
 void populateElementwiseToLinalgPatterns(RewritePatternSet &patterns);
-/// matmul, reduce_*, softmax (via nova ops), broadcast, reshape, transpose,
-/// constant.
+/// matmul, reduce_*, softmax and log_softmax (via nova ops), broadcast,
+/// reshape, transpose, one_hot, constant.
 void populateStructuredToLinalgPatterns(RewritePatternSet &patterns);
 
 } // namespace mlir::nova

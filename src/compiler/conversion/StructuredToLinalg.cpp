@@ -4,7 +4,9 @@
 // reduce_*     → linalg.generic with reduction iterators over a filled init;
 //                mean divides the sum by the element count afterwards.
 // softmax      → nova.reduce_max/broadcast/sub/exp/reduce_sum/div, which the
-//                same conversion then lowers (one definition of the math).
+//                same conversion then lowers (one definition of the math);
+//                log_softmax likewise, ending in a subtraction of the log-sum.
+// one_hot      → generic comparing linalg.index of the class dim with the label.
 // broadcast    → generic reading stretched dims at index 0.
 // reshape      → tensor.collapse_shape to 1-D, then tensor.expand_shape.
 // transpose    → linalg.transpose.
@@ -171,6 +173,59 @@ struct SoftmaxPattern : OpConversionPattern<SoftmaxOp> {
   }
 };
 
+struct LogSoftmaxPattern : OpConversionPattern<LogSoftmaxOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(LogSoftmaxOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    // (x - max) - log(sum(exp(x - max)))
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    auto type = cast<RankedTensorType>(x.getType());
+    auto axes = rewriter.getDenseI64ArrayAttr({static_cast<int64_t>(op.getAxis())});
+    auto keep = rewriter.getBoolAttr(true);
+    Value m = rewriter.create<ReduceMaxOp>(loc, x, axes, keep);
+    Value shifted = rewriter.create<SubOp>(loc, x, rewriter.create<BroadcastOp>(loc, type, m));
+    Value s = rewriter.create<ReduceSumOp>(loc, rewriter.create<ExpOp>(loc, shifted), axes, keep);
+    Value logS = rewriter.create<LogOp>(loc, s);
+    rewriter.replaceOpWithNewOp<SubOp>(op, shifted,
+                                       rewriter.create<BroadcastOp>(loc, type, logS));
+    return success();
+  }
+};
+
+struct OneHotPattern : OpConversionPattern<OneHotOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(OneHotOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto out = cast<RankedTensorType>(op.getType());
+    int64_t rank = out.getRank();
+    MLIRContext *ctx = op.getContext();
+    SmallVector<AffineExpr> labelExprs;
+    for (int64_t i = 0; i + 1 < rank; ++i)
+      labelExprs.push_back(getAffineDimExpr(i, ctx));
+    SmallVector<AffineMap> maps = {AffineMap::get(rank, 0, labelExprs, ctx),
+                                   rewriter.getMultiDimIdentityMap(rank)};
+    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    Value init = rewriter.create<tensor::EmptyOp>(loc, out.getShape(), out.getElementType());
+    Type elem = out.getElementType();
+    auto generic = rewriter.create<linalg::GenericOp>(
+        loc, TypeRange{out}, ValueRange{adaptor.getLabels()}, ValueRange{init}, maps,
+        iterators, [&](OpBuilder &b, Location l, ValueRange a) {
+          Value cls = b.create<linalg::IndexOp>(l, rank - 1);
+          Value label = b.create<arith::IndexCastOp>(l, b.getIndexType(), a[0]);
+          Value hit = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, cls, label);
+          Value r = b.create<arith::SelectOp>(l, hit, scalarConstant(b, l, elem, 1.0),
+                                              scalarConstant(b, l, elem, 0.0));
+          b.create<linalg::YieldOp>(l, r);
+        });
+    rewriter.replaceOp(op, generic.getResults());
+    return success();
+  }
+};
+
 struct BroadcastPattern : OpConversionPattern<BroadcastOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -269,6 +324,7 @@ struct ConstantPattern : OpConversionPattern<ConstantOp> {
 
 void mlir::nova::populateStructuredToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<MatmulPattern, ReducePattern<ReduceSumOp>, ReducePattern<ReduceMeanOp>,
-               ReducePattern<ReduceMaxOp>, SoftmaxPattern, BroadcastPattern,
+               ReducePattern<ReduceMaxOp>, SoftmaxPattern, LogSoftmaxPattern,
+               OneHotPattern, BroadcastPattern,
                ReshapePattern, TransposePattern, ConstantPattern>(patterns.getContext());
 }

@@ -11,6 +11,7 @@ using namespace mlir;
 using namespace mlir::nova;
 
 #include "compiler/dialect/NovaOpsDialect.cpp.inc"
+#include "compiler/dialect/NovaInterfaces.cpp.inc"
 
 void NovaDialect::initialize() {
   addOperations<

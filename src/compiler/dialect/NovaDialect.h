@@ -10,12 +10,14 @@
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "compiler/dialect/NovaOpsDialect.h.inc"
+#include "compiler/dialect/NovaInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "compiler/dialect/NovaOps.h.inc"

@@ -105,6 +105,7 @@ NOVA_INFER_SAME_AS_INPUT(SqrtOp)
 NOVA_INFER_SAME_AS_INPUT(RsqrtOp)
 NOVA_INFER_SAME_AS_INPUT(ReluOp)
 NOVA_INFER_SAME_AS_INPUT(GeluOp)
+NOVA_INFER_SAME_AS_INPUT(ErfOp)
 #undef NOVA_INFER_SAME_AS_INPUT
 
 #define NOVA_INFER_BINARY(OP)                                                  \
@@ -121,6 +122,7 @@ NOVA_INFER_BINARY(SubOp)
 NOVA_INFER_BINARY(MulOp)
 NOVA_INFER_BINARY(DivOp)
 NOVA_INFER_BINARY(MaxOp)
+NOVA_INFER_BINARY(GreaterOp)
 #undef NOVA_INFER_BINARY
 
 #define NOVA_INFER_REDUCE(OP)                                                  \
@@ -197,16 +199,62 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+static LogicalResult inferAlongAxis(StringRef opName, std::optional<Location> loc,
+                                    Value input, IntegerAttr axisAttr,
+                                    SmallVectorImpl<Type> &inferred) {
+  auto type = cast<RankedTensorType>(input.getType());
+  int64_t axis = axisAttr ? axisAttr.getInt() : -1;
+  if (axis < 0 || axis >= type.getRank())
+    return emitOptionalError(loc, "'", opName, "' op axis ", axis,
+                             " is out of range for ", shapeStr(type));
+  inferred.push_back(type);
+  return success();
+}
+
 LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &inferred) {
-  auto type = cast<RankedTensorType>(adaptor.getInput().getType());
-  int64_t axis = adaptor.getAxis();
-  if (axis < 0 || axis >= type.getRank())
-    return emitOptionalError(loc, "'nova.softmax' op axis ", axis,
-                             " is out of range for ", shapeStr(type));
-  inferred.push_back(type);
+  return inferAlongAxis(getOperationName(), loc, adaptor.getInput(),
+                        adaptor.getAxisAttr(), inferred);
+}
+
+LogicalResult LogSoftmaxOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &inferred) {
+  return inferAlongAxis(getOperationName(), loc, adaptor.getInput(),
+                        adaptor.getAxisAttr(), inferred);
+}
+
+LogicalResult GradientOp::inferReturnTypes(MLIRContext *,
+                                           std::optional<Location> loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &inferred) {
+  auto loss = cast<RankedTensorType>(adaptor.getLoss().getType());
+  if (loss.getRank() != 0)
+    return emitOptionalError(loc, "'nova.gradient' op the loss must be a scalar "
+                                  "(rank-0) tensor, got ",
+                             shapeStr(loss));
+  for (Value v : adaptor.getWrt()) {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (!isa<FloatType>(t.getElementType()))
+      return emitOptionalError(loc, "'nova.gradient' op cannot differentiate "
+                                    "with respect to the integer tensor ",
+                               shapeStr(t));
+    inferred.push_back(t);
+  }
+  return success();
+}
+
+LogicalResult OneHotOp::verify() {
+  auto labels = getLabels().getType();
+  auto out = getResult().getType();
+  if (out.getRank() != labels.getRank() + 1 ||
+      out.getShape().drop_back() != labels.getShape())
+    return emitOpError() << "result " << shapeStr(out)
+                         << " must be the labels' shape " << shapeStr(labels)
+                         << " plus a class dim";
   return success();
 }
 

@@ -12,6 +12,7 @@
 #define NOVA_OPS
 
 include "NovaDialect.td"
+include "NovaInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/BuiltinAttributes.td"
@@ -24,7 +25,8 @@ def Nova_AnyTensor : RankedTensorOf<[F32, F64, I32, I64]>;
 //===----------------------------------------------------------------------===//
 
 class Nova_UnaryOp<string mnemonic, string doc, list<Trait> traits = []>
-    : Nova_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor])> {
+    : Nova_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor,
+        DeclareOpInterfaceMethods<NovaDifferentiableOpInterface>])> {
   let summary = doc;
   let arguments = (ins Nova_FloatTensor:$input);
   let results = (outs Nova_FloatTensor:$result);
@@ -32,7 +34,8 @@ class Nova_UnaryOp<string mnemonic, string doc, list<Trait> traits = []>
 }
 
 class Nova_BinaryOp<string mnemonic, string doc, list<Trait> traits = []>
-    : Nova_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor])> {
+    : Nova_Op<mnemonic, !listconcat(traits, [Pure, InferTypeOpAdaptor,
+        DeclareOpInterfaceMethods<NovaDifferentiableOpInterface>])> {
   let summary = doc;
   let arguments = (ins Nova_FloatTensor:$lhs, Nova_FloatTensor:$rhs);
   let results = (outs Nova_FloatTensor:$result);
@@ -46,8 +49,10 @@ def Nova_TanhOp  : Nova_UnaryOp<"tanh",  "hyperbolic tangent">;
 def Nova_SqrtOp  : Nova_UnaryOp<"sqrt",  "square root">;
 def Nova_RsqrtOp : Nova_UnaryOp<"rsqrt", "1 / sqrt(x)">;
 def Nova_ReluOp  : Nova_UnaryOp<"relu",  "max(x, 0)">;
+def Nova_ErfOp   : Nova_UnaryOp<"erf",   "the error function">;
 
-def Nova_GeluOp : Nova_Op<"gelu", [Pure, InferTypeOpAdaptor]> {
+def Nova_GeluOp : Nova_Op<"gelu", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<NovaDifferentiableOpInterface>]> {
   let summary = "GELU activation";
   let description = [{
     `approximate = true`: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (GPT-2).
@@ -66,11 +71,20 @@ def Nova_DivOp : Nova_BinaryOp<"div", "lhs / rhs">;
 def Nova_MaxOp : Nova_BinaryOp<"max", "max(lhs, rhs); NaN if either is NaN",
                                [Commutative]>;
 
+def Nova_GreaterOp : Nova_Op<"greater", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<NovaDifferentiableOpInterface>]> {
+  let summary = "1.0 where lhs > rhs, else 0.0 (a mask; its derivative is zero)";
+  let arguments = (ins Nova_FloatTensor:$lhs, Nova_FloatTensor:$rhs);
+  let results = (outs Nova_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+}
+
 //===----------------------------------------------------------------------===//
 // Contraction
 //===----------------------------------------------------------------------===//
 
-def Nova_MatmulOp : Nova_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
+def Nova_MatmulOp : Nova_Op<"matmul", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<NovaDifferentiableOpInterface>]> {
   let summary = "(batched) matrix product with optional transposed operands";
   let description = [{
     Both operands have the same rank r >= 2; the leading r-2 dims are batch
@@ -89,7 +103,8 @@ def Nova_MatmulOp : Nova_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
 // Layout
 //===----------------------------------------------------------------------===//
 
-def Nova_BroadcastOp : Nova_Op<"broadcast", [Pure]> {
+def Nova_BroadcastOp : Nova_Op<"broadcast", [Pure,
+    DeclareOpInterfaceMethods<NovaDifferentiableOpInterface>]> {
   let summary = "numpy-style broadcast to the result shape";
   let description = [{
     Shapes are aligned on the right; each input dim must equal the result dim
@@ -101,7 +116,8 @@ def Nova_BroadcastOp : Nova_Op<"broadcast", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Nova_ReshapeOp : Nova_Op<"reshape", [Pure]> {
+def Nova_ReshapeOp : Nova_Op<"reshape", [Pure,
+    DeclareOpInterfaceMethods<NovaDifferentiableOpInterface>]> {
   let summary = "row-major reshape to a result with the same element count";
   let arguments = (ins Nova_AnyTensor:$input);
   let results = (outs Nova_AnyTensor:$result);
@@ -109,7 +125,8 @@ def Nova_ReshapeOp : Nova_Op<"reshape", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Nova_TransposeOp : Nova_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+def Nova_TransposeOp : Nova_Op<"transpose", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<NovaDifferentiableOpInterface>]> {
   let summary = "permute dims: result dim i is input dim permutation[i]";
   let arguments = (ins Nova_AnyTensor:$input, DenseI64ArrayAttr:$permutation);
   let results = (outs Nova_AnyTensor:$result);
@@ -121,7 +138,8 @@ def Nova_TransposeOp : Nova_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
 //===----------------------------------------------------------------------===//
 
 class Nova_ReduceOp<string mnemonic, string doc>
-    : Nova_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+    : Nova_Op<mnemonic, [Pure, InferTypeOpAdaptor,
+        DeclareOpInterfaceMethods<NovaDifferentiableOpInterface>]> {
   let summary = doc;
   let description = [{
     Reduces over `axes` (sorted, unique, in range). With `keep_dims` the
@@ -137,12 +155,55 @@ def Nova_ReduceSumOp  : Nova_ReduceOp<"reduce_sum",  "sum over axes">;
 def Nova_ReduceMeanOp : Nova_ReduceOp<"reduce_mean", "mean over axes">;
 def Nova_ReduceMaxOp  : Nova_ReduceOp<"reduce_max",  "maximum over axes">;
 
-def Nova_SoftmaxOp : Nova_Op<"softmax", [Pure, InferTypeOpAdaptor]> {
+def Nova_SoftmaxOp : Nova_Op<"softmax", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<NovaDifferentiableOpInterface>]> {
   let summary = "numerically stable softmax along one axis";
   let description = [{ exp(x - max(x)) / sum(exp(x - max(x))) along `axis`. }];
   let arguments = (ins Nova_FloatTensor:$input, I64Attr:$axis);
   let results = (outs Nova_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Nova_LogSoftmaxOp : Nova_Op<"log_softmax", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<NovaDifferentiableOpInterface>]> {
+  let summary = "numerically stable log(softmax(x)) along one axis";
+  let description = [{ x - max(x) - log(sum(exp(x - max(x)))) along `axis`. }];
+  let arguments = (ins Nova_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Nova_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+//===----------------------------------------------------------------------===//
+// Indices
+//===----------------------------------------------------------------------===//
+
+def Nova_OneHotOp : Nova_Op<"one_hot", [Pure]> {
+  let summary = "one-hot encoding of integer class indices";
+  let description = [{
+    Result [..., C] (float) holds 1.0 at [..., labels[...]] and 0.0
+    elsewhere; C is the result's last dim. A label outside [0, C) gives a row
+    of zeros.
+  }];
+  let arguments = (ins RankedTensorOf<[I32, I64]>:$labels);
+  let results = (outs Nova_FloatTensor:$result);
+  let assemblyFormat = "$labels attr-dict `:` type($labels) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Differentiation
+//===----------------------------------------------------------------------===//
+
+def Nova_GradientOp : Nova_Op<"gradient", [Pure, InferTypeOpAdaptor]> {
+  let summary = "gradients of a scalar loss with respect to earlier values";
+  let description = [{
+    Stands for d`loss`/d`wrt[i]`, one result per `wrt` value, with its type.
+    The nova-autodiff pass replaces it with the backward computation, built
+    right before it from each op's NovaDifferentiable interface.
+  }];
+  let arguments = (ins Nova_FloatTensor:$loss, Variadic<Nova_AnyTensor>:$wrt);
+  let results = (outs Variadic<Nova_AnyTensor>:$gradients);
+  let assemblyFormat = "$loss `wrt` $wrt attr-dict `:` type($loss) `,` type($wrt)";
 }
 
 //===----------------------------------------------------------------------===//

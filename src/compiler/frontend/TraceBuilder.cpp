@@ -152,9 +152,12 @@ public:
     DiagnosticCollector diags(ctx);
     if (failed(verify(*module)))
       throw ::nova::CompileError("nova: the traced step does not verify:\n" + diags.text);
+    auto options = mlir::nova::pipelineOptionsFromEnv();
+    if (failed(mlir::nova::runGraphStage(*module, options)))
+      throw ::nova::CompileError("nova: differentiating the step failed:\n" + diags.text);
     if (mode == ::nova::ExecMode::interpreted)
       return mlir::nova::makeInterpreterExecutable(std::move(module), name, inputs, outputs);
-    if (failed(mlir::nova::lowerToLLVM(*module, mlir::nova::pipelineOptionsFromEnv())))
+    if (failed(mlir::nova::lowerToLLVM(*module, options)))
       throw ::nova::CompileError("nova: lowering the step failed:\n" + diags.text);
     return mlir::nova::compileForCpu(*module, name, inputs, outputs);
   }

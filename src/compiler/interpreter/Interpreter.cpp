@@ -187,6 +187,38 @@ NDArray softmax(SoftmaxOp op, const NDArray &x) {
   return r;
 }
 
+NDArray logSoftmax(LogSoftmaxOp op, const NDArray &x) {
+  NDArray r = x;
+  int64_t axis = op.getAxis();
+  int64_t len = x.shape[axis];
+  auto xs = stridesOf(x.shape);
+  std::vector<int64_t> outer(x.shape.begin(), x.shape.end());
+  outer[axis] = 1;
+  forEachIndex(outer, [&](ArrayRef<int64_t> idx) {
+    int64_t base = linear(idx, xs);
+    double m = -std::numeric_limits<double>::infinity();
+    for (int64_t i = 0; i < len; ++i)
+      m = std::max(m, x.data[base + i * xs[axis]]);
+    double s = 0.0;
+    for (int64_t i = 0; i < len; ++i)
+      s += std::exp(x.data[base + i * xs[axis]] - m);
+    for (int64_t i = 0; i < len; ++i)
+      r.data[base + i * xs[axis]] = x.data[base + i * xs[axis]] - m - std::log(s);
+  });
+  return r;
+}
+
+NDArray oneHot(OneHotOp op, const NDArray &labels) {
+  NDArray r = withShape(op.getType());
+  int64_t classes = r.shape.back();
+  for (size_t i = 0; i < labels.data.size(); ++i) {
+    double label = labels.data[i];
+    if (label >= 0 && label < static_cast<double>(classes))
+      r.data[i * classes + static_cast<int64_t>(label)] = 1.0;
+  }
+  return r;
+}
+
 } // namespace
 
 FailureOr<std::vector<NDArray>>
@@ -214,6 +246,13 @@ mlir::nova::interpret(func::FuncOp func, const std::vector<NDArray> &inputs) {
                                                       : std::max(a, b);
               });
             })
+            .Case([&](GreaterOp o) {
+              return mapBinary(get(o.getLhs()), get(o.getRhs()),
+                               [](double a, double b) { return a > b ? 1.0 : 0.0; });
+            })
+            .Case([&](ErfOp o) { return mapUnary(get(o.getInput()), [](double x) { return std::erf(x); }); })
+            .Case([&](LogSoftmaxOp o) { return logSoftmax(o, get(o.getInput())); })
+            .Case([&](OneHotOp o) { return oneHot(o, get(o.getLabels())); })
             .Case([&](NegOp o) { return mapUnary(get(o.getInput()), [](double x) { return -x; }); })
             .Case([&](ExpOp o) { return mapUnary(get(o.getInput()), [](double x) { return std::exp(x); }); })
             .Case([&](LogOp o) { return mapUnary(get(o.getInput()), [](double x) { return std::log(x); }); })

@@ -10,6 +10,24 @@
 
 include "mlir/Pass/PassBase.td"
 
+def NovaAutodiff : Pass<"nova-autodiff", "mlir::ModuleOp"> {
+  let summary = "Replace nova.gradient ops with reverse-mode derivative code";
+  let description = [{
+    For each `%g = nova.gradient %loss wrt %a, %b`, builds the backward pass
+    right before it: the ops between the `wrt` values and the loss are walked
+    in reverse, and each builds its vector-Jacobian product through the
+    NovaDifferentiable interface (no switch over op names). Cotangents of
+    values used several times are summed; values that do not depend on a
+    `wrt` value (integer labels, constants) get none; a `wrt` value the loss
+    does not depend on gets zeros. Forward, backward and whatever uses the
+    gradients (an optimizer update) end up in one function.
+
+    Before: `%g = nova.gradient %l wrt %x : tensor<f32>, tensor<4xf32>`
+    After:  the VJP ops of every op on the path from %x to %l, and %g
+            replaced by the cotangent of %x.
+  }];
+}
+
 def NovaLowerToLinalg : Pass<"nova-lower-to-linalg", "mlir::ModuleOp"> {
   let summary = "Lower nova ops to linalg/tensor/arith/math on tensors";
   let description = [{

@@ -104,3 +104,27 @@ func.func @int_exp(%a: tensor<3xi32>) {
   %0 = "nova.exp"(%a) : (tensor<3xi32>) -> tensor<3xi32>
   return
 }
+
+// -----
+
+func.func @gradient_of_vector(%a: tensor<3xf32>) {
+  // expected-error @+1 {{'nova.gradient' op the loss must be a scalar (rank-0) tensor, got 3xf32}}
+  %0 = nova.gradient %a wrt %a : tensor<3xf32>, tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @gradient_wrt_int(%l: tensor<f32>, %y: tensor<3xi32>) {
+  // expected-error @+1 {{'nova.gradient' op cannot differentiate with respect to the integer tensor 3xi32}}
+  %0 = nova.gradient %l wrt %y : tensor<f32>, tensor<3xi32>
+  return
+}
+
+// -----
+
+func.func @one_hot_shape(%y: tensor<3xi32>) {
+  // expected-error @+1 {{'nova.one_hot' op result 4x5xf32 must be the labels' shape 3xi32 plus a class dim}}
+  %0 = nova.one_hot %y : tensor<3xi32> -> tensor<4x5xf32>
+  return
+}
