@@ -44,7 +44,10 @@ template <class T> struct is_static : std::false_type {};
 template <class T> struct is_static<Static<T>> : std::true_type {};
 
 /// One address per C++ type, fixed at link time: the type part of a key.
-template <class T> inline constexpr char type_tag = 0;
+/// Deliberately not const: GCC's identical-code folding (-fipa-icf, on at
+/// -O2) may merge identical read-only variables, which would give two step
+/// types one address and let them share cache entries.
+template <class T> inline char type_tag = 0;
 template <class T> std::uint64_t type_tag_word() {
   return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&type_tag<T>));
 }
@@ -188,7 +191,7 @@ class Jit {
     std::vector<detail::ValueId> ids;
     Output::ids(result, ids);
     detail::count_compile();
-    return builder->finish(ids, mode);
+    return builder->finish(ids, {}, mode);
   }
 
   F f_;

@@ -62,7 +62,9 @@ void addLinalgStage(OpPassManager &pm) {
   pm.addPass(nova::createNovaLowerToLinalg());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLinalgElementwiseOpFusionPass());
-  pm.addPass(createCSEPass());
+  // No CSE here: it would merge equal tensor.empty ops, and empty-tensor
+  // elimination would then give two results one destination buffer (seen:
+  // the gradient of a / b wrote both cotangents into the first output).
 }
 
 void addBufferizeStage(OpPassManager &pm) {

@@ -16,7 +16,11 @@ std::vector<Tensor> Executable::operator()(std::span<const Tensor> inputs) const
   }
   std::vector<Tensor> outputs;
   outputs.reserve(outputs_.size());
-  for (const auto& spec : outputs_) outputs.push_back(Tensor::empty(spec.shape, spec.dtype));
+  for (std::size_t i = 0; i < outputs_.size(); ++i) {
+    int alias = aliases_[i];
+    outputs.push_back(alias >= 0 ? inputs[static_cast<std::size_t>(alias)]
+                                 : Tensor::empty(outputs_[i].shape, outputs_[i].dtype));
+  }
   run(inputs, outputs);
   return outputs;
 }

@@ -47,7 +47,8 @@ class Builder {
 
   /// Appends op `name` ("nova.add") with the given operands and attributes.
   /// Its result type is the op's inferred type, or `result` for ops whose type
-  /// is not inferable (broadcast, reshape, constant). Throws ShapeError.
+  /// is not inferable (broadcast, reshape, constant). Returns the id of the
+  /// first result; further results have the following ids. Throws ShapeError.
   virtual ValueId op(std::string_view name, std::span<const ValueId> operands,
                      std::span<const NamedAttr> attrs, const TensorSpec* result,
                      const std::source_location& where) = 0;
@@ -55,9 +56,11 @@ class Builder {
   virtual TensorSpec spec(ValueId value) const = 0;
 
   /// Ends the step with `results`, then lowers and compiles it (or prepares
-  /// the interpreter). Throws CompileError.
+  /// the interpreter). `aliases` (empty, or one per result) names the
+  /// argument each result is written into in place, or -1. Throws
+  /// CompileError.
   virtual std::shared_ptr<Executable> finish(std::span<const ValueId> results,
-                                             ExecMode mode) = 0;
+                                             std::span<const int> aliases, ExecMode mode) = 0;
 
   /// The nova IR built so far, as text.
   virtual std::string ir() const = 0;

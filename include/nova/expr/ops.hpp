@@ -114,6 +114,13 @@ auto reduce(std::string_view name, const A& x, std::vector<std::int64_t> axes, b
 
 } // namespace detail
 
+/// A tensor of `shape` whose elements all equal `value`.
+inline Expr<> constant(double value, DType dtype, const Shape& shape = {},
+                       std::source_location loc = std::source_location::current()) {
+  TensorSpec spec{dtype, shape};
+  return detail::emit("nova.constant", {}, {{"value", value}}, &spec, loc);
+}
+
 // ---- elementwise --------------------------------------------------------------
 
 #define NOVA_BINARY_FN(FN, OPNAME, OPERATOR)                                               \
@@ -170,7 +177,20 @@ NOVA_UNARY_FN(tanh, "nova.tanh")
 NOVA_UNARY_FN(sqrt, "nova.sqrt")
 NOVA_UNARY_FN(rsqrt, "nova.rsqrt")
 NOVA_UNARY_FN(relu, "nova.relu")
+NOVA_UNARY_FN(erf, "nova.erf")
 #undef NOVA_UNARY_FN
+
+/// Elementwise minimum, with broadcasting.
+template <expression A, expression B>
+auto minimum(const A& a, const B& b, std::source_location loc = std::source_location::current()) {
+  return neg(maximum(neg(a, loc), neg(b, loc), loc), loc);
+}
+
+/// 1.0 where a > b, else 0.0 (a mask: no gradient flows through it).
+template <expression A, expression B>
+auto greater(const A& a, const B& b, std::source_location loc = std::source_location::current()) {
+  return detail::binary("nova.greater", a, b, loc);
+}
 
 enum class GeluApprox { tanh, none };
 
@@ -293,6 +313,49 @@ auto softmax(const A& x, std::int64_t axis = -1,
              std::source_location loc = std::source_location::current()) {
   std::int64_t a = detail::normalize_axes("nova.softmax", {axis}, x.rank(), loc).front();
   return detail::unary("nova.softmax", x, {{"axis", a}}, loc);
+}
+
+/// Numerically stable log(softmax(x)) along `axis`.
+template <expression A>
+auto log_softmax(const A& x, std::int64_t axis = -1,
+                 std::source_location loc = std::source_location::current()) {
+  std::int64_t a = detail::normalize_axes("nova.log_softmax", {axis}, x.rank(), loc).front();
+  return detail::unary("nova.log_softmax", x, {{"axis", a}}, loc);
+}
+
+// ---- indices ----------------------------------------------------------------------
+
+/// One-hot encoding of integer labels [...] as a float tensor [..., classes];
+/// a label outside [0, classes) gives a row of zeros.
+template <expression A>
+Expr<> one_hot(const A& labels, std::int64_t classes, DType dtype = DType::f32,
+               std::source_location loc = std::source_location::current()) {
+  if (classes <= 0 || !is_floating(dtype) || is_floating(labels.dtype()))
+    throw ShapeError("nova.one_hot: needs integer labels, a positive class count and a float "
+                     "result dtype; got labels " + to_string(labels.spec()) + ", " +
+                     std::to_string(classes) + " classes\n  at " + detail::where(loc));
+  Shape shape = labels.shape();
+  shape.push_back(classes);
+  TensorSpec spec{dtype, shape};
+  return detail::emit("nova.one_hot", {labels.id()}, {}, &spec, loc);
+}
+
+// ---- differentiation --------------------------------------------------------------
+
+/// d loss / d wrt[i] for each i, built in the same step (reverse mode, by the
+/// compiler's nova-autodiff pass). `loss` must be a scalar (rank 0).
+inline std::vector<Expr<>> gradients(const Expr<>& loss, const std::vector<Expr<>>& wrt,
+                                     std::source_location loc = std::source_location::current()) {
+  detail::Builder& b = *detail::current_trace().builder;
+  std::vector<detail::ValueId> operands{loss.id()};
+  for (const auto& w : wrt) operands.push_back(w.id());
+  detail::ValueId first = b.op("nova.gradient", operands, {}, nullptr, loc);
+  std::vector<Expr<>> grads;
+  for (std::size_t i = 0; i < wrt.size(); ++i) {
+    auto id = static_cast<detail::ValueId>(first + static_cast<detail::ValueId>(i));
+    grads.emplace_back(id, b.spec(id), loc);
+  }
+  return grads;
 }
 
 } // namespace nova

@@ -210,8 +210,11 @@ def Nova_GradientOp : Nova_Op<"gradient", [Pure, InferTypeOpAdaptor]> {
 // Constants
 //===----------------------------------------------------------------------===//
 
-def Nova_ConstantOp : Nova_Op<"constant", [Pure, ConstantLike]> {
+def Nova_ConstantOp : Nova_Op<"constant", [Pure]> {
   let summary = "a tensor whose elements all equal `value`";
+  // Not ConstantLike: that trait makes the greedy rewriter unique constants
+  // by their folded value, and without a folder every constant of a type
+  // would collapse into one. CSE still merges equal constants.
   let arguments = (ins F64Attr:$value);
   let results = (outs Nova_AnyTensor:$result);
   let assemblyFormat = "$value attr-dict `:` type($result)";

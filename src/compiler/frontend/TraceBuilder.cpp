@@ -130,7 +130,10 @@ public:
       op->erase();
       throw shapeError(opName, diags.text, where);
     }
-    return remember(op->getResult(0));
+    ::nova::detail::ValueId first = remember(op->getResult(0));
+    for (Value extra : op->getResults().drop_front())
+      remember(extra);
+    return first;
   }
 
   ::nova::TensorSpec spec(::nova::detail::ValueId id) const override {
@@ -138,7 +141,8 @@ public:
   }
 
   std::shared_ptr<::nova::Executable>
-  finish(std::span<const ::nova::detail::ValueId> results, ::nova::ExecMode mode) override {
+  finish(std::span<const ::nova::detail::ValueId> results, std::span<const int> aliases,
+         ::nova::ExecMode mode) override {
     SmallVector<Value> returned;
     std::vector<::nova::TensorSpec> outputs;
     for (auto id : results) {
@@ -149,6 +153,13 @@ public:
     func.setFunctionType(builder.getFunctionType(
         func.front().getArgumentTypes(), ValueRange(returned).getTypes()));
 
+    std::vector<int> resultAliases(aliases.begin(), aliases.end());
+    resultAliases.resize(results.size(), -1);
+    if (llvm::any_of(resultAliases, [](int a) { return a >= 0; })) {
+      SmallVector<int64_t> attr(resultAliases.begin(), resultAliases.end());
+      func->setAttr("nova.result_aliases", builder.getDenseI64ArrayAttr(attr));
+    }
+
     DiagnosticCollector diags(ctx);
     if (failed(verify(*module)))
       throw ::nova::CompileError("nova: the traced step does not verify:\n" + diags.text);
@@ -156,10 +167,11 @@ public:
     if (failed(mlir::nova::runGraphStage(*module, options)))
       throw ::nova::CompileError("nova: differentiating the step failed:\n" + diags.text);
     if (mode == ::nova::ExecMode::interpreted)
-      return mlir::nova::makeInterpreterExecutable(std::move(module), name, inputs, outputs);
+      return mlir::nova::makeInterpreterExecutable(std::move(module), name, inputs, outputs,
+                                                   resultAliases);
     if (failed(mlir::nova::lowerToLLVM(*module, options)))
       throw ::nova::CompileError("nova: lowering the step failed:\n" + diags.text);
-    return mlir::nova::compileForCpu(*module, name, inputs, outputs);
+    return mlir::nova::compileForCpu(*module, name, inputs, outputs, resultAliases);
   }
 
   std::string ir() const override {

@@ -35,7 +35,8 @@ FailureOr<std::vector<NDArray>> interpret(func::FuncOp func,
 std::shared_ptr<::nova::Executable>
 makeInterpreterExecutable(OwningOpRef<ModuleOp> module, const std::string &funcName,
                           std::vector<::nova::TensorSpec> inputs,
-                          std::vector<::nova::TensorSpec> outputs);
+                          std::vector<::nova::TensorSpec> outputs,
+                          std::vector<int> aliases);
 
 } // namespace mlir::nova
 

@@ -18,8 +18,8 @@ class InterpreterExecutable final : public ::nova::Executable {
 public:
   InterpreterExecutable(OwningOpRef<ModuleOp> module, std::string funcName,
                         std::vector<::nova::TensorSpec> in,
-                        std::vector<::nova::TensorSpec> out)
-      : Executable(std::move(in), std::move(out)), module(std::move(module)),
+                        std::vector<::nova::TensorSpec> out, std::vector<int> aliases)
+      : Executable(std::move(in), std::move(out), std::move(aliases)), module(std::move(module)),
         funcName(std::move(funcName)) {}
 
   std::string kind() const override { return "interpreter"; }
@@ -43,6 +43,8 @@ public:
     }
     if (failed(results))
       throw ::nova::Error("nova interpreter: " + diagnostics);
+    // Every result is computed before any is written, so in-place (aliased)
+    // outputs cannot disturb the computation.
     for (size_t i = 0; i < outputs.size(); ++i) {
       const auto &values = (*results)[i].data;
       ::nova::Tensor t = ::nova::Tensor::from<double>(
@@ -62,7 +64,9 @@ private:
 
 std::shared_ptr<::nova::Executable> mlir::nova::makeInterpreterExecutable(
     OwningOpRef<ModuleOp> module, const std::string &funcName,
-    std::vector<::nova::TensorSpec> inputs, std::vector<::nova::TensorSpec> outputs) {
+    std::vector<::nova::TensorSpec> inputs, std::vector<::nova::TensorSpec> outputs,
+    std::vector<int> aliases) {
   return std::make_shared<InterpreterExecutable>(std::move(module), funcName,
-                                                 std::move(inputs), std::move(outputs));
+                                                 std::move(inputs), std::move(outputs),
+                                                 std::move(aliases));
 }

@@ -5,6 +5,9 @@
 // (the runtime never passes an output buffer as an input), so one-shot
 // bufferization may read them in place; results are materialized into the
 // caller's buffers, so no result is allocated inside compiled code.
+// `nova.result_aliases` (one entry per result: an argument index or -1)
+// marks results that overwrite an argument in place (parameters, optimizer
+// state); such results get no output argument of their own.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,25 +41,50 @@ LogicalResult convertFunction(func::FuncOp func) {
                           "result must be a ranked tensor");
 
   Block &entry = func.front();
+  auto ret = cast<func::ReturnOp>(entry.getTerminator());
+  SmallVector<int64_t> aliases(ret.getNumOperands(), -1);
+  if (auto attr = func->getAttrOfType<DenseI64ArrayAttr>("nova.result_aliases")) {
+    if (attr.size() != static_cast<int64_t>(aliases.size()))
+      return func.emitError("nova.result_aliases needs one entry per result");
+    aliases.assign(attr.asArrayRef().begin(), attr.asArrayRef().end());
+    for (auto [i, a] : llvm::enumerate(aliases))
+      if (a >= 0 && (a >= static_cast<int64_t>(entry.getNumArguments()) ||
+                     entry.getArgument(a).getType() != ret.getOperand(i).getType()))
+        return func.emitError("result ") << i << " cannot alias argument " << a;
+    func->removeAttr("nova.result_aliases");
+  }
+  llvm::SmallDenseSet<int64_t> donated(aliases.begin(), aliases.end());
+
   OpBuilder b(func.getContext());
   b.setInsertionPointToStart(&entry);
   SmallVector<Type> newInputs;
   for (BlockArgument arg : entry.getArguments()) {
     Type tensorType = arg.getType();
     arg.setType(toMemRef(tensorType));
+    // A donated argument is overwritten in place by its result; one-shot
+    // bufferization orders every read of the old value before that write.
+    bool writable = donated.contains(arg.getArgNumber());
     auto toTensor = b.create<bufferization::ToTensorOp>(
-        arg.getLoc(), tensorType, arg, /*restrict=*/true, /*writable=*/false);
+        arg.getLoc(), tensorType, arg, /*restrict=*/true, writable);
     arg.replaceAllUsesExcept(toTensor.getResult(), toTensor);
     newInputs.push_back(arg.getType());
   }
 
-  auto ret = cast<func::ReturnOp>(entry.getTerminator());
   b.setInsertionPoint(ret);
-  for (Value result : ret.getOperands()) {
-    BlockArgument out = entry.addArgument(toMemRef(result.getType()), ret.getLoc());
-    newInputs.push_back(out.getType());
+  for (auto [i, result] : llvm::enumerate(ret.getOperands())) {
+    Value out;
+    if (aliases[i] >= 0) {
+      out = entry.getArgument(aliases[i]);
+    } else {
+      out = entry.addArgument(toMemRef(result.getType()), ret.getLoc());
+      newInputs.push_back(out.getType());
+    }
+    // A donated argument already has a `to_tensor restrict`, so its
+    // materialization may not claim `restrict` too: it bufferizes to a copy
+    // into the argument after every read of the old value (correct; making
+    // the update itself write in place is future work).
     b.create<bufferization::MaterializeInDestinationOp>(
-        ret.getLoc(), Type(), result, out, /*restrict=*/true, /*writable=*/true);
+        ret.getLoc(), Type(), result, out, /*restrict=*/aliases[i] < 0, /*writable=*/true);
   }
   b.create<func::ReturnOp>(ret.getLoc());
   ret.erase();

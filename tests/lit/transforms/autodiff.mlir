@@ -74,3 +74,18 @@ func.func @unused_wrt(%x: tensor<3xf32>, %u: tensor<5xf32>) -> tensor<5xf32> {
   %g = nova.gradient %l wrt %u : tensor<f32>, tensor<5xf32>
   return %g : tensor<5xf32>
 }
+
+// -----
+
+// Regression: distinct constants must survive canonicalization (constants
+// were once merged by type because nova.constant claimed ConstantLike).
+// CLEAN-LABEL: func @sqrt_rank0
+// CLEAN-DAG: nova.constant 1.000000e+00 : tensor<f64>
+// CLEAN-DAG: nova.constant 5.000000e-01 : tensor<f64>
+func.func @sqrt_rank0(%w: tensor<f64>, %x: tensor<f64>) -> tensor<f64> {
+  %0 = nova.sqrt %x : tensor<f64>
+  %1 = nova.mul %0, %w : tensor<f64>, tensor<f64>
+  %2 = nova.reduce_sum %1 {axes = array<i64>} : tensor<f64>
+  %g = nova.gradient %2 wrt %x : tensor<f64>, tensor<f64>
+  return %g : tensor<f64>
+}

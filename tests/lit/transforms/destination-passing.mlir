@@ -19,3 +19,16 @@ func.func @step(%x: tensor<4xf32>, %y: tensor<2x2xf64>) -> (tensor<4xf32>, tenso
 func.func private @helper(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>
 }
+
+// A result aliasing an argument is written back into it: no extra argument.
+// CHECK-LABEL: func.func @update
+// CHECK-SAME: (%[[P:.*]]: memref<4xf32>, %[[G:.*]]: memref<4xf32>, %{{.*}}: memref<f32>, %[[LOSS:.*]]: memref<f32>)
+// CHECK: bufferization.to_tensor %[[P]] restrict writable
+// CHECK: bufferization.to_tensor %[[G]] restrict :
+// CHECK: bufferization.materialize_in_destination %{{.*}} in restrict writable %[[LOSS]]
+// CHECK: bufferization.materialize_in_destination %{{.*}} in writable %[[P]]
+func.func @update(%p: tensor<4xf32>, %g: tensor<4xf32>, %l: tensor<f32>) -> (tensor<f32>, tensor<4xf32>)
+    attributes {nova.result_aliases = array<i64: -1, 0>} {
+  %0 = arith.subf %p, %g : tensor<4xf32>
+  return %l, %0 : tensor<f32>, tensor<4xf32>
+}

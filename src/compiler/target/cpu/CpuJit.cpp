@@ -5,7 +5,8 @@
 // called through the packed wrapper of its C interface, `_mlir_ciface_<f>`,
 // whose arguments are pointers to memref descriptors:
 //   { T* allocated, T* aligned, i64 offset, i64 sizes[rank], i64 strides[rank] }
-// Every descriptor field is 8 bytes, so one i64 array of 3 + 2*rank words per
+// Outputs that alias an input (in-place updates) have no argument of their
+// own. Every descriptor field is 8 bytes, so one i64 array of 3 + 2*rank words per
 // tensor is the descriptor, for any rank.
 //
 //===----------------------------------------------------------------------===//
@@ -46,8 +47,8 @@ class CpuJitExecutable final : public ::nova::Executable {
 public:
   CpuJitExecutable(std::unique_ptr<ExecutionEngine> engine,
                    void (*entry)(void **), std::vector<::nova::TensorSpec> in,
-                   std::vector<::nova::TensorSpec> out)
-      : Executable(std::move(in), std::move(out)), engine(std::move(engine)),
+                   std::vector<::nova::TensorSpec> out, std::vector<int> aliases)
+      : Executable(std::move(in), std::move(out), std::move(aliases)), engine(std::move(engine)),
         entry(entry) {}
 
   std::string kind() const override { return "cpu-jit"; }
@@ -63,9 +64,14 @@ public:
       starts.push_back(words.size());
       appendDescriptor(words, t);
     }
-    for (const auto &t : outputs) {
+    // Aliased outputs are written through their input's descriptor.
+    count = inputs.size();
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (output_aliases()[i] >= 0)
+        continue;
       starts.push_back(words.size());
-      appendDescriptor(words, t);
+      appendDescriptor(words, outputs[i]);
+      ++count;
     }
     // Packed calling convention: args[i] points at argument i, which is
     // itself a pointer to a descriptor.
@@ -87,7 +93,8 @@ private:
 std::shared_ptr<::nova::Executable>
 mlir::nova::compileForCpu(ModuleOp module, const std::string &funcName,
                           std::vector<::nova::TensorSpec> inputs,
-                          std::vector<::nova::TensorSpec> outputs) {
+                          std::vector<::nova::TensorSpec> outputs,
+                          std::vector<int> aliases) {
   initializeLLVMOnce();
   ExecutionEngineOptions options;
   options.transformer = makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0,
@@ -104,5 +111,6 @@ mlir::nova::compileForCpu(ModuleOp module, const std::string &funcName,
     throw ::nova::CompileError("nova: compiled step has no entry point: " +
                                llvm::toString(entry.takeError()));
   return std::make_shared<CpuJitExecutable>(std::move(*engine), *entry,
-                                            std::move(inputs), std::move(outputs));
+                                            std::move(inputs), std::move(outputs),
+                                            std::move(aliases));
 }

@@ -18,7 +18,7 @@ namespace mlir::nova {
 std::shared_ptr<::nova::Executable>
 compileForCpu(ModuleOp module, const std::string &funcName,
               std::vector<::nova::TensorSpec> inputs,
-              std::vector<::nova::TensorSpec> outputs);
+              std::vector<::nova::TensorSpec> outputs, std::vector<int> aliases);
 
 } // namespace mlir::nova
 

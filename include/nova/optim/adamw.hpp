@@ -1,0 +1,36 @@
+// optim/adamw.hpp - AdamW (decoupled weight decay), as in torch.optim.AdamW:
+//   p *= 1 - lr wd
+//   m = b1 m + (1 - b1) g;   v = b2 v + (1 - b2) g^2
+//   p -= lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
+// State per parameter: m, v. The bias corrections use the in-graph step t.
+#pragma once
+
+#include <cmath>
+
+#include "nova/optim/optimizer.hpp"
+
+namespace nova {
+
+struct AdamW {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.01;
+
+  int state_count() const { return 2; }
+
+  optim::Update update(const Expr<>& p, const Expr<>& g, const std::vector<Expr<>>& state,
+                       const Expr<>& step, const Expr<>& lr_now) const {
+    Expr<> decayed = weight_decay != 0.0 ? Expr<>(p - p * (lr_now * weight_decay)) : p;
+    Expr<> m = state[0] * beta1 + g * (1.0 - beta1);
+    Expr<> v = state[1] * beta2 + g * g * (1.0 - beta2);
+    // 1 - beta^t = 1 - exp(t log beta)
+    Expr<> bc1 = 1.0 - nova::exp(step * std::log(beta1));
+    Expr<> bc2 = 1.0 - nova::exp(step * std::log(beta2));
+    Expr<> denom = nova::sqrt(v / bc2) + eps;
+    return {decayed - lr_now * (m / bc1) / denom, {m, v}};
+  }
+};
+
+} // namespace nova

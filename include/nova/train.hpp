@@ -1,0 +1,188 @@
+// train.hpp - nova::train_step: forward, backward and optimizer update as one
+// compiled function.
+//
+//   nova::Params params;  params.add("w", nova::init::xavier_uniform({784, 10}, 1));
+//   auto step = nova::train_step(
+//       [](const nova::ParamExprs& p, auto x, auto y) {
+//         return nova::nn::cross_entropy(nova::matmul(x, p["w"]), y);
+//       },
+//       params, nova::AdamW{.lr = 3e-4});
+//   double loss = step(x, labels);   // one call: forward + backward + update
+//
+// The traced function takes (parameters, optimizer state, step, lr, batch...)
+// and returns (loss, new parameters, new state, step + 1); every result but
+// the loss overwrites its input in place, so parameters and state stay in
+// the same Nova-owned tensors. The gradient is a nova.gradient op expanded by
+// the compiler (nova-autodiff), so all of it is one function.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "nova/jit.hpp"
+#include "nova/optim/clip.hpp"
+#include "nova/optim/optimizer.hpp"
+#include "nova/params.hpp"
+
+namespace nova {
+
+struct TrainOptions {
+  /// Clip gradients to this global L2 norm; 0 disables clipping.
+  double clip_grad_norm = 0.0;
+  ExecMode mode = ExecMode::compiled;
+};
+
+template <class F, optim::optimizer Opt>
+class TrainStep {
+  static_assert(std::is_empty_v<F>,
+                "nova::train_step: the loss function must not capture anything; pass values "
+                "the trace depends on as nova::static_arg(value)");
+
+ public:
+  TrainStep(F f, Params& params, Opt opt, TrainOptions options, std::source_location declared_at)
+      : f_(f), params_(&params), opt_(opt), options_(options), declared_at_(declared_at) {
+    if (params.size() == 0) throw Error("nova::train_step: no parameters to train");
+    DType dtype = params.tensors()[0].dtype();
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const Tensor& p = params.tensors()[i];
+      if (p.dtype() != dtype || !is_floating(dtype))
+        throw ShapeError("nova::train_step: parameters must share one float dtype; '" +
+                         params.names()[i] + "' is " + to_string(p.spec()));
+      specs_.push_back(p.spec());
+      for (int k = 0; k < opt_.state_count(); ++k) state_.push_back(Tensor::zeros(p.shape(), dtype));
+    }
+    step_ = Tensor::zeros({}, dtype);
+    lr_ = Tensor::full({}, opt_.lr, dtype);
+  }
+
+  /// One training step on a batch; returns the loss before the update.
+  template <class... Batch> double operator()(const Batch&... batch) {
+    check_params();
+    std::shared_ptr<Executable> exe = executable(batch...);
+    std::vector<Tensor> inputs;
+    inputs.reserve(params_->size() + state_.size() + 2 + sizeof...(Batch));
+    for (const auto& p : params_->tensors()) inputs.push_back(p);
+    for (const auto& s : state_) inputs.push_back(s);
+    inputs.push_back(step_);
+    inputs.push_back(lr_);
+    boost::hana::for_each(boost::hana::make_tuple(std::cref(batch)...), [&](auto a) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(a.get())>, Tensor>)
+        inputs.push_back(a.get().contiguous());
+    });
+    std::vector<Tensor> outputs = (*exe)(inputs);
+    return outputs[0].at({});
+  }
+
+  /// The executable for this batch's shapes (compiled on a miss).
+  template <class... Batch> std::shared_ptr<Executable> executable(const Batch&... batch) {
+    ExecMode mode = detail::effective_mode(options_.mode);
+    CacheKey key;
+    key.words.push_back(detail::type_tag_word<F>());
+    key.words.push_back(detail::type_tag_word<Opt>());
+    key.words.push_back(static_cast<std::uint64_t>(mode));
+    detail::append_bytes(key.words, &opt_, sizeof(Opt));
+    detail::append_bytes(key.words, &options_.clip_grad_norm, sizeof(double));
+    for (const auto& p : params_->tensors()) detail::append_key(key.words, p);
+    for (const auto& name : params_->names()) detail::append_bytes(key.words, name.data(), name.size());
+    boost::hana::for_each(boost::hana::make_tuple(std::cref(batch)...),
+                          [&](auto a) { detail::append_key(key.words, a.get()); });
+    std::shared_ptr<Executable> exe = detail::cache_lookup(key);
+    if (!exe) {
+      exe = trace_and_compile(mode, batch...);
+      detail::cache_insert(key, exe);
+    }
+    return exe;
+  }
+
+  Params& params() { return *params_; }
+  const std::vector<Tensor>& optimizer_state() const { return state_; }
+  /// Steps taken so far.
+  std::int64_t steps() const { return static_cast<std::int64_t>(step_.at({})); }
+  double lr() const { return lr_.at({}); }
+  /// Changes the learning rate from the next step on (no recompilation).
+  void set_lr(double lr) { lr_ = Tensor::full({}, lr, lr_.dtype()); }
+
+ private:
+  void check_params() const {
+    for (std::size_t i = 0; i < specs_.size(); ++i) {
+      const Tensor& p = params_->tensors()[i];
+      if (!p.defined() || p.spec() != specs_[i])
+        throw ShapeError("nova::train_step: parameter '" + params_->names()[i] + "' was " +
+                         to_string(specs_[i]) + " when the optimizer state was created, now " +
+                         (p.defined() ? to_string(p.spec()) : std::string("undefined")));
+      if (!p.is_contiguous())
+        throw ShapeError("nova::train_step: parameter '" + params_->names()[i] +
+                         "' is not contiguous; it is updated in place");
+    }
+  }
+
+  template <class... Batch>
+  std::shared_ptr<Executable> trace_and_compile(ExecMode mode, const Batch&... batch) {
+    auto builder = detail::make_builder("train_step");
+    detail::Trace trace{builder.get(), declared_at_};
+    struct Restore {
+      detail::Trace* prev;
+      ~Restore() { detail::active_trace = prev; }
+    } restore{detail::active_trace};
+    detail::active_trace = &trace;
+    detail::count_trace();
+
+    auto arg = [&](const TensorSpec& spec) {
+      detail::ValueId id = builder->argument(spec);
+      return Expr<>(id, spec);
+    };
+    std::size_t n = params_->size();
+    int k = opt_.state_count();
+    std::vector<Expr<>> params, state;
+    for (const auto& spec : specs_) params.push_back(arg(spec));
+    for (const auto& s : state_) state.push_back(arg(s.spec()));
+    Expr<> step = arg(step_.spec());
+    Expr<> lr = arg(lr_.spec());
+    auto traced = std::tuple<detail::traced_arg_t<Batch>...>{detail::traced_value(batch, *builder)...};
+
+    ParamExprs views(&params_->names(), params);
+    Expr<> loss = std::apply([&](const auto&... b) { return Expr<>(f_(views, b...)); }, traced);
+    std::vector<Expr<>> grads = gradients(loss, params, declared_at_);
+    if (options_.clip_grad_norm > 0) grads = optim::clip_by_global_norm(grads, options_.clip_grad_norm);
+    Expr<> next_step = step + 1.0;
+
+    // Results: loss, then each result overwriting the argument it updates.
+    std::vector<detail::ValueId> results{loss.id()};
+    std::vector<int> aliases{-1};
+    std::vector<Expr<>> new_state(state.size(), loss);
+    for (std::size_t i = 0; i < n; ++i) {
+      std::vector<Expr<>> s(state.begin() + static_cast<std::ptrdiff_t>(i * k),
+                            state.begin() + static_cast<std::ptrdiff_t>((i + 1) * k));
+      optim::Update u = opt_.update(params[i], grads[i], s, next_step, lr);
+      results.push_back(u.param.id());
+      aliases.push_back(static_cast<int>(i));
+      for (int j = 0; j < k; ++j) {
+        results.push_back(u.state[static_cast<std::size_t>(j)].id());
+        aliases.push_back(static_cast<int>(n + i * k + j));
+      }
+    }
+    results.push_back(next_step.id());
+    aliases.push_back(static_cast<int>(n + state.size()));
+    detail::count_compile();
+    return builder->finish(results, aliases, mode);
+  }
+
+  F f_;
+  Params* params_;
+  Opt opt_;
+  TrainOptions options_;
+  std::source_location declared_at_;
+  std::vector<TensorSpec> specs_;
+  std::vector<Tensor> state_;
+  Tensor step_, lr_;
+};
+
+/// Builds a training step for `loss_fn(const ParamExprs&, batch...)`, which
+/// returns a scalar loss. `params` must outlive the step.
+template <class F, optim::optimizer Opt>
+TrainStep<F, Opt> train_step(F loss_fn, Params& params, Opt opt, TrainOptions options = {},
+                             std::source_location declared_at = std::source_location::current()) {
+  return TrainStep<F, Opt>(loss_fn, params, opt, options, declared_at);
+}
+
+} // namespace nova

@@ -1,0 +1,201 @@
+// test_gradients.cpp - every VJP against central finite differences, float64.
+//
+// For an op f and inputs x, the loss L = sum(f(x) * w) with a fixed random
+// w; dL/dx from nova.gradient (interpreted and compiled) must match
+// (L(x + h e_i) - L(x - h e_i)) / 2h within 1e-6 of max(1, |g|_inf).
+#include "testing.hpp"
+
+#include <typeinfo>
+
+using nova::DType;
+using nova::Shape;
+using nova::Tensor;
+using namespace nova_test;
+
+namespace {
+
+constexpr double kTol = 1e-6;
+
+Tensor perturbed(const Tensor& x, std::size_t i, double delta) {
+  Tensor y = x.clone();
+  y.span<double>()[i] += delta;
+  return y;
+}
+
+/// Checks d/dx_k of sum(F(xs...) * w) for each input k.
+template <class F, class... X> void check_grads(const X&... xs) {
+  Tensor out = nova::jit([](auto... x) { return F{}(x...); }, nova::ExecMode::interpreted)(xs...);
+  Gen g;
+  INFO("seed = ", g.seed, ", op ", std::string(typeid(F).name()));
+  Tensor w = g.randn(out.shape(), DType::f64);
+  auto loss_fn = [](auto w, auto... x) { return nova::sum(F{}(x...) * w); };
+  auto loss = nova::jit(loss_fn, nova::ExecMode::interpreted);
+  auto grads_fn = [](auto w, auto... x) {
+    auto l = nova::sum(F{}(x...) * w);
+    return nova::gradients(l, {nova::Expr<>(x)...});
+  };
+  std::vector<Tensor> interp = nova::jit(grads_fn, nova::ExecMode::interpreted)(w, xs...);
+  std::vector<Tensor> compiled = nova::jit(grads_fn)(w, xs...);
+  std::vector<Tensor> inputs{xs...};
+  REQUIRE(interp.size() == inputs.size());
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    INFO("input ", k, " ", nova::to_string(inputs[k].spec()));
+    REQUIRE(interp[k].spec() == inputs[k].spec());
+    auto gi = interp[k].to_vector(), gc = compiled[k].to_vector();
+    double scale = 1.0;
+    for (double v : gi) scale = std::max(scale, std::abs(v));
+    for (std::size_t i = 0; i < gi.size(); ++i) {
+      double h = 1e-6 * std::max(1.0, std::abs(inputs[k].to_vector()[i]));
+      auto at = [&](double delta) {
+        std::vector<Tensor> in = inputs;
+        in[k] = perturbed(inputs[k], i, delta);
+        return std::apply([&](const auto&... a) { return loss(w, a...); },
+                          [&]<std::size_t... I>(std::index_sequence<I...>) {
+                            return std::make_tuple(in[I]...);
+                          }(std::make_index_sequence<sizeof...(X)>{}))
+            .at({});
+      };
+      double fd = (at(h) - at(-h)) / (2 * h);
+      INFO("element ", i, ": analytic ", gi[i], ", finite difference ", fd);
+      CHECK(std::abs(gi[i] - fd) <= kTol * scale);
+      CHECK(std::abs(gc[i] - gi[i]) <= 1e-12 * scale);
+    }
+  }
+}
+
+Tensor r(const Shape& s) { return Gen{}.randn(s, DType::f64); }
+Tensor pos(const Shape& s) { return Gen{}.positive(s, DType::f64); }
+
+#define OP1(NAME, EXPR) struct NAME { auto operator()(auto x) const { return EXPR; } };
+#define OP2(NAME, EXPR) struct NAME { auto operator()(auto a, auto b) const { return EXPR; } };
+OP2(Add, a + b)
+OP2(Sub, a - b)
+OP2(Mul, a * b)
+OP2(Div, a / b)
+OP2(Max, nova::maximum(a, b))
+OP2(Min, nova::minimum(a, b))
+OP1(Neg, -x)
+OP1(Exp, nova::exp(x))
+OP1(Log, nova::log(x))
+OP1(Tanh, nova::tanh(x))
+OP1(Sqrt, nova::sqrt(x))
+OP1(Rsqrt, nova::rsqrt(x))
+OP1(Relu, nova::relu(x))
+OP1(Erf, nova::erf(x))
+OP1(GeluTanh, nova::gelu(x))
+OP1(GeluErf, nova::gelu(x, nova::GeluApprox::none))
+OP2(Matmul, nova::matmul(a, b))
+OP2(MatmulTA, nova::matmul(a, b, nova::Transpose::a))
+OP2(MatmulTB, nova::matmul(a, b, nova::Transpose::b))
+OP2(MatmulTT, nova::matmul(a, b, nova::Transpose::both))
+OP1(Broadcast, nova::broadcast(x, {2, 3, 4}))
+OP1(Reshape, nova::reshape(x, {4, -1}))
+OP1(Permute, nova::permute(x, {2, 0, 1}))
+OP1(SumAll, nova::sum(x))
+OP1(SumAxis, nova::sum(x, {1}))
+OP1(MeanKeep, nova::mean(x, {0, 2}, true))
+OP1(MaxAxis, nova::max(x, {-1}))
+OP1(MaxKeep, nova::max(x, {0}, true))
+OP1(Softmax, nova::softmax(x, 1))
+OP1(LogSoftmax, nova::log_softmax(x))
+OP1(Chain, nova::sum(nova::tanh(nova::matmul(x, nova::transpose(x)) * 0.1)) + nova::exp(x * -0.5) / 3.0)
+OP2(Mse, nova::nn::mse(a, b))
+#undef OP1
+#undef OP2
+
+} // namespace
+
+TEST_CASE("elementwise binary VJPs, with broadcasting") {
+  for (auto [sa, sb] : std::vector<std::pair<Shape, Shape>>{{{5}, {5}}, {{3, 4}, {4}}, {{2, 1, 3}, {4, 1}}, {{}, {3}}}) {
+    INFO(nova::to_string(sa), " and ", nova::to_string(sb));
+    check_grads<Add>(r(sa), r(sb));
+    check_grads<Sub>(r(sa), r(sb));
+    check_grads<Mul>(r(sa), r(sb));
+    check_grads<Div>(r(sa), pos(sb));
+    check_grads<Max>(r(sa), r(sb));
+    check_grads<Min>(r(sa), r(sb));
+  }
+}
+
+TEST_CASE("elementwise unary VJPs") {
+  for (Shape s : std::vector<Shape>{{}, {7}, {2, 3}}) {
+    INFO(nova::to_string(s));
+    check_grads<Neg>(r(s));
+    check_grads<Exp>(r(s));
+    check_grads<Log>(pos(s));
+    check_grads<Tanh>(r(s));
+    check_grads<Sqrt>(pos(s));
+    check_grads<Rsqrt>(pos(s));
+    check_grads<Relu>(r(s));
+    check_grads<Erf>(r(s));
+    check_grads<GeluTanh>(r(s));
+    check_grads<GeluErf>(r(s));
+  }
+}
+
+TEST_CASE("matmul VJPs: every transpose flag, batched, size-1 dims") {
+  check_grads<Matmul>(r({3, 4}), r({4, 2}));
+  check_grads<Matmul>(r({1, 4}), r({4, 1}));
+  check_grads<Matmul>(r({2, 3, 4}), r({2, 4, 5}));
+  check_grads<MatmulTA>(r({4, 3}), r({4, 2}));
+  check_grads<MatmulTB>(r({3, 4}), r({2, 4}));
+  check_grads<MatmulTT>(r({4, 3}), r({2, 4}));
+  check_grads<MatmulTT>(r({2, 4, 3}), r({2, 5, 4}));
+}
+
+TEST_CASE("layout and reduction VJPs") {
+  check_grads<Broadcast>(r({3, 1}));
+  check_grads<Broadcast>(r({4}));
+  check_grads<Reshape>(r({2, 2, 3}));
+  check_grads<Permute>(r({2, 3, 4}));
+  check_grads<SumAll>(r({3, 4}));
+  check_grads<SumAxis>(r({2, 3, 4}));
+  check_grads<MeanKeep>(r({2, 3, 4}));
+  check_grads<MaxAxis>(r({3, 5}));
+  check_grads<MaxKeep>(r({4, 2}));
+}
+
+TEST_CASE("softmax, log_softmax, losses and a chain that reuses its input") {
+  check_grads<Softmax>(r({2, 5}));
+  check_grads<Softmax>(r({3, 4, 2}));
+  check_grads<LogSoftmax>(r({3, 6}));
+  check_grads<Mse>(r({4, 3}), r({4, 3}));
+  check_grads<Chain>(r({3, 4}));
+}
+
+TEST_CASE("cross-entropy: gradient against finite differences and a closed form") {
+  Gen g;
+  INFO("seed = ", g.seed);
+  Tensor logits = g.randn({5, 7}, DType::f64);
+  Tensor labels = Tensor::from<std::int32_t>({5}, {0, 6, 3, 3, 1});
+  auto ce = [](auto z, auto y) { return nova::nn::cross_entropy(z, y); };
+  auto dce = [](auto z, auto y) {
+    return nova::gradients(nova::nn::cross_entropy(z, y), {z})[0];
+  };
+  Tensor grad = nova::jit(dce)(logits, labels);
+  // Closed form: (softmax(z) - onehot(y)) / N.
+  auto z = logits.to_vector();
+  for (int n = 0; n < 5; ++n) {
+    double m = -1e300, s = 0;
+    for (int c = 0; c < 7; ++c) m = std::max(m, z[n * 7 + c]);
+    for (int c = 0; c < 7; ++c) s += std::exp(z[n * 7 + c] - m);
+    for (int c = 0; c < 7; ++c) {
+      double p = std::exp(z[n * 7 + c] - m) / s;
+      double want = (p - (c == static_cast<int>(labels.at({n})) ? 1.0 : 0.0)) / 5.0;
+      CHECK(std::abs(grad.at({n, c}) - want) <= 1e-12);
+    }
+  }
+  // Finite differences on a few logits.
+  auto loss = nova::jit(ce);
+  for (std::size_t i : {0u, 13u, 34u}) {
+    double h = 1e-6;
+    double fd = (loss(perturbed(logits, i, h), labels).at({}) -
+                 loss(perturbed(logits, i, -h), labels).at({})) / (2 * h);
+    CHECK(std::abs(grad.to_vector()[i] - fd) <= 1e-8);
+  }
+  // Large logits stay finite.
+  Tensor big = Tensor::full({2, 3}, 1e4, DType::f32);
+  Tensor y2 = Tensor::from<std::int32_t>({2}, {0, 2});
+  double l = nova::jit(ce)(big, y2).at({});
+  CHECK(std::abs(l - std::log(3.0)) < 1e-5);
+}
