@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # dev.sh - set up a fresh Debian 12 machine, build Nova, and run it.
 #
-#   scripts/dev.sh run    install what is missing, build, run the main example
+#   scripts/dev.sh run    install what is missing, build, train the example MLP
 #   scripts/dev.sh test   install what is missing, build, run every test (ctest)
 #
 # Installs with apt-get (as root, or through sudo). Builds into ./build with
@@ -31,8 +31,8 @@ cmake -G Ninja -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$(nproc)"
 
 if [ "$mode" = run ]; then
-  echo "== running examples/mlp_forward"
-  ./build/examples/mlp_forward
+  echo "== running examples/mlp_train"
+  ./build/examples/mlp_train
 else
   echo "== running the tests"
   cd build && ctest --output-on-failure -j "$(nproc)"
