@@ -100,6 +100,11 @@ OP1(Softmax, nova::softmax(x, 1))
 OP1(LogSoftmax, nova::log_softmax(x))
 OP1(Chain, nova::sum(nova::tanh(nova::matmul(x, nova::transpose(x)) * 0.1)) + nova::exp(x * -0.5) / 3.0)
 OP2(Mse, nova::nn::mse(a, b))
+struct Mlp {
+  auto operator()(auto x, auto w1, auto b1, auto w2, auto b2) const {
+    return nova::log_softmax(nova::matmul(nova::gelu(nova::matmul(x, w1) + b1), w2) + b2);
+  }
+};
 #undef OP1
 #undef OP2
 
@@ -198,4 +203,8 @@ TEST_CASE("cross-entropy: gradient against finite differences and a closed form"
   Tensor y2 = Tensor::from<std::int32_t>({2}, {0, 2});
   double l = nova::jit(ce)(big, y2).at({});
   CHECK(std::abs(l - std::log(3.0)) < 1e-5);
+}
+
+TEST_CASE("a whole MLP: every parameter's gradient against finite differences") {
+  check_grads<Mlp>(r({4, 5}), r({5, 6}), r({6}), r({6, 3}), r({3}));
 }
