@@ -19,6 +19,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -30,7 +31,7 @@ void mlir::nova::registerNovaCompilerDialects(DialectRegistry &registry) {
                   math::MathDialect, linalg::LinalgDialect, tensor::TensorDialect,
                   bufferization::BufferizationDialect, memref::MemRefDialect,
                   scf::SCFDialect, cf::ControlFlowDialect, affine::AffineDialect,
-                  index::IndexDialect, LLVM::LLVMDialect>();
+                  index::IndexDialect, vector::VectorDialect, LLVM::LLVMDialect>();
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   linalg::registerBufferizableOpInterfaceExternalModels(registry);
   tensor::registerBufferizableOpInterfaceExternalModels(registry);

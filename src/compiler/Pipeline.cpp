@@ -6,9 +6,11 @@
 //
 //   1 nova        the traced step, as built by the front end
 //   2 graph       nova.gradient expanded (autodiff); dead code removed
-//   3 linalg      nova → linalg on tensors; elementwise chains fused
+//   3 linalg      nova → linalg on tensors; elementwise chains fused where
+//                 each element is read once
 //   4 bufferized  memref in/out signature; one-shot bufferization; frees
-//   5 loops       linalg → scf loops → cf; strided metadata expanded
+//   5 loops       matmuls → register-blocked vector kernels; the rest of
+//                 linalg → scf loops → cf; strided metadata expanded
 //   6 llvm        everything → LLVM dialect, ready for the JIT
 //
 // The reference interpreter runs on the IR after stage 2.
@@ -16,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Pipeline.h"
+#include "compiler/target/cpu/CpuTarget.h"
 #include "compiler/transforms/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
@@ -28,6 +31,7 @@
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
@@ -61,7 +65,7 @@ void addGraphStage(OpPassManager &pm) {
 void addLinalgStage(OpPassManager &pm) {
   pm.addPass(nova::createNovaLowerToLinalg());
   pm.addPass(createCanonicalizerPass());
-  pm.addPass(createLinalgElementwiseOpFusionPass());
+  pm.addPass(nova::createNovaFuseElementwise());
   // No CSE here: it would merge equal tensor.empty ops, and empty-tensor
   // elimination would then give two results one destination buffer (seen:
   // the gradient of a / b wrote both cotangents into the first output).
@@ -82,6 +86,9 @@ void addBufferizeStage(OpPassManager &pm) {
 }
 
 void addLoopsStage(OpPassManager &pm) {
+  nova::NovaVectorizeMatmulOptions matmul;
+  matmul.vectorBits = nova::hostVectorBits();
+  pm.addPass(nova::createNovaVectorizeMatmul(matmul));
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
@@ -92,6 +99,7 @@ void addLLVMStage(OpPassManager &pm) {
   // Math ops with an LLVM intrinsic first; the rest (tanh, erf) call libm.
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertFuncToLLVMPass());

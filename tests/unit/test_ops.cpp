@@ -80,6 +80,9 @@ TEST_CASE("matmul: 2-D, batched, transposed, size-1 dims") {
       {{8, 4}, {3, 8}, nova::Transpose::both},     {{2, 3, 6}, {2, 6, 5}, nova::Transpose::none},
       {{2, 2, 3, 4}, {2, 2, 4, 5}, nova::Transpose::none}, {{3, 6, 2}, {3, 5, 6}, nova::Transpose::both},
       {{33, 64}, {64, 17}, nova::Transpose::none},
+      // Large enough for the vector kernel, with leftover rows and columns.
+      {{13, 40}, {40, 70}, nova::Transpose::none}, {{40, 13}, {70, 40}, nova::Transpose::both},
+      {{2, 14, 9}, {2, 9, 35}, nova::Transpose::none}, {{12, 5}, {5, 64}, nova::Transpose::none},
   };
   for (const auto& c : cases) {
     for (DType dt : {DType::f32, DType::f64}) {
@@ -138,9 +141,15 @@ TEST_CASE("softmax along each axis, with large logits") {
       Tensor x = g.randn(s);
       CHECK(compare([](auto x, std::int64_t a) { return nova::softmax(x, a); }, x,
                     nova::static_arg(axis)) <= kF32Tol);
-      // exp would overflow fp32 without the max subtraction.
-      CHECK(compare([](auto x, std::int64_t a) { return nova::softmax(x * 1000.0 + 500.0, a); },
-                    x, nova::static_arg(axis)) <= kF32Tol);
+      // exp would overflow fp32 without the max subtraction. The large
+      // logits are made in fp32 beforehand, so both sides see the same input.
+      Tensor big = Tensor::from<float>(s, [&] {
+        std::vector<float> v;
+        for (double e : x.to_vector()) v.push_back(static_cast<float>(e * 1000.0 + 500.0));
+        return v;
+      }());
+      CHECK(compare([](auto x, std::int64_t a) { return nova::softmax(x, a); }, big,
+                    nova::static_arg(axis)) <= kF32Tol);
     }
   }
 }

@@ -64,8 +64,22 @@ struct MatmulPattern : OpConversionPattern<MatmulOp> {
     }
     AffineExpr m = d(batch), k = d(batch + 1), n = d(batch + 2);
     if (op.getTransposeA()) lhs.append({k, m}); else lhs.append({m, k});
-    if (op.getTransposeB()) rhs.append({n, k}); else rhs.append({k, n});
+    rhs.append({k, n});
     out.append({m, n});
+    // A transposed rhs is materialised as [.., k, n] first: O(k n) copies
+    // buy contiguous rhs rows for the O(m k n) loop (see VectorizeMatmul).
+    Value rhsValue = adaptor.getRhs();
+    if (op.getTransposeB()) {
+      auto rhsType = cast<RankedTensorType>(rhsValue.getType());
+      SmallVector<int64_t> perm, shape;
+      for (int64_t i = 0; i < batch; ++i)
+        perm.push_back(i);
+      perm.append({batch + 1, batch});
+      for (int64_t p : perm)
+        shape.push_back(rhsType.getDimSize(p));
+      Value init = rewriter.create<tensor::EmptyOp>(loc, shape, rhsType.getElementType());
+      rhsValue = rewriter.create<linalg::TransposeOp>(loc, rhsValue, init, perm)->getResult(0);
+    }
     SmallVector<AffineMap> maps = {AffineMap::get(loops, 0, lhs, ctx),
                                    AffineMap::get(loops, 0, rhs, ctx),
                                    AffineMap::get(loops, 0, out, ctx)};
@@ -73,12 +87,14 @@ struct MatmulPattern : OpConversionPattern<MatmulOp> {
     iterators[batch + 1] = utils::IteratorType::reduction;
     Value init = filled(rewriter, loc, type, 0.0);
     auto generic = rewriter.create<linalg::GenericOp>(
-        loc, TypeRange{type}, ValueRange{adaptor.getLhs(), adaptor.getRhs()},
+        loc, TypeRange{type}, ValueRange{adaptor.getLhs(), rhsValue},
         ValueRange{init}, maps, iterators,
         [](OpBuilder &b, Location l, ValueRange a) {
           Value prod = b.create<arith::MulFOp>(l, a[0], a[1]);
           b.create<linalg::YieldOp>(l, ValueRange{b.create<arith::AddFOp>(l, a[2], prod)});
         });
+    // Tells nova-vectorize-matmul this generic is a plain matmul.
+    generic->setAttr("nova.kernel", rewriter.getStringAttr("matmul"));
     rewriter.replaceOp(op, generic.getResults());
     return success();
   }

@@ -64,4 +64,39 @@ def NovaDestinationPassing : Pass<"nova-destination-passing", "mlir::ModuleOp"> 
                            "mlir::memref::MemRefDialect"];
 }
 
+def NovaFuseElementwise : Pass<"nova-fuse-elementwise", "mlir::ModuleOp"> {
+  let summary = "Fuse elementwise linalg producers into consumers that read each element once";
+  let description = [{
+    linalg's elementwise fusion, restricted: a producer is fused into a
+    consumer only if the consumer reads the producer's result through a
+    permutation of all its loops, i.e. once per element. Chains of
+    elementwise ops and reductions of them fuse; a contraction (which reads an
+    operand once per output column) or a broadcast never absorbs a producer,
+    which would recompute it many times.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
+def NovaVectorizeMatmul : Pass<"nova-vectorize-matmul", "mlir::ModuleOp"> {
+  let summary = "Register-blocked vector code for matmul contractions on memrefs";
+  let description = [{
+    Rewrites each bufferized `linalg.generic` tagged `nova.kernel = "matmul"`
+    (loops batch..., m, k, n; lhs [m, k] or [k, m]; rhs [k, n]) into loops over
+    MR x NR tiles of the result (MR rows, NR = 2 vectors of columns) whose
+    k loop keeps MR * 2 vector accumulators in registers: per k, two vector
+    loads of a rhs row, MR scalar loads of lhs broadcast, 2 MR FMAs.
+    Column tiles are the outer loop so a rhs panel stays in cache across row
+    tiles. Rows and columns left over are handled by copies of the original
+    generic on subviews (scalar loops later).
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"512",
+           "width of the target's vector registers in bits">,
+    Option<"tileRows", "tile-rows", "int64_t", /*default=*/"6",
+           "MR: result rows per register tile">,
+  ];
+  let dependentDialects = ["mlir::vector::VectorDialect", "mlir::scf::SCFDialect",
+                           "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect"];
+}
+
 #endif // NOVA_PASSES

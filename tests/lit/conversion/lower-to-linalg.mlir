@@ -30,11 +30,15 @@ func.func @matmul(%a: tensor<4x8xf32>, %b: tensor<8x3xf32>) -> tensor<4x3xf32> {
 
 // -----
 
-// Transposed operands only change the indexing maps.
+// A transposed lhs changes its indexing map; a transposed rhs is first
+// materialised as [.., k, n] so the inner loop reads contiguous rows.
 // CHECK-DAG: #[[LHS:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d1)>
-// CHECK-DAG: #[[RHS:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
+// CHECK-DAG: #[[RHS:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>
 // CHECK-LABEL: func @batched_transposed
+// CHECK: %[[BT:.*]] = linalg.transpose ins(%{{.*}} : tensor<2x3x8xf32>) outs(%{{.*}} : tensor<2x8x3xf32>) permutation = [0, 2, 1]
 // CHECK: linalg.generic {indexing_maps = [#[[LHS]], #[[RHS]], {{.*}}], iterator_types = ["parallel", "parallel", "reduction", "parallel"]}
+// CHECK-SAME: ins(%{{.*}}, %[[BT]] :
+// CHECK-SAME: nova.kernel = "matmul"
 func.func @batched_transposed(%a: tensor<2x8x4xf32>, %b: tensor<2x3x8xf32>) -> tensor<2x4x3xf32> {
   %0 = nova.matmul %a, %b {transpose_a = true, transpose_b = true} : tensor<2x8x4xf32>, tensor<2x3x8xf32>
   return %0 : tensor<2x4x3xf32>
