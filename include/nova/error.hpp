@@ -28,4 +28,10 @@ class CompileError : public Error {
   using Error::Error;
 };
 
+/// A file that breaks its format; the message names the file and the exact problem.
+class FormatError : public Error {
+ public:
+  using Error::Error;
+};
+
 } // namespace nova
