@@ -340,6 +340,44 @@ Expr<> one_hot(const A& labels, std::int64_t classes, DType dtype = DType::f32,
   return detail::emit("nova.one_hot", {labels.id()}, {}, &spec, loc);
 }
 
+/// Rows of `table` [rows, width] picked by integer `indices`: the result is
+/// indices' shape + [width]. An index outside [0, rows) reads zeros. The
+/// gradient with respect to the table is a scatter-add.
+template <expression T, expression I>
+Expr<typename T::element> gather(const T& table, const I& indices,
+                                 std::source_location loc = std::source_location::current()) {
+  return detail::typed<typename T::element, dynamic_rank>(
+      detail::emit("nova.gather", {table.id(), indices.id()}, {}, nullptr, loc), loc);
+}
+
+/// The box x[offsets : offsets + sizes].
+template <expression A>
+auto slice(const A& x, std::vector<std::int64_t> offsets, std::vector<std::int64_t> sizes,
+           std::source_location loc = std::source_location::current()) {
+  return detail::unary("nova.slice", x, {{"offsets", std::move(offsets)}, {"sizes", std::move(sizes)}},
+                       loc);
+}
+
+/// Columns [begin, begin + count) of the last dim.
+template <expression A>
+auto slice_last(const A& x, std::int64_t begin, std::int64_t count,
+                std::source_location loc = std::source_location::current()) {
+  std::vector<std::int64_t> offsets(static_cast<std::size_t>(x.rank()), 0);
+  std::vector<std::int64_t> sizes(x.shape().begin(), x.shape().end());
+  if (sizes.empty())
+    throw ShapeError("nova.slice: cannot slice a scalar\n  at " + detail::where(loc));
+  offsets.back() = begin;
+  sizes.back() = count;
+  return slice(x, std::move(offsets), std::move(sizes), loc);
+}
+
+/// [T, S] additive attention mask: 0 where column <= row, -inf above.
+inline Expr<> causal_mask(std::int64_t rows, std::int64_t cols, DType dtype = DType::f32,
+                          std::source_location loc = std::source_location::current()) {
+  TensorSpec spec{dtype, {rows, cols}};
+  return detail::emit("nova.causal_mask", {}, {}, &spec, loc);
+}
+
 // ---- differentiation --------------------------------------------------------------
 
 /// d loss / d wrt[i] for each i, built in the same step (reverse mode, by the

@@ -30,10 +30,11 @@ struct NovaLowerToLinalg
     target.addLegalOp<ModuleOp>();
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
                            arith::ArithDialect, math::MathDialect,
-                           func::FuncDialect>();
+                           scf::SCFDialect, func::FuncDialect>();
     RewritePatternSet patterns(ctx);
     nova::populateElementwiseToLinalgPatterns(patterns);
     nova::populateStructuredToLinalgPatterns(patterns);
+    nova::populateIndexingToLinalgPatterns(patterns);
     if (failed(applyFullConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }

@@ -14,6 +14,9 @@ void populateElementwiseToLinalgPatterns(RewritePatternSet &patterns);
 /// reshape, transpose, one_hot, constant.
 void populateStructuredToLinalgPatterns(RewritePatternSet &patterns);
 
+/// slice, pad, gather, scatter_add, causal_mask.
+void populateIndexingToLinalgPatterns(RewritePatternSet &patterns);
+
 } // namespace mlir::nova
 
 #endif // NOVA_COMPILER_CONVERSION_NOVATOLINALG_H

@@ -247,6 +247,72 @@ LogicalResult GradientOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                        Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  auto type = cast<RankedTensorType>(adaptor.getInput().getType());
+  ArrayRef<int64_t> offsets = adaptor.getOffsets(), sizes = adaptor.getSizes();
+  bool ok = static_cast<int64_t>(offsets.size()) == type.getRank() &&
+            static_cast<int64_t>(sizes.size()) == type.getRank();
+  for (int64_t i = 0; ok && i < type.getRank(); ++i)
+    ok = offsets[i] >= 0 && sizes[i] >= 0 && offsets[i] + sizes[i] <= type.getDimSize(i);
+  if (!ok)
+    return emitOptionalError(loc, "'nova.slice' op the box (offsets, sizes) does not fit in ",
+                             shapeStr(type));
+  inferred.push_back(RankedTensorType::get(sizes, type.getElementType()));
+  return success();
+}
+
+LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                      Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  auto type = cast<RankedTensorType>(adaptor.getInput().getType());
+  ArrayRef<int64_t> low = adaptor.getLow(), high = adaptor.getHigh();
+  if (static_cast<int64_t>(low.size()) != type.getRank() ||
+      static_cast<int64_t>(high.size()) != type.getRank() ||
+      llvm::any_of(low, [](int64_t v) { return v < 0; }) ||
+      llvm::any_of(high, [](int64_t v) { return v < 0; }))
+    return emitOptionalError(loc, "'nova.pad' op needs one non-negative low and high "
+                                  "amount per dim of ",
+                             shapeStr(type));
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    shape.push_back(type.getDimSize(i) + low[i] + high[i]);
+  inferred.push_back(RankedTensorType::get(shape, type.getElementType()));
+  return success();
+}
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  auto table = cast<RankedTensorType>(adaptor.getTable().getType());
+  auto indices = cast<RankedTensorType>(adaptor.getIndices().getType());
+  if (table.getRank() != 2)
+    return emitOptionalError(loc, "'nova.gather' op the table must be [rows, width], got ",
+                             shapeStr(table));
+  SmallVector<int64_t> shape(indices.getShape());
+  shape.push_back(table.getDimSize(1));
+  inferred.push_back(RankedTensorType::get(shape, table.getElementType()));
+  return success();
+}
+
+LogicalResult ScatterAddOp::verify() {
+  auto indices = getIndices().getType();
+  auto updates = getUpdates().getType();
+  auto out = getResult().getType();
+  if (out.getRank() != 2 || updates.getRank() != indices.getRank() + 1 ||
+      updates.getShape().drop_back() != indices.getShape() ||
+      updates.getShape().back() != out.getDimSize(1) ||
+      updates.getElementType() != out.getElementType())
+    return emitOpError() << "updates " << shapeStr(updates) << " must be the indices' shape "
+                         << shapeStr(indices) << " plus the width of the result "
+                         << shapeStr(out);
+  return success();
+}
+
+LogicalResult CausalMaskOp::verify() {
+  if (getResult().getType().getRank() != 2)
+    return emitOpError() << "must be [T, S], got " << shapeStr(getResult().getType());
+  return success();
+}
+
 LogicalResult OneHotOp::verify() {
   auto labels = getLabels().getType();
   auto out = getResult().getType();

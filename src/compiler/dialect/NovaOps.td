@@ -133,6 +133,25 @@ def Nova_TransposeOp : Nova_Op<"transpose", [Pure, InferTypeOpAdaptor,
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
+def Nova_SliceOp : Nova_Op<"slice", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<NovaDifferentiableOpInterface>]> {
+  let summary = "a static box of the input: input[offsets : offsets + sizes]";
+  let arguments = (ins Nova_AnyTensor:$input, DenseI64ArrayAttr:$offsets,
+                       DenseI64ArrayAttr:$sizes);
+  let results = (outs Nova_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Nova_PadOp : Nova_Op<"pad", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<NovaDifferentiableOpInterface>]> {
+  let summary = "zero padding: `low[i]` zeros before and `high[i]` after dim i";
+  let description = [{ The transpose of nova.slice (its gradient). }];
+  let arguments = (ins Nova_FloatTensor:$input, DenseI64ArrayAttr:$low,
+                       DenseI64ArrayAttr:$high);
+  let results = (outs Nova_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//
@@ -187,6 +206,40 @@ def Nova_OneHotOp : Nova_Op<"one_hot", [Pure]> {
   let arguments = (ins RankedTensorOf<[I32, I64]>:$labels);
   let results = (outs Nova_FloatTensor:$result);
   let assemblyFormat = "$labels attr-dict `:` type($labels) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Nova_GatherOp : Nova_Op<"gather", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<NovaDifferentiableOpInterface>]> {
+  let summary = "rows of a table: result[..., :] = table[indices[...], :]";
+  let description = [{
+    `table` is [rows, width]; the result is indices' shape + [width]. An
+    index outside [0, rows) reads a row of zeros (never out of bounds). The
+    gradient with respect to the table is nova.scatter_add.
+  }];
+  let arguments = (ins Nova_FloatTensor:$table, RankedTensorOf<[I32, I64]>:$indices);
+  let results = (outs Nova_FloatTensor:$result);
+  let assemblyFormat = "$table `[` $indices `]` attr-dict `:` type($table) `,` type($indices)";
+}
+
+def Nova_ScatterAddOp : Nova_Op<"scatter_add", [Pure,
+    DeclareOpInterfaceMethods<NovaDifferentiableOpInterface>]> {
+  let summary = "zeros, then result[indices[...], :] += updates[..., :]";
+  let description = [{
+    The result is [rows, width] (its type says rows); `updates` is indices'
+    shape + [width]. Repeated indices accumulate; an index outside
+    [0, rows) is skipped.
+  }];
+  let arguments = (ins RankedTensorOf<[I32, I64]>:$indices, Nova_FloatTensor:$updates);
+  let results = (outs Nova_FloatTensor:$result);
+  let assemblyFormat = "$indices `,` $updates attr-dict `:` type($indices) `,` type($updates) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Nova_CausalMaskOp : Nova_Op<"causal_mask", [Pure]> {
+  let summary = "[T, S] additive attention mask: 0 where col <= row, -inf above";
+  let results = (outs Nova_FloatTensor:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
 

@@ -281,3 +281,30 @@ LogicalResult LogSoftmaxOp::buildVjp(OpBuilder &b, ValueRange ct, SmallVectorImp
   Value total = e.broadcastTo(e.sum(ct[0], {axis}, true), getType());
   return one(out, e.sub(ct[0], e.mul(e.softmax(getInput(), axis), total)));
 }
+
+// ---- slicing and indexing ---------------------------------------------------
+
+LogicalResult SliceOp::buildVjp(OpBuilder &b, ValueRange ct, SmallVectorImpl<Value> &out) {
+  // Zeros around the box: pad by the offsets below and the rest above.
+  auto in = getInput().getType();
+  SmallVector<int64_t> low(getOffsets()), high;
+  for (int64_t i = 0; i < in.getRank(); ++i)
+    high.push_back(in.getDimSize(i) - getOffsets()[i] - getSizes()[i]);
+  return one(out, b.create<PadOp>(getLoc(), ct[0], b.getDenseI64ArrayAttr(low),
+                                  b.getDenseI64ArrayAttr(high)));
+}
+
+LogicalResult PadOp::buildVjp(OpBuilder &b, ValueRange ct, SmallVectorImpl<Value> &out) {
+  return one(out, b.create<SliceOp>(getLoc(), ct[0], b.getDenseI64ArrayAttr(getLow()),
+                                    b.getDenseI64ArrayAttr(getInput().getType().getShape())));
+}
+
+LogicalResult GatherOp::buildVjp(OpBuilder &b, ValueRange ct, SmallVectorImpl<Value> &out) {
+  // Each row read is a row to add back into; indices get no gradient.
+  Value table = b.create<ScatterAddOp>(getLoc(), getTable().getType(), getIndices(), ct[0]);
+  return two(out, table, Value());
+}
+
+LogicalResult ScatterAddOp::buildVjp(OpBuilder &b, ValueRange ct, SmallVectorImpl<Value> &out) {
+  return two(out, Value(), b.create<GatherOp>(getLoc(), ct[0], getIndices()));
+}

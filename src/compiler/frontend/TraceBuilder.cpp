@@ -73,6 +73,8 @@ struct DiagnosticCollector {
       : handler(ctx, [this](Diagnostic &d) {
           if (!text.empty()) text += "\n";
           text += d.str();
+          for (Diagnostic &note : d.getNotes())
+            text += "\n  note: " + note.str();
           return success();
         }) {}
   std::string text;

@@ -208,6 +208,63 @@ NDArray logSoftmax(LogSoftmaxOp op, const NDArray &x) {
   return r;
 }
 
+NDArray slice(SliceOp op, const NDArray &x) {
+  NDArray r = withShape(op.getType());
+  ArrayRef<int64_t> offsets = op.getOffsets();
+  auto xs = stridesOf(x.shape);
+  int64_t k = 0;
+  forEachIndex(r.shape, [&](ArrayRef<int64_t> idx) {
+    int64_t off = 0;
+    for (size_t i = 0; i < idx.size(); ++i)
+      off += (idx[i] + offsets[i]) * xs[i];
+    r.data[k++] = x.data[off];
+  });
+  return r;
+}
+
+NDArray pad(PadOp op, const NDArray &x) {
+  NDArray r = withShape(op.getType());
+  ArrayRef<int64_t> low = op.getLow();
+  auto rs = stridesOf(r.shape);
+  int64_t k = 0;
+  forEachIndex(x.shape, [&](ArrayRef<int64_t> idx) {
+    int64_t off = 0;
+    for (size_t i = 0; i < idx.size(); ++i)
+      off += (idx[i] + low[i]) * rs[i];
+    r.data[off] = x.data[k++];
+  });
+  return r;
+}
+
+/// Row `index` of a [rows, width] table, or nothing if out of range.
+bool validRow(double index, int64_t rows) { return index >= 0 && index < static_cast<double>(rows); }
+
+NDArray gather(GatherOp op, const NDArray &table, const NDArray &indices) {
+  NDArray r = withShape(op.getType());
+  int64_t rows = table.shape[0], width = table.shape[1];
+  for (size_t n = 0; n < indices.data.size(); ++n) {
+    if (!validRow(indices.data[n], rows))
+      continue;
+    auto row = static_cast<int64_t>(indices.data[n]);
+    for (int64_t d = 0; d < width; ++d)
+      r.data[n * width + d] = table.data[row * width + d];
+  }
+  return r;
+}
+
+NDArray scatterAdd(ScatterAddOp op, const NDArray &indices, const NDArray &updates) {
+  NDArray r = withShape(op.getType());
+  int64_t rows = r.shape[0], width = r.shape[1];
+  for (size_t n = 0; n < indices.data.size(); ++n) {
+    if (!validRow(indices.data[n], rows))
+      continue;
+    auto row = static_cast<int64_t>(indices.data[n]);
+    for (int64_t d = 0; d < width; ++d)
+      r.data[row * width + d] += updates.data[n * width + d];
+  }
+  return r;
+}
+
 NDArray oneHot(OneHotOp op, const NDArray &labels) {
   NDArray r = withShape(op.getType());
   int64_t classes = r.shape.back();
@@ -253,6 +310,20 @@ mlir::nova::interpret(func::FuncOp func, const std::vector<NDArray> &inputs) {
             .Case([&](ErfOp o) { return mapUnary(get(o.getInput()), [](double x) { return std::erf(x); }); })
             .Case([&](LogSoftmaxOp o) { return logSoftmax(o, get(o.getInput())); })
             .Case([&](OneHotOp o) { return oneHot(o, get(o.getLabels())); })
+            .Case([&](SliceOp o) { return slice(o, get(o.getInput())); })
+            .Case([&](PadOp o) { return pad(o, get(o.getInput())); })
+            .Case([&](GatherOp o) { return gather(o, get(o.getTable()), get(o.getIndices())); })
+            .Case([&](ScatterAddOp o) {
+              return scatterAdd(o, get(o.getIndices()), get(o.getUpdates()));
+            })
+            .Case([&](CausalMaskOp o) {
+              NDArray a = withShape(o.getType());
+              int64_t cols = a.shape[1];
+              for (int64_t i = 0; i < a.shape[0]; ++i)
+                for (int64_t j = i + 1; j < cols; ++j)
+                  a.data[i * cols + j] = -std::numeric_limits<double>::infinity();
+              return a;
+            })
             .Case([&](NegOp o) { return mapUnary(get(o.getInput()), [](double x) { return -x; }); })
             .Case([&](ExpOp o) { return mapUnary(get(o.getInput()), [](double x) { return std::exp(x); }); })
             .Case([&](LogOp o) { return mapUnary(get(o.getInput()), [](double x) { return std::log(x); }); })

@@ -44,7 +44,8 @@ def NovaLowerToLinalg : Pass<"nova-lower-to-linalg", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::linalg::LinalgDialect",
                            "mlir::tensor::TensorDialect",
                            "mlir::arith::ArithDialect",
-                           "mlir::math::MathDialect"];
+                           "mlir::math::MathDialect",
+                           "mlir::scf::SCFDialect"];
 }
 
 def NovaDestinationPassing : Pass<"nova-destination-passing", "mlir::ModuleOp"> {

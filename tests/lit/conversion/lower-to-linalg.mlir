@@ -129,3 +129,40 @@ func.func @gelu(%a: tensor<8xf32>) -> tensor<8xf32> {
   %0 = nova.gelu %a : tensor<8xf32>
   return %0 : tensor<8xf32>
 }
+
+// -----
+
+// Gather reads the table inside the generic with a clamped index and a
+// range check; scatter-add is a loop nest carrying the result tensor and
+// skipping out-of-range indices.
+// CHECK-LABEL: func @gather_scatter
+// CHECK: linalg.generic
+// CHECK: arith.cmpi sge
+// CHECK: arith.cmpi slt
+// CHECK: tensor.extract %{{.*}}[%{{.*}}, %{{.*}}] : tensor<7x4xf32>
+// CHECK: arith.select
+// CHECK: scf.for
+// CHECK: scf.if
+// CHECK: scf.for
+// CHECK: tensor.insert
+func.func @gather_scatter(%t: tensor<7x4xf32>, %i: tensor<3xi32>, %u: tensor<3x4xf32>) -> (tensor<3x4xf32>, tensor<7x4xf32>) {
+  %0 = nova.gather %t[%i] : tensor<7x4xf32>, tensor<3xi32>
+  %1 = nova.scatter_add %i, %u : tensor<3xi32>, tensor<3x4xf32> -> tensor<7x4xf32>
+  return %0, %1 : tensor<3x4xf32>, tensor<7x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @mask_slice_pad
+// CHECK: linalg.index 0
+// CHECK: linalg.index 1
+// CHECK: arith.cmpi ugt
+// CHECK: 0xFF800000
+// CHECK: tensor.extract_slice %{{.*}}[0, 1] [3, 2] [1, 1]
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 1] [3, 2] [1, 1]
+func.func @mask_slice_pad(%x: tensor<3x4xf32>) -> (tensor<3x3xf32>, tensor<3x4xf32>) {
+  %0 = nova.causal_mask : tensor<3x3xf32>
+  %1 = nova.slice %x {offsets = array<i64: 0, 1>, sizes = array<i64: 3, 2>} : tensor<3x4xf32>
+  %2 = nova.pad %1 {low = array<i64: 0, 1>, high = array<i64: 0, 1>} : tensor<3x2xf32>
+  return %0, %2 : tensor<3x3xf32>, tensor<3x4xf32>
+}

@@ -128,3 +128,27 @@ func.func @one_hot_shape(%y: tensor<3xi32>) {
   %0 = nova.one_hot %y : tensor<3xi32> -> tensor<4x5xf32>
   return
 }
+
+// -----
+
+func.func @slice_out_of_bounds(%x: tensor<3x4xf32>) {
+  // expected-error @+1 {{'nova.slice' op the box (offsets, sizes) does not fit in 3x4xf32}}
+  %0 = nova.slice %x {offsets = array<i64: 2, 0>, sizes = array<i64: 2, 4>} : tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @gather_table_rank(%t: tensor<7xf32>, %i: tensor<2xi32>) {
+  // expected-error @+1 {{'nova.gather' op the table must be [rows, width], got 7xf32}}
+  %0 = nova.gather %t[%i] : tensor<7xf32>, tensor<2xi32>
+  return
+}
+
+// -----
+
+func.func @scatter_shape(%i: tensor<2xi32>, %u: tensor<3x4xf32>) {
+  // expected-error @+1 {{'nova.scatter_add' op updates 3x4xf32 must be the indices' shape 2xi32 plus the width of the result 7x4xf32}}
+  %0 = nova.scatter_add %i, %u : tensor<2xi32>, tensor<3x4xf32> -> tensor<7x4xf32>
+  return
+}

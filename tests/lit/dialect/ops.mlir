@@ -66,3 +66,19 @@ func.func @transposed_matmul(%a: tensor<8x4xf64>, %b: tensor<5x8xf64>) -> tensor
   %0 = nova.matmul %a, %b {transpose_a = true, transpose_b = true} : tensor<8x4xf64>, tensor<5x8xf64>
   return %0 : tensor<4x5xf64>
 }
+
+// CHECK-LABEL: func @transformer_ops
+func.func @transformer_ops(%t: tensor<7x4xf32>, %i: tensor<2x3xi32>, %x: tensor<2x3x4xf32>)
+    -> (tensor<2x3x4xf32>, tensor<7x4xf32>, tensor<3x3xf32>, tensor<2x3x2xf32>, tensor<2x3x6xf32>) {
+  // CHECK: nova.gather %{{.*}}[%{{.*}}] : tensor<7x4xf32>, tensor<2x3xi32>
+  %0 = nova.gather %t[%i] : tensor<7x4xf32>, tensor<2x3xi32>
+  // CHECK: nova.scatter_add %{{.*}}, %{{.*}} : tensor<2x3xi32>, tensor<2x3x4xf32> -> tensor<7x4xf32>
+  %1 = nova.scatter_add %i, %x : tensor<2x3xi32>, tensor<2x3x4xf32> -> tensor<7x4xf32>
+  // CHECK: nova.causal_mask : tensor<3x3xf32>
+  %2 = nova.causal_mask : tensor<3x3xf32>
+  // CHECK: nova.slice %{{.*}} {offsets = array<i64: 0, 0, 2>, sizes = array<i64: 2, 3, 2>} : tensor<2x3x4xf32>
+  %3 = nova.slice %x {offsets = array<i64: 0, 0, 2>, sizes = array<i64: 2, 3, 2>} : tensor<2x3x4xf32>
+  // CHECK: nova.pad %{{.*}} {high = array<i64: 0, 0, 1>, low = array<i64: 0, 0, 1>} : tensor<2x3x4xf32>
+  %4 = nova.pad %x {low = array<i64: 0, 0, 1>, high = array<i64: 0, 0, 1>} : tensor<2x3x4xf32>
+  return %0, %1, %2, %3, %4 : tensor<2x3x4xf32>, tensor<7x4xf32>, tensor<3x3xf32>, tensor<2x3x2xf32>, tensor<2x3x6xf32>
+}

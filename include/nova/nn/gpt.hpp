@@ -1,0 +1,108 @@
+// nn/gpt.hpp - a GPT-2-shaped decoder, written over expressions.
+//
+// Token + learned position embeddings; per block x += attn(LN1(x)),
+// x += mlp(LN2(x)) (pre-LayerNorm, eps 1e-5, biased variance); fused QKV
+// [d, 3d] with bias; scores scaled by 1/sqrt(head_dim) with a causal mask
+// (diagonal kept); output projection with bias; MLP d -> 4d -> d with
+// tanh-GELU; final LayerNorm; lm_head [d, vocab] without bias (or tied to
+// the token embedding). Weights are [in, out], applied as x @ W + b. The
+// loss is the mean next-token cross-entropy over every position.
+//
+// Parameter names: wte, wpe, blocks.<i>.ln1.{gamma,beta},
+// blocks.<i>.attn.{w_qkv,b_qkv,w_out,b_out}, blocks.<i>.ln2.{gamma,beta},
+// blocks.<i>.mlp.{w_fc,b_fc,w_proj,b_proj}, ln_f.{gamma,beta}, lm_head.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "nova/nn/layers.hpp"
+#include "nova/nn/losses.hpp"
+#include "nova/params.hpp"
+
+namespace nova::nn {
+
+/// Trivially copyable, so it can be a nova::static_arg (it shapes the trace).
+struct GPTConfig {
+  std::int64_t vocab = 256;
+  std::int64_t context = 128;
+  std::int64_t d_model = 256;
+  std::int64_t layers = 4;
+  std::int64_t heads = 4;
+  double ln_eps = 1e-5;
+  bool tie_embeddings = false;
+};
+
+inline std::string block_name(std::int64_t i, const char* rest) {
+  return "blocks." + std::to_string(i) + "." + rest;
+}
+
+/// GPT-2's initialisation: N(0, 0.02) for weights and embeddings, N(0,
+/// 0.02 / sqrt(2 * layers)) for the projections into the residual stream,
+/// zeros for biases, ones/zeros for LayerNorm.
+inline Params gpt_init(const GPTConfig& c, std::uint64_t seed, DType dtype = DType::f32) {
+  Params p;
+  std::uint64_t s = seed;
+  auto normal = [&](const Shape& shape, double stddev) { return init::normal(shape, stddev, s++, dtype); };
+  const double std_w = 0.02, std_res = 0.02 / std::sqrt(2.0 * double(c.layers));
+  const std::int64_t d = c.d_model;
+  p.add("wte", normal({c.vocab, d}, std_w));
+  p.add("wpe", normal({c.context, d}, std_w));
+  for (std::int64_t i = 0; i < c.layers; ++i) {
+    p.add(block_name(i, "ln1.gamma"), Tensor::full({d}, 1.0, dtype));
+    p.add(block_name(i, "ln1.beta"), Tensor::zeros({d}, dtype));
+    p.add(block_name(i, "attn.w_qkv"), normal({d, 3 * d}, std_w));
+    p.add(block_name(i, "attn.b_qkv"), Tensor::zeros({3 * d}, dtype));
+    p.add(block_name(i, "attn.w_out"), normal({d, d}, std_res));
+    p.add(block_name(i, "attn.b_out"), Tensor::zeros({d}, dtype));
+    p.add(block_name(i, "ln2.gamma"), Tensor::full({d}, 1.0, dtype));
+    p.add(block_name(i, "ln2.beta"), Tensor::zeros({d}, dtype));
+    p.add(block_name(i, "mlp.w_fc"), normal({d, 4 * d}, std_w));
+    p.add(block_name(i, "mlp.b_fc"), Tensor::zeros({4 * d}, dtype));
+    p.add(block_name(i, "mlp.w_proj"), normal({4 * d, d}, std_res));
+    p.add(block_name(i, "mlp.b_proj"), Tensor::zeros({d}, dtype));
+  }
+  p.add("ln_f.gamma", Tensor::full({d}, 1.0, dtype));
+  p.add("ln_f.beta", Tensor::zeros({d}, dtype));
+  if (!c.tie_embeddings) p.add("lm_head", normal({d, c.vocab}, std_w));
+  return p;
+}
+
+/// Logits [B, T, vocab] for tokens [B, T] (integers, T <= context).
+template <expression I>
+Expr<> gpt_logits(const GPTConfig& c, const ParamExprs& p, const I& tokens,
+                  std::source_location loc = std::source_location::current()) {
+  if (tokens.rank() != 2 || tokens.dim(1) > c.context)
+    throw ShapeError("nova::nn::gpt_logits: tokens must be [B, T] with T <= context " +
+                     std::to_string(c.context) + ", got " + to_string(tokens.spec()) + "\n  at " +
+                     detail::where(loc));
+  std::int64_t T = tokens.dim(1);
+  Expr<> positions = slice(p["wpe"], {0, 0}, {T, c.d_model}, loc);
+  Expr<> x = add(embedding(p["wte"], tokens, loc), positions, loc); // [B, T, d]
+  for (std::int64_t i = 0; i < c.layers; ++i) {
+    auto w = [&](const char* name) { return p[block_name(i, name)]; };
+    Expr<> h = layer_norm(x, w("ln1.gamma"), w("ln1.beta"), c.ln_eps, loc);
+    x = add(x, causal_self_attention(h, w("attn.w_qkv"), w("attn.b_qkv"), w("attn.w_out"),
+                                     w("attn.b_out"), c.heads, loc), loc);
+    Expr<> h2 = layer_norm(x, w("ln2.gamma"), w("ln2.beta"), c.ln_eps, loc);
+    Expr<> mlp = linear(gelu(linear(h2, w("mlp.w_fc"), w("mlp.b_fc"), loc), GeluApprox::tanh, loc),
+                        w("mlp.w_proj"), w("mlp.b_proj"), loc);
+    x = add(x, mlp, loc);
+  }
+  Expr<> out = layer_norm(x, p["ln_f.gamma"], p["ln_f.beta"], c.ln_eps, loc);
+  if (c.tie_embeddings) {
+    Expr<> flat = reshape(out, {-1, c.d_model}, loc);
+    return reshape(matmul(flat, p["wte"], Transpose::b, loc), {tokens.dim(0), T, c.vocab}, loc);
+  }
+  return linear(out, p["lm_head"], loc);
+}
+
+/// Mean next-token cross-entropy: targets [B, T] are the tokens shifted by one.
+template <expression I, expression Y>
+Expr<> gpt_loss(const GPTConfig& c, const ParamExprs& p, const I& tokens, const Y& targets,
+                std::source_location loc = std::source_location::current()) {
+  return cross_entropy(gpt_logits(c, p, tokens, loc), targets, loc);
+}
+
+} // namespace nova::nn

@@ -1,0 +1,211 @@
+//===- IndexingToLinalg.cpp - slice, pad, gather, scatter_add, mask -*- C++ -*-===//
+//
+// slice        → tensor.extract_slice (static box).
+// pad          → linalg.fill of zeros + tensor.insert_slice.
+// gather       → a parallel linalg.generic over the result whose body reads
+//                the table with tensor.extract; out-of-range rows read zeros
+//                (the index is clamped before the read, so memory is safe).
+// scatter_add  → scf.for over indices and width carrying the result tensor,
+//                tensor.extract/insert; out-of-range indices are skipped.
+//                One-shot bufferization turns the carried tensor into one
+//                buffer updated in place.
+// causal_mask  → generic comparing linalg.index of rows and columns.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/conversion/NovaToLinalg.h"
+#include "compiler/dialect/NovaDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::nova;
+
+namespace {
+
+Value zeroOf(OpBuilder &b, Location loc, Type elem) {
+  return b.create<arith::ConstantOp>(loc, b.getFloatAttr(elem, 0.0));
+}
+
+/// An index-typed value and whether it lies in [0, rows).
+std::pair<Value, Value> checkedIndex(OpBuilder &b, Location loc, Value raw, int64_t rows) {
+  Value idx = b.create<arith::IndexCastOp>(loc, b.getIndexType(), raw);
+  Value zero = b.create<arith::ConstantIndexOp>(loc, 0);
+  Value limit = b.create<arith::ConstantIndexOp>(loc, rows);
+  Value geZero = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sge, idx, zero);
+  Value ltRows = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, idx, limit);
+  return {idx, b.create<arith::AndIOp>(loc, geZero, ltRows)};
+}
+
+/// Collapses all dims of `v` into one (rank 0 becomes [1]); `extra` trailing
+/// dims are kept.
+Value flatten(OpBuilder &b, Location loc, Value v, int64_t keepTrailing) {
+  auto type = cast<RankedTensorType>(v.getType());
+  int64_t lead = type.getRank() - keepTrailing;
+  if (lead == 1)
+    return v;
+  SmallVector<int64_t> shape = {1};
+  for (int64_t i = 0; i < lead; ++i)
+    shape[0] *= type.getDimSize(i);
+  for (int64_t i = lead; i < type.getRank(); ++i)
+    shape.push_back(type.getDimSize(i));
+  auto flatType = RankedTensorType::get(shape, type.getElementType());
+  if (lead == 0) {
+    SmallVector<ReassociationIndices> re;
+    for (int64_t i = 0; i < keepTrailing; ++i)
+      re.push_back(i == 0 ? ReassociationIndices{0, 1} : ReassociationIndices{i + 1});
+    if (keepTrailing == 0)
+      re.clear();
+    return b.create<tensor::ExpandShapeOp>(loc, flatType, v, re);
+  }
+  SmallVector<ReassociationIndices> re(1);
+  for (int64_t i = 0; i < lead; ++i)
+    re[0].push_back(i);
+  for (int64_t i = lead; i < type.getRank(); ++i)
+    re.push_back({i});
+  return b.create<tensor::CollapseShapeOp>(loc, flatType, v, re);
+}
+
+struct SlicePattern : OpConversionPattern<SliceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(SliceOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    SmallVector<int64_t> strides(op.getOffsets().size(), 1);
+    rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
+        op, cast<RankedTensorType>(op.getType()), adaptor.getInput(), ValueRange{}, ValueRange{},
+        ValueRange{}, op.getOffsets(), op.getSizes(), strides);
+    return success();
+  }
+};
+
+struct PadPattern : OpConversionPattern<PadOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(PadOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getType());
+    Value empty = rewriter.create<tensor::EmptyOp>(loc, type.getShape(), type.getElementType());
+    Value zeros = rewriter.create<linalg::FillOp>(loc, zeroOf(rewriter, loc, type.getElementType()),
+                                                  empty)
+                      .getResult(0);
+    auto inType = cast<RankedTensorType>(op.getInput().getType());
+    SmallVector<int64_t> strides(type.getRank(), 1);
+    rewriter.replaceOpWithNewOp<tensor::InsertSliceOp>(
+        op, adaptor.getInput(), zeros, ValueRange{}, ValueRange{}, ValueRange{}, op.getLow(),
+        inType.getShape(), strides);
+    return success();
+  }
+};
+
+struct GatherPattern : OpConversionPattern<GatherOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(GatherOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto out = cast<RankedTensorType>(op.getType());
+    int64_t rank = out.getRank();
+    int64_t rows = cast<RankedTensorType>(op.getTable().getType()).getDimSize(0);
+    MLIRContext *ctx = op.getContext();
+    SmallVector<AffineExpr> idxExprs;
+    for (int64_t i = 0; i + 1 < rank; ++i)
+      idxExprs.push_back(getAffineDimExpr(i, ctx));
+    SmallVector<AffineMap> maps = {AffineMap::get(rank, 0, idxExprs, ctx),
+                                   rewriter.getMultiDimIdentityMap(rank)};
+    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    Value init = rewriter.create<tensor::EmptyOp>(loc, out.getShape(), out.getElementType());
+    Value table = adaptor.getTable();
+    auto generic = rewriter.create<linalg::GenericOp>(
+        loc, TypeRange{out}, ValueRange{adaptor.getIndices()}, ValueRange{init}, maps, iterators,
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          auto [idx, inRange] = checkedIndex(b, l, a[0], rows);
+          Value safe = b.create<arith::SelectOp>(l, inRange, idx,
+                                                 b.create<arith::ConstantIndexOp>(l, 0));
+          Value col = b.create<linalg::IndexOp>(l, rank - 1);
+          Value v = b.create<tensor::ExtractOp>(l, table, ValueRange{safe, col});
+          b.create<linalg::YieldOp>(
+              l, ValueRange{b.create<arith::SelectOp>(l, inRange, v,
+                                                      zeroOf(b, l, out.getElementType()))});
+        });
+    rewriter.replaceOp(op, generic.getResults());
+    return success();
+  }
+};
+
+struct ScatterAddPattern : OpConversionPattern<ScatterAddOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ScatterAddOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto out = cast<RankedTensorType>(op.getType());
+    Type elem = out.getElementType();
+    int64_t rows = out.getDimSize(0), width = out.getDimSize(1);
+    Value indices = flatten(rewriter, loc, adaptor.getIndices(), 0);
+    Value updates = flatten(rewriter, loc, adaptor.getUpdates(), 1);
+    int64_t count = cast<RankedTensorType>(indices.getType()).getDimSize(0);
+    Value empty = rewriter.create<tensor::EmptyOp>(loc, out.getShape(), elem);
+    Value zeros = rewriter.create<linalg::FillOp>(loc, zeroOf(rewriter, loc, elem), empty).getResult(0);
+    Value c0 = rewriter.create<arith::ConstantIndexOp>(loc, 0);
+    Value c1 = rewriter.create<arith::ConstantIndexOp>(loc, 1);
+    auto outer = rewriter.create<scf::ForOp>(
+        loc, c0, rewriter.create<arith::ConstantIndexOp>(loc, count), c1, ValueRange{zeros},
+        [&](OpBuilder &b, Location l, Value n, ValueRange acc) {
+          Value raw = b.create<tensor::ExtractOp>(l, indices, ValueRange{n});
+          auto [idx, inRange] = checkedIndex(b, l, raw, rows);
+          auto ifOp = b.create<scf::IfOp>(
+              l, inRange,
+              [&](OpBuilder &tb, Location tl) {
+                auto inner = tb.create<scf::ForOp>(
+                    tl, c0, tb.create<arith::ConstantIndexOp>(tl, width), c1, acc,
+                    [&](OpBuilder &ib, Location il, Value d, ValueRange acc2) {
+                      Value u = ib.create<tensor::ExtractOp>(il, updates, ValueRange{n, d});
+                      Value old = ib.create<tensor::ExtractOp>(il, acc2[0], ValueRange{idx, d});
+                      Value sum = ib.create<arith::AddFOp>(il, old, u);
+                      Value next = ib.create<tensor::InsertOp>(il, sum, acc2[0], ValueRange{idx, d});
+                      ib.create<scf::YieldOp>(il, next);
+                    });
+                tb.create<scf::YieldOp>(tl, inner.getResults());
+              },
+              [&](OpBuilder &eb, Location el) { eb.create<scf::YieldOp>(el, acc); });
+          b.create<scf::YieldOp>(l, ifOp.getResults());
+        });
+    rewriter.replaceOp(op, outer.getResults());
+    return success();
+  }
+};
+
+struct CausalMaskPattern : OpConversionPattern<CausalMaskOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(CausalMaskOp op, OpAdaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto out = cast<RankedTensorType>(op.getType());
+    Type elem = out.getElementType();
+    Value init = rewriter.create<tensor::EmptyOp>(loc, out.getShape(), elem);
+    SmallVector<AffineMap> maps = {rewriter.getMultiDimIdentityMap(2)};
+    SmallVector<utils::IteratorType> iterators(2, utils::IteratorType::parallel);
+    auto generic = rewriter.create<linalg::GenericOp>(
+        loc, TypeRange{out}, ValueRange{}, ValueRange{init}, maps, iterators,
+        [&](OpBuilder &b, Location l, ValueRange) {
+          Value row = b.create<linalg::IndexOp>(l, 0), col = b.create<linalg::IndexOp>(l, 1);
+          Value above = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ugt, col, row);
+          Value negInf = b.create<arith::ConstantOp>(
+              l, b.getFloatAttr(elem, -std::numeric_limits<double>::infinity()));
+          b.create<linalg::YieldOp>(
+              l, ValueRange{b.create<arith::SelectOp>(l, above, negInf, zeroOf(b, l, elem))});
+        });
+    rewriter.replaceOp(op, generic.getResults());
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::nova::populateIndexingToLinalgPatterns(RewritePatternSet &patterns) {
+  patterns.add<SlicePattern, PadPattern, GatherPattern, ScatterAddPattern, CausalMaskPattern>(
+      patterns.getContext());
+}

@@ -1,0 +1,219 @@
+// test_transformer.cpp - the transformer ops and the GPT model.
+//
+// New ops against the interpreter and finite differences (float64); a tiny
+// GPT's loss and every parameter's gradient against finite differences; the
+// compiled GPT against the interpreter (fp32).
+#include "testing.hpp"
+
+using nova::DType;
+using nova::Shape;
+using nova::Tensor;
+using namespace nova_test;
+
+namespace {
+
+double fd_tol(const std::vector<double>& g) {
+  double s = 1.0;
+  for (double v : g) s = std::max(s, std::abs(v));
+  return 1e-6 * s;
+}
+
+} // namespace
+
+TEST_CASE("gather and its scatter-add gradient, repeated and out-of-range indices") {
+  Gen g;
+  INFO("seed = ", g.seed);
+  Tensor table = g.randn({5, 3}, DType::f64);
+  Tensor idx = Tensor::from<std::int32_t>({2, 3}, {4, 0, 4, 1, 7, -1}); // 7 and -1: out of range
+  Tensor rows = nova::jit([](auto t, auto i) { return nova::gather(t, i); })(table, idx);
+  CHECK(rows.shape() == Shape{2, 3, 3});
+  CHECK(rows.at({0, 0, 2}) == table.at({4, 2}));
+  CHECK(rows.at({1, 0, 1}) == table.at({1, 1}));
+  CHECK(rows.at({1, 1, 0}) == 0.0);
+  CHECK(rows.at({1, 2, 2}) == 0.0);
+  Tensor ref = nova::jit([](auto t, auto i) { return nova::gather(t, i); }, nova::ExecMode::interpreted)(table, idx);
+  CHECK(rel_error(rows, ref) == 0.0);
+
+  Tensor w = g.randn({2, 3, 3}, DType::f64);
+  auto grad_fn = [](auto w, auto t, auto i) {
+    return nova::gradients(nova::sum(nova::gather(t, i) * w), {t})[0];
+  };
+  Tensor gc = nova::jit(grad_fn)(w, table, idx);
+  Tensor gi = nova::jit(grad_fn, nova::ExecMode::interpreted)(w, table, idx);
+  CHECK(rel_error(gc, gi) <= 1e-14);
+  // Row 4 was read twice: its gradient is the sum of both cotangents.
+  CHECK(std::abs(gc.at({4, 1}) - (w.at({0, 0, 1}) + w.at({0, 2, 1}))) <= 1e-14);
+  CHECK(gc.at({2, 0}) == 0.0); // never read
+  CHECK(gc.at({3, 2}) == 0.0);
+}
+
+TEST_CASE("slice, pad, causal mask") {
+  Gen g;
+  INFO("seed = ", g.seed);
+  Tensor x = g.randn({3, 5, 4}, DType::f64);
+  CHECK(compare([](auto x) { return nova::slice(x, {1, 2, 0}, {2, 2, 4}); }, x) == 0.0);
+  CHECK(compare([](auto x) { return nova::slice_last(x, 1, 2) * 2.0; }, x) == 0.0);
+  Tensor grad = nova::jit([](auto x) {
+    return nova::gradients(nova::sum(nova::slice(x, {1, 2, 0}, {2, 2, 4})), {x})[0];
+  })(x);
+  CHECK(grad.at({1, 2, 3}) == 1.0);
+  CHECK(grad.at({0, 2, 3}) == 0.0);
+  CHECK(grad.at({2, 4, 0}) == 0.0);
+  Tensor m = nova::jit([](auto x) { return nova::causal_mask(3, 3) + nova::sum(x) * 0.0; })(
+      Tensor::zeros({1}));
+  CHECK(m.at({1, 1}) == 0.0);
+  CHECK(m.at({2, 0}) == 0.0);
+  CHECK(std::isinf(m.at({0, 1})));
+  CHECK(m.at({0, 2}) < 0);
+}
+
+TEST_CASE("layer norm and causal attention: gradients against finite differences") {
+  Gen g;
+  INFO("seed = ", g.seed);
+  const std::int64_t B = 2, T = 3, d = 4;
+  Tensor x = g.randn({B, T, d}, DType::f64);
+  Tensor gamma = g.randn({d}, DType::f64), beta = g.randn({d}, DType::f64);
+  Tensor wqkv = g.randn({d, 3 * d}, DType::f64), bqkv = g.randn({3 * d}, DType::f64);
+  Tensor wo = g.randn({d, d}, DType::f64), bo = g.randn({d}, DType::f64);
+  Tensor w = g.randn({B, T, d}, DType::f64);
+
+  auto loss_fn = [](auto w, auto x, auto gamma, auto beta, auto wqkv, auto bqkv, auto wo, auto bo) {
+    auto h = nova::nn::layer_norm(x, gamma, beta);
+    return nova::sum(nova::nn::causal_self_attention(h, wqkv, bqkv, wo, bo, 2) * w);
+  };
+  auto grad_fn = [](auto w, auto x, auto gamma, auto beta, auto wqkv, auto bqkv, auto wo, auto bo) {
+    auto h = nova::nn::layer_norm(x, gamma, beta);
+    auto l = nova::sum(nova::nn::causal_self_attention(h, wqkv, bqkv, wo, bo, 2) * w);
+    return nova::gradients(l, {x, gamma, beta, wqkv, bqkv, wo, bo});
+  };
+  std::vector<Tensor> inputs{x, gamma, beta, wqkv, bqkv, wo, bo};
+  auto loss = nova::jit(loss_fn, nova::ExecMode::interpreted);
+  std::vector<Tensor> grads = nova::jit(grad_fn, nova::ExecMode::interpreted)(w, x, gamma, beta, wqkv, bqkv, wo, bo);
+  std::vector<Tensor> compiled = nova::jit(grad_fn)(w, x, gamma, beta, wqkv, bqkv, wo, bo);
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    INFO("input ", k);
+    CHECK(rel_error(compiled[k], grads[k]) <= 1e-12);
+    auto gk = grads[k].to_vector();
+    for (std::size_t i = 0; i < gk.size(); i += 3) {
+      auto eval = [&](double delta) {
+        std::vector<Tensor> in = inputs;
+        in[k] = inputs[k].clone();
+        in[k].span<double>()[i] += delta;
+        return loss(w, in[0], in[1], in[2], in[3], in[4], in[5], in[6]).at({});
+      };
+      double h = 1e-6;
+      double fd = (eval(h) - eval(-h)) / (2 * h);
+      INFO("element ", i, ": analytic ", gk[i], " fd ", fd);
+      CHECK(std::abs(gk[i] - fd) <= fd_tol(gk));
+    }
+  }
+  // Causality: the output at position 0 does not depend on later positions.
+  Tensor later = g.randn({B, T, d}, DType::f64);
+  auto attn = nova::jit([](auto x, auto gamma, auto beta, auto wqkv, auto bqkv, auto wo, auto bo) {
+    return nova::nn::causal_self_attention(nova::nn::layer_norm(x, gamma, beta), wqkv, bqkv, wo, bo, 2);
+  });
+  Tensor changed = x.clone();
+  for (std::int64_t t = 1; t < T; ++t)
+    for (std::int64_t j = 0; j < d; ++j) changed.span<double>()[static_cast<std::size_t>(t * d + j)] += 1.0;
+  Tensor a = attn(x, gamma, beta, wqkv, bqkv, wo, bo), c = attn(changed, gamma, beta, wqkv, bqkv, wo, bo);
+  for (std::int64_t j = 0; j < d; ++j) CHECK(a.at({0, 0, j}) == doctest::Approx(c.at({0, 0, j})).epsilon(1e-12));
+}
+
+namespace {
+const nova::nn::GPTConfig kTiny{.vocab = 7, .context = 5, .d_model = 8, .layers = 2, .heads = 2};
+
+auto gpt_loss = [](const nova::ParamExprs& p, auto x, auto y, nova::nn::GPTConfig c) {
+  return nova::nn::gpt_loss(c, p, x, y);
+};
+} // namespace
+
+TEST_CASE("a tiny GPT: loss and every parameter's gradient against finite differences") {
+  Gen g;
+  INFO("seed = ", g.seed);
+  nova::Params params = nova::nn::gpt_init(kTiny, g.seed, DType::f64);
+  // Larger weights than GPT-2's 0.02 make the check sensitive.
+  for (auto& t : params.tensors())
+    for (auto& v : t.span<double>()) v = v * 10.0 + 0.01;
+  Tensor x = Tensor::from<std::int32_t>({2, 4}, {1, 3, 3, 6, 0, 2, 5, 4});
+  Tensor y = Tensor::from<std::int32_t>({2, 4}, {3, 3, 6, 1, 2, 5, 4, 0});
+
+  std::vector<std::string> names = params.names();
+  auto loss_of = [&](nova::Params& p, nova::ExecMode mode) {
+    auto f = nova::jit([](auto x, auto y, nova::nn::GPTConfig c, auto... ps) {
+      // Parameters arrive in Params order; ParamExprs gives them names again.
+      static const std::vector<std::string> names = nova::nn::gpt_init(c, 0).names();
+      return nova::nn::gpt_loss(c, nova::ParamExprs(&names, {nova::Expr<>(ps)...}), x, y);
+    }, mode);
+    auto& t = p.tensors();
+    return std::apply([&](const auto&... ts) { return f(x, y, nova::static_arg(kTiny), ts...); },
+                      std::tuple_cat(std::make_tuple(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7],
+                                                     t[8], t[9], t[10], t[11], t[12], t[13]),
+                                     std::make_tuple(t[14], t[15], t[16], t[17], t[18], t[19],
+                                                     t[20], t[21], t[22], t[23], t[24], t[25],
+                                                     t[26], t[27], t[28])))
+        .at({});
+  };
+  REQUIRE(params.size() == 29);
+
+  // Gradients through train_step's own tracing: one SGD step with lr = 1
+  // moves each parameter by exactly -gradient.
+  nova::Params trained = nova::nn::gpt_init(kTiny, 0, DType::f64);
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    auto from = params.tensors()[i].span<double>();
+    std::copy(from.begin(), from.end(), trained.tensors()[i].span<double>().begin());
+  }
+  auto step = nova::train_step(gpt_loss, trained, nova::SGD{.lr = 1.0});
+  double l0 = step(x, y, nova::static_arg(kTiny));
+  CHECK(std::abs(l0 - loss_of(params, nova::ExecMode::interpreted)) <= 1e-12 * std::abs(l0));
+  CHECK(std::abs(l0 - loss_of(params, nova::ExecMode::compiled)) <= 1e-12 * std::abs(l0));
+
+  for (std::size_t k = 0; k < params.size(); ++k) {
+    INFO("parameter ", names[k]);
+    auto before = params.tensors()[k].to_vector(), after = trained.tensors()[k].to_vector();
+    std::vector<double> grad(before.size());
+    for (std::size_t i = 0; i < before.size(); ++i) grad[i] = before[i] - after[i];
+    // A few elements of each parameter by central differences.
+    for (std::size_t i = 0; i < before.size(); i += std::max<std::size_t>(1, before.size() / 4)) {
+      auto eval = [&](double delta) {
+        double saved = params.tensors()[k].span<double>()[i];
+        params.tensors()[k].span<double>()[i] = saved + delta;
+        double l = loss_of(params, nova::ExecMode::interpreted);
+        params.tensors()[k].span<double>()[i] = saved;
+        return l;
+      };
+      double h = 1e-6;
+      double fd = (eval(h) - eval(-h)) / (2 * h);
+      INFO("element ", i, ": analytic ", grad[i], " fd ", fd);
+      CHECK(std::abs(grad[i] - fd) <= 1e-6 * std::max(1.0, std::abs(fd)));
+    }
+  }
+}
+
+TEST_CASE("the compiled GPT matches the interpreter in fp32, and a training step lowers the loss") {
+  Gen g;
+  INFO("seed = ", g.seed);
+  nova::nn::GPTConfig c{.vocab = 11, .context = 8, .d_model = 32, .layers = 2, .heads = 4};
+  nova::Params params = nova::nn::gpt_init(c, g.seed);
+  Tensor x = Tensor::empty({3, 8}, DType::i32), y = Tensor::empty({3, 8}, DType::i32);
+  for (std::int64_t i = 0; i < 24; ++i) {
+    x.span<std::int32_t>()[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((i * 7 + 3) % 11);
+    y.span<std::int32_t>()[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((i * 7 + 10) % 11);
+  }
+  auto logits = [](auto x, nova::nn::GPTConfig c, auto... ps) {
+    static const std::vector<std::string> names = nova::nn::gpt_init(c, 0).names();
+    return nova::nn::gpt_logits(c, nova::ParamExprs(&names, {nova::Expr<>(ps)...}), x);
+  };
+  auto& t = params.tensors();
+  auto run = [&](nova::ExecMode mode) {
+    return nova::jit(logits, mode)(x, nova::static_arg(c), t[0], t[1], t[2], t[3], t[4], t[5], t[6],
+                                   t[7], t[8], t[9], t[10], t[11], t[12], t[13], t[14], t[15], t[16],
+                                   t[17], t[18], t[19], t[20], t[21], t[22], t[23], t[24], t[25],
+                                   t[26], t[27], t[28]);
+  };
+  CHECK(rel_error(run(nova::ExecMode::compiled), run(nova::ExecMode::interpreted)) <= 1e-5);
+
+  auto step = nova::train_step(gpt_loss, params, nova::AdamW{.lr = 3e-3, .weight_decay = 0.0});
+  double first = step(x, y, nova::static_arg(c)), last = first;
+  for (int i = 0; i < 40; ++i) last = step(x, y, nova::static_arg(c));
+  CHECK(last < first * 0.5);
+}
