@@ -20,6 +20,7 @@
 #include "nova/optim/clip.hpp"
 #include "nova/optim/sgd.hpp"
 #include "nova/params.hpp"
+#include "nova/progress.hpp"
 #include "nova/shape.hpp"
 #include "nova/tensor.hpp"
 #include "nova/train.hpp"

@@ -95,9 +95,21 @@ class TrainStep {
   }
 
   Params& params() { return *params_; }
+  /// Optimizer state, opt.state_count() tensors per parameter in parameter
+  /// order; writable so a checkpoint can be restored into it.
+  std::vector<Tensor>& optimizer_state() { return state_; }
   const std::vector<Tensor>& optimizer_state() const { return state_; }
+  /// Names for the state tensors: "<param>.state<k>".
+  std::vector<std::string> optimizer_state_names() const {
+    std::vector<std::string> names;
+    for (const auto& p : params_->names())
+      for (int k = 0; k < opt_.state_count(); ++k) names.push_back(p + ".state" + std::to_string(k));
+    return names;
+  }
   /// Steps taken so far.
   std::int64_t steps() const { return static_cast<std::int64_t>(step_.at({})); }
+  /// Restores the step counter (when resuming from a checkpoint).
+  void set_steps(std::int64_t n) { step_ = Tensor::full({}, static_cast<double>(n), step_.dtype()); }
   double lr() const { return lr_.at({}); }
   /// Changes the learning rate from the next step on (no recompilation).
   void set_lr(double lr) { lr_ = Tensor::full({}, lr, lr_.dtype()); }
@@ -176,6 +188,78 @@ class TrainStep {
   std::vector<Tensor> state_;
   Tensor step_, lr_;
 };
+
+/// A forward-only step over named parameters: `f(const ParamExprs&,
+/// batch...)` returns an Expr (or a tuple/vector of them), e.g. a validation
+/// loss or logits for sampling. Parameters are read, never written.
+template <class F>
+class EvalStep {
+  static_assert(std::is_empty_v<F>, "nova::eval_step: the function must not capture anything");
+
+ public:
+  EvalStep(F f, const Params& params, ExecMode mode, std::source_location declared_at)
+      : f_(f), params_(&params), mode_(mode), declared_at_(declared_at) {}
+
+  template <class... Batch> auto operator()(const Batch&... batch) const {
+    using Result = std::invoke_result_t<const F&, const ParamExprs&, detail::traced_arg_t<Batch>...>;
+    using Output = detail::step_output<std::decay_t<Result>>;
+    ExecMode mode = detail::effective_mode(mode_);
+    CacheKey key;
+    key.words.push_back(detail::type_tag_word<F>());
+    key.words.push_back(static_cast<std::uint64_t>(mode));
+    for (const auto& p : params_->tensors()) detail::append_key(key.words, p);
+    for (const auto& name : params_->names()) detail::append_bytes(key.words, name.data(), name.size());
+    boost::hana::for_each(boost::hana::make_tuple(std::cref(batch)...),
+                          [&](auto a) { detail::append_key(key.words, a.get()); });
+    std::shared_ptr<Executable> exe = detail::cache_lookup(key);
+    if (!exe) {
+      exe = trace<Output>(mode, batch...);
+      detail::cache_insert(key, exe);
+    }
+    std::vector<Tensor> inputs;
+    for (const auto& p : params_->tensors()) inputs.push_back(p.contiguous());
+    boost::hana::for_each(boost::hana::make_tuple(std::cref(batch)...), [&](auto a) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(a.get())>, Tensor>)
+        inputs.push_back(a.get().contiguous());
+    });
+    std::vector<Tensor> outputs = (*exe)(inputs);
+    std::size_t i = 0;
+    return Output::take(outputs, i);
+  }
+
+ private:
+  template <class Output, class... Batch>
+  std::shared_ptr<Executable> trace(ExecMode mode, const Batch&... batch) const {
+    auto builder = detail::make_builder("eval_step");
+    detail::Trace trace{builder.get(), declared_at_};
+    struct Restore {
+      detail::Trace* prev;
+      ~Restore() { detail::active_trace = prev; }
+    } restore{detail::active_trace};
+    detail::active_trace = &trace;
+    detail::count_trace();
+    std::vector<Expr<>> params;
+    for (const auto& p : params_->tensors()) params.emplace_back(builder->argument(p.spec()), p.spec());
+    auto traced = std::tuple<detail::traced_arg_t<Batch>...>{detail::traced_value(batch, *builder)...};
+    ParamExprs views(&params_->names(), params);
+    auto result = std::apply([&](const auto&... b) { return f_(views, b...); }, traced);
+    std::vector<detail::ValueId> ids;
+    Output::ids(result, ids);
+    detail::count_compile();
+    return builder->finish(ids, {}, mode);
+  }
+
+  F f_;
+  const Params* params_;
+  ExecMode mode_;
+  std::source_location declared_at_;
+};
+
+template <class F>
+EvalStep<F> eval_step(F f, const Params& params, ExecMode mode = ExecMode::compiled,
+                      std::source_location declared_at = std::source_location::current()) {
+  return EvalStep<F>(f, params, mode, declared_at);
+}
 
 /// Builds a training step for `loss_fn(const ParamExprs&, batch...)`, which
 /// returns a scalar loss. `params` must outlive the step.
