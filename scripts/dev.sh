@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # dev.sh - set up a fresh Debian 12 machine, build Nova, and run it.
 #
-#   scripts/dev.sh run    install what is missing, build, train the example MLP
+#   scripts/dev.sh run    install what is missing, build, train the example GPT
 #   scripts/dev.sh test   install what is missing, build, run every test (ctest)
 #
 # Installs with apt-get (as root, or through sudo). Builds into ./build with
@@ -13,7 +13,7 @@ mode=${1:-}
 case "$mode" in run|test) ;; *) echo "usage: $0 run|test" >&2; exit 2 ;; esac
 
 packages=(cmake ninja-build g++ ccache python3 llvm-19-dev llvm-19-tools libmlir-19-dev
-          mlir-19-tools libboost-dev doctest-dev nlohmann-json3-dev)
+          mlir-19-tools libboost-dev doctest-dev gnuplot-nox nlohmann-json3-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -31,8 +31,8 @@ cmake -G Ninja -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$(nproc)"
 
 if [ "$mode" = run ]; then
-  echo "== running examples/mlp_train"
-  ./build/examples/mlp_train
+  echo "== running examples/gpt_train (outputs in runs/gpt)"
+  ./build/examples/gpt_train --out runs/gpt --sample 300
 else
   echo "== running the tests"
   cd build && ctest --output-on-failure -j "$(nproc)"

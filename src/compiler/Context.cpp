@@ -4,6 +4,7 @@
 #include "compiler/dialect/NovaDialect.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Async/IR/Async.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -32,7 +33,8 @@ void mlir::nova::registerNovaCompilerDialects(DialectRegistry &registry) {
                   math::MathDialect, linalg::LinalgDialect, tensor::TensorDialect,
                   bufferization::BufferizationDialect, memref::MemRefDialect,
                   scf::SCFDialect, cf::ControlFlowDialect, affine::AffineDialect,
-                  index::IndexDialect, vector::VectorDialect, LLVM::LLVMDialect>();
+                  index::IndexDialect, vector::VectorDialect, async::AsyncDialect,
+                  LLVM::LLVMDialect>();
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   linalg::registerBufferizableOpInterfaceExternalModels(registry);
   tensor::registerBufferizableOpInterfaceExternalModels(registry);

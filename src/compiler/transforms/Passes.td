@@ -86,8 +86,9 @@ def NovaVectorizeMatmul : Pass<"nova-vectorize-matmul", "mlir::ModuleOp"> {
     MR x NR tiles of the result (MR rows, NR = 2 vectors of columns) whose
     k loop keeps MR * 2 vector accumulators in registers: per k, two vector
     loads of a rhs row, MR scalar loads of lhs broadcast, 2 MR FMAs.
-    Column tiles are the outer loop so a rhs panel stays in cache across row
-    tiles. Rows and columns left over are handled by copies of the original
+    Column tiles (and batch dims) are the outer loop, an scf.parallel when
+    the kernel is big enough to be worth threads, so a rhs panel stays in
+    one core's cache across row tiles. Rows and columns left over are handled by copies of the original
     generic on subviews (scalar loops later).
   }];
   let options = [
@@ -95,9 +96,23 @@ def NovaVectorizeMatmul : Pass<"nova-vectorize-matmul", "mlir::ModuleOp"> {
            "width of the target's vector registers in bits">,
     Option<"tileRows", "tile-rows", "int64_t", /*default=*/"6",
            "MR: result rows per register tile">,
+    Option<"parallelMinFlops", "parallel-min-flops", "int64_t", /*default=*/"1048576",
+           "kernels with at least this many flops run their column tiles as an "
+           "scf.parallel (threads); smaller ones stay sequential">,
   ];
   let dependentDialects = ["mlir::vector::VectorDialect", "mlir::scf::SCFDialect",
                            "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect"];
+}
+
+def NovaApproximateMath : Pass<"nova-approximate-math", "mlir::ModuleOp"> {
+  let summary = "Replace f32 tanh, erf, exp, log... with inline polynomial approximations";
+  let description = [{
+    MLIR's polynomial approximations (a few ulp in f32) instead of libm calls:
+    the loops around them then vectorize, and GELU no longer costs a libm
+    call per element. f64 ops are left to libm / LLVM intrinsics.
+  }];
+  let dependentDialects = ["mlir::math::MathDialect", "mlir::arith::ArithDialect",
+                           "mlir::vector::VectorDialect"];
 }
 
 #endif // NOVA_PASSES

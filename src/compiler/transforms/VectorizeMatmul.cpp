@@ -74,23 +74,30 @@ Value index(OpBuilder &b, Location loc, int64_t v) {
 
 /// The vector kernel over rows [0, mFull) x columns [0, nFull).
 void buildKernel(OpBuilder &b, Location loc, const MatmulOperands &m, int64_t width,
-                 int64_t tileRows, int64_t mFull, int64_t nFull) {
+                 int64_t tileRows, int64_t mFull, int64_t nFull, bool parallel) {
   Type elem = m.outType.getElementType();
   auto vecType = VectorType::get({width}, elem);
   const int64_t cols = 2; // vectors per row of a tile
+  // Batch dims and column tiles are independent: an scf.parallel, which
+  // async-parallel-for spreads over threads. Row tiles run in order inside,
+  // so one thread reuses its rhs panel.
   SmallVector<Value> lbs, ubs, steps;
   for (int64_t d = 0; d < m.batchRank; ++d) {
     lbs.push_back(index(b, loc, 0));
     ubs.push_back(index(b, loc, m.outType.getDimSize(d)));
     steps.push_back(index(b, loc, 1));
   }
-  lbs.append({index(b, loc, 0), index(b, loc, 0)});
-  ubs.append({index(b, loc, nFull), index(b, loc, mFull)});
-  steps.append({index(b, loc, cols * width), index(b, loc, tileRows)});
+  lbs.push_back(index(b, loc, 0));
+  ubs.push_back(index(b, loc, nFull));
+  steps.push_back(index(b, loc, cols * width));
 
-  scf::buildLoopNest(b, loc, lbs, ubs, steps, [&](OpBuilder &nb, Location l, ValueRange ivs) {
-    ValueRange batch = ivs.take_front(m.batchRank);
-    Value j0 = ivs[m.batchRank], i0 = ivs[m.batchRank + 1];
+  auto body = [&](OpBuilder &pb, Location pl, ValueRange pivs) {
+   pb.create<scf::ForOp>(pl, index(pb, pl, 0), index(pb, pl, mFull), index(pb, pl, tileRows),
+                         ValueRange{}, [&](OpBuilder &nb, Location l, Value i0, ValueRange) {
+    SmallVector<Value> ivs(pivs.begin(), pivs.end());
+    ivs.push_back(i0);
+    ValueRange batch = ValueRange(ivs).take_front(m.batchRank);
+    Value j0 = ivs[m.batchRank];
     auto at = [&](ValueRange tail) {
       SmallVector<Value> idx(batch.begin(), batch.end());
       idx.append(tail.begin(), tail.end());
@@ -127,7 +134,13 @@ void buildKernel(OpBuilder &b, Location loc, const MatmulOperands &m, int64_t wi
       for (int64_t c = 0; c < cols; ++c)
         nb.create<vector::StoreOp>(l, kLoop.getResult(r * cols + c), m.out,
                                    at({rows[r], colStarts[c]}));
-  });
+    nb.create<scf::YieldOp>(l);
+   });
+  };
+  if (parallel)
+    b.create<scf::ParallelOp>(loc, lbs, ubs, steps, body);
+  else
+    scf::buildLoopNest(b, loc, lbs, ubs, steps, body);
 }
 
 /// A copy of `op` restricted to result rows [r0, r1) and columns [c0, c1).
@@ -172,8 +185,12 @@ struct NovaVectorizeMatmul
       int64_t nr = 2 * width;
       int64_t mFull = m->M - m->M % tileRows, nFull = m->N - m->N % nr;
       OpBuilder b(op);
+      int64_t batch = 1;
+      for (int64_t d = 0; d < m->batchRank; ++d)
+        batch *= m->outType.getDimSize(d);
+      bool parallel = 2 * batch * mFull * nFull * m->K >= parallelMinFlops;
       if (mFull > 0 && nFull > 0 && m->K > 0)
-        buildKernel(b, op.getLoc(), *m, width, tileRows, mFull, nFull);
+        buildKernel(b, op.getLoc(), *m, width, tileRows, mFull, nFull, parallel);
       // The rest of the result: the columns right of the kernel's, then the
       // rows below it. When no kernel was built these cover everything (or,
       // with K == 0, there is nothing to accumulate).

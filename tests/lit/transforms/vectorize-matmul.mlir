@@ -1,4 +1,11 @@
 // RUN: nova-opt %s -nova-vectorize-matmul=vector-bits=128 -verify-each | FileCheck %s
+// RUN: nova-opt %s -nova-vectorize-matmul="vector-bits=128 parallel-min-flops=0" -verify-each | FileCheck %s --check-prefix=PAR
+
+// Big enough kernels run their column tiles as an scf.parallel (threads).
+// PAR-LABEL: func @tiled
+// PAR: scf.parallel
+// PAR: scf.for
+// PAR: vector.fma
 
 // 7x5 result, 4-lane vectors (NR = 8 columns is more than 5): no kernel; the
 // leftover rows cover everything.

@@ -100,6 +100,7 @@ mlir::nova::compileForCpu(ModuleOp module, const std::string &funcName,
   options.transformer = makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0,
                                                   /*targetMachine=*/nullptr);
   options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  // memrefCopy and friends. (The async runtime is linked into libnova.)
   static const SmallVector<StringRef, 1> libs = {NOVA_MLIR_C_RUNNER_UTILS};
   options.sharedLibPaths = libs;
   auto engine = ExecutionEngine::create(module, options);

@@ -5,7 +5,9 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/TargetParser/Host.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <thread>
 
 int64_t mlir::nova::hostVectorBits() {
   if (const char *v = std::getenv("NOVA_VECTOR_BITS"))
@@ -19,4 +21,10 @@ int64_t mlir::nova::hostVectorBits() {
     return int64_t{128};
   }();
   return bits;
+}
+
+int64_t mlir::nova::hostThreads() {
+  if (const char *v = std::getenv("NOVA_NUM_THREADS"))
+    return std::max<int64_t>(1, std::atoll(v));
+  return std::max<unsigned>(1, std::thread::hardware_concurrency());
 }

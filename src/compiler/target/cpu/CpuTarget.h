@@ -16,6 +16,9 @@ namespace mlir::nova {
 /// with AVX, else 128. NOVA_VECTOR_BITS overrides it (for tests).
 int64_t hostVectorBits();
 
+/// Threads compiled code may use: the host's cores, or NOVA_NUM_THREADS.
+int64_t hostThreads();
+
 } // namespace mlir::nova
 
 #endif // NOVA_COMPILER_TARGET_CPU_CPUTARGET_H

@@ -1,0 +1,62 @@
+// gpt_step.cpp - tokens/s and step memory of one GPT training step
+// (forward + backward + AdamW update, one compiled function).
+//
+//   ./gpt_step [small|medium] [steps]
+//
+// small  = d_model 256, 4 layers, 4 heads, context 128, batch 16
+// medium = d_model 512, 8 layers, 8 heads, context 256, batch 8
+// Prints one machine-readable line "nova ..." that bench/gpt_step_peer.sh
+// sets beside PyTorch's. Flops per step are counted as 6 * params * tokens
+// + the attention matmuls (12 * layers * B * T^2 * d), the usual estimate.
+#include <nova/nova.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "memory.hpp"
+
+int main(int argc, char** argv) {
+  using nova::nn::GPTConfig;
+  bool medium = argc > 1 && std::strcmp(argv[1], "medium") == 0;
+  int steps = argc > 2 ? std::atoi(argv[2]) : 5;
+  GPTConfig c = medium ? GPTConfig{.vocab = 256, .context = 256, .d_model = 512, .layers = 8, .heads = 8}
+                       : GPTConfig{.vocab = 256, .context = 128, .d_model = 256, .layers = 4, .heads = 4};
+  std::int64_t B = medium ? 8 : 16, T = c.context;
+
+  double rss_start = nova_bench::rss_mib();
+  nova::Params params = nova::nn::gpt_init(c, 1);
+  auto step = nova::train_step(
+      [](const nova::ParamExprs& p, auto x, auto y, GPTConfig c) { return nova::nn::gpt_loss(c, p, x, y); },
+      params, nova::AdamW{.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1},
+      {.clip_grad_norm = 1.0});
+  nova::Tensor x = nova::Tensor::empty({B, T}, nova::DType::i32), y = nova::Tensor::empty({B, T}, nova::DType::i32);
+  std::uint64_t rng = 7;
+  for (std::int64_t i = 0; i < B * T; ++i) {
+    x.data<std::int32_t>()[i] = static_cast<std::int32_t>(nova::splitmix64(rng) % 256);
+    y.data<std::int32_t>()[i] = static_cast<std::int32_t>(nova::splitmix64(rng) % 256);
+  }
+  double rss_init = nova_bench::rss_mib();
+
+  auto t0 = std::chrono::steady_clock::now();
+  step(x, y, nova::static_arg(c)); // trace + compile + run
+  double first = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  step(x, y, nova::static_arg(c));
+
+  double rss_before = nova_bench::rss_mib();
+  nova_bench::reset_peak();
+  t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < steps; ++i) step(x, y, nova::static_arg(c));
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / steps;
+  double peak = nova_bench::peak_mib();
+
+  double n_params = double(params.numel());
+  double flops = 6.0 * n_params * double(B * T) + 12.0 * double(c.layers * B * T * T * c.d_model);
+  std::printf("nova %s: params %.2fM, first step (compile+run) %.1f s, step %.3f s, %.0f tokens/s, "
+              "%.1f GFLOP/s, params+state %.1f MiB, step memory %.1f MiB (peak %.1f - before %.1f)\n",
+              medium ? "medium" : "small", n_params / 1e6, first, secs, double(B * T) / secs,
+              flops / secs * 1e-9, rss_init - rss_start, peak - rss_before, peak, rss_before);
+  std::printf("RESULT nova tokens_per_s=%.1f step_mib=%.1f\n", double(B * T) / secs, peak - rss_before);
+  return 0;
+}

@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""PyTorch peer of bench/gpt_step: the same GPT, equations and optimizer.
+
+Usage: gpt_step_peer.py small|medium [steps]. Prints "RESULT torch ...".
+Same model as nova::nn::gpt_logits: token + position embeddings, pre-LN
+blocks (eps 1e-5), fused QKV [d, 3d] with bias, causal softmax attention
+scaled by 1/sqrt(hd), output projection with bias, MLP d -> 4d -> d with
+tanh-GELU, final LN, lm_head without bias; AdamW(0.9, 0.95, wd 0.1), grad
+clip 1.0; fp32. Step memory = peak RSS during warmed-up steps - RSS before.
+"""
+import math
+import os
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+
+def rss_mib(field="VmRSS"):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024.0
+    return -1.0
+
+
+class Block(torch.nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = torch.nn.LayerNorm(d, eps=1e-5)
+        self.qkv = torch.nn.Linear(d, 3 * d)
+        self.out = torch.nn.Linear(d, d)
+        self.ln2 = torch.nn.LayerNorm(d, eps=1e-5)
+        self.fc = torch.nn.Linear(d, 4 * d)
+        self.proj = torch.nn.Linear(4 * d, d)
+
+    def forward(self, x, mask):
+        B, T, d = x.shape
+        hd = d // self.heads
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+        q, k, v = (t.view(B, T, self.heads, hd).transpose(1, 2) for t in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(hd) + mask[:T, :T]
+        y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).reshape(B, T, d)
+        x = x + self.out(y)
+        return x + self.proj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
+class GPT(torch.nn.Module):
+    def __init__(self, vocab, context, d, layers, heads):
+        super().__init__()
+        self.wte = torch.nn.Embedding(vocab, d)
+        self.wpe = torch.nn.Embedding(context, d)
+        self.blocks = torch.nn.ModuleList(Block(d, heads) for _ in range(layers))
+        self.ln_f = torch.nn.LayerNorm(d, eps=1e-5)
+        self.lm_head = torch.nn.Linear(d, vocab, bias=False)
+        self.register_buffer("mask", torch.full((context, context), float("-inf")).triu(1))
+
+    def forward(self, idx, targets):
+        T = idx.shape[1]
+        x = self.wte(idx) + self.wpe(torch.arange(T))
+        for b in self.blocks:
+            x = b(x, self.mask)
+        logits = self.lm_head(self.ln_f(x))
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+
+
+def main():
+    medium = len(sys.argv) > 1 and sys.argv[1] == "medium"
+    steps = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    vocab, context, d, layers, heads, B = (256, 256, 512, 8, 8, 8) if medium else (256, 128, 256, 4, 4, 16)
+    torch.set_num_threads(os.cpu_count() or 1)
+    torch.manual_seed(0)
+    rss_start = rss_mib()
+    model = GPT(vocab, context, d, layers, heads)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
+    x = torch.randint(0, vocab, (B, context))
+    y = torch.randint(0, vocab, (B, context))
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = model(x, y)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        return loss
+
+    for _ in range(2):
+        step()
+    rss_before = rss_mib()
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    secs = (time.perf_counter() - t0) / steps
+    peak = rss_mib("VmHWM")
+    n = sum(p.numel() for p in model.parameters())
+    print(f"torch {'medium' if medium else 'small'}: params {n / 1e6:.2f}M, step {secs:.3f} s, "
+          f"{B * context / secs:.0f} tokens/s, threads {torch.get_num_threads()}, "
+          f"step memory {peak - rss_before:.1f} MiB (peak {peak:.1f} - before {rss_before:.1f}), "
+          f"torch {torch.__version__}")
+    print(f"RESULT torch tokens_per_s={B * context / secs:.1f} step_mib={peak - rss_before:.1f}")
+
+
+main()
