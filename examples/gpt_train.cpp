@@ -35,14 +35,14 @@ struct Options {
   std::string data, out = "runs/gpt", resume, config = "small";
   std::int64_t steps = 150, sample = 0, eval_every = 50;
   std::int64_t stop_at = -1; // checkpoint and exit after this step (as if interrupted)
-  double lr = 2e-3;
+  double lr = 2e-3, dropout = 0.0;
   std::uint64_t seed = 1337;
   bool short_run = false;
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr, "gpt_train: %s\nusage: gpt_train [--data FILE] [--out DIR] [--steps N] "
-                       "[--config small|medium] [--lr X] [--seed N] [--resume CKPT] [--stop-at N] [--sample N] [--short]\n",
+                       "[--config small|medium] [--lr X] [--seed N] [--dropout P] [--resume CKPT] [--stop-at N] [--sample N] [--short]\n",
                why);
   std::exit(2);
 }
@@ -64,6 +64,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--eval-every") o.eval_every = std::atoll(value().c_str());
     else if (a == "--stop-at") o.stop_at = std::atoll(value().c_str());
     else if (a == "--lr") o.lr = std::atof(value().c_str());
+    else if (a == "--dropout") o.dropout = std::atof(value().c_str());
     else if (a == "--seed") o.seed = std::strtoull(value().c_str(), nullptr, 10);
     else if (a == "--short") o.short_run = true;
     else usage(("unknown option " + a).c_str());
@@ -114,13 +115,18 @@ double learning_rate(const Options& o, std::int64_t step) {
 }
 
 std::string config_string(const GPTConfig& c, std::int64_t batch) {
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "vocab=%lld context=%lld d_model=%lld layers=%lld heads=%lld batch=%lld",
+  char buf[192];
+  std::snprintf(buf, sizeof buf, "vocab=%lld context=%lld d_model=%lld layers=%lld heads=%lld batch=%lld dropout=%g",
                 (long long)c.vocab, (long long)c.context, (long long)c.d_model, (long long)c.layers,
-                (long long)c.heads, (long long)batch);
+                (long long)c.heads, (long long)batch, c.dropout);
   return buf;
 }
 
+// Training loss: dropout (if configured) draws its mask from `seed`, a new
+// one every step (the step number), so no recompilation.
+auto gpt_train_loss = [](const nova::ParamExprs& p, auto x, auto y, auto seed, GPTConfig c) {
+  return nova::nn::gpt_loss(c, p, x, y, seed);
+};
 auto gpt_loss = [](const nova::ParamExprs& p, auto x, auto y, GPTConfig c) {
   return nova::nn::gpt_loss(c, p, x, y);
 };
@@ -158,6 +164,8 @@ int main(int argc, char** argv) try {
     cfg = {.vocab = 256, .context = 32, .d_model = 64, .layers = 2, .heads = 2};
     batch = 8;
   }
+  if (o.dropout < 0 || o.dropout >= 1) usage("--dropout must be in [0, 1)");
+  cfg.dropout = o.dropout;
   fs::create_directories(o.out);
 
   // Data: bytes, 90% train / 10% validation, as flat token files.
@@ -172,7 +180,7 @@ int main(int argc, char** argv) try {
   double h1 = unigram_entropy(train);
 
   nova::Params params = nova::nn::gpt_init(cfg, o.seed);
-  auto step = nova::train_step(gpt_loss, params,
+  auto step = nova::train_step(gpt_train_loss, params,
                                nova::AdamW{.lr = o.lr, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1},
                                {.clip_grad_norm = 1.0});
   auto evaluate = nova::eval_step(gpt_loss, params);
@@ -246,7 +254,7 @@ int main(int argc, char** argv) try {
     nova::TokenBatch b = nova::sample_batch(train, batch, cfg.context, rng);
     double lr = learning_rate(o, s);
     step.set_lr(lr);
-    loss = step(b.x, b.y, nova::static_arg(cfg));
+    loss = step(b.x, b.y, Tensor::full({}, double(s), nova::DType::i64), nova::static_arg(cfg));
     if (!std::isfinite(loss)) throw nova::Error("gpt_train: the loss became " + std::to_string(loss) + " at step " + std::to_string(s + 1));
     progress.update(s + 1, loss, double(batch * cfg.context));
     std::fprintf(csv, "%lld,%.6f,%.6g,%.1f\n", (long long)(s + 1), loss, lr, progress.items_per_second());

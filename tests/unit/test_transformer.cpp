@@ -5,6 +5,8 @@
 // compiled GPT against the interpreter (fp32).
 #include "testing.hpp"
 
+#include <nova/detail/philox.hpp>
+
 using nova::DType;
 using nova::Shape;
 using nova::Tensor;
@@ -216,4 +218,80 @@ TEST_CASE("the compiled GPT matches the interpreter in fp32, and a training step
   double first = step(x, y, nova::static_arg(c)), last = first;
   for (int i = 0; i < 40; ++i) last = step(x, y, nova::static_arg(c));
   CHECK(last < first * 0.5);
+}
+
+TEST_CASE("Philox4x32-10 reference: the Random123 known answer for zero counter and key") {
+  CHECK(nova::detail::philox_word(0, 0, 0) == 0x6627e8d5u);
+}
+
+TEST_CASE("dropout: compiled == reference bit for bit, rate, scale, seeds and streams") {
+  Gen g;
+  INFO("seed = ", g.seed);
+  auto seed_tensor = [](std::int64_t s) {
+    Tensor t = Tensor::empty({}, DType::i64);
+    t.data<std::int64_t>()[0] = s;
+    return t;
+  };
+  auto drop = [](auto x, auto s, double rate, std::int64_t stream) { return nova::dropout(x, s, rate, stream); };
+  for (DType dt : {DType::f32, DType::f64}) {
+    Tensor x = g.randn({3, 50, 7}, dt);
+    auto s = seed_tensor(static_cast<std::int64_t>(g.seed % (1ull << 50)));
+    Tensor a = nova::jit(drop)(x, s, nova::static_arg(0.3), nova::static_arg(std::int64_t{2}));
+    Tensor b = nova::jit(drop, nova::ExecMode::interpreted)(x, s, nova::static_arg(0.3), nova::static_arg(std::int64_t{2}));
+    CHECK(rel_error(a, b) <= (dt == DType::f32 ? 1e-7 : 1e-15));
+  }
+  // Keep fraction and scale on 200k elements.
+  Tensor ones = Tensor::full({200000}, 1.0);
+  Tensor d = nova::jit(drop)(ones, seed_tensor(42), nova::static_arg(0.25), nova::static_arg(std::int64_t{0}));
+  auto v = d.to_vector();
+  std::size_t kept = 0, wrong_scale = 0;
+  for (double e : v) {
+    if (e != 0.0) {
+      ++kept;
+      wrong_scale += std::abs(e - 1.0 / 0.75) > 1e-6;
+    }
+  }
+  CHECK(wrong_scale == 0);
+  CHECK(std::abs(double(kept) / 200000.0 - 0.75) < 0.005);
+  // Other seeds and streams give other masks; the same ones the same mask.
+  Tensor d2 = nova::jit(drop)(ones, seed_tensor(43), nova::static_arg(0.25), nova::static_arg(std::int64_t{0}));
+  Tensor d3 = nova::jit(drop)(ones, seed_tensor(42), nova::static_arg(0.25), nova::static_arg(std::int64_t{1}));
+  Tensor d4 = nova::jit(drop)(ones, seed_tensor(42), nova::static_arg(0.25), nova::static_arg(std::int64_t{0}));
+  CHECK(d2.to_vector() != v);
+  CHECK(d3.to_vector() != v);
+  CHECK(d4.to_vector() == v);
+  // The gradient applies the same mask: d/dx sum(dropout(x) * w) = mask * w / (1 - p).
+  Tensor x = g.randn({40}, DType::f64), w = g.randn({40}, DType::f64);
+  auto grad = nova::jit([](auto x, auto w, auto s) {
+    return nova::gradients(nova::sum(nova::dropout(x, s, 0.5) * w), {x})[0];
+  })(x, w, seed_tensor(7));
+  Tensor kept_x = nova::jit([](auto x, auto s) { return nova::dropout(x, s, 0.5); })(
+      Tensor::full({40}, 1.0, DType::f64), seed_tensor(7));
+  for (std::int64_t i = 0; i < 40; ++i)
+    CHECK(grad.at({i}) == doctest::Approx(kept_x.at({i}) * w.at({i})).epsilon(1e-14));
+}
+
+TEST_CASE("a GPT with dropout trains; dropout off without a seed") {
+  Gen g;
+  INFO("seed = ", g.seed);
+  nova::nn::GPTConfig c{.vocab = 11, .context = 8, .d_model = 16, .layers = 1, .heads = 2, .dropout = 0.1};
+  nova::Params params = nova::nn::gpt_init(c, g.seed);
+  Tensor x = Tensor::empty({2, 8}, DType::i32), y = Tensor::empty({2, 8}, DType::i32);
+  for (std::int64_t i = 0; i < 16; ++i) {
+    x.span<std::int32_t>()[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((i * 5 + 1) % 11);
+    y.span<std::int32_t>()[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((i * 5 + 6) % 11);
+  }
+  auto step = nova::train_step(
+      [](const nova::ParamExprs& p, auto x, auto y, auto seed, nova::nn::GPTConfig c) {
+        return nova::nn::gpt_loss(c, p, x, y, seed);
+      },
+      params, nova::AdamW{.lr = 3e-3, .weight_decay = 0.0});
+  double first = 0, last = 0;
+  for (int i = 0; i < 40; ++i) {
+    Tensor s = Tensor::full({}, double(i), DType::i64);
+    last = step(x, y, s, nova::static_arg(c));
+    if (i == 0) first = last;
+  }
+  CHECK(last < first * 0.6);
+  CHECK(nova::cache_stats().compiles >= 1);
 }

@@ -378,6 +378,25 @@ inline Expr<> causal_mask(std::int64_t rows, std::int64_t cols, DType dtype = DT
   return detail::emit("nova.causal_mask", {}, {}, &spec, loc);
 }
 
+/// Inverted dropout: each element is zeroed with probability `rate`, the
+/// rest scaled by 1 / (1 - rate). The mask is Philox4x32-10 of (seed,
+/// stream, element index): `seed` is a rank-0 i64 tensor (pass a new one
+/// each step), `stream` tells apart the dropouts of one step.
+template <expression A, expression S>
+auto dropout(const A& x, const S& seed, double rate, std::int64_t stream = 0,
+             std::source_location loc = std::source_location::current()) {
+  if (rate < 0.0 || rate >= 1.0)
+    throw ShapeError("nova.dropout: rate " + std::to_string(rate) + " is not in [0, 1)\n  at " +
+                     detail::where(loc));
+  if (seed.dtype() != DType::i64 || seed.rank() != 0)
+    throw ShapeError("nova.dropout: the seed must be a rank-0 i64 tensor, got " +
+                     to_string(seed.spec()) + "\n  at " + detail::where(loc));
+  if (rate == 0.0) return detail::typed<typename A::element, A::static_rank>(Expr<>(x), loc);
+  auto r = detail::emit("nova.dropout", {x.id(), seed.id()}, {{"rate", rate}, {"stream", stream}},
+                        nullptr, loc);
+  return detail::typed<typename A::element, A::static_rank>(r, loc);
+}
+
 // ---- differentiation --------------------------------------------------------------
 
 /// d loss / d wrt[i] for each i, built in the same step (reverse mode, by the

@@ -32,6 +32,9 @@ struct GPTConfig {
   std::int64_t heads = 4;
   double ln_eps = 1e-5;
   bool tie_embeddings = false;
+  /// Dropout on embeddings, attention probabilities and both residual
+  /// branches (GPT-2's places); used only when a seed is given.
+  double dropout = 0.0;
 };
 
 inline std::string block_name(std::int64_t i, const char* rest) {
@@ -69,26 +72,35 @@ inline Params gpt_init(const GPTConfig& c, std::uint64_t seed, DType dtype = DTy
   return p;
 }
 
-/// Logits [B, T, vocab] for tokens [B, T] (integers, T <= context).
+/// Logits [B, T, vocab] for tokens [B, T] (integers, T <= context). With a
+/// `seed` (rank-0 i64) and c.dropout > 0, dropout is applied (training).
 template <expression I>
 Expr<> gpt_logits(const GPTConfig& c, const ParamExprs& p, const I& tokens,
+                  const Expr<>* seed = nullptr,
                   std::source_location loc = std::source_location::current()) {
+  auto drop = [&](const Expr<>& v, std::int64_t stream) -> Expr<> {
+    return seed && c.dropout > 0 ? Expr<>(dropout(v, *seed, c.dropout, stream, loc)) : v;
+  };
   if (tokens.rank() != 2 || tokens.dim(1) > c.context)
     throw ShapeError("nova::nn::gpt_logits: tokens must be [B, T] with T <= context " +
                      std::to_string(c.context) + ", got " + to_string(tokens.spec()) + "\n  at " +
                      detail::where(loc));
   std::int64_t T = tokens.dim(1);
   Expr<> positions = slice(p["wpe"], {0, 0}, {T, c.d_model}, loc);
-  Expr<> x = add(embedding(p["wte"], tokens, loc), positions, loc); // [B, T, d]
+  Expr<> x = drop(add(embedding(p["wte"], tokens, loc), positions, loc), 0); // [B, T, d]
   for (std::int64_t i = 0; i < c.layers; ++i) {
     auto w = [&](const char* name) { return p[block_name(i, name)]; };
     Expr<> h = layer_norm(x, w("ln1.gamma"), w("ln1.beta"), c.ln_eps, loc);
-    x = add(x, causal_self_attention(h, w("attn.w_qkv"), w("attn.b_qkv"), w("attn.w_out"),
-                                     w("attn.b_out"), c.heads, loc), loc);
+    x = add(x, drop(causal_self_attention(h, w("attn.w_qkv"), w("attn.b_qkv"), w("attn.w_out"),
+                                          w("attn.b_out"), c.heads, loc,
+                                          seed && c.dropout > 0 ? seed : nullptr, c.dropout,
+                                          1 + 3 * i),
+                    2 + 3 * i),
+            loc);
     Expr<> h2 = layer_norm(x, w("ln2.gamma"), w("ln2.beta"), c.ln_eps, loc);
     Expr<> mlp = linear(gelu(linear(h2, w("mlp.w_fc"), w("mlp.b_fc"), loc), GeluApprox::tanh, loc),
                         w("mlp.w_proj"), w("mlp.b_proj"), loc);
-    x = add(x, mlp, loc);
+    x = add(x, drop(mlp, 3 + 3 * i), loc);
   }
   Expr<> out = layer_norm(x, p["ln_f.gamma"], p["ln_f.beta"], c.ln_eps, loc);
   if (c.tie_embeddings) {
@@ -102,7 +114,15 @@ Expr<> gpt_logits(const GPTConfig& c, const ParamExprs& p, const I& tokens,
 template <expression I, expression Y>
 Expr<> gpt_loss(const GPTConfig& c, const ParamExprs& p, const I& tokens, const Y& targets,
                 std::source_location loc = std::source_location::current()) {
-  return cross_entropy(gpt_logits(c, p, tokens, loc), targets, loc);
+  return cross_entropy(gpt_logits(c, p, tokens, nullptr, loc), targets, loc);
+}
+
+/// The same with dropout (c.dropout) drawn from `seed` (rank-0 i64).
+template <expression I, expression Y, expression S>
+Expr<> gpt_loss(const GPTConfig& c, const ParamExprs& p, const I& tokens, const Y& targets,
+                const S& seed, std::source_location loc = std::source_location::current()) {
+  Expr<> s = seed;
+  return cross_entropy(gpt_logits(c, p, tokens, &s, loc), targets, loc);
 }
 
 } // namespace nova::nn

@@ -54,10 +54,14 @@ Expr<> embedding(const T& table, const I& tokens,
 /// Causal multi-head self-attention on x [B, T, d] with a fused QKV
 /// projection [d, 3d] (+ bias); head h takes columns [h*hd, (h+1)*hd) of each
 /// of q, k and v; scores are scaled by 1/sqrt(hd) and masked causally.
+/// With `seed`, dropout (rate `dropout`, stream `stream`) is applied to the
+/// attention probabilities.
 template <expression X>
 Expr<> causal_self_attention(const X& x, const Expr<>& w_qkv, const Expr<>& b_qkv,
                              const Expr<>& w_out, const Expr<>& b_out, std::int64_t heads,
-                             std::source_location loc = std::source_location::current()) {
+                             std::source_location loc = std::source_location::current(),
+                             const Expr<>* seed = nullptr, double dropout = 0.0,
+                             std::int64_t stream = 0) {
   if (x.rank() != 3)
     throw ShapeError("nova::nn::causal_self_attention: x must be [B, T, d], got " +
                      to_string(x.spec()) + "\n  at " + detail::where(loc));
@@ -75,7 +79,9 @@ Expr<> causal_self_attention(const X& x, const Expr<>& w_qkv, const Expr<>& b_qk
   Expr<> q = split_heads(0), k = split_heads(1), v = split_heads(2);
   Expr<> scores = matmul(q, k, Transpose::b, loc) * (1.0 / std::sqrt(double(hd)));
   Expr<> masked = add(scores, causal_mask(T, T, x.dtype(), loc), loc);
-  Expr<> att = matmul(softmax(masked, -1, loc), v, Transpose::none, loc); // [B, H, T, hd]
+  Expr<> probs = softmax(masked, -1, loc);
+  if (seed && dropout > 0) probs = nova::dropout(probs, *seed, dropout, stream, loc);
+  Expr<> att = matmul(probs, v, Transpose::none, loc); // [B, H, T, hd]
   Expr<> merged = reshape(permute(att, {0, 2, 1, 3}, loc), {B, T, d}, loc);
   return linear(merged, w_out, b_out, loc);
 }

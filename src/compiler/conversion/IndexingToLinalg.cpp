@@ -10,6 +10,8 @@
 //                One-shot bufferization turns the carried tensor into one
 //                buffer updated in place.
 // causal_mask  → generic comparing linalg.index of rows and columns.
+// dropout      → generic computing Philox4x32-10 of the element's linear
+//                index in arith (i32 multiply-high, xor, add).
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +23,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
+#include <cmath>
 #include <limits>
 
 using namespace mlir;
@@ -203,9 +206,83 @@ struct CausalMaskPattern : OpConversionPattern<CausalMaskOp> {
   }
 };
 
+/// Philox4x32-10's first output word, built from arith ops on i32; the same
+/// algorithm as include/nova/detail/philox.hpp (tests compare the two).
+Value philoxWord(OpBuilder &b, Location l, Value index64, Value seed64, int64_t stream) {
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  auto c32 = [&](uint32_t v) {
+    return b.create<arith::ConstantOp>(l, b.getIntegerAttr(i32, static_cast<int64_t>(v)));
+  };
+  auto low = [&](Value v) { return b.create<arith::TruncIOp>(l, i32, v).getResult(); };
+  auto high = [&](Value v) {
+    Value shifted = b.create<arith::ShRUIOp>(l, v, b.create<arith::ConstantOp>(l, b.getIntegerAttr(i64, 32)));
+    return b.create<arith::TruncIOp>(l, i32, shifted).getResult();
+  };
+  Value c0 = low(index64), c1 = high(index64), c2 = c32(0), c3 = c32(0);
+  Value k0 = low(seed64);
+  Value k1 = b.create<arith::XOrIOp>(l, high(seed64), c32(static_cast<uint32_t>(stream)));
+  for (int round = 0; round < 10; ++round) {
+    auto p0 = b.create<arith::MulUIExtendedOp>(l, c32(0xD2511F53u), c0);
+    auto p1 = b.create<arith::MulUIExtendedOp>(l, c32(0xCD9E8D57u), c2);
+    Value n0 = b.create<arith::XOrIOp>(l, b.create<arith::XOrIOp>(l, p1.getHigh(), c1), k0);
+    Value n2 = b.create<arith::XOrIOp>(l, b.create<arith::XOrIOp>(l, p0.getHigh(), c3), k1);
+    c0 = n0;
+    c1 = p1.getLow();
+    c2 = n2;
+    c3 = p0.getLow();
+    k0 = b.create<arith::AddIOp>(l, k0, c32(0x9E3779B9u));
+    k1 = b.create<arith::AddIOp>(l, k1, c32(0xBB67AE85u));
+  }
+  return c0;
+}
+
+struct DropoutPattern : OpConversionPattern<DropoutOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(DropoutOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getType());
+    Type elem = type.getElementType();
+    int64_t rank = type.getRank();
+    double rate = op.getRate().convertToDouble();
+    int64_t stream = static_cast<int64_t>(op.getStream());
+    Value seed = rewriter.create<tensor::ExtractOp>(loc, adaptor.getSeed(), ValueRange{});
+    Value init = rewriter.create<tensor::EmptyOp>(loc, type.getShape(), elem);
+    SmallVector<AffineMap> maps(2, rewriter.getMultiDimIdentityMap(rank));
+    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    auto generic = rewriter.create<linalg::GenericOp>(
+        loc, TypeRange{type}, ValueRange{adaptor.getInput()}, ValueRange{init}, maps, iterators,
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          // Row-major linear index of this element.
+          Value linear = b.create<arith::ConstantIndexOp>(l, 0);
+          for (int64_t d = 0; d < rank; ++d) {
+            Value extent = b.create<arith::ConstantIndexOp>(l, type.getDimSize(d));
+            linear = b.create<arith::AddIOp>(l, b.create<arith::MulIOp>(l, linear, extent),
+                                             b.create<linalg::IndexOp>(l, d));
+          }
+          Value index64 = b.create<arith::IndexCastUIOp>(l, b.getI64Type(), linear);
+          Value word = philoxWord(b, l, index64, seed, stream);
+          // keep iff (word >> 8) >= rate * 2^24, all in integers: exact.
+          Value bits = b.create<arith::ShRUIOp>(
+              l, word, b.create<arith::ConstantOp>(l, b.getI32IntegerAttr(8)));
+          auto threshold = static_cast<int64_t>(std::ceil(rate * 16777216.0));
+          Value keep = b.create<arith::CmpIOp>(
+              l, arith::CmpIPredicate::uge, bits,
+              b.create<arith::ConstantOp>(l, b.getI32IntegerAttr(static_cast<int32_t>(threshold))));
+          Value scaled = b.create<arith::MulFOp>(
+              l, a[0], b.create<arith::ConstantOp>(l, b.getFloatAttr(elem, 1.0 / (1.0 - rate))));
+          b.create<linalg::YieldOp>(
+              l, ValueRange{b.create<arith::SelectOp>(l, keep, scaled, zeroOf(b, l, elem))});
+        });
+    rewriter.replaceOp(op, generic.getResults());
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::nova::populateIndexingToLinalgPatterns(RewritePatternSet &patterns) {
-  patterns.add<SlicePattern, PadPattern, GatherPattern, ScatterAddPattern, CausalMaskPattern>(
+  patterns.add<SlicePattern, PadPattern, GatherPattern, ScatterAddPattern, CausalMaskPattern,
+               DropoutPattern>(
       patterns.getContext());
 }

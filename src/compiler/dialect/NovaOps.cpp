@@ -307,6 +307,18 @@ LogicalResult ScatterAddOp::verify() {
   return success();
 }
 
+LogicalResult DropoutOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                          Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  auto seed = cast<TensorType>(adaptor.getSeed().getType());
+  FloatAttr rate = adaptor.getRateAttr();
+  if (!seed.hasRank() || seed.getRank() != 0)
+    return emitOptionalError(loc, "'nova.dropout' op the seed must be a rank-0 i64 tensor");
+  if (!rate || rate.getValueAsDouble() < 0.0 || rate.getValueAsDouble() >= 1.0)
+    return emitOptionalError(loc, "'nova.dropout' op rate must be in [0, 1)");
+  inferred.push_back(adaptor.getInput().getType());
+  return success();
+}
+
 LogicalResult CausalMaskOp::verify() {
   if (getResult().getType().getRank() != 2)
     return emitOpError() << "must be [T, S], got " << shapeStr(getResult().getType());

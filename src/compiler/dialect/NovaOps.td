@@ -243,6 +243,23 @@ def Nova_CausalMaskOp : Nova_Op<"causal_mask", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Nova_DropoutOp : Nova_Op<"dropout", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<NovaDifferentiableOpInterface>]> {
+  let summary = "inverted dropout with a counter-based (Philox4x32-10) mask";
+  let description = [{
+    Element i (row-major) is kept, scaled by 1 / (1 - rate), iff
+    philox_uniform(seed, stream, i) >= rate, else zeroed; `seed` is a rank-0
+    i64 tensor (a step input, so each step gets a fresh mask without
+    recompiling) and `stream` separates the dropouts of one step. The mask
+    is a pure function of (seed, stream, i): the VJP is the same dropout of
+    the cotangent. Reference: include/nova/detail/philox.hpp.
+  }];
+  let arguments = (ins Nova_FloatTensor:$input, TensorOf<[I64]>:$seed, F64Attr:$rate,
+                       DefaultValuedAttr<I64Attr, "0">:$stream);
+  let results = (outs Nova_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $seed attr-dict `:` type($input) `,` type($seed)";
+}
+
 //===----------------------------------------------------------------------===//
 // Differentiation
 //===----------------------------------------------------------------------===//

@@ -308,3 +308,10 @@ LogicalResult GatherOp::buildVjp(OpBuilder &b, ValueRange ct, SmallVectorImpl<Va
 LogicalResult ScatterAddOp::buildVjp(OpBuilder &b, ValueRange ct, SmallVectorImpl<Value> &out) {
   return two(out, Value(), b.create<GatherOp>(getLoc(), ct[0], getIndices()));
 }
+
+LogicalResult DropoutOp::buildVjp(OpBuilder &b, ValueRange ct, SmallVectorImpl<Value> &out) {
+  // The mask depends only on (seed, stream, index): dropping the cotangent
+  // with the same parameters applies the forward's mask and scale.
+  Value g = b.create<DropoutOp>(getLoc(), ct[0], getSeed(), getRateAttr(), getStreamAttr());
+  return two(out, g, Value());
+}

@@ -8,6 +8,7 @@
 #include "compiler/interpreter/Interpreter.h"
 #include "compiler/Context.h"
 #include "compiler/dialect/NovaDialect.h"
+#include "nova/detail/philox.hpp"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -323,6 +324,17 @@ mlir::nova::interpret(func::FuncOp func, const std::vector<NDArray> &inputs) {
                 for (int64_t j = i + 1; j < cols; ++j)
                   a.data[i * cols + j] = -std::numeric_limits<double>::infinity();
               return a;
+            })
+            .Case([&](DropoutOp o) {
+              NDArray r = get(o.getInput());
+              double rate = o.getRate().convertToDouble();
+              auto seed = static_cast<std::uint64_t>(static_cast<std::int64_t>(get(o.getSeed()).data[0]));
+              auto stream = static_cast<std::uint32_t>(o.getStream());
+              for (size_t i = 0; i < r.data.size(); ++i)
+                r.data[i] = ::nova::detail::philox_uniform(seed, stream, i) >= rate
+                                ? r.data[i] / (1.0 - rate)
+                                : 0.0;
+              return r;
             })
             .Case([&](NegOp o) { return mapUnary(get(o.getInput()), [](double x) { return -x; }); })
             .Case([&](ExpOp o) { return mapUnary(get(o.getInput()), [](double x) { return std::exp(x); }); })

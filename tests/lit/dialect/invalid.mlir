@@ -152,3 +152,12 @@ func.func @scatter_shape(%i: tensor<2xi32>, %u: tensor<3x4xf32>) {
   %0 = nova.scatter_add %i, %u : tensor<2xi32>, tensor<3x4xf32> -> tensor<7x4xf32>
   return
 }
+
+// -----
+
+func.func @dropout_rate(%x: tensor<4xf32>, %s: tensor<i64>) {
+  // expected-error @+2 {{'nova.dropout' op failed to infer returned types}}
+  // expected-error @+1 {{'nova.dropout' op rate must be in [0, 1)}}
+  %0 = "nova.dropout"(%x, %s) {rate = 1.0 : f64} : (tensor<4xf32>, tensor<i64>) -> tensor<4xf32>
+  return
+}

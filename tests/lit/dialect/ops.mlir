@@ -82,3 +82,10 @@ func.func @transformer_ops(%t: tensor<7x4xf32>, %i: tensor<2x3xi32>, %x: tensor<
   %4 = nova.pad %x {low = array<i64: 0, 0, 1>, high = array<i64: 0, 0, 1>} : tensor<2x3x4xf32>
   return %0, %1, %2, %3, %4 : tensor<2x3x4xf32>, tensor<7x4xf32>, tensor<3x3xf32>, tensor<2x3x2xf32>, tensor<2x3x6xf32>
 }
+
+// CHECK-LABEL: func @dropout
+// CHECK: nova.dropout %{{.*}}, %{{.*}} {rate = 1.000000e-01 : f64, stream = 3 : i64} : tensor<4x5xf32>, tensor<i64>
+func.func @dropout(%x: tensor<4x5xf32>, %s: tensor<i64>) -> tensor<4x5xf32> {
+  %0 = nova.dropout %x, %s {rate = 0.1 : f64, stream = 3 : i64} : tensor<4x5xf32>, tensor<i64>
+  return %0 : tensor<4x5xf32>
+}
