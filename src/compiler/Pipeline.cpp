@@ -8,7 +8,8 @@
 //   2 graph       nova.gradient expanded (autodiff); dead code removed
 //   3 linalg      nova → linalg on tensors; elementwise chains fused where
 //                 each element is read once
-//   4 bufferized  memref in/out signature; one-shot bufferization; frees
+//   4 bufferized  memref in/out signature; one-shot bufferization; each
+//                 temporary freed right after its last use
 //   5 loops       matmuls → register-blocked vector kernels whose column
 //                 tiles run as tasks on the async runtime's threads; the
 //                 rest of linalg → loops → cf; strided metadata expanded
@@ -86,6 +87,7 @@ void addBufferizeStage(OpPassManager &pm) {
   bufferization::BufferDeallocationPipelineOptions dealloc;
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(nova::createNovaEarlyDealloc());
 }
 
 void addLoopsStage(OpPassManager &pm) {
