@@ -113,6 +113,50 @@ template <class E> struct step_output<std::vector<E>> {
   }
 };
 
+/// Appends the key words of every argument (tensors: dtype and shape;
+/// static arguments: their value).
+template <class... Args> void append_keys(std::vector<std::uint64_t>& words, const Args&... args) {
+  boost::hana::for_each(boost::hana::make_tuple(std::cref(args)...),
+                        [&](auto a) { append_key(words, a.get()); });
+}
+
+/// Appends the tensor arguments (made contiguous) to `inputs`, in order.
+template <class... Args> void append_tensors(std::vector<Tensor>& inputs, const Args&... args) {
+  boost::hana::for_each(boost::hana::make_tuple(std::cref(args)...), [&](auto a) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(a.get())>, Tensor>)
+      inputs.push_back(a.get().contiguous());
+  });
+}
+
+/// The executable for `key`, or the one `compile()` makes (then cached).
+template <class Compile>
+std::shared_ptr<Executable> lookup_or_compile(const CacheKey& key, Compile&& compile) {
+  std::shared_ptr<Executable> exe = cache_lookup(key);
+  if (!exe) {
+    exe = compile();
+    cache_insert(key, exe);
+  }
+  return exe;
+}
+
+/// Makes `builder` the active trace while alive (operators find it through
+/// active_trace) and counts the trace; restores the previous one after.
+class TraceScope {
+ public:
+  TraceScope(Builder& builder, std::source_location declared_at)
+      : trace_{&builder, declared_at}, previous_(active_trace) {
+    active_trace = &trace_;
+    count_trace();
+  }
+  ~TraceScope() { active_trace = previous_; }
+  TraceScope(const TraceScope&) = delete;
+  TraceScope& operator=(const TraceScope&) = delete;
+
+ private:
+  Trace trace_;
+  Trace* previous_;
+};
+
 template <class Arg> decltype(auto) traced_value(const Arg& a, Builder& b) {
   if constexpr (std::is_same_v<Arg, Tensor>) {
     ValueId id = b.argument(a.spec());
@@ -143,10 +187,7 @@ class Jit {
     std::shared_ptr<Executable> exe = executable(args...);
     std::vector<Tensor> inputs;
     inputs.reserve(sizeof...(Args));
-    boost::hana::for_each(boost::hana::make_tuple(std::cref(args)...), [&](auto a) {
-      if constexpr (std::is_same_v<std::decay_t<decltype(a.get())>, Tensor>)
-        inputs.push_back(a.get().contiguous());
-    });
+    detail::append_tensors(inputs, args...);
     std::vector<Tensor> outputs = (*exe)(inputs);
     std::size_t i = 0;
     return Output::take(outputs, i);
@@ -163,28 +204,15 @@ class Jit {
     key.words.reserve(8 + 4 * sizeof...(Args));
     key.words.push_back(detail::type_tag_word<F>());
     key.words.push_back(static_cast<std::uint64_t>(mode));
-    boost::hana::for_each(boost::hana::make_tuple(std::cref(args)...),
-                          [&](auto a) { detail::append_key(key.words, a.get()); });
-
-    std::shared_ptr<Executable> exe = detail::cache_lookup(key);
-    if (!exe) {
-      exe = trace_and_compile<Result, Output>(mode, args...);
-      detail::cache_insert(key, exe);
-    }
-    return exe;
+    detail::append_keys(key.words, args...);
+    return detail::lookup_or_compile(key, [&] { return trace_and_compile<Result, Output>(mode, args...); });
   }
 
  private:
   template <class Result, class Output, class... Args>
   std::shared_ptr<Executable> trace_and_compile(ExecMode mode, const Args&... args) const {
     auto builder = detail::make_builder("step");
-    detail::Trace trace{builder.get(), declared_at_};
-    struct Restore {
-      detail::Trace* prev;
-      ~Restore() { detail::active_trace = prev; }
-    } restore{detail::active_trace};
-    detail::active_trace = &trace;
-    detail::count_trace();
+    detail::TraceScope scope(*builder, declared_at_);
     // Arguments are numbered left to right (braced init order).
     auto traced = std::tuple<detail::traced_arg_t<Args>...>{detail::traced_value(args, *builder)...};
     Result result = std::apply(f_, traced);

@@ -26,6 +26,14 @@
 
 namespace nova {
 
+namespace detail {
+/// Every parameter's dtype, shape and name.
+inline void append_param_keys(std::vector<std::uint64_t>& words, const Params& params) {
+  for (const auto& p : params.tensors()) append_key(words, p);
+  for (const auto& name : params.names()) append_bytes(words, name.data(), name.size());
+}
+} // namespace detail
+
 struct TrainOptions {
   /// Clip gradients to this global L2 norm; 0 disables clipping.
   double clip_grad_norm = 0.0;
@@ -65,10 +73,7 @@ class TrainStep {
     for (const auto& s : state_) inputs.push_back(s);
     inputs.push_back(step_);
     inputs.push_back(lr_);
-    boost::hana::for_each(boost::hana::make_tuple(std::cref(batch)...), [&](auto a) {
-      if constexpr (std::is_same_v<std::decay_t<decltype(a.get())>, Tensor>)
-        inputs.push_back(a.get().contiguous());
-    });
+    detail::append_tensors(inputs, batch...);
     std::vector<Tensor> outputs = (*exe)(inputs);
     return outputs[0].at({});
   }
@@ -82,16 +87,9 @@ class TrainStep {
     key.words.push_back(static_cast<std::uint64_t>(mode));
     detail::append_bytes(key.words, &opt_, sizeof(Opt));
     detail::append_bytes(key.words, &options_.clip_grad_norm, sizeof(double));
-    for (const auto& p : params_->tensors()) detail::append_key(key.words, p);
-    for (const auto& name : params_->names()) detail::append_bytes(key.words, name.data(), name.size());
-    boost::hana::for_each(boost::hana::make_tuple(std::cref(batch)...),
-                          [&](auto a) { detail::append_key(key.words, a.get()); });
-    std::shared_ptr<Executable> exe = detail::cache_lookup(key);
-    if (!exe) {
-      exe = trace_and_compile(mode, batch...);
-      detail::cache_insert(key, exe);
-    }
-    return exe;
+    detail::append_param_keys(key.words, *params_);
+    detail::append_keys(key.words, batch...);
+    return detail::lookup_or_compile(key, [&] { return trace_and_compile(mode, batch...); });
   }
 
   Params& params() { return *params_; }
@@ -131,13 +129,7 @@ class TrainStep {
   template <class... Batch>
   std::shared_ptr<Executable> trace_and_compile(ExecMode mode, const Batch&... batch) {
     auto builder = detail::make_builder("train_step");
-    detail::Trace trace{builder.get(), declared_at_};
-    struct Restore {
-      detail::Trace* prev;
-      ~Restore() { detail::active_trace = prev; }
-    } restore{detail::active_trace};
-    detail::active_trace = &trace;
-    detail::count_trace();
+    detail::TraceScope scope(*builder, declared_at_);
 
     auto arg = [&](const TensorSpec& spec) {
       detail::ValueId id = builder->argument(spec);
@@ -207,21 +199,13 @@ class EvalStep {
     CacheKey key;
     key.words.push_back(detail::type_tag_word<F>());
     key.words.push_back(static_cast<std::uint64_t>(mode));
-    for (const auto& p : params_->tensors()) detail::append_key(key.words, p);
-    for (const auto& name : params_->names()) detail::append_bytes(key.words, name.data(), name.size());
-    boost::hana::for_each(boost::hana::make_tuple(std::cref(batch)...),
-                          [&](auto a) { detail::append_key(key.words, a.get()); });
-    std::shared_ptr<Executable> exe = detail::cache_lookup(key);
-    if (!exe) {
-      exe = trace<Output>(mode, batch...);
-      detail::cache_insert(key, exe);
-    }
+    detail::append_param_keys(key.words, *params_);
+    detail::append_keys(key.words, batch...);
+    std::shared_ptr<Executable> exe =
+        detail::lookup_or_compile(key, [&] { return trace<Output>(mode, batch...); });
     std::vector<Tensor> inputs;
     for (const auto& p : params_->tensors()) inputs.push_back(p.contiguous());
-    boost::hana::for_each(boost::hana::make_tuple(std::cref(batch)...), [&](auto a) {
-      if constexpr (std::is_same_v<std::decay_t<decltype(a.get())>, Tensor>)
-        inputs.push_back(a.get().contiguous());
-    });
+    detail::append_tensors(inputs, batch...);
     std::vector<Tensor> outputs = (*exe)(inputs);
     std::size_t i = 0;
     return Output::take(outputs, i);
@@ -231,13 +215,7 @@ class EvalStep {
   template <class Output, class... Batch>
   std::shared_ptr<Executable> trace(ExecMode mode, const Batch&... batch) const {
     auto builder = detail::make_builder("eval_step");
-    detail::Trace trace{builder.get(), declared_at_};
-    struct Restore {
-      detail::Trace* prev;
-      ~Restore() { detail::active_trace = prev; }
-    } restore{detail::active_trace};
-    detail::active_trace = &trace;
-    detail::count_trace();
+    detail::TraceScope scope(*builder, declared_at_);
     std::vector<Expr<>> params;
     for (const auto& p : params_->tensors()) params.emplace_back(builder->argument(p.spec()), p.spec());
     auto traced = std::tuple<detail::traced_arg_t<Batch>...>{detail::traced_value(batch, *builder)...};

@@ -169,22 +169,31 @@ struct ReducePattern : OpConversionPattern<OpTy> {
   }
 };
 
+/// The shared, stable start of softmax and log_softmax, as nova ops along
+/// `axis`: x - max(x), its exp, and the sum of that (dims kept).
+struct ShiftedExp {
+  Value shifted, exp, sum;
+};
+ShiftedExp shiftedExp(OpBuilder &b, Location loc, Value x, int64_t axis) {
+  auto type = cast<RankedTensorType>(x.getType());
+  auto axes = b.getDenseI64ArrayAttr({axis});
+  auto keep = b.getBoolAttr(true);
+  Value m = b.create<ReduceMaxOp>(loc, x, axes, keep);
+  Value shifted = b.create<SubOp>(loc, x, b.create<BroadcastOp>(loc, type, m));
+  Value e = b.create<ExpOp>(loc, shifted);
+  return {shifted, e, b.create<ReduceSumOp>(loc, e, axes, keep)};
+}
+
 struct SoftmaxPattern : OpConversionPattern<SoftmaxOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
   matchAndRewrite(SoftmaxOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    // exp(x - max) / sum(exp(x - max))
     Location loc = op.getLoc();
-    Value x = adaptor.getInput();
-    auto type = cast<RankedTensorType>(x.getType());
-    auto axes = rewriter.getDenseI64ArrayAttr({static_cast<int64_t>(op.getAxis())});
-    auto keep = rewriter.getBoolAttr(true);
-    Value m = rewriter.create<ReduceMaxOp>(loc, x, axes, keep);
-    Value mb = rewriter.create<BroadcastOp>(loc, type, m);
-    Value e = rewriter.create<ExpOp>(loc, rewriter.create<SubOp>(loc, x, mb).getResult());
-    Value s = rewriter.create<ReduceSumOp>(loc, e, axes, keep);
-    Value sb = rewriter.create<BroadcastOp>(loc, type, s);
-    rewriter.replaceOpWithNewOp<DivOp>(op, e, sb);
+    ShiftedExp s = shiftedExp(rewriter, loc, adaptor.getInput(), static_cast<int64_t>(op.getAxis()));
+    rewriter.replaceOpWithNewOp<DivOp>(op, s.exp,
+                                       rewriter.create<BroadcastOp>(loc, op.getType(), s.sum));
     return success();
   }
 };
@@ -196,16 +205,10 @@ struct LogSoftmaxPattern : OpConversionPattern<LogSoftmaxOp> {
                   ConversionPatternRewriter &rewriter) const override {
     // (x - max) - log(sum(exp(x - max)))
     Location loc = op.getLoc();
-    Value x = adaptor.getInput();
-    auto type = cast<RankedTensorType>(x.getType());
-    auto axes = rewriter.getDenseI64ArrayAttr({static_cast<int64_t>(op.getAxis())});
-    auto keep = rewriter.getBoolAttr(true);
-    Value m = rewriter.create<ReduceMaxOp>(loc, x, axes, keep);
-    Value shifted = rewriter.create<SubOp>(loc, x, rewriter.create<BroadcastOp>(loc, type, m));
-    Value s = rewriter.create<ReduceSumOp>(loc, rewriter.create<ExpOp>(loc, shifted), axes, keep);
-    Value logS = rewriter.create<LogOp>(loc, s);
-    rewriter.replaceOpWithNewOp<SubOp>(op, shifted,
-                                       rewriter.create<BroadcastOp>(loc, type, logS));
+    ShiftedExp s = shiftedExp(rewriter, loc, adaptor.getInput(), static_cast<int64_t>(op.getAxis()));
+    Value logSum = rewriter.create<LogOp>(loc, s.sum);
+    rewriter.replaceOpWithNewOp<SubOp>(op, s.shifted,
+                                       rewriter.create<BroadcastOp>(loc, op.getType(), logSum));
     return success();
   }
 };

@@ -167,44 +167,26 @@ NDArray reduce(Operation *op, ArrayRef<int64_t> axes, ReduceKind kind,
   return r;
 }
 
-NDArray softmax(SoftmaxOp op, const NDArray &x) {
+/// softmax (logarithm = false) or log_softmax along `axis`, stably: each
+/// row is shifted by its max before exp.
+NDArray softmaxAlong(const NDArray &x, int64_t axis, bool logarithm) {
   NDArray r = x;
-  int64_t axis = op.getAxis();
   int64_t len = x.shape[axis];
   auto xs = stridesOf(x.shape);
   std::vector<int64_t> outer(x.shape.begin(), x.shape.end());
   outer[axis] = 1;
   forEachIndex(outer, [&](ArrayRef<int64_t> idx) {
-    int64_t base = linear(idx, xs);
+    int64_t base = linear(idx, xs), step = xs[axis];
     double m = -std::numeric_limits<double>::infinity();
     for (int64_t i = 0; i < len; ++i)
-      m = std::max(m, x.data[base + i * xs[axis]]);
+      m = std::max(m, x.data[base + i * step]);
     double s = 0.0;
     for (int64_t i = 0; i < len; ++i)
-      s += std::exp(x.data[base + i * xs[axis]] - m);
-    for (int64_t i = 0; i < len; ++i)
-      r.data[base + i * xs[axis]] = std::exp(x.data[base + i * xs[axis]] - m) / s;
-  });
-  return r;
-}
-
-NDArray logSoftmax(LogSoftmaxOp op, const NDArray &x) {
-  NDArray r = x;
-  int64_t axis = op.getAxis();
-  int64_t len = x.shape[axis];
-  auto xs = stridesOf(x.shape);
-  std::vector<int64_t> outer(x.shape.begin(), x.shape.end());
-  outer[axis] = 1;
-  forEachIndex(outer, [&](ArrayRef<int64_t> idx) {
-    int64_t base = linear(idx, xs);
-    double m = -std::numeric_limits<double>::infinity();
-    for (int64_t i = 0; i < len; ++i)
-      m = std::max(m, x.data[base + i * xs[axis]]);
-    double s = 0.0;
-    for (int64_t i = 0; i < len; ++i)
-      s += std::exp(x.data[base + i * xs[axis]] - m);
-    for (int64_t i = 0; i < len; ++i)
-      r.data[base + i * xs[axis]] = x.data[base + i * xs[axis]] - m - std::log(s);
+      s += std::exp(x.data[base + i * step] - m);
+    for (int64_t i = 0; i < len; ++i) {
+      double shifted = x.data[base + i * step] - m;
+      r.data[base + i * step] = logarithm ? shifted - std::log(s) : std::exp(shifted) / s;
+    }
   });
   return r;
 }
@@ -309,7 +291,7 @@ mlir::nova::interpret(func::FuncOp func, const std::vector<NDArray> &inputs) {
                                [](double a, double b) { return a > b ? 1.0 : 0.0; });
             })
             .Case([&](ErfOp o) { return mapUnary(get(o.getInput()), [](double x) { return std::erf(x); }); })
-            .Case([&](LogSoftmaxOp o) { return logSoftmax(o, get(o.getInput())); })
+            .Case([&](LogSoftmaxOp o) { return softmaxAlong(get(o.getInput()), o.getAxis(), true); })
             .Case([&](OneHotOp o) { return oneHot(o, get(o.getLabels())); })
             .Case([&](SliceOp o) { return slice(o, get(o.getInput())); })
             .Case([&](PadOp o) { return pad(o, get(o.getInput())); })
@@ -360,7 +342,7 @@ mlir::nova::interpret(func::FuncOp func, const std::vector<NDArray> &inputs) {
             .Case([&](ReduceSumOp o) { return reduce(o, o.getAxes(), ReduceKind::sum, get(o.getInput())); })
             .Case([&](ReduceMeanOp o) { return reduce(o, o.getAxes(), ReduceKind::mean, get(o.getInput())); })
             .Case([&](ReduceMaxOp o) { return reduce(o, o.getAxes(), ReduceKind::max, get(o.getInput())); })
-            .Case([&](SoftmaxOp o) { return softmax(o, get(o.getInput())); })
+            .Case([&](SoftmaxOp o) { return softmaxAlong(get(o.getInput()), o.getAxis(), false); })
             .Case([&](ConstantOp o) {
               NDArray a = withShape(o.getType());
               std::fill(a.data.begin(), a.data.end(), o.getValue().convertToDouble());
