@@ -72,6 +72,32 @@ inline Params gpt_init(const GPTConfig& c, std::uint64_t seed, DType dtype = DTy
   return p;
 }
 
+/// The MLP of a block: d -> 4d (tanh-GELU) -> d, with biases.
+inline Expr<> mlp(const Expr<>& x, const Expr<>& w_fc, const Expr<>& b_fc, const Expr<>& w_proj,
+                  const Expr<>& b_proj, std::source_location loc = std::source_location::current()) {
+  return linear(gelu(linear(x, w_fc, b_fc, loc), GeluApprox::tanh, loc), w_proj, b_proj, loc);
+}
+
+/// Block `i` (pre-LayerNorm): x + attn(LN1(x)), then + mlp(LN2(.)). With a
+/// seed and c.dropout > 0, dropout on the attention probabilities and on both
+/// residual branches (streams 1 + 3i, 2 + 3i, 3 + 3i).
+inline Expr<> gpt_block(const GPTConfig& c, const ParamExprs& p, std::int64_t i, const Expr<>& x,
+                        const Expr<>* seed = nullptr,
+                        std::source_location loc = std::source_location::current()) {
+  auto w = [&](const char* name) { return p[block_name(i, name)]; };
+  const Expr<>* s = seed && c.dropout > 0 ? seed : nullptr;
+  auto drop = [&](const Expr<>& v, std::int64_t stream) -> Expr<> {
+    return s ? Expr<>(dropout(v, *s, c.dropout, stream, loc)) : v;
+  };
+  Expr<> h = layer_norm(x, w("ln1.gamma"), w("ln1.beta"), c.ln_eps, loc);
+  Expr<> attn = causal_self_attention(h, w("attn.w_qkv"), w("attn.b_qkv"), w("attn.w_out"),
+                                      w("attn.b_out"), c.heads, loc, s, c.dropout, 1 + 3 * i);
+  Expr<> y = add(x, drop(attn, 2 + 3 * i), loc);
+  Expr<> h2 = layer_norm(y, w("ln2.gamma"), w("ln2.beta"), c.ln_eps, loc);
+  Expr<> m = mlp(h2, w("mlp.w_fc"), w("mlp.b_fc"), w("mlp.w_proj"), w("mlp.b_proj"), loc);
+  return add(y, drop(m, 3 + 3 * i), loc);
+}
+
 /// Logits [B, T, vocab] for tokens [B, T] (integers, T <= context). With a
 /// `seed` (rank-0 i64) and c.dropout > 0, dropout is applied (training).
 template <expression I>
@@ -88,20 +114,7 @@ Expr<> gpt_logits(const GPTConfig& c, const ParamExprs& p, const I& tokens,
   std::int64_t T = tokens.dim(1);
   Expr<> positions = slice(p["wpe"], {0, 0}, {T, c.d_model}, loc);
   Expr<> x = drop(add(embedding(p["wte"], tokens, loc), positions, loc), 0); // [B, T, d]
-  for (std::int64_t i = 0; i < c.layers; ++i) {
-    auto w = [&](const char* name) { return p[block_name(i, name)]; };
-    Expr<> h = layer_norm(x, w("ln1.gamma"), w("ln1.beta"), c.ln_eps, loc);
-    x = add(x, drop(causal_self_attention(h, w("attn.w_qkv"), w("attn.b_qkv"), w("attn.w_out"),
-                                          w("attn.b_out"), c.heads, loc,
-                                          seed && c.dropout > 0 ? seed : nullptr, c.dropout,
-                                          1 + 3 * i),
-                    2 + 3 * i),
-            loc);
-    Expr<> h2 = layer_norm(x, w("ln2.gamma"), w("ln2.beta"), c.ln_eps, loc);
-    Expr<> mlp = linear(gelu(linear(h2, w("mlp.w_fc"), w("mlp.b_fc"), loc), GeluApprox::tanh, loc),
-                        w("mlp.w_proj"), w("mlp.b_proj"), loc);
-    x = add(x, drop(mlp, 3 + 3 * i), loc);
-  }
+  for (std::int64_t i = 0; i < c.layers; ++i) x = gpt_block(c, p, i, x, seed, loc);
   Expr<> out = layer_norm(x, p["ln_f.gamma"], p["ln_f.beta"], c.ln_eps, loc);
   if (c.tie_embeddings) {
     Expr<> flat = reshape(out, {-1, c.d_model}, loc);
