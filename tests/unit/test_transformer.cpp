@@ -141,19 +141,7 @@ TEST_CASE("a tiny GPT: loss and every parameter's gradient against finite differ
 
   std::vector<std::string> names = params.names();
   auto loss_of = [&](nova::Params& p, nova::ExecMode mode) {
-    auto f = nova::jit([](auto x, auto y, nova::nn::GPTConfig c, auto... ps) {
-      // Parameters arrive in Params order; ParamExprs gives them names again.
-      static const std::vector<std::string> names = nova::nn::gpt_init(c, 0).names();
-      return nova::nn::gpt_loss(c, nova::ParamExprs(&names, {nova::Expr<>(ps)...}), x, y);
-    }, mode);
-    auto& t = p.tensors();
-    return std::apply([&](const auto&... ts) { return f(x, y, nova::static_arg(kTiny), ts...); },
-                      std::tuple_cat(std::make_tuple(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7],
-                                                     t[8], t[9], t[10], t[11], t[12], t[13]),
-                                     std::make_tuple(t[14], t[15], t[16], t[17], t[18], t[19],
-                                                     t[20], t[21], t[22], t[23], t[24], t[25],
-                                                     t[26], t[27], t[28])))
-        .at({});
+    return nova::eval_step(gpt_loss, p, mode)(x, y, nova::static_arg(kTiny)).at({});
   };
   REQUIRE(params.size() == 29);
 
@@ -201,17 +189,10 @@ TEST_CASE("the compiled GPT matches the interpreter in fp32, and a training step
     x.span<std::int32_t>()[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((i * 7 + 3) % 11);
     y.span<std::int32_t>()[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((i * 7 + 10) % 11);
   }
-  auto logits = [](auto x, nova::nn::GPTConfig c, auto... ps) {
-    static const std::vector<std::string> names = nova::nn::gpt_init(c, 0).names();
-    return nova::nn::gpt_logits(c, nova::ParamExprs(&names, {nova::Expr<>(ps)...}), x);
+  auto logits = [](const nova::ParamExprs& p, auto x, nova::nn::GPTConfig c) {
+    return nova::nn::gpt_logits(c, p, x);
   };
-  auto& t = params.tensors();
-  auto run = [&](nova::ExecMode mode) {
-    return nova::jit(logits, mode)(x, nova::static_arg(c), t[0], t[1], t[2], t[3], t[4], t[5], t[6],
-                                   t[7], t[8], t[9], t[10], t[11], t[12], t[13], t[14], t[15], t[16],
-                                   t[17], t[18], t[19], t[20], t[21], t[22], t[23], t[24], t[25],
-                                   t[26], t[27], t[28]);
-  };
+  auto run = [&](nova::ExecMode mode) { return nova::eval_step(logits, params, mode)(x, nova::static_arg(c)); };
   CHECK(rel_error(run(nova::ExecMode::compiled), run(nova::ExecMode::interpreted)) <= 1e-5);
 
   auto step = nova::train_step(gpt_loss, params, nova::AdamW{.lr = 3e-3, .weight_decay = 0.0});
