@@ -1,6 +1,8 @@
 // test_cache.cpp - one trace and one compile per key; hits do neither.
 #include "testing.hpp"
 
+#include <thread>
+
 using nova::Tensor;
 using namespace nova_test;
 
@@ -92,4 +94,24 @@ TEST_CASE("non-contiguous inputs are accepted (copied to contiguous)") {
   Tensor y = nova::jit([](auto x) { return x * 2.0; })(xt);
   CHECK(y.shape() == nova::Shape{4, 3});
   CHECK(y.at({3, 1}) == doctest::Approx(2 * x.at({1, 3})));
+}
+
+TEST_CASE("steps can be called from several threads at once") {
+  Gen g;
+  INFO("seed = ", g.seed);
+  auto step = nova::jit([](auto x, auto w) { return nova::tanh(nova::matmul(x, w)); });
+  Tensor w = g.randn({16, 8});
+  std::vector<Tensor> xs;
+  for (int t = 0; t < 4; ++t) xs.push_back(g.randn({32, 16}));
+  std::vector<Tensor> want;
+  for (const auto& x : xs) want.push_back(nova::jit([](auto x, auto w) { return nova::tanh(nova::matmul(x, w)); },
+                                                    nova::ExecMode::interpreted)(x, w));
+  std::vector<double> worst(4, 0.0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 25; ++i) worst[t] = std::max(worst[t], rel_error(step(xs[t], w), want[t]));
+    });
+  for (auto& th : threads) th.join();
+  for (double e : worst) CHECK(e <= kF32Tol);
 }
