@@ -219,7 +219,13 @@ TEST_CASE("dropout: compiled == reference bit for bit, rate, scale, seeds and st
     auto s = seed_tensor(static_cast<std::int64_t>(g.seed % (1ull << 50)));
     Tensor a = nova::jit(drop)(x, s, nova::static_arg(0.3), nova::static_arg(std::int64_t{2}));
     Tensor b = nova::jit(drop, nova::ExecMode::interpreted)(x, s, nova::static_arg(0.3), nova::static_arg(std::int64_t{2}));
-    CHECK(rel_error(a, b) <= (dt == DType::f32 ? 1e-7 : 1e-15));
+    // The mask is integer arithmetic: identical. Kept values differ only by
+    // the rounding of the scale (fp32: x * f32(1/(1-p)) vs x / (1-p)).
+    auto av = a.to_vector(), bv = b.to_vector();
+    std::size_t mask_mismatch = 0;
+    for (std::size_t i = 0; i < av.size(); ++i) mask_mismatch += (av[i] == 0.0) != (bv[i] == 0.0);
+    CHECK(mask_mismatch == 0);
+    CHECK(rel_error(a, b) <= (dt == DType::f32 ? 3e-7 : 1e-15));
   }
   // Keep fraction and scale on 200k elements.
   Tensor ones = Tensor::full({200000}, 1.0);
