@@ -117,16 +117,12 @@ TEST_CASE("empty tensors (a zero extent) run and produce empty results") {
 TEST_CASE("calling an executable with the wrong inputs is an error, not a crash") {
   Gen g;
   Tensor x = g.randn({3});
-  auto step = nova::jit([](auto x) { return x + x; });
-  step(x);
-  nova::clear_cache();
-  // Reach the executable directly through a fresh compile and misuse it.
-  struct Wrong : nova::Executable {
-    Wrong() : Executable({{nova::DType::f32, {3}}}, {}) {}
-    std::string kind() const override { return "test"; }
-    void run(std::span<const Tensor>, std::span<Tensor>) const override {}
-  } wrong;
+  // The compiled executable itself, reached without the jit wrapper.
+  auto exe = nova::jit([](auto x) { return x + x; }).executable(x);
+  CHECK(exe->kind() == "cpu-jit");
   std::vector<Tensor> inputs{g.randn({4})};
-  CHECK_THROWS_AS(wrong(inputs), nova::ShapeError);
-  CHECK_THROWS_AS(wrong(std::vector<Tensor>{}), nova::ShapeError);
+  CHECK_THROWS_AS((*exe)(inputs), nova::ShapeError);
+  CHECK_THROWS_AS((*exe)(std::vector<Tensor>{}), nova::ShapeError);
+  std::vector<Tensor> wrong_dtype{g.randn({3}, nova::DType::f64)};
+  CHECK_THROWS_AS((*exe)(wrong_dtype), nova::ShapeError);
 }

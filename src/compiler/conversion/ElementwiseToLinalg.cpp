@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/conversion/LinalgBuilders.h"
 #include "compiler/conversion/NovaToLinalg.h"
 #include "compiler/dialect/NovaDialect.h"
 
@@ -26,28 +27,15 @@ namespace {
 using ScalarFn = std::function<Value(OpBuilder &, Location, ValueRange)>;
 
 Value constantLike(OpBuilder &b, Location loc, Value like, double v) {
-  return b.create<arith::ConstantOp>(loc, b.getFloatAttr(like.getType(), v));
+  return scalarConstant(b, loc, like.getType(), v);
 }
 
 /// Rewrites `op` (all operands and the result of the same type) into a
 /// parallel linalg.generic whose body applies `fn` to the scalar operands.
 LogicalResult lowerElementwise(Operation *op, ConversionPatternRewriter &rewriter,
                                ValueRange operands, const ScalarFn &fn) {
-  Location loc = op->getLoc();
   auto type = cast<RankedTensorType>(op->getResult(0).getType());
-  Value init = rewriter.create<tensor::EmptyOp>(loc, type.getShape(),
-                                                type.getElementType());
-  SmallVector<AffineMap> maps(operands.size() + 1,
-                              rewriter.getMultiDimIdentityMap(type.getRank()));
-  SmallVector<utils::IteratorType> iterators(type.getRank(),
-                                             utils::IteratorType::parallel);
-  auto generic = rewriter.create<linalg::GenericOp>(
-      loc, TypeRange{type}, operands, ValueRange{init}, maps, iterators,
-      [&](OpBuilder &b, Location l, ValueRange args) {
-        Value r = fn(b, l, args.drop_back());
-        b.create<linalg::YieldOp>(l, r);
-      });
-  rewriter.replaceOp(op, generic.getResults());
+  rewriter.replaceOp(op, elementwiseGeneric(rewriter, op->getLoc(), type, operands, fn));
   return success();
 }
 

@@ -15,7 +15,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/conversion/LinalgBuilders.h"
 #include "compiler/conversion/NovaToLinalg.h"
+#include "nova/detail/philox.hpp"
 #include "compiler/dialect/NovaDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -31,9 +33,7 @@ using namespace mlir::nova;
 
 namespace {
 
-Value zeroOf(OpBuilder &b, Location loc, Type elem) {
-  return b.create<arith::ConstantOp>(loc, b.getFloatAttr(elem, 0.0));
-}
+Value zeroOf(OpBuilder &b, Location loc, Type elem) { return scalarConstant(b, loc, elem, 0.0); }
 
 /// An index-typed value and whether it lies in [0, rows).
 std::pair<Value, Value> checkedIndex(OpBuilder &b, Location loc, Value raw, int64_t rows) {
@@ -90,12 +90,8 @@ struct PadPattern : OpConversionPattern<PadOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(PadOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
     auto type = cast<RankedTensorType>(op.getType());
-    Value empty = rewriter.create<tensor::EmptyOp>(loc, type.getShape(), type.getElementType());
-    Value zeros = rewriter.create<linalg::FillOp>(loc, zeroOf(rewriter, loc, type.getElementType()),
-                                                  empty)
-                      .getResult(0);
+    Value zeros = filled(rewriter, op.getLoc(), type, 0.0);
     auto inType = cast<RankedTensorType>(op.getInput().getType());
     SmallVector<int64_t> strides(type.getRank(), 1);
     rewriter.replaceOpWithNewOp<tensor::InsertSliceOp>(
@@ -109,32 +105,22 @@ struct GatherPattern : OpConversionPattern<GatherOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(GatherOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
     auto out = cast<RankedTensorType>(op.getType());
     int64_t rank = out.getRank();
     int64_t rows = cast<RankedTensorType>(op.getTable().getType()).getDimSize(0);
-    MLIRContext *ctx = op.getContext();
-    SmallVector<AffineExpr> idxExprs;
-    for (int64_t i = 0; i + 1 < rank; ++i)
-      idxExprs.push_back(getAffineDimExpr(i, ctx));
-    SmallVector<AffineMap> maps = {AffineMap::get(rank, 0, idxExprs, ctx),
-                                   rewriter.getMultiDimIdentityMap(rank)};
-    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
-    Value init = rewriter.create<tensor::EmptyOp>(loc, out.getShape(), out.getElementType());
     Value table = adaptor.getTable();
-    auto generic = rewriter.create<linalg::GenericOp>(
-        loc, TypeRange{out}, ValueRange{adaptor.getIndices()}, ValueRange{init}, maps, iterators,
+    Value r = parallelGeneric(
+        rewriter, op.getLoc(), out, adaptor.getIndices(), dropLastDimMap(rank, op.getContext()),
         [&](OpBuilder &b, Location l, ValueRange a) {
           auto [idx, inRange] = checkedIndex(b, l, a[0], rows);
           Value safe = b.create<arith::SelectOp>(l, inRange, idx,
                                                  b.create<arith::ConstantIndexOp>(l, 0));
           Value col = b.create<linalg::IndexOp>(l, rank - 1);
           Value v = b.create<tensor::ExtractOp>(l, table, ValueRange{safe, col});
-          b.create<linalg::YieldOp>(
-              l, ValueRange{b.create<arith::SelectOp>(l, inRange, v,
-                                                      zeroOf(b, l, out.getElementType()))});
+          return b.create<arith::SelectOp>(l, inRange, v, zeroOf(b, l, out.getElementType()))
+              .getResult();
         });
-    rewriter.replaceOp(op, generic.getResults());
+    rewriter.replaceOp(op, r);
     return success();
   }
 };
@@ -150,8 +136,7 @@ struct ScatterAddPattern : OpConversionPattern<ScatterAddOp> {
     Value indices = flatten(rewriter, loc, adaptor.getIndices(), 0);
     Value updates = flatten(rewriter, loc, adaptor.getUpdates(), 1);
     int64_t count = cast<RankedTensorType>(indices.getType()).getDimSize(0);
-    Value empty = rewriter.create<tensor::EmptyOp>(loc, out.getShape(), elem);
-    Value zeros = rewriter.create<linalg::FillOp>(loc, zeroOf(rewriter, loc, elem), empty).getResult(0);
+    Value zeros = filled(rewriter, loc, out, 0.0);
     Value c0 = rewriter.create<arith::ConstantIndexOp>(loc, 0);
     Value c1 = rewriter.create<arith::ConstantIndexOp>(loc, 1);
     auto outer = rewriter.create<scf::ForOp>(
@@ -185,29 +170,23 @@ struct CausalMaskPattern : OpConversionPattern<CausalMaskOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(CausalMaskOp op, OpAdaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
     auto out = cast<RankedTensorType>(op.getType());
     Type elem = out.getElementType();
-    Value init = rewriter.create<tensor::EmptyOp>(loc, out.getShape(), elem);
-    SmallVector<AffineMap> maps = {rewriter.getMultiDimIdentityMap(2)};
-    SmallVector<utils::IteratorType> iterators(2, utils::IteratorType::parallel);
-    auto generic = rewriter.create<linalg::GenericOp>(
-        loc, TypeRange{out}, ValueRange{}, ValueRange{init}, maps, iterators,
-        [&](OpBuilder &b, Location l, ValueRange) {
-          Value row = b.create<linalg::IndexOp>(l, 0), col = b.create<linalg::IndexOp>(l, 1);
-          Value above = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ugt, col, row);
-          Value negInf = b.create<arith::ConstantOp>(
-              l, b.getFloatAttr(elem, -std::numeric_limits<double>::infinity()));
-          b.create<linalg::YieldOp>(
-              l, ValueRange{b.create<arith::SelectOp>(l, above, negInf, zeroOf(b, l, elem))});
-        });
-    rewriter.replaceOp(op, generic.getResults());
+    Value r = elementwiseGeneric(rewriter, op.getLoc(), out, ValueRange{},
+                                 [&](OpBuilder &b, Location l, ValueRange) {
+      Value row = b.create<linalg::IndexOp>(l, 0), col = b.create<linalg::IndexOp>(l, 1);
+      Value above = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ugt, col, row);
+      Value negInf = scalarConstant(b, l, elem, -std::numeric_limits<double>::infinity());
+      return b.create<arith::SelectOp>(l, above, negInf, zeroOf(b, l, elem)).getResult();
+    });
+    rewriter.replaceOp(op, r);
     return success();
   }
 };
 
 /// Philox4x32-10's first output word, built from arith ops on i32; the same
-/// algorithm as include/nova/detail/philox.hpp (tests compare the two).
+/// algorithm and constants as include/nova/detail/philox.hpp (tests compare
+/// the two bit for bit).
 Value philoxWord(OpBuilder &b, Location l, Value index64, Value seed64, int64_t stream) {
   Type i32 = b.getI32Type(), i64 = b.getI64Type();
   auto c32 = [&](uint32_t v) {
@@ -222,16 +201,16 @@ Value philoxWord(OpBuilder &b, Location l, Value index64, Value seed64, int64_t 
   Value k0 = low(seed64);
   Value k1 = b.create<arith::XOrIOp>(l, high(seed64), c32(static_cast<uint32_t>(stream)));
   for (int round = 0; round < 10; ++round) {
-    auto p0 = b.create<arith::MulUIExtendedOp>(l, c32(0xD2511F53u), c0);
-    auto p1 = b.create<arith::MulUIExtendedOp>(l, c32(0xCD9E8D57u), c2);
+    auto p0 = b.create<arith::MulUIExtendedOp>(l, c32(::nova::detail::kPhiloxM0), c0);
+    auto p1 = b.create<arith::MulUIExtendedOp>(l, c32(::nova::detail::kPhiloxM1), c2);
     Value n0 = b.create<arith::XOrIOp>(l, b.create<arith::XOrIOp>(l, p1.getHigh(), c1), k0);
     Value n2 = b.create<arith::XOrIOp>(l, b.create<arith::XOrIOp>(l, p0.getHigh(), c3), k1);
     c0 = n0;
     c1 = p1.getLow();
     c2 = n2;
     c3 = p0.getLow();
-    k0 = b.create<arith::AddIOp>(l, k0, c32(0x9E3779B9u));
-    k1 = b.create<arith::AddIOp>(l, k1, c32(0xBB67AE85u));
+    k0 = b.create<arith::AddIOp>(l, k0, c32(::nova::detail::kPhiloxW0));
+    k1 = b.create<arith::AddIOp>(l, k1, c32(::nova::detail::kPhiloxW1));
   }
   return c0;
 }
@@ -247,12 +226,8 @@ struct DropoutPattern : OpConversionPattern<DropoutOp> {
     double rate = op.getRate().convertToDouble();
     int64_t stream = static_cast<int64_t>(op.getStream());
     Value seed = rewriter.create<tensor::ExtractOp>(loc, adaptor.getSeed(), ValueRange{});
-    Value init = rewriter.create<tensor::EmptyOp>(loc, type.getShape(), elem);
-    SmallVector<AffineMap> maps(2, rewriter.getMultiDimIdentityMap(rank));
-    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
-    auto generic = rewriter.create<linalg::GenericOp>(
-        loc, TypeRange{type}, ValueRange{adaptor.getInput()}, ValueRange{init}, maps, iterators,
-        [&](OpBuilder &b, Location l, ValueRange a) {
+    Value r = elementwiseGeneric(
+        rewriter, loc, type, adaptor.getInput(), [&](OpBuilder &b, Location l, ValueRange a) {
           // Row-major linear index of this element.
           Value linear = b.create<arith::ConstantIndexOp>(l, 0);
           for (int64_t d = 0; d < rank; ++d) {
@@ -269,12 +244,11 @@ struct DropoutPattern : OpConversionPattern<DropoutOp> {
           Value keep = b.create<arith::CmpIOp>(
               l, arith::CmpIPredicate::uge, bits,
               b.create<arith::ConstantOp>(l, b.getI32IntegerAttr(static_cast<int32_t>(threshold))));
-          Value scaled = b.create<arith::MulFOp>(
-              l, a[0], b.create<arith::ConstantOp>(l, b.getFloatAttr(elem, 1.0 / (1.0 - rate))));
-          b.create<linalg::YieldOp>(
-              l, ValueRange{b.create<arith::SelectOp>(l, keep, scaled, zeroOf(b, l, elem))});
+          Value scaled =
+              b.create<arith::MulFOp>(l, a[0], scalarConstant(b, l, elem, 1.0 / (1.0 - rate)));
+          return b.create<arith::SelectOp>(l, keep, scaled, zeroOf(b, l, elem)).getResult();
         });
-    rewriter.replaceOp(op, generic.getResults());
+    rewriter.replaceOp(op, r);
     return success();
   }
 };

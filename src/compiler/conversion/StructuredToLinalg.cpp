@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/conversion/LinalgBuilders.h"
 #include "compiler/conversion/NovaToLinalg.h"
 #include "compiler/dialect/NovaDialect.h"
 
@@ -27,20 +28,6 @@ using namespace mlir;
 using namespace mlir::nova;
 
 namespace {
-
-Value scalarConstant(OpBuilder &b, Location loc, Type elem, double v) {
-  if (isa<FloatType>(elem))
-    return b.create<arith::ConstantOp>(loc, b.getFloatAttr(elem, v));
-  return b.create<arith::ConstantOp>(
-      loc, b.getIntegerAttr(elem, static_cast<int64_t>(v)));
-}
-
-/// tensor.empty filled with `value`.
-Value filled(OpBuilder &b, Location loc, RankedTensorType type, double value) {
-  Value empty = b.create<tensor::EmptyOp>(loc, type.getShape(), type.getElementType());
-  Value scalar = scalarConstant(b, loc, type.getElementType(), value);
-  return b.create<linalg::FillOp>(loc, scalar, empty).getResult(0);
-}
 
 struct MatmulPattern : OpConversionPattern<MatmulOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -70,15 +57,11 @@ struct MatmulPattern : OpConversionPattern<MatmulOp> {
     // buy contiguous rhs rows for the O(m k n) loop (see VectorizeMatmul).
     Value rhsValue = adaptor.getRhs();
     if (op.getTransposeB()) {
-      auto rhsType = cast<RankedTensorType>(rhsValue.getType());
-      SmallVector<int64_t> perm, shape;
+      SmallVector<int64_t> perm;
       for (int64_t i = 0; i < batch; ++i)
         perm.push_back(i);
       perm.append({batch + 1, batch});
-      for (int64_t p : perm)
-        shape.push_back(rhsType.getDimSize(p));
-      Value init = rewriter.create<tensor::EmptyOp>(loc, shape, rhsType.getElementType());
-      rhsValue = rewriter.create<linalg::TransposeOp>(loc, rhsValue, init, perm)->getResult(0);
+      rhsValue = transposed(rewriter, loc, rhsValue, perm);
     }
     SmallVector<AffineMap> maps = {AffineMap::get(loops, 0, lhs, ctx),
                                    AffineMap::get(loops, 0, rhs, ctx),
@@ -149,20 +132,9 @@ struct ReducePattern : OpConversionPattern<OpTy> {
         count *= inType.getDimSize(a);
       Value scale = scalarConstant(rewriter, loc, type.getElementType(),
                                    1.0 / static_cast<double>(count));
-      Value init = rewriter.create<tensor::EmptyOp>(loc, type.getShape(),
-                                                    type.getElementType());
-      SmallVector<AffineMap> maps(2, rewriter.getMultiDimIdentityMap(type.getRank()));
-      SmallVector<utils::IteratorType> iterators(type.getRank(),
-                                                 utils::IteratorType::parallel);
-      r = rewriter
-              .create<linalg::GenericOp>(
-                  loc, TypeRange{type}, ValueRange{r}, ValueRange{init}, maps,
-                  iterators,
-                  [scale](OpBuilder &b, Location l, ValueRange a) {
-                    b.create<linalg::YieldOp>(
-                        l, ValueRange{b.create<arith::MulFOp>(l, a[0], scale)});
-                  })
-              .getResult(0);
+      r = elementwiseGeneric(rewriter, loc, type, r, [scale](OpBuilder &b, Location l, ValueRange a) {
+        return b.create<arith::MulFOp>(l, a[0], scale).getResult();
+      });
     }
     rewriter.replaceOp(op, r);
     return success();
@@ -218,29 +190,20 @@ struct OneHotPattern : OpConversionPattern<OneHotOp> {
   LogicalResult
   matchAndRewrite(OneHotOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
     auto out = cast<RankedTensorType>(op.getType());
     int64_t rank = out.getRank();
-    MLIRContext *ctx = op.getContext();
-    SmallVector<AffineExpr> labelExprs;
-    for (int64_t i = 0; i + 1 < rank; ++i)
-      labelExprs.push_back(getAffineDimExpr(i, ctx));
-    SmallVector<AffineMap> maps = {AffineMap::get(rank, 0, labelExprs, ctx),
-                                   rewriter.getMultiDimIdentityMap(rank)};
-    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
-    Value init = rewriter.create<tensor::EmptyOp>(loc, out.getShape(), out.getElementType());
     Type elem = out.getElementType();
-    auto generic = rewriter.create<linalg::GenericOp>(
-        loc, TypeRange{out}, ValueRange{adaptor.getLabels()}, ValueRange{init}, maps,
-        iterators, [&](OpBuilder &b, Location l, ValueRange a) {
+    Value r = parallelGeneric(
+        rewriter, op.getLoc(), out, adaptor.getLabels(), dropLastDimMap(rank, op.getContext()),
+        [&](OpBuilder &b, Location l, ValueRange a) {
           Value cls = b.create<linalg::IndexOp>(l, rank - 1);
           Value label = b.create<arith::IndexCastOp>(l, b.getIndexType(), a[0]);
           Value hit = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, cls, label);
-          Value r = b.create<arith::SelectOp>(l, hit, scalarConstant(b, l, elem, 1.0),
-                                              scalarConstant(b, l, elem, 0.0));
-          b.create<linalg::YieldOp>(l, r);
+          return b.create<arith::SelectOp>(l, hit, scalarConstant(b, l, elem, 1.0),
+                                           scalarConstant(b, l, elem, 0.0))
+              .getResult();
         });
-    rewriter.replaceOp(op, generic.getResults());
+    rewriter.replaceOp(op, r);
     return success();
   }
 };
@@ -261,16 +224,9 @@ struct BroadcastPattern : OpConversionPattern<BroadcastOp> {
       inExprs.push_back(stretched ? getAffineConstantExpr(0, ctx)
                                   : getAffineDimExpr(i + offset, ctx));
     }
-    SmallVector<AffineMap> maps = {AffineMap::get(out.getRank(), 0, inExprs, ctx),
-                                   rewriter.getMultiDimIdentityMap(out.getRank())};
-    SmallVector<utils::IteratorType> iterators(out.getRank(), utils::IteratorType::parallel);
-    Value init = rewriter.create<tensor::EmptyOp>(loc, out.getShape(), out.getElementType());
-    auto generic = rewriter.create<linalg::GenericOp>(
-        loc, TypeRange{out}, ValueRange{adaptor.getInput()}, ValueRange{init}, maps,
-        iterators, [](OpBuilder &b, Location l, ValueRange a) {
-          b.create<linalg::YieldOp>(l, a[0]);
-        });
-    rewriter.replaceOp(op, generic.getResults());
+    rewriter.replaceOp(op, parallelGeneric(rewriter, loc, out, adaptor.getInput(),
+                                           AffineMap::get(out.getRank(), 0, inExprs, ctx),
+                                           [](OpBuilder &, Location, ValueRange a) { return a[0]; }));
     return success();
   }
 };
@@ -317,12 +273,8 @@ struct TransposePattern : OpConversionPattern<TransposeOp> {
   LogicalResult
   matchAndRewrite(TransposeOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    auto out = cast<RankedTensorType>(op.getType());
-    Value init = rewriter.create<tensor::EmptyOp>(op.getLoc(), out.getShape(),
-                                                  out.getElementType());
-    auto t = rewriter.create<linalg::TransposeOp>(op.getLoc(), adaptor.getInput(),
-                                                  init, op.getPermutation());
-    rewriter.replaceOp(op, t.getResults());
+    rewriter.replaceOp(op, transposed(rewriter, op.getLoc(), adaptor.getInput(),
+                                      op.getPermutation()));
     return success();
   }
 };

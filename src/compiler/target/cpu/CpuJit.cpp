@@ -32,7 +32,7 @@ void initializeLLVMOnce() {
   });
 }
 
-void appendDescriptor(std::vector<int64_t> &words, const ::nova::Tensor &t) {
+void appendDescriptor(SmallVectorImpl<int64_t> &words, const ::nova::Tensor &t) {
   auto ptr = reinterpret_cast<int64_t>(t.raw_data());
   words.push_back(ptr); // allocated
   words.push_back(ptr); // aligned
@@ -55,27 +55,24 @@ public:
 
   void run(std::span<const ::nova::Tensor> inputs,
            std::span<::nova::Tensor> outputs) const override {
-    std::size_t count = inputs.size() + outputs.size();
-    std::vector<int64_t> words;
-    words.reserve(count * 8);
-    std::vector<std::size_t> starts;
-    starts.reserve(count);
+    // On the stack for typical steps: this runs on every cache hit.
+    SmallVector<int64_t, 128> words;
+    SmallVector<std::size_t, 32> starts;
     for (const auto &t : inputs) {
       starts.push_back(words.size());
       appendDescriptor(words, t);
     }
     // Aliased outputs are written through their input's descriptor.
-    count = inputs.size();
     for (size_t i = 0; i < outputs.size(); ++i) {
       if (output_aliases()[i] >= 0)
         continue;
       starts.push_back(words.size());
       appendDescriptor(words, outputs[i]);
-      ++count;
     }
+    std::size_t count = starts.size();
     // Packed calling convention: args[i] points at argument i, which is
     // itself a pointer to a descriptor.
-    std::vector<void *> descriptors(count), args(count);
+    SmallVector<void *, 32> descriptors(count), args(count);
     for (std::size_t i = 0; i < count; ++i) {
       descriptors[i] = words.data() + starts[i];
       args[i] = &descriptors[i];
