@@ -102,8 +102,10 @@ int main(int argc, char** argv) {
   }
   double acc = test_accuracy();
   auto stats = nova::cache_stats();
-  std::printf("  final: loss %.4f (from %.4f), test accuracy %.3f; %llu compiles for %d steps\n", loss,
-              first_loss, acc, (unsigned long long)stats.compiles, steps);
+  std::printf("  final: loss %.4f (from %.4f), test accuracy %.3f; %llu compiles (%llu steps "
+              "loaded from the disk cache) for %d steps\n",
+              loss, first_loss, acc, (unsigned long long)stats.compiles,
+              (unsigned long long)stats.disk_hits, steps);
   bool ok = acc > (short_run ? 0.88 : 0.92) && loss < first_loss * 0.5;
   std::printf("%s\n", ok ? "OK" : "FAILED");
   return ok ? 0 : 1;

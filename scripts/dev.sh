@@ -13,7 +13,7 @@ mode=${1:-}
 case "$mode" in run|test) ;; *) echo "usage: $0 run|test" >&2; exit 2 ;; esac
 
 packages=(cmake ninja-build g++ ccache python3 llvm-19-dev llvm-19-tools libmlir-19-dev
-          mlir-19-tools libboost-dev doctest-dev gnuplot-nox nlohmann-json3-dev)
+          mlir-19-tools libboost-dev doctest-dev gnuplot-nox nlohmann-json3-dev libxxhash-dev)
 # The tests also check the GPT against PyTorch (float64).
 [ "$mode" = test ] && packages+=(python3-torch)
 missing=()

@@ -1,9 +1,13 @@
-// cache.hpp - the in-process cache of compiled steps.
+// cache.hpp - the in-process cache of compiled steps, and its counters.
 //
-// Key = the step's type tag (one address per C++ type, fixed at compile time)
-// + the execution mode + every argument's dtype and shape + the values of
-// declared static arguments. A hit is a hash and a lookup: no trace, no
-// compile. Counters let tests prove that.
+// Key = the step's type tag (one address per C++ type, fixed at link time)
+// + the execution mode + the target's hash + every argument's dtype and
+// shape + the values of declared static arguments. A hit is a hash and a
+// lookup: no trace, no compile. Threads that miss on one key at the same
+// time compile it once: the first compiles, the others wait for its result.
+// Behind it sits the on-disk cache (NOVA_CACHE, NOVA_CACHE_DIR): a miss
+// traces, and a step another process compiled is loaded instead of compiled.
+// The counters let tests prove all of this.
 #pragma once
 
 #include <cstdint>
@@ -22,23 +26,32 @@ struct CacheKey {
 
 struct CacheStats {
   std::uint64_t hits = 0;
-  std::uint64_t misses = 0;   // each miss traces and compiles once
+  std::uint64_t misses = 0;      // each miss traces once
   std::uint64_t traces = 0;
-  std::uint64_t compiles = 0;
+  std::uint64_t compiles = 0;    // steps actually compiled (not found on disk)
   std::uint64_t entries = 0;
+  std::uint64_t disk_hits = 0;   // steps loaded from the on-disk cache
+  std::uint64_t disk_writes = 0; // entries published to it
+  std::uint64_t warnings = 0;    // "nova: warning:" lines printed
 };
 
 /// Counters since the start of the process (or the last clear_cache()).
 CacheStats cache_stats();
-/// Drops every entry and zeroes the counters.
+/// Drops every in-process entry and zeroes the counters (the disk cache stays).
 void clear_cache();
 
 namespace detail {
 std::uint64_t hash_words(const std::vector<std::uint64_t>& words);
-std::shared_ptr<Executable> cache_lookup(const CacheKey& key);
-void cache_insert(const CacheKey& key, std::shared_ptr<Executable> exe);
+/// The executable for `key`; on a miss, `compile()`'s result, computed once
+/// however many threads ask at the same time. If compile() throws, every
+/// waiting thread gets the same exception and nothing is cached.
+std::shared_ptr<Executable> cache_get_or_compile(const CacheKey& key,
+                                                 const std::function<std::shared_ptr<Executable>()>& compile);
 void count_trace();
 void count_compile();
+void count_disk_hit();
+void count_disk_write();
+void count_warning();
 } // namespace detail
 
 } // namespace nova

@@ -1,9 +1,10 @@
 // executable.hpp - a compiled (or interpreted) step, as the runtime sees it.
 //
-// The contract between compiler and runtime: given contiguous inputs matching
-// input_specs(), write every output into caller-allocated tensors matching
-// output_specs(). Implementations live in the compiler library (the CPU JIT,
-// the reference interpreter); the runtime never sees MLIR.
+// Given contiguous inputs matching input_specs(), write every output into
+// caller-allocated tensors matching output_specs(). Compiled steps are loaded
+// by the runtime from an executable description (executable_desc.hpp); the
+// float64 reference interpreter lives in the compiler library. The runtime
+// never sees MLIR.
 #pragma once
 
 #include <span>
@@ -13,6 +14,8 @@
 #include "nova/tensor.hpp"
 
 namespace nova {
+
+struct ExecutableDesc;
 
 class Executable {
  public:
@@ -29,8 +32,11 @@ class Executable {
   const std::vector<TensorSpec>& input_specs() const { return inputs_; }
   const std::vector<TensorSpec>& output_specs() const { return outputs_; }
   const std::vector<int>& output_aliases() const { return aliases_; }
-  /// "cpu-jit" or "interpreter".
+  /// "cpu" (a loaded executable description) or "interpreter".
   virtual std::string kind() const = 0;
+  /// The description it was loaded from (what the disk cache and ahead-of-time
+  /// builds store), or null for the interpreter.
+  virtual const ExecutableDesc* description() const { return nullptr; }
 
   /// Runs the step. `inputs` are contiguous and match input_specs();
   /// `outputs` are contiguous, allocated and match output_specs(); an aliased

@@ -4,16 +4,16 @@
 //   nova::Tensor y = step(x, w);   // first call: trace + compile + cache + run
 //   y = step(x, w);                // same shapes: a cache hit, compiled code only
 //
-// The cache key is the step's C++ type + the execution mode + every tensor
-// argument's dtype and shape + the value of every nova::static_arg. The step
-// must not capture anything: a capture could change the trace without
-// changing the key. Values the trace depends on (a layer count, a flag) are
-// passed as nova::static_arg(v), which enters the key.
+// The cache key is the step's C++ type + the execution mode + the target +
+// every tensor argument's dtype and shape + the value of every
+// nova::static_arg (detail/step_key.hpp). The step must not capture
+// anything: a capture could change the trace without changing the key.
+// Values the trace depends on (a layer count, a flag, a config struct) are
+// passed as nova::static_arg(v), which enters the key by value.
 #pragma once
 
 #include <boost/hana/for_each.hpp>
 #include <boost/hana/tuple.hpp>
-#include <cstring>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "nova/cache.hpp"
+#include "nova/detail/step_key.hpp"
+#include "nova/detail/trace.hpp"
 #include "nova/expr/expr.hpp"
 
 namespace nova {
@@ -33,8 +35,13 @@ template <class T> struct Static {
 
 template <class T> Static<std::decay_t<T>> static_arg(T&& value) {
   using V = std::decay_t<T>;
-  static_assert(std::is_trivially_copyable_v<V> || std::is_same_v<V, std::string>,
-                "nova::static_arg: the value must be trivially copyable or a std::string");
+  static_assert(!std::is_pointer_v<V>,
+                "nova::static_arg: a pointer cannot be a static argument (its value differs from "
+                "process to process); pass the value it points to");
+  static_assert(detail::keyable_v<V>,
+                "nova::static_arg: the value must be an arithmetic type, an enum, a std::string, "
+                "a std::array of those, a struct adapted with BOOST_HANA_ADAPT_STRUCT, or a "
+                "trivially copyable struct without padding");
   return {std::forward<T>(value)};
 }
 
@@ -42,15 +49,6 @@ namespace detail {
 
 template <class T> struct is_static : std::false_type {};
 template <class T> struct is_static<Static<T>> : std::true_type {};
-
-/// One address per C++ type, fixed at link time: the type part of a key.
-/// Deliberately not const: GCC's identical-code folding (-fipa-icf, on at
-/// -O2) may merge identical read-only variables, which would give two step
-/// types one address and let them share cache entries.
-template <class T> inline char type_tag = 0;
-template <class T> std::uint64_t type_tag_word() {
-  return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(&type_tag<T>));
-}
 
 /// What the step receives for each argument while traced.
 template <class Arg> struct traced_arg {
@@ -62,26 +60,11 @@ template <> struct traced_arg<Tensor> { using type = Expr<>; };
 template <class T> struct traced_arg<Static<T>> { using type = T; };
 template <class Arg> using traced_arg_t = typename traced_arg<std::decay_t<Arg>>::type;
 
-inline void append_bytes(std::vector<std::uint64_t>& words, const void* data, std::size_t n) {
-  words.push_back(n);
-  for (std::size_t i = 0; i < n; i += 8) {
-    std::uint64_t w = 0;
-    std::memcpy(&w, static_cast<const char*>(data) + i, std::min<std::size_t>(8, n - i));
-    words.push_back(w);
-  }
-}
-
-inline void append_key(std::vector<std::uint64_t>& words, const Tensor& t) {
-  if (!t.defined()) throw ShapeError("nova::jit: an argument is an undefined (empty) nova::Tensor");
-  words.push_back(0x7e50'0000ull | static_cast<std::uint64_t>(t.dtype()));
-  words.push_back(static_cast<std::uint64_t>(t.rank()));
-  for (auto d : t.shape()) words.push_back(static_cast<std::uint64_t>(d));
-}
+inline void append_key(std::vector<std::uint64_t>& words, const Tensor& t) { append_tensor_key(words, t); }
 
 template <class T> void append_key(std::vector<std::uint64_t>& words, const Static<T>& s) {
-  words.push_back(type_tag_word<T>());
-  if constexpr (std::is_same_v<T, std::string>) append_bytes(words, s.value.data(), s.value.size());
-  else append_bytes(words, &s.value, sizeof(T));
+  words.push_back(0x57a7'0000ull); // a static argument follows
+  append_value(words, s.value);
 }
 
 /// The output side: an Expr becomes a Tensor; tuples and vectors map elementwise.
@@ -128,42 +111,9 @@ template <class... Args> void append_tensors(std::vector<Tensor>& inputs, const 
   });
 }
 
-/// The executable for `key`, or the one `compile()` makes (then cached).
-template <class Compile>
-std::shared_ptr<Executable> lookup_or_compile(const CacheKey& key, Compile&& compile) {
-  std::shared_ptr<Executable> exe = cache_lookup(key);
-  if (!exe) {
-    exe = compile();
-    cache_insert(key, exe);
-  }
-  return exe;
-}
-
-/// Makes `builder` the active trace while alive (operators find it through
-/// active_trace) and counts the trace; restores the previous one after.
-class TraceScope {
- public:
-  TraceScope(Builder& builder, std::source_location declared_at)
-      : trace_{&builder, declared_at}, previous_(active_trace) {
-    active_trace = &trace_;
-    count_trace();
-  }
-  ~TraceScope() { active_trace = previous_; }
-  TraceScope(const TraceScope&) = delete;
-  TraceScope& operator=(const TraceScope&) = delete;
-
- private:
-  Trace trace_;
-  Trace* previous_;
-};
-
 template <class Arg> decltype(auto) traced_value(const Arg& a, Builder& b) {
-  if constexpr (std::is_same_v<Arg, Tensor>) {
-    ValueId id = b.argument(a.spec());
-    return Expr<>(id, a.spec());
-  } else {
-    return (a.value);
-  }
+  if constexpr (std::is_same_v<Arg, Tensor>) return trace_argument(b, a.spec());
+  else return (a.value);
 }
 
 } // namespace detail
@@ -199,29 +149,28 @@ class Jit {
     using Result = std::invoke_result_t<const F&, detail::traced_arg_t<Args>...>;
     using Output = detail::step_output<std::decay_t<Result>>;
     ExecMode mode = detail::effective_mode(mode_);
-
-    CacheKey key;
-    key.words.reserve(8 + 4 * sizeof...(Args));
-    key.words.push_back(detail::type_tag_word<F>());
-    key.words.push_back(static_cast<std::uint64_t>(mode));
+    CacheKey key = detail::key_start(detail::type_tag_word<F>(), static_cast<std::uint8_t>(mode));
     detail::append_keys(key.words, args...);
-    return detail::lookup_or_compile(key, [&] { return trace_and_compile<Result, Output>(mode, args...); });
+    return detail::traced_executable(key, "step", declared_at_, mode, [&](detail::Builder& b) {
+      // Arguments are numbered left to right (braced init order).
+      auto traced = std::tuple<detail::traced_arg_t<Args>...>{detail::traced_value(args, b)...};
+      Result result = std::apply(f_, traced);
+      detail::TraceResult r;
+      Output::ids(result, r.results);
+      return r;
+    });
+  }
+
+  /// The key of these arguments that is equal in every process running the
+  /// same build (and on every rank): see detail/step_key.hpp.
+  template <class... Args> std::array<std::uint64_t, 2> stable_key(const Args&... args) const {
+    ExecMode mode = detail::effective_mode(mode_);
+    CacheKey key = detail::key_start(detail::stable_type_hash<F>(declared_at_), static_cast<std::uint8_t>(mode));
+    detail::append_keys(key.words, args...);
+    return detail::key_digest(key);
   }
 
  private:
-  template <class Result, class Output, class... Args>
-  std::shared_ptr<Executable> trace_and_compile(ExecMode mode, const Args&... args) const {
-    auto builder = detail::make_builder("step");
-    detail::TraceScope scope(*builder, declared_at_);
-    // Arguments are numbered left to right (braced init order).
-    auto traced = std::tuple<detail::traced_arg_t<Args>...>{detail::traced_value(args, *builder)...};
-    Result result = std::apply(f_, traced);
-    std::vector<detail::ValueId> ids;
-    Output::ids(result, ids);
-    detail::count_compile();
-    return builder->finish(ids, {}, mode);
-  }
-
   F f_;
   ExecMode mode_;
   std::source_location declared_at_;

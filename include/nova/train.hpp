@@ -19,6 +19,9 @@
 #include <string>
 #include <vector>
 
+#include <boost/hana/for_each.hpp>
+#include <boost/hana/string.hpp>
+
 #include "nova/jit.hpp"
 #include "nova/optim/clip.hpp"
 #include "nova/optim/optimizer.hpp"
@@ -29,8 +32,19 @@ namespace nova {
 namespace detail {
 /// Every parameter's dtype, shape and name.
 inline void append_param_keys(std::vector<std::uint64_t>& words, const Params& params) {
-  for (const auto& p : params.tensors()) append_key(words, p);
-  for (const auto& name : params.names()) append_bytes(words, name.data(), name.size());
+  for (const auto& p : params.tensors()) append_tensor_key(words, p);
+  for (const auto& name : params.names()) append_value(words, name);
+}
+
+/// An optimizer's hyperparameters, by value, except the learning rate: it is
+/// a runtime input of the step, so changing it never recompiles.
+template <class Opt> void append_optimizer_key(std::vector<std::uint64_t>& words, const Opt& opt) {
+  boost::hana::for_each(boost::hana::accessors<Opt>(), [&](auto member) {
+    std::string_view name = boost::hana::to<const char*>(boost::hana::first(member));
+    if (name == "lr") return;
+    append_value(words, name);
+    append_value(words, boost::hana::second(member)(opt));
+  });
 }
 } // namespace detail
 
@@ -81,15 +95,15 @@ class TrainStep {
   /// The executable for this batch's shapes (compiled on a miss).
   template <class... Batch> std::shared_ptr<Executable> executable(const Batch&... batch) {
     ExecMode mode = detail::effective_mode(options_.mode);
-    CacheKey key;
-    key.words.push_back(detail::type_tag_word<F>());
-    key.words.push_back(detail::type_tag_word<Opt>());
-    key.words.push_back(static_cast<std::uint64_t>(mode));
-    detail::append_bytes(key.words, &opt_, sizeof(Opt));
-    detail::append_bytes(key.words, &options_.clip_grad_norm, sizeof(double));
-    detail::append_param_keys(key.words, *params_);
-    detail::append_keys(key.words, batch...);
-    return detail::lookup_or_compile(key, [&] { return trace_and_compile(mode, batch...); });
+    CacheKey key = key_of(detail::type_tag_word<F>(), mode, batch...);
+    return detail::traced_executable(key, "train_step", declared_at_, mode,
+                                     [&](detail::Builder& b) { return trace(b, batch...); });
+  }
+
+  /// The key equal in every process running the same build (see jit.hpp).
+  template <class... Batch> std::array<std::uint64_t, 2> stable_key(const Batch&... batch) const {
+    ExecMode mode = detail::effective_mode(options_.mode);
+    return detail::key_digest(key_of(detail::stable_type_hash<F>(declared_at_), mode, batch...));
   }
 
   Params& params() { return *params_; }
@@ -127,48 +141,48 @@ class TrainStep {
   }
 
   template <class... Batch>
-  std::shared_ptr<Executable> trace_and_compile(ExecMode mode, const Batch&... batch) {
-    auto builder = detail::make_builder("train_step");
-    detail::TraceScope scope(*builder, declared_at_);
+  CacheKey key_of(std::uint64_t type_word, ExecMode mode, const Batch&... batch) const {
+    CacheKey key = detail::key_start(type_word, static_cast<std::uint8_t>(mode));
+    key.words.push_back(detail::type_tag_word<Opt>());
+    detail::append_optimizer_key(key.words, opt_);
+    detail::append_value(key.words, options_.clip_grad_norm);
+    detail::append_param_keys(key.words, *params_);
+    detail::append_keys(key.words, batch...);
+    return key;
+  }
 
-    auto arg = [&](const TensorSpec& spec) {
-      detail::ValueId id = builder->argument(spec);
-      return Expr<>(id, spec);
-    };
+  template <class... Batch> detail::TraceResult trace(detail::Builder& b, const Batch&... batch) {
     std::size_t n = params_->size();
     int k = opt_.state_count();
     std::vector<Expr<>> params, state;
-    for (const auto& spec : specs_) params.push_back(arg(spec));
-    for (const auto& s : state_) state.push_back(arg(s.spec()));
-    Expr<> step = arg(step_.spec());
-    Expr<> lr = arg(lr_.spec());
-    auto traced = std::tuple<detail::traced_arg_t<Batch>...>{detail::traced_value(batch, *builder)...};
+    for (const auto& spec : specs_) params.push_back(detail::trace_argument(b, spec));
+    for (const auto& s : state_) state.push_back(detail::trace_argument(b, s.spec()));
+    Expr<> step = detail::trace_argument(b, step_.spec());
+    Expr<> lr = detail::trace_argument(b, lr_.spec());
+    auto traced = std::tuple<detail::traced_arg_t<Batch>...>{detail::traced_value(batch, b)...};
 
     ParamExprs views(&params_->names(), params);
-    Expr<> loss = std::apply([&](const auto&... b) { return Expr<>(f_(views, b...)); }, traced);
+    Expr<> loss = std::apply([&](const auto&... x) { return Expr<>(f_(views, x...)); }, traced);
     std::vector<Expr<>> grads = gradients(loss, params, declared_at_);
     if (options_.clip_grad_norm > 0) grads = optim::clip_by_global_norm(grads, options_.clip_grad_norm);
     Expr<> next_step = step + 1.0;
 
     // Results: loss, then each result overwriting the argument it updates.
-    std::vector<detail::ValueId> results{loss.id()};
-    std::vector<int> aliases{-1};
-    std::vector<Expr<>> new_state(state.size(), loss);
+    detail::TraceResult r{{loss.id()}, {-1}};
     for (std::size_t i = 0; i < n; ++i) {
       std::vector<Expr<>> s(state.begin() + static_cast<std::ptrdiff_t>(i * k),
                             state.begin() + static_cast<std::ptrdiff_t>((i + 1) * k));
       optim::Update u = opt_.update(params[i], grads[i], s, next_step, lr);
-      results.push_back(u.param.id());
-      aliases.push_back(static_cast<int>(i));
+      r.results.push_back(u.param.id());
+      r.aliases.push_back(static_cast<int>(i));
       for (int j = 0; j < k; ++j) {
-        results.push_back(u.state[static_cast<std::size_t>(j)].id());
-        aliases.push_back(static_cast<int>(n + i * k + j));
+        r.results.push_back(u.state[static_cast<std::size_t>(j)].id());
+        r.aliases.push_back(static_cast<int>(n + i * k + j));
       }
     }
-    results.push_back(next_step.id());
-    aliases.push_back(static_cast<int>(n + state.size()));
-    detail::count_compile();
-    return builder->finish(results, aliases, mode);
+    r.results.push_back(next_step.id());
+    r.aliases.push_back(static_cast<int>(n + state.size()));
+    return r;
   }
 
   F f_;
@@ -196,13 +210,20 @@ class EvalStep {
     using Result = std::invoke_result_t<const F&, const ParamExprs&, detail::traced_arg_t<Batch>...>;
     using Output = detail::step_output<std::decay_t<Result>>;
     ExecMode mode = detail::effective_mode(mode_);
-    CacheKey key;
-    key.words.push_back(detail::type_tag_word<F>());
-    key.words.push_back(static_cast<std::uint64_t>(mode));
+    CacheKey key = detail::key_start(detail::type_tag_word<F>(), static_cast<std::uint8_t>(mode));
     detail::append_param_keys(key.words, *params_);
     detail::append_keys(key.words, batch...);
     std::shared_ptr<Executable> exe =
-        detail::lookup_or_compile(key, [&] { return trace<Output>(mode, batch...); });
+        detail::traced_executable(key, "eval_step", declared_at_, mode, [&](detail::Builder& b) {
+          std::vector<Expr<>> params;
+          for (const auto& p : params_->tensors()) params.push_back(detail::trace_argument(b, p.spec()));
+          auto traced = std::tuple<detail::traced_arg_t<Batch>...>{detail::traced_value(batch, b)...};
+          ParamExprs views(&params_->names(), params);
+          auto result = std::apply([&](const auto&... x) { return f_(views, x...); }, traced);
+          detail::TraceResult r;
+          Output::ids(result, r.results);
+          return r;
+        });
     std::vector<Tensor> inputs;
     for (const auto& p : params_->tensors()) inputs.push_back(p.contiguous());
     detail::append_tensors(inputs, batch...);
@@ -212,21 +233,6 @@ class EvalStep {
   }
 
  private:
-  template <class Output, class... Batch>
-  std::shared_ptr<Executable> trace(ExecMode mode, const Batch&... batch) const {
-    auto builder = detail::make_builder("eval_step");
-    detail::TraceScope scope(*builder, declared_at_);
-    std::vector<Expr<>> params;
-    for (const auto& p : params_->tensors()) params.emplace_back(builder->argument(p.spec()), p.spec());
-    auto traced = std::tuple<detail::traced_arg_t<Batch>...>{detail::traced_value(batch, *builder)...};
-    ParamExprs views(&params_->names(), params);
-    auto result = std::apply([&](const auto&... b) { return f_(views, b...); }, traced);
-    std::vector<detail::ValueId> ids;
-    Output::ids(result, ids);
-    detail::count_compile();
-    return builder->finish(ids, {}, mode);
-  }
-
   F f_;
   const Params* params_;
   ExecMode mode_;

@@ -1,47 +1,37 @@
-//===- Pipeline.cpp - every pass of the CPU lowering, in order ---*- C++ -*-===//
+//===- Pipeline.cpp - every stage of the compiler, in order ------*- C++ -*-===//
 //
 // Read this file to know the compiler. Each stage is a list of passes; the IR
 // after each stage can be dumped (NOVA_DUMP_IR=<dir>) and the verifier runs
 // after every pass.
 //
+// Shared by every target:
 //   1 nova        the traced step, as built by the front end
 //   2 graph       nova.gradient expanded (autodiff); dead code removed
 //   3 linalg      nova → linalg on tensors; elementwise chains fused where
 //                 each element is read once
 //   4 bufferized  memref in/out signature; one-shot bufferization; each
 //                 temporary freed right after its last use
-//   5 loops       matmuls → register-blocked vector kernels whose column
-//                 tiles run as tasks on the async runtime's threads; the
-//                 rest of linalg → loops → cf; strided metadata expanded
-//   6 llvm        everything → LLVM dialect, ready for the JIT
+//   5 kernels     every compute op outlined into a kernel of `module @kernels`
+//                 (the step becomes a launch plan: allocs, nova.launch,
+//                 deallocs); identical kernels merged; each configured by the
+//                 target (#nova.lowering_config) and split over workgroups
+// Then the compile driver (CompileDriver.cpp) takes the launch plan out of
+// the step (LaunchPlan.cpp) and the target's codegen runs on the kernels:
+//   CPU  6 loops  matmul register kernels; linalg → loops → cf
+//        7 llvm   → LLVM dialect, bare-pointer memrefs, runtime entry points
+//        then LLVM -O3 per kernel, in parallel, linked into one shared object
 //
 // The reference interpreter runs on the IR after stage 2.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/Pipeline.h"
-#include "compiler/target/cpu/CpuTarget.h"
+#include "compiler/transforms/Kernels.h"
 #include "compiler/transforms/Passes.h"
 
-#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
-#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
-#include "mlir/Conversion/AsyncToLLVM/AsyncToLLVM.h"
-#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
-#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
-#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
-#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
-#include "mlir/Conversion/MathToLibm/MathToLibm.h"
-#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
-#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
-#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
-#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
-#include "mlir/Dialect/Async/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Linalg/Passes.h"
-#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -49,34 +39,30 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdlib>
-#include <functional>
 
 using namespace mlir;
 
 namespace {
 
-struct Stage {
-  const char *name;
-  std::function<void(OpPassManager &)> addPasses;
-};
+using mlir::nova::Stage;
 
 void addGraphStage(OpPassManager &pm) {
-  pm.addPass(nova::createNovaAutodiff());
+  pm.addPass(mlir::nova::createNovaAutodiff());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }
 
 void addLinalgStage(OpPassManager &pm) {
-  pm.addPass(nova::createNovaLowerToLinalg());
+  pm.addPass(mlir::nova::createNovaLowerToLinalg());
   pm.addPass(createCanonicalizerPass());
-  pm.addPass(nova::createNovaFuseElementwise());
+  pm.addPass(mlir::nova::createNovaFuseElementwise());
   // No CSE here: it would merge equal tensor.empty ops, and empty-tensor
   // elimination would then give two results one destination buffer (seen:
   // the gradient of a / b wrote both cotangents into the first output).
 }
 
 void addBufferizeStage(OpPassManager &pm) {
-  pm.addPass(nova::createNovaDestinationPassing());
+  pm.addPass(mlir::nova::createNovaDestinationPassing());
   bufferization::OneShotBufferizationOptions options;
   options.setFunctionBoundaryTypeConversion(
       bufferization::LayoutMapOption::IdentityLayoutMap);
@@ -87,55 +73,21 @@ void addBufferizeStage(OpPassManager &pm) {
   bufferization::BufferDeallocationPipelineOptions dealloc;
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
   pm.addPass(createCanonicalizerPass());
-  pm.addPass(nova::createNovaEarlyDealloc());
+  pm.addPass(mlir::nova::createNovaEarlyDealloc());
 }
 
-void addLoopsStage(OpPassManager &pm) {
-  nova::NovaVectorizeMatmulOptions matmul;
-  matmul.vectorBits = nova::hostVectorBits();
-  pm.addPass(nova::createNovaVectorizeMatmul(matmul));
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
-  // The matmul kernels' parallel column loops become tasks on MLIR's async
-  // runtime thread pool, one block of iterations per core. (Making every
-  // elementwise loop parallel too was tried: compile time grew 7x and the
-  // GPT step got slower, with a dispatch per small loop.)
-  int32_t threads = static_cast<int32_t>(nova::hostThreads());
-  if (threads > 1) {
-    pm.addPass(createAsyncParallelForPass(/*asyncDispatch=*/true, threads, /*minTaskSize=*/1));
-    pm.addPass(createAsyncToAsyncRuntimePass());
-    pm.addPass(createAsyncRuntimeRefCountingPass());
-    pm.addPass(createAsyncRuntimeRefCountingOptPass());
-  }
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(createConvertSCFToCFPass());
+void addKernelStage(OpPassManager &pm, const mlir::nova::Target &target) {
+  pm.addPass(mlir::nova::createNovaOutlineKernels());
+  pm.addPass(mlir::nova::createNovaDedupKernels());
+  target.addConfigurePasses(pm);
 }
 
-void addLLVMStage(OpPassManager &pm) {
-  // f32 transcendentals as inline polynomials; then math ops with an LLVM
-  // intrinsic; the rest (f64 tanh, erf) call libm.
-  pm.addPass(nova::createNovaApproximateMath());
-  pm.addPass(createConvertMathToLLVMPass());
-  pm.addPass(createConvertMathToLibmPass());
-  pm.addPass(createConvertVectorToLLVMPass());
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertAsyncToLLVMPass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-  pm.addPass(createConvertFuncToLLVMPass());
-  pm.addPass(createConvertControlFlowToLLVMPass());
-  pm.addPass(createConvertIndexToLLVMPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
-}
-
-const std::vector<Stage> &stages() {
-  static const std::vector<Stage> all = {
-      {"graph", addGraphStage},
+std::vector<Stage> kernelStages(const mlir::nova::Target &target) {
+  return {
       {"linalg", addLinalgStage},
       {"bufferized", addBufferizeStage},
-      {"loops", addLoopsStage},
-      {"llvm", addLLVMStage},
+      {"kernels", [&target](OpPassManager &pm) { addKernelStage(pm, target); }},
   };
-  return all;
 }
 
 void dump(ModuleOp module, const std::string &dir, int index, StringRef name) {
@@ -147,6 +99,21 @@ void dump(ModuleOp module, const std::string &dir, int index, StringRef name) {
     module.print(os);
 }
 
+/// Runs `stages` on `module`, numbering dumps from `firstIndex`.
+LogicalResult runStages(ModuleOp module, const std::vector<Stage> &stages,
+                        const mlir::nova::PipelineOptions &options, int firstIndex) {
+  for (size_t i = 0; i < stages.size(); ++i) {
+    PassManager pm(module.getContext());
+    pm.enableVerifier(options.verifyEachPass);
+    stages[i].addPasses(pm);
+    if (failed(pm.run(module)))
+      return failure();
+    if (!options.dumpDir.empty())
+      dump(module, options.dumpDir, firstIndex + static_cast<int>(i), stages[i].name);
+  }
+  return success();
+}
+
 } // namespace
 
 mlir::nova::PipelineOptions mlir::nova::pipelineOptionsFromEnv() {
@@ -156,36 +123,37 @@ mlir::nova::PipelineOptions mlir::nova::pipelineOptionsFromEnv() {
   return options;
 }
 
-static LogicalResult runStages(ModuleOp module, const nova::PipelineOptions &options,
-                               size_t first, size_t last) {
-  if (first == 0 && !options.dumpDir.empty())
-    dump(module, options.dumpDir, 1, "nova");
-  for (size_t i = first; i < last; ++i) {
-    const Stage &stage = stages()[i];
-    PassManager pm(module.getContext());
-    pm.enableVerifier(options.verifyEachPass);
-    stage.addPasses(pm);
-    if (failed(pm.run(module)))
-      return failure();
-    if (!options.dumpDir.empty())
-      dump(module, options.dumpDir, static_cast<int>(i) + 2, stage.name);
-  }
-  return success();
-}
-
 LogicalResult mlir::nova::runGraphStage(ModuleOp module, const PipelineOptions &options) {
-  return runStages(module, options, 0, 1);
+  if (!options.dumpDir.empty())
+    dump(module, options.dumpDir, 1, "nova");
+  return runStages(module, {{"graph", addGraphStage}}, options, 2);
 }
 
-LogicalResult mlir::nova::lowerToLLVM(ModuleOp module, const PipelineOptions &options) {
-  return runStages(module, options, 1, stages().size());
+LogicalResult mlir::nova::runKernelStages(ModuleOp module, const Target &target,
+                                          const PipelineOptions &options) {
+  return runStages(module, kernelStages(target), options, 3);
+}
+
+LogicalResult mlir::nova::runCodegenStages(ModuleOp kernels, const Target &target,
+                                           const PipelineOptions &options) {
+  return runStages(kernels, target.codegenStages(), options, 6);
 }
 
 void mlir::nova::registerNovaPipelines() {
+  // nova-opt compiles for this machine.
+  static std::unique_ptr<Target> host = makeTarget(::nova::target_from_env());
   PassPipelineRegistration<>(
-      "nova-lower-to-llvm", "Every stage of Nova's CPU pipeline, in order",
+      "nova-lower-to-kernels", "Every shared stage: graph, linalg, bufferized, kernels",
       [](OpPassManager &pm) {
-        for (const Stage &stage : stages())
+        addGraphStage(pm);
+        for (const Stage &stage : kernelStages(*host))
           stage.addPasses(pm);
+      });
+  PassPipelineRegistration<>(
+      "nova-cpu-codegen", "The CPU tail (loops, llvm), on the nested module @kernels",
+      [](OpPassManager &pm) {
+        OpPassManager &kernels = pm.nest<ModuleOp>();
+        for (const Stage &stage : host->codegenStages())
+          stage.addPasses(kernels);
       });
 }

@@ -1,7 +1,9 @@
-//===- Pipeline.h - the whole lowering, in order -----------------*- C++ -*-===//
+//===- Pipeline.h - the whole compiler, in order -----------------*- C++ -*-===//
 
 #ifndef NOVA_COMPILER_PIPELINE_H
 #define NOVA_COMPILER_PIPELINE_H
+
+#include "compiler/target/Target.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -23,10 +25,19 @@ PipelineOptions pipelineOptionsFromEnv();
 /// interpreter runs). On failure the diagnostics went to the context.
 LogicalResult runGraphStage(ModuleOp module, const PipelineOptions &options);
 
-/// The stages after "graph": nova IR → LLVM dialect, ready for the CPU JIT.
-LogicalResult lowerToLLVM(ModuleOp module, const PipelineOptions &options);
+/// The shared stages after "graph", up to kernels: linalg, bufferized,
+/// kernels (outlined, deduplicated, configured for `target`, distributed).
+/// Afterwards the step is a launch plan and `module @kernels` holds the kernels.
+LogicalResult runKernelStages(ModuleOp module, const Target &target,
+                              const PipelineOptions &options);
 
-/// Registers `nova-lower-to-llvm` (the same stages) as a nova-opt pipeline.
+/// The target's codegen stages, on the kernels module alone.
+LogicalResult runCodegenStages(ModuleOp kernels, const Target &target,
+                               const PipelineOptions &options);
+
+/// nova-opt pipelines: `nova-lower-to-kernels` (every shared stage) and
+/// `nova-cpu-codegen` (the CPU tail, nested on the kernels module), for the
+/// host target.
 void registerNovaPipelines();
 
 } // namespace mlir::nova

@@ -1,10 +1,13 @@
 // cache.cpp - the process-wide cache of executables and its counters.
 //
-// One mutex guards the map; counters are atomics so tests can read them
-// while other threads run steps.
+// One mutex guards the map; a key being compiled has an in-flight entry
+// (a shared future) so concurrent misses wait for one compile instead of
+// starting their own. Counters are atomics so tests can read them while
+// other threads run steps.
 #include "nova/cache.hpp"
 
 #include <atomic>
+#include <future>
 #include <mutex>
 #include <unordered_map>
 
@@ -15,15 +18,18 @@ struct KeyHash {
   std::size_t operator()(const CacheKey& k) const { return detail::hash_words(k.words); }
 };
 
+using Future = std::shared_future<std::shared_ptr<Executable>>;
+
 struct Cache {
   std::mutex mutex;
   std::unordered_map<CacheKey, std::shared_ptr<Executable>, KeyHash> entries;
-  std::atomic<std::uint64_t> hits{0}, misses{0}, traces{0}, compiles{0};
+  std::unordered_map<CacheKey, Future, KeyHash> in_flight;
+  std::atomic<std::uint64_t> hits{0}, misses{0}, traces{0}, compiles{0}, disk_hits{0},
+      disk_writes{0}, warnings{0};
 };
 
-/// Never destroyed: executables own JIT-compiled code whose teardown needs
-/// LLVM's globals, which may already be gone when statics are destroyed at
-/// exit. The OS reclaims everything at exit anyway.
+/// Never destroyed: executables may be used by static objects' destructors
+/// at exit; the OS reclaims everything then anyway.
 Cache& cache() {
   static Cache* c = new Cache;
   return *c;
@@ -47,40 +53,59 @@ std::uint64_t hash_words(const std::vector<std::uint64_t>& words) {
   return h ^ (h >> 31);
 }
 
-std::shared_ptr<Executable> cache_lookup(const CacheKey& key) {
+std::shared_ptr<Executable> cache_get_or_compile(const CacheKey& key,
+                                                 const std::function<std::shared_ptr<Executable>()>& compile) {
   Cache& c = cache();
-  std::lock_guard lock(c.mutex);
-  auto it = c.entries.find(key);
-  if (it == c.entries.end()) {
+  std::promise<std::shared_ptr<Executable>> promise;
+  {
+    std::unique_lock lock(c.mutex);
+    if (auto it = c.entries.find(key); it != c.entries.end()) {
+      ++c.hits;
+      return it->second;
+    }
     ++c.misses;
-    return nullptr;
+    if (auto it = c.in_flight.find(key); it != c.in_flight.end()) {
+      Future f = it->second;
+      lock.unlock();
+      return f.get(); // rethrows the compiling thread's exception
+    }
+    c.in_flight.emplace(key, promise.get_future().share());
   }
-  ++c.hits;
-  return it->second;
-}
-
-void cache_insert(const CacheKey& key, std::shared_ptr<Executable> exe) {
-  Cache& c = cache();
+  std::shared_ptr<Executable> exe;
+  try {
+    exe = compile();
+  } catch (...) {
+    std::lock_guard lock(c.mutex);
+    promise.set_exception(std::current_exception());
+    c.in_flight.erase(key);
+    throw;
+  }
   std::lock_guard lock(c.mutex);
-  c.entries[key] = std::move(exe);
+  c.entries[key] = exe;
+  promise.set_value(exe);
+  c.in_flight.erase(key);
+  return exe;
 }
 
 void count_trace() { ++cache().traces; }
 void count_compile() { ++cache().compiles; }
+void count_disk_hit() { ++cache().disk_hits; }
+void count_disk_write() { ++cache().disk_writes; }
+void count_warning() { ++cache().warnings; }
 
 } // namespace detail
 
 CacheStats cache_stats() {
   Cache& c = cache();
   std::lock_guard lock(c.mutex);
-  return {c.hits, c.misses, c.traces, c.compiles, c.entries.size()};
+  return {c.hits, c.misses, c.traces, c.compiles, c.entries.size(), c.disk_hits, c.disk_writes, c.warnings};
 }
 
 void clear_cache() {
   Cache& c = cache();
   std::lock_guard lock(c.mutex);
   c.entries.clear();
-  c.hits = c.misses = c.traces = c.compiles = 0;
+  c.hits = c.misses = c.traces = c.compiles = c.disk_hits = c.disk_writes = c.warnings = 0;
 }
 
 } // namespace nova

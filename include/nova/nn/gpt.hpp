@@ -13,6 +13,7 @@
 // blocks.<i>.mlp.{w_fc,b_fc,w_proj,b_proj}, ln_f.{gamma,beta}, lm_head.
 #pragma once
 
+#include <boost/hana/adapt_struct.hpp>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -23,7 +24,8 @@
 
 namespace nova::nn {
 
-/// Trivially copyable, so it can be a nova::static_arg (it shapes the trace).
+/// A nova::static_arg (it shapes the trace): adapted below, so it is keyed
+/// member by member, never by its bytes (which include padding).
 struct GPTConfig {
   std::int64_t vocab = 256;
   std::int64_t context = 128;
@@ -139,3 +141,6 @@ Expr<> gpt_loss(const GPTConfig& c, const ParamExprs& p, const I& tokens, const 
 }
 
 } // namespace nova::nn
+
+BOOST_HANA_ADAPT_STRUCT(nova::nn::GPTConfig, vocab, context, d_model, layers, heads, ln_eps,
+                        tie_embeddings, dropout);

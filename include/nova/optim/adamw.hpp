@@ -34,3 +34,6 @@ struct AdamW {
 };
 
 } // namespace nova
+
+// Every hyperparameter by name: the cache key (all but lr) and checkpoints.
+BOOST_HANA_ADAPT_STRUCT(nova::AdamW, lr, beta1, beta2, eps, weight_decay);

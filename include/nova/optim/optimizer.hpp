@@ -1,7 +1,8 @@
 // optim/optimizer.hpp - what an optimizer is to nova::train_step.
 //
-// An optimizer is a small, trivially copyable struct of hyperparameters
-// (they enter the cache key) with two members:
+// An optimizer is a small, trivially copyable struct of hyperparameters,
+// adapted with BOOST_HANA_ADAPT_STRUCT so every member but `lr` enters the
+// cache key by value (lr is a runtime input), with two member functions:
 //   int state_count() const                 tensors of state per parameter
 //   Update update(p, g, state, step, lr) const
 // update() builds the new parameter and state as expressions in the traced
@@ -9,6 +10,8 @@
 // rank-0 tensors that are inputs of the step (so schedules never recompile).
 #pragma once
 
+#include <boost/hana/adapt_struct.hpp>
+#include <boost/hana/concept/struct.hpp>
 #include <concepts>
 #include <type_traits>
 #include <vector>
@@ -23,7 +26,7 @@ struct Update {
 };
 
 template <class O>
-concept optimizer = std::is_trivially_copyable_v<O> &&
+concept optimizer = std::is_trivially_copyable_v<O> && boost::hana::Struct<O>::value &&
     requires(const O& o, const Expr<>& e, const std::vector<Expr<>>& s) {
       { o.state_count() } -> std::convertible_to<int>;
       { o.update(e, e, s, e, e) } -> std::same_as<Update>;

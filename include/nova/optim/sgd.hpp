@@ -23,3 +23,6 @@ struct SGD {
 };
 
 } // namespace nova
+
+// Every hyperparameter by name: the cache key (all but lr) and checkpoints.
+BOOST_HANA_ADAPT_STRUCT(nova::SGD, lr, momentum, weight_decay);

@@ -18,4 +18,5 @@ void NovaDialect::initialize() {
 #define GET_OP_LIST
 #include "compiler/dialect/NovaOps.cpp.inc"
       >();
+  registerAttributes();
 }

@@ -16,8 +16,13 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "mlir/IR/SymbolTable.h"
+
 #include "compiler/dialect/NovaOpsDialect.h.inc"
 #include "compiler/dialect/NovaInterfaces.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "compiler/dialect/NovaAttrs.h.inc"
 
 #define GET_OP_CLASSES
 #include "compiler/dialect/NovaOps.h.inc"

@@ -19,6 +19,10 @@ def Nova_Dialect : Dialect {
   // Inherent attributes stay in the attribute dictionary: the front-end builder
   // creates ops generically by name (OperationState) and infers their types.
   let usePropertiesForAttributes = 0;
+  let useDefaultAttributePrinterParser = 1;
+  let extraClassDeclaration = [{
+    void registerAttributes();
+  }];
 }
 
 class Nova_Op<string mnemonic, list<Trait> traits = []>

@@ -9,6 +9,7 @@
 
 #include "compiler/dialect/NovaDialect.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
@@ -367,3 +368,25 @@ LogicalResult ReshapeOp::verify() {
 
 #define GET_OP_CLASSES
 #include "compiler/dialect/NovaOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// nova.launch
+//===----------------------------------------------------------------------===//
+
+LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  Operation *kernel = symbolTable.lookupNearestSymbolFrom(*this, getKernelAttr());
+  if (!kernel)
+    return emitOpError("names kernel ") << getKernelAttr() << ", which does not exist";
+  // Before codegen the kernel is a func.func(index, memref...); after it,
+  // an LLVM function whose signature no longer shows the memrefs.
+  auto func = dyn_cast<func::FuncOp>(kernel);
+  if (!func)
+    return success();
+  ArrayRef<Type> inputs = func.getFunctionType().getInputs();
+  if (inputs.empty() || !inputs.front().isIndex())
+    return emitOpError("kernel ") << getKernelAttr()
+                                  << " must take the workgroup number (index) first";
+  if (inputs.drop_front() != TypeRange(getBuffers().getTypes()))
+    return emitOpError("buffers do not match the parameters of kernel ") << getKernelAttr();
+  return success();
+}

@@ -16,6 +16,7 @@ include "NovaInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/BuiltinAttributes.td"
+include "mlir/IR/SymbolInterfaces.td"
 
 def Nova_FloatTensor : RankedTensorOf<[F32, F64]>;
 def Nova_AnyTensor : RankedTensorOf<[F32, F64, I32, I64]>;
@@ -288,6 +289,26 @@ def Nova_ConstantOp : Nova_Op<"constant", [Pure]> {
   let arguments = (ins F64Attr:$value);
   let results = (outs Nova_AnyTensor:$result);
   let assemblyFormat = "$value attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Launch plan
+//===----------------------------------------------------------------------===//
+
+def Nova_LaunchOp : Nova_Op<"launch", [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "run a kernel over its workgroups on buffers of the step";
+  let description = [{
+    After nova-outline-kernels the step function is a launch plan: buffer
+    allocations, `nova.launch` ops in order, and deallocations. Each launch
+    names a kernel in the nested `module @kernels` by a nested symbol
+    reference; the kernel takes the workgroup number (`index`) and then one
+    memref per operand, of the same types. How many workgroups it runs is the
+    kernel's `#nova.lowering_config`.
+
+    `nova.launch @kernels::@k3(%arg0, %alloc) : memref<16x256xf32>, memref<16x256xf32>`
+  }];
+  let arguments = (ins SymbolRefAttr:$kernel, Variadic<AnyMemRef>:$buffers);
+  let assemblyFormat = "$kernel `(` $buffers `)` attr-dict `:` type($buffers)";
 }
 
 #endif // NOVA_OPS

@@ -4,18 +4,17 @@
 // created generically by name: the result type comes from the op's own
 // InferTypeOpInterface rule, then the op is verified at once, so the first
 // bad op stops the trace with the dialect's message, located at the user's
-// source line. finish() lowers and JIT-compiles the step (or hands it to the
-// interpreter).
+// source line. finish() closes the function and hands it to the compile
+// driver (CompileDriver.cpp), which finds or compiles the executable.
 //
 //===----------------------------------------------------------------------===//
 
 #include "nova/detail/builder.hpp"
 
+#include "compiler/CompileDriver.h"
 #include "compiler/Context.h"
-#include "compiler/Pipeline.h"
+#include "compiler/Diagnostics.h"
 #include "compiler/dialect/NovaDialect.h"
-#include "compiler/interpreter/Interpreter.h"
-#include "compiler/target/cpu/CpuJit.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -67,19 +66,7 @@ Attribute toAttr(Builder &b, const ::nova::detail::AttrValue &v) {
       v);
 }
 
-/// Collects diagnostics emitted while it is alive.
-struct DiagnosticCollector {
-  explicit DiagnosticCollector(MLIRContext *ctx)
-      : handler(ctx, [this](Diagnostic &d) {
-          if (!text.empty()) text += "\n";
-          text += d.str();
-          for (Diagnostic &note : d.getNotes())
-            text += "\n  note: " + note.str();
-          return success();
-        }) {}
-  std::string text;
-  ScopedDiagnosticHandler handler;
-};
+using mlir::nova::DiagnosticCollector;
 
 class TraceBuilder final : public ::nova::detail::Builder {
 public:
@@ -162,18 +149,8 @@ public:
       func->setAttr("nova.result_aliases", builder.getDenseI64ArrayAttr(attr));
     }
 
-    DiagnosticCollector diags(ctx);
-    if (failed(verify(*module)))
-      throw ::nova::CompileError("nova: the traced step does not verify:\n" + diags.text);
-    auto options = mlir::nova::pipelineOptionsFromEnv();
-    if (failed(mlir::nova::runGraphStage(*module, options)))
-      throw ::nova::CompileError("nova: differentiating the step failed:\n" + diags.text);
-    if (mode == ::nova::ExecMode::interpreted)
-      return mlir::nova::makeInterpreterExecutable(std::move(module), name, inputs, outputs,
-                                                   resultAliases);
-    if (failed(mlir::nova::lowerToLLVM(*module, options)))
-      throw ::nova::CompileError("nova: lowering the step failed:\n" + diags.text);
-    return mlir::nova::compileForCpu(*module, name, inputs, outputs, resultAliases);
+    mlir::nova::StepSignature signature{name, inputs, outputs, resultAliases};
+    return mlir::nova::compileStep(std::move(module), signature, mode);
   }
 
   std::string ir() const override {

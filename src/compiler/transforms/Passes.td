@@ -78,32 +78,6 @@ def NovaFuseElementwise : Pass<"nova-fuse-elementwise", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
-def NovaVectorizeMatmul : Pass<"nova-vectorize-matmul", "mlir::ModuleOp"> {
-  let summary = "Register-blocked vector code for matmul contractions on memrefs";
-  let description = [{
-    Rewrites each bufferized `linalg.generic` tagged `nova.kernel = "matmul"`
-    (loops batch..., m, k, n; lhs [m, k] or [k, m]; rhs [k, n]) into loops over
-    MR x NR tiles of the result (MR rows, NR = 2 vectors of columns) whose
-    k loop keeps MR * 2 vector accumulators in registers: per k, two vector
-    loads of a rhs row, MR scalar loads of lhs broadcast, 2 MR FMAs.
-    Column tiles (and batch dims) are the outer loop, an scf.parallel when
-    the kernel is big enough to be worth threads, so a rhs panel stays in
-    one core's cache across row tiles. Rows and columns left over are handled by copies of the original
-    generic on subviews (scalar loops later).
-  }];
-  let options = [
-    Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"512",
-           "width of the target's vector registers in bits">,
-    Option<"tileRows", "tile-rows", "int64_t", /*default=*/"6",
-           "MR: result rows per register tile">,
-    Option<"parallelMinFlops", "parallel-min-flops", "int64_t", /*default=*/"1048576",
-           "kernels with at least this many flops run their column tiles as an "
-           "scf.parallel (threads); smaller ones stay sequential">,
-  ];
-  let dependentDialects = ["mlir::vector::VectorDialect", "mlir::scf::SCFDialect",
-                           "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect"];
-}
-
 def NovaEarlyDealloc : Pass<"nova-early-dealloc", "mlir::ModuleOp"> {
   let summary = "Free each temporary right after its last use";
   let description = [{
@@ -127,6 +101,110 @@ def NovaApproximateMath : Pass<"nova-approximate-math", "mlir::ModuleOp"> {
   }];
   let dependentDialects = ["mlir::math::MathDialect", "mlir::arith::ArithDialect",
                            "mlir::vector::VectorDialect"];
+}
+
+def NovaOutlineKernels : Pass<"nova-outline-kernels", "mlir::ModuleOp"> {
+  let summary = "Cut the bufferized step into kernels and a launch plan";
+  let description = [{
+    Every op of a bufferized step that computes (a linalg op, a copy, a loop
+    nest) becomes a kernel: a `func.func` in the nested `module @kernels`
+    taking the workgroup number and the root buffers it touches (step
+    arguments and allocations, with static identity layouts), with the views
+    and constants it needs cloned in. The op is replaced by a `nova.launch`.
+    What remains of the step is the launch plan: `memref.alloc`,
+    `nova.launch`, `memref.dealloc`, `return`. memref.copy becomes
+    linalg.copy first, so copies are structured ops that can be split too.
+
+    Before: `linalg.generic ... ins(%arg0 : memref<4xf32>) outs(%alloc : memref<4xf32>)`
+    After:  `nova.launch @kernels::@k0(%arg0, %alloc) : memref<4xf32>, memref<4xf32>`
+            and `func.func @k0(%wg: index, %a: memref<4xf32>, %b: memref<4xf32>)` in `@kernels`.
+  }];
+  let dependentDialects = ["mlir::nova::NovaDialect", "mlir::linalg::LinalgDialect",
+                           "mlir::memref::MemRefDialect"];
+}
+
+def NovaDedupKernels : Pass<"nova-dedup-kernels", "mlir::ModuleOp"> {
+  let summary = "Keep one copy of structurally identical kernels";
+  let description = [{
+    Two kernels whose bodies print identically (generic form, names aside)
+    compute the same thing on buffers of the same types: the same layer's
+    kernel in every transformer block, the same optimizer update for every
+    parameter of a shape. Launches of a duplicate are redirected to the
+    first one and the duplicate is erased, so each distinct kernel is
+    configured and compiled once.
+  }];
+}
+
+def NovaConfigureKernels : Pass<"nova-configure-kernels", "mlir::ModuleOp"> {
+  let summary = "Give every kernel its #nova.lowering_config from the target's configurator";
+  let description = [{
+    A pure function of (kernel, shapes, dtypes, target facts): the kernel's
+    kind (matmul, loops, serial), its workgroup grid and tiles. The target
+    facts are this pass's options; the compiler fills them from the
+    TargetDesc it compiles for. The decision is written as
+    `nova.lowering_config` on the kernel function.
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"512",
+           "width of the target's vector registers in bits">,
+    Option<"vectorRegisters", "vector-registers", "int64_t", /*default=*/"32",
+           "vector registers per core">,
+    Option<"cores", "cores", "int64_t", /*default=*/"1",
+           "cores (threads) the code is configured for">,
+    Option<"l1dBytes", "l1d-bytes", "int64_t", /*default=*/"49152", "L1 data cache per core">,
+    Option<"l2Bytes", "l2-bytes", "int64_t", /*default=*/"2097152", "L2 cache per core">,
+  ];
+}
+
+def NovaDistributeWorkgroups : Pass<"nova-distribute-workgroups", "mlir::ModuleOp"> {
+  let summary = "Restrict each `loops` kernel to the tile of its workgroup";
+  let description = [{
+    For a kernel configured `loops` with several workgroups, the root op is
+    tiled by the config's `tile` (linalg tiling: scf.for over tiles with
+    subviews), and each tile loop is narrowed to the one tile that the
+    workgroup number selects (row-major over the tile loops). Workgroups then
+    write disjoint parts of the result and may run in any order. `matmul`
+    kernels are distributed by nova-vectorize-matmul; `serial` ones run whole.
+  }];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::affine::AffineDialect",
+                           "mlir::arith::ArithDialect"];
+}
+
+def NovaVectorizeMatmul : Pass<"nova-vectorize-matmul", "mlir::ModuleOp"> {
+  let summary = "Register-blocked vector code for matmul kernels, split over workgroups";
+  let description = [{
+    Rewrites the bufferized `linalg.generic` tagged `nova.kernel = "matmul"`
+    (loops batch..., m, k, n; lhs [m, k] or [k, m]; rhs [k, n]) of each
+    kernel configured `matmul`. The workgroup number selects one block of
+    the result (the config's `tile` over batch..., m, n); inside it, MR x NR
+    register tiles (the config's `register_tile`; NR = 2 vectors) keep 2 MR
+    vector accumulators through the k loop: per k, two vector loads of a rhs
+    row, MR scalar loads of lhs broadcast, 2 MR FMAs. Column tiles are the
+    outer loop, so a K x NR panel of rhs stays in cache across row tiles.
+    Rows and columns of the block past the last full register tile run as
+    the original generic on subviews. A matmul outside a configured kernel
+    is done as one workgroup with MR = `tile-rows`.
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"512",
+           "width of the target's vector registers in bits (unconfigured matmuls)">,
+    Option<"tileRows", "tile-rows", "int64_t", /*default=*/"6",
+           "MR for unconfigured matmuls">,
+  ];
+  let dependentDialects = ["mlir::vector::VectorDialect", "mlir::scf::SCFDialect",
+                           "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect"];
+}
+
+def NovaEmitKernelEntries : Pass<"nova-emit-kernel-entries", "mlir::ModuleOp"> {
+  let summary = "Give each lowered kernel the runtime's entry point";
+  let description = [{
+    After lowering to the LLVM dialect (bare-pointer memrefs), each kernel
+    `@k3(i64 %wg, ptr, ptr, ...)` gets an exported entry
+    `@nova_k3(i64 %wg, ptr %args)` that loads the argument pointers from the
+    array the runtime passes and calls the kernel, which becomes internal
+    (and is inlined). One ABI for every kernel, whatever its arity.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }
 
 #endif // NOVA_PASSES

@@ -1,21 +1,26 @@
 //===- VectorizeMatmul.cpp - the nova-vectorize-matmul pass ------*- C++ -*-===//
 //
 // A register-blocked matmul microkernel, written with vector/scf ops, for the
-// contraction generics nova-lower-to-linalg tags `nova.kernel = "matmul"`.
-// For each MR x NR block of the result (NR = two vector registers of
-// columns) the k loop carries 2*MR vector accumulators: per k it loads one
-// row segment of rhs (2 vectors), broadcasts MR scalars of lhs and issues
-// 2*MR FMAs. With MR = 6 and 512-bit vectors that is 12 accumulators + 2 rhs
-// + 1 broadcast = 15 of the 32 zmm registers. Column blocks are the outer
-// loop so a K x NR panel of rhs is reused from cache by every row block.
-// Leftover rows and columns run as copies of the original generic on
-// subviews, which linalg-to-loops turns into scalar loops.
+// contraction generics nova-lower-to-linalg tags `nova.kernel = "matmul"`,
+// split over the workgroups of its kernel's #nova.lowering_config.
+//
+// Workgroup wg owns one block of the result: row-major over the tile counts
+// of (batch..., m, n), block = [b0, b1) x [m0, m1) x [n0, n1). Inside it,
+// for each MR x NR register tile (NR = two vector registers of columns) the
+// k loop carries 2*MR vector accumulators: per k it loads one row segment of
+// rhs (2 vectors), broadcasts MR scalars of lhs and issues 2*MR FMAs. With
+// MR = 6 and 512-bit vectors that is 12 accumulators + 2 rhs + 1 broadcast =
+// 15 of the 32 zmm registers. Column tiles are the outer loop so a K x NR
+// panel of rhs is reused from cache by every row tile. Block tiles are
+// multiples of MR / NR, so only a block at the bottom or right edge has
+// rows or columns left over; they run as copies of the original generic on
+// (dynamic) subviews, which linalg-to-loops turns into scalar loops.
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/transforms/Kernels.h"
+#include "compiler/transforms/MatmulKernel.h"
 #include "compiler/transforms/Passes.h"
-
-#include "mlir/Dialect/SCF/Utils/Utils.h"
 
 namespace mlir::nova {
 #define GEN_PASS_DEF_NOVAVECTORIZEMATMUL
@@ -23,149 +28,177 @@ namespace mlir::nova {
 } // namespace mlir::nova
 
 using namespace mlir;
+using nova::MatmulOperands;
 
 namespace {
-
-struct MatmulOperands {
-  Value lhs, rhs, out;
-  bool transposeA;
-  MemRefType outType;
-  int64_t batchRank, M, N, K;
-};
-
-/// Recognises a tagged, bufferized contraction with static shapes and
-/// returns its operands; nullopt leaves the op to the scalar lowering.
-std::optional<MatmulOperands> match(linalg::GenericOp op) {
-  auto tag = op->getAttrOfType<StringAttr>("nova.kernel");
-  if (!tag || tag.getValue() != "matmul" || !op.hasPureBufferSemantics() ||
-      op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
-    return std::nullopt;
-  MatmulOperands m;
-  m.lhs = op.getDpsInputs()[0];
-  m.rhs = op.getDpsInputs()[1];
-  m.out = op.getDpsInits()[0];
-  auto lhsType = dyn_cast<MemRefType>(m.lhs.getType());
-  auto rhsType = dyn_cast<MemRefType>(m.rhs.getType());
-  m.outType = dyn_cast<MemRefType>(m.out.getType());
-  if (!lhsType || !rhsType || !m.outType || !lhsType.hasStaticShape() ||
-      !rhsType.hasStaticShape() || !m.outType.hasStaticShape() ||
-      !m.outType.getLayout().isIdentity() || !rhsType.getLayout().isIdentity())
-    return std::nullopt;
-  Type elem = m.outType.getElementType();
-  if (!elem.isF32() && !elem.isF64())
-    return std::nullopt;
-  int64_t rank = m.outType.getRank();
-  m.batchRank = rank - 2;
-  m.M = m.outType.getDimSize(rank - 2);
-  m.N = m.outType.getDimSize(rank - 1);
-  m.K = rhsType.getDimSize(rank - 2);
-  // lhs is [.., m, k] or [.., k, m]: the map's last result tells which.
-  AffineMap lhsMap = op.getIndexingMapsArray()[0];
-  auto last = dyn_cast<AffineDimExpr>(lhsMap.getResult(rank - 1));
-  if (!last)
-    return std::nullopt;
-  m.transposeA = last.getPosition() == static_cast<unsigned>(m.batchRank);
-  return m;
-}
 
 Value index(OpBuilder &b, Location loc, int64_t v) {
   return b.create<arith::ConstantIndexOp>(loc, v);
 }
 
-/// The vector kernel over rows [0, mFull) x columns [0, nFull).
-void buildKernel(OpBuilder &b, Location loc, const MatmulOperands &m, int64_t width,
-                 int64_t tileRows, int64_t mFull, int64_t nFull, bool parallel) {
-  Type elem = m.outType.getElementType();
-  auto vecType = VectorType::get({width}, elem);
-  const int64_t cols = 2; // vectors per row of a tile
-  // Batch dims and column tiles are independent: an scf.parallel, which
-  // async-parallel-for spreads over threads. Row tiles run in order inside,
-  // so one thread reuses its rhs panel.
-  SmallVector<Value> lbs, ubs, steps;
-  for (int64_t d = 0; d < m.batchRank; ++d) {
-    lbs.push_back(index(b, loc, 0));
-    ubs.push_back(index(b, loc, m.outType.getDimSize(d)));
-    steps.push_back(index(b, loc, 1));
+/// One workgroup's block of the result, as index values.
+struct Block {
+  SmallVector<Value> batchLo, batchHi;
+  Value m0, m1, n0, n1;
+};
+
+/// Decomposes `wg` row-major over ceil(extent / tile) of (batch..., m, n).
+Block blockOf(OpBuilder &b, Location loc, Value wg, const MatmulOperands &m,
+              ArrayRef<int64_t> tile) {
+  SmallVector<int64_t> extents;
+  for (int64_t d = 0; d < m.batchRank; ++d)
+    extents.push_back(m.outType.getDimSize(d));
+  extents.push_back(m.M);
+  extents.push_back(m.N);
+  SmallVector<Value> lo(extents.size()), hi(extents.size());
+  Value rest = wg;
+  for (size_t i = extents.size(); i-- > 0;) {
+    int64_t count = (extents[i] + tile[i] - 1) / tile[i];
+    Value c = rest;
+    if (i > 0) {
+      c = b.create<arith::RemUIOp>(loc, rest, index(b, loc, count));
+      rest = b.create<arith::DivUIOp>(loc, rest, index(b, loc, count));
+    }
+    lo[i] = b.create<arith::MulIOp>(loc, c, index(b, loc, tile[i]));
+    hi[i] = b.create<arith::MinUIOp>(
+        loc, b.create<arith::AddIOp>(loc, lo[i], index(b, loc, tile[i])),
+        index(b, loc, extents[i]));
   }
-  lbs.push_back(index(b, loc, 0));
-  ubs.push_back(index(b, loc, nFull));
-  steps.push_back(index(b, loc, cols * width));
-
-  auto body = [&](OpBuilder &pb, Location pl, ValueRange pivs) {
-   pb.create<scf::ForOp>(pl, index(pb, pl, 0), index(pb, pl, mFull), index(pb, pl, tileRows),
-                         ValueRange{}, [&](OpBuilder &nb, Location l, Value i0, ValueRange) {
-    SmallVector<Value> ivs(pivs.begin(), pivs.end());
-    ivs.push_back(i0);
-    ValueRange batch = ValueRange(ivs).take_front(m.batchRank);
-    Value j0 = ivs[m.batchRank];
-    auto at = [&](ValueRange tail) {
-      SmallVector<Value> idx(batch.begin(), batch.end());
-      idx.append(tail.begin(), tail.end());
-      return idx;
-    };
-    SmallVector<Value> rows, colStarts;
-    for (int64_t r = 0; r < tileRows; ++r)
-      rows.push_back(nb.create<arith::AddIOp>(l, i0, index(nb, l, r)));
-    for (int64_t c = 0; c < cols; ++c)
-      colStarts.push_back(nb.create<arith::AddIOp>(l, j0, index(nb, l, c * width)));
-
-    SmallVector<Value> acc;
-    for (int64_t r = 0; r < tileRows; ++r)
-      for (int64_t c = 0; c < cols; ++c)
-        acc.push_back(nb.create<vector::LoadOp>(l, vecType, m.out, at({rows[r], colStarts[c]})));
-
-    auto kLoop = nb.create<scf::ForOp>(
-        l, index(nb, l, 0), index(nb, l, m.K), index(nb, l, 1), acc,
-        [&](OpBuilder &kb, Location kl, Value k, ValueRange carried) {
-          SmallVector<Value> rhsRow;
-          for (int64_t c = 0; c < cols; ++c)
-            rhsRow.push_back(kb.create<vector::LoadOp>(kl, vecType, m.rhs, at({k, colStarts[c]})));
-          SmallVector<Value> next;
-          for (int64_t r = 0; r < tileRows; ++r) {
-            Value a = kb.create<memref::LoadOp>(
-                kl, m.lhs, m.transposeA ? at({k, rows[r]}) : at({rows[r], k}));
-            Value splat = kb.create<vector::BroadcastOp>(kl, vecType, a);
-            for (int64_t c = 0; c < cols; ++c)
-              next.push_back(kb.create<vector::FMAOp>(kl, splat, rhsRow[c], carried[r * cols + c]));
-          }
-          kb.create<scf::YieldOp>(kl, next);
-        });
-    for (int64_t r = 0; r < tileRows; ++r)
-      for (int64_t c = 0; c < cols; ++c)
-        nb.create<vector::StoreOp>(l, kLoop.getResult(r * cols + c), m.out,
-                                   at({rows[r], colStarts[c]}));
-    nb.create<scf::YieldOp>(l);
-   });
-  };
-  if (parallel)
-    b.create<scf::ParallelOp>(loc, lbs, ubs, steps, body);
-  else
-    scf::buildLoopNest(b, loc, lbs, ubs, steps, body);
+  Block block;
+  block.batchLo.assign(lo.begin(), lo.begin() + m.batchRank);
+  block.batchHi.assign(hi.begin(), hi.begin() + m.batchRank);
+  block.m0 = lo[m.batchRank];
+  block.m1 = hi[m.batchRank];
+  block.n0 = lo[m.batchRank + 1];
+  block.n1 = hi[m.batchRank + 1];
+  return block;
 }
 
-/// A copy of `op` restricted to result rows [r0, r1) and columns [c0, c1).
+/// The MR x NR microkernel at rows [i0, i0 + MR), columns [j0, j0 + NR).
+void buildMicrokernel(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange batch,
+                      Value i0, Value j0, VectorType vecType, int64_t tileRows) {
+  const int64_t cols = 2; // vectors per row of a tile
+  int64_t width = vecType.getNumElements();
+  auto at = [&](ValueRange tail) {
+    SmallVector<Value> idx(batch.begin(), batch.end());
+    idx.append(tail.begin(), tail.end());
+    return idx;
+  };
+  SmallVector<Value> rows, colStarts;
+  for (int64_t r = 0; r < tileRows; ++r)
+    rows.push_back(b.create<arith::AddIOp>(l, i0, index(b, l, r)));
+  for (int64_t c = 0; c < cols; ++c)
+    colStarts.push_back(b.create<arith::AddIOp>(l, j0, index(b, l, c * width)));
+
+  SmallVector<Value> acc;
+  for (int64_t r = 0; r < tileRows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      acc.push_back(b.create<vector::LoadOp>(l, vecType, m.out, at({rows[r], colStarts[c]})));
+
+  auto kLoop = b.create<scf::ForOp>(
+      l, index(b, l, 0), index(b, l, m.K), index(b, l, 1), acc,
+      [&](OpBuilder &kb, Location kl, Value k, ValueRange carried) {
+        SmallVector<Value> rhsRow;
+        for (int64_t c = 0; c < cols; ++c)
+          rhsRow.push_back(kb.create<vector::LoadOp>(kl, vecType, m.rhs, at({k, colStarts[c]})));
+        SmallVector<Value> next;
+        for (int64_t r = 0; r < tileRows; ++r) {
+          Value a = kb.create<memref::LoadOp>(kl, m.lhs,
+                                              m.transposeA ? at({k, rows[r]}) : at({rows[r], k}));
+          Value splat = kb.create<vector::BroadcastOp>(kl, vecType, a);
+          for (int64_t c = 0; c < cols; ++c)
+            next.push_back(kb.create<vector::FMAOp>(kl, splat, rhsRow[c], carried[r * cols + c]));
+        }
+        kb.create<scf::YieldOp>(kl, next);
+      });
+  for (int64_t r = 0; r < tileRows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      b.create<vector::StoreOp>(l, kLoop.getResult(r * cols + c), m.out,
+                                at({rows[r], colStarts[c]}));
+}
+
+/// A copy of `op` restricted to batch [lo, hi) x rows [r0, r1) x columns [c0, c1).
 void buildRemainder(OpBuilder &b, linalg::GenericOp op, const MatmulOperands &m,
-                    int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
-  if (r0 >= r1 || c0 >= c1)
-    return;
+                    const Block &block, Value r0, Value r1, Value c0, Value c1) {
   Location loc = op.getLoc();
-  auto slice = [&](Value v, int64_t dim, int64_t lo, int64_t hi) -> Value {
+  // A [batch..., x, y] operand's block: `first`/`second` say what its last
+  // two dims are: 'r' rows, 'c' columns, 'k' the whole K.
+  auto slice = [&](Value v, char first, char second) -> Value {
     auto type = cast<MemRefType>(v.getType());
     SmallVector<OpFoldResult> offsets, sizes, strides;
-    for (int64_t d = 0; d < type.getRank(); ++d) {
-      offsets.push_back(b.getIndexAttr(d == dim ? lo : 0));
-      sizes.push_back(b.getIndexAttr(d == dim ? hi - lo : type.getDimSize(d)));
+    for (int64_t d = 0; d < m.batchRank; ++d) {
+      offsets.push_back(block.batchLo[d]);
+      sizes.push_back(b.create<arith::SubIOp>(loc, block.batchHi[d], block.batchLo[d]).getResult());
+      strides.push_back(b.getIndexAttr(1));
+    }
+    for (auto [pos, which] : llvm::enumerate(std::array<char, 2>{first, second})) {
+      int64_t d = m.batchRank + static_cast<int64_t>(pos);
+      if (which == 'k') {
+        offsets.push_back(b.getIndexAttr(0));
+        sizes.push_back(b.getIndexAttr(type.getDimSize(d)));
+      } else {
+        Value lo = which == 'r' ? r0 : c0, hi = which == 'r' ? r1 : c1;
+        offsets.push_back(lo);
+        sizes.push_back(b.create<arith::SubIOp>(loc, hi, lo).getResult());
+      }
       strides.push_back(b.getIndexAttr(1));
     }
     return b.create<memref::SubViewOp>(loc, v, offsets, sizes, strides);
   };
-  int64_t rowDim = m.batchRank, colDim = m.batchRank + 1;
-  Value lhs = slice(m.lhs, m.transposeA ? colDim : rowDim, r0, r1);
-  Value rhs = slice(m.rhs, colDim, c0, c1);
-  Value out = slice(slice(m.out, rowDim, r0, r1), colDim, c0, c1);
+  Value lhs = m.transposeA ? slice(m.lhs, 'k', 'r') : slice(m.lhs, 'r', 'k');
+  Value rhs = slice(m.rhs, 'k', 'c');
+  Value out = slice(m.out, 'r', 'c');
   Operation *copy = b.clone(*op);
   copy->setOperands({lhs, rhs, out});
   copy->removeAttr("nova.kernel");
+}
+
+/// The whole rewrite of one matmul for one workgroup `wg`.
+void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<int64_t> tile,
+             int64_t tileRows, int64_t width) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Type elem = m.outType.getElementType();
+  auto vecType = VectorType::get({width}, elem);
+  int64_t nr = 2 * width;
+  int64_t mFull = m.M - m.M % tileRows, nFull = m.N - m.N % nr;
+  Block block = blockOf(b, loc, wg, m, tile);
+  // The register tiles cover [m0, mv) x [n0, nv); both ends are multiples of
+  // MR / NR because block tiles are. Without a kernel the region is empty.
+  bool hasKernel = mFull > 0 && nFull > 0 && m.K > 0;
+  Value mv = block.m0, nv = block.n0;
+  if (hasKernel) {
+    mv = b.create<arith::MaxUIOp>(
+        loc, b.create<arith::MinUIOp>(loc, block.m1, index(b, loc, mFull)), block.m0);
+    nv = b.create<arith::MaxUIOp>(
+        loc, b.create<arith::MinUIOp>(loc, block.n1, index(b, loc, nFull)), block.n0);
+    // for batch in block: for j0 in [n0, nv) step NR: for i0 in [m0, mv) step MR.
+    SmallVector<Value> steps(m.batchRank, index(b, loc, 1));
+    scf::buildLoopNest(
+        b, loc, block.batchLo, block.batchHi, steps,
+        [&](OpBuilder &bb, Location bl, ValueRange batch) {
+          bb.create<scf::ForOp>(
+              bl, block.n0, nv, index(bb, bl, nr), ValueRange{},
+              [&](OpBuilder &jb, Location jl, Value j0, ValueRange) {
+                jb.create<scf::ForOp>(
+                    jl, block.m0, mv, index(jb, jl, tileRows), ValueRange{},
+                    [&](OpBuilder &ib, Location il, Value i0, ValueRange) {
+                      buildMicrokernel(ib, il, m, batch, i0, j0, vecType, tileRows);
+                      ib.create<scf::YieldOp>(il);
+                    });
+                jb.create<scf::YieldOp>(jl);
+              });
+        });
+  }
+  // The rest of the block, disjoint from the register tiles: the columns
+  // right of them (their rows), then every row below them. Either may be
+  // empty (statically so when N or M is a multiple of the register tile);
+  // with no kernel the second is the whole block.
+  if (hasKernel && nFull != m.N)
+    buildRemainder(b, op, m, block, block.m0, mv, nv, block.n1);
+  if (!hasKernel || mFull != m.M)
+    buildRemainder(b, op, m, block, mv, block.m1, block.n0, block.n1);
+  op.erase();
 }
 
 struct NovaVectorizeMatmul
@@ -176,27 +209,31 @@ struct NovaVectorizeMatmul
     SmallVector<linalg::GenericOp> ops;
     getOperation().walk([&](linalg::GenericOp op) { ops.push_back(op); });
     for (linalg::GenericOp op : ops) {
-      std::optional<MatmulOperands> m = match(op);
+      std::optional<MatmulOperands> m = nova::matchMatmul(op);
       if (!m)
         continue;
-      int64_t width = vectorBits / m->outType.getElementTypeBitWidth();
+      auto func = op->getParentOfType<func::FuncOp>();
+      nova::LoweringConfigAttr config = func ? nova::loweringConfig(func) : nullptr;
+      if (config && !config.isMatmul())
+        continue; // the configurator chose plain loops
+      int64_t elemBits = m->outType.getElementTypeBitWidth();
+      if (config) {
+        int64_t width = config.getRegisterTile()[1] / 2;
+        rewrite(op, *m, func.getArgument(0), config.getTile(), config.getRegisterTile()[0], width);
+        continue;
+      }
+      // Not in a configured kernel: one workgroup covering the whole result.
+      int64_t width = vectorBits / elemBits;
       if (width < 2)
         continue;
-      int64_t nr = 2 * width;
-      int64_t mFull = m->M - m->M % tileRows, nFull = m->N - m->N % nr;
-      OpBuilder b(op);
-      int64_t batch = 1;
+      SmallVector<int64_t> tile;
       for (int64_t d = 0; d < m->batchRank; ++d)
-        batch *= m->outType.getDimSize(d);
-      bool parallel = 2 * batch * mFull * nFull * m->K >= parallelMinFlops;
-      if (mFull > 0 && nFull > 0 && m->K > 0)
-        buildKernel(b, op.getLoc(), *m, width, tileRows, mFull, nFull, parallel);
-      // The rest of the result: the columns right of the kernel's, then the
-      // rows below it. When no kernel was built these cover everything (or,
-      // with K == 0, there is nothing to accumulate).
-      buildRemainder(b, op, *m, 0, mFull, nFull, m->N);
-      buildRemainder(b, op, *m, mFull, m->M, 0, m->N);
-      op.erase();
+        tile.push_back(m->outType.getDimSize(d));
+      tile.push_back(std::max<int64_t>(m->M, 1));
+      tile.push_back(std::max<int64_t>(m->N, 1));
+      OpBuilder b(op);
+      Value zero = index(b, op.getLoc(), 0);
+      rewrite(op, *m, zero, tile, tileRows, width);
     }
   }
 };

@@ -161,3 +161,59 @@ func.func @dropout_rate(%x: tensor<4xf32>, %s: tensor<i64>) {
   %0 = "nova.dropout"(%x, %s) {rate = 1.0 : f64} : (tensor<4xf32>, tensor<i64>) -> tensor<4xf32>
   return
 }
+
+// -----
+
+// expected-error @+1 {{#nova.lowering_config: unknown kind 'fast' (expected matmul, loops or serial)}}
+func.func private @k() attributes {c = #nova.lowering_config<fast, workgroups = 1, tile = [], register_tile = []>}
+
+// -----
+
+// expected-error @+1 {{#nova.lowering_config: workgroups must be at least 1, not 0}}
+func.func private @k() attributes {c = #nova.lowering_config<loops, workgroups = 0, tile = [0], register_tile = []>}
+
+// -----
+
+// expected-error @+1 {{#nova.lowering_config: a matmul needs register_tile = [rows, columns]}}
+func.func private @k() attributes {c = #nova.lowering_config<matmul, workgroups = 1, tile = [6, 32], register_tile = []>}
+
+// -----
+
+// expected-error @+1 {{#nova.lowering_config: a serial kernel runs as one workgroup}}
+func.func private @k() attributes {c = #nova.lowering_config<serial, workgroups = 4, tile = [], register_tile = []>}
+
+// -----
+
+func.func @launch(%a: memref<4xf32>) {
+  // expected-error @+1 {{'nova.launch' op names kernel @kernels::@missing, which does not exist}}
+  nova.launch @kernels::@missing(%a) : memref<4xf32>
+  return
+}
+module @kernels {
+}
+
+// -----
+
+func.func @launch(%a: memref<4xf32>) {
+  // expected-error @+1 {{'nova.launch' op buffers do not match the parameters of kernel @kernels::@k}}
+  nova.launch @kernels::@k(%a) : memref<4xf32>
+  return
+}
+module @kernels {
+  func.func @k(%wg: index, %x: memref<8xf32>) {
+    return
+  }
+}
+
+// -----
+
+func.func @launch(%a: memref<4xf32>) {
+  // expected-error @+1 {{'nova.launch' op kernel @kernels::@k must take the workgroup number (index) first}}
+  nova.launch @kernels::@k(%a) : memref<4xf32>
+  return
+}
+module @kernels {
+  func.func @k(%x: memref<4xf32>) {
+    return
+  }
+}

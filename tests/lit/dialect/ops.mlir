@@ -89,3 +89,28 @@ func.func @dropout(%x: tensor<4x5xf32>, %s: tensor<i64>) -> tensor<4x5xf32> {
   %0 = nova.dropout %x, %s {rate = 0.1 : f64, stream = 3 : i64} : tensor<4x5xf32>, tensor<i64>
   return %0 : tensor<4x5xf32>
 }
+
+// A launch plan: the lowering config and nova.launch print and parse back.
+// CHECK-LABEL: func @plan
+// CHECK: nova.launch @kernels::@k0(%{{.*}}, %{{.*}}) : memref<4xf32>, memref<4xf32>
+// CHECK: func.func @k0(%{{.*}}: index, %{{.*}}: memref<4xf32>, %{{.*}}: memref<4xf32>) attributes {nova.lowering_config = #nova.lowering_config<loops, workgroups = 2, tile = [2], register_tile = []>}
+// CHECK: func.func @k1{{.*}}#nova.lowering_config<matmul, workgroups = 1, tile = [6, 32], register_tile = [6, 32]>
+// CHECK: func.func @k2{{.*}}#nova.lowering_config<serial, workgroups = 1, tile = [], register_tile = []>
+module {
+  func.func @plan(%a: memref<4xf32>, %b: memref<4xf32>) {
+    nova.launch @kernels::@k0(%a, %b) : memref<4xf32>, memref<4xf32>
+    return
+  }
+  module @kernels {
+    func.func @k0(%wg: index, %a: memref<4xf32>, %b: memref<4xf32>)
+        attributes {nova.lowering_config = #nova.lowering_config<loops, workgroups = 2, tile = [2], register_tile = []>} {
+      return
+    }
+    func.func @k1(%wg: index) attributes {nova.lowering_config = #nova.lowering_config<matmul, workgroups = 1, tile = [6, 32], register_tile = [6, 32]>} {
+      return
+    }
+    func.func @k2(%wg: index) attributes {nova.lowering_config = #nova.lowering_config<serial, workgroups = 1, tile = [], register_tile = []>} {
+      return
+    }
+  }
+}

@@ -1,14 +1,7 @@
-// RUN: nova-opt %s -nova-vectorize-matmul=vector-bits=128 -verify-each | FileCheck %s
-// RUN: nova-opt %s -nova-vectorize-matmul="vector-bits=128 parallel-min-flops=0" -verify-each | FileCheck %s --check-prefix=PAR
+// RUN: nova-opt %s -nova-vectorize-matmul=vector-bits=128 -verify-each -split-input-file | FileCheck %s
 
-// Big enough kernels run their column tiles as an scf.parallel (threads).
-// PAR-LABEL: func @tiled
-// PAR: scf.parallel
-// PAR: scf.for
-// PAR: vector.fma
-
-// 7x5 result, 4-lane vectors (NR = 8 columns is more than 5): no kernel; the
-// leftover rows cover everything.
+// 7x5 result, 4-lane vectors (NR = 8 columns is more than 5): no register
+// kernel; the block's rows left over cover everything.
 // CHECK-LABEL: func @small
 // CHECK-NOT: vector.fma
 // CHECK: linalg.generic
@@ -25,10 +18,12 @@ func.func @small(%a: memref<7x3xf32>, %b: memref<3x5xf32>, %c: memref<7x5xf32>) 
   return
 }
 
-// 13x18 result with 4-lane vectors and 6-row tiles: a 12x16 kernel
-// (column tiles outside, row tiles inside, 12 accumulators carried through
-// the k loop), then columns 16..18 of rows 0..12 and row 12 as generics on
-// subviews.
+// -----
+
+// Outside a configured kernel, 13x18 with 4-lane vectors and 6-row tiles is
+// one block: column tiles outside, row tiles inside, 12 accumulators carried
+// through the k loop over [0, 12) x [0, 16); then columns 16..18 of those
+// rows and row 12 as generics on subviews.
 // CHECK-LABEL: func @tiled
 // CHECK: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
@@ -40,10 +35,11 @@ func.func @small(%a: memref<7x3xf32>, %b: memref<3x5xf32>, %c: memref<7x5xf32>) 
 // CHECK: vector.fma
 // CHECK: scf.yield
 // CHECK-COUNT-12: vector.store
-// CHECK: memref.subview %{{.*}}[0, 16] [12, 2] [1, 1]
+// CHECK: memref.subview %{{.*}} : memref<13x18xf32> to memref<?x?xf32
 // CHECK: linalg.generic
-// CHECK: memref.subview %{{.*}}[12, 0] [1, 18] [1, 1]
+// CHECK: memref.subview %{{.*}} : memref<13x18xf32> to memref<?x?xf32
 // CHECK: linalg.generic
+// CHECK-NOT: linalg.generic
 func.func @tiled(%a: memref<13x9xf32>, %b: memref<9x18xf32>, %c: memref<13x18xf32>) {
   linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
                   iterator_types = ["parallel", "reduction", "parallel"]}
@@ -55,6 +51,37 @@ func.func @tiled(%a: memref<13x9xf32>, %b: memref<9x18xf32>, %c: memref<13x18xf3
   }
   return
 }
+
+// -----
+
+// In a configured kernel the workgroup number picks the block: 24x64 with
+// tiles [12, 32] is 2 x 2 blocks, wg -> (wg / 2, wg % 2). Both extents are
+// multiples of the register tile, so no leftover generic is emitted.
+// CHECK-LABEL: func @kernel
+// CHECK-SAME: (%[[WG:.*]]: index,
+// CHECK-DAG: %[[C2:.*]] = arith.constant 2 : index
+// CHECK: %[[N:.*]] = arith.remui %[[WG]], %[[C2]]
+// CHECK: %[[M:.*]] = arith.divui %[[WG]], %[[C2]]
+// CHECK: vector.fma {{.*}} : vector<4xf32>
+// CHECK-NOT: linalg.generic
+module {
+  module @kernels {
+    func.func @kernel(%wg: index, %a: memref<24x16xf32>, %b: memref<16x64xf32>, %c: memref<24x64xf32>)
+        attributes {nova.lowering_config = #nova.lowering_config<matmul, workgroups = 4, tile = [12, 32], register_tile = [6, 8]>} {
+      linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
+                      iterator_types = ["parallel", "reduction", "parallel"]}
+          ins(%a, %b : memref<24x16xf32>, memref<16x64xf32>) outs(%c : memref<24x64xf32>) attrs = {nova.kernel = "matmul"} {
+      ^bb0(%x: f32, %y: f32, %acc: f32):
+        %p = arith.mulf %x, %y : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      }
+      return
+    }
+  }
+}
+
+// -----
 
 // Untagged generics are left alone.
 // CHECK-LABEL: func @untagged

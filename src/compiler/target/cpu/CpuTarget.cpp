@@ -1,30 +1,84 @@
-//===- CpuTarget.cpp - host CPU facts ----------------------------*- C++ -*-===//
+//===- CpuTarget.cpp - the CPU target's passes -------------------*- C++ -*-===//
+//
+// The CPU's tail of the pipeline, stage by stage:
+//   loops  matmul kernels → register-blocked vector code over their
+//          workgroup's block; every other linalg op → loops → cf; strided
+//          metadata expanded
+//   llvm   f32 transcendentals as polynomials, math/vector/arith/memref/func
+//          → LLVM (memrefs as bare pointers: every kernel parameter is a
+//          whole static buffer), then the runtime entry of each kernel
+//
+//===----------------------------------------------------------------------===//
 
 #include "compiler/target/cpu/CpuTarget.h"
+#include "compiler/transforms/Passes.h"
 
-#include "llvm/ADT/StringMap.h"
-#include "llvm/TargetParser/Host.h"
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MathToLibm/MathToLibm.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Transforms/Passes.h"
 
-#include <algorithm>
-#include <cstdlib>
-#include <thread>
+using namespace mlir;
 
-int64_t mlir::nova::hostVectorBits() {
-  if (const char *v = std::getenv("NOVA_VECTOR_BITS"))
-    return std::atoll(v);
-  static const int64_t bits = [] {
-    auto features = llvm::sys::getHostCPUFeatures();
-    if (features.lookup("avx512f"))
-      return int64_t{512};
-    if (features.lookup("avx"))
-      return int64_t{256};
-    return int64_t{128};
-  }();
-  return bits;
+void mlir::nova::CpuTarget::addConfigurePasses(OpPassManager &pm) const {
+  NovaConfigureKernelsOptions facts;
+  facts.vectorBits = desc.vector_bits;
+  facts.vectorRegisters = desc.vector_registers;
+  facts.cores = desc.cores;
+  facts.l1dBytes = desc.l1d_bytes;
+  facts.l2Bytes = desc.l2_bytes;
+  pm.addPass(createNovaConfigureKernels(facts));
+  pm.addPass(createNovaDistributeWorkgroups());
 }
 
-int64_t mlir::nova::hostThreads() {
-  if (const char *v = std::getenv("NOVA_NUM_THREADS"))
-    return std::max<int64_t>(1, std::atoll(v));
-  return std::max<unsigned>(1, std::thread::hardware_concurrency());
+std::vector<mlir::nova::Stage> mlir::nova::CpuTarget::codegenStages() const {
+  int64_t vectorBits = desc.vector_bits;
+  auto loops = [vectorBits](OpPassManager &pm) {
+    NovaVectorizeMatmulOptions matmul;
+    matmul.vectorBits = vectorBits;
+    pm.addPass(createNovaVectorizeMatmul(matmul));
+    pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+    pm.addPass(memref::createExpandStridedMetadataPass());
+    pm.addPass(createLowerAffinePass());
+    pm.addPass(createConvertSCFToCFPass());
+    pm.addPass(createCanonicalizerPass());
+  };
+  auto llvm = [](OpPassManager &pm) {
+    // f32 transcendentals as inline polynomials; then math ops with an LLVM
+    // intrinsic; the rest (f64 tanh, erf) call libm.
+    pm.addPass(createNovaApproximateMath());
+    pm.addPass(createConvertMathToLLVMPass());
+    pm.addPass(createConvertMathToLibmPass());
+    pm.addPass(createConvertVectorToLLVMPass());
+    pm.addPass(createArithToLLVMConversionPass());
+    pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+    ConvertFuncToLLVMPassOptions func;
+    func.useBarePtrCallConv = true;
+    pm.addPass(createConvertFuncToLLVMPass(func));
+    pm.addPass(createConvertControlFlowToLLVMPass());
+    pm.addPass(createConvertIndexToLLVMPass());
+    pm.addPass(createReconcileUnrealizedCastsPass());
+    pm.addPass(createNovaEmitKernelEntries());
+  };
+  return {{"loops", loops}, {"llvm", llvm}};
+}
+
+FailureOr<mlir::nova::Artifact> mlir::nova::CpuTarget::emit(ModuleOp kernels,
+                                                           std::string &error) const {
+  return emitCpuSharedObject(kernels, desc, error);
+}
+
+std::unique_ptr<mlir::nova::Target> mlir::nova::makeTarget(const ::nova::TargetDesc &desc) {
+  return std::make_unique<CpuTarget>(desc);
 }

@@ -1,23 +1,30 @@
-//===- CpuTarget.h - facts about the CPU code is compiled for ----*- C++ -*-===//
+//===- CpuTarget.h - the CPU target ------------------------------*- C++ -*-===//
 //
-// The one place that knows the host's vector width. Passes take such facts
-// as options; the pipeline fills them from here.
+// Configures kernels with the CPU configurator, lowers them through
+// vector/scf to the LLVM dialect with bare-pointer memrefs and the runtime's
+// entry ABI, and emits one ELF shared object (CpuCodegen.cpp).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef NOVA_COMPILER_TARGET_CPU_CPUTARGET_H
 #define NOVA_COMPILER_TARGET_CPU_CPUTARGET_H
 
-#include <cstdint>
+#include "compiler/target/Target.h"
 
 namespace mlir::nova {
 
-/// Width of the widest vector registers of the host: 512 with AVX-512F, 256
-/// with AVX, else 128. NOVA_VECTOR_BITS overrides it (for tests).
-int64_t hostVectorBits();
+class CpuTarget final : public Target {
+public:
+  using Target::Target;
+  void addConfigurePasses(OpPassManager &pm) const override;
+  std::vector<Stage> codegenStages() const override;
+  FailureOr<Artifact> emit(ModuleOp kernels, std::string &error) const override;
+};
 
-/// Threads compiled code may use: the host's cores, or NOVA_NUM_THREADS.
-int64_t hostThreads();
+/// Object code for a lowered kernels module: one LLVM module per kernel,
+/// optimized (-O3) and compiled in parallel, linked into a shared object.
+FailureOr<Artifact> emitCpuSharedObject(ModuleOp kernels, const ::nova::TargetDesc &desc,
+                                        std::string &error);
 
 } // namespace mlir::nova
 

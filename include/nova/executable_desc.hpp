@@ -1,0 +1,116 @@
+// executable_desc.hpp - the executable description: the contract between the
+// compiler and the runtime.
+//
+// A compiled step is kernels plus a launch plan. This record says all of it,
+// with no MLIR and no pointers: the kernels' object code (for the CPU an ELF
+// shared object exporting `void <symbol>(int64_t workgroup, void* const*
+// args)`), the plan (kernels in order, each over a grid of workgroups, each
+// argument a step input, a step output or an offset into one arena), the
+// arena's size, the step's signature with its in-place aliases, and room for
+// collective points (data-parallel all-reduces). It is what the on-disk cache
+// stores, what an ahead-of-time build ships and what the runtime loads.
+//
+// serialize() writes a versioned, checksummed byte string; deserialize()
+// validates every field (counts, indices, sizes, offsets, the checksum)
+// before anything uses it and throws nova::FormatError naming the problem,
+// so a corrupt or foreign file can never crash the runtime or run a wrong kernel.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "nova/executable.hpp"
+#include "nova/target.hpp"
+#include "nova/tensor.hpp"
+
+namespace nova {
+
+/// Bumped whenever the byte layout or the kernel ABI changes.
+inline constexpr std::uint32_t executable_format_version = 1;
+
+/// The compiler's version string; entries from another version are stale.
+std::string compiler_version();
+
+/// Where a kernel argument lives.
+struct BufferRef {
+  enum class Kind : std::uint8_t { input = 0, output = 1, arena = 2 };
+  Kind kind = Kind::arena;
+  /// Step input or output number (input/output), unused for arena.
+  std::uint32_t index = 0;
+  /// Byte offset: into the arena, or 0.
+  std::uint64_t offset = 0;
+  /// Bytes the kernel may touch.
+  std::uint64_t bytes = 0;
+  friend bool operator==(const BufferRef&, const BufferRef&) = default;
+};
+
+struct KernelDesc {
+  /// Exported symbol in the object code.
+  std::string symbol;
+  /// What it computes, for humans: "matmul 2048x768x256 f32", "elementwise 16x128x256".
+  std::string summary;
+  friend bool operator==(const KernelDesc&, const KernelDesc&) = default;
+};
+
+struct LaunchDesc {
+  std::uint32_t kernel = 0;
+  /// Workgroups 0..workgroups-1 may run in any order, on any threads.
+  std::uint64_t workgroups = 1;
+  std::vector<BufferRef> args;
+  friend bool operator==(const LaunchDesc&, const LaunchDesc&) = default;
+};
+
+/// Reserved for data-parallel training: an all-reduce over `buffers` that may
+/// start after launch `after_launch` and must end before `before_launch`.
+struct CollectiveDesc {
+  enum class Kind : std::uint8_t { all_reduce_sum = 0 };
+  Kind kind = Kind::all_reduce_sum;
+  std::uint32_t after_launch = 0;
+  std::uint32_t before_launch = 0;
+  std::vector<BufferRef> buffers;
+  friend bool operator==(const CollectiveDesc&, const CollectiveDesc&) = default;
+};
+
+struct ExecutableDesc {
+  std::string compiler_version;
+  /// The cache key it was compiled for (structural hash of the traced step +
+  /// target + compiler version + code-changing options), 128 bits.
+  std::array<std::uint64_t, 2> key{};
+  TargetDesc target;
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;
+  /// One per output: the input it is written into in place, or -1.
+  std::vector<int> aliases;
+  std::uint64_t arena_bytes = 0;
+  std::vector<KernelDesc> kernels;
+  std::vector<LaunchDesc> launches;
+  std::vector<CollectiveDesc> collectives;
+  /// "elf-shared-object" for the CPU.
+  std::string object_format;
+  std::vector<std::uint8_t> object;
+
+  std::vector<std::uint8_t> serialize() const;
+  /// Throws FormatError (prefixed with `what`, e.g. the file name) on any
+  /// malformed, truncated, corrupted or newer-version input.
+  static ExecutableDesc deserialize(std::span<const std::uint8_t> bytes,
+                                    const std::string& what = "executable");
+  /// The structural checks deserialize() runs (indices, sizes, offsets).
+  void validate(const std::string& what = "executable") const;
+  friend bool operator==(const ExecutableDesc&, const ExecutableDesc&) = default;
+};
+
+/// Loads the description's code and returns a runnable executable (kind
+/// "cpu"). Throws nova::Error if the machine lacks a feature the code needs
+/// or the object cannot be loaded.
+std::shared_ptr<Executable> load_executable(const ExecutableDesc& desc);
+
+/// Files: atomic write (temporary file + rename); read validates as
+/// deserialize() does.
+void write_executable_file(const std::string& path, const ExecutableDesc& desc);
+ExecutableDesc read_executable_file(const std::string& path);
+
+} // namespace nova

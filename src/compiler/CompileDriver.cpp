@@ -1,0 +1,147 @@
+//===- CompileDriver.cpp - a traced step → a runnable executable -*- C++ -*-===//
+//
+// See CompileDriver.h. A miss in the process's cache lands here with the
+// traced module; the disk cache is asked first (under the key's
+// cross-process lock, so racing processes compile a key once), and only
+// then is the step compiled. Anything the disk returns that fails to load
+// is reported and compiled again.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/CompileDriver.h"
+#include "compiler/Diagnostics.h"
+#include "compiler/LaunchPlan.h"
+#include "compiler/interpreter/Interpreter.h"
+#include "compiler/transforms/Kernels.h"
+#include "runtime/disk_cache.hpp"
+
+#include "nova/cache.hpp"
+
+#include "mlir/IR/Verifier.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <xxhash.h>
+
+using namespace mlir;
+
+namespace {
+
+/// Hashes what is written to it, without keeping the text.
+class HashStream final : public llvm::raw_ostream {
+public:
+  HashStream() {
+    state = XXH3_createState();
+    XXH3_128bits_reset(state);
+    SetUnbuffered();
+  }
+  ~HashStream() override { XXH3_freeState(state); }
+  std::array<uint64_t, 2> digest() {
+    flush();
+    XXH128_hash_t h = XXH3_128bits_digest(state);
+    return {h.high64, h.low64};
+  }
+
+private:
+  void write_impl(const char *ptr, size_t size) override {
+    XXH3_128bits_update(state, ptr, size);
+    pos += size;
+  }
+  uint64_t current_pos() const override { return pos; }
+  XXH3_state_t *state;
+  uint64_t pos = 0;
+};
+
+[[noreturn]] void fail(const std::string &what, const std::string &diagnostics) {
+  throw ::nova::CompileError("nova: " + what + (diagnostics.empty() ? "" : ":\n" + diagnostics));
+}
+
+} // namespace
+
+std::array<uint64_t, 2> mlir::nova::stepKey(ModuleOp traced, const ::nova::TargetDesc &target) {
+  HashStream os;
+  traced->print(os, OpPrintingFlags().printGenericOpForm().elideLargeElementsAttrs(0));
+  os << "\ntarget " << target.hash() << "\ncompiler " << ::nova::compiler_version();
+  return os.digest();
+}
+
+::nova::ExecutableDesc mlir::nova::compileToDescription(ModuleOp traced,
+                                                        const StepSignature &signature,
+                                                        const ::nova::TargetDesc &targetDesc,
+                                                        const PipelineOptions &options) {
+  if (targetDesc.kind != ::nova::DeviceKind::cpu)
+    throw ::nova::CompileError("nova: target " + targetDesc.name +
+                               " is not a CPU; this build compiles for CPUs only");
+  DiagnosticCollector diags(traced.getContext());
+  if (failed(verify(traced)))
+    fail("the traced step does not verify", diags.text);
+  if (failed(runGraphStage(traced, options)))
+    fail("differentiating the step failed", diags.text);
+  std::unique_ptr<Target> target = makeTarget(targetDesc);
+  if (failed(runKernelStages(traced, *target, options)))
+    fail("lowering the step to kernels failed", diags.text);
+
+  ::nova::ExecutableDesc desc;
+  desc.compiler_version = ::nova::compiler_version();
+  desc.target = targetDesc;
+  desc.inputs = signature.inputs;
+  desc.outputs = signature.outputs;
+  desc.aliases = signature.aliases;
+  auto step = traced.lookupSymbol<func::FuncOp>(signature.name);
+  ModuleOp kernels = kernelsModule(traced);
+  std::string error;
+  if (!step || !kernels)
+    fail("the step has no launch plan after the kernel stage", diags.text);
+  if (failed(buildLaunchPlan(step, kernels, desc, error)))
+    fail("building the launch plan failed: " + error, diags.text);
+  if (failed(runCodegenStages(kernels, *target, options)))
+    fail("generating code for the kernels failed", diags.text);
+  FailureOr<Artifact> artifact = target->emit(kernels, error);
+  if (failed(artifact))
+    fail("emitting object code failed: " + error, diags.text);
+  desc.object_format = artifact->format;
+  desc.object = std::move(artifact->bytes);
+  desc.validate("the compiled step");
+  return desc;
+}
+
+std::shared_ptr<::nova::Executable> mlir::nova::compileStep(OwningOpRef<ModuleOp> traced,
+                                                            const StepSignature &signature,
+                                                            ::nova::ExecMode mode) {
+  PipelineOptions options = pipelineOptionsFromEnv();
+  if (mode == ::nova::ExecMode::interpreted) {
+    DiagnosticCollector diags(traced->getContext());
+    if (failed(verify(*traced)))
+      fail("the traced step does not verify", diags.text);
+    if (failed(runGraphStage(*traced, options)))
+      fail("differentiating the step failed", diags.text);
+    ::nova::detail::count_compile();
+    return makeInterpreterExecutable(std::move(traced), signature.name, signature.inputs,
+                                     signature.outputs, signature.aliases);
+  }
+  ::nova::TargetDesc target = ::nova::target_from_env();
+  std::array<uint64_t, 2> key = stepKey(*traced, target);
+  ::nova::detail::DiskCache disk(::nova::detail::disk_cache_config());
+  auto fromDisk = [&]() -> std::shared_ptr<::nova::Executable> {
+    std::optional<::nova::ExecutableDesc> desc = disk.load(key, target.hash());
+    if (!desc)
+      return nullptr;
+    try {
+      std::shared_ptr<::nova::Executable> exe = ::nova::load_executable(*desc);
+      ::nova::detail::count_disk_hit();
+      return exe;
+    } catch (const ::nova::Error &e) {
+      disk.reject(key, e.what());
+      return nullptr;
+    }
+  };
+  if (auto exe = fromDisk())
+    return exe;
+  ::nova::detail::DiskCache::KeyLock lock = disk.lock(key);
+  if (auto exe = fromDisk()) // another process compiled it while we waited
+    return exe;
+  ::nova::detail::count_compile();
+  ::nova::ExecutableDesc desc = compileToDescription(*traced, signature, target, options);
+  desc.key = key;
+  disk.store(desc);
+  return ::nova::load_executable(desc);
+}

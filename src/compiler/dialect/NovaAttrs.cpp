@@ -1,0 +1,86 @@
+//===- NovaAttrs.cpp - #nova.lowering_config ---------------------*- C++ -*-===//
+//
+// The attribute's syntax and its verifier. Syntax:
+//   #nova.lowering_config<loops, workgroups = 8, tile = [0, 256], register_tile = []>
+// Lists may be empty (a 0-d op has no loops), so the format is written here
+// rather than generated.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/dialect/NovaDialect.h"
+
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::nova;
+
+#define GET_ATTRDEF_CLASSES
+#include "compiler/dialect/NovaAttrs.cpp.inc"
+
+void NovaDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "compiler/dialect/NovaAttrs.cpp.inc"
+      >();
+}
+
+namespace {
+
+ParseResult parseIntList(AsmParser &parser, StringRef name, SmallVectorImpl<int64_t> &out) {
+  if (parser.parseKeyword(name) || parser.parseEqual())
+    return failure();
+  return parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&]() {
+    int64_t v;
+    if (parser.parseInteger(v))
+      return failure();
+    out.push_back(v);
+    return success();
+  });
+}
+
+void printIntList(AsmPrinter &printer, StringRef name, ArrayRef<int64_t> values) {
+  printer << name << " = [";
+  llvm::interleaveComma(values, printer);
+  printer << "]";
+}
+
+} // namespace
+
+Attribute LoweringConfigAttr::parse(AsmParser &parser, Type) {
+  std::string kind;
+  int64_t workgroups = 0;
+  SmallVector<int64_t> tile, registerTile;
+  if (parser.parseLess() || parser.parseKeywordOrString(&kind) || parser.parseComma() ||
+      parser.parseKeyword("workgroups") || parser.parseEqual() || parser.parseInteger(workgroups) ||
+      parser.parseComma() || parseIntList(parser, "tile", tile) || parser.parseComma() ||
+      parseIntList(parser, "register_tile", registerTile) || parser.parseGreater())
+    return {};
+  return getChecked([&] { return parser.emitError(parser.getNameLoc()); }, parser.getContext(),
+                    kind, workgroups, tile, registerTile);
+}
+
+void LoweringConfigAttr::print(AsmPrinter &printer) const {
+  printer << "<" << getKind() << ", workgroups = " << getWorkgroups() << ", ";
+  printIntList(printer, "tile", getTile());
+  printer << ", ";
+  printIntList(printer, "register_tile", getRegisterTile());
+  printer << ">";
+}
+
+LogicalResult LoweringConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                         StringRef kind, int64_t workgroups,
+                                         ArrayRef<int64_t> tile, ArrayRef<int64_t> registerTile) {
+  if (kind != "matmul" && kind != "loops" && kind != "serial")
+    return emitError() << "#nova.lowering_config: unknown kind '" << kind
+                       << "' (expected matmul, loops or serial)";
+  if (workgroups < 1)
+    return emitError() << "#nova.lowering_config: workgroups must be at least 1, not " << workgroups;
+  if (llvm::any_of(tile, [](int64_t t) { return t < 0; }))
+    return emitError() << "#nova.lowering_config: tile sizes must not be negative";
+  if (kind == "matmul" && registerTile.size() != 2)
+    return emitError() << "#nova.lowering_config: a matmul needs register_tile = [rows, columns]";
+  if (kind == "serial" && workgroups != 1)
+    return emitError() << "#nova.lowering_config: a serial kernel runs as one workgroup";
+  return success();
+}

@@ -1,0 +1,49 @@
+//===- NovaAttrs.td - attributes of the nova dialect ------------*- tablegen -*-===//
+//
+// #nova.lowering_config: the decision a target's configurator makes for one
+// kernel, written on the kernel so it can be printed, tested with FileCheck
+// and cached with the code. The codegen passes read it and nothing else.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NOVA_ATTRS
+#define NOVA_ATTRS
+
+include "NovaDialect.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def Nova_LoweringConfigAttr : AttrDef<Nova_Dialect, "LoweringConfig"> {
+  let mnemonic = "lowering_config";
+  let summary = "how one kernel is lowered: its kind, workgroup grid and tiles";
+  let description = [{
+    - `kind`: `matmul` (register-blocked vector kernel, nova-vectorize-matmul),
+      `loops` (a structured op split over workgroups, then loops) or
+      `serial` (anything else: one workgroup runs it whole).
+    - `workgroups`: how many workgroups the launch runs; on the CPU each is a
+      task for one thread of the runtime's pool, on a GPU a thread block.
+    - `tile`: the workgroup tile, one entry per distributed loop (for
+      `loops`: every loop of the op, 0 = not split; for `matmul`: the result
+      loops batch..., m, n). workgroups = product of ceil(extent / tile).
+    - `register_tile`: for `matmul`, rows x columns of the result one
+      register block holds; empty otherwise.
+
+    A kernel function carries it under its own name, `nova.lowering_config`
+    (`LoweringConfigAttr::name`).
+
+    Example: `#nova.lowering_config<matmul, workgroups = 8, tile = [512, 384], register_tile = [6, 32]>`
+  }];
+  let parameters = (ins
+    StringRefParameter<"kernel kind">:$kind,
+    "int64_t":$workgroups,
+    ArrayRefParameter<"int64_t", "workgroup tile per loop">:$tile,
+    ArrayRefParameter<"int64_t", "register tile">:$register_tile
+  );
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    bool isMatmul() const { return getKind() == "matmul"; }
+    bool isLoops() const { return getKind() == "loops"; }
+  }];
+}
+
+#endif // NOVA_ATTRS

@@ -1,0 +1,67 @@
+//===- Target.h - the seam between the shared pipeline and a device -*- C++ -*-===//
+//
+// A Target is a TargetDesc (every fact about the device, include/nova/target.hpp)
+// plus what the compiler does differently for it:
+//   - configure: the passes that give each kernel its #nova.lowering_config
+//     and split it over workgroups (end of the shared "kernels" stage);
+//   - codegen stages: the tail of the pipeline, run on the kernels module
+//     once the launch plan has been taken out of the step;
+//   - emit: the kernels module, lowered, to object code the runtime loads.
+// Pipeline.cpp lists the shared stages and asks the target for the rest.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NOVA_COMPILER_TARGET_TARGET_H
+#define NOVA_COMPILER_TARGET_TARGET_H
+
+#include "nova/target.hpp"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mlir::nova {
+
+/// A named list of passes; the IR after each stage can be dumped.
+struct Stage {
+  std::string name;
+  std::function<void(OpPassManager &)> addPasses;
+};
+
+/// Object code for the runtime (executable_desc.hpp).
+struct Artifact {
+  std::string format;
+  std::vector<uint8_t> bytes;
+};
+
+class Target {
+public:
+  explicit Target(::nova::TargetDesc desc) : desc(std::move(desc)) {}
+  virtual ~Target() = default;
+
+  const ::nova::TargetDesc &description() const { return desc; }
+
+  /// Passes after outlining and deduplication that configure and distribute
+  /// each kernel (run on the top module).
+  virtual void addConfigurePasses(OpPassManager &pm) const = 0;
+  /// The codegen tail, run on the kernels module alone.
+  virtual std::vector<Stage> codegenStages() const = 0;
+  /// Object code for the lowered kernels module, exporting each kernel's
+  /// entry (nova_<kernel>). On failure, `error` says why.
+  virtual FailureOr<Artifact> emit(ModuleOp kernels, std::string &error) const = 0;
+
+protected:
+  ::nova::TargetDesc desc;
+};
+
+/// The target for a description (only CPUs so far).
+std::unique_ptr<Target> makeTarget(const ::nova::TargetDesc &desc);
+
+} // namespace mlir::nova
+
+#endif // NOVA_COMPILER_TARGET_TARGET_H

@@ -1,0 +1,42 @@
+//===- ConfigureKernels.cpp - the nova-configure-kernels pass ----*- C++ -*-===//
+//
+// Writes each kernel's #nova.lowering_config, computed by the target's
+// configurator from the kernel's root op and the target facts given as this
+// pass's options. Kernels are deduplicated first, so each distinct kernel is
+// configured once, and the decision is a pure function of the kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/target/cpu/CpuConfigurator.h"
+#include "compiler/transforms/Kernels.h"
+#include "compiler/transforms/Passes.h"
+
+namespace mlir::nova {
+#define GEN_PASS_DEF_NOVACONFIGUREKERNELS
+#include "compiler/transforms/Passes.h.inc"
+} // namespace mlir::nova
+
+using namespace mlir;
+
+namespace {
+
+struct NovaConfigureKernels : mlir::nova::impl::NovaConfigureKernelsBase<NovaConfigureKernels> {
+  using NovaConfigureKernelsBase::NovaConfigureKernelsBase;
+
+  void runOnOperation() override {
+    ModuleOp kernels = nova::kernelsModule(getOperation());
+    if (!kernels)
+      return;
+    nova::CpuFacts facts{vectorBits, vectorRegisters, cores, l1dBytes, l2Bytes};
+    for (auto kernel : kernels.getOps<func::FuncOp>()) {
+      Operation *root = nova::kernelRoot(kernel);
+      if (!root) {
+        kernel.emitError("nova-configure-kernels: kernel has no compute op");
+        return signalPassFailure();
+      }
+      kernel->setAttr(nova::LoweringConfigAttr::name, nova::configureCpuKernel(root, facts));
+    }
+  }
+};
+
+} // namespace

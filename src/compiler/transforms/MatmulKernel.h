@@ -1,0 +1,34 @@
+//===- MatmulKernel.h - recognising a vectorizable matmul --------*- C++ -*-===//
+//
+// The contraction generics nova-lower-to-linalg tags `nova.kernel = "matmul"`
+// have loops (batch..., m, k, n), lhs [.., m, k] or [.., k, m], rhs
+// [.., k, n], out [.., m, n]. After bufferization, the ones with static
+// shapes, identity-layout rhs/out and f32/f64 elements can take the register
+// kernel. The configurator and nova-vectorize-matmul ask the same question
+// here, so a kernel configured `matmul` is always one the rewrite accepts.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NOVA_COMPILER_TRANSFORMS_MATMULKERNEL_H
+#define NOVA_COMPILER_TRANSFORMS_MATMULKERNEL_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
+#include <optional>
+
+namespace mlir::nova {
+
+struct MatmulOperands {
+  Value lhs, rhs, out;
+  bool transposeA = false;
+  MemRefType outType;
+  int64_t batchRank = 0, M = 0, N = 0, K = 0;
+  /// Product of the batch extents.
+  int64_t batch() const;
+};
+
+std::optional<MatmulOperands> matchMatmul(linalg::GenericOp op);
+
+} // namespace mlir::nova
+
+#endif // NOVA_COMPILER_TRANSFORMS_MATMULKERNEL_H

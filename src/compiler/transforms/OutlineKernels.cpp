@@ -1,0 +1,233 @@
+//===- OutlineKernels.cpp - the nova-outline-kernels pass --------*- C++ -*-===//
+//
+// Cuts a bufferized step into kernels plus a launch plan. The step's entry
+// block is straight-line code over buffers: allocations, views of them
+// (subview, collapse/expand_shape), constants, compute ops (linalg ops,
+// copies, loop nests from scatter-adds) and deallocations. Each compute op
+// becomes a kernel in the nested `module @kernels`:
+//
+//   - its *roots* are the buffers it touches, traced back through views and
+//     other side-effect-free ops to a step argument or a memref.alloc; they
+//     become the kernel's parameters, after the workgroup number;
+//   - the side-effect-free ops on the way (views, constants, index math) are
+//     cloned into the kernel, so every parameter is a whole buffer with a
+//     static identity layout (one pointer at run time);
+//   - the op itself is replaced by `nova.launch @kernels::@kN(roots...)`.
+//
+// A scalar read at the top level (memref.load of a rank-0 seed or learning
+// rate) is cloned into its kernels too, when nothing in the step writes the
+// buffer it reads: then reading it at kernel time gives the same value.
+//
+// Top-level copies become linalg.copy first, so a copy is a structured op
+// that nova-distribute-workgroups can split like any other.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/transforms/Kernels.h"
+#include "compiler/transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <functional>
+
+namespace mlir::nova {
+#define GEN_PASS_DEF_NOVAOUTLINEKERNELS
+#include "compiler/transforms/Passes.h.inc"
+} // namespace mlir::nova
+
+using namespace mlir;
+
+namespace {
+
+bool isPlanOp(Operation *op) {
+  return isa<memref::AllocOp, memref::DeallocOp, func::ReturnOp, nova::LaunchOp>(op);
+}
+
+/// Ops that may be cloned into every kernel that needs their results.
+bool isCloneable(Operation *op) {
+  return op->getNumRegions() == 0 && isMemoryEffectFree(op) && op->getNumResults() > 0;
+}
+
+bool isWholeBuffer(Value v) {
+  auto type = dyn_cast<MemRefType>(v.getType());
+  return type && type.hasStaticShape() && type.getLayout().isIdentity();
+}
+
+/// The allocation or argument a buffer value views.
+Value rootOf(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    auto view = dyn_cast<ViewLikeOpInterface>(def);
+    if (!view)
+      break;
+    v = view.getViewSource();
+  }
+  return v;
+}
+
+/// Every buffer some op of the step writes (through any view).
+llvm::DenseSet<Value> writtenRoots(Block &entry) {
+  llvm::DenseSet<Value> written;
+  for (Operation &top : entry)
+    top.walk([&](Operation *op) {
+      auto iface = dyn_cast<MemoryEffectOpInterface>(op);
+      if (!iface)
+        return;
+      SmallVector<MemoryEffects::EffectInstance> effects;
+      iface.getEffects(effects);
+      for (auto &e : effects)
+        if (isa<MemoryEffects::Write>(e.getEffect()) && e.getValue())
+          written.insert(rootOf(e.getValue()));
+    });
+  return written;
+}
+
+ModuleOp getOrCreateKernelsModule(ModuleOp top) {
+  if (ModuleOp m = mlir::nova::kernelsModule(top))
+    return m;
+  OpBuilder b = OpBuilder::atBlockEnd(top.getBody());
+  return b.create<ModuleOp>(top.getLoc(), mlir::nova::kKernelsModuleName);
+}
+
+class Outliner {
+public:
+  Outliner(ModuleOp kernels) : kernels(kernels), symbols(kernels) {}
+
+  /// Buffers written anywhere in the step being outlined.
+  llvm::DenseSet<Value> written;
+
+  bool isClonedRead(Operation *def) const {
+    auto load = dyn_cast<memref::LoadOp>(def);
+    return load && !written.contains(rootOf(load.getMemref()));
+  }
+
+  LogicalResult outline(Operation *op) {
+    if (op->getNumResults() > 0 && !op->use_empty())
+      return op->emitError("nova-outline-kernels: a compute op whose results are used by "
+                           "other ops cannot become a kernel");
+    llvm::SetVector<Value> roots;
+    llvm::SetVector<Operation *> clones;
+    SmallVector<Value> work(op->getOperands().begin(), op->getOperands().end());
+    llvm::SetVector<Value> above;
+    getUsedValuesDefinedAbove(op->getRegions(), above);
+    work.append(above.begin(), above.end());
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      Operation *def = v.getDefiningOp();
+      if (!def || isa<memref::AllocOp>(def)) {
+        if (!isWholeBuffer(v))
+          return op->emitError("nova-outline-kernels: buffer of type ")
+                 << v.getType() << " is not a static, identity-layout memref";
+        roots.insert(v);
+        continue;
+      }
+      if (!isCloneable(def) && !isClonedRead(def))
+        return op->emitError("nova-outline-kernels: uses a value of '")
+               << def->getName() << "', which is neither a buffer, side-effect free, nor "
+               << "a read of a buffer the step never writes";
+      if (clones.insert(def))
+        work.append(def->getOperands().begin(), def->getOperands().end());
+    }
+
+    // Parameters in the order of the operands they are reached from (through
+    // views), then those only the op's regions use: readable, deterministic IR.
+    SmallVector<Value> params;
+    std::function<void(Value)> visit = [&](Value v) {
+      if (roots.contains(v)) {
+        if (!llvm::is_contained(params, v))
+          params.push_back(v);
+        return;
+      }
+      if (Operation *def = v.getDefiningOp(); def && clones.contains(def))
+        for (Value operand : def->getOperands())
+          visit(operand);
+    };
+    for (Value v : op->getOperands())
+      visit(v);
+    for (Value v : above)
+      visit(v);
+
+    OpBuilder b(kernels.getContext());
+    b.setInsertionPointToEnd(kernels.getBody());
+    SmallVector<Type> types{b.getIndexType()};
+    for (Value v : params)
+      types.push_back(v.getType());
+    auto kernel = b.create<func::FuncOp>(op->getLoc(), "k" + std::to_string(next++),
+                                         b.getFunctionType(types, {}));
+    symbols.insert(kernel);
+    Block *body = kernel.addEntryBlock();
+    b.setInsertionPointToStart(body);
+    IRMapping map;
+    for (auto [i, v] : llvm::enumerate(params))
+      map.map(v, body->getArgument(i + 1));
+    // Clones in the order they appear in the step, so definitions precede uses.
+    SmallVector<Operation *> ordered(clones.begin(), clones.end());
+    llvm::sort(ordered, [](Operation *a, Operation *c) { return a->isBeforeInBlock(c); });
+    for (Operation *c : ordered)
+      b.clone(*c, map);
+    b.clone(*op, map);
+    b.create<func::ReturnOp>(op->getLoc());
+
+    OpBuilder at(op);
+    auto ref = SymbolRefAttr::get(b.getStringAttr(mlir::nova::kKernelsModuleName),
+                                  {FlatSymbolRefAttr::get(kernel.getSymNameAttr())});
+    at.create<nova::LaunchOp>(op->getLoc(), ref, params);
+    op->erase();
+    return success();
+  }
+
+private:
+  ModuleOp kernels;
+  SymbolTable symbols;
+  int64_t next = 0;
+};
+
+LogicalResult outlineStep(func::FuncOp step, Outliner &outliner) {
+  Block &entry = step.front();
+  // Copies as structured ops.
+  for (auto copy : llvm::make_early_inc_range(entry.getOps<memref::CopyOp>())) {
+    OpBuilder b(copy);
+    b.create<linalg::CopyOp>(copy.getLoc(), ValueRange{copy.getSource()},
+                             ValueRange{copy.getTarget()});
+    copy.erase();
+  }
+  outliner.written = writtenRoots(entry);
+  SmallVector<Operation *> compute;
+  for (Operation &op : entry)
+    if (!isPlanOp(&op) && !isCloneable(&op) && !outliner.isClonedRead(&op))
+      compute.push_back(&op);
+  for (Operation *op : compute)
+    if (failed(outliner.outline(op)))
+      return failure();
+  // Views and constants now live in the kernels.
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(entry)))
+    if ((isCloneable(&op) || outliner.isClonedRead(&op)) && op.use_empty())
+      op.erase();
+  return success();
+}
+
+struct NovaOutlineKernels : mlir::nova::impl::NovaOutlineKernelsBase<NovaOutlineKernels> {
+  void runOnOperation() override {
+    ModuleOp top = getOperation();
+    SmallVector<func::FuncOp> steps;
+    for (auto f : top.getOps<func::FuncOp>())
+      if (!f.isExternal() && f.isPublic())
+        steps.push_back(f);
+    if (steps.empty())
+      return;
+    Outliner outliner(getOrCreateKernelsModule(top));
+    for (func::FuncOp step : steps) {
+      if (!step.getBody().hasOneBlock()) {
+        step.emitError("nova-outline-kernels: the step must be one block of buffer code");
+        return signalPassFailure();
+      }
+      if (failed(outlineStep(step, outliner)))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,170 @@
+// cpu_executable.cpp - runs an executable description on the CPU.
+//
+// Loading: the description's ELF shared object is written into an anonymous
+// memory file (memfd_create) and dlopen'ed through /proc/self/fd, so nothing
+// touches the file system; each kernel symbol is resolved once. Kernels
+// reference only libc/libm symbols, which the process already has.
+//
+// Running: the launch plan, in order. Each launch resolves its arguments
+// (step inputs, step outputs, offsets into the arena) into an array of
+// pointers and runs workgroups 0..n-1 on the runtime's thread pool. One arena
+// is taken per run from a free list, so one executable can run on several
+// threads at once without sharing temporaries.
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <new>
+
+#include "nova/executable_desc.hpp"
+#include "thread_pool.hpp"
+
+namespace nova {
+namespace {
+
+using KernelFn = void (*)(std::int64_t, void* const*);
+
+struct FreeDeleter {
+  void operator()(std::byte* p) const { std::free(p); }
+};
+using Arena = std::unique_ptr<std::byte, FreeDeleter>;
+
+Arena allocate_arena(std::uint64_t bytes) {
+  std::size_t size = (std::max<std::uint64_t>(bytes, 64) + 63) / 64 * 64;
+  auto* p = static_cast<std::byte*>(std::aligned_alloc(64, size));
+  if (!p) throw std::bad_alloc();
+  return Arena(p);
+}
+
+/// A dlopen'ed shared object loaded from memory.
+///
+/// glibc's dlopen returns an already loaded object whose *name* matches, and
+/// the name here is /proc/self/fd/<n>. So the memory file stays open while
+/// the object is loaded: no other load can get the same descriptor number,
+/// hence the same name, until this object is closed.
+class LoadedObject {
+ public:
+  explicit LoadedObject(const std::vector<std::uint8_t>& image) {
+    fd_ = memfd_create("nova-kernels.so", MFD_CLOEXEC);
+    if (fd_ < 0) throw Error("nova: memfd_create failed while loading kernels");
+    std::size_t done = 0;
+    while (done < image.size()) {
+      ssize_t n = ::write(fd_, image.data() + done, image.size() - done);
+      if (n <= 0) {
+        ::close(fd_);
+        throw Error("nova: writing kernels to memory failed");
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    std::string path = "/proc/self/fd/" + std::to_string(fd_);
+    handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle_) {
+      const char* why = dlerror();
+      ::close(fd_);
+      throw Error(std::string("nova: loading the kernels' object code failed: ") + (why ? why : "?"));
+    }
+  }
+  ~LoadedObject() {
+    dlclose(handle_);
+    ::close(fd_);
+  }
+  LoadedObject(const LoadedObject&) = delete;
+  LoadedObject& operator=(const LoadedObject&) = delete;
+
+  KernelFn symbol(const std::string& name) const {
+    void* p = dlsym(handle_, name.c_str());
+    if (!p) throw Error("nova: the kernels' object code has no symbol '" + name + "'");
+    return reinterpret_cast<KernelFn>(p);
+  }
+
+ private:
+  int fd_ = -1;
+  void* handle_ = nullptr;
+};
+
+class CpuExecutable final : public Executable {
+ public:
+  explicit CpuExecutable(ExecutableDesc desc)
+      : Executable(desc.inputs, desc.outputs, desc.aliases), desc_(std::move(desc)) {
+    if (!desc_.launches.empty()) {
+      object_ = std::make_unique<LoadedObject>(desc_.object);
+      for (const auto& k : desc_.kernels) kernels_.push_back(object_->symbol(k.symbol));
+    }
+  }
+
+  std::string kind() const override { return "cpu"; }
+  const ExecutableDesc* description() const override { return &desc_; }
+
+  void run(std::span<const Tensor> inputs, std::span<Tensor> outputs) const override {
+    Arena arena = take_arena();
+    std::byte* base = arena.get();
+    // Output slots of aliased outputs are their inputs' buffers.
+    void* pointers[64];
+    std::vector<void*> heap;
+    detail::ThreadPool& pool = detail::global_pool();
+    for (const LaunchDesc& launch : desc_.launches) {
+      void** args = pointers;
+      if (launch.args.size() > std::size(pointers)) {
+        heap.resize(launch.args.size());
+        args = heap.data();
+      }
+      for (std::size_t a = 0; a < launch.args.size(); ++a) {
+        const BufferRef& b = launch.args[a];
+        switch (b.kind) {
+        case BufferRef::Kind::input: args[a] = inputs[b.index].raw_data(); break;
+        case BufferRef::Kind::output: args[a] = outputs[b.index].raw_data(); break;
+        case BufferRef::Kind::arena: args[a] = base + b.offset; break;
+        }
+      }
+      KernelFn fn = kernels_[launch.kernel];
+      pool.parallel_for(static_cast<std::int64_t>(launch.workgroups),
+                        [fn, args](std::int64_t wg) { fn(wg, args); });
+    }
+    give_back(std::move(arena));
+  }
+
+ private:
+  Arena take_arena() const {
+    {
+      std::lock_guard lock(mutex_);
+      if (!free_.empty()) {
+        Arena a = std::move(free_.back());
+        free_.pop_back();
+        return a;
+      }
+    }
+    return allocate_arena(desc_.arena_bytes);
+  }
+  void give_back(Arena a) const {
+    std::lock_guard lock(mutex_);
+    free_.push_back(std::move(a));
+  }
+
+  ExecutableDesc desc_;
+  std::unique_ptr<LoadedObject> object_;
+  std::vector<KernelFn> kernels_;
+  mutable std::mutex mutex_;
+  mutable std::vector<Arena> free_;
+};
+
+} // namespace
+
+std::shared_ptr<Executable> load_executable(const ExecutableDesc& desc) {
+  desc.validate();
+  if (desc.target.kind != DeviceKind::cpu)
+    throw Error("nova: this executable is for a CUDA device; this runtime has no CUDA driver loaded");
+  if (!desc.launches.empty() && desc.object_format != "elf-shared-object")
+    throw Error("nova: unknown object format '" + desc.object_format + "'");
+  std::vector<std::string> missing = missing_features(desc.target, host_target());
+  if (!missing.empty()) {
+    std::string list;
+    for (const auto& f : missing) list += (list.empty() ? "" : ", ") + f;
+    throw Error("nova: this executable was compiled for " + desc.target.describe() +
+                "; this machine lacks " + list);
+  }
+  return std::make_shared<CpuExecutable>(desc);
+}
+
+} // namespace nova

@@ -1,0 +1,262 @@
+// target.cpp - host detection and the built-in target table.
+//
+// Host facts come from the OS, not from LLVM, so the MLIR-free runtime can
+// check an executable against the machine: ISA features from the "flags" line
+// of /proc/cpuinfo (the kernel's cpuid view, already filtered by what the OS
+// enables, e.g. AVX-512 state saving), cache sizes from
+// /sys/devices/system/cpu/cpu0/cache, cores from the affinity mask. The ISA
+// level (x86-64-v2/v3/v4) is derived from the features, as in the x86-64 psABI.
+#include "nova/target.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "nova/error.hpp"
+
+namespace nova {
+namespace {
+
+// The features each psABI level requires, in /proc/cpuinfo spelling
+// ("pni" is SSE3, "abm" is LZCNT).
+const std::vector<std::string> kV2 = {"cx16", "lahf_lm", "pni", "popcnt", "sse4_1", "sse4_2", "ssse3"};
+const std::vector<std::string> kV3 = {"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"};
+const std::vector<std::string> kV4 = {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"};
+// Beyond v4, features code may use explicitly (bf16 and AMX kernels).
+const std::vector<std::string> kExtra = {"avx512_bf16", "avx512_fp16", "avx512_vnni", "avx_vnni",
+                                         "amx_tile", "amx_bf16", "amx_int8"};
+
+bool has_all(const std::vector<std::string>& have, const std::vector<std::string>& want) {
+  return std::all_of(want.begin(), want.end(), [&](const std::string& f) {
+    return std::find(have.begin(), have.end(), f) != have.end();
+  });
+}
+
+std::vector<std::string> level_features(int level) {
+  std::vector<std::string> f = {"sse2"};
+  if (level >= 2) f.insert(f.end(), kV2.begin(), kV2.end());
+  if (level >= 3) f.insert(f.end(), kV3.begin(), kV3.end());
+  if (level >= 4) f.insert(f.end(), kV4.begin(), kV4.end());
+  std::sort(f.begin(), f.end());
+  return f;
+}
+
+void set_level(TargetDesc& t, int level) {
+  t.cpu = level <= 1 ? "x86-64" : "x86-64-v" + std::to_string(level);
+  t.vector_bits = level >= 4 ? 512 : level >= 3 ? 256 : 128;
+  t.vector_registers = level >= 4 ? 32 : 16;
+}
+
+std::string read_first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+/// "48K" / "2048K" / "32M" (sysfs cache size) in bytes; 0 if unreadable.
+std::int64_t parse_size(const std::string& s) {
+  if (s.empty()) return 0;
+  char* end = nullptr;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (end && (*end == 'K' || *end == 'k')) v *= 1024;
+  else if (end && (*end == 'M' || *end == 'm')) v *= 1024 * 1024;
+  return v;
+}
+
+struct HostFacts {
+  TargetDesc desc;
+  int cores = 1;
+};
+
+HostFacts detect_host() {
+  HostFacts h;
+  TargetDesc& t = h.desc;
+  t.name = "host";
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  std::vector<std::string> flags;
+  while (std::getline(cpuinfo, line)) {
+    auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line.substr(0, line.find_last_not_of(" \t", colon - 1) + 1);
+    std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+    if (key == "model name" && t.model.empty()) t.model = value;
+    if (key == "flags" && flags.empty()) {
+      std::istringstream words(value);
+      for (std::string w; words >> w;) flags.push_back(w);
+    }
+  }
+  int level = 1;
+  if (has_all(flags, kV2)) level = 2;
+  if (level == 2 && has_all(flags, kV3)) level = 3;
+  if (level == 3 && has_all(flags, kV4)) level = 4;
+  set_level(t, level);
+  t.features = level_features(level);
+  for (const auto& f : kExtra)
+    if (std::find(flags.begin(), flags.end(), f) != flags.end()) t.features.push_back(f);
+  std::sort(t.features.begin(), t.features.end());
+
+  for (int i = 0; i < 8; ++i) {
+    std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    std::string type = read_first_line(dir + "type");
+    if (type.empty()) break;
+    int lvl = std::atoi(read_first_line(dir + "level").c_str());
+    std::int64_t size = parse_size(read_first_line(dir + "size"));
+    if (size <= 0) continue;
+    if (lvl == 1 && type == "Data") t.l1d_bytes = size;
+    if (lvl == 2 && type != "Instruction") t.l2_bytes = size;
+    if (lvl == 3 && type != "Instruction") t.l3_bytes = size;
+    int line_size = std::atoi(read_first_line(dir + "coherency_line_size").c_str());
+    if (line_size > 0) t.cache_line = line_size;
+  }
+
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) h.cores = std::max(1, CPU_COUNT(&set));
+  else h.cores = std::max(1u, std::thread::hardware_concurrency());
+  t.cores = h.cores;
+  return h;
+}
+
+const HostFacts& host_facts() {
+  static const HostFacts facts = detect_host();
+  return facts;
+}
+
+TargetDesc table_entry(int level, std::string name) {
+  TargetDesc t;
+  t.name = std::move(name);
+  t.model = "built-in entry";
+  set_level(t, level);
+  t.features = level_features(level);
+  // A typical server core of that generation; cores follow this machine (a
+  // config for more cores than exist still runs correctly).
+  t.l1d_bytes = level >= 4 ? 48 * 1024 : 32 * 1024;
+  t.l2_bytes = level >= 4 ? 2 * 1024 * 1024 : 1024 * 1024;
+  t.l3_bytes = 32ll * 1024 * 1024;
+  t.cores = host_facts().cores;
+  return t;
+}
+
+std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+  // FNV-1a over the value's bytes: stable across processes and builds.
+  for (int i = 0; i < 8; ++i) {
+    h ^= (v >> (8 * i)) & 0xff;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+std::uint64_t mix(std::uint64_t h, std::string_view s) {
+  h = mix(h, static_cast<std::uint64_t>(s.size()));
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+int env_int(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : 0;
+}
+
+} // namespace
+
+bool TargetDesc::has(std::string_view feature) const {
+  return std::find(features.begin(), features.end(), feature) != features.end();
+}
+
+std::uint64_t TargetDesc::hash() const {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  h = mix(h, static_cast<std::uint64_t>(kind));
+  h = mix(h, name);
+  h = mix(h, arch);
+  h = mix(h, cpu);
+  h = mix(h, static_cast<std::uint64_t>(features.size()));
+  for (const auto& f : features) h = mix(h, f);
+  for (std::int64_t v : {std::int64_t(vector_bits), std::int64_t(vector_registers),
+                         std::int64_t(fma_units), std::int64_t(fma_latency), std::int64_t(cores),
+                         l1d_bytes, l2_bytes, l3_bytes, std::int64_t(cache_line)})
+    h = mix(h, static_cast<std::uint64_t>(v));
+  return h;
+}
+
+std::string TargetDesc::describe() const {
+  auto kib = [](std::int64_t b) { return std::to_string(b / 1024) + " KiB"; };
+  std::string s = name + " (" + cpu + ", " + std::to_string(vector_bits) + "-bit vectors, " +
+                  std::to_string(cores) + (cores == 1 ? " core" : " cores") + ", L1d " +
+                  kib(l1d_bytes) + ", L2 " + kib(l2_bytes) + ", L3 " + kib(l3_bytes);
+  if (!model.empty()) s += ", " + model;
+  return s + ")";
+}
+
+TargetDesc host_target() { return host_facts().desc; }
+
+std::vector<std::string> known_targets() { return {"host", "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4"}; }
+
+TargetDesc named_target(std::string_view name) {
+  if (name == "host" || name.empty()) return host_target();
+  if (name == "x86-64") return table_entry(1, "x86-64");
+  if (name == "x86-64-v2") return table_entry(2, "x86-64-v2");
+  if (name == "x86-64-v3") return table_entry(3, "x86-64-v3");
+  if (name == "x86-64-v4") return table_entry(4, "x86-64-v4");
+  std::string known;
+  for (const auto& k : known_targets()) known += (known.empty() ? "" : ", ") + k;
+  throw Error("nova: unknown target '" + std::string(name) + "' (NOVA_TARGET); known targets: " + known);
+}
+
+TargetDesc target_from_env() {
+  const char* name = std::getenv("NOVA_TARGET");
+  TargetDesc t = named_target(name ? name : "host");
+  if (int n = env_int("NOVA_NUM_THREADS"); n > 0) t.cores = n;
+  if (int bits = env_int("NOVA_VECTOR_BITS"); bits > 0) {
+    if (bits != 128 && bits != 256 && bits != 512)
+      throw Error("nova: NOVA_VECTOR_BITS must be 128, 256 or 512, not " + std::to_string(bits));
+    t.vector_bits = std::min(t.vector_bits, bits);
+  }
+  return t;
+}
+
+std::vector<std::string> missing_features(const TargetDesc& needed, const TargetDesc& machine) {
+  std::vector<std::string> missing;
+  if (needed.kind != machine.kind) return {"a " + std::string(needed.kind == DeviceKind::cpu ? "CPU" : "CUDA") + " device"};
+  for (const auto& f : needed.features)
+    if (!machine.has(f)) missing.push_back(f);
+  return missing;
+}
+
+int default_thread_count() {
+  if (int n = env_int("NOVA_NUM_THREADS"); n > 0) return n;
+  return host_facts().cores;
+}
+
+} // namespace nova
+
+namespace nova {
+
+std::uint64_t current_target_hash() {
+  // Per thread, re-derived only when one of the variables changes.
+  struct Cached {
+    bool valid = false;
+    std::string target, threads, bits;
+    std::uint64_t hash = 0;
+  };
+  thread_local Cached cached;
+  auto get = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v ? v : "");
+  };
+  std::string target = get("NOVA_TARGET"), threads = get("NOVA_NUM_THREADS"), bits = get("NOVA_VECTOR_BITS");
+  if (!cached.valid || target != cached.target || threads != cached.threads || bits != cached.bits) {
+    cached = {true, target, threads, bits, target_from_env().hash()};
+  }
+  return cached.hash;
+}
+
+} // namespace nova

@@ -1,0 +1,72 @@
+// RUN: nova-opt %s -nova-configure-kernels="vector-bits=512 cores=2" -verify-each | FileCheck %s
+// RUN: nova-opt %s -nova-configure-kernels="vector-bits=256 cores=1" -verify-each | FileCheck %s --check-prefix=ONE
+
+// A 2048x768 elementwise op (2^20 points) on 2 cores: 8 workgroups of 256 rows.
+// CHECK-LABEL: func.func @big_elementwise
+// CHECK-SAME: nova.lowering_config = #nova.lowering_config<loops, workgroups = 8, tile = [256, 0], register_tile = []>
+// ONE-LABEL: func.func @big_elementwise
+// ONE-SAME: #nova.lowering_config<loops, workgroups = 1, tile = [0, 0], register_tile = []>
+// A 64-point op is not worth threads.
+// CHECK-LABEL: func.func @small
+// CHECK-SAME: #nova.lowering_config<loops, workgroups = 1, tile = [0], register_tile = []>
+// A full reduction has no parallel loop to split.
+// CHECK-LABEL: func.func @full_reduction
+// CHECK-SAME: #nova.lowering_config<loops, workgroups = 1, tile = [0, 0], register_tile = []>
+// A 2048x768x256 matmul: 6x32 register tiles (16-lane vectors), 8
+// workgroups: 8 column panels of 96 (3 register tiles) and all rows.
+// CHECK-LABEL: func.func @matmul
+// CHECK-SAME: #nova.lowering_config<matmul, workgroups = 8, tile = [2048, 96], register_tile = [6, 32]>
+// With 8-lane vectors: 6x16 tiles, one workgroup on one core.
+// ONE-LABEL: func.func @matmul
+// ONE-SAME: #nova.lowering_config<matmul, workgroups = 1, tile = [2048, 768], register_tile = [6, 16]>
+// Anything else runs whole.
+// CHECK-LABEL: func.func @loop_nest
+// CHECK-SAME: #nova.lowering_config<serial, workgroups = 1, tile = [], register_tile = []>
+module {
+  module @kernels {
+    func.func @big_elementwise(%wg: index, %a: memref<2048x768xf32>, %b: memref<2048x768xf32>) {
+      linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+          ins(%a : memref<2048x768xf32>) outs(%b : memref<2048x768xf32>) {
+      ^bb0(%x: f32, %y: f32):
+        %e = math.exp %x : f32
+        linalg.yield %e : f32
+      }
+      return
+    }
+    func.func @small(%wg: index, %a: memref<64xf32>) {
+      %c = arith.constant 0.0 : f32
+      linalg.fill ins(%c : f32) outs(%a : memref<64xf32>)
+      return
+    }
+    func.func @full_reduction(%wg: index, %a: memref<512x512xf32>, %s: memref<f32>) {
+      linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> ()>], iterator_types = ["reduction", "reduction"]}
+          ins(%a : memref<512x512xf32>) outs(%s : memref<f32>) {
+      ^bb0(%x: f32, %acc: f32):
+        %r = arith.addf %x, %acc : f32
+        linalg.yield %r : f32
+      }
+      return
+    }
+    func.func @matmul(%wg: index, %a: memref<2048x256xf32>, %b: memref<256x768xf32>, %c: memref<2048x768xf32>) {
+      linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
+                      iterator_types = ["parallel", "reduction", "parallel"]}
+          ins(%a, %b : memref<2048x256xf32>, memref<256x768xf32>) outs(%c : memref<2048x768xf32>) attrs = {nova.kernel = "matmul"} {
+      ^bb0(%x: f32, %y: f32, %acc: f32):
+        %p = arith.mulf %x, %y : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      }
+      return
+    }
+    func.func @loop_nest(%wg: index, %a: memref<16xf32>) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c16 = arith.constant 16 : index
+      %one = arith.constant 1.0 : f32
+      scf.for %i = %c0 to %c16 step %c1 {
+        memref.store %one, %a[%i] : memref<16xf32>
+      }
+      return
+    }
+  }
+}

@@ -1,0 +1,82 @@
+// RUN: nova-opt %s -nova-distribute-workgroups -verify-each -split-input-file -verify-diagnostics | FileCheck %s
+
+// 10 rows in tiles of 4: workgroups 0, 1, 2 own rows [0, 4), [4, 8), [8, 10).
+// The tile loop runs once, from wg * 4 to min(wg * 4 + 4, 10).
+// CHECK-LABEL: func.func @rows
+// CHECK-SAME: (%[[WG:.*]]: index,
+// CHECK-DAG: %[[T:.*]] = arith.constant 4 : index
+// CHECK-DAG: %[[E:.*]] = arith.constant 10 : index
+// CHECK: %[[LO:.*]] = arith.muli %[[WG]], %[[T]]
+// CHECK: %[[END:.*]] = arith.addi %[[LO]], %[[T]]
+// CHECK: %[[HI:.*]] = arith.minui %[[END]], %[[E]]
+// CHECK: scf.for %[[I:.*]] = %[[LO]] to %[[HI]] step %[[T]]
+// CHECK: memref.subview %{{.*}}[%[[I]], 0]
+// CHECK: linalg.generic
+module {
+  module @kernels {
+    func.func @rows(%wg: index, %a: memref<10x16xf32>, %b: memref<10x16xf32>)
+        attributes {nova.lowering_config = #nova.lowering_config<loops, workgroups = 3, tile = [4, 0], register_tile = []>} {
+      linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+          ins(%a : memref<10x16xf32>) outs(%b : memref<10x16xf32>) {
+      ^bb0(%x: f32, %y: f32):
+        %e = math.exp %x : f32
+        linalg.yield %e : f32
+      }
+      return
+    }
+  }
+}
+
+// -----
+
+// Two split loops: wg is row-major over (2 row tiles, 3 column tiles).
+// CHECK-LABEL: func.func @grid
+// CHECK-SAME: (%[[WG:.*]]: index,
+// CHECK: %[[C3:.*]] = arith.constant 3 : index
+// CHECK: %[[COL:.*]] = arith.remui %[[WG]], %[[C3]]
+// CHECK: %[[ROW:.*]] = arith.divui %[[WG]], %[[C3]]
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: linalg.fill
+module {
+  module @kernels {
+    func.func @grid(%wg: index, %a: memref<8x12xf32>)
+        attributes {nova.lowering_config = #nova.lowering_config<loops, workgroups = 6, tile = [4, 4], register_tile = []>} {
+      %c = arith.constant 0.0 : f32
+      linalg.fill ins(%c : f32) outs(%a : memref<8x12xf32>)
+      return
+    }
+  }
+}
+
+// -----
+
+// One workgroup, or another kind: nothing changes.
+// CHECK-LABEL: func.func @whole
+// CHECK-NOT: scf.for
+// CHECK: linalg.fill
+module {
+  module @kernels {
+    func.func @whole(%wg: index, %a: memref<8xf32>)
+        attributes {nova.lowering_config = #nova.lowering_config<loops, workgroups = 1, tile = [0], register_tile = []>} {
+      %c = arith.constant 0.0 : f32
+      linalg.fill ins(%c : f32) outs(%a : memref<8xf32>)
+      return
+    }
+  }
+}
+
+// -----
+
+// A tile that does not give the configured workgroup count is an error.
+module {
+  module @kernels {
+    // expected-error @+1 {{nova-distribute-workgroups: tile gives 2 workgroups, the config says 5}}
+    func.func @wrong(%wg: index, %a: memref<8xf32>)
+        attributes {nova.lowering_config = #nova.lowering_config<loops, workgroups = 5, tile = [4], register_tile = []>} {
+      %c = arith.constant 0.0 : f32
+      linalg.fill ins(%c : f32) outs(%a : memref<8xf32>)
+      return
+    }
+  }
+}

@@ -1,0 +1,59 @@
+// RUN: nova-opt %s -nova-outline-kernels -verify-each -split-input-file | FileCheck %s
+
+// Each compute op becomes a kernel taking the workgroup number and the whole
+// buffers it touches; the step keeps only allocs, launches and deallocs.
+// Views and constants are cloned into the kernels that use them.
+// CHECK-LABEL: func.func @step
+// CHECK-SAME: (%[[X:.*]]: memref<4x8xf32>, %[[W:.*]]: memref<8x3xf32>, %[[OUT:.*]]: memref<4x3xf32>)
+// CHECK-NEXT: %[[A:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x3xf32>
+// CHECK-NEXT: nova.launch @kernels::@k0(%[[A]]) : memref<4x3xf32>
+// CHECK-NEXT: nova.launch @kernels::@k1(%[[X]], %[[W]], %[[A]]) : memref<4x8xf32>, memref<8x3xf32>, memref<4x3xf32>
+// CHECK-NEXT: nova.launch @kernels::@k2(%[[A]], %[[OUT]]) : memref<4x3xf32>, memref<4x3xf32>
+// CHECK-NEXT: memref.dealloc %[[A]]
+// CHECK-NEXT: return
+// CHECK: module @kernels
+// CHECK: func.func @k0(%{{.*}}: index, %[[B:.*]]: memref<4x3xf32>)
+// CHECK-NEXT: %[[Z:.*]] = arith.constant 0.0
+// CHECK-NEXT: linalg.fill ins(%[[Z]] : f32) outs(%[[B]] : memref<4x3xf32>)
+// CHECK-NEXT: return
+// CHECK: func.func @k1(%{{.*}}: index, %{{.*}}: memref<4x8xf32>, %{{.*}}: memref<8x3xf32>, %{{.*}}: memref<4x3xf32>)
+// CHECK: linalg.generic {{.*}} attrs = {nova.kernel = "matmul"}
+// CHECK: func.func @k2(%{{.*}}: index, %[[IN:.*]]: memref<4x3xf32>, %[[O:.*]]: memref<4x3xf32>)
+// CHECK-DAG: %[[V:.*]] = memref.collapse_shape %[[IN]]
+// CHECK-DAG: %[[U:.*]] = memref.collapse_shape %[[O]]
+// CHECK: linalg.copy ins(%[[V]] : memref<12xf32>) outs(%[[U]] : memref<12xf32>)
+#mm0 = affine_map<(d0, d1, d2) -> (d0, d1)>
+#mm1 = affine_map<(d0, d1, d2) -> (d1, d2)>
+#mm2 = affine_map<(d0, d1, d2) -> (d0, d2)>
+func.func @step(%x: memref<4x8xf32>, %w: memref<8x3xf32>, %out: memref<4x3xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %a = memref.alloc() {alignment = 64 : i64} : memref<4x3xf32>
+  linalg.fill ins(%zero : f32) outs(%a : memref<4x3xf32>)
+  linalg.generic {indexing_maps = [#mm0, #mm1, #mm2], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x, %w : memref<4x8xf32>, memref<8x3xf32>) outs(%a : memref<4x3xf32>) attrs = {nova.kernel = "matmul"} {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  %flat = memref.collapse_shape %a [[0, 1]] : memref<4x3xf32> into memref<12xf32>
+  %oflat = memref.collapse_shape %out [[0, 1]] : memref<4x3xf32> into memref<12xf32>
+  memref.copy %flat, %oflat : memref<12xf32> to memref<12xf32>
+  memref.dealloc %a : memref<4x3xf32>
+  return
+}
+
+// -----
+
+// A scalar read of a buffer nothing writes (a seed) is cloned into the kernel.
+// CHECK-LABEL: func.func @seeded
+// CHECK-NEXT: nova.launch @kernels::@k0(%{{.*}}, %{{.*}}) : memref<i64>, memref<8xi64>
+// CHECK-NEXT: return
+// CHECK: func.func @k0(%{{.*}}: index, %[[S:.*]]: memref<i64>, %[[O:.*]]: memref<8xi64>)
+// CHECK-NEXT: %[[V:.*]] = memref.load %[[S]][]
+// CHECK-NEXT: linalg.fill ins(%[[V]] : i64) outs(%[[O]] : memref<8xi64>)
+func.func @seeded(%seed: memref<i64>, %out: memref<8xi64>) {
+  %s = memref.load %seed[] : memref<i64>
+  linalg.fill ins(%s : i64) outs(%out : memref<8xi64>)
+  return
+}
