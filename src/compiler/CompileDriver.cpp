@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/CompileDriver.h"
+#include "compiler/CompileReport.h"
 #include "compiler/Diagnostics.h"
 #include "compiler/LaunchPlan.h"
 #include "compiler/interpreter/Interpreter.h"
@@ -71,14 +72,20 @@ std::array<uint64_t, 2> mlir::nova::stepKey(ModuleOp traced, const ::nova::Targe
   if (targetDesc.kind != ::nova::DeviceKind::cpu)
     throw ::nova::CompileError("nova: target " + targetDesc.name +
                                " is not a CPU; this build compiles for CPUs only");
+  CompileReport report;
+  report.step = signature.name;
+  report.target = targetDesc.describe();
+  Stopwatch clock;
   DiagnosticCollector diags(traced.getContext());
   if (failed(verify(traced)))
     fail("the traced step does not verify", diags.text);
   if (failed(runGraphStage(traced, options)))
     fail("differentiating the step failed", diags.text);
+  report.add("graph (autodiff)", clock.lap());
   std::unique_ptr<Target> target = makeTarget(targetDesc);
   if (failed(runKernelStages(traced, *target, options)))
     fail("lowering the step to kernels failed", diags.text);
+  report.add("linalg, bufferize, kernels", clock.lap());
 
   ::nova::ExecutableDesc desc;
   desc.compiler_version = ::nova::compiler_version();
@@ -93,14 +100,21 @@ std::array<uint64_t, 2> mlir::nova::stepKey(ModuleOp traced, const ::nova::Targe
     fail("the step has no launch plan after the kernel stage", diags.text);
   if (failed(buildLaunchPlan(step, kernels, desc, error)))
     fail("building the launch plan failed: " + error, diags.text);
+  report.add("launch plan", clock.lap());
   if (failed(runCodegenStages(kernels, *target, options)))
     fail("generating code for the kernels failed", diags.text);
-  FailureOr<Artifact> artifact = target->emit(kernels, error);
+  report.add("kernel codegen (MLIR)", clock.lap());
+  FailureOr<Artifact> artifact = target->emit(kernels, report, error);
   if (failed(artifact))
     fail("emitting object code failed: " + error, diags.text);
   desc.object_format = artifact->format;
   desc.object = std::move(artifact->bytes);
   desc.validate("the compiled step");
+  report.launches = desc.launches.size();
+  report.kernels = desc.kernels.size();
+  report.arenaBytes = desc.arena_bytes;
+  if (explainEnabled())
+    llvm::errs() << report.format();
   return desc;
 }
 

@@ -14,6 +14,7 @@
 #ifndef NOVA_COMPILER_TARGET_TARGET_H
 #define NOVA_COMPILER_TARGET_TARGET_H
 
+#include "compiler/CompileReport.h"
 #include "nova/target.hpp"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -52,8 +53,10 @@ public:
   /// The codegen tail, run on the kernels module alone.
   virtual std::vector<Stage> codegenStages() const = 0;
   /// Object code for the lowered kernels module, exporting each kernel's
-  /// entry (nova_<kernel>). On failure, `error` says why.
-  virtual FailureOr<Artifact> emit(ModuleOp kernels, std::string &error) const = 0;
+  /// entry (nova_<kernel>); its phases go into `report`. On failure,
+  /// `error` says why.
+  virtual FailureOr<Artifact> emit(ModuleOp kernels, CompileReport &report,
+                                   std::string &error) const = 0;
 
 protected:
   ::nova::TargetDesc desc;

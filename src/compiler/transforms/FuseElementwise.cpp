@@ -26,7 +26,15 @@ bool readsEachElementOnce(OpOperand *fused) {
   auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
   if (!consumer)
     return false;
-  return consumer.getMatchingIndexingMap(fused).isPermutation();
+  if (!consumer.getMatchingIndexingMap(fused).isPermutation())
+    return false;
+  // Only into the producer's one consumer: fusing a value used by several
+  // ops clones its computation into each of them (and its own producers
+  // into each clone), which recomputes it and, over a training step's
+  // shared subgraphs, makes the pass quadratic in the graph.
+  Operation *producer = fused->get().getDefiningOp();
+  return producer && llvm::all_of(producer->getUsers(),
+                                  [&](Operation *user) { return user == fused->getOwner(); });
 }
 
 struct NovaFuseElementwise
@@ -34,7 +42,11 @@ struct NovaFuseElementwise
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     linalg::populateElementwiseOpsFusionPatterns(patterns, readsEachElementOnce);
-    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
+    // A step is one long block: region simplification (block merging) costs
+    // most of the time and finds nothing to do there.
+    GreedyRewriteConfig config;
+    config.enableRegionSimplification = GreedySimplifyRegionLevel::Disabled;
+    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns), config)))
       signalPassFailure();
   }
 };

@@ -75,8 +75,9 @@ std::vector<mlir::nova::Stage> mlir::nova::CpuTarget::codegenStages() const {
 }
 
 FailureOr<mlir::nova::Artifact> mlir::nova::CpuTarget::emit(ModuleOp kernels,
+                                                           CompileReport &report,
                                                            std::string &error) const {
-  return emitCpuSharedObject(kernels, desc, error);
+  return emitCpuSharedObject(kernels, desc, report, error);
 }
 
 std::unique_ptr<mlir::nova::Target> mlir::nova::makeTarget(const ::nova::TargetDesc &desc) {

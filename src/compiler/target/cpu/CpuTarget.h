@@ -18,13 +18,14 @@ public:
   using Target::Target;
   void addConfigurePasses(OpPassManager &pm) const override;
   std::vector<Stage> codegenStages() const override;
-  FailureOr<Artifact> emit(ModuleOp kernels, std::string &error) const override;
+  FailureOr<Artifact> emit(ModuleOp kernels, CompileReport &report,
+                           std::string &error) const override;
 };
 
 /// Object code for a lowered kernels module: one LLVM module per kernel,
 /// optimized (-O3) and compiled in parallel, linked into a shared object.
 FailureOr<Artifact> emitCpuSharedObject(ModuleOp kernels, const ::nova::TargetDesc &desc,
-                                        std::string &error);
+                                        CompileReport &report, std::string &error);
 
 } // namespace mlir::nova
 

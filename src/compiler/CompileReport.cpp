@@ -1,0 +1,45 @@
+//===- CompileReport.cpp - where a compile's time went -----------*- C++ -*-===//
+
+#include "compiler/CompileReport.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+double mlir::nova::CompileReport::total() const {
+  double t = 0;
+  for (const auto &[name, s] : phases)
+    t += s;
+  return t;
+}
+
+std::string mlir::nova::CompileReport::format() const {
+  char buf[256];
+  std::string out;
+  std::snprintf(buf, sizeof buf, "nova: compiled %s for %s in %.3f s: %zu launches of %zu kernels",
+                step.c_str(), target.c_str(), total(), launches, kernels);
+  out += buf;
+  std::snprintf(buf, sizeof buf, ", %.1f KiB of code, %.1f MiB arena\n", objectBytes / 1024.0,
+                arenaBytes / (1024.0 * 1024.0));
+  out += buf;
+  for (const auto &[name, s] : phases) {
+    std::snprintf(buf, sizeof buf, "  %-28s %8.1f ms\n", name.c_str(), s * 1e3);
+    out += buf;
+  }
+  if (!slowestKernels.empty()) {
+    std::snprintf(buf, sizeof buf, "  slowest kernels to generate (of %zu, on %zu threads):", kernels,
+                  codegenThreads);
+    out += buf;
+    for (const auto &[name, s] : slowestKernels) {
+      std::snprintf(buf, sizeof buf, " %s %.1f ms", name.c_str(), s * 1e3);
+      out += buf;
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+bool mlir::nova::explainEnabled() {
+  const char *v = std::getenv("NOVA_EXPLAIN");
+  return v && *v && std::strcmp(v, "0") != 0;
+}
