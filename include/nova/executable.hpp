@@ -44,10 +44,13 @@ class Executable {
   virtual void run(std::span<const Tensor> inputs, std::span<Tensor> outputs) const = 0;
 
   /// Allocates outputs (aliased ones are their inputs), checks inputs, runs.
-  /// Throws ShapeError on a mismatch.
+  /// Throws ShapeError on a mismatch, or when an input that is updated in
+  /// place shares memory with another input.
   std::vector<Tensor> operator()(std::span<const Tensor> inputs) const;
 
  private:
+  void check_donated_inputs_are_unshared(std::span<const Tensor> inputs) const;
+
   std::vector<TensorSpec> inputs_;
   std::vector<TensorSpec> outputs_;
   std::vector<int> aliases_;

@@ -9,12 +9,12 @@
 //   2 graph       nova.gradient expanded (autodiff); dead code removed
 //   3 linalg      nova → linalg on tensors; elementwise chains fused where
 //                 each element is read once
-//   4 bufferized  memref in/out signature; one-shot bufferization; each
-//                 temporary freed right after its last use
+//   4 bufferized  memref in/out signature; one-shot bufferization
 //   5 kernels     every compute op outlined into a kernel of `module @kernels`
-//                 (the step becomes a launch plan: allocs, nova.launch,
-//                 deallocs); identical kernels merged; each configured by the
-//                 target (#nova.lowering_config) and split over workgroups
+//                 (the step becomes a launch plan: allocs and nova.launch);
+//                 identical kernels merged; a kernel's own allocations freed
+//                 in it; each configured by the target (#nova.lowering_config)
+//                 and split over workgroups
 // Then the compile driver (CompileDriver.cpp) takes the launch plan out of
 // the step (LaunchPlan.cpp) and the target's codegen runs on the kernels:
 //   CPU  6 loops  matmul register kernels; linalg → loops → cf
@@ -70,15 +70,19 @@ void addBufferizeStage(OpPassManager &pm) {
   // instead of a temporary that is then copied.
   pm.addPass(bufferization::createEmptyTensorEliminationPass());
   pm.addPass(bufferization::createOneShotBufferizePass(options));
-  bufferization::BufferDeallocationPipelineOptions dealloc;
-  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
   pm.addPass(createCanonicalizerPass());
-  pm.addPass(mlir::nova::createNovaEarlyDealloc());
+  // No deallocation at the step's level: its allocations become arena
+  // buffers placed by the launch plan from the launches that use them.
+  // (MLIR's deallocation simplification was also quadratic in the step's
+  // size: 1.3 s of a 16-layer GPT's compile.)
 }
 
 void addKernelStage(OpPassManager &pm, const mlir::nova::Target &target) {
   pm.addPass(mlir::nova::createNovaOutlineKernels());
   pm.addPass(mlir::nova::createNovaDedupKernels());
+  // Buffers a kernel allocates for itself (inside its loops) are freed in it.
+  bufferization::BufferDeallocationPipelineOptions dealloc;
+  bufferization::buildBufferDeallocationPipeline(pm.nest<ModuleOp>(), dealloc);
   target.addConfigurePasses(pm);
 }
 

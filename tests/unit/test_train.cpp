@@ -177,6 +177,19 @@ TEST_CASE("training errors are named, not crashes") {
         nova::SGD{});
     CHECK_THROWS_AS(step(x), nova::ShapeError);
   }
+  SUBCASE("a parameter that shares memory with the batch") {
+    // Updated in place while read as data: the kernels assume no overlap.
+    nova::Params shared;
+    shared.add("w", g.randn({4, 4}));
+    Tensor alias = shared["w"];
+    auto step = nova::train_step(linear_mse, shared, nova::SGD{});
+    try {
+      step(alias, alias);
+      FAIL("no error");
+    } catch (const nova::ShapeError& e) {
+      CHECK(std::string(e.what()).find("share memory") != std::string::npos);
+    }
+  }
   SUBCASE("integer parameters") {
     nova::Params ints;
     ints.add("i", Tensor::from<std::int32_t>({2}, {1, 2}));

@@ -78,20 +78,6 @@ def NovaFuseElementwise : Pass<"nova-fuse-elementwise", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
-def NovaEarlyDealloc : Pass<"nova-early-dealloc", "mlir::ModuleOp"> {
-  let summary = "Free each temporary right after its last use";
-  let description = [{
-    MLIR's ownership-based deallocation frees buffers at the end of the
-    block that allocated them, so in a training step every temporary lives
-    until the function returns and peak memory is the sum of all of them.
-    This pass moves each `memref.dealloc` of a `memref.alloc` from the same
-    block to right after the last op of that block that uses the buffer or
-    a view of it (uses inside nested regions count for their parent op).
-    Peak memory becomes the largest live set.
-  }];
-  let dependentDialects = ["mlir::memref::MemRefDialect"];
-}
-
 def NovaApproximateMath : Pass<"nova-approximate-math", "mlir::ModuleOp"> {
   let summary = "Replace f32 tanh, erf, exp, log... with inline polynomial approximations";
   let description = [{
