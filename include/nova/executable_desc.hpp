@@ -108,6 +108,15 @@ struct ExecutableDesc {
 /// or the object cannot be loaded.
 std::shared_ptr<Executable> load_executable(const ExecutableDesc& desc);
 
+/// The description as an executable this machine cannot run (it was compiled
+/// for another target, NOVA_TARGET): it can be saved (nova::aot::save), and
+/// running it throws nova::Error with `why`.
+std::shared_ptr<Executable> unloadable_executable(ExecutableDesc desc, std::string why);
+
+/// load_executable(), or unloadable_executable() when this machine lacks a
+/// feature the code needs.
+std::shared_ptr<Executable> load_or_describe(const ExecutableDesc& desc);
+
 /// Files: atomic write (temporary file + rename); read validates as
 /// deserialize() does.
 void write_executable_file(const std::string& path, const ExecutableDesc& desc);

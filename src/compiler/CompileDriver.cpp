@@ -140,7 +140,7 @@ std::shared_ptr<::nova::Executable> mlir::nova::compileStep(OwningOpRef<ModuleOp
     if (!desc)
       return nullptr;
     try {
-      std::shared_ptr<::nova::Executable> exe = ::nova::load_executable(*desc);
+      std::shared_ptr<::nova::Executable> exe = ::nova::load_or_describe(*desc);
       ::nova::detail::count_disk_hit();
       return exe;
     } catch (const ::nova::Error &e) {
@@ -157,5 +157,6 @@ std::shared_ptr<::nova::Executable> mlir::nova::compileStep(OwningOpRef<ModuleOp
   ::nova::ExecutableDesc desc = compileToDescription(*traced, signature, target, options);
   desc.key = key;
   disk.store(desc);
-  return ::nova::load_executable(desc);
+  // Code for another machine (NOVA_TARGET) is kept, not run: aot::save writes it.
+  return ::nova::load_or_describe(desc);
 }

@@ -149,22 +149,52 @@ class CpuExecutable final : public Executable {
   mutable std::vector<Arena> free_;
 };
 
+/// Holds a description it cannot run here.
+class UnloadableExecutable final : public Executable {
+ public:
+  UnloadableExecutable(ExecutableDesc desc, std::string why)
+      : Executable(desc.inputs, desc.outputs, desc.aliases), desc_(std::move(desc)), why_(std::move(why)) {}
+  std::string kind() const override { return "unloadable"; }
+  const ExecutableDesc* description() const override { return &desc_; }
+  void run(std::span<const Tensor>, std::span<Tensor>) const override { throw Error(why_); }
+
+ private:
+  ExecutableDesc desc_;
+  std::string why_;
+};
+
+/// Why this machine cannot run `desc`, or "".
+std::string cannot_run(const ExecutableDesc& desc) {
+  if (desc.target.kind != DeviceKind::cpu)
+    return "nova: this executable is for a CUDA device; this runtime has no CUDA driver loaded";
+  std::vector<std::string> missing = missing_features(desc.target, host_target());
+  if (missing.empty()) return "";
+  std::string list;
+  for (const auto& f : missing) list += (list.empty() ? "" : ", ") + f;
+  return "nova: this executable was compiled for " + desc.target.describe() + "; this machine (" +
+         host_target().describe() + ") lacks " + list;
+}
+
 } // namespace
 
 std::shared_ptr<Executable> load_executable(const ExecutableDesc& desc) {
   desc.validate();
-  if (desc.target.kind != DeviceKind::cpu)
-    throw Error("nova: this executable is for a CUDA device; this runtime has no CUDA driver loaded");
+  if (std::string why = cannot_run(desc); !why.empty()) throw Error(why);
   if (!desc.launches.empty() && desc.object_format != "elf-shared-object")
     throw Error("nova: unknown object format '" + desc.object_format + "'");
-  std::vector<std::string> missing = missing_features(desc.target, host_target());
-  if (!missing.empty()) {
-    std::string list;
-    for (const auto& f : missing) list += (list.empty() ? "" : ", ") + f;
-    throw Error("nova: this executable was compiled for " + desc.target.describe() +
-                "; this machine lacks " + list);
-  }
   return std::make_shared<CpuExecutable>(desc);
+}
+
+std::shared_ptr<Executable> unloadable_executable(ExecutableDesc desc, std::string why) {
+  return std::make_shared<UnloadableExecutable>(std::move(desc), std::move(why));
+}
+
+std::shared_ptr<Executable> load_or_describe(const ExecutableDesc& desc) {
+  if (std::string why = cannot_run(desc); !why.empty()) {
+    desc.validate();
+    return unloadable_executable(desc, why);
+  }
+  return load_executable(desc);
 }
 
 } // namespace nova
