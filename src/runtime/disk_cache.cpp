@@ -80,8 +80,8 @@ DiskCacheConfig disk_cache_config() {
   const char* dir = std::getenv("NOVA_CACHE_DIR");
   c.dir = dir && *dir ? dir : default_dir();
   if (c.dir.empty()) c.mode = CacheMode::off;
-  if (const char* mb = std::getenv("NOVA_CACHE_MAX_MB"); mb && std::atoll(mb) > 0)
-    c.max_bytes = static_cast<std::uint64_t>(std::atoll(mb)) << 20;
+  if (const char* mb = std::getenv("NOVA_CACHE_MAX_MB"); mb && std::atof(mb) > 0)
+    c.max_bytes = static_cast<std::uint64_t>(std::atof(mb) * 1048576.0);
   return c;
 }
 
@@ -115,7 +115,10 @@ std::optional<ExecutableDesc> DiskCache::load(const Key& key, std::uint64_t targ
   try {
     desc = read_executable_file(path);
   } catch (const Error& e) {
-    reject(key, e.what());
+    // The message starts with the file's name, which reject() says already.
+    std::string why = e.what();
+    if (why.rfind(path + ": ", 0) == 0) why = why.substr(path.size() + 2);
+    reject(key, why);
     return std::nullopt;
   }
   if (desc.key != key) {

@@ -1,6 +1,7 @@
 // test_cache.cpp - one trace and one compile per key; hits do neither.
 #include "testing.hpp"
 
+#include <cstring>
 #include <thread>
 
 using nova::Tensor;
@@ -114,4 +115,53 @@ TEST_CASE("steps can be called from several threads at once") {
     });
   for (auto& th : threads) th.join();
   for (double e : worst) CHECK(e <= kF32Tol);
+}
+
+TEST_CASE("the stable key: equal for equal steps, different for two step types of equal shapes") {
+  Tensor x = Tensor::randn({6, 4}, 5), w = Tensor::randn({4, 3}, 6);
+  auto a = nova::jit([](auto x, auto w) { return nova::matmul(x, w); });
+  auto b = nova::jit([](auto x, auto w) { return nova::matmul(x, w) * 1.0; });
+  CHECK(a.stable_key(x, w) == a.stable_key(x, w));
+  CHECK(a.stable_key(x, w) != b.stable_key(x, w));
+  // Shapes and static values are part of it; tensor values are not.
+  CHECK(a.stable_key(x, w) == a.stable_key(Tensor::zeros({6, 4}), Tensor::zeros({4, 3})));
+  CHECK(a.stable_key(x, w) != a.stable_key(Tensor::zeros({7, 4}), w));
+  auto s = nova::jit([](auto x, double k) { return x * k; });
+  CHECK(s.stable_key(x, nova::static_arg(2.0)) == s.stable_key(x, nova::static_arg(2.0)));
+  CHECK(s.stable_key(x, nova::static_arg(2.0)) != s.stable_key(x, nova::static_arg(3.0)));
+  // (Equal in two processes: tests/cache/disk_cache.sh.)
+}
+
+TEST_CASE("static arguments are keyed by value, structs member by member") {
+  nova::clear_cache();
+  Tensor x = Tensor::randn({2, 3}, 8);
+  auto step = nova::jit([](auto x, nova::nn::GPTConfig c) { return x * double(c.layers); });
+  nova::nn::GPTConfig c1, c2;
+  // Same members, different padding bytes: one entry.
+  std::memset(static_cast<void*>(&c1), 0xab, sizeof c1);
+  std::memset(static_cast<void*>(&c2), 0x00, sizeof c2);
+  c1 = nova::nn::GPTConfig{};
+  c2 = nova::nn::GPTConfig{};
+  step(x, nova::static_arg(c1));
+  step(x, nova::static_arg(c2));
+  CHECK(nova::cache_stats().entries == 1);
+  c2.dropout = 0.25;
+  step(x, nova::static_arg(c2));
+  CHECK(nova::cache_stats().entries == 2);
+}
+
+TEST_CASE("threads that miss on one key together compile it once") {
+  nova::clear_cache();
+  Tensor x = Tensor::randn({64, 64}, 9);
+  // A step of its own, so no earlier test compiled it.
+  auto step = nova::jit([](auto x) { return nova::tanh(nova::matmul(x, x)) + 0.125; });
+  std::vector<std::thread> threads;
+  std::vector<Tensor> results(6);
+  for (int t = 0; t < 6; ++t) threads.emplace_back([&, t] { results[t] = step(x); });
+  for (auto& th : threads) th.join();
+  auto s = nova::cache_stats();
+  CHECK(s.traces == 1);
+  CHECK(s.compiles + s.disk_hits == 1);
+  CHECK(s.entries == 1);
+  for (const auto& r : results) CHECK(r.to_vector() == results[0].to_vector());
 }

@@ -196,3 +196,22 @@ TEST_CASE("training errors are named, not crashes") {
     CHECK_THROWS_AS(nova::train_step(linear_mse, ints, nova::SGD{}), nova::ShapeError);
   }
 }
+
+TEST_CASE("optimizer hyperparameters key the step by value; the learning rate does not") {
+  nova::clear_cache();
+  Gen g;
+  INFO("seed = ", g.seed);
+  Tensor x = g.randn({8, 4}), y = g.randn({8, 2});
+  nova::Params p1, p2, p3;
+  p1.add("w", g.randn({4, 2}));
+  p2.add("w", g.randn({4, 2}));
+  p3.add("w", g.randn({4, 2}));
+  // beta2 = 0.9375: a step no other test compiles.
+  auto s1 = nova::train_step(linear_mse, p1, nova::AdamW{.lr = 0.1, .beta2 = 0.9375});
+  auto s2 = nova::train_step(linear_mse, p2, nova::AdamW{.lr = 0.001, .beta2 = 0.9375});
+  auto s3 = nova::train_step(linear_mse, p3, nova::AdamW{.lr = 0.1, .beta2 = 0.9376});
+  CHECK(s1.executable(x, y) == s2.executable(x, y)); // the lr is a runtime input
+  CHECK(s1.executable(x, y) != s3.executable(x, y)); // beta2 shapes the trace
+  CHECK(s1.stable_key(x, y) == s2.stable_key(x, y));
+  CHECK(s1.stable_key(x, y) != s3.stable_key(x, y));
+}

@@ -10,9 +10,10 @@
 // type: its __PRETTY_FUNCTION__ spelling (computed by the C++ compiler,
 // constexpr) mixed with its mangled name (which GCC makes distinct for every
 // lambda, where the pretty spelling of two `[](int)` lambdas in one function
-// is the same) and the declaring source location. It is equal in two
-// processes, on two ranks, and after a rebuild of the same source, and it
-// differs for two step types however equal their shapes.
+// is the same) and the file that declares the step (two translation units
+// may each have an anonymous-namespace lambda of the same mangled name). It
+// is equal in two processes, on two ranks, and after a rebuild of the same
+// source, and it differs for two step types however equal their shapes.
 //
 // Values are keyed by value, never by their bytes: arithmetic types and
 // enums by their bit patterns, strings by their characters, structs adapted
@@ -71,11 +72,9 @@ template <class T> constexpr std::string_view pretty_type_name() { return __PRET
 /// The compile-time part of a type's stable hash.
 template <class T> inline constexpr std::uint64_t pretty_type_hash = fnv1a(pretty_type_name<T>());
 
-/// A stable hash of type T declared at `where` (see the file comment).
+/// A stable hash of type T declared in the file of `where` (see the file comment).
 template <class T> std::uint64_t stable_type_hash(const std::source_location& where) {
-  std::uint64_t h = fnv1a(typeid(T).name(), pretty_type_hash<T>);
-  h = fnv1a(where.file_name(), h);
-  return fnv1a(std::to_string(where.line()) + ":" + std::to_string(where.column()), h);
+  return fnv1a(where.file_name(), fnv1a(typeid(T).name(), pretty_type_hash<T>));
 }
 
 template <class T> struct is_std_array : std::false_type {};

@@ -1,0 +1,192 @@
+// test_executable_desc.cpp - the executable description and the runtime
+// that runs it, without the compiler: the byte format (round trip, every
+// truncation, bit flips, versions, structural validation) and a plan of
+// hand-written kernels (runtime_kernels.c) run through the loader, the arena
+// and the thread pool, also from several threads at once.
+#include <doctest/doctest.h>
+
+#include <nova/executable_desc.hpp>
+
+#include <fstream>
+#include <random>
+#include <thread>
+
+using nova::BufferRef;
+using nova::DType;
+using nova::ExecutableDesc;
+using nova::Tensor;
+
+namespace {
+
+constexpr std::int64_t kN = 1000;
+
+std::vector<std::uint8_t> kernel_object() {
+  std::ifstream in(NOVA_TEST_KERNELS, std::ios::binary);
+  REQUIRE(in.good());
+  return std::vector<std::uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+BufferRef input(std::uint32_t i) { return {BufferRef::Kind::input, i, 0, kN * 4}; }
+BufferRef output(std::uint32_t i) { return {BufferRef::Kind::output, i, 0, kN * 4}; }
+BufferRef arena(std::uint64_t offset) { return {BufferRef::Kind::arena, 0, offset, kN * 4}; }
+
+/// out0 = (2 in0 + 1) + in0 through an arena temporary, 10 workgroups each;
+/// out1 is in1 + 1, updated in place.
+ExecutableDesc two_kernel_plan() {
+  ExecutableDesc d;
+  d.compiler_version = nova::compiler_version();
+  d.key = {0x1234, 0x5678};
+  d.target = nova::host_target();
+  d.inputs = {{DType::f32, {kN}}, {DType::f32, {kN}}};
+  d.outputs = {{DType::f32, {kN}}, {DType::f32, {kN}}};
+  d.aliases = {-1, 1};
+  d.arena_bytes = kN * 4 + 64;
+  d.kernels = {{"nova_scale", "2x+1"}, {"nova_add", "a+b"}, {"nova_increment", "x+1 in place"}};
+  d.launches = {{0, 10, {input(0), arena(64)}}, {1, 10, {arena(64), input(0), output(0)}}, {2, 1, {input(1)}}};
+  d.object_format = "elf-shared-object";
+  d.object = kernel_object();
+  return d;
+}
+
+void check_runs(const nova::Executable& exe, std::uint64_t seed) {
+  Tensor x = Tensor::randn({kN}, seed), y = Tensor::randn({kN}, seed + 1);
+  std::vector<double> y0 = y.to_vector();
+  std::vector<Tensor> out = exe(std::vector<Tensor>{x, y});
+  REQUIRE(out.size() == 2);
+  auto xs = x.to_vector(), o = out[0].to_vector(), o1 = out[1].to_vector(), y1 = y.to_vector();
+  for (std::int64_t i = 0; i < kN; ++i) {
+    float want = (2.0f * float(xs[i]) + 1.0f) + float(xs[i]);
+    REQUIRE(o[i] == want);
+    REQUIRE(o1[i] == float(y0[i]) + 1.0f); // the aliased output is its input, updated
+    REQUIRE(y1[i] == o1[i]);
+  }
+}
+
+} // namespace
+
+TEST_CASE("an executable description survives serialization exactly") {
+  ExecutableDesc d = two_kernel_plan();
+  d.collectives = {{nova::CollectiveDesc::Kind::all_reduce_sum, 1, 2, {output(0)}}};
+  std::vector<std::uint8_t> bytes = d.serialize();
+  ExecutableDesc back = ExecutableDesc::deserialize(bytes);
+  CHECK(back == d);
+  CHECK(back.serialize() == bytes);
+}
+
+TEST_CASE("every truncation and bit flip of a description is refused by name") {
+  std::vector<std::uint8_t> good = two_kernel_plan().serialize();
+  for (std::size_t n = 0; n < good.size(); n += (n < 256 ? 1 : 97)) {
+    std::vector<std::uint8_t> cut(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(n));
+    CHECK_THROWS_AS(ExecutableDesc::deserialize(cut, "cut"), nova::FormatError);
+  }
+  std::uint64_t seed = 7;
+  INFO("seed = ", seed);
+  std::mt19937_64 rng(seed);
+  for (int trial = 0; trial < 500; ++trial) {
+    std::vector<std::uint8_t> bad = good;
+    std::size_t bit = rng() % (bad.size() * 8);
+    bad[bit / 8] ^= static_cast<std::uint8_t>(1u << (bit % 8));
+    INFO("bit ", bit);
+    CHECK_THROWS_AS(ExecutableDesc::deserialize(bad, "flipped"), nova::FormatError);
+  }
+  std::vector<std::uint8_t> newer = good;
+  newer[8] = static_cast<std::uint8_t>(nova::executable_format_version + 1);
+  try {
+    ExecutableDesc::deserialize(newer, "newer");
+    FAIL("accepted another format version");
+  } catch (const nova::FormatError& e) {
+    CHECK(std::string(e.what()).find("format version 2") != std::string::npos);
+  }
+}
+
+TEST_CASE("a plan that would touch memory that does not exist is refused") {
+  auto refused = [](ExecutableDesc d, const char* fragment) {
+    INFO(fragment);
+    try {
+      ExecutableDesc::deserialize(d.serialize(), "plan");
+      FAIL("accepted");
+    } catch (const nova::FormatError& e) {
+      CHECK(std::string(e.what()).find(fragment) != std::string::npos);
+    }
+  };
+  ExecutableDesc d = two_kernel_plan();
+  d.launches[0].kernel = 9;
+  refused(d, "names kernel 9 of 3");
+  d = two_kernel_plan();
+  d.launches[1].args[0].offset = d.arena_bytes;
+  refused(d, "passes the end of the");
+  d = two_kernel_plan();
+  d.launches[0].args[0].index = 5;
+  refused(d, "reads input 5 of 2");
+  d = two_kernel_plan();
+  d.launches[1].args[2] = output(1);
+  refused(d, "writes aliased output 1");
+  d = two_kernel_plan();
+  d.launches[0].workgroups = 0;
+  refused(d, "has no workgroups");
+  d = two_kernel_plan();
+  d.aliases = {-1, 0};
+  d.inputs[0] = {DType::f64, {kN}};
+  refused(d, "aliases an input of another type");
+}
+
+TEST_CASE("the runtime runs a plan of kernels over workgroups, with an arena") {
+  std::shared_ptr<nova::Executable> exe = nova::load_executable(two_kernel_plan());
+  CHECK(exe->kind() == "cpu");
+  check_runs(*exe, 11);
+  check_runs(*exe, 12); // arenas are reused across runs
+}
+
+TEST_CASE("one executable runs on several threads at once") {
+  std::shared_ptr<nova::Executable> exe = nova::load_executable(two_kernel_plan());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) check_runs(*exe, 100 + 10 * t + i);
+    });
+  for (auto& th : threads) th.join();
+}
+
+TEST_CASE("code this machine cannot run is refused when loaded, kept when described") {
+  ExecutableDesc d = two_kernel_plan();
+  d.target.features.push_back("an_isa_feature_no_cpu_has");
+  try {
+    nova::load_executable(d);
+    FAIL("loaded");
+  } catch (const nova::Error& e) {
+    CHECK(std::string(e.what()).find("lacks an_isa_feature_no_cpu_has") != std::string::npos);
+  }
+  std::shared_ptr<nova::Executable> kept = nova::load_or_describe(d);
+  CHECK(kept->kind() == "unloadable");
+  REQUIRE(kept->description() != nullptr);
+  CHECK(*kept->description() == d);
+  Tensor x = Tensor::zeros({kN}), y = Tensor::zeros({kN});
+  CHECK_THROWS_AS((*kept)(std::vector<Tensor>{x, y}), nova::Error);
+  // A missing symbol is an error too, not a crash at run time.
+  d = two_kernel_plan();
+  d.kernels[1].symbol = "nova_no_such_kernel";
+  CHECK_THROWS_AS(nova::load_executable(d), nova::Error);
+}
+
+TEST_CASE("targets: named entries, hashes and the host") {
+  nova::TargetDesc host = nova::host_target();
+  CHECK(host.name == "host");
+  CHECK(host.cores >= 1);
+  CHECK(host.has("sse2"));
+  nova::TargetDesc v4 = nova::named_target("x86-64-v4"), v3 = nova::named_target("x86-64-v3");
+  CHECK(v4.vector_bits == 512);
+  CHECK(v4.vector_registers == 32);
+  CHECK(v3.vector_bits == 256);
+  CHECK(v4.has("avx512f"));
+  CHECK_FALSE(v3.has("avx512f"));
+  CHECK(v4.hash() != v3.hash());
+  CHECK(v4.hash() == nova::named_target("x86-64-v4").hash());
+  nova::TargetDesc tweaked = v4;
+  tweaked.model = "another brand string";
+  CHECK(tweaked.hash() == v4.hash()); // informative only
+  tweaked.cores += 1;
+  CHECK(tweaked.hash() != v4.hash());
+  CHECK(nova::missing_features(v3, v4).empty());
+  CHECK_FALSE(nova::missing_features(v4, v3).empty());
+  CHECK_THROWS_AS(nova::named_target("sm_42"), nova::Error);
+}
