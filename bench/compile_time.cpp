@@ -6,8 +6,8 @@
 //
 // Prints one "RESULT ..." line for bench/compile_time.sh: first_call_s (from
 // the call to the moment the executable is ready: trace, key, disk lookup,
-// compile or load), whether it compiled or loaded, the process's age when
-// the call started, and tokens/s over `steps` steps (0: none). Run it twice
+// compile or load), whether it compiled or loaded, launches and kernels, and
+// tokens/s over `steps` steps (0: none). Run it twice
 // with the same NOVA_CACHE_DIR: the first process compiles (cold), the
 // second traces and loads (warm start).
 #include <nova/nova.hpp>
@@ -16,28 +16,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
-#include <unistd.h>
 
-namespace {
-
-/// Seconds this process has existed (from /proc/self/stat's start time).
-double process_age() {
-  std::ifstream stat("/proc/self/stat");
-  std::string s((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  std::istringstream fields(s.substr(s.rfind(')') + 2));
-  std::string f;
-  for (int i = 3; i <= 22; ++i) fields >> f; // field 22: starttime in clock ticks
-  double start = std::stod(f) / double(sysconf(_SC_CLK_TCK));
-  std::ifstream uptime("/proc/uptime");
-  double up = 0;
-  uptime >> up;
-  return up - start;
-}
-
-} // namespace
 
 int main(int argc, char** argv) {
   using nova::nn::GPTConfig;
@@ -59,7 +39,6 @@ int main(int argc, char** argv) {
     y.data<std::int32_t>()[i] = static_cast<std::int32_t>((i * 13 + 1) % 256);
   }
 
-  double age = process_age();
   auto t0 = std::chrono::steady_clock::now();
   auto exe = step.executable(x, y, nova::static_arg(c));
   double first = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -75,9 +54,9 @@ int main(int argc, char** argv) {
   }
   const nova::ExecutableDesc* desc = exe->description();
   std::printf("RESULT config=%s layers=%lld first_call_s=%.4f compiled=%llu loaded=%llu "
-              "process_age_at_call_s=%.4f launches=%zu kernels=%zu tokens_per_s=%.1f\n",
+              "launches=%zu kernels=%zu tokens_per_s=%.1f\n",
               medium ? "medium" : "small", (long long)c.layers, first,
-              (unsigned long long)stats.compiles, (unsigned long long)stats.disk_hits, age,
+              (unsigned long long)stats.compiles, (unsigned long long)stats.disk_hits,
               desc ? desc->launches.size() : size_t(0), desc ? desc->kernels.size() : size_t(0),
               tokens_per_s);
   return 0;

@@ -19,7 +19,7 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 field() { echo "$1" | sed -n "s/.* $2=\([^ ]*\).*/\1/p"; }
 
-printf "%-7s %6s %10s %10s %14s %12s %9s %8s\n" config layers "cold s" "warm ms" "warm: age ms" "tokens/s" launches kernels
+printf "%-7s %6s %10s %10s %12s %9s %8s\n" config layers "cold s" "warm ms" "tokens/s" launches kernels
 for c in "small 4" "medium 8" "small 2" "small 8" "small 16"; do
   set -- $c
   dir="$scratch/cache-$1-$2"
@@ -29,13 +29,22 @@ for c in "small 4" "medium 8" "small 2" "small 8" "small 16"; do
   [ "$(field "$cold" compiled)" = 1 ] || echo "  (cold run did not compile: $cold)"
   [ "$(field "$warm" loaded)" = 1 ] || echo "  (warm run did not load from disk: $warm)"
   awk -v c="$1" -v l="$2" -v a="$(field "$cold" first_call_s)" -v b="$(field "$warm" first_call_s)" \
-      -v age="$(field "$warm" process_age_at_call_s)" -v t="$(field "$warm" tokens_per_s)" \
+      -v t="$(field "$warm" tokens_per_s)" \
       -v n="$(field "$cold" launches)" -v k="$(field "$cold" kernels)" 'BEGIN {
-    printf "%-7s %6s %10.2f %10.1f %14.1f %12s %9s %8s\n", c, l, a, b * 1000, age * 1000, (t > 0 ? t : "-"), n, k }'
+    printf "%-7s %6s %10.2f %10.1f %12s %9s %8s\n", c, l, a, b * 1000, (t > 0 ? t : "-"), n, k }'
 done
 if [ -n "${NOVA_BASELINE_BUILD:-}" ]; then
-  echo "== baseline ($NOVA_BASELINE_BUILD): first step = compile + one run, in one process"
+  echo "== this build and the baseline ($NOVA_BASELINE_BUILD) on bench/gpt_step, cold:"
+  echo "   first step = trace + compile + one run, in one process"
+  first() { echo "$1" | sed -n 's/.*first step (compile+run) \([0-9.]*\) s.*/\1/p'; }
   for c in small medium; do
-    "$NOVA_BASELINE_BUILD/bench/gpt_step" "$c" "$steps" | grep -v '^RESULT' | sed 's/^/  /'
+    now=$(NOVA_CACHE_DIR="$scratch/gpt-$c" "$build/bench/gpt_step" "$c" "$steps" | grep -v '^RESULT')
+    old=$("$NOVA_BASELINE_BUILD/bench/gpt_step" "$c" "$steps" | grep -v '^RESULT')
+    echo "  now:      $now"
+    echo "  baseline: $old"
+    awk -v a="$(first "$now")" -v b="$(first "$old")" \
+        -v t="$(echo "$now" | sed -n 's/.* \([0-9]*\) tokens\/s.*/\1/p')" \
+        -v u="$(echo "$old" | sed -n 's/.* \([0-9]*\) tokens\/s.*/\1/p')" \
+        'BEGIN { printf "  %s: first step %.2fx faster, tokens/s %.2fx\n", "'$c'", b / a, t / u }'
   done
 fi
