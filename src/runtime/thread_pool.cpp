@@ -8,6 +8,8 @@
 // back) followed by a condition variable.
 #include "thread_pool.hpp"
 
+#include <pthread.h>
+
 #include <chrono>
 
 #include "nova/target.hpp"
@@ -23,6 +25,10 @@ namespace nova::detail {
 namespace {
 
 constexpr auto kSpin = std::chrono::microseconds(50);
+
+/// A forked child has none of its parent's worker threads: it runs every
+/// job on the calling thread.
+std::atomic<bool> in_forked_child{false};
 
 /// Spins up to kSpin until `done()`; false if it never became true.
 template <class Done> bool spin_until(Done&& done) {
@@ -61,7 +67,8 @@ void ThreadPool::drain(Job& job) {
 void ThreadPool::run(std::int64_t n, void (*call)(void*, std::int64_t), void* ctx) {
   if (n <= 0) return;
   std::unique_lock submit(submit_, std::defer_lock);
-  if (n == 1 || workers_.empty() || !submit.try_lock()) {
+  if (n == 1 || workers_.empty() || in_forked_child.load(std::memory_order_relaxed) ||
+      !submit.try_lock()) {
     for (std::int64_t i = 0; i < n; ++i) call(ctx, i);
     return;
   }
@@ -106,8 +113,14 @@ void ThreadPool::worker() {
 }
 
 ThreadPool& global_pool() {
-  static ThreadPool pool(default_thread_count());
-  return pool;
+  // Never destroyed: at exit the workers just end with the process (joining
+  // them from a static destructor would race other statics, and in a forked
+  // child the threads to join do not exist).
+  static ThreadPool* pool = [] {
+    ::pthread_atfork(nullptr, nullptr, [] { in_forked_child.store(true); });
+    return new ThreadPool(default_thread_count());
+  }();
+  return *pool;
 }
 
 } // namespace nova::detail

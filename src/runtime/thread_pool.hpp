@@ -7,7 +7,8 @@
 // holds the pool (the user runs steps from several threads), the caller runs
 // its own items on itself instead of queueing more threads. Workers spin
 // briefly between jobs (launches come back to back within a step) and then
-// sleep on a condition variable. Private to the runtime.
+// sleep on a condition variable. In a forked child every job runs on the
+// calling thread (the parent's workers are not there). Private to the runtime.
 #pragma once
 
 #include <atomic>

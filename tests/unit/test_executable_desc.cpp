@@ -7,6 +7,9 @@
 
 #include <nova/executable_desc.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <fstream>
 #include <random>
 #include <thread>
@@ -145,6 +148,22 @@ TEST_CASE("one executable runs on several threads at once") {
       for (int i = 0; i < 20; ++i) check_runs(*exe, 100 + 10 * t + i);
     });
   for (auto& th : threads) th.join();
+}
+
+TEST_CASE("a forked child runs executables on its own thread") {
+  std::shared_ptr<nova::Executable> exe = nova::load_executable(two_kernel_plan());
+  check_runs(*exe, 21); // the pool's workers exist in this process now
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    Tensor x = Tensor::full({kN}, 1.0), y = Tensor::zeros({kN});
+    std::vector<Tensor> out = (*exe)(std::vector<Tensor>{x, y});
+    ::_exit(out[0].at({kN - 1}) == 4.0 ? 0 : 1); // (2 + 1) + 1
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }
 
 TEST_CASE("code this machine cannot run is refused when loaded, kept when described") {
