@@ -19,6 +19,7 @@
 #include "nova/cache.hpp"
 
 #include "mlir/IR/Verifier.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <xxhash.h>
@@ -136,12 +137,18 @@ std::shared_ptr<::nova::Executable> mlir::nova::compileStep(OwningOpRef<ModuleOp
   std::array<uint64_t, 2> key = stepKey(*traced, target);
   ::nova::detail::DiskCache disk(::nova::detail::disk_cache_config());
   auto fromDisk = [&]() -> std::shared_ptr<::nova::Executable> {
+    Stopwatch clock;
     std::optional<::nova::ExecutableDesc> desc = disk.load(key, target.hash());
     if (!desc)
       return nullptr;
     try {
       std::shared_ptr<::nova::Executable> exe = ::nova::load_or_describe(*desc);
       ::nova::detail::count_disk_hit();
+      if (explainEnabled())
+        llvm::errs() << "nova: loaded " << signature.name << " from " << disk.entry_path(key)
+                     << " in " << llvm::format("%.1f", clock.lap() * 1e3) << " ms: "
+                     << desc->launches.size() << " launches of " << desc->kernels.size()
+                     << " kernels\n";
       return exe;
     } catch (const ::nova::Error &e) {
       disk.reject(key, e.what());
