@@ -30,7 +30,7 @@
 namespace nova {
 
 /// Bumped whenever the byte layout or the kernel ABI changes.
-inline constexpr std::uint32_t executable_format_version = 1;
+inline constexpr std::uint32_t executable_format_version = 2;
 
 /// The compiler's version string; entries from another version are stale.
 std::string compiler_version();
@@ -51,8 +51,12 @@ struct BufferRef {
 struct KernelDesc {
   /// Exported symbol in the object code.
   std::string symbol;
-  /// What it computes, for humans: "matmul 2048x768x256 f32", "elementwise 16x128x256".
+  /// What it computes, for humans: "matmul 2048x768x256 f32", "loops linalg.generic 16x128x256 f32".
   std::string summary;
+  /// Per launch (all workgroups): arithmetic operations, and the fewest
+  /// bytes it must move (each buffer it touches read or written once).
+  std::uint64_t flops = 0;
+  std::uint64_t bytes = 0;
   friend bool operator==(const KernelDesc&, const KernelDesc&) = default;
 };
 

@@ -7,7 +7,6 @@
 
 #include "compiler/LaunchPlan.h"
 #include "compiler/transforms/Kernels.h"
-#include "compiler/transforms/MatmulKernel.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -25,16 +24,6 @@ constexpr uint64_t kAlignment = 64;
 uint64_t bytesOf(MemRefType type) {
   return static_cast<uint64_t>(type.getNumElements()) *
          static_cast<uint64_t>((type.getElementTypeBitWidth() + 7) / 8);
-}
-
-std::string shapeText(ShapedType type) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  llvm::interleave(type.getShape(), os, "x");
-  if (type.getRank() > 0)
-    os << " ";
-  os << type.getElementType();
-  return s;
 }
 
 struct Interval {
@@ -71,32 +60,6 @@ uint64_t placeBuffers(std::vector<Interval> intervals, std::vector<uint64_t> &of
 }
 
 } // namespace
-
-std::string mlir::nova::summarizeKernel(func::FuncOp kernel) {
-  Operation *root = kernelRoot(kernel);
-  LoweringConfigAttr config = loweringConfig(kernel);
-  std::string kind = config ? config.getKind().str() : "kernel";
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  if (auto generic = dyn_cast_or_null<linalg::GenericOp>(root))
-    if (auto m = matchMatmul(generic)) {
-      os << "matmul ";
-      if (m->batchRank > 0)
-        os << m->batch() << "x";
-      os << m->M << "x" << m->N << "x" << m->K << " " << m->outType.getElementType()
-         << (m->transposeA ? " (lhs transposed)" : "");
-      return s;
-    }
-  os << kind;
-  if (root) {
-    os << " " << root->getName().getStringRef();
-    if (auto dps = dyn_cast<DestinationStyleOpInterface>(root))
-      if (dps.getNumDpsInits() > 0)
-        if (auto t = dyn_cast<ShapedType>(dps.getDpsInits()[0].getType()))
-          os << " " << shapeText(t);
-  }
-  return s;
-}
 
 LogicalResult mlir::nova::buildLaunchPlan(func::FuncOp step, ModuleOp kernels,
                                           ::nova::ExecutableDesc &desc, std::string &error) {
@@ -158,8 +121,10 @@ LogicalResult mlir::nova::buildLaunchPlan(func::FuncOp step, ModuleOp kernels,
       return failure();
     }
     auto [it, inserted] = kernelIndex.try_emplace(name.str(), desc.kernels.size());
-    if (inserted)
-      desc.kernels.push_back({"nova_" + name.str(), summarizeKernel(kernel)});
+    if (inserted) {
+      KernelDescription about = describedKernel(kernel);
+      desc.kernels.push_back({"nova_" + name.str(), about.summary, about.flops, about.bytes});
+    }
     ::nova::LaunchDesc l;
     l.kernel = it->second;
     LoweringConfigAttr config = loweringConfig(kernel);

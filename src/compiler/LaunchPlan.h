@@ -33,9 +33,6 @@ namespace mlir::nova {
 LogicalResult buildLaunchPlan(func::FuncOp step, ModuleOp kernels, ::nova::ExecutableDesc &desc,
                               std::string &error);
 
-/// "matmul 2048x768x256 f32", "loops 16x128x256 f32", for KernelDesc::summary.
-std::string summarizeKernel(func::FuncOp kernel);
-
 } // namespace mlir::nova
 
 #endif // NOVA_COMPILER_LAUNCHPLAN_H

@@ -14,11 +14,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
 #include <new>
 
 #include "nova/executable_desc.hpp"
+#include "nova/profile.hpp"
+#include "profile_registry.hpp"
 #include "thread_pool.hpp"
 
 namespace nova {
@@ -92,6 +95,7 @@ class CpuExecutable final : public Executable {
       object_ = std::make_unique<LoadedObject>(desc_.object);
       for (const auto& k : desc_.kernels) kernels_.push_back(object_->symbol(k.symbol));
     }
+    if (profiling_enabled()) profile_ = detail::register_profile(desc_);
   }
 
   std::string kind() const override { return "cpu"; }
@@ -104,6 +108,7 @@ class CpuExecutable final : public Executable {
     void* pointers[64];
     std::vector<void*> heap;
     detail::ThreadPool& pool = detail::global_pool();
+    auto run_start = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     for (const LaunchDesc& launch : desc_.launches) {
       void** args = pointers;
       if (launch.args.size() > std::size(pointers)) {
@@ -119,8 +124,19 @@ class CpuExecutable final : public Executable {
         }
       }
       KernelFn fn = kernels_[launch.kernel];
+      auto start = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
       pool.parallel_for(static_cast<std::int64_t>(launch.workgroups),
                         [fn, args](std::int64_t wg) { fn(wg, args); });
+      if (profile_) {
+        auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
+        profile_->kernel_ns[launch.kernel] += static_cast<std::uint64_t>(ns.count());
+        profile_->kernel_launches[launch.kernel] += 1;
+      }
+    }
+    if (profile_) {
+      auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - run_start);
+      profile_->run_ns += static_cast<std::uint64_t>(ns.count());
+      profile_->runs += 1;
     }
     give_back(std::move(arena));
   }
@@ -145,6 +161,7 @@ class CpuExecutable final : public Executable {
   ExecutableDesc desc_;
   std::unique_ptr<LoadedObject> object_;
   std::vector<KernelFn> kernels_;
+  detail::ExecutableProfile* profile_ = nullptr;
   mutable std::mutex mutex_;
   mutable std::vector<Arena> free_;
 };

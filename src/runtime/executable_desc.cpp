@@ -130,6 +130,8 @@ std::vector<std::uint8_t> ExecutableDesc::serialize() const {
   for (const auto& k : kernels) {
     body.put_string(k.symbol);
     body.put_string(k.summary);
+    body.put<std::uint64_t>(k.flops);
+    body.put<std::uint64_t>(k.bytes);
   }
   body.put<std::uint64_t>(launches.size());
   for (const auto& l : launches) {
@@ -186,10 +188,12 @@ ExecutableDesc ExecutableDesc::deserialize(std::span<const std::uint8_t> bytes, 
   for (auto n = r.count("outputs", 9); n > 0; --n) d.outputs.push_back(get_spec(r));
   for (auto n = r.count("aliases", 4); n > 0; --n) d.aliases.push_back(r.get<std::int32_t>("alias"));
   d.arena_bytes = r.get<std::uint64_t>("arena bytes");
-  for (auto n = r.count("kernels", 16); n > 0; --n) {
+  for (auto n = r.count("kernels", 32); n > 0; --n) {
     KernelDesc k;
     k.symbol = r.get_string("kernel symbol");
     k.summary = r.get_string("kernel summary");
+    k.flops = r.get<std::uint64_t>("kernel flops");
+    k.bytes = r.get<std::uint64_t>("kernel bytes");
     d.kernels.push_back(std::move(k));
   }
   for (auto n = r.count("launches", 20); n > 0; --n) {

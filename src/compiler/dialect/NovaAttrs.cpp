@@ -50,27 +50,45 @@ void printIntList(AsmPrinter &printer, StringRef name, ArrayRef<int64_t> values)
 Attribute LoweringConfigAttr::parse(AsmParser &parser, Type) {
   std::string kind;
   int64_t workgroups = 0;
-  SmallVector<int64_t> tile, registerTile;
+  SmallVector<int64_t> tile, cacheTile, registerTile;
   if (parser.parseLess() || parser.parseKeywordOrString(&kind) || parser.parseComma() ||
       parser.parseKeyword("workgroups") || parser.parseEqual() || parser.parseInteger(workgroups) ||
-      parser.parseComma() || parseIntList(parser, "tile", tile) || parser.parseComma() ||
-      parseIntList(parser, "register_tile", registerTile) || parser.parseGreater())
+      parser.parseComma() || parseIntList(parser, "tile", tile) || parser.parseComma())
+    return {};
+  if (succeeded(parser.parseOptionalKeyword("cache_tile"))) {
+    if (parser.parseEqual() ||
+        parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&]() {
+          int64_t v;
+          if (parser.parseInteger(v))
+            return failure();
+          cacheTile.push_back(v);
+          return success();
+        }) ||
+        parser.parseComma())
+      return {};
+  }
+  if (parseIntList(parser, "register_tile", registerTile) || parser.parseGreater())
     return {};
   return getChecked([&] { return parser.emitError(parser.getNameLoc()); }, parser.getContext(),
-                    kind, workgroups, tile, registerTile);
+                    kind, workgroups, tile, cacheTile, registerTile);
 }
 
 void LoweringConfigAttr::print(AsmPrinter &printer) const {
   printer << "<" << getKind() << ", workgroups = " << getWorkgroups() << ", ";
   printIntList(printer, "tile", getTile());
   printer << ", ";
+  if (!getCacheTile().empty()) {
+    printIntList(printer, "cache_tile", getCacheTile());
+    printer << ", ";
+  }
   printIntList(printer, "register_tile", getRegisterTile());
   printer << ">";
 }
 
 LogicalResult LoweringConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                          StringRef kind, int64_t workgroups,
-                                         ArrayRef<int64_t> tile, ArrayRef<int64_t> registerTile) {
+                                         ArrayRef<int64_t> tile, ArrayRef<int64_t> cacheTile,
+                                         ArrayRef<int64_t> registerTile) {
   if (kind != "matmul" && kind != "loops" && kind != "serial")
     return emitError() << "#nova.lowering_config: unknown kind '" << kind
                        << "' (expected matmul, loops or serial)";
@@ -80,6 +98,9 @@ LogicalResult LoweringConfigAttr::verify(function_ref<InFlightDiagnostic()> emit
     return emitError() << "#nova.lowering_config: tile sizes must not be negative";
   if (kind == "matmul" && registerTile.size() != 2)
     return emitError() << "#nova.lowering_config: a matmul needs register_tile = [rows, columns]";
+  if (llvm::any_of(cacheTile, [](int64_t t) { return t < 1; }) ||
+      llvm::any_of(registerTile, [](int64_t t) { return t < 1; }))
+    return emitError() << "#nova.lowering_config: cache and register tiles must be positive";
   if (kind == "serial" && workgroups != 1)
     return emitError() << "#nova.lowering_config: a serial kernel runs as one workgroup";
   return success();

@@ -24,18 +24,23 @@ def Nova_LoweringConfigAttr : AttrDef<Nova_Dialect, "LoweringConfig"> {
     - `tile`: the workgroup tile, one entry per distributed loop (for
       `loops`: every loop of the op, 0 = not split; for `matmul`: the result
       loops batch..., m, n). workgroups = product of ceil(extent / tile).
+    - `cache_tile` (optional, printed only when not empty): for `matmul`,
+      `[kc]`, the slab of the reduction dimension a register tile's operands
+      are swept over while they stay in L1.
     - `register_tile`: for `matmul`, rows x columns of the result one
-      register block holds; empty otherwise.
+      register block holds (columns: a multiple of the vector width); empty
+      otherwise.
 
     A kernel function carries it under its own name, `nova.lowering_config`
     (`LoweringConfigAttr::name`).
 
-    Example: `#nova.lowering_config<matmul, workgroups = 8, tile = [512, 384], register_tile = [6, 32]>`
+    Example: `#nova.lowering_config<matmul, workgroups = 8, tile = [512, 384], cache_tile = [96], register_tile = [6, 64]>`
   }];
   let parameters = (ins
     StringRefParameter<"kernel kind">:$kind,
     "int64_t":$workgroups,
     ArrayRefParameter<"int64_t", "workgroup tile per loop">:$tile,
+    ArrayRefParameter<"int64_t", "cache tile">:$cache_tile,
     ArrayRefParameter<"int64_t", "register tile">:$register_tile
   );
   let hasCustomAssemblyFormat = 1;

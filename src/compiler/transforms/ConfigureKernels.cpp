@@ -27,7 +27,7 @@ struct NovaConfigureKernels : mlir::nova::impl::NovaConfigureKernelsBase<NovaCon
     ModuleOp kernels = nova::kernelsModule(getOperation());
     if (!kernels)
       return;
-    nova::CpuFacts facts{vectorBits, vectorRegisters, cores, l1dBytes, l2Bytes};
+    nova::CpuFacts facts{vectorBits, vectorRegisters, cores, l1dBytes, l2Bytes, fmaUnits, fmaLatency};
     for (auto kernel : kernels.getOps<func::FuncOp>()) {
       Operation *root = nova::kernelRoot(kernel);
       if (!root) {
@@ -35,6 +35,8 @@ struct NovaConfigureKernels : mlir::nova::impl::NovaConfigureKernelsBase<NovaCon
         return signalPassFailure();
       }
       kernel->setAttr(nova::LoweringConfigAttr::name, nova::configureCpuKernel(root, facts));
+      // What it computes, while its op is still whole (distribution tiles it).
+      nova::recordDescription(kernel);
     }
   }
 };

@@ -2,6 +2,12 @@
 
 #include "compiler/transforms/Kernels.h"
 
+#include "compiler/transforms/MatmulKernel.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "llvm/Support/raw_ostream.h"
+
 using namespace mlir;
 
 ModuleOp mlir::nova::kernelsModule(ModuleOp top) {
@@ -18,6 +24,110 @@ Operation *mlir::nova::kernelRoot(func::FuncOp kernel) {
   return term->getPrevNode();
 }
 
+Operation *mlir::nova::kernelComputeOp(func::FuncOp kernel) {
+  Operation *root = kernelRoot(kernel);
+  if (!root || isa<linalg::LinalgOp>(root))
+    return root;
+  Operation *inner = nullptr;
+  root->walk([&](linalg::LinalgOp op) {
+    if (!inner)
+      inner = op;
+  });
+  return inner ? inner : root;
+}
+
 mlir::nova::LoweringConfigAttr mlir::nova::loweringConfig(func::FuncOp kernel) {
   return kernel->getAttrOfType<LoweringConfigAttr>(LoweringConfigAttr::name);
+}
+
+namespace {
+
+uint64_t bytesOf(MemRefType type) {
+  return static_cast<uint64_t>(type.getNumElements()) *
+         static_cast<uint64_t>((type.getElementTypeBitWidth() + 7) / 8);
+}
+
+std::string shapeText(ShapedType type) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  llvm::interleave(type.getShape(), os, "x");
+  if (type.getRank() > 0)
+    os << " ";
+  os << type.getElementType();
+  return s;
+}
+
+constexpr llvm::StringLiteral kSummaryAttr = "nova.summary";
+constexpr llvm::StringLiteral kWorkAttr = "nova.work";
+
+} // namespace
+
+static std::string summarizeKernel(func::FuncOp kernel) {
+  using namespace mlir::nova;
+  Operation *root = kernelComputeOp(kernel);
+  LoweringConfigAttr config = loweringConfig(kernel);
+  std::string kind = config ? config.getKind().str() : "kernel";
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  if (auto generic = dyn_cast_or_null<linalg::GenericOp>(root))
+    if (auto m = matchMatmul(generic)) {
+      os << "matmul ";
+      if (m->batchRank > 0)
+        os << m->batch() << "x";
+      os << m->M << "x" << m->N << "x" << m->K << " " << m->outType.getElementType()
+         << (m->transposeA ? " (lhs transposed)" : "");
+      return s;
+    }
+  os << kind;
+  if (root) {
+    os << " " << root->getName().getStringRef();
+    if (auto dps = dyn_cast<DestinationStyleOpInterface>(root))
+      if (dps.getNumDpsInits() > 0)
+        if (auto t = dyn_cast<ShapedType>(dps.getDpsInits()[0].getType()))
+          os << " " << shapeText(t);
+  }
+  return s;
+}
+
+mlir::nova::KernelDescription mlir::nova::describeKernel(func::FuncOp kernel) {
+  KernelDescription w;
+  w.summary = summarizeKernel(kernel);
+  for (Type t : kernel.getFunctionType().getInputs())
+    if (auto m = dyn_cast<MemRefType>(t); m && m.hasStaticShape())
+      w.bytes += bytesOf(m);
+  auto op = dyn_cast_or_null<linalg::LinalgOp>(kernelComputeOp(kernel));
+  if (!op)
+    return w;
+  uint64_t points = 1;
+  for (int64_t r : op.getStaticLoopRanges()) {
+    if (ShapedType::isDynamic(r))
+      return w;
+    points *= static_cast<uint64_t>(r);
+  }
+  uint64_t perPoint = 0;
+  op->walk([&](Operation *inner) {
+    StringRef dialect = inner->getName().getDialectNamespace();
+    if ((dialect == "arith" || dialect == "math") && !isa<arith::ConstantOp, arith::IndexCastOp>(inner) &&
+        isa<FloatType>(inner->getResult(0).getType()))
+      ++perPoint;
+  });
+  w.flops = points * perPoint;
+  return w;
+}
+
+
+void mlir::nova::recordDescription(func::FuncOp kernel) {
+  KernelDescription d = describeKernel(kernel);
+  Builder b(kernel.getContext());
+  kernel->setAttr(kSummaryAttr, b.getStringAttr(d.summary));
+  kernel->setAttr(kWorkAttr, b.getDenseI64ArrayAttr({static_cast<int64_t>(d.flops),
+                                                     static_cast<int64_t>(d.bytes)}));
+}
+
+mlir::nova::KernelDescription mlir::nova::describedKernel(func::FuncOp kernel) {
+  auto summary = kernel->getAttrOfType<StringAttr>(kSummaryAttr);
+  auto work = kernel->getAttrOfType<DenseI64ArrayAttr>(kWorkAttr);
+  if (!summary || !work || work.size() != 2)
+    return describeKernel(kernel);
+  return {summary.str(), static_cast<uint64_t>(work[0]), static_cast<uint64_t>(work[1])};
 }

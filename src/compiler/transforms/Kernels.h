@@ -15,6 +15,9 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include <cstdint>
+#include <string>
+
 namespace mlir::nova {
 
 inline constexpr llvm::StringLiteral kKernelsModuleName = "kernels";
@@ -25,8 +28,28 @@ ModuleOp kernelsModule(ModuleOp top);
 /// The kernel's compute op: the last op before its return (null if none).
 Operation *kernelRoot(func::FuncOp kernel);
 
+/// The structured op a kernel computes: its root, or after
+/// nova-distribute-workgroups the linalg op inside the root's tile loops.
+Operation *kernelComputeOp(func::FuncOp kernel);
+
 /// The kernel's configuration, or null before nova-configure-kernels.
 LoweringConfigAttr loweringConfig(func::FuncOp kernel);
+
+/// What a kernel computes, for humans and rooflines: "matmul 2048x768x256
+/// f32", "loops linalg.generic 16x128x256 f32"; per launch, the arithmetic
+/// operations of its compute op (loop points x arith/math ops per point, a
+/// math op counting one) and the bytes of the buffers it takes (each moved
+/// once: the fewest it must move).
+struct KernelDescription {
+  std::string summary;
+  uint64_t flops = 0, bytes = 0;
+};
+KernelDescription describeKernel(func::FuncOp kernel);
+
+/// The description nova-configure-kernels recorded on the kernel (it is
+/// taken before nova-distribute-workgroups tiles the op), or computed now.
+KernelDescription describedKernel(func::FuncOp kernel);
+void recordDescription(func::FuncOp kernel);
 
 } // namespace mlir::nova
 

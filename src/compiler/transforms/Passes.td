@@ -139,6 +139,8 @@ def NovaConfigureKernels : Pass<"nova-configure-kernels", "mlir::ModuleOp"> {
            "cores (threads) the code is configured for">,
     Option<"l1dBytes", "l1d-bytes", "int64_t", /*default=*/"49152", "L1 data cache per core">,
     Option<"l2Bytes", "l2-bytes", "int64_t", /*default=*/"2097152", "L2 cache per core">,
+    Option<"fmaUnits", "fma-units", "int64_t", /*default=*/"2", "FMA pipes per core">,
+    Option<"fmaLatency", "fma-latency", "int64_t", /*default=*/"4", "FMA latency in cycles">,
   ];
 }
 
@@ -162,14 +164,15 @@ def NovaVectorizeMatmul : Pass<"nova-vectorize-matmul", "mlir::ModuleOp"> {
     Rewrites the bufferized `linalg.generic` tagged `nova.kernel = "matmul"`
     (loops batch..., m, k, n; lhs [m, k] or [k, m]; rhs [k, n]) of each
     kernel configured `matmul`. The workgroup number selects one block of
-    the result (the config's `tile` over batch..., m, n); inside it, MR x NR
-    register tiles (the config's `register_tile`; NR = 2 vectors) keep 2 MR
-    vector accumulators through the k loop: per k, two vector loads of a rhs
-    row, MR scalar loads of lhs broadcast, 2 MR FMAs. Column tiles are the
-    outer loop, so a K x NR panel of rhs stays in cache across row tiles.
+    the result (the config's `tile` over batch..., m, n); inside it, the
+    reduction is swept in slabs of kc (`cache_tile`), and for each slab MR x
+    NR register tiles (`register_tile`; NR = nv vectors) keep MR nv vector
+    accumulators through the k loop: per k, nv vector loads of a rhs row, MR
+    scalar loads of lhs broadcast, MR nv FMAs. Column tiles are outside row
+    tiles, so the kc x NR rhs micro-panel stays in L1 across row tiles.
     Rows and columns of the block past the last full register tile run as
     the original generic on subviews. A matmul outside a configured kernel
-    is done as one workgroup with MR = `tile-rows`.
+    is done as one workgroup with MR = `tile-rows`, NR = 2 vectors, no slabs.
   }];
   let options = [
     Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"512",

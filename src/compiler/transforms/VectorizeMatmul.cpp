@@ -74,10 +74,11 @@ Block blockOf(OpBuilder &b, Location loc, Value wg, const MatmulOperands &m,
   return block;
 }
 
-/// The MR x NR microkernel at rows [i0, i0 + MR), columns [j0, j0 + NR).
+/// The MR x NR microkernel at rows [i0, i0 + MR), columns [j0, j0 + NR),
+/// accumulating the products over k in [k0, k1) into the result.
 void buildMicrokernel(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange batch,
-                      Value i0, Value j0, VectorType vecType, int64_t tileRows) {
-  const int64_t cols = 2; // vectors per row of a tile
+                      Value i0, Value j0, Value k0, Value k1, VectorType vecType,
+                      int64_t tileRows, int64_t cols) {
   int64_t width = vecType.getNumElements();
   auto at = [&](ValueRange tail) {
     SmallVector<Value> idx(batch.begin(), batch.end());
@@ -96,7 +97,7 @@ void buildMicrokernel(OpBuilder &b, Location l, const MatmulOperands &m, ValueRa
       acc.push_back(b.create<vector::LoadOp>(l, vecType, m.out, at({rows[r], colStarts[c]})));
 
   auto kLoop = b.create<scf::ForOp>(
-      l, index(b, l, 0), index(b, l, m.K), index(b, l, 1), acc,
+      l, k0, k1, index(b, l, 1), acc,
       [&](OpBuilder &kb, Location kl, Value k, ValueRange carried) {
         SmallVector<Value> rhsRow;
         for (int64_t c = 0; c < cols; ++c)
@@ -153,14 +154,15 @@ void buildRemainder(OpBuilder &b, linalg::GenericOp op, const MatmulOperands &m,
   copy->removeAttr("nova.kernel");
 }
 
-/// The whole rewrite of one matmul for one workgroup `wg`.
+/// The whole rewrite of one matmul for one workgroup `wg`: register tiles
+/// MR x NR (NR a multiple of `width`), the reduction swept in slabs of kc.
 void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<int64_t> tile,
-             int64_t tileRows, int64_t width) {
+             int64_t tileRows, int64_t nr, int64_t kc, int64_t width) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   Type elem = m.outType.getElementType();
   auto vecType = VectorType::get({width}, elem);
-  int64_t nr = 2 * width;
+  int64_t cols = nr / width;
   int64_t mFull = m.M - m.M % tileRows, nFull = m.N - m.N % nr;
   Block block = blockOf(b, loc, wg, m, tile);
   // The register tiles cover [m0, mv) x [n0, nv); both ends are multiples of
@@ -172,21 +174,31 @@ void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<i
         loc, b.create<arith::MinUIOp>(loc, block.m1, index(b, loc, mFull)), block.m0);
     nv = b.create<arith::MaxUIOp>(
         loc, b.create<arith::MinUIOp>(loc, block.n1, index(b, loc, nFull)), block.n0);
-    // for batch in block: for j0 in [n0, nv) step NR: for i0 in [m0, mv) step MR.
+    // for batch in block: for k0 in [0, K) step kc: for j0 in [n0, nv) step
+    // NR: for i0 in [m0, mv) step MR. The rhs micro-panel kc x NR stays in
+    // L1 while every row tile sweeps it.
     SmallVector<Value> steps(m.batchRank, index(b, loc, 1));
     scf::buildLoopNest(
         b, loc, block.batchLo, block.batchHi, steps,
         [&](OpBuilder &bb, Location bl, ValueRange batch) {
           bb.create<scf::ForOp>(
-              bl, block.n0, nv, index(bb, bl, nr), ValueRange{},
-              [&](OpBuilder &jb, Location jl, Value j0, ValueRange) {
-                jb.create<scf::ForOp>(
-                    jl, block.m0, mv, index(jb, jl, tileRows), ValueRange{},
-                    [&](OpBuilder &ib, Location il, Value i0, ValueRange) {
-                      buildMicrokernel(ib, il, m, batch, i0, j0, vecType, tileRows);
-                      ib.create<scf::YieldOp>(il);
+              bl, index(bb, bl, 0), index(bb, bl, m.K), index(bb, bl, kc), ValueRange{},
+              [&](OpBuilder &pb, Location pl, Value k0, ValueRange) {
+                Value k1 = pb.create<arith::MinUIOp>(
+                    pl, pb.create<arith::AddIOp>(pl, k0, index(pb, pl, kc)), index(pb, pl, m.K));
+                pb.create<scf::ForOp>(
+                    pl, block.n0, nv, index(pb, pl, nr), ValueRange{},
+                    [&](OpBuilder &jb, Location jl, Value j0, ValueRange) {
+                      jb.create<scf::ForOp>(
+                          jl, block.m0, mv, index(jb, jl, tileRows), ValueRange{},
+                          [&](OpBuilder &ib, Location il, Value i0, ValueRange) {
+                            buildMicrokernel(ib, il, m, batch, i0, j0, k0, k1, vecType, tileRows,
+                                             cols);
+                            ib.create<scf::YieldOp>(il);
+                          });
+                      jb.create<scf::YieldOp>(jl);
                     });
-                jb.create<scf::YieldOp>(jl);
+                pb.create<scf::YieldOp>(pl);
               });
         });
   }
@@ -217,13 +229,19 @@ struct NovaVectorizeMatmul
       if (config && !config.isMatmul())
         continue; // the configurator chose plain loops
       int64_t elemBits = m->outType.getElementTypeBitWidth();
+      int64_t width = vectorBits / elemBits;
       if (config) {
-        int64_t width = config.getRegisterTile()[1] / 2;
-        rewrite(op, *m, func.getArgument(0), config.getTile(), config.getRegisterTile()[0], width);
+        ArrayRef<int64_t> reg = config.getRegisterTile();
+        if (width < 1 || reg[1] % width != 0) {
+          op.emitError("nova-vectorize-matmul: register tile columns ")
+              << reg[1] << " are not a multiple of the vector width " << width;
+          return signalPassFailure();
+        }
+        int64_t kc = config.getCacheTile().empty() ? std::max<int64_t>(m->K, 1) : config.getCacheTile()[0];
+        rewrite(op, *m, func.getArgument(0), config.getTile(), reg[0], reg[1], kc, width);
         continue;
       }
       // Not in a configured kernel: one workgroup covering the whole result.
-      int64_t width = vectorBits / elemBits;
       if (width < 2)
         continue;
       SmallVector<int64_t> tile;
@@ -233,7 +251,7 @@ struct NovaVectorizeMatmul
       tile.push_back(std::max<int64_t>(m->N, 1));
       OpBuilder b(op);
       Value zero = index(b, op.getLoc(), 0);
-      rewrite(op, *m, zero, tile, tileRows, width);
+      rewrite(op, *m, zero, tile, tileRows, 2 * width, std::max<int64_t>(m->K, 1), width);
     }
   }
 };

@@ -2,22 +2,31 @@
 //
 // The rules, each from a machine fact:
 //
-// matmul   register tile MR x NR with NR = 2 vectors: 2 MR accumulators + 2
-//          rhs vectors + 1 broadcast must fit the vector registers, and
-//          2 MR >= FMA pipes x latency (8) keeps the pipes busy; MR = 6
-//          satisfies both with 16 and with 32 registers (BLIS's 6x16 / 6x32
-//          shapes). Workgroups: about 4 per core (the pool balances them
-//          dynamically), split first over batch, then over column panels
-//          (a K x nc panel of rhs is what one core reuses from its L2), then
-//          over row blocks; a matmul under 2^20 flops is one workgroup.
+// matmul   In the spirit of the BLIS analytical model (Low et al., "Analytical
+//          Modeling Is Enough for High-Performance BLIS", TOMS 2016):
+//          register tile MR x NR, NR = nv vectors: its MR nv accumulators
+//          must cover the FMA pipes' latency (>= fma_units x fma_latency
+//          independent FMAs in flight) and, with nv rhs vectors and one
+//          broadcast, fit the vector registers; among those, the tile with
+//          the most FMAs per load (MR nv / (MR + nv)), discounted for the
+//          share of the result that falls outside whole tiles (edges run as
+//          scalar loops), wins: 6 x 4 vectors with 32 registers (AVX-512),
+//          4 x 3 or 6 x 2 with 16 (AVX2), depending on N.
+//          kc (cache_tile): the rhs micro-panel kc x NR takes half of L1, so
+//          it stays there while every row tile of the block sweeps it; the
+//          lhs micro-panel MR x kc and the accumulators share the rest.
+//          Workgroups: about 4 per core (the pool balances them
+//          dynamically), split first over batch, then over column panels,
+//          then over row blocks, each block's rows capped so its lhs block
+//          (rows x kc) fits half of L2; a matmul under 2^20 flops is one
+//          workgroup.
 // loops    a structured op of at least 2^15 points is split along its
 //          outermost parallel loop into about 4 workgroups per core;
 //          smaller ops, and ops without a parallel loop (full reductions),
 //          run as one.
 // serial   anything else (the loop nest of a scatter-add) is one workgroup.
 //
-// The cache-blocking model (kc/mc/nc from L1/L2/L3) and packing are the
-// analytic configurator of the CPU-speed issue; this file is where they go.
+// Packing (copying micro-panels into contiguous buffers) is not done yet.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,13 +42,46 @@ namespace {
 constexpr int64_t kWorkgroupsPerCore = 4;
 constexpr int64_t kMinParallelPoints = int64_t{1} << 15;
 constexpr int64_t kMinParallelFlops = int64_t{1} << 20;
-constexpr int64_t kTileRows = 6;
+/// An edge element costs about this many times a register-tile element
+/// (scalar loop versus vector FMAs): the penalty in the tile choice.
+constexpr double kEdgeCost = 10.0;
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 nova::LoweringConfigAttr serial(MLIRContext *ctx, size_t loops = 0) {
   SmallVector<int64_t> tile(loops, 0);
-  return nova::LoweringConfigAttr::get(ctx, "serial", 1, tile, {});
+  return nova::LoweringConfigAttr::get(ctx, "serial", 1, tile, {}, {});
+}
+
+struct RegisterTile {
+  int64_t mr = 0, vectors = 0; // NR = vectors x width
+};
+
+/// The register tile for an M x N result (see the file comment).
+RegisterTile chooseRegisterTile(int64_t M, int64_t N, int64_t width, const nova::CpuFacts &f) {
+  RegisterTile best;
+  double bestScore = -1;
+  int64_t inFlight = f.fmaUnits * f.fmaLatency;
+  for (int64_t nv = 1; nv <= 4; ++nv) {
+    for (int64_t mr = 1; mr <= 16; ++mr) {
+      int64_t accumulators = mr * nv;
+      if (accumulators + nv + 1 > f.vectorRegisters)
+        continue;
+      // Latency: fewer independent accumulators than FMAs in flight stall
+      // the pipes in proportion.
+      double pipes = std::min(1.0, double(accumulators) / double(inFlight));
+      double perLoad = double(accumulators) / double(mr + nv);
+      int64_t nr = nv * width;
+      double whole = double(M - M % mr) * double(N - N % nr) / (double(M) * double(N));
+      double efficiency = whole + (1.0 - whole) / kEdgeCost;
+      double score = perLoad * pipes * efficiency;
+      if (score > bestScore + 1e-12) {
+        bestScore = score;
+        best = {mr, nv};
+      }
+    }
+  }
+  return best;
 }
 
 std::optional<nova::LoweringConfigAttr> configureMatmul(linalg::GenericOp op,
@@ -47,10 +89,15 @@ std::optional<nova::LoweringConfigAttr> configureMatmul(linalg::GenericOp op,
   std::optional<nova::MatmulOperands> m = nova::matchMatmul(op);
   if (!m || m->M == 0 || m->N == 0)
     return std::nullopt;
-  int64_t width = facts.vectorBits / m->outType.getElementTypeBitWidth();
+  int64_t elemBytes = m->outType.getElementTypeBitWidth() / 8;
+  int64_t width = facts.vectorBits / (8 * elemBytes);
   if (width < 2)
     return std::nullopt;
-  int64_t mr = kTileRows, nr = 2 * width;
+  RegisterTile reg = chooseRegisterTile(m->M, m->N, width, facts);
+  int64_t mr = reg.mr, nr = reg.vectors * width;
+  // kc: the rhs micro-panel (kc x NR) in half of L1; a multiple of 8.
+  int64_t kc = std::max<int64_t>(8, facts.l1dBytes / 2 / (nr * elemBytes) / 8 * 8);
+  kc = std::min(kc, std::max<int64_t>(m->K, 1));
   int64_t batch = m->batch();
   double flops = 2.0 * double(batch) * double(m->M) * double(m->N) * double(m->K);
   int64_t target =
@@ -77,14 +124,17 @@ std::optional<nova::LoweringConfigAttr> configureMatmul(linalg::GenericOp op,
   nChunks = ceilDiv(m->N, nc);
   left = std::max<int64_t>(1, ceilDiv(left, nChunks));
   int64_t mTiles = std::max<int64_t>(1, ceilDiv(m->M, mr));
-  int64_t mChunks = std::min(mTiles, left);
+  // Rows per block: the lhs block (rows x kc) in half of L2.
+  int64_t maxRowTiles = std::max<int64_t>(1, facts.l2Bytes / 2 / (kc * elemBytes) / mr);
+  int64_t mChunks = std::max(std::min(mTiles, left), ceilDiv(mTiles, maxRowTiles));
   int64_t mc = ceilDiv(mTiles, mChunks) * mr;
   mChunks = ceilDiv(m->M, mc);
   tile.push_back(std::min(mc, std::max<int64_t>(m->M, 1)));
   tile.push_back(std::min(nc, std::max<int64_t>(m->N, 1)));
   int64_t workgroups = groups * std::max<int64_t>(1, mChunks) * std::max<int64_t>(1, nChunks);
-  SmallVector<int64_t> reg{mr, nr};
-  return nova::LoweringConfigAttr::get(op.getContext(), "matmul", workgroups, tile, reg);
+  SmallVector<int64_t> regTile{mr, nr}, cacheTile{kc};
+  return nova::LoweringConfigAttr::get(op.getContext(), "matmul", workgroups, tile, cacheTile,
+                                       regTile);
 }
 
 nova::LoweringConfigAttr configureLoops(linalg::LinalgOp op, const nova::CpuFacts &facts) {
@@ -95,19 +145,19 @@ nova::LoweringConfigAttr configureLoops(linalg::LinalgOp op, const nova::CpuFact
   int64_t points = 1;
   for (int64_t r : ranges) {
     if (ShapedType::isDynamic(r))
-      return nova::LoweringConfigAttr::get(ctx, "loops", 1, tile, {});
+      return nova::LoweringConfigAttr::get(ctx, "loops", 1, tile, {}, {});
     points *= r;
   }
   if (facts.cores <= 1 || points < kMinParallelPoints)
-    return nova::LoweringConfigAttr::get(ctx, "loops", 1, tile, {});
+    return nova::LoweringConfigAttr::get(ctx, "loops", 1, tile, {}, {});
   for (size_t d = 0; d < ranges.size(); ++d) {
     if (iterators[d] != utils::IteratorType::parallel || ranges[d] < 2)
       continue;
     int64_t groups = std::min(ranges[d], facts.cores * kWorkgroupsPerCore);
     tile[d] = ceilDiv(ranges[d], groups);
-    return nova::LoweringConfigAttr::get(ctx, "loops", ceilDiv(ranges[d], tile[d]), tile, {});
+    return nova::LoweringConfigAttr::get(ctx, "loops", ceilDiv(ranges[d], tile[d]), tile, {}, {});
   }
-  return nova::LoweringConfigAttr::get(ctx, "loops", 1, tile, {});
+  return nova::LoweringConfigAttr::get(ctx, "loops", 1, tile, {}, {});
 }
 
 } // namespace

@@ -20,6 +20,8 @@ struct CpuFacts {
   int64_t cores = 1;
   int64_t l1dBytes = 48 * 1024;
   int64_t l2Bytes = 2 * 1024 * 1024;
+  int64_t fmaUnits = 2;
+  int64_t fmaLatency = 4;
 };
 
 /// The decision for the kernel whose compute op is `root`.

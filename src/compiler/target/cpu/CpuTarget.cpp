@@ -38,6 +38,8 @@ void mlir::nova::CpuTarget::addConfigurePasses(OpPassManager &pm) const {
   facts.cores = desc.cores;
   facts.l1dBytes = desc.l1d_bytes;
   facts.l2Bytes = desc.l2_bytes;
+  facts.fmaUnits = desc.fma_units;
+  facts.fmaLatency = desc.fma_latency;
   pm.addPass(createNovaConfigureKernels(facts));
   pm.addPass(createNovaDistributeWorkgroups());
 }

@@ -1,0 +1,26 @@
+// profile_registry.hpp - the counters behind nova/profile.hpp. Private to the
+// runtime: cpu_executable.cpp registers each executable it loads when
+// profiling is on and adds each launch's time.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "nova/executable_desc.hpp"
+
+namespace nova::detail {
+
+struct ExecutableProfile {
+  explicit ExecutableProfile(const ExecutableDesc& d)
+      : desc(d), kernel_ns(d.kernels.size()), kernel_launches(d.kernels.size()) {}
+  ExecutableDesc desc; // a copy without the object code
+  std::vector<std::atomic<std::uint64_t>> kernel_ns, kernel_launches;
+  std::atomic<std::uint64_t> runs{0}, run_ns{0};
+};
+
+/// A new profile, kept (and printed at exit) for the life of the process.
+ExecutableProfile* register_profile(const ExecutableDesc& desc);
+
+} // namespace nova::detail

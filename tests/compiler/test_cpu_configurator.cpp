@@ -1,0 +1,172 @@
+// test_cpu_configurator.cpp - the CPU configurator's decisions, as a pure
+// function: for named CPUs (the TargetDesc table) and many matmul shapes,
+// every configuration fits the target (registers, L1, L2), covers the result
+// with its workgroups, and keeps the FMA pipes' latency covered; and a few
+// decisions are pinned (changing them is a deliberate, reviewed change).
+#include <doctest/doctest.h>
+
+#include "compiler/Context.h"
+#include "compiler/target/cpu/CpuConfigurator.h"
+#include "nova/target.hpp"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+
+using namespace mlir;
+
+namespace {
+
+MLIRContext &context() {
+  static MLIRContext *ctx = [] {
+    DialectRegistry registry;
+    mlir::nova::registerNovaCompilerDialects(registry);
+    auto *c = new MLIRContext(registry);
+    c->loadAllAvailableDialects();
+    return c;
+  }();
+  return *ctx;
+}
+
+mlir::nova::CpuFacts factsOf(const ::nova::TargetDesc &t) {
+  return {t.vector_bits, t.vector_registers, t.cores, t.l1d_bytes, t.l2_bytes, t.fma_units, t.fma_latency};
+}
+
+/// A tagged, bufferized matmul generic [batch] x M x K times K x N, f32 or f64.
+struct Matmul {
+  OwningOpRef<ModuleOp> module;
+  linalg::GenericOp op;
+};
+
+Matmul makeMatmul(int64_t batch, int64_t M, int64_t N, int64_t K, Type elem) {
+  MLIRContext *ctx = &context();
+  OpBuilder b(ctx);
+  Matmul out;
+  out.module = ModuleOp::create(b.getUnknownLoc());
+  b.setInsertionPointToEnd(out.module->getBody());
+  SmallVector<int64_t> lhs{M, K}, rhs{K, N}, res{M, N};
+  if (batch > 1) {
+    lhs.insert(lhs.begin(), batch);
+    rhs.insert(rhs.begin(), batch);
+    res.insert(res.begin(), batch);
+  }
+  auto type = [&](ArrayRef<int64_t> s) { return MemRefType::get(s, elem); };
+  auto func = b.create<func::FuncOp>(b.getUnknownLoc(), "k",
+                                     b.getFunctionType({type(lhs), type(rhs), type(res)}, {}));
+  Block *body = func.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  unsigned n = batch > 1 ? 4 : 3;
+  auto d = [&](unsigned i) { return b.getAffineDimExpr(i); };
+  // loops (batch?, m, k, n)
+  unsigned o = batch > 1 ? 1 : 0;
+  SmallVector<AffineExpr> ml, mr, mo;
+  if (batch > 1)
+    ml.push_back(d(0)), mr.push_back(d(0)), mo.push_back(d(0));
+  ml.append({d(o), d(o + 1)});
+  mr.append({d(o + 1), d(o + 2)});
+  mo.append({d(o), d(o + 2)});
+  SmallVector<AffineMap> maps{AffineMap::get(n, 0, ml, ctx), AffineMap::get(n, 0, mr, ctx),
+                              AffineMap::get(n, 0, mo, ctx)};
+  SmallVector<utils::IteratorType> iters;
+  if (batch > 1)
+    iters.push_back(utils::IteratorType::parallel);
+  iters.append({utils::IteratorType::parallel, utils::IteratorType::reduction, utils::IteratorType::parallel});
+  out.op = b.create<linalg::GenericOp>(
+      b.getUnknownLoc(), ValueRange{body->getArgument(0), body->getArgument(1)},
+      ValueRange{body->getArgument(2)}, maps, iters,
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        Value p = nb.create<arith::MulFOp>(l, args[0], args[1]);
+        nb.create<linalg::YieldOp>(l, ValueRange{nb.create<arith::AddFOp>(l, args[2], p)});
+      });
+  out.op->setAttr("nova.kernel", b.getStringAttr("matmul"));
+  b.create<func::ReturnOp>(b.getUnknownLoc());
+  return out;
+}
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+} // namespace
+
+TEST_CASE("every matmul configuration fits its target and covers the result") {
+  int checked = 0;
+  for (std::string name : {"x86-64-v2", "x86-64-v3", "x86-64-v4"}) {
+    for (int cores : {1, 2, 16}) {
+      ::nova::TargetDesc t = ::nova::named_target(name);
+      t.cores = cores;
+      mlir::nova::CpuFacts f = factsOf(t);
+      for (int64_t batch : {1, 64})
+        for (int64_t M : {1, 7, 64, 250, 2048})
+          for (int64_t N : {1, 10, 64, 200, 768, 1024})
+            for (int64_t K : {1, 33, 256, 2048})
+              for (bool f64 : {false, true}) {
+                Type elem = f64 ? Type(Float64Type::get(&context())) : Type(Float32Type::get(&context()));
+                Matmul mm = makeMatmul(batch, M, N, K, elem);
+                auto c = mlir::nova::configureCpuKernel(mm.op, f);
+                INFO(name, " cores ", cores, " ", batch, "x", M, "x", N, "x", K, f64 ? " f64" : " f32");
+                REQUIRE(c);
+                if (!c.isMatmul())
+                  continue; // too narrow for vectors: plain loops
+                ++checked;
+                int64_t width = f.vectorBits / (f64 ? 64 : 32);
+                ArrayRef<int64_t> reg = c.getRegisterTile(), tile = c.getTile();
+                int64_t mr = reg[0], nr = reg[1], nv = nr / width;
+                CHECK(nr % width == 0);
+                CHECK(mr * nv + nv + 1 <= f.vectorRegisters);          // registers
+                // Latency covered, where the result is big enough to choose.
+                if (M >= 16 && N >= 4 * width)
+                  CHECK(mr * nv >= f.fmaUnits * f.fmaLatency);
+                REQUIRE(c.getCacheTile().size() == 1);
+                int64_t kc = c.getCacheTile()[0];
+                CHECK(kc >= 1);
+                CHECK(kc <= std::max<int64_t>(K, 1));
+                CHECK(kc * nr * (f64 ? 8 : 4) <= std::max<int64_t>(f.l1dBytes / 2, 8 * nr * (f64 ? 8 : 4)));
+                // Workgroups cover the result exactly: product of tile counts.
+                int64_t rank = batch > 1 ? 3 : 2;
+                REQUIRE(static_cast<int64_t>(tile.size()) == rank);
+                int64_t groups = batch > 1 ? ceilDiv(batch, tile[0]) : 1;
+                groups *= ceilDiv(M, tile[rank - 2]) * ceilDiv(N, tile[rank - 1]);
+                CHECK(groups == c.getWorkgroups());
+                // Row and column blocks are whole register tiles (edges only at the end).
+                CHECK((tile[rank - 2] % mr == 0 || tile[rank - 2] == M));
+                CHECK((tile[rank - 1] % nr == 0 || tile[rank - 1] == N));
+                // The lhs block of a workgroup fits half of L2 (unless one row tile is already more).
+                CHECK((tile[rank - 2] * kc * (f64 ? 8 : 4) <= f.l2Bytes / 2 || tile[rank - 2] <= mr));
+                if (cores == 1)
+                  CHECK((c.getWorkgroups() == 1 || tile[rank - 2] * kc * (f64 ? 8 : 4) * 2 > f.l2Bytes / 2));
+              }
+    }
+  }
+  CHECK(checked > 1000);
+}
+
+TEST_CASE("pinned decisions for named CPUs") {
+  Type f32 = Float32Type::get(&context());
+  auto config = [&](const char *name, int cores, int64_t M, int64_t N, int64_t K) {
+    ::nova::TargetDesc t = ::nova::named_target(name);
+    t.cores = cores;
+    Matmul mm = makeMatmul(1, M, N, K, f32);
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    os << mlir::nova::configureCpuKernel(mm.op, factsOf(t));
+    return s;
+  };
+  // AVX-512, 32 registers: 6 x 4 vectors; kc from the 48 KiB L1 of the v4 entry.
+  CHECK(config("x86-64-v4", 2, 2048, 768, 256) ==
+        "#nova.lowering_config<matmul, workgroups = 12, tile = [1026, 128], cache_tile = [96], "
+        "register_tile = [6, 64]>");
+  // The GPT's weight gradient (K = 2048 tokens): the same tile, 8 slabs of K.
+  CHECK(config("x86-64-v4", 2, 256, 1024, 2048) ==
+        "#nova.lowering_config<matmul, workgroups = 8, tile = [256, 128], cache_tile = [96], "
+        "register_tile = [6, 64]>");
+  // AVX2, 16 registers: 4 x 3 vectors where N allows it; the v3 entry's
+  // 32 KiB L1 gives kc = 168, its 1 MiB L2 three row blocks on one core.
+  CHECK(config("x86-64-v3", 1, 2048, 768, 256) ==
+        "#nova.lowering_config<matmul, workgroups = 3, tile = [684, 768], cache_tile = [168], "
+        "register_tile = [4, 24]>");
+  // SSE (x86-64-v2): 4-lane vectors.
+  CHECK(config("x86-64-v2", 1, 64, 64, 64).find("matmul") != std::string::npos);
+}
