@@ -20,6 +20,7 @@
 #include <new>
 
 #include "nova/executable_desc.hpp"
+#include "memory.hpp"
 #include "nova/profile.hpp"
 #include "profile_registry.hpp"
 #include "thread_pool.hpp"
@@ -30,15 +31,12 @@ namespace {
 using KernelFn = void (*)(std::int64_t, void* const*);
 
 struct FreeDeleter {
-  void operator()(std::byte* p) const { std::free(p); }
+  void operator()(std::byte* p) const { detail::free_buffer(p); }
 };
 using Arena = std::unique_ptr<std::byte, FreeDeleter>;
 
 Arena allocate_arena(std::uint64_t bytes) {
-  std::size_t size = (std::max<std::uint64_t>(bytes, 64) + 63) / 64 * 64;
-  auto* p = static_cast<std::byte*>(std::aligned_alloc(64, size));
-  if (!p) throw std::bad_alloc();
-  return Arena(p);
+  return Arena(static_cast<std::byte*>(detail::allocate_buffer(static_cast<std::size_t>(bytes))));
 }
 
 /// A dlopen'ed shared object loaded from memory.

@@ -1,8 +1,10 @@
 // tensor.cpp - storage, factories, conversions and printing of nova::Tensor.
 //
-// Storage is 64-byte aligned (a cache line and an AVX-512 vector), so compiled
-// code may use aligned vector loads on contiguous tensors.
+// Storage comes from detail::allocate_buffer (memory.hpp): 64-byte aligned,
+// and huge pages for large tensors.
 #include "nova/tensor.hpp"
+
+#include "memory.hpp"
 
 #include <cstdlib>
 #include <cstring>
@@ -12,13 +14,9 @@
 namespace nova {
 namespace {
 
-constexpr std::size_t kAlignment = 64;
-
 std::shared_ptr<std::byte> allocate(std::size_t bytes) {
-  std::size_t rounded = (std::max<std::size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
-  void* p = std::aligned_alloc(kAlignment, rounded);
-  if (!p) throw Error("nova::Tensor: out of memory allocating " + std::to_string(bytes) + " bytes");
-  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
+  void* p = detail::allocate_buffer(bytes);
+  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { detail::free_buffer(q); });
 }
 
 void check_shape(const Shape& shape) {

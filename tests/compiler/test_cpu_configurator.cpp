@@ -42,13 +42,15 @@ struct Matmul {
   linalg::GenericOp op;
 };
 
-Matmul makeMatmul(int64_t batch, int64_t M, int64_t N, int64_t K, Type elem) {
+Matmul makeMatmul(int64_t batch, int64_t M, int64_t N, int64_t K, Type elem, bool transposeA = false) {
   MLIRContext *ctx = &context();
   OpBuilder b(ctx);
   Matmul out;
   out.module = ModuleOp::create(b.getUnknownLoc());
   b.setInsertionPointToEnd(out.module->getBody());
   SmallVector<int64_t> lhs{M, K}, rhs{K, N}, res{M, N};
+  if (transposeA)
+    lhs = {K, M};
   if (batch > 1) {
     lhs.insert(lhs.begin(), batch);
     rhs.insert(rhs.begin(), batch);
@@ -66,7 +68,10 @@ Matmul makeMatmul(int64_t batch, int64_t M, int64_t N, int64_t K, Type elem) {
   SmallVector<AffineExpr> ml, mr, mo;
   if (batch > 1)
     ml.push_back(d(0)), mr.push_back(d(0)), mo.push_back(d(0));
-  ml.append({d(o), d(o + 1)});
+  if (transposeA)
+    ml.append({d(o + 1), d(o)});
+  else
+    ml.append({d(o), d(o + 1)});
   mr.append({d(o + 1), d(o + 2)});
   mo.append({d(o), d(o + 2)});
   SmallVector<AffineMap> maps{AffineMap::get(n, 0, ml, ctx), AffineMap::get(n, 0, mr, ctx),
@@ -102,11 +107,13 @@ TEST_CASE("every matmul configuration fits its target and covers the result") {
         for (int64_t M : {1, 7, 64, 250, 2048})
           for (int64_t N : {1, 10, 64, 200, 768, 1024})
             for (int64_t K : {1, 33, 256, 2048})
-              for (bool f64 : {false, true}) {
+              for (int variant = 0; variant < 4; ++variant) {
+                bool f64 = variant & 1, transposed = variant & 2;
                 Type elem = f64 ? Type(Float64Type::get(&context())) : Type(Float32Type::get(&context()));
-                Matmul mm = makeMatmul(batch, M, N, K, elem);
+                Matmul mm = makeMatmul(batch, M, N, K, elem, transposed);
                 auto c = mlir::nova::configureCpuKernel(mm.op, f);
-                INFO(name, " cores ", cores, " ", batch, "x", M, "x", N, "x", K, f64 ? " f64" : " f32");
+                INFO(name, " cores ", cores, " ", batch, "x", M, "x", N, "x", K, f64 ? " f64" : " f32",
+                     transposed ? " lhs^T" : "");
                 REQUIRE(c);
                 if (!c.isMatmul())
                   continue; // too narrow for vectors: plain loops
@@ -123,20 +130,27 @@ TEST_CASE("every matmul configuration fits its target and covers the result") {
                 int64_t kc = c.getCacheTile()[0];
                 CHECK(kc >= 1);
                 CHECK(kc <= std::max<int64_t>(K, 1));
-                CHECK(kc * nr * (f64 ? 8 : 4) <= std::max<int64_t>(f.l1dBytes / 2, 8 * nr * (f64 ? 8 : 4)));
+                int64_t e = f64 ? 8 : 4;
+                // The lhs micro-panel (MR x kc, broadcast) in a quarter of L1.
+                CHECK((mr * kc * e <= f.l1dBytes / 4 || kc == 8));
                 // Workgroups cover the result exactly: product of tile counts.
                 int64_t rank = batch > 1 ? 3 : 2;
                 REQUIRE(static_cast<int64_t>(tile.size()) == rank);
+                int64_t rows = tile[rank - 2], colsPerBlock = tile[rank - 1];
                 int64_t groups = batch > 1 ? ceilDiv(batch, tile[0]) : 1;
-                groups *= ceilDiv(M, tile[rank - 2]) * ceilDiv(N, tile[rank - 1]);
+                groups *= ceilDiv(M, rows) * ceilDiv(N, colsPerBlock);
                 CHECK(groups == c.getWorkgroups());
                 // Row and column blocks are whole register tiles (edges only at the end).
-                CHECK((tile[rank - 2] % mr == 0 || tile[rank - 2] == M));
-                CHECK((tile[rank - 1] % nr == 0 || tile[rank - 1] == N));
-                // The lhs block of a workgroup fits half of L2 (unless one row tile is already more).
-                CHECK((tile[rank - 2] * kc * (f64 ? 8 : 4) <= f.l2Bytes / 2 || tile[rank - 2] <= mr));
-                if (cores == 1)
-                  CHECK((c.getWorkgroups() == 1 || tile[rank - 2] * kc * (f64 ? 8 : 4) * 2 > f.l2Bytes / 2));
+                CHECK((rows % mr == 0 || rows == M));
+                CHECK((colsPerBlock % nr == 0 || colsPerBlock == N));
+                // The packed rhs slab (kc x the block's columns, rounded up to
+                // whole panels) fits half of L2 and the stack budget, unless
+                // one panel alone is larger.
+                int64_t slab = kc * ceilDiv(colsPerBlock, nr) * nr * e;
+                CHECK((slab <= std::min<int64_t>(f.l2Bytes / 2, 1 << 20) || colsPerBlock <= nr));
+                // A transposed lhs: its slab (kc x rows) and the rhs slab share half of L2.
+                if (transposed)
+                  CHECK((kc * (rows + colsPerBlock) * e <= f.l2Bytes / 2 || kc == 32 || kc == K));
               }
     }
   }
@@ -145,27 +159,35 @@ TEST_CASE("every matmul configuration fits its target and covers the result") {
 
 TEST_CASE("pinned decisions for named CPUs") {
   Type f32 = Float32Type::get(&context());
-  auto config = [&](const char *name, int cores, int64_t M, int64_t N, int64_t K) {
+  auto config = [&](const char *name, int cores, int64_t M, int64_t N, int64_t K,
+                    bool transposeA = false) {
     ::nova::TargetDesc t = ::nova::named_target(name);
     t.cores = cores;
-    Matmul mm = makeMatmul(1, M, N, K, f32);
+    Matmul mm = makeMatmul(1, M, N, K, f32, transposeA);
     std::string s;
     llvm::raw_string_ostream os(s);
     os << mlir::nova::configureCpuKernel(mm.op, factsOf(t));
     return s;
   };
-  // AVX-512, 32 registers: 6 x 4 vectors; kc from the 48 KiB L1 of the v4 entry.
+  // AVX-512, 32 registers: 6 x 4 vectors; kc = K = 256 (the 48 KiB L1 of
+  // the v4 entry would allow 512); 6 column panels x 2 row blocks.
   CHECK(config("x86-64-v4", 2, 2048, 768, 256) ==
-        "#nova.lowering_config<matmul, workgroups = 12, tile = [1026, 128], cache_tile = [96], "
+        "#nova.lowering_config<matmul, workgroups = 12, tile = [1026, 128], cache_tile = [256], "
         "register_tile = [6, 64]>");
-  // The GPT's weight gradient (K = 2048 tokens): the same tile, 8 slabs of K.
+  // A row-major weight gradient shape (K = 2048 tokens): kc = 512, 4 slabs.
   CHECK(config("x86-64-v4", 2, 256, 1024, 2048) ==
-        "#nova.lowering_config<matmul, workgroups = 8, tile = [256, 128], cache_tile = [96], "
+        "#nova.lowering_config<matmul, workgroups = 8, tile = [256, 128], cache_tile = [512], "
+        "register_tile = [6, 64]>");
+  // Transposed lhs: every column block repacks the lhs, so all 256 columns
+  // stay in one block and the 8 workgroups split the rows; kc = 512 keeps
+  // the lhs and rhs slabs ((132 + 256) x 512 floats) in half of L2.
+  CHECK(config("x86-64-v4", 2, 1024, 256, 2048, true) ==
+        "#nova.lowering_config<matmul, workgroups = 8, tile = [132, 256], cache_tile = [512], "
         "register_tile = [6, 64]>");
   // AVX2, 16 registers: 4 x 3 vectors where N allows it; the v3 entry's
-  // 32 KiB L1 gives kc = 168, its 1 MiB L2 three row blocks on one core.
+  // 32 KiB L1 gives kc = 256 (= K), its 1 MiB L2 caps a block at 384 columns.
   CHECK(config("x86-64-v3", 1, 2048, 768, 256) ==
-        "#nova.lowering_config<matmul, workgroups = 3, tile = [684, 768], cache_tile = [168], "
+        "#nova.lowering_config<matmul, workgroups = 2, tile = [2048, 384], cache_tile = [256], "
         "register_tile = [4, 24]>");
   // SSE (x86-64-v2): 4-lane vectors.
   CHECK(config("x86-64-v2", 1, 64, 64, 64).find("matmul") != std::string::npos);

@@ -75,21 +75,27 @@ Block blockOf(OpBuilder &b, Location loc, Value wg, const MatmulOperands &m,
 }
 
 /// The MR x NR microkernel at rows [i0, i0 + MR), columns [j0, j0 + NR),
-/// accumulating the products over k in [k0, k1) into the result.
+/// accumulating the products over k in [k0, k0 + klen) into the result. The
+/// rhs rows come from panel `panel` of `packed` ([panels, kc, NR]: row kk is
+/// rhs row k0 + kk of these columns, contiguous), the lhs values from
+/// `packedLhs` ([kc, MR padded]: row kk holds lhs[i0 + r, k0 + kk] for each
+/// r) when the lhs is transposed, else straight from the lhs.
 void buildMicrokernel(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange batch,
-                      Value i0, Value j0, Value k0, Value k1, VectorType vecType,
-                      int64_t tileRows, int64_t cols) {
+                      Value i0, Value j0, Value k0, Value klen, Value packed, Value panel,
+                      Value packedLhs, VectorType vecType, int64_t tileRows, int64_t cols) {
   int64_t width = vecType.getNumElements();
   auto at = [&](ValueRange tail) {
     SmallVector<Value> idx(batch.begin(), batch.end());
     idx.append(tail.begin(), tail.end());
     return idx;
   };
-  SmallVector<Value> rows, colStarts;
+  SmallVector<Value> rows, colStarts, packedCols;
   for (int64_t r = 0; r < tileRows; ++r)
     rows.push_back(b.create<arith::AddIOp>(l, i0, index(b, l, r)));
-  for (int64_t c = 0; c < cols; ++c)
+  for (int64_t c = 0; c < cols; ++c) {
     colStarts.push_back(b.create<arith::AddIOp>(l, j0, index(b, l, c * width)));
+    packedCols.push_back(index(b, l, c * width));
+  }
 
   SmallVector<Value> acc;
   for (int64_t r = 0; r < tileRows; ++r)
@@ -97,15 +103,18 @@ void buildMicrokernel(OpBuilder &b, Location l, const MatmulOperands &m, ValueRa
       acc.push_back(b.create<vector::LoadOp>(l, vecType, m.out, at({rows[r], colStarts[c]})));
 
   auto kLoop = b.create<scf::ForOp>(
-      l, k0, k1, index(b, l, 1), acc,
-      [&](OpBuilder &kb, Location kl, Value k, ValueRange carried) {
+      l, index(b, l, 0), klen, index(b, l, 1), acc,
+      [&](OpBuilder &kb, Location kl, Value kk, ValueRange carried) {
+        Value k = packedLhs ? Value() : kb.create<arith::AddIOp>(kl, k0, kk).getResult();
         SmallVector<Value> rhsRow;
         for (int64_t c = 0; c < cols; ++c)
-          rhsRow.push_back(kb.create<vector::LoadOp>(kl, vecType, m.rhs, at({k, colStarts[c]})));
+          rhsRow.push_back(
+              kb.create<vector::LoadOp>(kl, vecType, packed, ValueRange{panel, kk, packedCols[c]}));
         SmallVector<Value> next;
         for (int64_t r = 0; r < tileRows; ++r) {
-          Value a = kb.create<memref::LoadOp>(kl, m.lhs,
-                                              m.transposeA ? at({k, rows[r]}) : at({rows[r], k}));
+          Value a = packedLhs
+                        ? kb.create<memref::LoadOp>(kl, packedLhs, ValueRange{kk, index(kb, kl, r)})
+                        : kb.create<memref::LoadOp>(kl, m.lhs, at({rows[r], k}));
           Value splat = kb.create<vector::BroadcastOp>(kl, vecType, a);
           for (int64_t c = 0; c < cols; ++c)
             next.push_back(kb.create<vector::FMAOp>(kl, splat, rhsRow[c], carried[r * cols + c]));
@@ -116,6 +125,59 @@ void buildMicrokernel(OpBuilder &b, Location l, const MatmulOperands &m, ValueRa
     for (int64_t c = 0; c < cols; ++c)
       b.create<vector::StoreOp>(l, kLoop.getResult(r * cols + c), m.out,
                                 at({rows[r], colStarts[c]}));
+}
+
+/// Copies rhs rows [k0, k0 + klen) of the block's columns [n0, nv) into
+/// `packed` ([panels, kc, NR]), one contiguous kc x NR micro-panel per NR
+/// columns: the row tiles then stream them from L2 in order, where the rhs
+/// itself has its rows a whole (often power-of-two) row apart.
+void buildPackRhs(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange batch, Value n0,
+                  Value nv, Value k0, Value klen, Value packed, VectorType vecType, int64_t nr,
+                  int64_t cols) {
+  int64_t width = vecType.getNumElements();
+  b.create<scf::ForOp>(
+      l, n0, nv, index(b, l, nr), ValueRange{}, [&](OpBuilder &jb, Location jl, Value j0, ValueRange) {
+        Value panel = jb.create<arith::DivUIOp>(jl, jb.create<arith::SubIOp>(jl, j0, n0), index(jb, jl, nr));
+        jb.create<scf::ForOp>(
+            jl, index(jb, jl, 0), klen, index(jb, jl, 1), ValueRange{},
+            [&](OpBuilder &kb, Location kl, Value kk, ValueRange) {
+              Value k = kb.create<arith::AddIOp>(kl, k0, kk);
+              for (int64_t c = 0; c < cols; ++c) {
+                SmallVector<Value> src(batch.begin(), batch.end());
+                src.push_back(k);
+                src.push_back(kb.create<arith::AddIOp>(kl, j0, index(kb, kl, c * width)));
+                Value v = kb.create<vector::LoadOp>(kl, vecType, m.rhs, src);
+                kb.create<vector::StoreOp>(kl, v, packed, ValueRange{panel, kk, index(kb, kl, c * width)});
+              }
+              kb.create<scf::YieldOp>(kl);
+            });
+        jb.create<scf::YieldOp>(jl);
+      });
+}
+
+/// For a transposed lhs ([K, M]): copies lhs[k0 + kk, i0 .. i0 + MR) for
+/// each kk of the slab into `packedLhs` ([kc, P], P = MR rounded up to a
+/// vector): one masked vector load and one store per k. Unpacked, those MR
+/// values of consecutive k are a whole lhs row apart: kc lines in a handful
+/// of L1 sets, evicting each other while the row's column tiles reuse them.
+/// (A row-major lhs is broadcast in place: its MR rows are MR streams.)
+void buildPackTransposedLhs(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange batch,
+                            Value i0, Value k0, Value klen, Value packedLhs, int64_t tileRows) {
+  auto type = cast<MemRefType>(packedLhs.getType());
+  int64_t padded = type.getDimSize(1);
+  auto vec = VectorType::get({padded}, type.getElementType());
+  auto maskType = VectorType::get({padded}, b.getI1Type());
+  Value mask = b.create<vector::ConstantMaskOp>(l, maskType, b.getI64ArrayAttr({tileRows}));
+  Value zero = b.create<arith::ConstantOp>(l, vec, b.getZeroAttr(vec));
+  b.create<scf::ForOp>(l, index(b, l, 0), klen, index(b, l, 1), ValueRange{},
+                       [&](OpBuilder &kb, Location kl, Value kk, ValueRange) {
+                         SmallVector<Value> src(batch.begin(), batch.end());
+                         src.push_back(kb.create<arith::AddIOp>(kl, k0, kk));
+                         src.push_back(i0);
+                         Value v = kb.create<vector::MaskedLoadOp>(kl, vec, m.lhs, src, mask, zero);
+                         kb.create<vector::StoreOp>(kl, v, packedLhs, ValueRange{kk, index(kb, kl, 0)});
+                         kb.create<scf::YieldOp>(kl);
+                       });
 }
 
 /// A copy of `op` restricted to batch [lo, hi) x rows [r0, r1) x columns [c0, c1).
@@ -167,16 +229,35 @@ void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<i
   Block block = blockOf(b, loc, wg, m, tile);
   // The register tiles cover [m0, mv) x [n0, nv); both ends are multiples of
   // MR / NR because block tiles are. Without a kernel the region is empty.
-  bool hasKernel = mFull > 0 && nFull > 0 && m.K > 0;
+  // Rows past the last whole register tile (M % MR of them, at the bottom of
+  // the last row block) get a microkernel of their own, MR' = M % MR rows.
+  int64_t edgeRows = m.M % tileRows;
+  bool hasKernel = m.M > 0 && nFull > 0 && m.K > 0;
   Value mv = block.m0, nv = block.n0;
   if (hasKernel) {
     mv = b.create<arith::MaxUIOp>(
         loc, b.create<arith::MinUIOp>(loc, block.m1, index(b, loc, mFull)), block.m0);
     nv = b.create<arith::MaxUIOp>(
         loc, b.create<arith::MinUIOp>(loc, block.n1, index(b, loc, nFull)), block.n0);
-    // for batch in block: for k0 in [0, K) step kc: for j0 in [n0, nv) step
-    // NR: for i0 in [m0, mv) step MR. The rhs micro-panel kc x NR stays in
-    // L1 while every row tile sweeps it.
+    // for batch in block: for k0 in [0, K) step kc: pack the block's rhs
+    // slab; for i0 in [m0, mv) step MR: for j0 in [n0, nv) step NR: the
+    // microkernel. The lhs micro-panel MR x kc (broadcast) stays in L1 while
+    // the packed rhs micro-panels (the vectors) stream past it from L2. The
+    // packed slab is on the kernel's stack, made once at its entry.
+    int64_t blockCols = tile[m.batchRank + 1];
+    int64_t panels = (blockCols + nr - 1) / nr;
+    auto func = op->getParentOfType<func::FuncOp>();
+    OpBuilder entry = OpBuilder::atBlockBegin(&func.getBody().front());
+    Value packed = entry.create<memref::AllocaOp>(
+        loc, MemRefType::get({panels, kc, nr}, elem), ValueRange{}, entry.getI64IntegerAttr(64));
+    Value packedLhs;
+    if (m.transposeA) {
+      int64_t padded = 1;
+      while (padded < tileRows)
+        padded *= 2;
+      packedLhs = entry.create<memref::AllocaOp>(loc, MemRefType::get({kc, padded}, elem), ValueRange{},
+                                                 entry.getI64IntegerAttr(64));
+    }
     SmallVector<Value> steps(m.batchRank, index(b, loc, 1));
     scf::buildLoopNest(
         b, loc, block.batchLo, block.batchHi, steps,
@@ -186,30 +267,53 @@ void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<i
               [&](OpBuilder &pb, Location pl, Value k0, ValueRange) {
                 Value k1 = pb.create<arith::MinUIOp>(
                     pl, pb.create<arith::AddIOp>(pl, k0, index(pb, pl, kc)), index(pb, pl, m.K));
+                Value klen = pb.create<arith::SubIOp>(pl, k1, k0);
+                buildPackRhs(pb, pl, m, batch, block.n0, nv, k0, klen, packed, vecType, nr, cols);
                 pb.create<scf::ForOp>(
-                    pl, block.n0, nv, index(pb, pl, nr), ValueRange{},
-                    [&](OpBuilder &jb, Location jl, Value j0, ValueRange) {
-                      jb.create<scf::ForOp>(
-                          jl, block.m0, mv, index(jb, jl, tileRows), ValueRange{},
-                          [&](OpBuilder &ib, Location il, Value i0, ValueRange) {
-                            buildMicrokernel(ib, il, m, batch, i0, j0, k0, k1, vecType, tileRows,
-                                             cols);
-                            ib.create<scf::YieldOp>(il);
+                    pl, block.m0, mv, index(pb, pl, tileRows), ValueRange{},
+                    [&](OpBuilder &ib, Location il, Value i0, ValueRange) {
+                      if (packedLhs)
+                        buildPackTransposedLhs(ib, il, m, batch, i0, k0, klen, packedLhs, tileRows);
+                      ib.create<scf::ForOp>(
+                          il, block.n0, nv, index(ib, il, nr), ValueRange{},
+                          [&](OpBuilder &jb, Location jl, Value j0, ValueRange) {
+                            Value panel = jb.create<arith::DivUIOp>(
+                                jl, jb.create<arith::SubIOp>(jl, j0, block.n0), index(jb, jl, nr));
+                            buildMicrokernel(jb, jl, m, batch, i0, j0, k0, klen, packed, panel,
+                                             packedLhs, vecType, tileRows, cols);
+                            jb.create<scf::YieldOp>(jl);
                           });
-                      jb.create<scf::YieldOp>(jl);
+                      ib.create<scf::YieldOp>(il);
                     });
+                if (edgeRows > 0) {
+                  // Only the block that holds rows [M - M % MR, M) has mv < m1.
+                  Value hasEdge = pb.create<arith::CmpIOp>(pl, arith::CmpIPredicate::ult, mv, block.m1);
+                  pb.create<scf::IfOp>(pl, hasEdge, [&](OpBuilder &eb, Location el) {
+                    if (packedLhs)
+                      buildPackTransposedLhs(eb, el, m, batch, mv, k0, klen, packedLhs, edgeRows);
+                    eb.create<scf::ForOp>(
+                        el, block.n0, nv, index(eb, el, nr), ValueRange{},
+                        [&](OpBuilder &jb, Location jl, Value j0, ValueRange) {
+                          Value panel = jb.create<arith::DivUIOp>(
+                              jl, jb.create<arith::SubIOp>(jl, j0, block.n0), index(jb, jl, nr));
+                          buildMicrokernel(jb, jl, m, batch, mv, j0, k0, klen, packed, panel,
+                                           packedLhs, vecType, edgeRows, cols);
+                          jb.create<scf::YieldOp>(jl);
+                        });
+                    eb.create<scf::YieldOp>(el);
+                  });
+                }
                 pb.create<scf::YieldOp>(pl);
               });
         });
   }
   // The rest of the block, disjoint from the register tiles: the columns
-  // right of them (their rows), then every row below them. Either may be
-  // empty (statically so when N or M is a multiple of the register tile);
-  // with no kernel the second is the whole block.
+  // right of them (empty, statically, when N is a multiple of NR); with no
+  // kernel the whole block.
   if (hasKernel && nFull != m.N)
-    buildRemainder(b, op, m, block, block.m0, mv, nv, block.n1);
-  if (!hasKernel || mFull != m.M)
-    buildRemainder(b, op, m, block, mv, block.m1, block.n0, block.n1);
+    buildRemainder(b, op, m, block, block.m0, block.m1, nv, block.n1);
+  if (!hasKernel)
+    buildRemainder(b, op, m, block, block.m0, block.m1, block.n0, block.n1);
   op.erase();
 }
 

@@ -13,16 +13,16 @@
 // CHECK-LABEL: func.func @full_reduction
 // CHECK-SAME: #nova.lowering_config<loops, workgroups = 1, tile = [0, 0], register_tile = []>
 // A 2048x768x256 matmul with 32 registers of 16 lanes: 6 x 4-vector
-// register tiles (24 accumulators, 2.4 FMAs per load); kc = 96 puts the
-// 96 x 64 rhs micro-panel in half of the 48 KiB L1; about 8 workgroups on
-// 2 cores: 6 column panels of 128 x 2 row blocks of 1026 (171 row tiles).
+// register tiles (24 accumulators, 2.4 FMAs per load); kc = K = 256 (a
+// quarter of the 48 KiB L1 would hold the 6 x 512 lhs micro-panel); about 8
+// workgroups on 2 cores: 6 column panels of 128 x 2 row blocks of 1026.
 // CHECK-LABEL: func.func @matmul
-// CHECK-SAME: #nova.lowering_config<matmul, workgroups = 12, tile = [1026, 128], cache_tile = [96], register_tile = [6, 64]>
+// CHECK-SAME: #nova.lowering_config<matmul, workgroups = 12, tile = [1026, 128], cache_tile = [256], register_tile = [6, 64]>
 // 16 registers of 8 lanes (AVX2): 4 x 3 vectors (12 accumulators, 1.71
-// FMAs per load; 768 = 32 x 24 has no edge); kc = 256; one core, but two
-// row blocks so each block's lhs (1024 x 256) fits half of the 2 MiB L2.
+// FMAs per load; 768 = 32 x 24 has no edge); kc = 256; one core, one
+// workgroup: the packed rhs slab (256 x 768 floats) fits half of the 2 MiB L2.
 // ONE-LABEL: func.func @matmul
-// ONE-SAME: #nova.lowering_config<matmul, workgroups = 2, tile = [1024, 768], cache_tile = [256], register_tile = [4, 24]>
+// ONE-SAME: #nova.lowering_config<matmul, workgroups = 1, tile = [2048, 768], cache_tile = [256], register_tile = [4, 24]>
 // Anything else runs whole.
 // CHECK-LABEL: func.func @loop_nest
 // CHECK-SAME: #nova.lowering_config<serial, workgroups = 1, tile = [], register_tile = []>

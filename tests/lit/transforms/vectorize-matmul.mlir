@@ -6,6 +6,7 @@
 // CHECK-NOT: vector.fma
 // CHECK: linalg.generic
 // CHECK-NOT: nova.kernel
+// CHECK-NOT: linalg.generic
 func.func @small(%a: memref<7x3xf32>, %b: memref<3x5xf32>, %c: memref<7x5xf32>) {
   linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
                   iterator_types = ["parallel", "reduction", "parallel"]}
@@ -21,22 +22,31 @@ func.func @small(%a: memref<7x3xf32>, %b: memref<3x5xf32>, %c: memref<7x5xf32>) 
 // -----
 
 // Outside a configured kernel, 13x18 with 4-lane vectors and 6-row tiles is
-// one block: column tiles outside, row tiles inside, 12 accumulators carried
-// through the k loop over [0, 12) x [0, 16); then columns 16..18 of those
-// rows and row 12 as generics on subviews.
+// one block and one slab of K. The rhs columns [0, 16) are packed into two
+// contiguous 9 x 8 micro-panels; row tiles [0, 12) sweep them with 12
+// accumulators carried through the k loop (2 vector loads of the packed
+// panel, 6 lhs broadcasts); row 12 gets a 1-row microkernel; columns 16..18
+// of every row run as a generic on subviews.
 // CHECK-LABEL: func @tiled
+// CHECK: %[[PACK:.*]] = memref.alloca() {alignment = 64 : i64} : memref<3x9x8xf32>
+// CHECK: scf.for
 // CHECK: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK: scf.for
+// CHECK: vector.load %{{.*}} : memref<9x18xf32>, vector<4xf32>
+// CHECK: vector.store %{{.*}}, %[[PACK]]
 // CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK: scf.for
 // CHECK-COUNT-12: vector.load %{{.*}} : memref<13x18xf32>, vector<4xf32>
 // CHECK: scf.for {{.*}} iter_args
-// CHECK-COUNT-2: vector.load %{{.*}} : memref<9x18xf32>, vector<4xf32>
+// CHECK-COUNT-2: vector.load %[[PACK]]
 // CHECK: memref.load %{{.*}} : memref<13x9xf32>
 // CHECK: vector.broadcast
 // CHECK: vector.fma
 // CHECK: scf.yield
 // CHECK-COUNT-12: vector.store
-// CHECK: memref.subview %{{.*}} : memref<13x18xf32> to memref<?x?xf32
-// CHECK: linalg.generic
+// CHECK: scf.if
+// CHECK-COUNT-2: vector.load %{{.*}} : memref<13x18xf32>, vector<4xf32>
+// CHECK: vector.fma
 // CHECK: memref.subview %{{.*}} : memref<13x18xf32> to memref<?x?xf32
 // CHECK: linalg.generic
 // CHECK-NOT: linalg.generic
@@ -55,19 +65,23 @@ func.func @tiled(%a: memref<13x9xf32>, %b: memref<9x18xf32>, %c: memref<13x18xf3
 // -----
 
 // In a configured kernel the workgroup number picks the block: 24x64 with
-// tiles [12, 32] is 2 x 2 blocks, wg -> (wg / 2, wg % 2). Both extents are
-// multiples of the register tile, so no leftover generic is emitted.
+// tiles [12, 32] is 2 x 2 blocks, wg -> (wg / 2, wg % 2), and K is swept in
+// slabs of kc = 8 (two). Both extents are multiples of the register tile,
+// so no edge code is emitted.
 // CHECK-LABEL: func @kernel
 // CHECK-SAME: (%[[WG:.*]]: index,
+// CHECK: %[[PACK:.*]] = memref.alloca() {alignment = 64 : i64} : memref<4x8x8xf32>
 // CHECK-DAG: %[[C2:.*]] = arith.constant 2 : index
 // CHECK: %[[N:.*]] = arith.remui %[[WG]], %[[C2]]
 // CHECK: %[[M:.*]] = arith.divui %[[WG]], %[[C2]]
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c8
 // CHECK: vector.fma {{.*}} : vector<4xf32>
+// CHECK-NOT: scf.if
 // CHECK-NOT: linalg.generic
 module {
   module @kernels {
     func.func @kernel(%wg: index, %a: memref<24x16xf32>, %b: memref<16x64xf32>, %c: memref<24x64xf32>)
-        attributes {nova.lowering_config = #nova.lowering_config<matmul, workgroups = 4, tile = [12, 32], register_tile = [6, 8]>} {
+        attributes {nova.lowering_config = #nova.lowering_config<matmul, workgroups = 4, tile = [12, 32], cache_tile = [8], register_tile = [6, 8]>} {
       linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
                       iterator_types = ["parallel", "reduction", "parallel"]}
           ins(%a, %b : memref<24x16xf32>, memref<16x64xf32>) outs(%c : memref<24x64xf32>) attrs = {nova.kernel = "matmul"} {
