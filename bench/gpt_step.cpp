@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   double compile_peak = nova_bench::peak_mib();
   step(x, y, nova::static_arg(c));
 
+  nova::reset_profile();     // NOVA_PROFILE=1: warmed-up steps only
   nova_bench::reset_peak(); // the steps' own peak, without the compile
   t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < steps; ++i) step(x, y, nova::static_arg(c));
