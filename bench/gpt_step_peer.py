@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """PyTorch peer of bench/gpt_step: the same GPT, equations and optimizer.
 
-Usage: gpt_step_peer.py small|medium [steps]. Prints "RESULT torch ...".
+Usage: gpt_step_peer.py small|medium [steps] [eager|compile]. Prints
+"RESULT torch ..." and, first, what this PyTorch actually runs on (its BLAS,
+CPU kernel set, threads; for OpenBLAS the core type it chose).
 Same model as nova::nn::gpt_logits: token + position embeddings, pre-LN
 blocks (eps 1e-5), fused QKV [d, 3d] with bias, causal softmax attention
 scaled by 1/sqrt(hd), output projection with bias, MLP d -> 4d -> d with
@@ -9,6 +11,7 @@ tanh-GELU, final LN, lm_head without bias; AdamW(0.9, 0.95, wd 0.1), grad
 clip 1.0; fp32. Step memory = peak RSS over the run - RSS after
 initialisation (model, optimizer and batch exist), as for Nova.
 """
+import ctypes
 import math
 import os
 import sys
@@ -67,28 +70,55 @@ class GPT(torch.nn.Module):
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
 
 
+def loaded():
+    """The libraries this torch computes with, as it reports them."""
+    config = torch.__config__.show()
+    blas = "MKL" if "BLAS_INFO=mkl" in config else "OpenBLAS" if "open" in config.lower() else "?"
+    capability = next((l.split(":", 1)[1].strip() for l in config.splitlines() if "CPU capability" in l), "?")
+    core = ""
+    if blas == "OpenBLAS":
+        for line in open("/proc/self/maps"):
+            if "libopenblas" in line:
+                path = line.split()[-1]
+                lib = ctypes.CDLL(path)
+                lib.openblas_get_corename.restype = ctypes.c_char_p
+                lib.openblas_get_config.restype = ctypes.c_char_p
+                core = f", OpenBLAS {lib.openblas_get_config().decode()} core {lib.openblas_get_corename().decode()} ({path})"
+                break
+    return f"torch {torch.__version__}, BLAS {blas}, CPU kernels {capability}, {torch.get_num_threads()} threads{core}"
+
+
 def main():
     medium = len(sys.argv) > 1 and sys.argv[1] == "medium"
     steps = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    mode = sys.argv[3] if len(sys.argv) > 3 else "eager"
     vocab, context, d, layers, heads, B = (256, 256, 512, 8, 8, 8) if medium else (256, 128, 256, 4, 4, 16)
     torch.set_num_threads(os.cpu_count() or 1)
     torch.manual_seed(0)
     rss_start = rss_mib()
     model = GPT(vocab, context, d, layers, heads)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
+    adamw = dict(lr=1e-3, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
+    try:  # the fused update (one kernel for all parameters) where this torch has it
+        opt = torch.optim.AdamW(model.parameters(), fused=True, **adamw)
+        fused = True
+    except (TypeError, RuntimeError):
+        opt = torch.optim.AdamW(model.parameters(), **adamw)
+        fused = False
+    forward = torch.compile(model) if mode == "compile" else model
     x = torch.randint(0, vocab, (B, context))
     y = torch.randint(0, vocab, (B, context))
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = model(x, y)
+        loss = forward(x, y)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         return loss
 
+    print(f"peer: {loaded()}, {mode}, AdamW {'fused' if fused else 'for-each'}", flush=True)
     rss_init = rss_mib()
-    for _ in range(2):
+    for _ in range(2 if mode == "eager" else 3):  # compile happens here
         step()
     t0 = time.perf_counter()
     for _ in range(steps):
@@ -96,7 +126,7 @@ def main():
     secs = (time.perf_counter() - t0) / steps
     peak = rss_mib("VmHWM")
     n = sum(p.numel() for p in model.parameters())
-    print(f"torch {'medium' if medium else 'small'}: params {n / 1e6:.2f}M, step {secs:.3f} s, "
+    print(f"torch {mode} {'medium' if medium else 'small'}: params {n / 1e6:.2f}M, step {secs:.3f} s, "
           f"{B * context / secs:.0f} tokens/s, threads {torch.get_num_threads()}, "
           f"step memory {peak - rss_init:.1f} MiB = peak {peak:.1f} - after init {rss_init:.1f}, "
           f"torch {torch.__version__}")

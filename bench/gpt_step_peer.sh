@@ -1,25 +1,78 @@
 #!/usr/bin/env bash
-# gpt_step_peer.sh [steps] - Nova and PyTorch on the same GPT training step,
-# both configs, side by side in one run, with ratios.
+# gpt_step_peer.sh [steps] - Nova and PyTorch, each at its best, on the same
+# GPT training step (forward + backward + AdamW, fp32), both configs, side
+# by side in one run, with ratios against the best peer.
 #
-# The peer runs at its best: Debian's /usr/bin/python3 with python3-torch,
-# OpenBLAS (libopenblas0-openmp), all cores, and OPENBLAS_CORETYPE /
-# OPENBLAS_L2_SIZE unset for its run alone.
+# Peers (each prints what it actually loaded: BLAS, kernel set, threads):
+#   torch2-eager    PyTorch 2.x from PyPI (MKL) in a virtual environment this
+#                   script creates ($NOVA_BENCH_VENV, default
+#                   ~/.cache/nova-bench/torch2; pip install torch==$NOVA_BENCH_TORCH),
+#                   AdamW(fused=True)
+#   torch2-compile  the same with torch.compile (Inductor)
+#   torch1-debian   Debian's python3-torch 1.13 on OpenBLAS-on-OpenMP
+#                   (libopenblas0-openmp first on LD_LIBRARY_PATH), tcmalloc
+#                   preloaded, OPENBLAS_CORETYPE = the best kernel set this CPU
+#                   has (OpenBLAS 0.3.21 takes newer CPUs for "Prescott")
+# Missing Debian packages are installed when possible (root or sudo).
+# NOVA_BENCH_PEERS="torch2-eager torch2-compile torch1-debian" picks peers.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${NOVA_BUILD:-$here/../build}
 steps=${1:-5}
+venv=${NOVA_BENCH_VENV:-$HOME/.cache/nova-bench/torch2}
+torch_version=${NOVA_BENCH_TORCH:-2.5.1}
+peers=${NOVA_BENCH_PEERS:-torch2-eager torch2-compile torch1-debian}
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+
+need_debs=()
+for p in python3-torch python3-venv libopenblas0-openmp libgoogle-perftools4; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_debs+=("$p")
+done
+if [ ${#need_debs[@]} -gt 0 ]; then
+  sudo_cmd=""; [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  echo "== installing ${need_debs[*]}"
+  $sudo_cmd apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -q "${need_debs[@]}" >/dev/null
+fi
+if [[ " $peers " == *" torch2-"* ]] && [ ! -x "$venv/bin/python" ]; then
+  echo "== creating $venv (torch==$torch_version from PyPI)"
+  /usr/bin/python3 -m venv "$venv"
+  "$venv/bin/pip" install -q "torch==$torch_version" numpy
+fi
+coretype=
+if grep -qw avx512_bf16 /proc/cpuinfo; then coretype=Cooperlake
+elif grep -qw avx512f /proc/cpuinfo; then coretype=SkylakeX
+elif grep -qw avx2 /proc/cpuinfo; then coretype=Haswell
+fi
+
+run_peer() { # peer config -> output lines
+  case "$1" in
+    torch2-eager) "$venv/bin/python" "$here/gpt_step_peer.py" "$2" "$steps" eager ;;
+    torch2-compile) "$venv/bin/python" "$here/gpt_step_peer.py" "$2" "$steps" compile 2>/dev/null ;;
+    torch1-debian)
+      LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+      LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4 OPENBLAS_CORETYPE=$coretype \
+        /usr/bin/python3 "$here/gpt_step_peer.py" "$2" "$steps" eager ;;
+  esac
+}
+field() { echo "$1" | sed -n "s/.*$2=\([-0-9.]*\).*/\1/p"; }
+
 for config in small medium; do
   echo "== $config"
-  nova=$("$build/bench/gpt_step" "$config" "$steps")
-  echo "$nova" | grep -v '^RESULT'
-  peer=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/python3 "$here/gpt_step_peer.py" "$config" "$steps")
-  echo "$peer" | grep -v '^RESULT'
-  n_tps=$(echo "$nova" | sed -n 's/.*tokens_per_s=\([0-9.]*\).*/\1/p')
-  n_mem=$(echo "$nova" | sed -n 's/.*step_mib=\([-0-9.]*\).*/\1/p')
-  t_tps=$(echo "$peer" | sed -n 's/.*tokens_per_s=\([0-9.]*\).*/\1/p')
-  t_mem=$(echo "$peer" | sed -n 's/.*step_mib=\([-0-9.]*\).*/\1/p')
-  awk -v a="$n_tps" -v b="$t_tps" -v c="$n_mem" -v d="$t_mem" 'BEGIN {
-    printf "  ratio tokens/s nova/torch: %.2fx (above 1: Nova faster)\n", a / b;
-    printf "  ratio step memory nova/torch: %.2fx (below 1: Nova smaller)\n", c / d }'
+  nova=$(NOVA_CACHE_DIR="$scratch/cache" "$build/bench/gpt_step" "$config" "$steps")
+  echo "$nova" | grep -v '^RESULT' | sed 's/^/  /'
+  n_tps=$(field "$(echo "$nova" | grep '^RESULT')" tokens_per_s)
+  n_mem=$(field "$(echo "$nova" | grep '^RESULT')" step_mib)
+  best_tps=0 best=""
+  for p in $peers; do
+    out=$(run_peer "$p" "$config") || { echo "  $p: failed"; continue; }
+    echo "$out" | grep -E '^(peer|torch)' | sed "s/^/  [$p] /"
+    t=$(field "$(echo "$out" | grep '^RESULT')" tokens_per_s)
+    m=$(field "$(echo "$out" | grep '^RESULT')" step_mib)
+    awk -v a="$n_tps" -v b="$t" -v c="$n_mem" -v d="$m" -v p="$p" 'BEGIN {
+      printf "  nova / %-15s tokens/s %.2fx   step memory %.2fx\n", p, a / b, c / d }'
+    if awk -v t="$t" -v b="$best_tps" 'BEGIN { exit !(t > b) }'; then best_tps=$t; best=$p; fi
+  done
+  [ -n "$best" ] && awk -v a="$n_tps" -v b="$best_tps" -v p="$best" 'BEGIN {
+    printf "  => nova / best peer (%s): %.2fx tokens/s (above 1: Nova faster)\n", p, a / b }'
 done
