@@ -1,6 +1,6 @@
 // profile.hpp - where a compiled step's time goes, kernel by kernel.
 //
-// With NOVA_PROFILE=1 the runtime times every launch of every loaded
+// With NOVA_PROFILE=1 (or =N: list the top N kernels) the runtime times every launch of every loaded
 // executable (one clock read before and after each launch: cheap next to
 // kernels, but not free) and, at process exit, prints the report to stderr:
 // per executable, the time per run; per kernel class (matmul, elementwise,

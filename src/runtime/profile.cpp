@@ -33,7 +33,9 @@ std::string kernel_class(const std::string& summary) {
 }
 
 void print_at_exit() {
-  std::string report = profile_report();
+  // NOVA_PROFILE=<n> with n > 1 lists the top n kernels.
+  int top = std::atoi(std::getenv("NOVA_PROFILE"));
+  std::string report = profile_report(top > 1 ? top : 15);
   if (!report.empty()) std::fputs(report.c_str(), stderr);
 }
 

@@ -184,6 +184,20 @@ def NovaVectorizeMatmul : Pass<"nova-vectorize-matmul", "mlir::ModuleOp"> {
                            "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect"];
 }
 
+def NovaRelaxReductions : Pass<"nova-relax-reductions", "mlir::ModuleOp"> {
+  let summary = "Allow reductions to be reassociated, so they vectorize";
+  let description = [{
+    A strictly ordered floating-point sum cannot use vector lanes: each add
+    waits for the previous one. This pass puts `fastmath<reassoc, contract>`
+    on the floating-point arithmetic in the body of every linalg op with a
+    reduction loop, so LLVM may keep several partial sums (in vector lanes
+    and across unrolled iterations) and combine them at the end, and fuse a
+    multiply and an add. The result differs from the sequential sum by
+    rounding only, within the fp32 tolerances Nova's tests check against the
+    float64 interpreter, and is the same on every run of the compiled code.
+  }];
+}
+
 def NovaEmitKernelEntries : Pass<"nova-emit-kernel-entries", "mlir::ModuleOp"> {
   let summary = "Give each lowered kernel the runtime's entry point";
   let description = [{

@@ -2,7 +2,8 @@
 //
 // The CPU's tail of the pipeline, stage by stage:
 //   loops  matmul kernels → register-blocked vector code over their
-//          workgroup's block; every other linalg op → loops → cf; strided
+//          workgroup's block; reductions allowed to reassociate (so they
+//          vectorize); every other linalg op → loops → cf; strided
 //          metadata expanded
 //   llvm   f32 transcendentals as polynomials, math/vector/arith/memref/func
 //          → LLVM (memrefs as bare pointers: every kernel parameter is a
@@ -50,6 +51,7 @@ std::vector<mlir::nova::Stage> mlir::nova::CpuTarget::codegenStages() const {
     NovaVectorizeMatmulOptions matmul;
     matmul.vectorBits = vectorBits;
     pm.addPass(createNovaVectorizeMatmul(matmul));
+    pm.addPass(createNovaRelaxReductions());
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
     pm.addPass(memref::createExpandStridedMetadataPass());
     pm.addPass(createLowerAffinePass());
