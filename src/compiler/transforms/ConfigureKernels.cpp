@@ -34,7 +34,16 @@ struct NovaConfigureKernels : mlir::nova::impl::NovaConfigureKernelsBase<NovaCon
         kernel.emitError("nova-configure-kernels: kernel has no compute op");
         return signalPassFailure();
       }
-      kernel->setAttr(nova::LoweringConfigAttr::name, nova::configureCpuKernel(root, facts));
+      nova::LoweringConfigAttr config = nova::configureCpuKernel(root, facts);
+      // Ops before the root (a matmul's initializing fill) are rewritten per
+      // workgroup only by the matmul lowering; anything else runs whole.
+      bool single = llvm::all_of(kernel.front().without_terminator(), [&](Operation &op) {
+        return &op == root || !isa<linalg::LinalgOp>(op);
+      });
+      if (!single && !config.isMatmul())
+        config = nova::LoweringConfigAttr::get(&getContext(), "loops", 1,
+                                               SmallVector<int64_t>(config.getTile().size(), 0), {}, {});
+      kernel->setAttr(nova::LoweringConfigAttr::name, config);
       // What it computes, while its op is still whole (distribution tiles it).
       nova::recordDescription(kernel);
     }

@@ -18,6 +18,8 @@
 // rate) is cloned into its kernels too, when nothing in the step writes the
 // buffer it reads: then reading it at kernel time gives the same value.
 //
+// A fill that initializes a matmul's result shares the matmul's kernel.
+//
 // Top-level copies become linalg.copy first, so a copy is a structured op
 // that nova-distribute-workgroups can split like any other.
 //
@@ -85,6 +87,18 @@ llvm::DenseSet<Value> writtenRoots(Block &entry) {
   return written;
 }
 
+/// `fill` is a linalg.fill of exactly the buffer `next`, a matmul generic,
+/// accumulates into.
+bool initializes(Operation *fill, Operation *next) {
+  auto f = dyn_cast<linalg::FillOp>(fill);
+  auto g = dyn_cast<linalg::GenericOp>(next);
+  if (!f || !g || !f.hasPureBufferSemantics() || !g.hasPureBufferSemantics())
+    return false;
+  auto tag = g->getAttrOfType<StringAttr>("nova.kernel");
+  return tag && tag.getValue() == "matmul" && g.getNumDpsInits() == 1 &&
+         f.getDpsInits()[0] == g.getDpsInits()[0];
+}
+
 ModuleOp getOrCreateKernelsModule(ModuleOp top) {
   if (ModuleOp m = mlir::nova::kernelsModule(top))
     return m;
@@ -104,15 +118,21 @@ public:
     return load && !written.contains(rootOf(load.getMemref()));
   }
 
-  LogicalResult outline(Operation *op) {
-    if (op->getNumResults() > 0 && !op->use_empty())
-      return op->emitError("nova-outline-kernels: a compute op whose results are used by "
-                           "other ops cannot become a kernel");
+  /// Outlines `group` (consecutive compute ops of the step, run in order by
+  /// one kernel) and replaces it with one launch.
+  LogicalResult outline(ArrayRef<Operation *> group) {
+    Operation *op = group.front();
     llvm::SetVector<Value> roots;
     llvm::SetVector<Operation *> clones;
-    SmallVector<Value> work(op->getOperands().begin(), op->getOperands().end());
+    SmallVector<Value> work;
     llvm::SetVector<Value> above;
-    getUsedValuesDefinedAbove(op->getRegions(), above);
+    for (Operation *member : group) {
+      if (member->getNumResults() > 0 && !member->use_empty())
+        return member->emitError("nova-outline-kernels: a compute op whose results are used by "
+                                 "other ops cannot become a kernel");
+      work.append(member->getOperands().begin(), member->getOperands().end());
+      getUsedValuesDefinedAbove(member->getRegions(), above);
+    }
     work.append(above.begin(), above.end());
     while (!work.empty()) {
       Value v = work.pop_back_val();
@@ -145,8 +165,9 @@ public:
         for (Value operand : def->getOperands())
           visit(operand);
     };
-    for (Value v : op->getOperands())
-      visit(v);
+    for (Operation *member : group)
+      for (Value v : member->getOperands())
+        visit(v);
     for (Value v : above)
       visit(v);
 
@@ -168,14 +189,16 @@ public:
     llvm::sort(ordered, [](Operation *a, Operation *c) { return a->isBeforeInBlock(c); });
     for (Operation *c : ordered)
       b.clone(*c, map);
-    b.clone(*op, map);
+    for (Operation *member : group)
+      b.clone(*member, map);
     b.create<func::ReturnOp>(op->getLoc());
 
     OpBuilder at(op);
     auto ref = SymbolRefAttr::get(b.getStringAttr(mlir::nova::kKernelsModuleName),
                                   {FlatSymbolRefAttr::get(kernel.getSymNameAttr())});
     at.create<nova::LaunchOp>(op->getLoc(), ref, params);
-    op->erase();
+    for (Operation *member : llvm::reverse(group))
+      member->erase();
     return success();
   }
 
@@ -199,9 +222,19 @@ LogicalResult outlineStep(func::FuncOp step, Outliner &outliner) {
   for (Operation &op : entry)
     if (!isPlanOp(&op) && !isCloneable(&op) && !outliner.isClonedRead(&op))
       compute.push_back(&op);
-  for (Operation *op : compute)
-    if (failed(outliner.outline(op)))
+  for (size_t i = 0; i < compute.size(); ++i) {
+    // A fill that initializes the next op's accumulator (a matmul's result)
+    // goes into that op's kernel: the matmul then starts from zero in
+    // registers instead of a separate pass over memory (VectorizeMatmul).
+    if (i + 1 < compute.size() && initializes(compute[i], compute[i + 1])) {
+      if (failed(outliner.outline({compute[i], compute[i + 1]})))
+        return failure();
+      ++i;
+      continue;
+    }
+    if (failed(outliner.outline({compute[i]})))
       return failure();
+  }
   // Views and constants now live in the kernels.
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(entry)))
     if ((isCloneable(&op) || outliner.isClonedRead(&op)) && op.use_empty())

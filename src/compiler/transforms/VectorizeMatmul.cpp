@@ -22,6 +22,8 @@
 #include "compiler/transforms/MatmulKernel.h"
 #include "compiler/transforms/Passes.h"
 
+#include "mlir/IR/Matchers.h"
+
 namespace mlir::nova {
 #define GEN_PASS_DEF_NOVAVECTORIZEMATMUL
 #include "compiler/transforms/Passes.h.inc"
@@ -80,9 +82,14 @@ Block blockOf(OpBuilder &b, Location loc, Value wg, const MatmulOperands &m,
 /// rhs row k0 + kk of these columns, contiguous), the lhs values from
 /// `packedLhs` ([kc, MR padded]: row kk holds lhs[i0 + r, k0 + kk] for each
 /// r) when the lhs is transposed, else straight from the lhs.
+///
+/// `fromZero` (may be null): when true, the accumulators start at zero
+/// instead of the result's values (the first slab of a matmul whose result
+/// was zero-filled: the fill itself is not done).
 void buildMicrokernel(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange batch,
                       Value i0, Value j0, Value k0, Value klen, Value packed, Value panel,
-                      Value packedLhs, VectorType vecType, int64_t tileRows, int64_t cols) {
+                      Value packedLhs, VectorType vecType, int64_t tileRows, int64_t cols,
+                      Value fromZero) {
   int64_t width = vecType.getNumElements();
   auto at = [&](ValueRange tail) {
     SmallVector<Value> idx(batch.begin(), batch.end());
@@ -97,10 +104,27 @@ void buildMicrokernel(OpBuilder &b, Location l, const MatmulOperands &m, ValueRa
     packedCols.push_back(index(b, l, c * width));
   }
 
+  auto loadAccumulators = [&](OpBuilder &ab, Location al) {
+    SmallVector<Value> acc;
+    for (int64_t r = 0; r < tileRows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        acc.push_back(ab.create<vector::LoadOp>(al, vecType, m.out, at({rows[r], colStarts[c]})));
+    return acc;
+  };
   SmallVector<Value> acc;
-  for (int64_t r = 0; r < tileRows; ++r)
-    for (int64_t c = 0; c < cols; ++c)
-      acc.push_back(b.create<vector::LoadOp>(l, vecType, m.out, at({rows[r], colStarts[c]})));
+  if (fromZero) {
+    SmallVector<Type> types(tileRows * cols, vecType);
+    auto start = b.create<scf::IfOp>(
+        l, fromZero,
+        [&](OpBuilder &zb, Location zl) {
+          Value zero = zb.create<arith::ConstantOp>(zl, vecType, zb.getZeroAttr(vecType));
+          zb.create<scf::YieldOp>(zl, SmallVector<Value>(tileRows * cols, zero));
+        },
+        [&](OpBuilder &lb, Location ll) { lb.create<scf::YieldOp>(ll, loadAccumulators(lb, ll)); });
+    acc.assign(start.getResults().begin(), start.getResults().end());
+  } else {
+    acc = loadAccumulators(b, l);
+  }
 
   auto kLoop = b.create<scf::ForOp>(
       l, index(b, l, 0), klen, index(b, l, 1), acc,
@@ -180,6 +204,22 @@ void buildPackTransposedLhs(OpBuilder &b, Location l, const MatmulOperands &m, V
                        });
 }
 
+/// The result's region batch [lo, hi) x rows [r0, r1) x columns [c0, c1).
+Value resultRegion(OpBuilder &b, Location loc, const MatmulOperands &m, const Block &block,
+                   Value r0, Value r1, Value c0, Value c1) {
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+  for (int64_t d = 0; d < m.batchRank; ++d) {
+    offsets.push_back(block.batchLo[d]);
+    sizes.push_back(b.create<arith::SubIOp>(loc, block.batchHi[d], block.batchLo[d]).getResult());
+    strides.push_back(b.getIndexAttr(1));
+  }
+  offsets.append({r0, c0});
+  sizes.push_back(b.create<arith::SubIOp>(loc, r1, r0).getResult());
+  sizes.push_back(b.create<arith::SubIOp>(loc, c1, c0).getResult());
+  strides.append({b.getIndexAttr(1), b.getIndexAttr(1)});
+  return b.create<memref::SubViewOp>(loc, m.out, offsets, sizes, strides);
+}
+
 /// A copy of `op` restricted to batch [lo, hi) x rows [r0, r1) x columns [c0, c1).
 void buildRemainder(OpBuilder &b, linalg::GenericOp op, const MatmulOperands &m,
                     const Block &block, Value r0, Value r1, Value c0, Value c1) {
@@ -218,8 +258,12 @@ void buildRemainder(OpBuilder &b, linalg::GenericOp op, const MatmulOperands &m,
 
 /// The whole rewrite of one matmul for one workgroup `wg`: register tiles
 /// MR x NR (NR a multiple of `width`), the reduction swept in slabs of kc.
+///
+/// `fill`, if not null, is the linalg.fill of the whole result that precedes
+/// the matmul in its kernel: each workgroup initializes only its own block
+/// (a zero fill by starting its accumulators at zero), and the fill goes.
 void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<int64_t> tile,
-             int64_t tileRows, int64_t nr, int64_t kc, int64_t width) {
+             int64_t tileRows, int64_t nr, int64_t kc, int64_t width, linalg::FillOp fill) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   Type elem = m.outType.getElementType();
@@ -233,6 +277,11 @@ void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<i
   // the last row block) get a microkernel of their own, MR' = M % MR rows.
   int64_t edgeRows = m.M % tileRows;
   bool hasKernel = m.M > 0 && nFull > 0 && m.K > 0;
+  Value fillValue = fill ? fill.getDpsInputs()[0] : Value();
+  bool zeroStart = fillValue && hasKernel && matchPattern(fillValue, m_AnyZeroFloat());
+  if (fill && !zeroStart) // initialize the whole block, then accumulate into it
+    b.create<linalg::FillOp>(loc, fillValue,
+                             resultRegion(b, loc, m, block, block.m0, block.m1, block.n0, block.n1));
   Value mv = block.m0, nv = block.n0;
   if (hasKernel) {
     mv = b.create<arith::MaxUIOp>(
@@ -268,6 +317,9 @@ void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<i
                 Value k1 = pb.create<arith::MinUIOp>(
                     pl, pb.create<arith::AddIOp>(pl, k0, index(pb, pl, kc)), index(pb, pl, m.K));
                 Value klen = pb.create<arith::SubIOp>(pl, k1, k0);
+                Value fromZero;
+                if (zeroStart)
+                  fromZero = pb.create<arith::CmpIOp>(pl, arith::CmpIPredicate::eq, k0, index(pb, pl, 0));
                 buildPackRhs(pb, pl, m, batch, block.n0, nv, k0, klen, packed, vecType, nr, cols);
                 pb.create<scf::ForOp>(
                     pl, block.m0, mv, index(pb, pl, tileRows), ValueRange{},
@@ -280,7 +332,7 @@ void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<i
                             Value panel = jb.create<arith::DivUIOp>(
                                 jl, jb.create<arith::SubIOp>(jl, j0, block.n0), index(jb, jl, nr));
                             buildMicrokernel(jb, jl, m, batch, i0, j0, k0, klen, packed, panel,
-                                             packedLhs, vecType, tileRows, cols);
+                                             packedLhs, vecType, tileRows, cols, fromZero);
                             jb.create<scf::YieldOp>(jl);
                           });
                       ib.create<scf::YieldOp>(il);
@@ -297,7 +349,7 @@ void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<i
                           Value panel = jb.create<arith::DivUIOp>(
                               jl, jb.create<arith::SubIOp>(jl, j0, block.n0), index(jb, jl, nr));
                           buildMicrokernel(jb, jl, m, batch, mv, j0, k0, klen, packed, panel,
-                                           packedLhs, vecType, edgeRows, cols);
+                                           packedLhs, vecType, edgeRows, cols, fromZero);
                           jb.create<scf::YieldOp>(jl);
                         });
                     eb.create<scf::YieldOp>(el);
@@ -310,11 +362,16 @@ void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<i
   // The rest of the block, disjoint from the register tiles: the columns
   // right of them (empty, statically, when N is a multiple of NR); with no
   // kernel the whole block.
-  if (hasKernel && nFull != m.N)
+  if (hasKernel && nFull != m.N) {
+    if (zeroStart) // the columns the register tiles did not start from zero
+      b.create<linalg::FillOp>(loc, fillValue, resultRegion(b, loc, m, block, block.m0, block.m1, nv, block.n1));
     buildRemainder(b, op, m, block, block.m0, block.m1, nv, block.n1);
+  }
   if (!hasKernel)
     buildRemainder(b, op, m, block, block.m0, block.m1, block.n0, block.n1);
   op.erase();
+  if (fill)
+    fill.erase();
 }
 
 struct NovaVectorizeMatmul
@@ -330,6 +387,10 @@ struct NovaVectorizeMatmul
         continue;
       auto func = op->getParentOfType<func::FuncOp>();
       nova::LoweringConfigAttr config = func ? nova::loweringConfig(func) : nullptr;
+      // The fill that initializes this result, if it comes right before.
+      auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
+      if (fill && (!fill.hasPureBufferSemantics() || fill.getDpsInits()[0] != m->out))
+        fill = nullptr;
       if (config && !config.isMatmul())
         continue; // the configurator chose plain loops
       int64_t elemBits = m->outType.getElementTypeBitWidth();
@@ -342,7 +403,7 @@ struct NovaVectorizeMatmul
           return signalPassFailure();
         }
         int64_t kc = config.getCacheTile().empty() ? std::max<int64_t>(m->K, 1) : config.getCacheTile()[0];
-        rewrite(op, *m, func.getArgument(0), config.getTile(), reg[0], reg[1], kc, width);
+        rewrite(op, *m, func.getArgument(0), config.getTile(), reg[0], reg[1], kc, width, fill);
         continue;
       }
       // Not in a configured kernel: one workgroup covering the whole result.
@@ -355,7 +416,7 @@ struct NovaVectorizeMatmul
       tile.push_back(std::max<int64_t>(m->N, 1));
       OpBuilder b(op);
       Value zero = index(b, op.getLoc(), 0);
-      rewrite(op, *m, zero, tile, tileRows, 2 * width, std::max<int64_t>(m->K, 1), width);
+      rewrite(op, *m, zero, tile, tileRows, 2 * width, std::max<int64_t>(m->K, 1), width, fill);
     }
   }
 };

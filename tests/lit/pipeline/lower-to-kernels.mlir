@@ -11,14 +11,12 @@
 // CHECK: memref.alloc
 // CHECK: nova.launch @kernels::@k0
 // CHECK: nova.launch @kernels::@k1
-// CHECK: nova.launch @kernels::@k2
 // CHECK-NOT: memref.dealloc
 // CHECK: return
 // CHECK: module @kernels
-// CHECK: func.func @k0(%{{.*}}: index, {{.*}}nova.lowering_config = #nova.lowering_config<
+// CHECK: func.func @k0(%{{.*}}: index, {{.*}}nova.lowering_config = #nova.lowering_config<matmul,
 // CHECK: linalg.fill
-// CHECK: func.func @k1(%{{.*}}: index, {{.*}}nova.lowering_config = #nova.lowering_config<matmul,
-// CHECK: func.func @k2(%{{.*}}: index, {{.*}}nova.lowering_config = #nova.lowering_config<loops,
+// CHECK: func.func @k1(%{{.*}}: index, {{.*}}nova.lowering_config = #nova.lowering_config<loops,
 
 // CPU-LABEL: module @kernels
 // CPU-NOT: linalg.
@@ -27,7 +25,6 @@
 // CPU: llvm.func internal @k0(
 // CPU: llvm.func @nova_k0(%{{.*}}: i64, %{{.*}}: !llvm.ptr)
 // CPU: llvm.func @nova_k1(%{{.*}}: i64, %{{.*}}: !llvm.ptr)
-// CPU: llvm.func @nova_k2(%{{.*}}: i64, %{{.*}}: !llvm.ptr)
 func.func @mlp(%x: tensor<4x8xf32>, %w: tensor<8x3xf32>, %b: tensor<3xf32>) -> tensor<4x3xf32> {
   %0 = nova.matmul %x, %w : tensor<4x8xf32>, tensor<8x3xf32>
   %1 = nova.broadcast %b : tensor<3xf32> -> tensor<4x3xf32>

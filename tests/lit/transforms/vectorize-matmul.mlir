@@ -97,6 +97,34 @@ module {
 
 // -----
 
+// A zero fill of the result right before the matmul is not done: the first
+// slab's accumulators start at zero (an scf.if on k0 == 0 picks zeros or
+// the result's values); the column edge (18 = 16 + 2) is zero-filled alone.
+// CHECK-LABEL: func @zero_start
+// CHECK-NOT: linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : memref<13x18xf32>)
+// CHECK: arith.cmpi eq
+// CHECK: scf.if %{{.*}} -> (vector<4xf32>
+// CHECK: arith.constant dense<0.000000e+00> : vector<4xf32>
+// CHECK: } else {
+// CHECK: vector.load %{{.*}} : memref<13x18xf32>, vector<4xf32>
+// CHECK: linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : memref<?x?xf32
+// CHECK: linalg.generic
+func.func @zero_start(%a: memref<13x9xf32>, %b: memref<9x18xf32>, %c: memref<13x18xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<13x18xf32>)
+  linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %b : memref<13x9xf32>, memref<9x18xf32>) outs(%c : memref<13x18xf32>) attrs = {nova.kernel = "matmul"} {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
 // Untagged generics are left alone.
 // CHECK-LABEL: func @untagged
 // CHECK-NOT: vector.
