@@ -35,8 +35,9 @@ struct NovaConfigureKernels : mlir::nova::impl::NovaConfigureKernelsBase<NovaCon
         return signalPassFailure();
       }
       nova::LoweringConfigAttr config = nova::configureCpuKernel(root, facts);
-      // Ops before the root (a matmul's initializing fill) are rewritten per
-      // workgroup only by the matmul lowering; anything else runs whole.
+      // Ops beside the root (a matmul's initializing fill and epilogue) are
+      // split over workgroups only by the matmul lowering; anything else
+      // with several compute ops runs whole.
       bool single = llvm::all_of(kernel.front().without_terminator(), [&](Operation &op) {
         return &op == root || !isa<linalg::LinalgOp>(op);
       });

@@ -18,8 +18,6 @@
 #include "compiler/transforms/Kernels.h"
 #include "compiler/transforms/Passes.h"
 
-#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
-#include "mlir/IR/PatternMatch.h"
 
 namespace mlir::nova {
 #define GEN_PASS_DEF_NOVADISTRIBUTEWORKGROUPS
@@ -34,61 +32,12 @@ LogicalResult distribute(func::FuncOp kernel, nova::LoweringConfigAttr config) {
   auto op = dyn_cast_or_null<linalg::LinalgOp>(nova::kernelRoot(kernel));
   if (!op)
     return kernel.emitError("nova-distribute-workgroups: a `loops` kernel needs a linalg root op");
-  ArrayRef<int64_t> tile = config.getTile();
-  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-  if (tile.size() != ranges.size())
-    return kernel.emitError("nova-distribute-workgroups: tile has ")
-           << tile.size() << " entries for " << ranges.size() << " loops";
-  SmallVector<int64_t> counts, splitDims;
-  int64_t product = 1;
-  for (auto [d, t] : llvm::enumerate(tile)) {
-    if (t == 0)
-      continue;
-    if (iterators[d] != utils::IteratorType::parallel || ShapedType::isDynamic(ranges[d]))
-      return kernel.emitError("nova-distribute-workgroups: loop ")
-             << d << " is not a static parallel loop and cannot be split";
-    counts.push_back((ranges[d] + t - 1) / t);
-    splitDims.push_back(static_cast<int64_t>(d));
-    product *= counts.back();
-  }
-  if (product != config.getWorkgroups())
-    return kernel.emitError("nova-distribute-workgroups: tile gives ")
-           << product << " workgroups, the config says " << config.getWorkgroups();
-
-  IRRewriter rewriter(kernel.getContext());
-  rewriter.setInsertionPoint(op);
-  linalg::LinalgTilingOptions options;
-  options.setTileSizes(tile);
-  options.setLoopType(linalg::LinalgTilingLoopType::Loops);
-  FailureOr<linalg::TiledLinalgOp> tiled = linalg::tileLinalgOp(rewriter, op, options);
-  if (failed(tiled) || tiled->loops.size() != splitDims.size())
-    return kernel.emitError("nova-distribute-workgroups: tiling the root op failed");
-  rewriter.eraseOp(op);
-
-  // Workgroup coordinates, at the top of the kernel.
-  Location loc = kernel.getLoc();
-  OpBuilder b = OpBuilder::atBlockBegin(&kernel.front());
-  Value rest = kernel.getArgument(0);
-  SmallVector<Value> coords(counts.size());
-  for (size_t i = counts.size(); i-- > 0;) {
-    Value n = b.create<arith::ConstantIndexOp>(loc, counts[i]);
-    coords[i] = i == 0 ? rest : b.create<arith::RemUIOp>(loc, rest, n).getResult();
-    if (i > 0)
-      rest = b.create<arith::DivUIOp>(loc, rest, n);
-  }
-  for (auto [i, loopOp] : llvm::enumerate(tiled->loops)) {
-    auto loop = cast<scf::ForOp>(loopOp);
-    int64_t d = splitDims[i];
-    Value t = b.create<arith::ConstantIndexOp>(loc, tile[d]);
-    Value extent = b.create<arith::ConstantIndexOp>(loc, ranges[d]);
-    Value lb = b.create<arith::MulIOp>(loc, coords[i], t);
-    Value ub = b.create<arith::MinUIOp>(loc, b.create<arith::AddIOp>(loc, lb, t), extent);
-    loop.setLowerBound(lb);
-    loop.setUpperBound(ub);
-  }
-  return success();
+  return nova::restrictToWorkgroupTile(op, config.getTile(), config.getWorkgroups());
 }
+
+} // namespace
+
+namespace {
 
 struct NovaDistributeWorkgroups
     : mlir::nova::impl::NovaDistributeWorkgroupsBase<NovaDistributeWorkgroups> {

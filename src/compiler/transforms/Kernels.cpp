@@ -6,6 +6,9 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/PatternMatch.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -20,8 +23,70 @@ ModuleOp mlir::nova::kernelsModule(ModuleOp top) {
 Operation *mlir::nova::kernelRoot(func::FuncOp kernel) {
   if (kernel.isExternal())
     return nullptr;
+  for (Operation &op : kernel.front())
+    if (auto tag = op.getAttrOfType<StringAttr>("nova.kernel"); tag && tag.getValue() == "matmul")
+      return &op;
   Operation *term = kernel.front().getTerminator();
   return term->getPrevNode();
+}
+
+LogicalResult mlir::nova::restrictToWorkgroupTile(linalg::LinalgOp op, ArrayRef<int64_t> tile,
+                                                  int64_t expectedWorkgroups) {
+  auto kernel = op->getParentOfType<func::FuncOp>();
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  if (tile.size() != ranges.size())
+    return op.emitError("nova: workgroup tile has ") << tile.size() << " entries for " << ranges.size()
+                                                     << " loops";
+  SmallVector<int64_t> counts, splitDims;
+  int64_t product = 1;
+  for (auto [d, t] : llvm::enumerate(tile)) {
+    if (t == 0)
+      continue;
+    if (iterators[d] != utils::IteratorType::parallel || ShapedType::isDynamic(ranges[d]))
+      return op.emitError("nova: loop ") << d << " is not a static parallel loop and cannot be split";
+    counts.push_back((ranges[d] + t - 1) / t);
+    splitDims.push_back(static_cast<int64_t>(d));
+    product *= counts.back();
+  }
+  if (expectedWorkgroups > 0 && product != expectedWorkgroups)
+    return kernel.emitError("nova-distribute-workgroups: tile gives ")
+           << product << " workgroups, the config says " << expectedWorkgroups;
+  if (splitDims.empty())
+    return success();
+
+  IRRewriter rewriter(op.getContext());
+  rewriter.setInsertionPoint(op);
+  linalg::LinalgTilingOptions options;
+  options.setTileSizes(tile);
+  options.setLoopType(linalg::LinalgTilingLoopType::Loops);
+  FailureOr<linalg::TiledLinalgOp> tiled = linalg::tileLinalgOp(rewriter, op, options);
+  if (failed(tiled) || tiled->loops.size() != splitDims.size())
+    return op.emitError("nova: tiling the op over workgroups failed");
+  rewriter.eraseOp(op);
+
+  // Workgroup coordinates, at the top of the kernel.
+  Location loc = kernel.getLoc();
+  OpBuilder b = OpBuilder::atBlockBegin(&kernel.front());
+  Value rest = kernel.getArgument(0);
+  SmallVector<Value> coords(counts.size());
+  for (size_t i = counts.size(); i-- > 0;) {
+    Value n = b.create<arith::ConstantIndexOp>(loc, counts[i]);
+    coords[i] = i == 0 ? rest : b.create<arith::RemUIOp>(loc, rest, n).getResult();
+    if (i > 0)
+      rest = b.create<arith::DivUIOp>(loc, rest, n);
+  }
+  for (auto [i, loopOp] : llvm::enumerate(tiled->loops)) {
+    auto loop = cast<scf::ForOp>(loopOp);
+    int64_t d = splitDims[i];
+    Value t = b.create<arith::ConstantIndexOp>(loc, tile[d]);
+    Value extent = b.create<arith::ConstantIndexOp>(loc, ranges[d]);
+    Value lb = b.create<arith::MulIOp>(loc, coords[i], t);
+    Value ub = b.create<arith::MinUIOp>(loc, b.create<arith::AddIOp>(loc, lb, t), extent);
+    loop.setLowerBound(lb);
+    loop.setUpperBound(ub);
+  }
+  return success();
 }
 
 Operation *mlir::nova::kernelComputeOp(func::FuncOp kernel) {

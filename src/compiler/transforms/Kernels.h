@@ -13,6 +13,7 @@
 #include "compiler/dialect/NovaDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/BuiltinOps.h"
 
 #include <cstdint>
@@ -25,12 +26,23 @@ inline constexpr llvm::StringLiteral kKernelsModuleName = "kernels";
 /// The nested `module @kernels`, or null.
 ModuleOp kernelsModule(ModuleOp top);
 
-/// The kernel's compute op: the last op before its return (null if none).
+/// The kernel's compute op: its matmul if it has one (a matmul kernel may
+/// also hold the fill that initializes the result and an elementwise
+/// epilogue), else the last op before its return (null if none).
 Operation *kernelRoot(func::FuncOp kernel);
 
 /// The structured op a kernel computes: its root, or after
 /// nova-distribute-workgroups the linalg op inside the root's tile loops.
 Operation *kernelComputeOp(func::FuncOp kernel);
+
+/// Restricts the structured op `op` (in a kernel whose first argument is
+/// the workgroup number) to the one tile of `tile` (per loop; 0 = not
+/// split) that the workgroup selects, row-major over the split loops' tile
+/// counts: tiled with linalg's tiling, each tile loop narrowed to one
+/// iteration. Only parallel loops may be split. `expectedWorkgroups` (> 0)
+/// is checked against the product of the tile counts.
+LogicalResult restrictToWorkgroupTile(linalg::LinalgOp op, ArrayRef<int64_t> tile,
+                                      int64_t expectedWorkgroups);
 
 /// The kernel's configuration, or null before nova-configure-kernels.
 LoweringConfigAttr loweringConfig(func::FuncOp kernel);

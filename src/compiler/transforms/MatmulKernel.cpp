@@ -2,6 +2,8 @@
 
 #include "compiler/transforms/MatmulKernel.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
 using namespace mlir;
 
 int64_t mlir::nova::MatmulOperands::batch() const {
@@ -42,4 +44,60 @@ std::optional<mlir::nova::MatmulOperands> mlir::nova::matchMatmul(linalg::Generi
     return std::nullopt;
   m.transposeA = last.getPosition() == static_cast<unsigned>(m.batchRank);
   return m;
+}
+
+bool mlir::nova::isRegisterEpilogue(linalg::GenericOp matmul, linalg::GenericOp epilogue) {
+  std::optional<MatmulOperands> m = matchMatmul(matmul);
+  if (!m || !epilogue.hasPureBufferSemantics() || epilogue.getNumDpsInits() != 1 ||
+      epilogue.getNumReductionLoops() != 0 ||
+      epilogue.getNumLoops() != static_cast<unsigned>(m->outType.getRank()))
+    return false;
+  unsigned n = epilogue.getNumLoops() - 1;
+  bool readsResult = false;
+  for (OpOperand &operand : epilogue->getOpOperands()) {
+    AffineMap map = epilogue.getMatchingIndexingMap(&operand);
+    auto type = dyn_cast<MemRefType>(operand.get().getType());
+    if (!type)
+      return false;
+    if (operand.get() == m->out) {
+      if (!map.isIdentity() || epilogue.isDpsInit(&operand))
+        return false;
+      readsResult = true;
+      continue;
+    }
+    if (epilogue.isDpsInit(&operand)) {
+      if (!map.isIdentity() || !type.hasStaticShape() || !type.getLayout().isIdentity() ||
+          type.getElementType() != m->outType.getElementType())
+        return false;
+      continue;
+    }
+    // Inputs: dims and constants; n only as the last, unit-stride, index.
+    for (auto [i, expr] : llvm::enumerate(map.getResults())) {
+      if (isa<AffineConstantExpr>(expr))
+        continue;
+      auto dim = dyn_cast<AffineDimExpr>(expr);
+      if (!dim)
+        return false;
+      if (dim.getPosition() == n && i + 1 != map.getNumResults())
+        return false;
+    }
+    if (map.getNumResults() > 0 && map.getResults().back().isFunctionOfDim(n)) {
+      int64_t offset;
+      SmallVector<int64_t> strides;
+      if (failed(getStridesAndOffset(type, strides, offset)) || strides.back() != 1)
+        return false;
+    }
+    if (!type.getElementType().isIntOrFloat())
+      return false;
+  }
+  if (!readsResult)
+    return false;
+  for (Operation &op : epilogue.getRegion().front().without_terminator()) {
+    StringRef dialect = op.getName().getDialectNamespace();
+    if ((dialect != "arith" && dialect != "math") || op.getNumRegions() != 0 ||
+        op.getNumResults() != 1 ||
+        (!op.hasTrait<OpTrait::Elementwise>() && !isa<arith::ConstantOp>(op)))
+      return false;
+  }
+  return true;
 }

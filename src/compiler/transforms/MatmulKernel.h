@@ -29,6 +29,17 @@ struct MatmulOperands {
 
 std::optional<MatmulOperands> matchMatmul(linalg::GenericOp op);
 
+/// Whether `epilogue`, an op after the matmul `matmul`, can be applied to its
+/// register tiles before they are stored (VectorizeMatmul): an elementwise
+/// generic over the result's iteration space (batch..., m, n) that reads the
+/// result through the identity map, writes a static identity-layout buffer
+/// through the identity map, reads every other input through dims or
+/// constants with n, if used, only as the last (unit-stride) index, and
+/// whose body is elementwise-mappable arith/math ops. The outliner groups
+/// only such epilogues (and only when nothing else reads the result), so the
+/// lowering never has to fall back.
+bool isRegisterEpilogue(linalg::GenericOp matmul, linalg::GenericOp epilogue);
+
 } // namespace mlir::nova
 
 #endif // NOVA_COMPILER_TRANSFORMS_MATMULKERNEL_H

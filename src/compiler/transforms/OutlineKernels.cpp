@@ -18,7 +18,8 @@
 // rate) is cloned into its kernels too, when nothing in the step writes the
 // buffer it reads: then reading it at kernel time gives the same value.
 //
-// A fill that initializes a matmul's result shares the matmul's kernel.
+// A fill that initializes a matmul's result, and the elementwise op that
+// consumes it, share the matmul's kernel.
 //
 // Top-level copies become linalg.copy first, so a copy is a structured op
 // that nova-distribute-workgroups can split like any other.
@@ -26,6 +27,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/transforms/Kernels.h"
+#include "compiler/transforms/MatmulKernel.h"
 #include "compiler/transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -97,6 +99,35 @@ bool initializes(Operation *fill, Operation *next) {
   auto tag = g->getAttrOfType<StringAttr>("nova.kernel");
   return tag && tag.getValue() == "matmul" && g.getNumDpsInits() == 1 &&
          f.getDpsInits()[0] == g.getDpsInits()[0];
+}
+
+/// For every buffer, the last of `compute` that touches it (through views).
+llvm::DenseMap<Value, size_t> lastUses(ArrayRef<Operation *> compute) {
+  llvm::DenseMap<Value, size_t> last;
+  for (auto [i, op] : llvm::enumerate(compute))
+    op->walk([&, i = i](Operation *inner) {
+      for (Value v : inner->getOperands())
+        if (isa<MemRefType>(v.getType()))
+          last[rootOf(v)] = i;
+    });
+  return last;
+}
+
+/// `next` (compute op `index`) consumes `matmul`'s result element for
+/// element in a way the matmul's register tiles can apply before they are
+/// stored (a bias add, an activation, a residual add: MatmulKernel.h), and no
+/// later op reads that result: so it never has to be written out.
+bool isEpilogue(Operation *matmul, Operation *next, size_t index,
+                const llvm::DenseMap<Value, size_t> &last) {
+  auto mm = dyn_cast<linalg::GenericOp>(matmul);
+  auto g = dyn_cast<linalg::GenericOp>(next);
+  if (!mm || !g || !mlir::nova::isRegisterEpilogue(mm, g))
+    return false;
+  Value root = rootOf(mm.getDpsInits()[0]);
+  if (!isa_and_nonnull<memref::AllocOp>(root.getDefiningOp()))
+    return false; // a step argument: the caller reads it
+  auto it = last.find(root);
+  return it != last.end() && it->second == index;
 }
 
 ModuleOp getOrCreateKernelsModule(ModuleOp top) {
@@ -193,7 +224,8 @@ public:
       b.clone(*member, map);
     b.create<func::ReturnOp>(op->getLoc());
 
-    OpBuilder at(op);
+    // At the last member: every buffer the group uses is allocated by then.
+    OpBuilder at(group.back());
     auto ref = SymbolRefAttr::get(b.getStringAttr(mlir::nova::kKernelsModuleName),
                                   {FlatSymbolRefAttr::get(kernel.getSymNameAttr())});
     at.create<nova::LaunchOp>(op->getLoc(), ref, params);
@@ -222,17 +254,18 @@ LogicalResult outlineStep(func::FuncOp step, Outliner &outliner) {
   for (Operation &op : entry)
     if (!isPlanOp(&op) && !isCloneable(&op) && !outliner.isClonedRead(&op))
       compute.push_back(&op);
-  for (size_t i = 0; i < compute.size(); ++i) {
-    // A fill that initializes the next op's accumulator (a matmul's result)
-    // goes into that op's kernel: the matmul then starts from zero in
-    // registers instead of a separate pass over memory (VectorizeMatmul).
-    if (i + 1 < compute.size() && initializes(compute[i], compute[i + 1])) {
-      if (failed(outliner.outline({compute[i], compute[i + 1]})))
-        return failure();
-      ++i;
-      continue;
-    }
-    if (failed(outliner.outline({compute[i]})))
+  llvm::DenseMap<Value, size_t> last = lastUses(compute);
+  for (size_t i = 0; i < compute.size();) {
+    // A matmul's kernel also takes the fill that initializes its result (the
+    // matmul then starts from zero in registers) and the elementwise op that
+    // consumes the result (applied to the register tiles before they are
+    // stored: the result itself is never written).
+    SmallVector<Operation *> group{compute[i++]};
+    if (i < compute.size() && initializes(group.back(), compute[i]))
+      group.push_back(compute[i++]);
+    if (i < compute.size() && isEpilogue(group.back(), compute[i], i, last))
+      group.push_back(compute[i++]);
+    if (failed(outliner.outline(group)))
       return failure();
   }
   // Views and constants now live in the kernels.

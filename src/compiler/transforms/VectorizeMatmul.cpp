@@ -22,6 +22,7 @@
 #include "compiler/transforms/MatmulKernel.h"
 #include "compiler/transforms/Passes.h"
 
+#include "mlir/Dialect/Linalg/Utils/Utils.h"
 #include "mlir/IR/Matchers.h"
 
 namespace mlir::nova {
@@ -76,6 +77,68 @@ Block blockOf(OpBuilder &b, Location loc, Value wg, const MatmulOperands &m,
   return block;
 }
 
+/// A matmul's epilogue (MatmulKernel.h: isRegisterEpilogue), applied to
+/// one accumulator vector (row `row`, columns [col, col + width)) instead of
+/// storing it: the epilogue's body, vectorized, on the accumulator and its
+/// other inputs at the same element, stored into the epilogue's output.
+void storeThroughEpilogue(OpBuilder &b, Location l, linalg::GenericOp epi, Value result,
+                          ValueRange batch, Value row, Value col, Value acc, int64_t width) {
+  unsigned n = epi.getNumLoops() - 1;
+  auto dimValue = [&](unsigned d) -> Value {
+    if (d < batch.size())
+      return batch[d];
+    return d == n ? col : row;
+  };
+  auto vectorOf = [&](Type t) { return VectorType::get({width}, t); };
+  mlir::Block &body = epi.getRegion().front();
+  IRMapping map;
+  Value out = epi.getDpsInits()[0];
+  for (OpOperand &operand : epi->getOpOperands()) {
+    BlockArgument arg = body.getArgument(operand.getOperandNumber());
+    if (operand.get() == result) {
+      map.map(arg, acc);
+      continue;
+    }
+    if (arg.use_empty())
+      continue;
+    AffineMap m = epi.getMatchingIndexingMap(&operand);
+    SmallVector<Value> idx;
+    for (AffineExpr e : m.getResults()) {
+      if (auto c = dyn_cast<AffineConstantExpr>(e))
+        idx.push_back(index(b, l, c.getValue()));
+      else
+        idx.push_back(dimValue(cast<AffineDimExpr>(e).getPosition()));
+    }
+    Type elem = cast<MemRefType>(operand.get().getType()).getElementType();
+    bool alongColumns = m.getNumResults() > 0 && m.getResults().back().isFunctionOfDim(n);
+    Value v = alongColumns ? b.create<vector::LoadOp>(l, vectorOf(elem), operand.get(), idx).getResult()
+                           : b.create<vector::BroadcastOp>(
+                                 l, vectorOf(elem), b.create<memref::LoadOp>(l, operand.get(), idx));
+    map.map(arg, v);
+  }
+  for (Operation &op : body.without_terminator()) {
+    if (auto c = dyn_cast<arith::ConstantOp>(op)) {
+      Value scalar = b.clone(op)->getResult(0);
+      map.map(c.getResult(), b.create<vector::BroadcastOp>(l, vectorOf(c.getType()), scalar));
+      continue;
+    }
+    OperationState state(l, op.getName());
+    for (Value operand : op.getOperands()) {
+      Value v = map.lookupOrNull(operand);
+      if (!v) // defined outside the body: a scalar, the same in every lane
+        v = b.create<vector::BroadcastOp>(l, vectorOf(operand.getType()), operand);
+      state.addOperands(v);
+    }
+    state.addTypes(vectorOf(op.getResult(0).getType()));
+    state.addAttributes(op.getAttrs());
+    map.map(op.getResult(0), b.create(state)->getResult(0));
+  }
+  Value yielded = map.lookup(body.getTerminator()->getOperand(0));
+  SmallVector<Value> at(batch.begin(), batch.end());
+  at.append({row, col});
+  b.create<vector::StoreOp>(l, yielded, out, at);
+}
+
 /// The MR x NR microkernel at rows [i0, i0 + MR), columns [j0, j0 + NR),
 /// accumulating the products over k in [k0, k0 + klen) into the result. The
 /// rhs rows come from panel `panel` of `packed` ([panels, kc, NR]: row kk is
@@ -86,10 +149,13 @@ Block blockOf(OpBuilder &b, Location loc, Value wg, const MatmulOperands &m,
 /// `fromZero` (may be null): when true, the accumulators start at zero
 /// instead of the result's values (the first slab of a matmul whose result
 /// was zero-filled: the fill itself is not done).
+///
+/// `epilogue` (may be null): on the last slab (`isLast`), the register
+/// tiles go through it into its output instead of into the result.
 void buildMicrokernel(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange batch,
                       Value i0, Value j0, Value k0, Value klen, Value packed, Value panel,
                       Value packedLhs, VectorType vecType, int64_t tileRows, int64_t cols,
-                      Value fromZero) {
+                      Value fromZero, linalg::GenericOp epilogue, Value isLast) {
   int64_t width = vecType.getNumElements();
   auto at = [&](ValueRange tail) {
     SmallVector<Value> idx(batch.begin(), batch.end());
@@ -145,10 +211,29 @@ void buildMicrokernel(OpBuilder &b, Location l, const MatmulOperands &m, ValueRa
         }
         kb.create<scf::YieldOp>(kl, next);
       });
-  for (int64_t r = 0; r < tileRows; ++r)
-    for (int64_t c = 0; c < cols; ++c)
-      b.create<vector::StoreOp>(l, kLoop.getResult(r * cols + c), m.out,
-                                at({rows[r], colStarts[c]}));
+  auto storeAll = [&](OpBuilder &sb, Location sl) {
+    for (int64_t r = 0; r < tileRows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        sb.create<vector::StoreOp>(sl, kLoop.getResult(r * cols + c), m.out,
+                                   at({rows[r], colStarts[c]}));
+  };
+  if (!epilogue) {
+    storeAll(b, l);
+    return;
+  }
+  b.create<scf::IfOp>(
+      l, isLast,
+      [&](OpBuilder &eb, Location el) {
+        for (int64_t r = 0; r < tileRows; ++r)
+          for (int64_t c = 0; c < cols; ++c)
+            storeThroughEpilogue(eb, el, epilogue, m.out, batch, rows[r], colStarts[c],
+                                 kLoop.getResult(r * cols + c), width);
+        eb.create<scf::YieldOp>(el);
+      },
+      [&](OpBuilder &sb, Location sl) {
+        storeAll(sb, sl);
+        sb.create<scf::YieldOp>(sl);
+      });
 }
 
 /// Copies rhs rows [k0, k0 + klen) of the block's columns [n0, nv) into
@@ -256,14 +341,41 @@ void buildRemainder(OpBuilder &b, linalg::GenericOp op, const MatmulOperands &m,
   copy->removeAttr("nova.kernel");
 }
 
+/// A copy of the epilogue restricted to batch [lo, hi) x rows [r0, r1) x
+/// columns [c0, c1) (where the register tiles did not reach).
+void buildEpilogueOnRegion(OpBuilder &b, linalg::GenericOp epi, const MatmulOperands &m,
+                           const Block &block, Value r0, Value r1, Value c0, Value c1) {
+  Location loc = epi.getLoc();
+  SmallVector<OpFoldResult> offsets, sizes, bounds;
+  for (int64_t d = 0; d < m.batchRank; ++d) {
+    offsets.push_back(block.batchLo[d]);
+    sizes.push_back(b.create<arith::SubIOp>(loc, block.batchHi[d], block.batchLo[d]).getResult());
+  }
+  offsets.append({r0, c0});
+  sizes.push_back(b.create<arith::SubIOp>(loc, r1, r0).getResult());
+  sizes.push_back(b.create<arith::SubIOp>(loc, c1, c0).getResult());
+  for (int64_t d = 0; d < m.outType.getRank(); ++d)
+    bounds.push_back(b.getIndexAttr(m.outType.getDimSize(d)));
+  auto linalgOp = cast<linalg::LinalgOp>(epi.getOperation());
+  SmallVector<Value> operands = linalg::makeTiledShapes(b, loc, linalgOp, epi->getOperands(), offsets,
+                                                        sizes, bounds, /*omitPartialTileCheck=*/true);
+  Operation *copy = b.clone(*epi);
+  copy->setOperands(operands);
+}
+
 /// The whole rewrite of one matmul for one workgroup `wg`: register tiles
 /// MR x NR (NR a multiple of `width`), the reduction swept in slabs of kc.
 ///
 /// `fill`, if not null, is the linalg.fill of the whole result that precedes
 /// the matmul in its kernel: each workgroup initializes only its own block
 /// (a zero fill by starting its accumulators at zero), and the fill goes.
+///
+/// `epilogue`, if not null, is the elementwise op after the matmul that is
+/// applied to the register tiles on their last slab (and to the column
+/// edge after its generic); it goes too.
 void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<int64_t> tile,
-             int64_t tileRows, int64_t nr, int64_t kc, int64_t width, linalg::FillOp fill) {
+             int64_t tileRows, int64_t nr, int64_t kc, int64_t width, linalg::FillOp fill,
+             linalg::GenericOp epilogue) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   Type elem = m.outType.getElementType();
@@ -317,6 +429,7 @@ void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<i
                 Value k1 = pb.create<arith::MinUIOp>(
                     pl, pb.create<arith::AddIOp>(pl, k0, index(pb, pl, kc)), index(pb, pl, m.K));
                 Value klen = pb.create<arith::SubIOp>(pl, k1, k0);
+                Value isLast = pb.create<arith::CmpIOp>(pl, arith::CmpIPredicate::eq, k1, index(pb, pl, m.K));
                 Value fromZero;
                 if (zeroStart)
                   fromZero = pb.create<arith::CmpIOp>(pl, arith::CmpIPredicate::eq, k0, index(pb, pl, 0));
@@ -332,7 +445,8 @@ void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<i
                             Value panel = jb.create<arith::DivUIOp>(
                                 jl, jb.create<arith::SubIOp>(jl, j0, block.n0), index(jb, jl, nr));
                             buildMicrokernel(jb, jl, m, batch, i0, j0, k0, klen, packed, panel,
-                                             packedLhs, vecType, tileRows, cols, fromZero);
+                                             packedLhs, vecType, tileRows, cols, fromZero,
+                                             epilogue, isLast);
                             jb.create<scf::YieldOp>(jl);
                           });
                       ib.create<scf::YieldOp>(il);
@@ -349,7 +463,8 @@ void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<i
                           Value panel = jb.create<arith::DivUIOp>(
                               jl, jb.create<arith::SubIOp>(jl, j0, block.n0), index(jb, jl, nr));
                           buildMicrokernel(jb, jl, m, batch, mv, j0, k0, klen, packed, panel,
-                                           packedLhs, vecType, edgeRows, cols, fromZero);
+                                           packedLhs, vecType, edgeRows, cols, fromZero,
+                                           epilogue, isLast);
                           jb.create<scf::YieldOp>(jl);
                         });
                     eb.create<scf::YieldOp>(el);
@@ -366,12 +481,19 @@ void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<i
     if (zeroStart) // the columns the register tiles did not start from zero
       b.create<linalg::FillOp>(loc, fillValue, resultRegion(b, loc, m, block, block.m0, block.m1, nv, block.n1));
     buildRemainder(b, op, m, block, block.m0, block.m1, nv, block.n1);
+    if (epilogue)
+      buildEpilogueOnRegion(b, epilogue, m, block, block.m0, block.m1, nv, block.n1);
   }
-  if (!hasKernel)
+  if (!hasKernel) {
     buildRemainder(b, op, m, block, block.m0, block.m1, block.n0, block.n1);
+    if (epilogue)
+      buildEpilogueOnRegion(b, epilogue, m, block, block.m0, block.m1, block.n0, block.n1);
+  }
   op.erase();
   if (fill)
     fill.erase();
+  if (epilogue)
+    epilogue.erase();
 }
 
 struct NovaVectorizeMatmul
@@ -387,10 +509,14 @@ struct NovaVectorizeMatmul
         continue;
       auto func = op->getParentOfType<func::FuncOp>();
       nova::LoweringConfigAttr config = func ? nova::loweringConfig(func) : nullptr;
-      // The fill that initializes this result, if it comes right before.
+      // The fill that initializes this result, if it comes right before;
+      // the elementwise op that consumes it, if it comes right after.
       auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
       if (fill && (!fill.hasPureBufferSemantics() || fill.getDpsInits()[0] != m->out))
         fill = nullptr;
+      auto epilogue = dyn_cast_or_null<linalg::GenericOp>(op->getNextNode());
+      if (epilogue && !nova::isRegisterEpilogue(op, epilogue))
+        epilogue = nullptr;
       if (config && !config.isMatmul())
         continue; // the configurator chose plain loops
       int64_t elemBits = m->outType.getElementTypeBitWidth();
@@ -403,7 +529,8 @@ struct NovaVectorizeMatmul
           return signalPassFailure();
         }
         int64_t kc = config.getCacheTile().empty() ? std::max<int64_t>(m->K, 1) : config.getCacheTile()[0];
-        rewrite(op, *m, func.getArgument(0), config.getTile(), reg[0], reg[1], kc, width, fill);
+        rewrite(op, *m, func.getArgument(0), config.getTile(), reg[0], reg[1], kc, width, fill,
+                epilogue);
         continue;
       }
       // Not in a configured kernel: one workgroup covering the whole result.
@@ -416,7 +543,8 @@ struct NovaVectorizeMatmul
       tile.push_back(std::max<int64_t>(m->N, 1));
       OpBuilder b(op);
       Value zero = index(b, op.getLoc(), 0);
-      rewrite(op, *m, zero, tile, tileRows, 2 * width, std::max<int64_t>(m->K, 1), width, fill);
+      rewrite(op, *m, zero, tile, tileRows, 2 * width, std::max<int64_t>(m->K, 1), width, fill,
+              epilogue);
     }
   }
 };

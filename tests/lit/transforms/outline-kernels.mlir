@@ -55,3 +55,36 @@ func.func @seeded(%seed: memref<i64>, %out: memref<8xi64>) {
   linalg.fill ins(%s : i64) outs(%out : memref<8xi64>)
   return
 }
+
+// -----
+
+// The elementwise op that consumes a matmul's result (nothing else reads
+// it) joins the matmul's kernel as its epilogue.
+// CHECK-LABEL: func.func @epilogue
+// CHECK-NEXT: memref.alloc
+// CHECK-NEXT: nova.launch @kernels::@k0(
+// CHECK-NEXT: return
+// CHECK: func.func @k0(
+// CHECK: linalg.generic {{.*}} attrs = {nova.kernel = "matmul"}
+// CHECK: arith.addf
+// CHECK: linalg.generic
+// CHECK: arith.maximumf
+func.func @epilogue(%x: memref<4x8xf32>, %w: memref<8x16xf32>, %y: memref<4x16xf32>) {
+  %a = memref.alloc() {alignment = 64 : i64} : memref<4x16xf32>
+  linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x, %w : memref<4x8xf32>, memref<8x16xf32>) outs(%a : memref<4x16xf32>) attrs = {nova.kernel = "matmul"} {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(m, n) -> (m, n)>, affine_map<(m, n) -> (m, n)>], iterator_types = ["parallel", "parallel"]}
+      ins(%a : memref<4x16xf32>) outs(%y : memref<4x16xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %zero = arith.constant 0.0 : f32
+    %r = arith.maximumf %v, %zero : f32
+    linalg.yield %r : f32
+  }
+  return
+}

@@ -140,3 +140,34 @@ func.func @untagged(%a: memref<12x4xf32>, %b: memref<4x16xf32>, %c: memref<12x16
   }
   return
 }
+
+// -----
+
+// A bias-add epilogue is applied to the register tiles on the last slab
+// (k1 == K) and stored into its output; other slabs store the result.
+// CHECK-LABEL: func @bias_epilogue
+// CHECK: scf.if %{{.*}} {
+// CHECK: vector.load %{{.*}} : memref<16xf32>, vector<4xf32>
+// CHECK: arith.addf %{{.*}}, %{{.*}} : vector<4xf32>
+// CHECK: vector.store %{{.*}}, %{{.*}} : memref<12x16xf32>, vector<4xf32>
+// CHECK: } else {
+// CHECK-NOT: linalg.generic
+func.func @bias_epilogue(%a: memref<12x8xf32>, %b: memref<8x16xf32>, %bias: memref<16xf32>,
+                         %c: memref<12x16xf32>, %y: memref<12x16xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %b : memref<12x8xf32>, memref<8x16xf32>) outs(%c : memref<12x16xf32>) attrs = {nova.kernel = "matmul"} {
+  ^bb0(%x: f32, %w: f32, %acc: f32):
+    %p = arith.mulf %x, %w : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(m, n) -> (m, n)>, affine_map<(m, n) -> (n)>, affine_map<(m, n) -> (m, n)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%c, %bias : memref<12x16xf32>, memref<16xf32>) outs(%y : memref<12x16xf32>) {
+  ^bb0(%v: f32, %bb: f32, %o: f32):
+    %r = arith.addf %v, %bb : f32
+    linalg.yield %r : f32
+  }
+  return
+}
