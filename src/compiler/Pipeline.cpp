@@ -10,7 +10,8 @@
 //   3 linalg      nova → linalg on tensors; elementwise chains fused where
 //                 each element is read once
 //   4 bufferized  memref in/out signature; one-shot bufferization
-//   5 kernels     every compute op outlined into a kernel of `module @kernels`
+//   5 kernels     transposes that only feed matmuls become views; every
+//                 compute op outlined into a kernel of `module @kernels`
 //                 (the step becomes a launch plan: allocs and nova.launch);
 //                 identical kernels merged; a kernel's own allocations freed
 //                 in it; each configured by the target (#nova.lowering_config)
@@ -78,6 +79,7 @@ void addBufferizeStage(OpPassManager &pm) {
 }
 
 void addKernelStage(OpPassManager &pm, const mlir::nova::Target &target) {
+  pm.addPass(mlir::nova::createNovaFoldTransposes());
   pm.addPass(mlir::nova::createNovaOutlineKernels());
   pm.addPass(mlir::nova::createNovaDedupKernels());
   // Buffers a kernel allocates for itself (inside its loops) are freed in it.

@@ -27,7 +27,16 @@ std::optional<mlir::nova::MatmulOperands> mlir::nova::matchMatmul(linalg::Generi
   m.outType = dyn_cast<MemRefType>(m.out.getType());
   if (!lhsType || !rhsType || !m.outType || !lhsType.hasStaticShape() ||
       !rhsType.hasStaticShape() || !m.outType.hasStaticShape() ||
-      !m.outType.getLayout().isIdentity() || !rhsType.getLayout().isIdentity())
+      !m.outType.getLayout().isIdentity())
+    return std::nullopt;
+  // The rhs is read by rows of vectors (packing): its last dim unit-stride.
+  // (It may be a transposed view: nova-fold-transposes.)
+  auto unitLastStride = [](MemRefType t) {
+    int64_t offset;
+    SmallVector<int64_t> strides;
+    return succeeded(getStridesAndOffset(t, strides, offset)) && !strides.empty() && strides.back() == 1;
+  };
+  if (!unitLastStride(rhsType))
     return std::nullopt;
   Type elem = m.outType.getElementType();
   if (!elem.isF32() && !elem.isF64())
@@ -43,6 +52,9 @@ std::optional<mlir::nova::MatmulOperands> mlir::nova::matchMatmul(linalg::Generi
   if (!last)
     return std::nullopt;
   m.transposeA = last.getPosition() == static_cast<unsigned>(m.batchRank);
+  // A transposed lhs is packed with vector loads along m: unit stride there.
+  if (m.transposeA && !unitLastStride(lhsType))
+    return std::nullopt;
   return m;
 }
 

@@ -3,8 +3,8 @@
 // The contraction generics nova-lower-to-linalg tags `nova.kernel = "matmul"`
 // have loops (batch..., m, k, n), lhs [.., m, k] or [.., k, m], rhs
 // [.., k, n], out [.., m, n]. After bufferization, the ones with static
-// shapes, identity-layout rhs/out and f32/f64 elements can take the register
-// kernel. The configurator and nova-vectorize-matmul ask the same question
+// shapes, an identity-layout out, a unit-stride last dim of rhs (and of a
+// transposed lhs), and f32/f64 elements can take the register kernel. The configurator and nova-vectorize-matmul ask the same question
 // here, so a kernel configured `matmul` is always one the rewrite accepts.
 //
 //===----------------------------------------------------------------------===//

@@ -89,6 +89,24 @@ def NovaApproximateMath : Pass<"nova-approximate-math", "mlir::ModuleOp"> {
                            "mlir::vector::VectorDialect"];
 }
 
+def NovaFoldTransposes : Pass<"nova-fold-transposes", "mlir::ModuleOp"> {
+  let summary = "Let matmuls read transposed operands in place instead of through a copy";
+  let description = [{
+    On bufferized code, a `linalg.transpose` into a fresh buffer that only
+    matmul kernels read as an operand (attention's head split, a weight
+    transposed for the backward) becomes a `memref.transpose` view of its
+    source: the matmul reads the source in the permuted order, and the copy
+    and its buffer disappear. It applies when the source is not written
+    after the transpose and the view keeps what the matmul lowering needs of
+    that operand (a unit-stride last dimension for the rhs and for a
+    transposed lhs).
+
+    Before: `linalg.transpose ins(%src) outs(%tmp) permutation = [1, 0]`, `%tmp` used by a matmul
+    After:  `%v = memref.transpose %src (d0, d1) -> (d1, d0)` used by the matmul
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 def NovaOutlineKernels : Pass<"nova-outline-kernels", "mlir::ModuleOp"> {
   let summary = "Cut the bufferized step into kernels and a launch plan";
   let description = [{
