@@ -11,7 +11,6 @@ tanh-GELU, final LN, lm_head without bias; AdamW(0.9, 0.95, wd 0.1), grad
 clip 1.0; fp32. Step memory = peak RSS over the run - RSS after
 initialisation (model, optimizer and batch exist), as for Nova.
 """
-import ctypes
 import math
 import os
 import sys
@@ -19,6 +18,9 @@ import time
 
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peer_info  # noqa: E402
 
 
 def rss_mib(field="VmRSS"):
@@ -70,24 +72,6 @@ class GPT(torch.nn.Module):
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
 
 
-def loaded():
-    """The libraries this torch computes with, as it reports them."""
-    config = torch.__config__.show()
-    blas = "MKL" if "BLAS_INFO=mkl" in config else "OpenBLAS" if "open" in config.lower() else "?"
-    capability = next((l.split(":", 1)[1].strip() for l in config.splitlines() if "CPU capability" in l), "?")
-    core = ""
-    if blas == "OpenBLAS":
-        for line in open("/proc/self/maps"):
-            if "libopenblas" in line:
-                path = line.split()[-1]
-                lib = ctypes.CDLL(path)
-                lib.openblas_get_corename.restype = ctypes.c_char_p
-                lib.openblas_get_config.restype = ctypes.c_char_p
-                core = f", OpenBLAS {lib.openblas_get_config().decode()} core {lib.openblas_get_corename().decode()} ({path})"
-                break
-    return f"torch {torch.__version__}, BLAS {blas}, CPU kernels {capability}, {torch.get_num_threads()} threads{core}"
-
-
 def main():
     medium = len(sys.argv) > 1 and sys.argv[1] == "medium"
     steps = int(sys.argv[2]) if len(sys.argv) > 2 else 5
@@ -116,7 +100,7 @@ def main():
         opt.step()
         return loss
 
-    print(f"peer: {loaded()}, {mode}, AdamW {'fused' if fused else 'for-each'}", flush=True)
+    print(f"peer: {peer_info.torch_loaded(torch)}, {mode}, AdamW {'fused' if fused else 'for-each'}", flush=True)
     rss_init = rss_mib()
     for _ in range(2 if mode == "eager" else 3):  # compile happens here
         step()

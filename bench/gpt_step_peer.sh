@@ -19,40 +19,17 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${NOVA_BUILD:-$here/../build}
 steps=${1:-5}
-venv=${NOVA_BENCH_VENV:-$HOME/.cache/nova-bench/torch2}
-torch_version=${NOVA_BENCH_TORCH:-2.5.1}
 peers=${NOVA_BENCH_PEERS:-torch2-eager torch2-compile torch1-debian}
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-
-need_debs=()
-for p in python3-torch python3-venv libopenblas0-openmp libgoogle-perftools4; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_debs+=("$p")
-done
-if [ ${#need_debs[@]} -gt 0 ]; then
-  sudo_cmd=""; [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
-  echo "== installing ${need_debs[*]}"
-  $sudo_cmd apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -q "${need_debs[@]}" >/dev/null
-fi
-if [[ " $peers " == *" torch2-"* ]] && [ ! -x "$venv/bin/python" ]; then
-  echo "== creating $venv (torch==$torch_version from PyPI)"
-  /usr/bin/python3 -m venv "$venv"
-  "$venv/bin/pip" install -q "torch==$torch_version" numpy
-fi
-coretype=
-if grep -qw avx512_bf16 /proc/cpuinfo; then coretype=Cooperlake
-elif grep -qw avx512f /proc/cpuinfo; then coretype=SkylakeX
-elif grep -qw avx2 /proc/cpuinfo; then coretype=Haswell
-fi
+. "$here/peer_env.sh"
+peer_setup $([[ " $peers " == *" torch2-"* ]] && echo torch2) $([[ " $peers " == *" torch1-debian "* ]] && echo debian)
 
 run_peer() { # peer config -> output lines
   case "$1" in
-    torch2-eager) "$venv/bin/python" "$here/gpt_step_peer.py" "$2" "$steps" eager ;;
-    torch2-compile) "$venv/bin/python" "$here/gpt_step_peer.py" "$2" "$steps" compile 2>/dev/null ;;
-    torch1-debian)
-      LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
-      LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4 OPENBLAS_CORETYPE=$coretype \
-        /usr/bin/python3 "$here/gpt_step_peer.py" "$2" "$steps" eager ;;
+    torch2-eager) run_torch2 "$here/gpt_step_peer.py" "$2" "$steps" eager ;;
+    torch2-compile) run_torch2 "$here/gpt_step_peer.py" "$2" "$steps" compile 2>/dev/null ;;
+    torch1-debian) run_debian "$here/gpt_step_peer.py" "$2" "$steps" eager ;;
   esac
 }
 field() { echo "$1" | sed -n "s/.*$2=\([-0-9.]*\).*/\1/p"; }

@@ -1,0 +1,50 @@
+# peer_env.sh - sourced by the *_peer.sh scripts: puts each Python peer at its
+# best and says how to run it.
+#
+#   torch2    PyTorch 2.x from PyPI (MKL) in a virtual environment made here
+#             ($NOVA_BENCH_VENV, default ~/.cache/nova-bench/torch2;
+#             pip install torch==$NOVA_BENCH_TORCH numpy)
+#   debian    Debian's /usr/bin/python3 (python3-torch 1.13, python3-numpy) on
+#             OpenBLAS-on-OpenMP (libopenblas0-openmp first on
+#             LD_LIBRARY_PATH), tcmalloc preloaded, OPENBLAS_CORETYPE = the
+#             best kernel set this CPU has (OpenBLAS 0.3.21 takes newer CPUs
+#             for "Prescott")
+# Missing Debian packages are installed when possible (root or sudo).
+# After sourcing: run_torch2 ARGS..., run_debian ARGS... run python with them.
+venv=${NOVA_BENCH_VENV:-$HOME/.cache/nova-bench/torch2}
+torch_version=${NOVA_BENCH_TORCH:-2.5.1}
+
+peer_setup() { # [torch2] [debian]: make what the named peers need
+  local need_debs=() p
+  if [[ " $* " == *" debian "* ]]; then
+    for p in python3-torch python3-numpy libopenblas0-openmp libgoogle-perftools4; do
+      dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_debs+=("$p")
+    done
+  fi
+  if [[ " $* " == *" torch2 "* ]] && [ ! -x "$venv/bin/python" ]; then
+    dpkg-query -W -f='${Status}' python3-venv 2>/dev/null | grep -q "install ok installed" || need_debs+=(python3-venv)
+  fi
+  if [ ${#need_debs[@]} -gt 0 ]; then
+    local sudo_cmd=""; [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+    echo "== installing ${need_debs[*]}"
+    $sudo_cmd apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -q "${need_debs[@]}" >/dev/null
+  fi
+  if [[ " $* " == *" torch2 "* ]] && [ ! -x "$venv/bin/python" ]; then
+    echo "== creating $venv (torch==$torch_version from PyPI)"
+    /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/pip" install -q "torch==$torch_version" numpy
+  fi
+}
+
+coretype=
+if grep -qw avx512_bf16 /proc/cpuinfo; then coretype=Cooperlake
+elif grep -qw avx512f /proc/cpuinfo; then coretype=SkylakeX
+elif grep -qw avx2 /proc/cpuinfo; then coretype=Haswell
+fi
+
+run_torch2() { "$venv/bin/python" "$@"; }
+run_debian() {
+  LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+  LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4 OPENBLAS_CORETYPE=$coretype \
+    /usr/bin/python3 "$@"
+}
