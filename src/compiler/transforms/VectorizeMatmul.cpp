@@ -143,8 +143,9 @@ void storeThroughEpilogue(OpBuilder &b, Location l, linalg::GenericOp epi, Value
 /// accumulating the products over k in [k0, k0 + klen) into the result. The
 /// rhs rows come from panel `panel` of `packed` ([panels, kc, NR]: row kk is
 /// rhs row k0 + kk of these columns, contiguous), the lhs values from
-/// `packedLhs` ([kc, MR padded]: row kk holds lhs[i0 + r, k0 + kk] for each
-/// r) when the lhs is transposed, else straight from the lhs.
+/// slot `slot` of `packedLhs` ([slots, kc, MR]: row kk holds lhs[i0 + r,
+/// k0 + kk] for each r) when the lhs is transposed, else straight from the
+/// lhs.
 ///
 /// `fromZero` (may be null): when true, the accumulators start at zero
 /// instead of the result's values (the first slab of a matmul whose result
@@ -154,8 +155,8 @@ void storeThroughEpilogue(OpBuilder &b, Location l, linalg::GenericOp epi, Value
 /// tiles go through it into its output instead of into the result.
 void buildMicrokernel(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange batch,
                       Value i0, Value j0, Value k0, Value klen, Value packed, Value panel,
-                      Value packedLhs, VectorType vecType, int64_t tileRows, int64_t cols,
-                      Value fromZero, linalg::GenericOp epilogue, Value isLast) {
+                      Value packedLhs, Value slot, VectorType vecType, int64_t tileRows,
+                      int64_t cols, Value fromZero, linalg::GenericOp epilogue, Value isLast) {
   int64_t width = vecType.getNumElements();
   auto at = [&](ValueRange tail) {
     SmallVector<Value> idx(batch.begin(), batch.end());
@@ -203,7 +204,7 @@ void buildMicrokernel(OpBuilder &b, Location l, const MatmulOperands &m, ValueRa
         SmallVector<Value> next;
         for (int64_t r = 0; r < tileRows; ++r) {
           Value a = packedLhs
-                        ? kb.create<memref::LoadOp>(kl, packedLhs, ValueRange{kk, index(kb, kl, r)})
+                        ? kb.create<memref::LoadOp>(kl, packedLhs, ValueRange{slot, kk, index(kb, kl, r)})
                         : kb.create<memref::LoadOp>(kl, m.lhs, at({rows[r], k}));
           Value splat = kb.create<vector::BroadcastOp>(kl, vecType, a);
           for (int64_t c = 0; c < cols; ++c)
@@ -264,29 +265,44 @@ void buildPackRhs(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange 
       });
 }
 
-/// For a transposed lhs ([K, M]): copies lhs[k0 + kk, i0 .. i0 + MR) for
-/// each kk of the slab into `packedLhs` ([kc, P], P = MR rounded up to a
-/// vector): one masked vector load and one store per k. Unpacked, those MR
-/// values of consecutive k are a whole lhs row apart: kc lines in a handful
-/// of L1 sets, evicting each other while the row's column tiles reuse them.
+/// For a transposed lhs ([K, M]): packs rows [r0, r1) of the slab k in
+/// [k0, k0 + klen) as register tiles of `tileRows` rows (r1 - r0 a multiple
+/// of it) into `packedLhs` ([slots, kc, MR]): slot (i0 - base) / MR, row kk
+/// holds lhs[k0 + kk, i0 .. i0 + tileRows). The k loop is outside so each
+/// lhs row of the slab is read once, contiguously, and written to the
+/// tiles' slots (masked vector loads and stores of MR lanes). Unpacked,
+/// one tile's MR values of consecutive k are a whole lhs row apart: kc lines
+/// (and, with 4 KiB rows, kc pages) in a handful of L1 sets.
 /// (A row-major lhs is broadcast in place: its MR rows are MR streams.)
 void buildPackTransposedLhs(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange batch,
-                            Value i0, Value k0, Value klen, Value packedLhs, int64_t tileRows) {
+                            Value base, Value r0, Value r1, Value k0, Value klen, Value packedLhs,
+                            int64_t tileRows) {
   auto type = cast<MemRefType>(packedLhs.getType());
-  int64_t padded = type.getDimSize(1);
+  int64_t slotRows = type.getDimSize(2);
+  int64_t padded = 1;
+  while (padded < slotRows)
+    padded *= 2;
   auto vec = VectorType::get({padded}, type.getElementType());
   auto maskType = VectorType::get({padded}, b.getI1Type());
   Value mask = b.create<vector::ConstantMaskOp>(l, maskType, b.getI64ArrayAttr({tileRows}));
   Value zero = b.create<arith::ConstantOp>(l, vec, b.getZeroAttr(vec));
-  b.create<scf::ForOp>(l, index(b, l, 0), klen, index(b, l, 1), ValueRange{},
-                       [&](OpBuilder &kb, Location kl, Value kk, ValueRange) {
-                         SmallVector<Value> src(batch.begin(), batch.end());
-                         src.push_back(kb.create<arith::AddIOp>(kl, k0, kk));
-                         src.push_back(i0);
-                         Value v = kb.create<vector::MaskedLoadOp>(kl, vec, m.lhs, src, mask, zero);
-                         kb.create<vector::StoreOp>(kl, v, packedLhs, ValueRange{kk, index(kb, kl, 0)});
-                         kb.create<scf::YieldOp>(kl);
-                       });
+  // The packed view as [slots, kc, padded]-addressable rows: a store of
+  // `padded` lanes with only MR enabled touches only the slot's MR values.
+  b.create<scf::ForOp>(
+      l, index(b, l, 0), klen, index(b, l, 1), ValueRange{}, [&](OpBuilder &kb, Location kl, Value kk, ValueRange) {
+        Value k = kb.create<arith::AddIOp>(kl, k0, kk);
+        kb.create<scf::ForOp>(
+            kl, r0, r1, index(kb, kl, tileRows), ValueRange{}, [&](OpBuilder &ib, Location il, Value i0, ValueRange) {
+              SmallVector<Value> src(batch.begin(), batch.end());
+              src.append({k, i0});
+              Value v = ib.create<vector::MaskedLoadOp>(il, vec, m.lhs, src, mask, zero);
+              Value slot = ib.create<arith::DivUIOp>(il, ib.create<arith::SubIOp>(il, i0, base),
+                                                     index(ib, il, slotRows));
+              ib.create<vector::MaskedStoreOp>(il, packedLhs, ValueRange{slot, kk, index(ib, il, 0)}, mask, v);
+              ib.create<scf::YieldOp>(il);
+            });
+        kb.create<scf::YieldOp>(kl);
+      });
 }
 
 /// The result's region batch [lo, hi) x rows [r0, r1) x columns [c0, c1).
@@ -413,11 +429,10 @@ void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<i
         loc, MemRefType::get({panels, kc, nr}, elem), ValueRange{}, entry.getI64IntegerAttr(64));
     Value packedLhs;
     if (m.transposeA) {
-      int64_t padded = 1;
-      while (padded < tileRows)
-        padded *= 2;
-      packedLhs = entry.create<memref::AllocaOp>(loc, MemRefType::get({kc, padded}, elem), ValueRange{},
-                                                 entry.getI64IntegerAttr(64));
+      // One slot per register tile of the block's rows (the edge tile too).
+      int64_t slots = (tile[m.batchRank] + tileRows - 1) / tileRows;
+      packedLhs = entry.create<memref::AllocaOp>(loc, MemRefType::get({slots, kc, tileRows}, elem),
+                                                 ValueRange{}, entry.getI64IntegerAttr(64));
     }
     SmallVector<Value> steps(m.batchRank, index(b, loc, 1));
     scf::buildLoopNest(
@@ -434,18 +449,23 @@ void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<i
                 if (zeroStart)
                   fromZero = pb.create<arith::CmpIOp>(pl, arith::CmpIPredicate::eq, k0, index(pb, pl, 0));
                 buildPackRhs(pb, pl, m, batch, block.n0, nv, k0, klen, packed, vecType, nr, cols);
+                if (packedLhs)
+                  buildPackTransposedLhs(pb, pl, m, batch, block.m0, block.m0, mv, k0, klen, packedLhs,
+                                         tileRows);
                 pb.create<scf::ForOp>(
                     pl, block.m0, mv, index(pb, pl, tileRows), ValueRange{},
                     [&](OpBuilder &ib, Location il, Value i0, ValueRange) {
-                      if (packedLhs)
-                        buildPackTransposedLhs(ib, il, m, batch, i0, k0, klen, packedLhs, tileRows);
+                      Value slot = packedLhs ? ib.create<arith::DivUIOp>(
+                                                   il, ib.create<arith::SubIOp>(il, i0, block.m0),
+                                                   index(ib, il, tileRows)).getResult()
+                                             : Value();
                       ib.create<scf::ForOp>(
                           il, block.n0, nv, index(ib, il, nr), ValueRange{},
                           [&](OpBuilder &jb, Location jl, Value j0, ValueRange) {
                             Value panel = jb.create<arith::DivUIOp>(
                                 jl, jb.create<arith::SubIOp>(jl, j0, block.n0), index(jb, jl, nr));
                             buildMicrokernel(jb, jl, m, batch, i0, j0, k0, klen, packed, panel,
-                                             packedLhs, vecType, tileRows, cols, fromZero,
+                                             packedLhs, slot, vecType, tileRows, cols, fromZero,
                                              epilogue, isLast);
                             jb.create<scf::YieldOp>(jl);
                           });
@@ -455,15 +475,21 @@ void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<i
                   // Only the block that holds rows [M - M % MR, M) has mv < m1.
                   Value hasEdge = pb.create<arith::CmpIOp>(pl, arith::CmpIPredicate::ult, mv, block.m1);
                   pb.create<scf::IfOp>(pl, hasEdge, [&](OpBuilder &eb, Location el) {
-                    if (packedLhs)
-                      buildPackTransposedLhs(eb, el, m, batch, mv, k0, klen, packedLhs, edgeRows);
+                    Value slot;
+                    if (packedLhs) {
+                      Value end = eb.create<arith::AddIOp>(el, mv, index(eb, el, edgeRows));
+                      buildPackTransposedLhs(eb, el, m, batch, block.m0, mv, end, k0, klen, packedLhs,
+                                             edgeRows);
+                      slot = eb.create<arith::DivUIOp>(el, eb.create<arith::SubIOp>(el, mv, block.m0),
+                                                       index(eb, el, tileRows));
+                    }
                     eb.create<scf::ForOp>(
                         el, block.n0, nv, index(eb, el, nr), ValueRange{},
                         [&](OpBuilder &jb, Location jl, Value j0, ValueRange) {
                           Value panel = jb.create<arith::DivUIOp>(
                               jl, jb.create<arith::SubIOp>(jl, j0, block.n0), index(jb, jl, nr));
                           buildMicrokernel(jb, jl, m, batch, mv, j0, k0, klen, packed, panel,
-                                           packedLhs, vecType, edgeRows, cols, fromZero,
+                                           packedLhs, slot, vecType, edgeRows, cols, fromZero,
                                            epilogue, isLast);
                           jb.create<scf::YieldOp>(jl);
                         });

@@ -14,10 +14,11 @@
 // CHECK-SAME: #nova.lowering_config<loops, workgroups = 1, tile = [0, 0], register_tile = []>
 // A 2048x768x256 matmul with 32 registers of 16 lanes: 6 x 4-vector
 // register tiles (24 accumulators, 2.4 FMAs per load); kc = K = 256 (a
-// quarter of the 48 KiB L1 would hold the 6 x 512 lhs micro-panel); about 8
-// workgroups on 2 cores: 6 column panels of 128 x 2 row blocks of 1026.
+// quarter of the 48 KiB L1 would hold the 6 x 512 lhs micro-panel); one
+// workgroup per core, split by columns (2 column blocks of 384 pack the rhs
+// once; 2 row blocks would pack it twice).
 // CHECK-LABEL: func.func @matmul
-// CHECK-SAME: #nova.lowering_config<matmul, workgroups = 12, tile = [1026, 128], cache_tile = [256], register_tile = [6, 64]>
+// CHECK-SAME: #nova.lowering_config<matmul, workgroups = 2, tile = [2048, 384], cache_tile = [256], register_tile = [6, 64]>
 // 16 registers of 8 lanes (AVX2): 4 x 3 vectors (12 accumulators, 1.71
 // FMAs per load; 768 = 32 x 24 has no edge); kc = 256; one core, one
 // workgroup: the packed rhs slab (256 x 768 floats) fits half of the 2 MiB L2.
