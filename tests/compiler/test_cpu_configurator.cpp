@@ -144,10 +144,11 @@ TEST_CASE("every matmul configuration fits its target and covers the result") {
                 CHECK((rows % mr == 0 || rows == M));
                 CHECK((colsPerBlock % nr == 0 || colsPerBlock == N));
                 // The packed rhs slab (kc x the block's columns, rounded up to
-                // whole panels) fits half of L2 and the stack budget, unless
+                // whole panels) fits a quarter of L2 (half with a transposed lhs) and the stack budget, unless
                 // one panel alone is larger.
                 int64_t slab = kc * ceilDiv(colsPerBlock, nr) * nr * e;
-                CHECK((slab <= std::min<int64_t>(f.l2Bytes / 2, 1 << 20) || colsPerBlock <= nr));
+                CHECK((slab <= std::min<int64_t>(f.l2Bytes / (transposed ? 2 : 4), 1 << 20) ||
+                       colsPerBlock <= nr));
                 // A transposed lhs: its slab (kc x rows) and the rhs slab
                 // share half of L2 (unless kc is at its floor of 32, or is
                 // K), and the lhs slab alone fits the stack budget.
@@ -183,9 +184,10 @@ TEST_CASE("pinned decisions for named CPUs") {
   CHECK(config("x86-64-v4", 2, 2048, 768, 256) ==
         "#nova.lowering_config<matmul, workgroups = 2, tile = [2048, 384], cache_tile = [256], "
         "register_tile = [6, 64]>");
-  // A row-major weight gradient shape (K = 2048 tokens): kc = 512, 4 slabs.
+  // A row-major weight gradient shape (K = 2048 tokens): kc = 512, 4 slabs;
+  // a 512 KiB slab (a quarter of L2) holds 256 columns: 4 column blocks.
   CHECK(config("x86-64-v4", 2, 256, 1024, 2048) ==
-        "#nova.lowering_config<matmul, workgroups = 2, tile = [256, 512], cache_tile = [512], "
+        "#nova.lowering_config<matmul, workgroups = 4, tile = [256, 256], cache_tile = [512], "
         "register_tile = [6, 64]>");
   // Transposed lhs: every column block repacks the lhs, so all 256 columns
   // stay in one block and the 2 workgroups split the rows; the lhs and rhs
@@ -195,9 +197,10 @@ TEST_CASE("pinned decisions for named CPUs") {
         "#nova.lowering_config<matmul, workgroups = 2, tile = [516, 256], cache_tile = [296], "
         "register_tile = [6, 64]>");
   // AVX2, 16 registers: 4 x 3 vectors where N allows it; the v3 entry's
-  // 32 KiB L1 gives kc = 256 (= K), its 1 MiB L2 caps a block at 384 columns.
+  // 32 KiB L1 gives kc = 256 (= K), a quarter of its 1 MiB L2 caps a block
+  // at 192 columns.
   CHECK(config("x86-64-v3", 1, 2048, 768, 256) ==
-        "#nova.lowering_config<matmul, workgroups = 2, tile = [2048, 384], cache_tile = [256], "
+        "#nova.lowering_config<matmul, workgroups = 4, tile = [2048, 192], cache_tile = [256], "
         "register_tile = [4, 24]>");
   // SSE (x86-64-v2): 4-lane vectors.
   CHECK(config("x86-64-v2", 1, 64, 64, 64).find("matmul") != std::string::npos);

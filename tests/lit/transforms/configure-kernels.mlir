@@ -20,10 +20,11 @@
 // CHECK-LABEL: func.func @matmul
 // CHECK-SAME: #nova.lowering_config<matmul, workgroups = 2, tile = [2048, 384], cache_tile = [256], register_tile = [6, 64]>
 // 16 registers of 8 lanes (AVX2): 4 x 3 vectors (12 accumulators, 1.71
-// FMAs per load; 768 = 32 x 24 has no edge); kc = 256; one core, one
-// workgroup: the packed rhs slab (256 x 768 floats) fits half of the 2 MiB L2.
+// FMAs per load; 768 = 32 x 24 has no edge); kc = 256; one core, two
+// column blocks: a packed rhs slab (256 x 384 floats) fits a quarter of the
+// 2 MiB L2, all 768 columns would not.
 // ONE-LABEL: func.func @matmul
-// ONE-SAME: #nova.lowering_config<matmul, workgroups = 1, tile = [2048, 768], cache_tile = [256], register_tile = [4, 24]>
+// ONE-SAME: #nova.lowering_config<matmul, workgroups = 2, tile = [2048, 384], cache_tile = [256], register_tile = [4, 24]>
 // Anything else runs whole.
 // CHECK-LABEL: func.func @loop_nest
 // CHECK-SAME: #nova.lowering_config<serial, workgroups = 1, tile = [], register_tile = []>
