@@ -115,6 +115,47 @@ def main():
           f"step memory {peak - rss_init:.1f} MiB = peak {peak:.1f} - after init {rss_init:.1f}, "
           f"torch {torch.__version__}")
     print(f"RESULT torch tokens_per_s={B * context / secs:.1f} step_mib={peak - rss_init:.1f}")
+    if os.environ.get("NOVA_PROFILE"):
+        profile(step, steps)
+
+
+# aten op -> the class NOVA_PROFILE puts Nova's kernels doing that work in.
+# In this model bmm and softmax are attention's only; log_softmax / nll_loss
+# are the cross-entropy's.
+CLASSES = [
+    ("optimizer", ("_fused_adamw", "adamw", "_foreach", "norm", "clamp", "linalg_vector_norm")),
+    ("attention", ("bmm", "baddbmm", "_softmax", "_softmax_backward_data", "masked_fill")),
+    ("matmul", ("mm", "addmm", "matmul", "linear")),
+    ("row kernels", ("layer_norm", "native_layer_norm", "native_layer_norm_backward", "_log_softmax",
+                     "_log_softmax_backward_data", "nll_loss", "nll_loss_forward", "nll_loss_backward",
+                     "sum", "mean")),
+    ("embedding", ("embedding", "embedding_backward", "embedding_dense_backward", "index_select",
+                   "index_add_", "embedding_renorm_")),
+    ("data movement", ("copy_", "clone", "contiguous", "transpose", "t", "view", "reshape", "_unsafe_view",
+                       "permute", "expand", "zero_", "fill_", "empty", "empty_like", "zeros", "split",
+                       "as_strided", "slice", "select", "unsqueeze", "squeeze", "cat", "stack")),
+    ("elementwise", ("add", "add_", "mul", "mul_", "div", "div_", "gelu", "gelu_backward", "sub",
+                     "sub_", "neg", "tanh", "pow", "sqrt", "rsqrt", "where", "threshold_backward")),
+]
+
+
+def profile(step, steps):
+    """Self CPU time per step of each aten op, summed into NOVA_PROFILE's classes."""
+    from torch.profiler import ProfilerActivity, profile as torch_profile
+    with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(steps):
+            step()
+    by_class, total = {}, 0.0
+    for e in prof.key_averages():
+        ms = e.self_cpu_time_total / 1e3 / steps
+        total += ms
+        name = e.key.split("::", 1)[1] if e.key.startswith("aten::") else None
+        cls = next((c for c, names in CLASSES if name in names), "other") if name else "other (not aten)"
+        by_class[cls] = by_class.get(cls, 0.0) + ms
+    print(f"peer profile (torch.profiler, self CPU time, {steps} steps; profiled steps run slower): "
+          f"{total:.3f} ms per step")
+    for cls, ms in sorted(by_class.items(), key=lambda kv: -kv[1]):
+        print(f"peer profile   {cls:22s} {100 * ms / total:5.1f}%  {ms:9.3f} ms per step")
 
 
 main()

@@ -3,8 +3,9 @@
 // With NOVA_PROFILE=1 (or =N: list the top N kernels) the runtime times every launch of every loaded
 // executable (one clock read before and after each launch: cheap next to
 // kernels, but not free) and, at process exit, prints the report to stderr:
-// per executable, the time per run; per kernel class (matmul, elementwise,
-// fills, copies, transposes, serial loops), the share of the time; and the
+// per executable, the time per run; per kernel class (the compiler's: matmul,
+// attention, row kernels, elementwise, optimizer, embedding, data movement;
+// from nova::named_scope and the kernel's structure), the share of the time; and the
 // kernels that take the most, with GFLOP/s and GB/s from the work the
 // compiler counted for each (executable_desc.hpp: KernelDesc::flops/bytes).
 #pragma once

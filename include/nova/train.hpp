@@ -164,6 +164,7 @@ class TrainStep {
     ParamExprs views(&params_->names(), params);
     Expr<> loss = std::apply([&](const auto&... x) { return Expr<>(f_(views, x...)); }, traced);
     std::vector<Expr<>> grads = gradients(loss, params, declared_at_);
+    named_scope optimizer_scope("optimizer"); // clipping and the update
     if (options_.clip_grad_norm > 0) grads = optim::clip_by_global_norm(grads, options_.clip_grad_norm);
     Expr<> next_step = step + 1.0;
 

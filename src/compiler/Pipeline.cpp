@@ -102,7 +102,7 @@ void dump(ModuleOp module, const std::string &dir, int index, StringRef name) {
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec);
   if (!ec)
-    module.print(os);
+    module.print(os, OpPrintingFlags().enableDebugInfo(/*enable=*/true, /*prettyForm=*/false));
 }
 
 /// Runs `stages` on `module`, numbering dumps from `firstIndex`.

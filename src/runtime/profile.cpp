@@ -23,13 +23,11 @@ Registry& registry() {
   return *r;
 }
 
-/// "matmul", "loops linalg.generic" ... : the summary without its shape.
+/// The class the compiler gave the kernel: its summary up to ": "
+/// ("matmul", "attention", "row kernels", "elementwise", "optimizer", ...).
 std::string kernel_class(const std::string& summary) {
-  if (summary.rfind("matmul", 0) == 0) return "matmul";
-  std::size_t first = summary.find(' ');
-  if (first == std::string::npos) return summary;
-  std::size_t second = summary.find(' ', first + 1);
-  return summary.substr(0, second);
+  std::size_t colon = summary.find(": ");
+  return colon == std::string::npos ? summary : summary.substr(0, colon);
 }
 
 void print_at_exit() {

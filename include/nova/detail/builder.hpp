@@ -64,6 +64,10 @@ class Builder {
 
   /// The nova IR built so far, as text.
   virtual std::string ir() const = 0;
+
+  /// The named scope (nova::named_scope, "block3/attention") the ops appended
+  /// from now on belong to; empty: none.
+  virtual void set_scope(const std::string& scope) { (void)scope; }
 };
 
 /// Implemented by the compiler library. `name` becomes the function's symbol.

@@ -25,7 +25,7 @@ namespace nova::detail {
 class TraceScope {
  public:
   TraceScope(Builder& builder, std::source_location declared_at)
-      : trace_{&builder, declared_at}, previous_(active_trace) {
+      : trace_{&builder, declared_at, {}}, previous_(active_trace) {
     active_trace = &trace_;
     count_trace();
   }

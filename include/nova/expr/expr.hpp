@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <source_location>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include "nova/detail/builder.hpp"
@@ -32,6 +33,7 @@ namespace detail {
 struct Trace {
   Builder* builder = nullptr;
   std::source_location declared_at;
+  std::string scope; // the innermost nova::named_scope path, "" for none
 };
 
 inline thread_local Trace* active_trace = nullptr;
@@ -42,6 +44,37 @@ inline Trace& current_trace() {
                 "(inside the function given to nova::jit)");
   return *active_trace;
 }
+
+} // namespace detail
+
+/// Names the ops traced while it lives, like jax.named_scope: NOVA_PROFILE
+/// and NOVA_EXPLAIN group kernels by it (the library's own layers name
+/// "attention", "layer_norm", "mlp", "cross_entropy", "optimizer", ...).
+/// Nested scopes join with '/'. Gradients of an op keep its scope. Outside a
+/// trace it does nothing. Scopes are not part of any cache key.
+class named_scope {
+ public:
+  explicit named_scope(std::string_view name) {
+    if (!detail::active_trace) return;
+    trace_ = detail::active_trace;
+    previous_ = trace_->scope;
+    trace_->scope = previous_.empty() ? std::string(name) : previous_ + "/" + std::string(name);
+    trace_->builder->set_scope(trace_->scope);
+  }
+  ~named_scope() {
+    if (!trace_) return;
+    trace_->scope = previous_;
+    trace_->builder->set_scope(previous_);
+  }
+  named_scope(const named_scope&) = delete;
+  named_scope& operator=(const named_scope&) = delete;
+
+ private:
+  detail::Trace* trace_ = nullptr;
+  std::string previous_;
+};
+
+namespace detail {
 
 inline std::string where(const std::source_location& loc) {
   return std::string(loc.file_name()) + ":" + std::to_string(loc.line());

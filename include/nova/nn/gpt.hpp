@@ -77,6 +77,7 @@ inline Params gpt_init(const GPTConfig& c, std::uint64_t seed, DType dtype = DTy
 /// The MLP of a block: d -> 4d (tanh-GELU) -> d, with biases.
 inline Expr<> mlp(const Expr<>& x, const Expr<>& w_fc, const Expr<>& b_fc, const Expr<>& w_proj,
                   const Expr<>& b_proj, std::source_location loc = std::source_location::current()) {
+  named_scope scope("mlp");
   return linear(gelu(linear(x, w_fc, b_fc, loc), GeluApprox::tanh, loc), w_proj, b_proj, loc);
 }
 
@@ -87,6 +88,7 @@ inline Expr<> gpt_block(const GPTConfig& c, const ParamExprs& p, std::int64_t i,
                         const Expr<>* seed = nullptr,
                         std::source_location loc = std::source_location::current()) {
   auto w = [&](const char* name) { return p[block_name(i, name)]; };
+  named_scope scope("block" + std::to_string(i));
   const Expr<>* s = seed && c.dropout > 0 ? seed : nullptr;
   auto drop = [&](const Expr<>& v, std::int64_t stream) -> Expr<> {
     return s ? Expr<>(dropout(v, *s, c.dropout, stream, loc)) : v;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cmath>
+#include <optional>
 
 #include "nova/expr/ops.hpp"
 
@@ -38,6 +39,7 @@ Expr<> linear(const X& x, const W& w, std::source_location loc = std::source_loc
 template <expression X, expression G, expression B>
 Expr<> layer_norm(const X& x, const G& gamma, const B& beta, double eps = 1e-5,
                   std::source_location loc = std::source_location::current()) {
+  named_scope scope("layer_norm");
   Expr<> centered = sub(x, mean(x, {-1}, true, loc), loc);
   Expr<> var = mean(mul(centered, centered, loc), {-1}, true, loc);
   Expr<> normed = mul(centered, rsqrt(var + eps), loc);
@@ -48,6 +50,7 @@ Expr<> layer_norm(const X& x, const G& gamma, const B& beta, double eps = 1e-5,
 template <expression T, expression I>
 Expr<> embedding(const T& table, const I& tokens,
                  std::source_location loc = std::source_location::current()) {
+  named_scope scope("embedding");
   return gather(table, tokens, loc);
 }
 
@@ -76,6 +79,9 @@ Expr<> causal_self_attention(const X& x, const Expr<>& w_qkv, const Expr<>& b_qk
     Expr<> t = slice_last(qkv, part * d, d, loc);
     return permute(reshape(t, {B, T, heads, hd}, loc), {0, 2, 1, 3}, loc); // [B, H, T, hd]
   };
+  // The projections are matmuls of their own; "attention" is what lies
+  // between them: the head split, scores, mask, softmax, the product with v.
+  std::optional<named_scope> scope(std::in_place, "attention");
   Expr<> q = split_heads(0), k = split_heads(1), v = split_heads(2);
   Expr<> scores = matmul(q, k, Transpose::b, loc) * (1.0 / std::sqrt(double(hd)));
   Expr<> masked = add(scores, causal_mask(T, T, x.dtype(), loc), loc);
@@ -83,6 +89,7 @@ Expr<> causal_self_attention(const X& x, const Expr<>& w_qkv, const Expr<>& b_qk
   if (seed && dropout > 0) probs = nova::dropout(probs, *seed, dropout, stream, loc);
   Expr<> att = matmul(probs, v, Transpose::none, loc); // [B, H, T, hd]
   Expr<> merged = reshape(permute(att, {0, 2, 1, 3}, loc), {B, T, d}, loc);
+  scope.reset();
   return linear(merged, w_out, b_out, loc);
 }
 

@@ -15,6 +15,7 @@ Expr<> cross_entropy(const L& logits, const Y& labels,
     throw ShapeError("nova::nn::cross_entropy: labels " + to_string(labels.spec()) +
                      " must have the logits' shape " + to_string(logits.spec()) +
                      " without the class dim\n  at " + detail::where(loc));
+  named_scope scope("cross_entropy");
   Expr<> targets = one_hot(labels, logits.dim(-1), logits.dtype(), loc);
   Expr<> picked = sum(mul(log_softmax(logits, -1, loc), targets, loc), {-1}, false, loc);
   return neg(mean(picked, {}, false, loc), loc);

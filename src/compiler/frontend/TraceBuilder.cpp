@@ -93,6 +93,8 @@ public:
                              const ::nova::TensorSpec *result,
                              const std::source_location &where) override {
     Location loc = FileLineColLoc::get(ctx, where.file_name(), where.line(), where.column());
+    if (!scope.empty()) // kept through lowering and autodiff: kernels are classed by it
+      loc = NameLoc::get(StringAttr::get(ctx, scope), loc);
     OperationState state(loc, StringRef(opName.data(), opName.size()));
     if (!state.name.isRegistered())
       throw ::nova::Error("nova: unknown op '" + std::string(opName) + "'");
@@ -124,6 +126,8 @@ public:
       remember(extra);
     return first;
   }
+
+  void set_scope(const std::string &s) override { scope = s; }
 
   ::nova::TensorSpec spec(::nova::detail::ValueId id) const override {
     return specOf(values.at(static_cast<size_t>(id)).getType());
@@ -181,6 +185,7 @@ private:
   OwningOpRef<ModuleOp> module;
   func::FuncOp func;
   std::vector<Value> values;
+  std::string scope; // nova::named_scope in force
   std::vector<::nova::TensorSpec> inputs;
 };
 

@@ -127,30 +127,75 @@ constexpr llvm::StringLiteral kWorkAttr = "nova.work";
 
 } // namespace
 
+/// The nova::named_scope path an op was traced under ("block0/attention"):
+/// the first name of its location (fusion joins locations).
+static std::string scopeOf(Location loc) {
+  std::string found;
+  loc->walk([&](Location l) {
+    if (auto name = dyn_cast<NameLoc>(l)) {
+      found = name.getName().str();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return found;
+}
+
+/// The kernel's class, for NOVA_PROFILE's split of a step's time: the
+/// library's scopes first (an attention matmul is attention's time), then
+/// the kernel's structure.
+static StringRef classify(Operation *root, bool isMatmul, StringRef scope) {
+  SmallVector<StringRef> parts;
+  scope.split(parts, '/');
+  auto in = [&](StringRef name) { return llvm::is_contained(parts, name); };
+  if (in("optimizer"))
+    return "optimizer";
+  if (in("attention"))
+    return "attention";
+  if (isMatmul)
+    return "matmul";
+  if (in("embedding"))
+    return "embedding";
+  if (isa_and_nonnull<linalg::CopyOp, linalg::TransposeOp, linalg::FillOp>(root))
+    return "data movement";
+  auto linalgOp = dyn_cast_or_null<linalg::LinalgOp>(root);
+  if (in("layer_norm") || in("cross_entropy") || (linalgOp && linalgOp.getNumReductionLoops() > 0))
+    return "row kernels";
+  if (linalgOp)
+    return "elementwise";
+  return "other";
+}
+
 static std::string summarizeKernel(func::FuncOp kernel) {
   using namespace mlir::nova;
   Operation *root = kernelComputeOp(kernel);
   LoweringConfigAttr config = loweringConfig(kernel);
   std::string kind = config ? config.getKind().str() : "kernel";
+  std::string scope = root ? scopeOf(root->getLoc()) : "";
   std::string s;
   llvm::raw_string_ostream os(s);
+  std::optional<MatmulOperands> m;
   if (auto generic = dyn_cast_or_null<linalg::GenericOp>(root))
-    if (auto m = matchMatmul(generic)) {
-      os << "matmul ";
-      if (m->batchRank > 0)
-        os << m->batch() << "x";
-      os << m->M << "x" << m->N << "x" << m->K << " " << m->outType.getElementType()
-         << (m->transposeA ? " (lhs transposed)" : "");
-      return s;
+    m = matchMatmul(generic);
+  os << classify(root, m.has_value(), scope) << ": ";
+  if (m) {
+    os << "matmul ";
+    if (m->batchRank > 0)
+      os << m->batch() << "x";
+    os << m->M << "x" << m->N << "x" << m->K << " " << m->outType.getElementType()
+       << (m->transposeA ? " (lhs transposed)" : "");
+  } else {
+    os << kind;
+    if (root) {
+      os << " " << root->getName().getStringRef();
+      if (auto dps = dyn_cast<DestinationStyleOpInterface>(root))
+        if (dps.getNumDpsInits() > 0)
+          if (auto t = dyn_cast<ShapedType>(dps.getDpsInits()[0].getType()))
+            os << " " << shapeText(t);
     }
-  os << kind;
-  if (root) {
-    os << " " << root->getName().getStringRef();
-    if (auto dps = dyn_cast<DestinationStyleOpInterface>(root))
-      if (dps.getNumDpsInits() > 0)
-        if (auto t = dyn_cast<ShapedType>(dps.getDpsInits()[0].getType()))
-          os << " " << shapeText(t);
   }
+  if (!scope.empty())
+    os << " [" << scope << "]";
   return s;
 }
 
