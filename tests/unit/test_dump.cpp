@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 TEST_CASE("NOVA_DUMP_IR writes one file per pipeline stage") {
   namespace fs = std::filesystem;
@@ -34,5 +35,38 @@ TEST_CASE("NOVA_DUMP_IR writes one file per pipeline stage") {
     }
     if (std::string(stage) == "7-llvm") CHECK(text.str().find("llvm.func @nova_k") != std::string::npos);
   }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("nova::named_scope names the ops it covers, through autodiff, in each kernel's class") {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("nova-scope-" + std::to_string(nova_test::fresh_seed()));
+  ::setenv("NOVA_DUMP_IR", dir.c_str(), 1);
+  const char* cache_was = std::getenv("NOVA_CACHE");
+  std::string cache_value = cache_was ? cache_was : "";
+  ::setenv("NOVA_CACHE", "off", 1);
+  nova::Tensor x = nova::Tensor::randn({64, 32}, 2);
+  nova::jit([](auto x) {
+    nova::Expr<> y = [&] {
+      nova::named_scope outer("outer");
+      nova::named_scope inner("optimizer");
+      return nova::Expr<>(nova::exp(x) * 2.0);
+    }();
+    nova::Expr<> loss = nova::sum(y * y + x);  // outside any scope
+    return std::make_tuple(loss, nova::gradients(loss, {x})[0]);
+  })(x);
+  ::unsetenv("NOVA_DUMP_IR");
+  if (cache_was) ::setenv("NOVA_CACHE", cache_value.c_str(), 1);
+  else ::unsetenv("NOVA_CACHE");
+  std::stringstream nova_ir, kernels;
+  nova_ir << std::ifstream(dir / "1-nova.mlir").rdbuf();
+  kernels << std::ifstream(dir / "5-kernels.mlir").rdbuf();
+  // Nested scopes join with '/'; ops outside keep their plain locations.
+  CHECK(nova_ir.str().find("loc(\"outer/optimizer\"") != std::string::npos);
+  // A kernel computing the scoped ops (forward or their gradient) is
+  // classed by the scope and names it; the unscoped sum is a row kernel.
+  CHECK(kernels.str().find("nova.summary = \"optimizer: ") != std::string::npos);
+  CHECK(kernels.str().find("[outer/optimizer]\"") != std::string::npos);
+  CHECK(kernels.str().find("nova.summary = \"row kernels: ") != std::string::npos);
   fs::remove_all(dir);
 }

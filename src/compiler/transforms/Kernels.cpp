@@ -127,17 +127,28 @@ constexpr llvm::StringLiteral kWorkAttr = "nova.work";
 
 } // namespace
 
-/// The nova::named_scope path an op was traced under ("block0/attention"):
-/// the first name of its location (fusion joins locations).
-static std::string scopeOf(Location loc) {
-  std::string found;
-  loc->walk([&](Location l) {
-    if (auto name = dyn_cast<NameLoc>(l)) {
-      found = name.getName().str();
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
+/// The nova::named_scope path the kernel's work was traced under
+/// ("block0/attention"): the first name in the root op's location, else in
+/// its body's (fusion gives the fused op its consumer's location, but the
+/// producer's arithmetic keeps its own).
+static std::string scopeOf(Operation *root) {
+  auto nameIn = [](Location loc) {
+    std::string found;
+    loc->walk([&](Location l) {
+      if (auto name = dyn_cast<NameLoc>(l)) {
+        found = name.getName().str();
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    return found;
+  };
+  std::string found = nameIn(root->getLoc());
+  if (found.empty())
+    root->walk([&](Operation *inner) {
+      found = nameIn(inner->getLoc());
+      return found.empty() ? WalkResult::advance() : WalkResult::interrupt();
+    });
   return found;
 }
 
@@ -171,7 +182,7 @@ static std::string summarizeKernel(func::FuncOp kernel) {
   Operation *root = kernelComputeOp(kernel);
   LoweringConfigAttr config = loweringConfig(kernel);
   std::string kind = config ? config.getKind().str() : "kernel";
-  std::string scope = root ? scopeOf(root->getLoc()) : "";
+  std::string scope = root ? scopeOf(root) : "";
   std::string s;
   llvm::raw_string_ostream os(s);
   std::optional<MatmulOperands> m;
