@@ -24,6 +24,7 @@ struct CompileReport {
   size_t launches = 0, kernels = 0, codegenThreads = 0, objectBytes = 0;
   uint64_t arenaBytes = 0;
   std::vector<std::pair<std::string, double>> slowestKernels; // entry, seconds
+  std::string kernelLines; // NOVA_EXPLAIN: each kernel's configuration and roofline
 
   void add(std::string phase, double seconds) { phases.emplace_back(std::move(phase), seconds); }
   double total() const;
