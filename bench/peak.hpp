@@ -18,54 +18,25 @@ namespace nova_bench {
 namespace detail {
 
 #if defined(__x86_64__)
-__attribute__((target("avx512f"))) inline void fma_loop_512(std::int64_t iters) {
-  asm volatile(
-      "vxorps %%zmm0, %%zmm0, %%zmm0\n\t"
-      "vmovaps %%zmm0, %%zmm1\n\t"
-      "1:\n\t"
-      "vfmadd231ps %%zmm1, %%zmm1, %%zmm2\n\t"
-      "vfmadd231ps %%zmm1, %%zmm1, %%zmm3\n\t"
-      "vfmadd231ps %%zmm1, %%zmm1, %%zmm4\n\t"
-      "vfmadd231ps %%zmm1, %%zmm1, %%zmm5\n\t"
-      "vfmadd231ps %%zmm1, %%zmm1, %%zmm6\n\t"
-      "vfmadd231ps %%zmm1, %%zmm1, %%zmm7\n\t"
-      "vfmadd231ps %%zmm1, %%zmm1, %%zmm8\n\t"
-      "vfmadd231ps %%zmm1, %%zmm1, %%zmm9\n\t"
-      "vfmadd231ps %%zmm1, %%zmm1, %%zmm10\n\t"
-      "vfmadd231ps %%zmm1, %%zmm1, %%zmm11\n\t"
-      "vfmadd231ps %%zmm1, %%zmm1, %%zmm12\n\t"
-      "vfmadd231ps %%zmm1, %%zmm1, %%zmm13\n\t"
-      "dec %0\n\t"
-      "jnz 1b\n\t"
-      : "+r"(iters)
-      :
-      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
-        "xmm11", "xmm12", "xmm13", "cc");
-}
-__attribute__((target("avx2,fma"))) inline void fma_loop_256(std::int64_t iters) {
-  asm volatile(
-      "vxorps %%ymm0, %%ymm0, %%ymm0\n\t"
-      "vmovaps %%ymm0, %%ymm1\n\t"
-      "1:\n\t"
-      "vfmadd231ps %%ymm1, %%ymm1, %%ymm2\n\t"
-      "vfmadd231ps %%ymm1, %%ymm1, %%ymm3\n\t"
-      "vfmadd231ps %%ymm1, %%ymm1, %%ymm4\n\t"
-      "vfmadd231ps %%ymm1, %%ymm1, %%ymm5\n\t"
-      "vfmadd231ps %%ymm1, %%ymm1, %%ymm6\n\t"
-      "vfmadd231ps %%ymm1, %%ymm1, %%ymm7\n\t"
-      "vfmadd231ps %%ymm1, %%ymm1, %%ymm8\n\t"
-      "vfmadd231ps %%ymm1, %%ymm1, %%ymm9\n\t"
-      "vfmadd231ps %%ymm1, %%ymm1, %%ymm10\n\t"
-      "vfmadd231ps %%ymm1, %%ymm1, %%ymm11\n\t"
-      "vfmadd231ps %%ymm1, %%ymm1, %%ymm12\n\t"
-      "vfmadd231ps %%ymm1, %%ymm1, %%ymm13\n\t"
-      "dec %0\n\t"
-      "jnz 1b\n\t"
-      : "+r"(iters)
-      :
-      : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
-        "xmm11", "xmm12", "xmm13", "cc");
-}
+// 12 independent FMAs on registers 2..13 of kind `r` ("zmm" / "ymm"),
+// looping `iters` times; the clobbers name the xmm aliases of all of them.
+#define NOVA_BENCH_FMA(r, n) "vfmadd231ps %%" r "1, %%" r "1, %%" r #n "\n\t"
+#define NOVA_BENCH_FMA_LOOP(r, iters)                                                                \
+  asm volatile("vxorps %%" r "0, %%" r "0, %%" r "0\n\t"                                            \
+               "vmovaps %%" r "0, %%" r "1\n\t"                                                     \
+               "1:\n\t" NOVA_BENCH_FMA(r, 2) NOVA_BENCH_FMA(r, 3) NOVA_BENCH_FMA(r, 4)                \
+                   NOVA_BENCH_FMA(r, 5) NOVA_BENCH_FMA(r, 6) NOVA_BENCH_FMA(r, 7) NOVA_BENCH_FMA(r, 8)  \
+                       NOVA_BENCH_FMA(r, 9) NOVA_BENCH_FMA(r, 10) NOVA_BENCH_FMA(r, 11)                 \
+                           NOVA_BENCH_FMA(r, 12) NOVA_BENCH_FMA(r, 13) "dec %0\n\t"                   \
+                                                                       "jnz 1b\n\t"                   \
+               : "+r"(iters)                                                                          \
+               :                                                                                      \
+               : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",       \
+                 "xmm10", "xmm11", "xmm12", "xmm13", "cc")
+__attribute__((target("avx512f"))) inline void fma_loop_512(std::int64_t iters) { NOVA_BENCH_FMA_LOOP("zmm", iters); }
+__attribute__((target("avx2,fma"))) inline void fma_loop_256(std::int64_t iters) { NOVA_BENCH_FMA_LOOP("ymm", iters); }
+#undef NOVA_BENCH_FMA_LOOP
+#undef NOVA_BENCH_FMA
 #endif
 
 } // namespace detail

@@ -103,7 +103,9 @@ void explainKernels(ModuleOp kernels, const ::nova::ExecutableDesc &desc,
   for (size_t k = 0; k < desc.kernels.size(); ++k) {
     const ::nova::KernelDesc &kd = desc.kernels[k];
     std::string config;
-    if (auto f = symbols.lookup<func::FuncOp>(StringRef(kd.symbol).drop_front(5)))
+    StringRef name = kd.symbol;
+    name.consume_front("nova_"); // LaunchPlan.cpp: the entry of kernel kN is nova_kN
+    if (auto f = symbols.lookup<func::FuncOp>(name))
       if (mlir::nova::LoweringConfigAttr c = mlir::nova::loweringConfig(f)) {
         llvm::raw_string_ostream os(config);
         os << c;

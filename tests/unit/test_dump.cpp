@@ -7,44 +7,65 @@
 #include <sstream>
 #include <tuple>
 
+namespace fs = std::filesystem;
+
+namespace {
+
+/// While alive: NOVA_DUMP_IR names a fresh directory, and the disk cache is
+/// off (a disk hit would skip the codegen stages). Restores both after.
+struct DumpScope {
+  fs::path dir;
+  std::string cache_value;
+  bool had_cache;
+  explicit DumpScope(const char* prefix)
+      : dir(fs::temp_directory_path() / (prefix + std::to_string(nova_test::fresh_seed()))) {
+    const char* was = std::getenv("NOVA_CACHE");
+    had_cache = was != nullptr;
+    cache_value = was ? was : "";
+    ::setenv("NOVA_DUMP_IR", dir.c_str(), 1);
+    ::setenv("NOVA_CACHE", "off", 1);
+  }
+  void restore() const {
+    ::unsetenv("NOVA_DUMP_IR");
+    if (had_cache) ::setenv("NOVA_CACHE", cache_value.c_str(), 1);
+    else ::unsetenv("NOVA_CACHE");
+  }
+  std::string read(const char* stage) const {
+    std::stringstream text;
+    text << std::ifstream(dir / (std::string(stage) + ".mlir")).rdbuf();
+    return text.str();
+  }
+  ~DumpScope() {
+    restore();
+    fs::remove_all(dir);
+  }
+};
+
+} // namespace
+
 TEST_CASE("NOVA_DUMP_IR writes one file per pipeline stage") {
-  namespace fs = std::filesystem;
-  fs::path dir = fs::temp_directory_path() / ("nova-dump-" + std::to_string(nova_test::fresh_seed()));
-  ::setenv("NOVA_DUMP_IR", dir.c_str(), 1);
-  // A disk hit would skip the codegen stages; restore the caller's setting after.
-  const char* cache_was = std::getenv("NOVA_CACHE");
-  std::string cache_value = cache_was ? cache_was : "";
-  ::setenv("NOVA_CACHE", "off", 1);
+  DumpScope dump("nova-dump-");
   nova::Tensor x = nova::Tensor::randn({3, 2}, 1);
   // A step type of its own, so this test always compiles.
   nova::jit([](auto x) { return nova::softmax(x) * 3.0; })(x);
-  ::unsetenv("NOVA_DUMP_IR");
-  if (cache_was) ::setenv("NOVA_CACHE", cache_value.c_str(), 1);
-  else ::unsetenv("NOVA_CACHE");
+  dump.restore();
   for (const char* stage :
        {"1-nova", "2-graph", "3-linalg", "4-bufferized", "5-kernels", "6-loops", "7-llvm"}) {
-    fs::path file = dir / (std::string(stage) + ".mlir");
+    fs::path file = dump.dir / (std::string(stage) + ".mlir");
     INFO(file.string());
     REQUIRE(fs::exists(file));
-    std::stringstream text;
-    text << std::ifstream(file).rdbuf();
-    if (std::string(stage) == "1-nova") CHECK(text.str().find("nova.softmax") != std::string::npos);
+    std::string text = dump.read(stage);
+    if (std::string(stage) == "1-nova") CHECK(text.find("nova.softmax") != std::string::npos);
     if (std::string(stage) == "5-kernels") {
-      CHECK(text.str().find("nova.launch @kernels::") != std::string::npos);
-      CHECK(text.str().find("#nova.lowering_config<") != std::string::npos);
+      CHECK(text.find("nova.launch @kernels::") != std::string::npos);
+      CHECK(text.find("#nova.lowering_config<") != std::string::npos);
     }
-    if (std::string(stage) == "7-llvm") CHECK(text.str().find("llvm.func @nova_k") != std::string::npos);
+    if (std::string(stage) == "7-llvm") CHECK(text.find("llvm.func @nova_k") != std::string::npos);
   }
-  fs::remove_all(dir);
 }
 
 TEST_CASE("nova::named_scope names the ops it covers, through autodiff, in each kernel's class") {
-  namespace fs = std::filesystem;
-  fs::path dir = fs::temp_directory_path() / ("nova-scope-" + std::to_string(nova_test::fresh_seed()));
-  ::setenv("NOVA_DUMP_IR", dir.c_str(), 1);
-  const char* cache_was = std::getenv("NOVA_CACHE");
-  std::string cache_value = cache_was ? cache_was : "";
-  ::setenv("NOVA_CACHE", "off", 1);
+  DumpScope dump("nova-scope-");
   nova::Tensor x = nova::Tensor::randn({64, 32}, 2);
   nova::jit([](auto x) {
     nova::Expr<> y = [&] {
@@ -55,18 +76,13 @@ TEST_CASE("nova::named_scope names the ops it covers, through autodiff, in each 
     nova::Expr<> loss = nova::sum(y * y + x);  // outside any scope
     return std::make_tuple(loss, nova::gradients(loss, {x})[0]);
   })(x);
-  ::unsetenv("NOVA_DUMP_IR");
-  if (cache_was) ::setenv("NOVA_CACHE", cache_value.c_str(), 1);
-  else ::unsetenv("NOVA_CACHE");
-  std::stringstream nova_ir, kernels;
-  nova_ir << std::ifstream(dir / "1-nova.mlir").rdbuf();
-  kernels << std::ifstream(dir / "5-kernels.mlir").rdbuf();
+  dump.restore();
+  std::string nova_ir = dump.read("1-nova"), kernels = dump.read("5-kernels");
   // Nested scopes join with '/'; ops outside keep their plain locations.
-  CHECK(nova_ir.str().find("loc(\"outer/optimizer\"") != std::string::npos);
+  CHECK(nova_ir.find("loc(\"outer/optimizer\"") != std::string::npos);
   // A kernel computing the scoped ops (forward or their gradient) is
   // classed by the scope and names it; the unscoped sum is a row kernel.
-  CHECK(kernels.str().find("nova.summary = \"optimizer: ") != std::string::npos);
-  CHECK(kernels.str().find("[outer/optimizer]\"") != std::string::npos);
-  CHECK(kernels.str().find("nova.summary = \"row kernels: ") != std::string::npos);
-  fs::remove_all(dir);
+  CHECK(kernels.find("nova.summary = \"optimizer: ") != std::string::npos);
+  CHECK(kernels.find("[outer/optimizer]\"") != std::string::npos);
+  CHECK(kernels.find("nova.summary = \"row kernels: ") != std::string::npos);
 }

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/transforms/Kernels.h"
 #include "compiler/transforms/MatmulKernel.h"
 #include "compiler/transforms/Passes.h"
 
@@ -27,36 +28,12 @@ using namespace mlir;
 
 namespace {
 
-Value rootOf(Value v) {
-  while (Operation *def = v.getDefiningOp()) {
-    auto view = dyn_cast<ViewLikeOpInterface>(def);
-    if (!view)
-      break;
-    v = view.getViewSource();
-  }
-  return v;
-}
-
-bool isMatmul(Operation *op) {
-  auto tag = op->getAttrOfType<StringAttr>("nova.kernel");
-  return tag && tag.getValue() == "matmul";
-}
-
 /// Whether any op after `from` in its block writes (through any view) the
 /// buffer `root`.
 bool writtenAfter(Operation *from, Value root) {
   for (Operation *op = from->getNextNode(); op; op = op->getNextNode()) {
     bool writes = false;
-    op->walk([&](Operation *inner) {
-      auto iface = dyn_cast<MemoryEffectOpInterface>(inner);
-      if (!iface)
-        return;
-      SmallVector<MemoryEffects::EffectInstance> effects;
-      iface.getEffects(effects);
-      for (auto &e : effects)
-        if (isa<MemoryEffects::Write>(e.getEffect()) && e.getValue() && rootOf(e.getValue()) == root)
-          writes = true;
-    });
+    mlir::nova::forEachWrittenRoot(op, [&](Value written) { writes |= written == root; });
     if (writes)
       return true;
   }
@@ -77,11 +54,11 @@ bool fold(linalg::TransposeOp t) {
     if (user == t.getOperation())
       continue;
     auto generic = dyn_cast<linalg::GenericOp>(user);
-    if (!generic || !isMatmul(generic) || !generic.isDpsInput(&use) || generic->getBlock() != t->getBlock())
+    if (!generic || !mlir::nova::isTaggedMatmul(generic) || !generic.isDpsInput(&use) || generic->getBlock() != t->getBlock())
       return false;
     readers.push_back(&use);
   }
-  if (readers.empty() || writtenAfter(t, rootOf(src)))
+  if (readers.empty() || writtenAfter(t, mlir::nova::bufferRoot(src)))
     return false;
 
   OpBuilder b(t);

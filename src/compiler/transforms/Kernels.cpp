@@ -9,9 +9,39 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
+
+bool mlir::nova::isTaggedMatmul(Operation *op) {
+  auto tag = op->getAttrOfType<StringAttr>("nova.kernel");
+  return tag && tag.getValue() == "matmul";
+}
+
+Value mlir::nova::bufferRoot(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    auto view = dyn_cast<ViewLikeOpInterface>(def);
+    if (!view)
+      break;
+    v = view.getViewSource();
+  }
+  return v;
+}
+
+void mlir::nova::forEachWrittenRoot(Operation *op, llvm::function_ref<void(Value)> f) {
+  op->walk([&](Operation *inner) {
+    auto iface = dyn_cast<MemoryEffectOpInterface>(inner);
+    if (!iface)
+      return;
+    SmallVector<MemoryEffects::EffectInstance> effects;
+    iface.getEffects(effects);
+    for (auto &e : effects)
+      if (isa<MemoryEffects::Write>(e.getEffect()) && e.getValue())
+        f(bufferRoot(e.getValue()));
+  });
+}
 
 ModuleOp mlir::nova::kernelsModule(ModuleOp top) {
   for (auto m : top.getOps<ModuleOp>())
@@ -24,7 +54,7 @@ Operation *mlir::nova::kernelRoot(func::FuncOp kernel) {
   if (kernel.isExternal())
     return nullptr;
   for (Operation &op : kernel.front())
-    if (auto tag = op.getAttrOfType<StringAttr>("nova.kernel"); tag && tag.getValue() == "matmul")
+    if (isTaggedMatmul(&op))
       return &op;
   Operation *term = kernel.front().getTerminator();
   return term->getPrevNode();

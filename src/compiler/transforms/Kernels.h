@@ -23,6 +23,18 @@ namespace mlir::nova {
 
 inline constexpr llvm::StringLiteral kKernelsModuleName = "kernels";
 
+/// Whether `op` is a contraction nova-lower-to-linalg tagged
+/// `nova.kernel = "matmul"`.
+bool isTaggedMatmul(Operation *op);
+
+/// The allocation or argument a buffer value views (through every
+/// view-like op).
+Value bufferRoot(Value v);
+
+/// Calls `f` with the root buffer (bufferRoot) of every write `op` or an op
+/// nested in it declares.
+void forEachWrittenRoot(Operation *op, llvm::function_ref<void(Value)> f);
+
 /// The nested `module @kernels`, or null.
 ModuleOp kernelsModule(ModuleOp top);
 

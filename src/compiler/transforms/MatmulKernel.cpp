@@ -1,6 +1,7 @@
 //===- MatmulKernel.cpp - recognising a vectorizable matmul ------*- C++ -*-===//
 
 #include "compiler/transforms/MatmulKernel.h"
+#include "compiler/transforms/Kernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 
@@ -14,8 +15,7 @@ int64_t mlir::nova::MatmulOperands::batch() const {
 }
 
 std::optional<mlir::nova::MatmulOperands> mlir::nova::matchMatmul(linalg::GenericOp op) {
-  auto tag = op->getAttrOfType<StringAttr>("nova.kernel");
-  if (!tag || tag.getValue() != "matmul" || !op.hasPureBufferSemantics() ||
+  if (!isTaggedMatmul(op) || !op.hasPureBufferSemantics() ||
       op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
     return std::nullopt;
   MatmulOperands m;

@@ -61,31 +61,11 @@ bool isWholeBuffer(Value v) {
   return type && type.hasStaticShape() && type.getLayout().isIdentity();
 }
 
-/// The allocation or argument a buffer value views.
-Value rootOf(Value v) {
-  while (Operation *def = v.getDefiningOp()) {
-    auto view = dyn_cast<ViewLikeOpInterface>(def);
-    if (!view)
-      break;
-    v = view.getViewSource();
-  }
-  return v;
-}
-
 /// Every buffer some op of the step writes (through any view).
 llvm::DenseSet<Value> writtenRoots(Block &entry) {
   llvm::DenseSet<Value> written;
   for (Operation &top : entry)
-    top.walk([&](Operation *op) {
-      auto iface = dyn_cast<MemoryEffectOpInterface>(op);
-      if (!iface)
-        return;
-      SmallVector<MemoryEffects::EffectInstance> effects;
-      iface.getEffects(effects);
-      for (auto &e : effects)
-        if (isa<MemoryEffects::Write>(e.getEffect()) && e.getValue())
-          written.insert(rootOf(e.getValue()));
-    });
+    mlir::nova::forEachWrittenRoot(&top, [&](Value root) { written.insert(root); });
   return written;
 }
 
@@ -96,8 +76,7 @@ bool initializes(Operation *fill, Operation *next) {
   auto g = dyn_cast<linalg::GenericOp>(next);
   if (!f || !g || !f.hasPureBufferSemantics() || !g.hasPureBufferSemantics())
     return false;
-  auto tag = g->getAttrOfType<StringAttr>("nova.kernel");
-  return tag && tag.getValue() == "matmul" && g.getNumDpsInits() == 1 &&
+  return mlir::nova::isTaggedMatmul(g) && g.getNumDpsInits() == 1 &&
          f.getDpsInits()[0] == g.getDpsInits()[0];
 }
 
@@ -108,7 +87,7 @@ llvm::DenseMap<Value, size_t> lastUses(ArrayRef<Operation *> compute) {
     op->walk([&, i = i](Operation *inner) {
       for (Value v : inner->getOperands())
         if (isa<MemRefType>(v.getType()))
-          last[rootOf(v)] = i;
+          last[mlir::nova::bufferRoot(v)] = i;
     });
   return last;
 }
@@ -123,7 +102,7 @@ bool isEpilogue(Operation *matmul, Operation *next, size_t index,
   auto g = dyn_cast<linalg::GenericOp>(next);
   if (!mm || !g || !mlir::nova::isRegisterEpilogue(mm, g))
     return false;
-  Value root = rootOf(mm.getDpsInits()[0]);
+  Value root = mlir::nova::bufferRoot(mm.getDpsInits()[0]);
   if (!isa_and_nonnull<memref::AllocOp>(root.getDefiningOp()))
     return false; // a step argument: the caller reads it
   auto it = last.find(root);
@@ -146,7 +125,7 @@ public:
 
   bool isClonedRead(Operation *def) const {
     auto load = dyn_cast<memref::LoadOp>(def);
-    return load && !written.contains(rootOf(load.getMemref()));
+    return load && !written.contains(mlir::nova::bufferRoot(load.getMemref()));
   }
 
   /// Outlines `group` (consecutive compute ops of the step, run in order by

@@ -6,15 +6,16 @@
 //
 // Workgroup wg owns one block of the result: row-major over the tile counts
 // of (batch..., m, n), block = [b0, b1) x [m0, m1) x [n0, n1). Inside it,
-// for each MR x NR register tile (NR = two vector registers of columns) the
-// k loop carries 2*MR vector accumulators: per k it loads one row segment of
-// rhs (2 vectors), broadcasts MR scalars of lhs and issues 2*MR FMAs. With
-// MR = 6 and 512-bit vectors that is 12 accumulators + 2 rhs + 1 broadcast =
-// 15 of the 32 zmm registers. Column tiles are the outer loop so a K x NR
-// panel of rhs is reused from cache by every row tile. Block tiles are
-// multiples of MR / NR, so only a block at the bottom or right edge has
-// rows or columns left over; they run as copies of the original generic on
-// (dynamic) subviews, which linalg-to-loops turns into scalar loops.
+// the reduction is swept in slabs of kc: per slab the block's rhs is packed
+// into contiguous kc x NR micro-panels (and a transposed lhs into MR-row
+// slots), then for each row tile, for each column tile, the MR x NR
+// register tile (NR = nv vectors) is carried through the k loop: per k one
+// rhs row of nv vectors, MR lhs broadcasts, MR*nv FMAs (6 x 4 vectors on
+// AVX-512: 24 accumulators + 4 + 1 of the 32 zmm registers). The lhs
+// micro-panel stays in L1 while the packed rhs streams from L2. Block tiles
+// are multiples of MR / NR: rows left over (M % MR, in the last row block)
+// get a microkernel of M % MR rows; columns left over (N % NR) run as a
+// copy of the original generic on (dynamic) subviews.
 //
 //===----------------------------------------------------------------------===//
 
@@ -452,47 +453,39 @@ void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<i
                 if (packedLhs)
                   buildPackTransposedLhs(pb, pl, m, batch, block.m0, block.m0, mv, k0, klen, packedLhs,
                                          tileRows);
+                // The row tile at i0 (`rows` rows) against every column tile
+                // of the block; its packed lhs (if any) is in slot (i0 - m0) / MR.
+                auto columnTiles = [&](OpBuilder &ib, Location il, Value i0, int64_t rows) {
+                  Value slot = packedLhs ? ib.create<arith::DivUIOp>(
+                                               il, ib.create<arith::SubIOp>(il, i0, block.m0),
+                                               index(ib, il, tileRows)).getResult()
+                                         : Value();
+                  ib.create<scf::ForOp>(
+                      il, block.n0, nv, index(ib, il, nr), ValueRange{},
+                      [&](OpBuilder &jb, Location jl, Value j0, ValueRange) {
+                        Value panel = jb.create<arith::DivUIOp>(
+                            jl, jb.create<arith::SubIOp>(jl, j0, block.n0), index(jb, jl, nr));
+                        buildMicrokernel(jb, jl, m, batch, i0, j0, k0, klen, packed, panel, packedLhs,
+                                         slot, vecType, rows, cols, fromZero, epilogue, isLast);
+                        jb.create<scf::YieldOp>(jl);
+                      });
+                };
                 pb.create<scf::ForOp>(
                     pl, block.m0, mv, index(pb, pl, tileRows), ValueRange{},
                     [&](OpBuilder &ib, Location il, Value i0, ValueRange) {
-                      Value slot = packedLhs ? ib.create<arith::DivUIOp>(
-                                                   il, ib.create<arith::SubIOp>(il, i0, block.m0),
-                                                   index(ib, il, tileRows)).getResult()
-                                             : Value();
-                      ib.create<scf::ForOp>(
-                          il, block.n0, nv, index(ib, il, nr), ValueRange{},
-                          [&](OpBuilder &jb, Location jl, Value j0, ValueRange) {
-                            Value panel = jb.create<arith::DivUIOp>(
-                                jl, jb.create<arith::SubIOp>(jl, j0, block.n0), index(jb, jl, nr));
-                            buildMicrokernel(jb, jl, m, batch, i0, j0, k0, klen, packed, panel,
-                                             packedLhs, slot, vecType, tileRows, cols, fromZero,
-                                             epilogue, isLast);
-                            jb.create<scf::YieldOp>(jl);
-                          });
+                      columnTiles(ib, il, i0, tileRows);
                       ib.create<scf::YieldOp>(il);
                     });
                 if (edgeRows > 0) {
                   // Only the block that holds rows [M - M % MR, M) has mv < m1.
                   Value hasEdge = pb.create<arith::CmpIOp>(pl, arith::CmpIPredicate::ult, mv, block.m1);
                   pb.create<scf::IfOp>(pl, hasEdge, [&](OpBuilder &eb, Location el) {
-                    Value slot;
                     if (packedLhs) {
                       Value end = eb.create<arith::AddIOp>(el, mv, index(eb, el, edgeRows));
                       buildPackTransposedLhs(eb, el, m, batch, block.m0, mv, end, k0, klen, packedLhs,
                                              edgeRows);
-                      slot = eb.create<arith::DivUIOp>(el, eb.create<arith::SubIOp>(el, mv, block.m0),
-                                                       index(eb, el, tileRows));
                     }
-                    eb.create<scf::ForOp>(
-                        el, block.n0, nv, index(eb, el, nr), ValueRange{},
-                        [&](OpBuilder &jb, Location jl, Value j0, ValueRange) {
-                          Value panel = jb.create<arith::DivUIOp>(
-                              jl, jb.create<arith::SubIOp>(jl, j0, block.n0), index(jb, jl, nr));
-                          buildMicrokernel(jb, jl, m, batch, mv, j0, k0, klen, packed, panel,
-                                           packedLhs, slot, vecType, edgeRows, cols, fromZero,
-                                           epilogue, isLast);
-                          jb.create<scf::YieldOp>(jl);
-                        });
+                    columnTiles(eb, el, mv, edgeRows);
                     eb.create<scf::YieldOp>(el);
                   });
                 }

@@ -49,8 +49,9 @@ namespace {
 constexpr int64_t kWorkgroupsPerCore = 4;
 /// A matmul runs as one workgroup per core: each extra block packs its rhs
 /// (and a transposed lhs) again, and those packing phases do not overlap
-/// the FMAs. (Measured, 2-core AVX-512: 1 per core against 4 per core is
-/// 1.04-1.10x on row-major shapes, 1.17-1.29x with a transposed lhs.)
+/// the FMAs. (bench/matmul_bench, consecutive runs, 2-core AVX-512: 1 per
+/// core against 4 per core is 1.04-1.09x on row-major shapes but 0.97x on
+/// 1024^3, and 1.16-1.31x with a transposed lhs.)
 constexpr int64_t kMatmulWorkgroupsPerCore = 1;
 constexpr int64_t kMinParallelPoints = int64_t{1} << 15;
 constexpr int64_t kMinParallelFlops = int64_t{1} << 20;
@@ -141,9 +142,10 @@ std::optional<nova::LoweringConfigAttr> configureMatmul(linalg::GenericOp op,
   // L2 beside the lhs rows and result tiles streaming through it (half when
   // the lhs is transposed: that lhs is packed, and the two slabs share
   // half of L2, below), and at most kMaxPackedBytes (it is on the
-  // workgroup's stack). (Measured, 2-core AVX-512: a quarter against half
-  // is 1.02-1.06x on 1024^2 and 2048^2; with a transposed lhs, half is
-  // 1.16x on 256x1024x2048, the extra column block packing the lhs again.)
+  // workgroup's stack). (bench/matmul_bench, two runs each, 2-core
+  // AVX-512: a quarter against half is 1.01-1.06x on 1024^3 and 2048^3;
+  // with a transposed lhs, half is 1.16-1.17x on 256x1024x2048, the extra
+  // column block packing the lhs again.)
   int64_t slabBudget = std::min<int64_t>(facts.l2Bytes / (m->transposeA ? 2 : 4), kMaxPackedBytes);
   int64_t maxColTiles = std::max<int64_t>(1, slabBudget / (kc * nr * elemBytes));
   int64_t minChunks = ceilDiv(nTiles, maxColTiles);
