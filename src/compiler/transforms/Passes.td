@@ -202,6 +202,25 @@ def NovaVectorizeMatmul : Pass<"nova-vectorize-matmul", "mlir::ModuleOp"> {
                            "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect"];
 }
 
+def NovaMergeDisjointSums : Pass<"nova-merge-disjoint-sums", "mlir::ModuleOp"> {
+  let summary = "A sum of zero-padded parts that do not overlap becomes the parts inserted into one buffer";
+  let description = [{
+    On linalg on tensors: an elementwise generic that only adds its inputs,
+    each input a chain of `tensor.insert_slice`s (static boxes) into a zero
+    `linalg.fill`, with no two boxes overlapping, is replaced by all those
+    inserts into one buffer: filled with zero only where the boxes leave
+    gaps, not at all when they cover it. Each element of the sum has one
+    non-zero term, so the result is the same value (the sign of a zero
+    aside). This is the gradient of a tensor sliced into parts: the fused
+    QKV projection's gradient from the gradients of q, k and v, which was
+    three full-size fills and a three-way sum.
+
+    Before: `%s = linalg.generic (sum) ins(insert(%a into fill 0), insert(%b into fill 0))`
+    After:  `%s = insert(%b into insert(%a into tensor.empty))` (boxes covering it)
+  }];
+  let dependentDialects = ["mlir::tensor::TensorDialect"];
+}
+
 def NovaRelaxReductions : Pass<"nova-relax-reductions", "mlir::ModuleOp"> {
   let summary = "Allow reductions to be reassociated, so they vectorize";
   let description = [{
