@@ -12,6 +12,10 @@
 // A full reduction has no parallel loop to split.
 // CHECK-LABEL: func.func @full_reduction
 // CHECK-SAME: #nova.lowering_config<loops, workgroups = 1, tile = [0, 0], register_tile = []>
+// A column sum (a bias gradient) splits its columns into one stripe per
+// core: 2 workgroups of 128 columns, not 8 of 32.
+// CHECK-LABEL: func.func @column_sum
+// CHECK-SAME: #nova.lowering_config<loops, workgroups = 2, tile = [0, 128], register_tile = []>
 // A 2048x768x256 matmul with 32 registers of 16 lanes: 6 x 4-vector
 // register tiles (24 accumulators, 2.4 FMAs per load); kc = K = 256 (a
 // quarter of the 48 KiB L1 would hold the 6 x 512 lhs micro-panel); one
@@ -47,6 +51,15 @@ module {
     func.func @full_reduction(%wg: index, %a: memref<512x512xf32>, %s: memref<f32>) {
       linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> ()>], iterator_types = ["reduction", "reduction"]}
           ins(%a : memref<512x512xf32>) outs(%s : memref<f32>) {
+      ^bb0(%x: f32, %acc: f32):
+        %r = arith.addf %x, %acc : f32
+        linalg.yield %r : f32
+      }
+      return
+    }
+    func.func @column_sum(%wg: index, %a: memref<2048x256xf32>, %s: memref<256xf32>) {
+      linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>], iterator_types = ["reduction", "parallel"]}
+          ins(%a : memref<2048x256xf32>) outs(%s : memref<256xf32>) {
       ^bb0(%x: f32, %acc: f32):
         %r = arith.addf %x, %acc : f32
         linalg.yield %r : f32

@@ -30,7 +30,9 @@
 //          block packs the rhs, each column block a transposed lhs); a
 //          matmul under 2^20 flops is one workgroup.
 // loops    a structured op of at least 2^15 points is split along its
-//          outermost parallel loop into about 4 workgroups per core;
+//          outermost parallel loop into about 4 workgroups per core (one
+//          per core when that loop is the innermost of a reduction: a
+//          column sum streams wide stripes best);
 //          smaller ops, and ops without a parallel loop (full reductions),
 //          run as one.
 // serial   anything else (the loop nest of a scatter-add) is one workgroup.
@@ -205,7 +207,13 @@ nova::LoweringConfigAttr configureLoops(linalg::LinalgOp op, const nova::CpuFact
   for (size_t d = 0; d < ranges.size(); ++d) {
     if (iterators[d] != utils::IteratorType::parallel || ranges[d] < 2)
       continue;
-    int64_t groups = std::min(ranges[d], facts.cores * kWorkgroupsPerCore);
+    // A reduction whose split loop is the innermost (a column sum: bias and
+    // LayerNorm-weight gradients) streams its input a stripe of columns at
+    // a time, every row a stride apart: one wide stripe per core streams
+    // best (each row's stripe whole lines, the accumulators in registers).
+    bool columnReduction = op.getNumReductionLoops() > 0 && d + 1 == ranges.size();
+    int64_t perCore = columnReduction ? 1 : kWorkgroupsPerCore;
+    int64_t groups = std::min(ranges[d], facts.cores * perCore);
     tile[d] = ceilDiv(ranges[d], groups);
     return nova::LoweringConfigAttr::get(ctx, "loops", ceilDiv(ranges[d], tile[d]), tile, {}, {});
   }
