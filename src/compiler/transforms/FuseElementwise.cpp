@@ -4,8 +4,9 @@
 // consumer reads each element of the producer's result once (its indexing map
 // for that operand is a permutation of all loops). Otherwise the producer's
 // arithmetic would be repeated for every iteration that reads the element —
-// N times for a matmul operand. And only into the producer's one consumer
-// (besides the step's return).
+// N times for a matmul operand. And only into the producer's one consumer,
+// except a broadcast (free to clone) and a producer the step also returns
+// (fused as one more output of the consumer: multi-output fusion).
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,40 +25,81 @@ using namespace mlir;
 
 namespace {
 
-bool readsEachElementOnce(OpOperand *fused) {
+/// The consumer reads each element of the fused operand once (its indexing
+/// map is a permutation of all loops). Otherwise the producer's arithmetic
+/// would be repeated for every iteration that reads the element.
+bool readsOnce(OpOperand *fused) {
   auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
-  if (!consumer)
-    return false;
-  if (!consumer.getMatchingIndexingMap(fused).isPermutation())
+  return consumer && consumer.getMatchingIndexingMap(fused).isPermutation();
+}
+
+/// A generic that only moves its input (a broadcast: its body yields a
+/// block argument).
+bool onlyMoves(Operation *op) {
+  auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
+  return generic && generic.getNumDpsInputs() == 1 && generic.getNumDpsInits() == 1 &&
+         generic.getBody()->getOperations().size() == 1 &&
+         generic.getBody()->getTerminator()->getOperand(0) == generic.getBody()->getArgument(0);
+}
+
+/// linalg's producer-consumer fusion decides with this.
+bool fuseInto(OpOperand *fused) {
+  if (!readsOnce(fused))
     return false;
   // Only into the producer's one consumer: fusing a value used by several
   // ops clones its computation into each of them (and its own producers
   // into each clone), which recomputes it and, over a training step's
-  // shared subgraphs, makes the pass quadratic in the graph.
-  // A use by the step's return is no clone: linalg keeps that result as
-  // one more output of the fused op (AdamW's new m and v are returned and
-  // read by the parameter update: one pass computes all three).
+  // shared subgraphs, makes the pass quadratic in the graph. But a
+  // broadcast costs nothing to clone into each consumer, and its input is
+  // then read through the clone's indexing map instead of materialized at
+  // full size (the grad-clip scale broadcast to every gradient's shape).
   Operation *producer = fused->get().getDefiningOp();
-  // A producer that only moves its input (a broadcast: its body yields a
-  // block argument) costs nothing to clone into each consumer, and its own
-  // input is read through the clone's indexing map instead of being
-  // materialized at full size (the grad-clip scale broadcast to every
-  // gradient's shape).
-  if (auto generic = dyn_cast_or_null<linalg::GenericOp>(producer))
-    if (generic.getNumDpsInputs() == 1 && generic.getNumDpsInits() == 1 &&
-        generic.getBody()->getOperations().size() == 1 &&
-        generic.getBody()->getTerminator()->getOperand(0) == generic.getBody()->getArgument(0))
-      return true;
-  return producer && llvm::all_of(producer->getUsers(), [&](Operation *user) {
-           return user == fused->getOwner() || isa<func::ReturnOp>(user);
-         });
+  if (onlyMoves(producer))
+    return true;
+  return producer && llvm::all_of(producer->getUsers(), [&](Operation *user) { return user == fused->getOwner(); });
 }
+
+/// A producer whose result the step also returns fuses into its one
+/// consumer, the fused op yielding that result as well: AdamW's new m and
+/// v are returned and read by the parameter update, so one pass computes
+/// all three. (linalg's pattern keeps such a producer beside the fused op,
+/// computing the value twice; here every use moves to the fused op.)
+struct FuseReturnedProducer : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(linalg::GenericOp consumer, PatternRewriter &rewriter) const override {
+    for (OpOperand &operand : consumer->getOpOperands()) {
+      auto producer = operand.get().getDefiningOp<linalg::GenericOp>();
+      if (!producer || producer->getNumResults() != 1 || !readsOnce(&operand) ||
+          !linalg::areElementwiseOpsFusable(&operand))
+        continue;
+      bool returnedToo = false, otherUse = false;
+      for (Operation *user : producer->getUsers()) {
+        if (isa<func::ReturnOp>(user))
+          returnedToo = true;
+        else if (user != consumer.getOperation())
+          otherUse = true;
+      }
+      if (!returnedToo || otherUse)
+        continue;
+      FailureOr<linalg::ElementwiseOpFusionResult> fused = linalg::fuseElementwiseOps(rewriter, &operand);
+      if (failed(fused))
+        continue;
+      for (auto [original, replacement] : fused->replacements)
+        rewriter.replaceAllUsesWith(original, replacement);
+      rewriter.eraseOp(consumer);
+      rewriter.eraseOp(producer);
+      return success();
+    }
+    return failure();
+  }
+};
 
 struct NovaFuseElementwise
     : mlir::nova::impl::NovaFuseElementwiseBase<NovaFuseElementwise> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    linalg::populateElementwiseOpsFusionPatterns(patterns, readsEachElementOnce);
+    linalg::populateElementwiseOpsFusionPatterns(patterns, fuseInto);
+    patterns.add<FuseReturnedProducer>(&getContext());
     // A step is one long block: region simplification (block merging) costs
     // most of the time and finds nothing to do there.
     GreedyRewriteConfig config;

@@ -23,3 +23,20 @@ func.func @chain_and_matmul(%x: tensor<4x8xf32>, %w: tensor<8x3xf32>) -> tensor<
   %3 = nova.matmul %2, %w : tensor<4x8xf32>, tensor<8x3xf32>
   return %3 : tensor<4x3xf32>
 }
+
+// AdamW's shape: m' = b m + g is returned and read by the update p - m'.
+// One generic computes both (two results), m' is not computed twice.
+// CHECK-LABEL: func @returned_producer
+// CHECK: %[[F:.*]]:2 = linalg.generic
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK: arith.subf
+// CHECK: linalg.yield
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[F]]#1, %[[F]]#0
+func.func @returned_producer(%m: tensor<4x8xf32>, %g: tensor<4x8xf32>, %p: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %b = nova.mul %m, %m : tensor<4x8xf32>, tensor<4x8xf32>
+  %m2 = nova.add %b, %g : tensor<4x8xf32>, tensor<4x8xf32>
+  %p2 = nova.sub %p, %m2 : tensor<4x8xf32>, tensor<4x8xf32>
+  return %p2, %m2 : tensor<4x8xf32>, tensor<4x8xf32>
+}
