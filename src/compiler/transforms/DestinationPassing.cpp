@@ -7,13 +7,17 @@
 // caller's buffers, so no result is allocated inside compiled code.
 // `nova.result_aliases` (one entry per result: an argument index or -1)
 // marks results that overwrite an argument in place (parameters, optimizer
-// state); such results get no output argument of their own.
+// state); such results get no output argument of their own, and the op that
+// computes one into a fresh tensor computes it into the argument instead.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/transforms/Passes.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
 namespace mlir::nova {
@@ -70,6 +74,27 @@ LogicalResult convertFunction(func::FuncOp func) {
     newInputs.push_back(arg.getType());
   }
 
+  // A result that overwrites an argument, computed by a structured op into
+  // a fresh tensor, is computed into the argument itself: the update of a
+  // parameter or optimizer state writes in place, with no copy after it.
+  // (One-shot bufferization checks that every read of the old value comes
+  // first; where one does not, it copies, as before.)
+  for (auto [i, result] : llvm::enumerate(ret.getOperands())) {
+    if (aliases[i] < 0)
+      continue;
+    auto producer = result.getDefiningOp<DestinationStyleOpInterface>();
+    if (!producer || !isa<linalg::LinalgOp>(producer.getOperation()))
+      continue;
+    OpOperand *init = producer.getTiedOpOperand(cast<OpResult>(result));
+    auto linalgOp = cast<linalg::LinalgOp>(producer.getOperation());
+    if (!init || !init->get().getDefiningOp<tensor::EmptyOp>() || linalgOp.payloadUsesValueFromOperand(init))
+      continue;
+    Value arg = entry.getArgument(aliases[i]);
+    for (Operation *user : arg.getUsers())
+      if (auto toTensor = dyn_cast<bufferization::ToTensorOp>(user))
+        init->set(toTensor.getResult());
+  }
+
   b.setInsertionPoint(ret);
   for (auto [i, result] : llvm::enumerate(ret.getOperands())) {
     Value out;
@@ -80,9 +105,9 @@ LogicalResult convertFunction(func::FuncOp func) {
       newInputs.push_back(out.getType());
     }
     // A donated argument already has a `to_tensor restrict`, so its
-    // materialization may not claim `restrict` too: it bufferizes to a copy
-    // into the argument after every read of the old value (correct; making
-    // the update itself write in place is future work).
+    // materialization may not claim `restrict` too: where the result was
+    // not computed into the argument above, it bufferizes to a copy into
+    // the argument after every read of the old value.
     b.create<bufferization::MaterializeInDestinationOp>(
         ret.getLoc(), Type(), result, out, /*restrict=*/aliases[i] < 0, /*writable=*/true);
   }

@@ -32,3 +32,23 @@ func.func @update(%p: tensor<4xf32>, %g: tensor<4xf32>, %l: tensor<f32>) -> (ten
   %0 = arith.subf %p, %g : tensor<4xf32>
   return %l, %0 : tensor<f32>, tensor<4xf32>
 }
+
+// A structured op computing an in-place result into a fresh tensor computes
+// it into the argument it overwrites: its init becomes that argument.
+// CHECK-LABEL: func.func @update_in_place
+// CHECK-SAME: (%[[P:.*]]: memref<4xf32>, %[[G:.*]]: memref<4xf32>)
+// CHECK: %[[TP:.*]] = bufferization.to_tensor %[[P]] restrict writable
+// CHECK: %[[TG:.*]] = bufferization.to_tensor %[[G]] restrict :
+// CHECK: %[[U:.*]] = linalg.generic {{.*}} ins(%[[TP]], %[[TG]] : {{.*}}) outs(%[[TP]] : tensor<4xf32>)
+// CHECK: bufferization.materialize_in_destination %[[U]] in writable %[[P]]
+func.func @update_in_place(%p: tensor<4xf32>, %g: tensor<4xf32>) -> tensor<4xf32>
+    attributes {nova.result_aliases = array<i64: 0>} {
+  %e = tensor.empty() : tensor<4xf32>
+  %0 = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%p, %g : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %d = arith.subf %a, %b : f32
+    linalg.yield %d : f32
+  } -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
