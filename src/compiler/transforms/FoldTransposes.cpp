@@ -28,14 +28,18 @@ using namespace mlir;
 
 namespace {
 
-/// Whether any op after `from` in its block writes (through any view) the
-/// buffer `root`.
-bool writtenAfter(Operation *from, Value root) {
+/// Whether an op after `from`, up to and including `until` (same block),
+/// writes (through any view) the buffer `root`: the view would then read the
+/// new values. Writes after the last reader (a parameter's in-place update)
+/// do not matter.
+bool writtenBetween(Operation *from, Operation *until, Value root) {
   for (Operation *op = from->getNextNode(); op; op = op->getNextNode()) {
     bool writes = false;
     mlir::nova::forEachWrittenRoot(op, [&](Value written) { writes |= written == root; });
     if (writes)
       return true;
+    if (op == until)
+      break;
   }
   return false;
 }
@@ -58,7 +62,13 @@ bool fold(linalg::TransposeOp t) {
       return false;
     readers.push_back(&use);
   }
-  if (readers.empty() || writtenAfter(t, mlir::nova::bufferRoot(src)))
+  if (readers.empty())
+    return false;
+  Operation *lastReader = readers.front()->getOwner();
+  for (OpOperand *use : readers)
+    if (lastReader->isBeforeInBlock(use->getOwner()))
+      lastReader = use->getOwner();
+  if (writtenBetween(t, lastReader, mlir::nova::bufferRoot(src)))
     return false;
 
   OpBuilder b(t);

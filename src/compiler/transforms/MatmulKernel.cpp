@@ -29,15 +29,21 @@ std::optional<mlir::nova::MatmulOperands> mlir::nova::matchMatmul(linalg::Generi
       !rhsType.hasStaticShape() || !m.outType.hasStaticShape() ||
       !m.outType.getLayout().isIdentity())
     return std::nullopt;
-  // The rhs is read by rows of vectors (packing): its last dim unit-stride.
-  // (It may be a transposed view: nova-fold-transposes.)
-  auto unitLastStride = [](MemRefType t) {
+  // The rhs is packed by rows of vectors (its last dim unit-stride) or, a
+  // transposed view (nova-fold-transposes), by columns (its k dim
+  // unit-stride).
+  auto unitStride = [](MemRefType t, int64_t fromEnd) {
     int64_t offset;
     SmallVector<int64_t> strides;
-    return succeeded(getStridesAndOffset(t, strides, offset)) && !strides.empty() && strides.back() == 1;
+    return succeeded(getStridesAndOffset(t, strides, offset)) &&
+           static_cast<int64_t>(strides.size()) >= fromEnd && strides[strides.size() - fromEnd] == 1;
   };
-  if (!unitLastStride(rhsType))
-    return std::nullopt;
+  auto unitLastStride = [&](MemRefType t) { return unitStride(t, 1); };
+  if (!unitLastStride(rhsType)) {
+    if (!unitStride(rhsType, 2))
+      return std::nullopt;
+    m.rhsColumns = true;
+  }
   Type elem = m.outType.getElementType();
   if (!elem.isF32() && !elem.isF64())
     return std::nullopt;

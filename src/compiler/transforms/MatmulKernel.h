@@ -21,6 +21,9 @@ namespace mlir::nova {
 struct MatmulOperands {
   Value lhs, rhs, out;
   bool transposeA = false;
+  /// The rhs view [.., k, n] has its k dim unit-stride (a transposed rhs read
+  /// in place, nova-fold-transposes): packed column by column.
+  bool rhsColumns = false;
   MemRefType outType;
   int64_t batchRank = 0, M = 0, N = 0, K = 0;
   /// Product of the batch extents.

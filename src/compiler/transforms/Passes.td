@@ -97,9 +97,10 @@ def NovaFoldTransposes : Pass<"nova-fold-transposes", "mlir::ModuleOp"> {
     transposed for the backward) becomes a `memref.transpose` view of its
     source: the matmul reads the source in the permuted order, and the copy
     and its buffer disappear. It applies when the source is not written
-    after the transpose and the view keeps what the matmul lowering needs of
-    that operand (a unit-stride last dimension for the rhs and for a
-    transposed lhs).
+    between the transpose and its last reader, and the view keeps what the
+    matmul lowering needs of that operand (a unit-stride last or k
+    dimension for the rhs, a unit-stride last dimension for a transposed
+    lhs).
 
     Before: `linalg.transpose ins(%src) outs(%tmp) permutation = [1, 0]`, `%tmp` used by a matmul
     After:  `%v = memref.transpose %src (d0, d1) -> (d1, d0)` used by the matmul

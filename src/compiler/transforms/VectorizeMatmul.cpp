@@ -249,6 +249,37 @@ void buildPackRhs(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange 
   b.create<scf::ForOp>(
       l, n0, nv, index(b, l, nr), ValueRange{}, [&](OpBuilder &jb, Location jl, Value j0, ValueRange) {
         Value panel = jb.create<arith::DivUIOp>(jl, jb.create<arith::SubIOp>(jl, j0, n0), index(jb, jl, nr));
+        if (m.rhsColumns) {
+          // A transposed rhs: row kk of the panel gathers NR columns, each a
+          // whole rhs row apart. A group of `width` columns at a time, so
+          // the group's lines stay in L1 across the kk that reuse them
+          // (rows a power of two apart share a few L1 sets: all NR at once
+          // would evict each other).
+          jb.create<scf::ForOp>(
+              jl, index(jb, jl, 0), index(jb, jl, nr), index(jb, jl, width), ValueRange{},
+              [&](OpBuilder &gb, Location gl, Value c0, ValueRange) {
+                gb.create<scf::ForOp>(
+                    gl, index(gb, gl, 0), klen, index(gb, gl, 1), ValueRange{},
+                    [&](OpBuilder &kb, Location kl, Value kk, ValueRange) {
+                      Value k = kb.create<arith::AddIOp>(kl, k0, kk);
+                      kb.create<scf::ForOp>(
+                          kl, index(kb, kl, 0), index(kb, kl, width), index(kb, kl, 1), ValueRange{},
+                          [&](OpBuilder &cb, Location cl, Value dc, ValueRange) {
+                            Value c = cb.create<arith::AddIOp>(cl, c0, dc);
+                            SmallVector<Value> src(batch.begin(), batch.end());
+                            src.push_back(k);
+                            src.push_back(cb.create<arith::AddIOp>(cl, j0, c));
+                            Value v = cb.create<memref::LoadOp>(cl, m.rhs, src);
+                            cb.create<memref::StoreOp>(cl, v, packed, ValueRange{panel, kk, c});
+                            cb.create<scf::YieldOp>(cl);
+                          });
+                      kb.create<scf::YieldOp>(kl);
+                    });
+                gb.create<scf::YieldOp>(gl);
+              });
+          jb.create<scf::YieldOp>(jl);
+          return;
+        }
         jb.create<scf::ForOp>(
             jl, index(jb, jl, 0), klen, index(jb, jl, 1), ValueRange{},
             [&](OpBuilder &kb, Location kl, Value kk, ValueRange) {
