@@ -1,6 +1,7 @@
 //===- Context.cpp - dialect registration for the compiler -------*- C++ -*-===//
 
 #include "compiler/Context.h"
+#include "compiler/dialect/NovaBufferization.h"
 #include "compiler/dialect/NovaDialect.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -39,6 +40,7 @@ void mlir::nova::registerNovaCompilerDialects(DialectRegistry &registry) {
   linalg::registerBufferizableOpInterfaceExternalModels(registry);
   tensor::registerBufferizableOpInterfaceExternalModels(registry);
   scf::registerBufferizableOpInterfaceExternalModels(registry);
+  registerNovaBufferizationModels(registry);
   bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);

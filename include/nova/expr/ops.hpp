@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <initializer_list>
 #include <vector>
 
@@ -369,6 +370,29 @@ auto slice_last(const A& x, std::int64_t begin, std::int64_t count,
   offsets.back() = begin;
   sizes.back() = count;
   return slice(x, std::move(offsets), std::move(sizes), loc);
+}
+
+/// Causal multi-head self-attention on a fused projection `qkv` [B, T, 3d]
+/// (columns: q | k | v; head h takes columns [h*hd, (h+1)*hd) of each,
+/// hd = d / heads): softmax(scale q k^T + causal mask) v per head, merged
+/// back into [B, T, d]. `scale` <= 0 means 1 / sqrt(hd). One op: the
+/// compiler runs it (and its gradient) as one kernel per (batch, head) that
+/// never stores the T x T probabilities; the same math as the unfused
+/// slice / matmul / softmax / matmul graph.
+template <expression A>
+auto causal_attention(const A& qkv, std::int64_t heads, double scale = 0.0,
+                      std::source_location loc = std::source_location::current()) {
+  if (qkv.rank() != 3 || qkv.dim(2) % 3 != 0)
+    throw ShapeError("nova.causal_attention: qkv must be [B, T, 3d], got " +
+                     to_string(qkv.spec()) + "\n  at " + detail::where(loc));
+  std::int64_t d = qkv.dim(2) / 3;
+  if (heads <= 0 || d % heads != 0)
+    throw ShapeError("nova.causal_attention: d = " + std::to_string(d) + " (qkv " +
+                     to_string(qkv.spec()) + ") is not divisible by " + std::to_string(heads) +
+                     " heads\n  at " + detail::where(loc));
+  if (scale <= 0.0) scale = 1.0 / std::sqrt(double(d / heads));
+  return detail::emit("nova.causal_attention", {qkv.id()}, {{"heads", heads}, {"scale", scale}},
+                      nullptr, loc);
 }
 
 /// [T, S] additive attention mask: 0 where column <= row, -inf above.

@@ -37,6 +37,11 @@ struct GPTConfig {
   /// Dropout on embeddings, attention probabilities and both residual
   /// branches (GPT-2's places); used only when a seed is given.
   double dropout = 0.0;
+  /// Attention as one nova.causal_attention op (one kernel per head, the
+  /// probabilities never stored) instead of the slice / matmul / softmax /
+  /// matmul graph. Dropout on the probabilities needs the graph: with a
+  /// seed and dropout > 0 the graph is used either way.
+  bool fused_attention = true;
 };
 
 inline std::string block_name(std::int64_t i, const char* rest) {
@@ -95,7 +100,8 @@ inline Expr<> gpt_block(const GPTConfig& c, const ParamExprs& p, std::int64_t i,
   };
   Expr<> h = layer_norm(x, w("ln1.gamma"), w("ln1.beta"), c.ln_eps, loc);
   Expr<> attn = causal_self_attention(h, w("attn.w_qkv"), w("attn.b_qkv"), w("attn.w_out"),
-                                      w("attn.b_out"), c.heads, loc, s, c.dropout, 1 + 3 * i);
+                                      w("attn.b_out"), c.heads, loc, s, c.dropout, 1 + 3 * i,
+                                      c.fused_attention);
   Expr<> y = add(x, drop(attn, 2 + 3 * i), loc);
   Expr<> h2 = layer_norm(y, w("ln2.gamma"), w("ln2.beta"), c.ln_eps, loc);
   Expr<> m = mlp(h2, w("mlp.w_fc"), w("mlp.b_fc"), w("mlp.w_proj"), w("mlp.b_proj"), loc);
@@ -145,4 +151,4 @@ Expr<> gpt_loss(const GPTConfig& c, const ParamExprs& p, const I& tokens, const 
 } // namespace nova::nn
 
 BOOST_HANA_ADAPT_STRUCT(nova::nn::GPTConfig, vocab, context, d_model, layers, heads, ln_eps,
-                        tie_embeddings, dropout);
+                        tie_embeddings, dropout, fused_attention);

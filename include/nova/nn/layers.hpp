@@ -58,13 +58,15 @@ Expr<> embedding(const T& table, const I& tokens,
 /// projection [d, 3d] (+ bias); head h takes columns [h*hd, (h+1)*hd) of each
 /// of q, k and v; scores are scaled by 1/sqrt(hd) and masked causally.
 /// With `seed`, dropout (rate `dropout`, stream `stream`) is applied to the
-/// attention probabilities.
+/// attention probabilities. `fused`: the part between the projections is
+/// one nova::causal_attention op, except when dropout needs the
+/// probabilities.
 template <expression X>
 Expr<> causal_self_attention(const X& x, const Expr<>& w_qkv, const Expr<>& b_qkv,
                              const Expr<>& w_out, const Expr<>& b_out, std::int64_t heads,
                              std::source_location loc = std::source_location::current(),
                              const Expr<>* seed = nullptr, double dropout = 0.0,
-                             std::int64_t stream = 0) {
+                             std::int64_t stream = 0, bool fused = true) {
   if (x.rank() != 3)
     throw ShapeError("nova::nn::causal_self_attention: x must be [B, T, d], got " +
                      to_string(x.spec()) + "\n  at " + detail::where(loc));
@@ -75,6 +77,12 @@ Expr<> causal_self_attention(const X& x, const Expr<>& w_qkv, const Expr<>& b_qk
                      detail::where(loc));
   std::int64_t hd = d / heads;
   Expr<> qkv = linear(x, w_qkv, b_qkv, loc);
+  if (fused && !(seed && dropout > 0)) {
+    std::optional<named_scope> scope(std::in_place, "attention");
+    Expr<> merged = causal_attention(qkv, heads, 1.0 / std::sqrt(double(hd)), loc);
+    scope.reset();
+    return linear(merged, w_out, b_out, loc);
+  }
   auto split_heads = [&](std::int64_t part) {
     Expr<> t = slice_last(qkv, part * d, d, loc);
     return permute(reshape(t, {B, T, heads, hd}, loc), {0, 2, 1, 3}, loc); // [B, H, T, hd]

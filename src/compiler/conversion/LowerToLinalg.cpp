@@ -28,6 +28,8 @@ struct NovaLowerToLinalg
     ConversionTarget target(*ctx);
     target.addIllegalDialect<nova::NovaDialect>();
     target.addLegalOp<ModuleOp>();
+    // Attention stays one op (destination style) for the target to expand.
+    target.addLegalOp<nova::AttentionKernelOp>();
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
                            arith::ArithDialect, math::MathDialect,
                            scf::SCFDialect, func::FuncDialect>();

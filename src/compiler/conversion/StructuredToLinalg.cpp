@@ -11,6 +11,9 @@
 // reshape      → tensor.collapse_shape to 1-D, then tensor.expand_shape.
 // transpose    → linalg.transpose.
 // constant     → linalg.fill of a scalar arith.constant.
+// causal_attention(_grad) → nova.attention_kernel (destination style) into
+//                a tensor.empty: the target expands it (the CPU's
+//                nova-vectorize-attention), not linalg.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +26,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include <limits>
+#include <type_traits>
 
 using namespace mlir;
 using namespace mlir::nova;
@@ -291,11 +295,31 @@ struct ConstantPattern : OpConversionPattern<ConstantOp> {
   }
 };
 
+/// nova.causal_attention and nova.causal_attention_grad → nova.attention_kernel.
+template <typename Op> struct AttentionPattern : OpConversionPattern<Op> {
+  using OpConversionPattern<Op>::OpConversionPattern;
+  using Adaptor = typename OpConversionPattern<Op>::OpAdaptor;
+  LogicalResult matchAndRewrite(Op op, Adaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    constexpr bool backward = std::is_same_v<Op, CausalAttentionGradOp>;
+    auto type = cast<RankedTensorType>(op.getType());
+    Value init = emptyOf(rewriter, op.getLoc(), type);
+    SmallVector<Value> inputs(adaptor.getOperands());
+    auto kernel = rewriter.create<AttentionKernelOp>(
+        op.getLoc(), TypeRange{type}, inputs, init, op.getHeadsAttr(), op.getScaleAttr(),
+        backward ? rewriter.getUnitAttr() : UnitAttr());
+    rewriter.replaceOp(op, kernel.getResults());
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::nova::populateStructuredToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<MatmulPattern, ReducePattern<ReduceSumOp>, ReducePattern<ReduceMeanOp>,
                ReducePattern<ReduceMaxOp>, SoftmaxPattern, LogSoftmaxPattern,
                OneHotPattern, BroadcastPattern,
-               ReshapePattern, TransposePattern, ConstantPattern>(patterns.getContext());
+               ReshapePattern, TransposePattern, ConstantPattern,
+               AttentionPattern<CausalAttentionOp>, AttentionPattern<CausalAttentionGradOp>>(
+      patterns.getContext());
 }

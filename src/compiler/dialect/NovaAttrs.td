@@ -17,6 +17,8 @@ def Nova_LoweringConfigAttr : AttrDef<Nova_Dialect, "LoweringConfig"> {
   let summary = "how one kernel is lowered: its kind, workgroup grid and tiles";
   let description = [{
     - `kind`: `matmul` (register-blocked vector kernel, nova-vectorize-matmul),
+      `attention` (nova.attention_kernel, nova-vectorize-attention: one
+      workgroup per (batch, head), `tile = [1, 1]` over them),
       `loops` (a structured op split over workgroups, then loops) or
       `serial` (anything else: one workgroup runs it whole).
     - `workgroups`: how many workgroups the launch runs; on the CPU each is a
@@ -28,8 +30,9 @@ def Nova_LoweringConfigAttr : AttrDef<Nova_Dialect, "LoweringConfig"> {
       `[kc]`, the slab of the reduction dimension a register tile's operands
       are swept over while they stay in L1.
     - `register_tile`: for `matmul`, rows x columns of the result one
-      register block holds (columns: a multiple of the vector width); empty
-      otherwise.
+      register block holds (columns: a multiple of the vector width); for
+      `attention`, query rows x head columns of one block of accumulators
+      (the columns also give the score columns per block); empty otherwise.
 
     A kernel function carries it under its own name, `nova.lowering_config`
     (`LoweringConfigAttr::name`).
@@ -48,6 +51,7 @@ def Nova_LoweringConfigAttr : AttrDef<Nova_Dialect, "LoweringConfig"> {
   let extraClassDeclaration = [{
     bool isMatmul() const { return getKind() == "matmul"; }
     bool isLoops() const { return getKind() == "loops"; }
+    bool isAttention() const { return getKind() == "attention"; }
   }];
 }
 

@@ -21,7 +21,7 @@ namespace {
 
 /// "4x3xf32": the shape as MLIR prints it, without the tensor<> wrapper.
 std::string shapeStr(Type type) {
-  auto t = cast<RankedTensorType>(type);
+  auto t = cast<ShapedType>(type);
   std::string s;
   llvm::raw_string_ostream os(s);
   for (int64_t d : t.getShape())
@@ -389,4 +389,91 @@ LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (inputs.drop_front() != TypeRange(getBuffers().getTypes()))
     return emitOpError("buffers do not match the parameters of kernel ") << getKernelAttr();
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+/// qkv must be [B, T, 3d] with d a multiple of `heads`.
+static LogicalResult checkQkv(StringRef opName, std::optional<Location> loc, Type qkvType,
+                              int64_t heads) {
+  auto qkv = cast<ShapedType>(qkvType);
+  if (qkv.getRank() != 3 || !qkv.hasStaticShape() || qkv.getDimSize(2) % 3 != 0)
+    return emitOptionalError(loc, "'", opName, "' op qkv must be [B, T, 3d], got ",
+                             shapeStr(qkvType));
+  int64_t d = qkv.getDimSize(2) / 3;
+  if (heads <= 0 || d % heads != 0)
+    return emitOptionalError(loc, "'", opName, "' op d = ", d, " (qkv ", shapeStr(qkvType),
+                             ") is not a multiple of ", heads, " heads");
+  return success();
+}
+
+/// [B, T, 3d] -> [B, T, d].
+static RankedTensorType attentionOutType(Type qkvType) {
+  auto qkv = cast<RankedTensorType>(qkvType);
+  return RankedTensorType::get({qkv.getDimSize(0), qkv.getDimSize(1), qkv.getDimSize(2) / 3},
+                               qkv.getElementType());
+}
+
+LogicalResult CausalAttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                  Adaptor adaptor,
+                                                  SmallVectorImpl<Type> &inferred) {
+  if (failed(checkQkv(getOperationName(), loc, adaptor.getQkv().getType(),
+                      adaptor.getHeadsAttr() ? adaptor.getHeads() : 0)))
+    return failure();
+  inferred.push_back(attentionOutType(adaptor.getQkv().getType()));
+  return success();
+}
+
+LogicalResult CausalAttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                      Adaptor adaptor,
+                                                      SmallVectorImpl<Type> &inferred) {
+  if (failed(checkQkv(getOperationName(), loc, adaptor.getQkv().getType(),
+                      adaptor.getHeadsAttr() ? adaptor.getHeads() : 0)))
+    return failure();
+  inferred.push_back(adaptor.getQkv().getType());
+  return success();
+}
+
+LogicalResult CausalAttentionGradOp::verify() {
+  if (getGrad().getType() != attentionOutType(getQkv().getType()))
+    return emitOpError() << "grad " << shapeStr(getGrad()) << " must be the attention's result "
+                         << shapeStr(attentionOutType(getQkv().getType())) << " for qkv "
+                         << shapeStr(getQkv());
+  return success();
+}
+
+LogicalResult AttentionKernelOp::verify() {
+  size_t expected = getBackward() ? 2 : 1;
+  if (getInputs().size() != expected)
+    return emitOpError() << "takes " << expected << " inputs " << (getBackward() ? "(qkv, grad)" : "(qkv)")
+                         << ", got " << getInputs().size();
+  Type qkv = getInputs()[0].getType();
+  if (failed(checkQkv(getOperationName(), getLoc(), qkv, getHeads())))
+    return failure();
+  auto shape = [](Type t) { return cast<ShapedType>(t).getShape(); };
+  auto out = attentionOutType(RankedTensorType::get(shape(qkv), cast<ShapedType>(qkv).getElementType()));
+  ArrayRef<int64_t> want = getBackward() ? shape(qkv) : out.getShape();
+  if (shape(getInit().getType()) != want)
+    return emitOpError() << "init " << shapeStr(getInit()) << " must have the shape of "
+                         << (getBackward() ? "qkv" : "the attention's result [B, T, d]");
+  if (getBackward() && shape(getInputs()[1].getType()) != out.getShape())
+    return emitOpError() << "grad " << shapeStr(getInputs()[1]) << " must be [B, T, d]";
+  bool tensors = isa<RankedTensorType>(getInit().getType());
+  if (tensors != (getNumResults() == 1))
+    return emitOpError() << "returns its result on tensors and nothing on buffers";
+  return success();
+}
+
+void AttentionKernelOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  // Only buffers have effects; on tensors the op is pure.
+  for (OpOperand &in : getInputsMutable())
+    if (isa<MemRefType>(in.get().getType()))
+      effects.emplace_back(MemoryEffects::Read::get(), &in, /*stage=*/0,
+                           /*effectOnFullRegion=*/true, SideEffects::DefaultResource::get());
+  if (isa<MemRefType>(getInit().getType()))
+    effects.emplace_back(MemoryEffects::Write::get(), &getInitMutable(), /*stage=*/0,
+                         /*effectOnFullRegion=*/true, SideEffects::DefaultResource::get());
 }

@@ -15,6 +15,7 @@ include "NovaDialect.td"
 include "NovaInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/DestinationStyleOpInterface.td"
 include "mlir/IR/BuiltinAttributes.td"
 include "mlir/IR/SymbolInterfaces.td"
 
@@ -259,6 +260,79 @@ def Nova_DropoutOp : Nova_Op<"dropout", [Pure, InferTypeOpAdaptor,
                        DefaultValuedAttr<I64Attr, "0">:$stream);
   let results = (outs Nova_FloatTensor:$result);
   let assemblyFormat = "$input `,` $seed attr-dict `:` type($input) `,` type($seed)";
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+def Nova_CausalAttentionOp : Nova_Op<"causal_attention", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<NovaDifferentiableOpInterface>]> {
+  let summary = "causal multi-head self-attention on a fused q|k|v projection";
+  let description = [{
+    `qkv` is [B, T, 3d]: columns [0, d) are q, [d, 2d) k, [2d, 3d) v; head h
+    takes columns [h*hd, (h+1)*hd) of each (hd = d / heads). The result is
+    [B, T, d], head h in its columns [h*hd, (h+1)*hd):
+
+      out[b, i, h] = sum_{j <= i} softmax_j(scale * q[b, i, h] . k[b, j, h]) v[b, j, h]
+
+    the same as slicing, permuting, `matmul(q, k^T) * scale + causal_mask`,
+    softmax and `matmul(p, v)`, merged back. One op so the target can run it
+    as one kernel per (batch, head) that never stores the T x T
+    probabilities (the backward recomputes them) and never copies a
+    permuted q, k or v.
+  }];
+  let arguments = (ins Nova_FloatTensor:$qkv, I64Attr:$heads, F64Attr:$scale);
+  let results = (outs Nova_FloatTensor:$result);
+  let assemblyFormat = "$qkv attr-dict `:` type($qkv) `->` type($result)";
+}
+
+def Nova_CausalAttentionGradOp : Nova_Op<"causal_attention_grad", [Pure, InferTypeOpAdaptor]> {
+  let summary = "the VJP of nova.causal_attention: d(qkv) from d(out)";
+  let description = [{
+    `grad` is the cotangent of nova.causal_attention's result [B, T, d]; the
+    result is the cotangent of `qkv` [B, T, 3d] (dq | dk | dv). With
+    P = softmax(scale q k^T + mask) and dP = grad v^T, per head:
+      dv = P^T grad,  dS = P * (dP - rowsum(P * dP)),
+      dq = scale dS k,  dk = scale dS^T q.
+  }];
+  let arguments = (ins Nova_FloatTensor:$qkv, Nova_FloatTensor:$grad, I64Attr:$heads,
+                       F64Attr:$scale);
+  let results = (outs Nova_FloatTensor:$result);
+  let assemblyFormat = "$qkv `,` $grad attr-dict `:` type($qkv) `,` type($grad)";
+  let hasVerifier = 1;
+}
+
+def Nova_AttentionKernelOp : Nova_Op<"attention_kernel", [
+    DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "nova.causal_attention(_grad) in destination style, for the kernels";
+  let description = [{
+    What nova-lower-to-linalg makes of the two attention ops: the forward
+    (`inputs` = qkv) or, with `backward`, the gradient (`inputs` = qkv, grad),
+    written into `init`, which it never reads. On tensors it returns the
+    result; after bufferization it writes its buffer. It is a kernel root of
+    its own: the target's codegen (nova-vectorize-attention on the CPU)
+    expands it, one workgroup per (batch, head).
+  }];
+  let arguments = (ins Variadic<AnyShaped>:$inputs, AnyShaped:$init, I64Attr:$heads,
+                       F64Attr:$scale, UnitAttr:$backward);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let assemblyFormat = [{
+    `ins` `(` $inputs `:` type($inputs) `)` `outs` `(` $init `:` type($init) `)`
+    attr-dict (`->` type($results)^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
+    /// B, T, d (the result's width), heads, hd.
+    int64_t batch() { return cast<ShapedType>(getInit().getType()).getDimSize(0); }
+    int64_t seq() { return cast<ShapedType>(getInit().getType()).getDimSize(1); }
+    int64_t model() {
+      return cast<ShapedType>(getInputs()[0].getType()).getDimSize(2) / 3;
+    }
+    int64_t headDim() { return model() / getHeads(); }
+  }];
 }
 
 //===----------------------------------------------------------------------===//

@@ -315,3 +315,12 @@ LogicalResult DropoutOp::buildVjp(OpBuilder &b, ValueRange ct, SmallVectorImpl<V
   Value g = b.create<DropoutOp>(getLoc(), ct[0], getSeed(), getRateAttr(), getStreamAttr());
   return two(out, g, Value());
 }
+
+// ---- attention ----------------------------------------------------------------
+
+LogicalResult CausalAttentionOp::buildVjp(OpBuilder &b, ValueRange ct, SmallVectorImpl<Value> &out) {
+  // One op for the whole gradient: it recomputes the probabilities from q
+  // and k instead of keeping them from the forward.
+  return one(out, b.create<CausalAttentionGradOp>(getLoc(), getQkv(), ct[0], getHeadsAttr(),
+                                                  getScaleAttr()));
+}

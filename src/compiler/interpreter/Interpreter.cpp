@@ -191,6 +191,96 @@ NDArray softmaxAlong(const NDArray &x, int64_t axis, bool logarithm) {
   return r;
 }
 
+/// Per (batch, head) of qkv [B, T, 3d]: the masked, scaled score rows'
+/// softmax P [T, T] (zero above the diagonal), from the definition.
+struct AttentionHead {
+  int64_t T, C, hd, qOff, kOff, vOff, base;
+  const std::vector<double> &x;
+  double q(int64_t i, int64_t c) const { return x[base + i * C + qOff + c]; }
+  double k(int64_t j, int64_t c) const { return x[base + j * C + kOff + c]; }
+  double v(int64_t j, int64_t c) const { return x[base + j * C + vOff + c]; }
+  std::vector<double> probabilities(double scale) const {
+    std::vector<double> p(T * T, 0.0);
+    for (int64_t i = 0; i < T; ++i) {
+      double m = -std::numeric_limits<double>::infinity(), sum = 0.0;
+      for (int64_t j = 0; j <= i; ++j) {
+        double s = 0.0;
+        for (int64_t c = 0; c < hd; ++c)
+          s += q(i, c) * k(j, c);
+        p[i * T + j] = scale * s;
+        m = std::max(m, p[i * T + j]);
+      }
+      for (int64_t j = 0; j <= i; ++j)
+        sum += (p[i * T + j] = std::exp(p[i * T + j] - m));
+      for (int64_t j = 0; j <= i; ++j)
+        p[i * T + j] /= sum;
+    }
+    return p;
+  }
+};
+
+template <typename F>
+void forEachHead(const NDArray &qkv, int64_t heads, F &&f) {
+  int64_t B = qkv.shape[0], T = qkv.shape[1], C = qkv.shape[2], d = C / 3, hd = d / heads;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      f(b, h, AttentionHead{T, C, hd, h * hd, d + h * hd, 2 * d + h * hd, b * T * C, qkv.data});
+}
+
+NDArray causalAttention(CausalAttentionOp op, const NDArray &qkv) {
+  NDArray r = withShape(op.getType());
+  int64_t T = qkv.shape[1], d = qkv.shape[2] / 3;
+  forEachHead(qkv, op.getHeads(), [&](int64_t b, int64_t h, const AttentionHead &a) {
+    std::vector<double> p = a.probabilities(op.getScale().convertToDouble());
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t c = 0; c < a.hd; ++c) {
+        double o = 0.0;
+        for (int64_t j = 0; j <= i; ++j)
+          o += p[i * T + j] * a.v(j, c);
+        r.data[(b * T + i) * d + h * a.hd + c] = o;
+      }
+  });
+  return r;
+}
+
+NDArray causalAttentionGrad(CausalAttentionGradOp op, const NDArray &qkv, const NDArray &g) {
+  NDArray r = withShape(op.getType());
+  int64_t T = qkv.shape[1], C = qkv.shape[2], d = C / 3;
+  double scale = op.getScale().convertToDouble();
+  forEachHead(qkv, op.getHeads(), [&](int64_t b, int64_t h, const AttentionHead &a) {
+    std::vector<double> p = a.probabilities(scale), dS(T * T, 0.0);
+    auto grad = [&](int64_t i, int64_t c) { return g.data[(b * T + i) * d + h * a.hd + c]; };
+    auto at = [&](int64_t i, int64_t off, int64_t c) -> double & {
+      return r.data[(b * T + i) * C + off + c];
+    };
+    for (int64_t i = 0; i < T; ++i) {
+      // dP = grad v^T; dS = P (dP - sum_j P dP)
+      std::vector<double> dP(T, 0.0);
+      double rowDot = 0.0;
+      for (int64_t j = 0; j <= i; ++j) {
+        for (int64_t c = 0; c < a.hd; ++c)
+          dP[j] += grad(i, c) * a.v(j, c);
+        rowDot += p[i * T + j] * dP[j];
+      }
+      for (int64_t j = 0; j <= i; ++j)
+        dS[i * T + j] = p[i * T + j] * (dP[j] - rowDot);
+    }
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t c = 0; c < a.hd; ++c) {
+        double dq = 0.0, dk = 0.0, dv = 0.0;
+        for (int64_t j = 0; j < T; ++j) {
+          dq += dS[i * T + j] * a.k(j, c);  // row i of dS k
+          dk += dS[j * T + i] * a.q(j, c);  // row i of dS^T q
+          dv += p[j * T + i] * grad(j, c);  // row i of P^T grad
+        }
+        at(i, a.qOff, c) = scale * dq;
+        at(i, a.kOff, c) = scale * dk;
+        at(i, a.vOff, c) = dv;
+      }
+  });
+  return r;
+}
+
 NDArray slice(SliceOp op, const NDArray &x) {
   NDArray r = withShape(op.getType());
   ArrayRef<int64_t> offsets = op.getOffsets();
@@ -298,6 +388,10 @@ mlir::nova::interpret(func::FuncOp func, const std::vector<NDArray> &inputs) {
             .Case([&](GatherOp o) { return gather(o, get(o.getTable()), get(o.getIndices())); })
             .Case([&](ScatterAddOp o) {
               return scatterAdd(o, get(o.getIndices()), get(o.getUpdates()));
+            })
+            .Case([&](CausalAttentionOp o) { return causalAttention(o, get(o.getQkv())); })
+            .Case([&](CausalAttentionGradOp o) {
+              return causalAttentionGrad(o, get(o.getQkv()), get(o.getGrad()));
             })
             .Case([&](CausalMaskOp o) {
               NDArray a = withShape(o.getType());

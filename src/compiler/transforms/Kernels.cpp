@@ -191,7 +191,7 @@ static StringRef classify(Operation *root, bool isMatmul, StringRef scope) {
   auto in = [&](StringRef name) { return llvm::is_contained(parts, name); };
   if (in("optimizer"))
     return "optimizer";
-  if (in("attention"))
+  if (in("attention") || isa_and_nonnull<nova::AttentionKernelOp>(root))
     return "attention";
   if (isMatmul)
     return "matmul";
@@ -246,6 +246,15 @@ mlir::nova::KernelDescription mlir::nova::describeKernel(func::FuncOp kernel) {
   for (Type t : kernel.getFunctionType().getInputs())
     if (auto m = dyn_cast<MemRefType>(t); m && m.hasStaticShape())
       w.bytes += bytesOf(m);
+  if (auto attention = dyn_cast_or_null<AttentionKernelOp>(kernelRoot(kernel))) {
+    // Multiply-adds (2 flops) over the causal half (j <= i) of each head's
+    // T x T: the forward's q k^T and p v; the backward's q k^T (recomputed),
+    // grad v^T, p^T grad, dS k and dS^T q.
+    uint64_t pairs = static_cast<uint64_t>(attention.seq()) * (attention.seq() + 1) / 2;
+    uint64_t products = attention.getBackward() ? 5 : 2;
+    w.flops = 2 * products * pairs * static_cast<uint64_t>(attention.batch() * attention.model());
+    return w;
+  }
   auto op = dyn_cast_or_null<linalg::LinalgOp>(kernelComputeOp(kernel));
   if (!op)
     return w;

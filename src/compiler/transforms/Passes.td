@@ -177,6 +177,28 @@ def NovaDistributeWorkgroups : Pass<"nova-distribute-workgroups", "mlir::ModuleO
                            "mlir::arith::ArithDialect"];
 }
 
+def NovaVectorizeAttention : Pass<"nova-vectorize-attention", "mlir::ModuleOp"> {
+  let summary = "Vector code for nova.attention_kernel, one workgroup per (batch, head)";
+  let description = [{
+    Expands each bufferized `nova.attention_kernel` (forward, or with
+    `backward` its gradient) of a kernel configured `attention`: workgroup
+    wg runs head (wg / heads, wg % heads) on its columns of qkv in place,
+    query rows in blocks of `register_tile[0]`, only the causal half of the
+    scores, kept in a rows x T scratch (never a T x T buffer); every product
+    a register-tiled loop of broadcast lhs x contiguous rhs rows,
+    `register_tile[1]` columns wide. The backward recomputes the
+    probabilities from q and k. An op outside a configured kernel loops
+    over all heads in one workgroup.
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"512",
+           "width of the target's vector registers in bits">,
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect",
+                           "mlir::memref::MemRefDialect", "mlir::scf::SCFDialect",
+                           "mlir::vector::VectorDialect"];
+}
+
 def NovaVectorizeMatmul : Pass<"nova-vectorize-matmul", "mlir::ModuleOp"> {
   let summary = "Register-blocked vector code for matmul kernels, split over workgroups";
   let description = [{

@@ -164,7 +164,7 @@ func.func @dropout_rate(%x: tensor<4xf32>, %s: tensor<i64>) {
 
 // -----
 
-// expected-error @+1 {{#nova.lowering_config: unknown kind 'fast' (expected matmul, loops or serial)}}
+// expected-error @+1 {{#nova.lowering_config: unknown kind 'fast' (expected matmul, attention, loops or serial)}}
 func.func private @k() attributes {c = #nova.lowering_config<fast, workgroups = 1, tile = [], register_tile = []>}
 
 // -----
@@ -174,7 +174,7 @@ func.func private @k() attributes {c = #nova.lowering_config<loops, workgroups =
 
 // -----
 
-// expected-error @+1 {{#nova.lowering_config: a matmul needs register_tile = [rows, columns]}}
+// expected-error @+1 {{#nova.lowering_config: matmul needs register_tile = [rows, columns]}}
 func.func private @k() attributes {c = #nova.lowering_config<matmul, workgroups = 1, tile = [6, 32], register_tile = []>}
 
 // -----
@@ -216,4 +216,46 @@ module @kernels {
   func.func @k(%x: memref<4xf32>) {
     return
   }
+}
+
+// -----
+
+func.func @attention_qkv(%x: tensor<2x8x10xf32>) -> tensor<2x8x3xf32> {
+  // expected-error @+2 {{'nova.causal_attention' op failed to infer returned types}}
+  // expected-error @+1 {{'nova.causal_attention' op qkv must be [B, T, 3d], got 2x8x10xf32}}
+  %0 = nova.causal_attention %x {heads = 1 : i64, scale = 1.0 : f64} : tensor<2x8x10xf32> -> tensor<2x8x3xf32>
+  return %0 : tensor<2x8x3xf32>
+}
+
+// -----
+
+func.func @attention_heads(%x: tensor<2x8x12xf32>) -> tensor<2x8x4xf32> {
+  // expected-error @+2 {{'nova.causal_attention' op failed to infer returned types}}
+  // expected-error @+1 {{'nova.causal_attention' op d = 4 (qkv 2x8x12xf32) is not a multiple of 3 heads}}
+  %0 = nova.causal_attention %x {heads = 3 : i64, scale = 1.0 : f64} : tensor<2x8x12xf32> -> tensor<2x8x4xf32>
+  return %0 : tensor<2x8x4xf32>
+}
+
+// -----
+
+func.func @attention_grad(%x: tensor<2x8x12xf32>, %g: tensor<2x8x12xf32>) -> tensor<2x8x12xf32> {
+  // expected-error @+1 {{'nova.causal_attention_grad' op grad 2x8x12xf32 must be the attention's result 2x8x4xf32 for qkv 2x8x12xf32}}
+  %0 = nova.causal_attention_grad %x, %g {heads = 2 : i64, scale = 1.0 : f64} : tensor<2x8x12xf32>, tensor<2x8x12xf32>
+  return %0 : tensor<2x8x12xf32>
+}
+
+// -----
+
+func.func @attention_kernel_inputs(%x: memref<2x8x12xf32>, %o: memref<2x8x4xf32>) {
+  // expected-error @+1 {{'nova.attention_kernel' op takes 2 inputs (qkv, grad), got 1}}
+  nova.attention_kernel ins(%x : memref<2x8x12xf32>) outs(%o : memref<2x8x4xf32>) {heads = 2 : i64, scale = 1.0 : f64, backward}
+  return
+}
+
+// -----
+
+func.func @attention_kernel_init(%x: memref<2x8x12xf32>, %o: memref<2x8x12xf32>) {
+  // expected-error @+1 {{'nova.attention_kernel' op init 2x8x12xf32 must have the shape of the attention's result [B, T, d]}}
+  nova.attention_kernel ins(%x : memref<2x8x12xf32>) outs(%o : memref<2x8x12xf32>) {heads = 2 : i64, scale = 1.0 : f64}
+  return
 }

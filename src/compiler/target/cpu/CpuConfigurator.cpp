@@ -35,11 +35,21 @@
 //          column sum streams wide stripes best);
 //          smaller ops, and ops without a parallel loop (full reductions),
 //          run as one.
+// attention one workgroup per (batch, head) (each owns its head's dk, dv
+//          in the backward: no two workgroups write one element). Its
+//          register tile is R query rows x cv vectors of head columns: the
+//          R cv accumulators of a row block's output (and of its score
+//          tile, cv vectors of key columns) with cv rhs vectors and one
+//          broadcast fit the vector registers, cv divides the head's
+//          vectors, and among those the most FMAs per load
+//          (R cv / (R + cv)) wins, R at most 8: 6 x 4 vectors for hd = 64
+//          with 32 zmm registers, 6 x 2 with 16 ymm.
 // serial   anything else (the loop nest of a scatter-add) is one workgroup.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/target/cpu/CpuConfigurator.h"
+#include "compiler/transforms/AttentionKernel.h"
 #include "compiler/transforms/MatmulKernel.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -233,9 +243,37 @@ nova::LoweringConfigAttr configureLoops(linalg::LinalgOp op, const nova::CpuFact
   return nova::LoweringConfigAttr::get(ctx, "loops", 1, tile, {}, {});
 }
 
+nova::LoweringConfigAttr configureAttention(nova::AttentionKernelOp op,
+                                           const nova::CpuFacts &facts) {
+  int64_t elemBits = cast<ShapedType>(op.getInit().getType()).getElementTypeBitWidth();
+  int64_t hd = op.headDim();
+  int64_t width = nova::attentionVectorWidth(hd, elemBits, facts.vectorBits);
+  int64_t headVectors = hd / width;
+  int64_t bestRows = 1, bestVectors = 1;
+  double bestRatio = 0.0;
+  for (int64_t cv = 1; cv <= headVectors; ++cv) {
+    if (headVectors % cv != 0)
+      continue;
+    int64_t rows = std::min<int64_t>({8, op.seq(), (facts.vectorRegisters - cv - 1) / cv});
+    if (rows < 1)
+      continue;
+    double ratio = double(rows * cv) / double(rows + cv);
+    if (ratio > bestRatio) {
+      bestRatio = ratio;
+      bestRows = rows;
+      bestVectors = cv;
+    }
+  }
+  SmallVector<int64_t> tile{1, 1}, regTile{bestRows, bestVectors * width};
+  return nova::LoweringConfigAttr::get(op.getContext(), "attention", op.batch() * op.getHeads(),
+                                       tile, {}, regTile);
+}
+
 } // namespace
 
 nova::LoweringConfigAttr mlir::nova::configureCpuKernel(Operation *root, const CpuFacts &facts) {
+  if (auto attention = dyn_cast<AttentionKernelOp>(root))
+    return configureAttention(attention, facts);
   if (auto generic = dyn_cast<linalg::GenericOp>(root))
     if (auto config = configureMatmul(generic, facts))
       return *config;

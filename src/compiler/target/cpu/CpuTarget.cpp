@@ -51,6 +51,9 @@ std::vector<mlir::nova::Stage> mlir::nova::CpuTarget::codegenStages() const {
     NovaVectorizeMatmulOptions matmul;
     matmul.vectorBits = vectorBits;
     pm.addPass(createNovaVectorizeMatmul(matmul));
+    NovaVectorizeAttentionOptions attention;
+    attention.vectorBits = vectorBits;
+    pm.addPass(createNovaVectorizeAttention(attention));
     pm.addPass(createNovaRelaxReductions());
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
     pm.addPass(memref::createExpandStridedMetadataPass());

@@ -1,0 +1,411 @@
+//===- VectorizeAttention.cpp - the nova-vectorize-attention pass -*- C++ -*-===//
+//
+// Expands each bufferized nova.attention_kernel of a kernel configured
+// `attention` into vector code. Workgroup wg is the head (b, h) =
+// (wg / heads, wg % heads); it reads its q, k, v columns of qkv [B, T, 3d]
+// in place (no permuted copies) and never stores a T x T matrix: the
+// scores of R query rows at a time (R = register_tile[0]) live in an
+// R x T scratch, in L1 / L2, and are gone when the rows are done.
+//
+// Per head, k (and in the backward v) is first transposed into a scratch
+// [hd, T'] (T' = T rounded up to whole vectors, zero-padded), so that a
+// score block is a small matmul with broadcast lhs and contiguous rhs rows:
+// for rows [i0, i0 + R) only key columns j < i0 + R are computed (the causal
+// half, rounded up to whole vectors, plus a scalar mask of the diagonal
+// block). Every product below is this one register-tiled loop
+// (emitProduct): acc[r][v] += lhs(r, kk) * rhs(kk, v) over kk, R x cv
+// accumulators (cv = register_tile[1] / W vectors), R broadcasts and cv
+// vector loads per kk.
+//
+// Forward, per row block:     S = scale q k^T (masked), e = exp(S - max),
+//                             out = (e v) / sum(e).
+// Backward, per row block:    P = softmax(S) recomputed, dP = grad v^T,
+//                             dS = P (dP - rowsum(P dP)), dq = scale dS k,
+//                             dk += scale dS^T q, dv += P^T grad,
+// dk and dv of the head accumulated in place across row blocks (zeroed
+// first): a head is one workgroup, so no two workgroups write one element.
+// The backward needs nothing from the forward but qkv: the softmax's
+// normalization is recomputed from S (as FlashAttention-2 does with its
+// saved log-sum-exp, here without even that).
+//
+// Reference: Dao, "FlashAttention-2: Faster Attention with Better
+// Parallelism and Work Partitioning", 2023 (the backward's equations);
+// IREE's iree_linalg_ext.attention (one op that the target decomposes).
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/transforms/AttentionKernel.h"
+#include "compiler/transforms/Kernels.h"
+#include "compiler/transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <limits>
+
+namespace mlir::nova {
+#define GEN_PASS_DEF_NOVAVECTORIZEATTENTION
+#include "compiler/transforms/Passes.h.inc"
+} // namespace mlir::nova
+
+using namespace mlir;
+
+namespace {
+
+/// Builds one head's code; every value it holds is of that head.
+struct HeadEmitter {
+  OpBuilder &b;
+  Location l;
+  nova::AttentionKernelOp op;
+  VectorType vec;      // W lanes
+  int64_t W, R, cv;    // lanes, rows per block, vectors per block
+  int64_t T, d, hd, Tp;
+  double scale;
+  Value qkv, grad, out; // grad: null in the forward
+  Value bIdx, qCol, kCol, vCol; // batch index; first column of q, k, v of the head
+  Value oCol;                   // first column of the head in out (forward) or dq (backward)
+  Value kt, vt, s, dp;          // scratch: k^T, v^T [hd, Tp]; S / P, dP / dS [R, Tp]
+
+  Value c(int64_t v) { return b.create<arith::ConstantIndexOp>(l, v); }
+  Value add(Value x, Value y) { return b.create<arith::AddIOp>(l, x, y); }
+  Value add(Value x, int64_t y) { return y == 0 ? x : add(x, c(y)); }
+  Value mul(Value x, int64_t y) { return b.create<arith::MulIOp>(l, x, c(y)); }
+  Type elem() { return vec.getElementType(); }
+  Value scalar(double v) { return b.create<arith::ConstantOp>(l, b.getFloatAttr(elem(), v)); }
+  Value splat(double v) {
+    return b.create<arith::ConstantOp>(l, DenseElementsAttr::get(vec, b.getFloatAttr(elem(), v)));
+  }
+  Value load(OpBuilder &ib, Value m, ValueRange idx) {
+    return ib.create<memref::LoadOp>(l, m, idx);
+  }
+  Value vload(OpBuilder &ib, Value m, ValueRange idx) {
+    return ib.create<vector::LoadOp>(l, vec, m, idx);
+  }
+
+  /// scf.for over [lb, ub) with step, the body given the builder and index.
+  void loop(Value lb, Value ub, int64_t step, function_ref<void(OpBuilder &, Value)> body) {
+    b.create<scf::ForOp>(l, lb, ub, c(step), ValueRange{},
+                         [&](OpBuilder &ib, Location, Value i, ValueRange) {
+                           OpBuilder::InsertionGuard guard(b);
+                           b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
+                           body(b, i);
+                           b.create<scf::YieldOp>(l);
+                         });
+  }
+
+  /// acc[r][v] = sum over kk in [0, K) of lhs(r, kk) * rhs(kk, v), r < rows,
+  /// v < nv; then finish(r, v, acc[r][v]).
+  void emitProduct(int64_t rows, int64_t nv, Value K,
+                   function_ref<Value(int64_t r, Value kk)> lhs,
+                   function_ref<Value(Value kk, int64_t v)> rhs,
+                   function_ref<void(int64_t r, int64_t v, Value acc)> finish) {
+    Value zero = splat(0.0);
+    auto kLoop = b.create<scf::ForOp>(
+        l, c(0), K, c(1), SmallVector<Value>(rows * nv, zero),
+        [&](OpBuilder &kb, Location, Value kk, ValueRange acc) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(kb.getInsertionBlock(), kb.getInsertionPoint());
+          SmallVector<Value> row, next;
+          for (int64_t v = 0; v < nv; ++v)
+            row.push_back(rhs(kk, v));
+          for (int64_t r = 0; r < rows; ++r) {
+            Value a = b.create<vector::BroadcastOp>(l, vec, lhs(r, kk));
+            for (int64_t v = 0; v < nv; ++v)
+              next.push_back(b.create<vector::FMAOp>(l, a, row[v], acc[r * nv + v]));
+          }
+          b.create<scf::YieldOp>(l, next);
+        });
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t v = 0; v < nv; ++v)
+        finish(r, v, kLoop.getResult(r * nv + v));
+  }
+
+  /// out[j, col + v W] += sum_r coef(r, j) * rows_[r][v] for j in [0, jEnd),
+  /// the rows_ vectors (R x cv of them) held in registers across the j loop.
+  void emitColumnAccumulate(int64_t rows, Value jEnd, Value col,
+                            function_ref<Value(int64_t r, Value j)> coef,
+                            ArrayRef<Value> rowVectors) {
+    loop(c(0), jEnd, 1, [&](OpBuilder &, Value j) {
+      SmallVector<Value> coefs;
+      for (int64_t r = 0; r < rows; ++r)
+        coefs.push_back(b.create<vector::BroadcastOp>(l, vec, coef(r, j)));
+      for (int64_t v = 0; v < cv; ++v) {
+        Value at = add(col, v * W);
+        Value acc = vload(b, out, {bIdx, j, at});
+        for (int64_t r = 0; r < rows; ++r)
+          acc = b.create<vector::FMAOp>(l, coefs[r], rowVectors[r * cv + v], acc);
+        b.create<vector::StoreOp>(l, acc, out, ValueRange{bIdx, j, at});
+      }
+    });
+  }
+
+  /// dst[c, j] = qkv[b, j, col + c] for j < T, 0 for j in [T, Tp).
+  void emitTranspose(Value dst, Value col) {
+    loop(c(0), c(T), 1, [&](OpBuilder &, Value j) {
+      loop(c(0), c(hd), 1, [&](OpBuilder &, Value ch) {
+        b.create<memref::StoreOp>(l, load(b, qkv, {bIdx, j, add(col, ch)}), dst, ValueRange{ch, j});
+      });
+    });
+    if (Tp > T)
+      loop(c(0), c(hd), 1, [&](OpBuilder &, Value ch) {
+        loop(c(T), c(Tp), 1, [&](OpBuilder &, Value j) {
+          b.create<memref::StoreOp>(l, scalar(0.0), dst, ValueRange{ch, j});
+        });
+      });
+  }
+
+  /// dst[r, j] = sum_c lhs(r, c) * srcT[c, j] * mult for j in [0, nvec W):
+  /// whole groups of cv vectors, then single vectors.
+  void emitScoreBlock(int64_t rows, Value nvec, Value dst, Value srcT,
+                      function_ref<Value(int64_t r, Value c)> lhs, double mult) {
+    auto block = [&](int64_t nv, Value j0) {
+      emitProduct(
+          rows, nv, c(hd), lhs,
+          [&](Value kk, int64_t v) { return vload(b, srcT, {kk, add(j0, v * W)}); },
+          [&](int64_t r, int64_t v, Value acc) {
+            if (mult != 1.0)
+              acc = b.create<arith::MulFOp>(l, acc, splat(mult));
+            b.create<vector::StoreOp>(l, acc, dst, ValueRange{c(r), add(j0, v * W)});
+          });
+    };
+    Value groups = b.create<arith::DivUIOp>(l, nvec, c(cv));
+    loop(c(0), groups, 1, [&](OpBuilder &, Value g) { block(cv, mul(g, cv * W)); });
+    loop(mul(groups, cv), nvec, 1, [&](OpBuilder &, Value jv) { block(1, mul(jv, W)); });
+  }
+
+  /// Softmax of row r of `s` over its first `limit` columns, the rest (up
+  /// to nvec W) set to -inf first, so they come out 0. Returns 1 / sum;
+  /// with `normalize` the row holds the probabilities, else exp(S - max).
+  Value emitSoftmaxRow(int64_t r, Value limit, Value nvec, bool normalize) {
+    Value row = c(r), jPad = mul(nvec, W);
+    Value negInf = scalar(-std::numeric_limits<double>::infinity());
+    loop(limit, jPad, 1, [&](OpBuilder &, Value j) {
+      b.create<memref::StoreOp>(l, negInf, s, ValueRange{row, j});
+    });
+    auto reduceRow = [&](Value init, function_ref<Value(Value acc, Value jv)> step) {
+      auto f = b.create<scf::ForOp>(l, c(0), nvec, c(1), ValueRange{init},
+                                    [&](OpBuilder &ib, Location, Value jv, ValueRange acc) {
+                                      OpBuilder::InsertionGuard guard(b);
+                                      b.setInsertionPoint(ib.getInsertionBlock(),
+                                                          ib.getInsertionPoint());
+                                      b.create<scf::YieldOp>(l, step(acc[0], jv));
+                                    });
+      return f.getResult(0);
+    };
+    Value maxVec = reduceRow(splat(-std::numeric_limits<double>::infinity()), [&](Value acc, Value jv) {
+      return b.create<arith::MaximumFOp>(l, acc, vload(b, s, {row, mul(jv, W)}));
+    });
+    Value max = b.create<vector::BroadcastOp>(
+        l, vec, b.create<vector::ReductionOp>(l, vector::CombiningKind::MAXIMUMF, maxVec));
+    Value sumVec = reduceRow(splat(0.0), [&](Value acc, Value jv) {
+      Value at = mul(jv, W);
+      Value e = b.create<math::ExpOp>(l, b.create<arith::SubFOp>(l, vload(b, s, {row, at}), max));
+      b.create<vector::StoreOp>(l, e, s, ValueRange{row, at});
+      return b.create<arith::AddFOp>(l, acc, e);
+    });
+    Value sum = b.create<vector::ReductionOp>(l, vector::CombiningKind::ADD, sumVec);
+    Value inv = b.create<arith::DivFOp>(l, scalar(1.0), sum);
+    if (normalize) {
+      Value invVec = b.create<vector::BroadcastOp>(l, vec, inv);
+      loop(c(0), nvec, 1, [&](OpBuilder &, Value jv) {
+        Value at = mul(jv, W);
+        b.create<vector::StoreOp>(l, b.create<arith::MulFOp>(l, vload(b, s, {row, at}), invVec), s,
+                                  ValueRange{row, at});
+      });
+    }
+    return inv;
+  }
+
+  Value qAt(Value i, Value ch) { return load(b, qkv, {bIdx, i, add(qCol, ch)}); }
+
+  /// Rows [i0, i0 + rows) of the head.
+  void emitRowBlock(int64_t rows, Value i0) {
+    Value jEnd = add(i0, rows);
+    Value nvec = b.create<arith::DivUIOp>(l, add(jEnd, W - 1), c(W));
+    SmallVector<Value> rowIdx;
+    for (int64_t r = 0; r < rows; ++r)
+      rowIdx.push_back(add(i0, r));
+    // S = scale q k^T over the block's key columns.
+    emitScoreBlock(rows, nvec, s, kt, [&](int64_t r, Value ch) { return qAt(rowIdx[r], ch); },
+                   scale);
+    bool backward = static_cast<bool>(grad);
+    SmallVector<Value> inv;
+    for (int64_t r = 0; r < rows; ++r)
+      inv.push_back(emitSoftmaxRow(r, add(rowIdx[r], 1), nvec, backward));
+    // Rows of `from` (s or dp) times rows j of qkv at `col`, into out at oCol.
+    auto rowsTimesHead = [&](Value from, Value col, function_ref<Value(int64_t r)> rowScale) {
+      for (int64_t c0 = 0; c0 < hd; c0 += cv * W)
+        emitProduct(
+            rows, cv, jEnd, [&](int64_t r, Value j) { return load(b, from, {c(r), j}); },
+            [&](Value j, int64_t v) { return vload(b, qkv, {bIdx, j, add(col, c0 + v * W)}); },
+            [&](int64_t r, int64_t v, Value acc) {
+              Value scaled = b.create<arith::MulFOp>(
+                  l, acc, b.create<vector::BroadcastOp>(l, vec, rowScale(r)));
+              b.create<vector::StoreOp>(l, scaled, out,
+                                        ValueRange{bIdx, rowIdx[r], add(oCol, c0 + v * W)});
+            });
+    };
+    if (!backward) {
+      rowsTimesHead(s, vCol, [&](int64_t r) { return inv[r]; });
+      return;
+    }
+    // dP = grad v^T; dS = P (dP - rowsum(P dP)), in place of dP.
+    emitScoreBlock(rows, nvec, dp, vt,
+                   [&](int64_t r, Value ch) { return load(b, grad, {bIdx, rowIdx[r], add(oCol, ch)}); },
+                   1.0);
+    for (int64_t r = 0; r < rows; ++r) {
+      Value row = c(r);
+      auto dotLoop = b.create<scf::ForOp>(
+          l, c(0), nvec, c(1), ValueRange{splat(0.0)},
+          [&](OpBuilder &ib, Location, Value jv, ValueRange acc) {
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
+            Value at = mul(jv, W);
+            b.create<scf::YieldOp>(
+                l, ValueRange{b.create<vector::FMAOp>(l, vload(b, s, {row, at}),
+                                                      vload(b, dp, {row, at}), acc[0])});
+          });
+      Value dot = b.create<vector::BroadcastOp>(
+          l, vec, b.create<vector::ReductionOp>(l, vector::CombiningKind::ADD, dotLoop.getResult(0)));
+      loop(c(0), nvec, 1, [&](OpBuilder &, Value jv) {
+        Value at = mul(jv, W);
+        Value ds = b.create<arith::MulFOp>(
+            l, vload(b, s, {row, at}), b.create<arith::SubFOp>(l, vload(b, dp, {row, at}), dot));
+        b.create<vector::StoreOp>(l, ds, dp, ValueRange{row, at});
+      });
+    }
+    // dq = scale dS k, rows of the block.
+    Value scaleValue = scalar(scale);
+    rowsTimesHead(dp, kCol, [&](int64_t) { return scaleValue; });
+    // dk += scale dS^T q; dv += P^T grad, over the block's key columns.
+    for (int64_t c0 = 0; c0 < hd; c0 += cv * W) {
+      SmallVector<Value> qRows, gRows;
+      Value scaleVec = splat(scale);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t v = 0; v < cv; ++v) {
+          qRows.push_back(b.create<arith::MulFOp>(
+              l, vload(b, qkv, {bIdx, rowIdx[r], add(qCol, c0 + v * W)}), scaleVec));
+          gRows.push_back(vload(b, grad, {bIdx, rowIdx[r], add(oCol, c0 + v * W)}));
+        }
+      emitColumnAccumulate(rows, jEnd, add(kCol, c0),
+                           [&](int64_t r, Value j) { return load(b, dp, {c(r), j}); }, qRows);
+      emitColumnAccumulate(rows, jEnd, add(vCol, c0),
+                           [&](int64_t r, Value j) { return load(b, s, {c(r), j}); }, gRows);
+    }
+  }
+
+  void emit(Value wg) {
+    int64_t heads = op.getHeads();
+    bIdx = b.create<arith::DivUIOp>(l, wg, c(heads));
+    Value h = b.create<arith::RemUIOp>(l, wg, c(heads));
+    Value hOff = mul(h, hd);
+    qCol = hOff;
+    kCol = add(hOff, d);
+    vCol = add(hOff, 2 * d);
+    auto scratch = [&](int64_t rows) {
+      return b.create<memref::AllocOp>(l, MemRefType::get({rows, Tp}, elem())).getResult();
+    };
+    SmallVector<Value> buffers{kt = scratch(hd), s = scratch(R)};
+    emitTranspose(kt, kCol);
+    if (grad) {
+      // Backward: out is dqkv; dq rows go to the q columns, dk and dv are
+      // accumulated in place, so zeroed first.
+      buffers.push_back(vt = scratch(hd));
+      buffers.push_back(dp = scratch(R));
+      emitTranspose(vt, vCol);
+      Value zero = splat(0.0);
+      loop(c(0), c(T), 1, [&](OpBuilder &, Value j) {
+        for (int64_t ch = 0; ch < hd; ch += W) {
+          b.create<vector::StoreOp>(l, zero, out, ValueRange{bIdx, j, add(kCol, ch)});
+          b.create<vector::StoreOp>(l, zero, out, ValueRange{bIdx, j, add(vCol, ch)});
+        }
+      });
+      oCol = hOff; // dq's columns in dqkv, and the head's columns of grad
+    } else {
+      oCol = hOff;
+    }
+    int64_t full = (T / R) * R;
+    if (full > 0)
+      loop(c(0), c(full), R, [&](OpBuilder &, Value i0) { emitRowBlock(R, i0); });
+    if (T % R != 0)
+      emitRowBlock(T % R, c(full));
+    for (Value buffer : buffers)
+      b.create<memref::DeallocOp>(l, buffer);
+  }
+};
+
+LogicalResult expand(nova::AttentionKernelOp op, Value wg, ArrayRef<int64_t> registerTile,
+                     int64_t vectorBits) {
+  auto outType = cast<MemRefType>(op.getInit().getType());
+  Type elem = outType.getElementType();
+  int64_t hd = op.headDim();
+  int64_t W = nova::attentionVectorWidth(hd, outType.getElementTypeBitWidth(), vectorBits);
+  int64_t R = registerTile[0], cols = registerTile[1];
+  if (R < 1 || cols % W != 0 || hd % cols != 0)
+    return op.emitError("nova-vectorize-attention: register tile [")
+           << R << ", " << cols << "] does not split head dim " << hd << " into vectors of " << W;
+  OpBuilder b(op);
+  int64_t T = op.seq();
+  HeadEmitter e{b, op.getLoc(), op, VectorType::get({W}, elem), W, R, cols / W, T, op.model(), hd,
+                (T + W - 1) / W * W, op.getScale().convertToDouble(), op.getInputs()[0],
+                op.getBackward() ? op.getInputs()[1] : Value(), op.getInit()};
+  e.emit(wg);
+  op.erase();
+  return success();
+}
+
+struct NovaVectorizeAttention
+    : mlir::nova::impl::NovaVectorizeAttentionBase<NovaVectorizeAttention> {
+  using NovaVectorizeAttentionBase::NovaVectorizeAttentionBase;
+
+  void runOnOperation() override {
+    SmallVector<nova::AttentionKernelOp> ops;
+    getOperation().walk([&](nova::AttentionKernelOp op) { ops.push_back(op); });
+    for (nova::AttentionKernelOp op : ops) {
+      if (!isa<MemRefType>(op.getInit().getType())) {
+        op.emitError("nova-vectorize-attention: expects the bufferized op");
+        return signalPassFailure();
+      }
+      auto func = op->getParentOfType<func::FuncOp>();
+      nova::LoweringConfigAttr config = func ? nova::loweringConfig(func) : nullptr;
+      if (config && !config.isAttention()) {
+        op.emitError("nova-vectorize-attention: the kernel is configured ")
+            << config.getKind() << ", not attention";
+        return signalPassFailure();
+      }
+      // Outside a configured kernel: all heads in one loop, rows of 4.
+      SmallVector<int64_t> reg{4, nova::attentionVectorWidth(
+                                      op.headDim(),
+                                      cast<MemRefType>(op.getInit().getType()).getElementTypeBitWidth(),
+                                      vectorBits)};
+      if (config)
+        reg.assign(config.getRegisterTile().begin(), config.getRegisterTile().end());
+      if (config) {
+        if (config.getWorkgroups() != op.batch() * op.getHeads()) {
+          op.emitError("nova-vectorize-attention: ")
+              << config.getWorkgroups() << " workgroups for " << op.batch() * op.getHeads()
+              << " heads";
+          return signalPassFailure();
+        }
+        if (failed(expand(op, func.getArgument(0), reg, vectorBits)))
+          return signalPassFailure();
+        continue;
+      }
+      OpBuilder b(op);
+      Location l = op.getLoc();
+      auto heads = b.create<scf::ForOp>(l, b.create<arith::ConstantIndexOp>(l, 0),
+                                        b.create<arith::ConstantIndexOp>(l, op.batch() * op.getHeads()),
+                                        b.create<arith::ConstantIndexOp>(l, 1));
+      b.setInsertionPoint(heads.getBody()->getTerminator());
+      auto inner = cast<nova::AttentionKernelOp>(b.clone(*op));
+      op.erase();
+      if (failed(expand(inner, heads.getInductionVar(), reg, vectorBits)))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace
