@@ -166,3 +166,18 @@ func.func @mask_slice_pad(%x: tensor<3x4xf32>) -> (tensor<3x3xf32>, tensor<3x4xf
   %2 = nova.pad %1 {low = array<i64: 0, 1>, high = array<i64: 0, 1>} : tensor<3x2xf32>
   return %0, %2 : tensor<3x3xf32>, tensor<3x4xf32>
 }
+
+// -----
+
+// Attention stays one op, in destination style, for the target to expand:
+// the forward into an empty [B, T, d], the gradient into an empty [B, T, 3d].
+// CHECK-LABEL: func @attention
+// CHECK: %[[O:.*]] = tensor.empty() : tensor<2x8x4xf32>
+// CHECK: nova.attention_kernel ins(%{{.*}} : tensor<2x8x12xf32>) outs(%[[O]] : tensor<2x8x4xf32>) {heads = 2 : i64, scale = 5.000000e-01 : f64} -> tensor<2x8x4xf32>
+// CHECK: %[[D:.*]] = tensor.empty() : tensor<2x8x12xf32>
+// CHECK: nova.attention_kernel ins(%{{.*}}, %{{.*}} : tensor<2x8x12xf32>, tensor<2x8x4xf32>) outs(%[[D]] : tensor<2x8x12xf32>) {backward, heads = 2 : i64, scale = 5.000000e-01 : f64} -> tensor<2x8x12xf32>
+func.func @attention(%x: tensor<2x8x12xf32>, %g: tensor<2x8x4xf32>) -> (tensor<2x8x4xf32>, tensor<2x8x12xf32>) {
+  %0 = nova.causal_attention %x {heads = 2 : i64, scale = 0.5 : f64} : tensor<2x8x12xf32> -> tensor<2x8x4xf32>
+  %1 = nova.causal_attention_grad %x, %g {heads = 2 : i64, scale = 0.5 : f64} : tensor<2x8x12xf32>, tensor<2x8x4xf32>
+  return %0, %1 : tensor<2x8x4xf32>, tensor<2x8x12xf32>
+}

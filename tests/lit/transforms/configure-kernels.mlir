@@ -29,6 +29,18 @@
 // 2 MiB L2, all 768 columns would not.
 // ONE-LABEL: func.func @matmul
 // ONE-SAME: #nova.lowering_config<matmul, workgroups = 2, tile = [2048, 384], cache_tile = [256], register_tile = [4, 24]>
+// Attention: one workgroup per (batch, head), 16 x 4 = 64. hd = 64 in 16
+// lanes is 4 vectors; rows x cv accumulators with cv rhs vectors and a
+// broadcast in 32 registers, the most FMAs per load: 6 rows x 4 vectors.
+// With 16 registers of 8 lanes (8 vectors per head): 6 x 2 vectors.
+// CHECK-LABEL: func.func @attention
+// CHECK-SAME: #nova.lowering_config<attention, workgroups = 64, tile = [1, 1], register_tile = [6, 64]>
+// ONE-LABEL: func.func @attention
+// ONE-SAME: #nova.lowering_config<attention, workgroups = 64, tile = [1, 1], register_tile = [6, 16]>
+// hd = 12 / 2 = 6 takes 2-lane vectors (3 per head, all in one block); the rows are
+// capped by T = 5.
+// CHECK-LABEL: func.func @attention_narrow
+// CHECK-SAME: #nova.lowering_config<attention, workgroups = 4, tile = [1, 1], register_tile = [5, 6]>
 // Anything else runs whole.
 // CHECK-LABEL: func.func @loop_nest
 // CHECK-SAME: #nova.lowering_config<serial, workgroups = 1, tile = [], register_tile = []>
@@ -75,6 +87,14 @@ module {
         %s = arith.addf %acc, %p : f32
         linalg.yield %s : f32
       }
+      return
+    }
+    func.func @attention(%wg: index, %x: memref<16x128x768xf32>, %g: memref<16x128x256xf32>, %d: memref<16x128x768xf32>) {
+      nova.attention_kernel ins(%x, %g : memref<16x128x768xf32>, memref<16x128x256xf32>) outs(%d : memref<16x128x768xf32>) {heads = 4 : i64, scale = 0.125 : f64, backward}
+      return
+    }
+    func.func @attention_narrow(%wg: index, %x: memref<2x5x36xf32>, %o: memref<2x5x12xf32>) {
+      nova.attention_kernel ins(%x : memref<2x5x36xf32>) outs(%o : memref<2x5x12xf32>) {heads = 2 : i64, scale = 0.5 : f64}
       return
     }
     func.func @loop_nest(%wg: index, %a: memref<16xf32>) {

@@ -1,0 +1,77 @@
+// RUN: nova-opt %s -nova-vectorize-attention=vector-bits=64 -verify-each -split-input-file -verify-diagnostics | FileCheck %s
+
+// Forward, B 2 x heads 2 = 4 workgroups, T = 13, hd = 2 (f32, 2 lanes).
+// Workgroup wg is head (wg / 2, wg % 2); k of the head is transposed into a
+// [hd, T'] scratch (T' = 14: whole vectors, zero-padded); rows go in blocks
+// of 4 (13 = 3 x 4 + a 1-row block), their scores in a [4, 14] scratch: no
+// 13 x 13 buffer anywhere. Score columns in groups of 2 vectors, then single
+// vectors (register_tile [4, 2]: 1 vector of 2 lanes per group); the key
+// loop of each product carries 4 x 1 accumulators.
+// CHECK-LABEL: func.func @forward
+// CHECK-SAME: (%[[WG:[^:]*]]: index, %[[QKV:[^:]*]]: memref<2x13x12xf32>, %[[OUT:[^:]*]]: memref<2x13x4xf32>)
+// CHECK-NOT: memref<13x13
+// CHECK-DAG: %[[B:.*]] = arith.divui %[[WG]], %c2
+// CHECK-DAG: %[[H:.*]] = arith.remui %[[WG]], %c2
+// CHECK: %[[KT:.*]] = memref.alloc() : memref<2x14xf32>
+// CHECK: %[[S:.*]] = memref.alloc() : memref<4x14xf32>
+// CHECK: memref.store {{.*}}, %[[KT]]
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c12 step %c4
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<2xf32>, vector<2xf32>, vector<2xf32>, vector<2xf32>) {
+// CHECK: vector.load %[[KT]]
+// CHECK: vector.broadcast
+// CHECK: vector.fma
+// The masked softmax of each row: -inf above the diagonal, max, exp, sum.
+// CHECK: arith.constant 0xFF800000 : f32
+// CHECK: arith.maximumf {{.*}} : vector<2xf32>
+// CHECK: vector.reduction <maximumf>
+// CHECK: math.exp {{.*}} : vector<2xf32>
+// CHECK: vector.reduction <add>
+// out = (e v) / sum, straight into the head's columns of out.
+// CHECK: vector.store {{.*}}, %[[OUT]][%[[B]], {{.*}}] : memref<2x13x4xf32>, vector<2xf32>
+// The last row alone.
+// CHECK: memref.dealloc %[[KT]]
+// CHECK: memref.dealloc %[[S]]
+// CHECK-NOT: nova.attention_kernel
+func.func @forward(%wg: index, %x: memref<2x13x12xf32>, %o: memref<2x13x4xf32>)
+    attributes {nova.lowering_config = #nova.lowering_config<attention, workgroups = 4, tile = [1, 1], register_tile = [4, 2]>} {
+  nova.attention_kernel ins(%x : memref<2x13x12xf32>) outs(%o : memref<2x13x4xf32>) {heads = 2 : i64, scale = 0.5 : f64}
+  return
+}
+
+// -----
+
+// Backward, register_tile [4, 4]: 4 x 2 accumulators. v is transposed too, dk and dv of the head are zeroed and then
+// accumulated in place (the head's rows are one workgroup's), dq written
+// row block by row block; four scratch buffers, none T x T.
+// CHECK-LABEL: func.func @backward
+// CHECK-SAME: (%[[WG:[^:]*]]: index, %[[QKV:[^:]*]]: memref<1x8x24xf32>, %[[G:[^:]*]]: memref<1x8x8xf32>, %[[D:[^:]*]]: memref<1x8x24xf32>)
+// CHECK-NOT: memref<8x8xf32>
+// CHECK: %[[KT:.*]] = memref.alloc() : memref<4x8xf32>
+// CHECK: %[[S:.*]] = memref.alloc() : memref<4x8xf32>
+// CHECK: %[[VT:.*]] = memref.alloc() : memref<4x8xf32>
+// CHECK: %[[DP:.*]] = memref.alloc() : memref<4x8xf32>
+// CHECK: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : vector<2xf32>
+// CHECK: vector.store %[[ZERO]], %[[D]]
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<2xf32>, vector<2xf32>, vector<2xf32>, vector<2xf32>, vector<2xf32>, vector<2xf32>, vector<2xf32>, vector<2xf32>) {
+// CHECK: math.exp
+// CHECK: vector.load %[[VT]]
+// CHECK: vector.store {{.*}}, %[[DP]]
+// CHECK: vector.load %[[D]]
+// CHECK: vector.fma
+// CHECK: vector.store {{.*}}, %[[D]]
+// CHECK: memref.dealloc %[[DP]]
+func.func @backward(%wg: index, %x: memref<1x8x24xf32>, %g: memref<1x8x8xf32>, %d: memref<1x8x24xf32>)
+    attributes {nova.lowering_config = #nova.lowering_config<attention, workgroups = 2, tile = [1, 1], register_tile = [4, 4]>} {
+  nova.attention_kernel ins(%x, %g : memref<1x8x24xf32>, memref<1x8x8xf32>) outs(%d : memref<1x8x24xf32>) {heads = 2 : i64, scale = 0.5 : f64, backward}
+  return
+}
+
+// -----
+
+// A config that does not cover the heads is refused.
+func.func @wrong_workgroups(%wg: index, %x: memref<2x8x12xf32>, %o: memref<2x8x4xf32>)
+    attributes {nova.lowering_config = #nova.lowering_config<attention, workgroups = 3, tile = [1, 1], register_tile = [4, 2]>} {
+  // expected-error @+1 {{nova-vectorize-attention: 3 workgroups for 4 heads}}
+  nova.attention_kernel ins(%x : memref<2x8x12xf32>) outs(%o : memref<2x8x4xf32>) {heads = 2 : i64, scale = 0.5 : f64}
+  return
+}
