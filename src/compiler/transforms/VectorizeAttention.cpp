@@ -142,19 +142,53 @@ struct HeadEmitter {
     });
   }
 
-  /// dst[c, j] = qkv[b, j, col + c] for j < T, 0 for j in [T, Tp).
+  /// The W x W transpose of `rows` (W vectors of W lanes) in registers: for
+  /// each bit of a lane index, rows i and i + h (h = 2^bit, bit clear in i)
+  /// trade the elements whose row and column bits differ, one two-source
+  /// shuffle per new row: W log2 W shuffles in all (64 for 16 lanes).
+  SmallVector<Value> transposeInRegisters(SmallVector<Value> rows) {
+    for (int64_t h = 1; h < W; h *= 2)
+      for (int64_t i = 0; i < W; ++i) {
+        if (i & h)
+          continue;
+        SmallVector<int64_t> low, high;
+        for (int64_t col = 0; col < W; ++col) {
+          low.push_back((col & h) ? W + (col ^ h) : col);
+          high.push_back((col & h) ? W + col : (col ^ h));
+        }
+        Value a = rows[i], bRow = rows[i + h];
+        rows[i] = b.create<vector::ShuffleOp>(l, a, bRow, low);
+        rows[i + h] = b.create<vector::ShuffleOp>(l, a, bRow, high);
+      }
+    return rows;
+  }
+
+  /// dst[c, j] = qkv[b, j, col + c] for j < T, 0 for j in [T, Tp): W x W
+  /// blocks transposed in registers (W row loads, W vector stores), the
+  /// keys past the last whole block element by element.
   void emitTranspose(Value dst, Value col) {
-    loop(c(0), c(T), 1, [&](OpBuilder &, Value j) {
-      loop(c(0), c(hd), 1, [&](OpBuilder &, Value ch) {
-        b.create<memref::StoreOp>(l, load(b, qkv, {bIdx, j, add(col, ch)}), dst, ValueRange{ch, j});
+    int64_t full = T / W * W;
+    if (full > 0)
+      loop(c(0), c(full), W, [&](OpBuilder &, Value j0) {
+        for (int64_t c0 = 0; c0 < hd; c0 += W) {
+          SmallVector<Value> rows;
+          for (int64_t t = 0; t < W; ++t)
+            rows.push_back(vload(b, qkv, {bIdx, add(j0, t), add(col, c0)}));
+          SmallVector<Value> cols = transposeInRegisters(rows);
+          for (int64_t t = 0; t < W; ++t)
+            b.create<vector::StoreOp>(l, cols[t], dst, ValueRange{c(c0 + t), j0});
+        }
       });
-    });
-    if (Tp > T)
-      loop(c(0), c(hd), 1, [&](OpBuilder &, Value ch) {
+    loop(c(0), c(hd), 1, [&](OpBuilder &, Value ch) {
+      if (full < T)
+        loop(c(full), c(T), 1, [&](OpBuilder &, Value j) {
+          b.create<memref::StoreOp>(l, load(b, qkv, {bIdx, j, add(col, ch)}), dst, ValueRange{ch, j});
+        });
+      if (Tp > T)
         loop(c(T), c(Tp), 1, [&](OpBuilder &, Value j) {
           b.create<memref::StoreOp>(l, scalar(0.0), dst, ValueRange{ch, j});
         });
-      });
+    });
   }
 
   /// dst[r, j] = sum_c lhs(r, c) * srcT[c, j] * mult for j in [0, nvec W):
