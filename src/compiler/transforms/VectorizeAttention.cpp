@@ -192,7 +192,7 @@ struct HeadEmitter {
   }
 
   /// dst[r, j] = sum_c lhs(r, c) * srcT[c, j] * mult for j in [0, nvec W):
-  /// whole groups of cv vectors, then single vectors.
+  /// whole groups of cv vectors, then one group of the rest.
   void emitScoreBlock(int64_t rows, Value nvec, Value dst, Value srcT,
                       function_ref<Value(int64_t r, Value c)> lhs, double mult) {
     auto block = [&](int64_t nv, Value j0) {
@@ -207,49 +207,75 @@ struct HeadEmitter {
     };
     Value groups = b.create<arith::DivUIOp>(l, nvec, c(cv));
     loop(c(0), groups, 1, [&](OpBuilder &, Value g) { block(cv, mul(g, cv * W)); });
-    loop(mul(groups, cv), nvec, 1, [&](OpBuilder &, Value jv) { block(1, mul(jv, W)); });
+    // The n < cv vectors left: one block of n (n accumulators per row, not
+    // n passes of one: a row block's scores are often fewer than cv
+    // vectors, and one accumulator per row leaves the FMA pipes idle).
+    Value done = mul(groups, cv);
+    Value left = b.create<arith::SubIOp>(l, nvec, done);
+    for (int64_t n = 1; n < cv; ++n) {
+      Value isN = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, left, c(n));
+      b.create<scf::IfOp>(l, isN, [&](OpBuilder &ib, Location) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
+        block(n, mul(done, W));
+        b.create<scf::YieldOp>(l);
+      });
+    }
   }
 
-  /// Softmax of row r of `s` over its first `limit` columns, the rest (up
-  /// to nvec W) set to -inf first, so they come out 0. Returns 1 / sum;
-  /// with `normalize` the row holds the probabilities, else exp(S - max).
-  Value emitSoftmaxRow(int64_t r, Value limit, Value nvec, bool normalize) {
-    Value row = c(r), jPad = mul(nvec, W);
+  /// Softmax of rows [0, rows) of `s`, row r over its first limits[r]
+  /// columns, the rest (up to nvec W) set to -inf first so they come out 0.
+  /// The rows go through each pass together (rows independent max / sum
+  /// chains, not one row's latency at a time). Returns 1 / sum per row;
+  /// with `normalize` the rows hold the probabilities, else exp(S - max).
+  SmallVector<Value> emitSoftmaxBlock(int64_t rows, ArrayRef<Value> limits, Value nvec,
+                                      bool normalize) {
+    Value jPad = mul(nvec, W);
     Value negInf = scalar(-std::numeric_limits<double>::infinity());
-    loop(limit, jPad, 1, [&](OpBuilder &, Value j) {
-      b.create<memref::StoreOp>(l, negInf, s, ValueRange{row, j});
-    });
-    auto reduceRow = [&](Value init, function_ref<Value(Value acc, Value jv)> step) {
-      auto f = b.create<scf::ForOp>(l, c(0), nvec, c(1), ValueRange{init},
+    for (int64_t r = 0; r < rows; ++r)
+      loop(limits[r], jPad, 1, [&](OpBuilder &, Value j) {
+        b.create<memref::StoreOp>(l, negInf, s, ValueRange{c(r), j});
+      });
+    // One pass over the block's vectors, a value per row carried through it.
+    auto pass = [&](Value init, function_ref<Value(int64_t r, Value acc, Value at)> step) {
+      auto f = b.create<scf::ForOp>(l, c(0), nvec, c(1), SmallVector<Value>(rows, init),
                                     [&](OpBuilder &ib, Location, Value jv, ValueRange acc) {
                                       OpBuilder::InsertionGuard guard(b);
                                       b.setInsertionPoint(ib.getInsertionBlock(),
                                                           ib.getInsertionPoint());
-                                      b.create<scf::YieldOp>(l, step(acc[0], jv));
+                                      SmallVector<Value> next;
+                                      for (int64_t r = 0; r < rows; ++r)
+                                        next.push_back(step(r, acc[r], mul(jv, W)));
+                                      b.create<scf::YieldOp>(l, next);
                                     });
-      return f.getResult(0);
+      return SmallVector<Value>(f.getResults());
     };
-    Value maxVec = reduceRow(splat(-std::numeric_limits<double>::infinity()), [&](Value acc, Value jv) {
-      return b.create<arith::MaximumFOp>(l, acc, vload(b, s, {row, mul(jv, W)}));
-    });
-    Value max = b.create<vector::BroadcastOp>(
-        l, vec, b.create<vector::ReductionOp>(l, vector::CombiningKind::MAXIMUMF, maxVec));
-    Value sumVec = reduceRow(splat(0.0), [&](Value acc, Value jv) {
-      Value at = mul(jv, W);
-      Value e = b.create<math::ExpOp>(l, b.create<arith::SubFOp>(l, vload(b, s, {row, at}), max));
-      b.create<vector::StoreOp>(l, e, s, ValueRange{row, at});
+    SmallVector<Value> maxVecs =
+        pass(splat(-std::numeric_limits<double>::infinity()), [&](int64_t r, Value acc, Value at) {
+          return b.create<arith::MaximumFOp>(l, acc, vload(b, s, {c(r), at}));
+        });
+    SmallVector<Value> maxes;
+    for (Value m : maxVecs)
+      maxes.push_back(b.create<vector::BroadcastOp>(
+          l, vec, b.create<vector::ReductionOp>(l, vector::CombiningKind::MAXIMUMF, m)));
+    SmallVector<Value> sumVecs = pass(splat(0.0), [&](int64_t r, Value acc, Value at) {
+      Value e = b.create<math::ExpOp>(l, b.create<arith::SubFOp>(l, vload(b, s, {c(r), at}), maxes[r]));
+      b.create<vector::StoreOp>(l, e, s, ValueRange{c(r), at});
       return b.create<arith::AddFOp>(l, acc, e);
     });
-    Value sum = b.create<vector::ReductionOp>(l, vector::CombiningKind::ADD, sumVec);
-    Value inv = b.create<arith::DivFOp>(l, scalar(1.0), sum);
-    if (normalize) {
-      Value invVec = b.create<vector::BroadcastOp>(l, vec, inv);
+    SmallVector<Value> inv, invVecs;
+    for (Value sv : sumVecs) {
+      Value sum = b.create<vector::ReductionOp>(l, vector::CombiningKind::ADD, sv);
+      inv.push_back(b.create<arith::DivFOp>(l, scalar(1.0), sum));
+      invVecs.push_back(b.create<vector::BroadcastOp>(l, vec, inv.back()));
+    }
+    if (normalize)
       loop(c(0), nvec, 1, [&](OpBuilder &, Value jv) {
         Value at = mul(jv, W);
-        b.create<vector::StoreOp>(l, b.create<arith::MulFOp>(l, vload(b, s, {row, at}), invVec), s,
-                                  ValueRange{row, at});
+        for (int64_t r = 0; r < rows; ++r)
+          b.create<vector::StoreOp>(l, b.create<arith::MulFOp>(l, vload(b, s, {c(r), at}), invVecs[r]),
+                                    s, ValueRange{c(r), at});
       });
-    }
     return inv;
   }
 
@@ -266,9 +292,10 @@ struct HeadEmitter {
     emitScoreBlock(rows, nvec, s, kt, [&](int64_t r, Value ch) { return qAt(rowIdx[r], ch); },
                    scale);
     bool backward = static_cast<bool>(grad);
-    SmallVector<Value> inv;
+    SmallVector<Value> limits;
     for (int64_t r = 0; r < rows; ++r)
-      inv.push_back(emitSoftmaxRow(r, add(rowIdx[r], 1), nvec, backward));
+      limits.push_back(add(rowIdx[r], 1));
+    SmallVector<Value> inv = emitSoftmaxBlock(rows, limits, nvec, backward);
     // Rows of `from` (s or dp) times rows j of qkv at `col`, into out at oCol.
     auto rowsTimesHead = [&](Value from, Value col, function_ref<Value(int64_t r)> rowScale) {
       for (int64_t c0 = 0; c0 < hd; c0 += cv * W)
