@@ -61,7 +61,8 @@ struct HeadEmitter {
   Location l;
   nova::AttentionKernelOp op;
   VectorType vec;      // W lanes
-  int64_t W, R, cv;    // lanes, rows per block, vectors per block
+  int64_t W, R, cv;    // lanes, rows per register block, vectors per block
+  int64_t Rc;          // query rows per backward block (a multiple of R)
   int64_t T, d, hd, Tp;
   double scale;
   Value qkv, grad, out; // grad: null in the forward
@@ -96,15 +97,20 @@ struct HeadEmitter {
                          });
   }
 
-  /// acc[r][v] = sum over kk in [0, K) of lhs(r, kk) * rhs(kk, v), r < rows,
-  /// v < nv; then finish(r, v, acc[r][v]).
+  /// acc[r][v] = init(r, v) (0 without init) + sum over kk in [0, K) of
+  /// lhs(r, kk) * rhs(kk, v), r < rows, v < nv; then finish(r, v, acc[r][v]).
   void emitProduct(int64_t rows, int64_t nv, Value K,
                    function_ref<Value(int64_t r, Value kk)> lhs,
                    function_ref<Value(Value kk, int64_t v)> rhs,
-                   function_ref<void(int64_t r, int64_t v, Value acc)> finish) {
-    Value zero = splat(0.0);
+                   function_ref<void(int64_t r, int64_t v, Value acc)> finish,
+                   function_ref<Value(int64_t r, int64_t v)> init = nullptr) {
+    SmallVector<Value> start(rows * nv, splat(0.0));
+    if (init)
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t v = 0; v < nv; ++v)
+          start[r * nv + v] = init(r, v);
     auto kLoop = b.create<scf::ForOp>(
-        l, c(0), K, c(1), SmallVector<Value>(rows * nv, zero),
+        l, c(0), K, c(1), start,
         [&](OpBuilder &kb, Location, Value kk, ValueRange acc) {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPoint(kb.getInsertionBlock(), kb.getInsertionPoint());
@@ -123,23 +129,42 @@ struct HeadEmitter {
         finish(r, v, kLoop.getResult(r * nv + v));
   }
 
-  /// out[j, col + v W] += sum_r coef(r, j) * rows_[r][v] for j in [0, jEnd),
-  /// the rows_ vectors (R x cv of them) held in registers across the j loop.
-  void emitColumnAccumulate(int64_t rows, Value jEnd, Value col,
-                            function_ref<Value(int64_t r, Value j)> coef,
-                            ArrayRef<Value> rowVectors) {
-    loop(c(0), jEnd, 1, [&](OpBuilder &, Value j) {
-      SmallVector<Value> coefs;
-      for (int64_t r = 0; r < rows; ++r)
-        coefs.push_back(b.create<vector::BroadcastOp>(l, vec, coef(r, j)));
-      for (int64_t v = 0; v < cv; ++v) {
-        Value at = add(col, v * W);
-        Value acc = vload(b, out, {bIdx, j, at});
-        for (int64_t r = 0; r < rows; ++r)
-          acc = b.create<vector::FMAOp>(l, coefs[r], rowVectors[r * cv + v], acc);
-        b.create<vector::StoreOp>(l, acc, out, ValueRange{bIdx, j, at});
+  /// out[b, j, col + c] += sum_r coef(r, j) * rowAt(r, c) for j in [0,
+  /// jEnd), c < hd: keys in groups of R (the rest as one group), each group
+  /// an emitProduct over the block's rows with the keys' out rows as its
+  /// accumulators: R x cv independent FMA chains, each key row loaded and
+  /// stored once per block.
+  void emitKeyAccumulate(int64_t rows, Value jEnd, Value col,
+                         function_ref<Value(Value r, Value j)> coef,
+                         function_ref<Value(Value r, int64_t c)> rowAt) {
+    auto group = [&](int64_t keys, Value j0) {
+      SmallVector<Value> js;
+      for (int64_t g = 0; g < keys; ++g)
+        js.push_back(add(j0, g));
+      for (int64_t c0 = 0; c0 < hd; c0 += cv * W) {
+        auto at = [&](int64_t v) { return add(col, c0 + v * W); };
+        emitProduct(
+            keys, cv, c(rows), [&](int64_t g, Value r) { return coef(r, js[g]); },
+            [&](Value r, int64_t v) { return rowAt(r, c0 + v * W); },
+            [&](int64_t g, int64_t v, Value acc) {
+              b.create<vector::StoreOp>(l, acc, out, ValueRange{bIdx, js[g], at(v)});
+            },
+            [&](int64_t g, int64_t v) { return vload(b, out, {bIdx, js[g], at(v)}); });
       }
-    });
+    };
+    Value groups = b.create<arith::DivUIOp>(l, jEnd, c(R));
+    loop(c(0), groups, 1, [&](OpBuilder &, Value g) { group(R, mul(g, R)); });
+    Value done = mul(groups, R);
+    Value left = b.create<arith::SubIOp>(l, jEnd, done);
+    for (int64_t n = 1; n < R; ++n) {
+      Value isN = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, left, c(n));
+      b.create<scf::IfOp>(l, isN, [&](OpBuilder &ib, Location) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
+        group(n, done);
+        b.create<scf::YieldOp>(l);
+      });
+    }
   }
 
   /// The W x W transpose of `rows` (W vectors of W lanes) in registers: for
@@ -191,9 +216,9 @@ struct HeadEmitter {
     });
   }
 
-  /// dst[r, j] = sum_c lhs(r, c) * srcT[c, j] * mult for j in [0, nvec W):
+  /// dst[base + r, j] = sum_c lhs(r, c) * srcT[c, j] * mult for j in [0, nvec W):
   /// whole groups of cv vectors, then one group of the rest.
-  void emitScoreBlock(int64_t rows, Value nvec, Value dst, Value srcT,
+  void emitScoreBlock(int64_t rows, int64_t base, Value nvec, Value dst, Value srcT,
                       function_ref<Value(int64_t r, Value c)> lhs, double mult) {
     auto block = [&](int64_t nv, Value j0) {
       emitProduct(
@@ -202,7 +227,7 @@ struct HeadEmitter {
           [&](int64_t r, int64_t v, Value acc) {
             if (mult != 1.0)
               acc = b.create<arith::MulFOp>(l, acc, splat(mult));
-            b.create<vector::StoreOp>(l, acc, dst, ValueRange{c(r), add(j0, v * W)});
+            b.create<vector::StoreOp>(l, acc, dst, ValueRange{c(base + r), add(j0, v * W)});
           });
     };
     Value groups = b.create<arith::DivUIOp>(l, nvec, c(cv));
@@ -223,18 +248,18 @@ struct HeadEmitter {
     }
   }
 
-  /// Softmax of rows [0, rows) of `s`, row r over its first limits[r]
+  /// Softmax of rows [base, base + rows) of `s`, row r over its first limits[r]
   /// columns, the rest (up to nvec W) set to -inf first so they come out 0.
   /// The rows go through each pass together (rows independent max / sum
   /// chains, not one row's latency at a time). Returns 1 / sum per row;
   /// with `normalize` the rows hold the probabilities, else exp(S - max).
-  SmallVector<Value> emitSoftmaxBlock(int64_t rows, ArrayRef<Value> limits, Value nvec,
-                                      bool normalize) {
+  SmallVector<Value> emitSoftmaxBlock(int64_t rows, int64_t base, ArrayRef<Value> limits,
+                                      Value nvec, bool normalize) {
     Value jPad = mul(nvec, W);
     Value negInf = scalar(-std::numeric_limits<double>::infinity());
     for (int64_t r = 0; r < rows; ++r)
       loop(limits[r], jPad, 1, [&](OpBuilder &, Value j) {
-        b.create<memref::StoreOp>(l, negInf, s, ValueRange{c(r), j});
+        b.create<memref::StoreOp>(l, negInf, s, ValueRange{c(base + r), j});
       });
     // One pass over the block's vectors, a value per row carried through it.
     auto pass = [&](Value init, function_ref<Value(int64_t r, Value acc, Value at)> step) {
@@ -252,15 +277,15 @@ struct HeadEmitter {
     };
     SmallVector<Value> maxVecs =
         pass(splat(-std::numeric_limits<double>::infinity()), [&](int64_t r, Value acc, Value at) {
-          return b.create<arith::MaximumFOp>(l, acc, vload(b, s, {c(r), at}));
+          return b.create<arith::MaximumFOp>(l, acc, vload(b, s, {c(base + r), at}));
         });
     SmallVector<Value> maxes;
     for (Value m : maxVecs)
       maxes.push_back(b.create<vector::BroadcastOp>(
           l, vec, b.create<vector::ReductionOp>(l, vector::CombiningKind::MAXIMUMF, m)));
     SmallVector<Value> sumVecs = pass(splat(0.0), [&](int64_t r, Value acc, Value at) {
-      Value e = b.create<math::ExpOp>(l, b.create<arith::SubFOp>(l, vload(b, s, {c(r), at}), maxes[r]));
-      b.create<vector::StoreOp>(l, e, s, ValueRange{c(r), at});
+      Value e = b.create<math::ExpOp>(l, b.create<arith::SubFOp>(l, vload(b, s, {c(base + r), at}), maxes[r]));
+      b.create<vector::StoreOp>(l, e, s, ValueRange{c(base + r), at});
       return b.create<arith::AddFOp>(l, acc, e);
     });
     SmallVector<Value> inv, invVecs;
@@ -273,34 +298,38 @@ struct HeadEmitter {
       loop(c(0), nvec, 1, [&](OpBuilder &, Value jv) {
         Value at = mul(jv, W);
         for (int64_t r = 0; r < rows; ++r)
-          b.create<vector::StoreOp>(l, b.create<arith::MulFOp>(l, vload(b, s, {c(r), at}), invVecs[r]),
-                                    s, ValueRange{c(r), at});
+          b.create<vector::StoreOp>(l, b.create<arith::MulFOp>(l, vload(b, s, {c(base + r), at}), invVecs[r]),
+                                    s, ValueRange{c(base + r), at});
       });
     return inv;
   }
 
   Value qAt(Value i, Value ch) { return load(b, qkv, {bIdx, i, add(qCol, ch)}); }
 
-  /// Rows [i0, i0 + rows) of the head.
-  void emitRowBlock(int64_t rows, Value i0) {
+  /// Rows [i0, i0 + rows) of the head, their scores in rows [base, base +
+  /// rows) of the scratch. Forward: out. Backward: P in s, dS in dp, dq;
+  /// their columns from the rows' own key range up to `jPadBlock` (the
+  /// enclosing backward block's) zeroed, so the block's dk, dv products
+  /// can run over all its keys.
+  void emitRowBlock(int64_t rows, Value i0, int64_t base, Value jPadBlock) {
     Value jEnd = add(i0, rows);
     Value nvec = b.create<arith::DivUIOp>(l, add(jEnd, W - 1), c(W));
     SmallVector<Value> rowIdx;
     for (int64_t r = 0; r < rows; ++r)
       rowIdx.push_back(add(i0, r));
     // S = scale q k^T over the block's key columns.
-    emitScoreBlock(rows, nvec, s, kt, [&](int64_t r, Value ch) { return qAt(rowIdx[r], ch); },
+    emitScoreBlock(rows, base, nvec, s, kt, [&](int64_t r, Value ch) { return qAt(rowIdx[r], ch); },
                    scale);
     bool backward = static_cast<bool>(grad);
     SmallVector<Value> limits;
     for (int64_t r = 0; r < rows; ++r)
       limits.push_back(add(rowIdx[r], 1));
-    SmallVector<Value> inv = emitSoftmaxBlock(rows, limits, nvec, backward);
+    SmallVector<Value> inv = emitSoftmaxBlock(rows, base, limits, nvec, backward);
     // Rows of `from` (s or dp) times rows j of qkv at `col`, into out at oCol.
     auto rowsTimesHead = [&](Value from, Value col, function_ref<Value(int64_t r)> rowScale) {
       for (int64_t c0 = 0; c0 < hd; c0 += cv * W)
         emitProduct(
-            rows, cv, jEnd, [&](int64_t r, Value j) { return load(b, from, {c(r), j}); },
+            rows, cv, jEnd, [&](int64_t r, Value j) { return load(b, from, {c(base + r), j}); },
             [&](Value j, int64_t v) { return vload(b, qkv, {bIdx, j, add(col, c0 + v * W)}); },
             [&](int64_t r, int64_t v, Value acc) {
               Value scaled = b.create<arith::MulFOp>(
@@ -314,11 +343,12 @@ struct HeadEmitter {
       return;
     }
     // dP = grad v^T; dS = P (dP - rowsum(P dP)), in place of dP.
-    emitScoreBlock(rows, nvec, dp, vt,
+    emitScoreBlock(rows, base, nvec, dp, vt,
                    [&](int64_t r, Value ch) { return load(b, grad, {bIdx, rowIdx[r], add(oCol, ch)}); },
                    1.0);
+    Value zero = splat(0.0);
     for (int64_t r = 0; r < rows; ++r) {
-      Value row = c(r);
+      Value row = c(base + r);
       auto dotLoop = b.create<scf::ForOp>(
           l, c(0), nvec, c(1), ValueRange{splat(0.0)},
           [&](OpBuilder &ib, Location, Value jv, ValueRange acc) {
@@ -337,25 +367,34 @@ struct HeadEmitter {
             l, vload(b, s, {row, at}), b.create<arith::SubFOp>(l, vload(b, dp, {row, at}), dot));
         b.create<vector::StoreOp>(l, ds, dp, ValueRange{row, at});
       });
+      loop(mul(nvec, W), jPadBlock, W, [&](OpBuilder &, Value at) {
+        b.create<vector::StoreOp>(l, zero, s, ValueRange{row, at});
+        b.create<vector::StoreOp>(l, zero, dp, ValueRange{row, at});
+      });
     }
     // dq = scale dS k, rows of the block.
+    rowsTimesHead(dp, kCol, [&](int64_t) { return scalar(scale); });
+  }
+
+  /// Backward rows [i0, i0 + blockRows): row blocks of R (and one of the
+  /// rest), then dk += scale dS^T q and dv += P^T grad over all the block's
+  /// rows and keys: the head's dk and dv rows stream through the cache once
+  /// per block, not once per R rows.
+  void emitBackwardBlock(int64_t blockRows, Value i0) {
+    Value jEnd = add(i0, blockRows);
+    Value jPad = mul(b.create<arith::DivUIOp>(l, add(jEnd, W - 1), c(W)), W);
+    for (int64_t base = 0; base < blockRows; base += R)
+      emitRowBlock(std::min(R, blockRows - base), add(i0, base), base, jPad);
     Value scaleValue = scalar(scale);
-    rowsTimesHead(dp, kCol, [&](int64_t) { return scaleValue; });
-    // dk += scale dS^T q; dv += P^T grad, over the block's key columns.
-    for (int64_t c0 = 0; c0 < hd; c0 += cv * W) {
-      SmallVector<Value> qRows, gRows;
-      Value scaleVec = splat(scale);
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t v = 0; v < cv; ++v) {
-          qRows.push_back(b.create<arith::MulFOp>(
-              l, vload(b, qkv, {bIdx, rowIdx[r], add(qCol, c0 + v * W)}), scaleVec));
-          gRows.push_back(vload(b, grad, {bIdx, rowIdx[r], add(oCol, c0 + v * W)}));
-        }
-      emitColumnAccumulate(rows, jEnd, add(kCol, c0),
-                           [&](int64_t r, Value j) { return load(b, dp, {c(r), j}); }, qRows);
-      emitColumnAccumulate(rows, jEnd, add(vCol, c0),
-                           [&](int64_t r, Value j) { return load(b, s, {c(r), j}); }, gRows);
-    }
+    emitKeyAccumulate(
+        blockRows, jEnd, kCol,
+        [&](Value r, Value j) {
+          return b.create<arith::MulFOp>(l, load(b, dp, {r, j}), scaleValue).getResult();
+        },
+        [&](Value r, int64_t ch) { return vload(b, qkv, {bIdx, b.create<arith::AddIOp>(l, i0, r), add(qCol, ch)}); });
+    emitKeyAccumulate(
+        blockRows, jEnd, vCol, [&](Value r, Value j) { return load(b, s, {r, j}); },
+        [&](Value r, int64_t ch) { return vload(b, grad, {bIdx, b.create<arith::AddIOp>(l, i0, r), add(oCol, ch)}); });
   }
 
   void emit(Value wg) {
@@ -369,13 +408,13 @@ struct HeadEmitter {
     auto scratch = [&](int64_t rows) {
       return b.create<memref::AllocOp>(l, MemRefType::get({rows, Tp}, elem())).getResult();
     };
-    SmallVector<Value> buffers{kt = scratch(hd), s = scratch(R)};
+    SmallVector<Value> buffers{kt = scratch(hd), s = scratch(grad ? Rc : R)};
     emitTranspose(kt, kCol);
     if (grad) {
       // Backward: out is dqkv; dq rows go to the q columns, dk and dv are
       // accumulated in place, so zeroed first.
       buffers.push_back(vt = scratch(hd));
-      buffers.push_back(dp = scratch(R));
+      buffers.push_back(dp = scratch(Rc));
       emitTranspose(vt, vCol);
       Value zero = splat(0.0);
       loop(c(0), c(T), 1, [&](OpBuilder &, Value j) {
@@ -388,18 +427,27 @@ struct HeadEmitter {
     } else {
       oCol = hOff;
     }
-    int64_t full = (T / R) * R;
+    // Query rows in blocks of R (forward) or Rc (backward), and one block
+    // of the rest.
+    int64_t block = grad ? Rc : R;
+    auto emitBlock = [&](int64_t rows, Value i0) {
+      if (grad)
+        emitBackwardBlock(rows, i0);
+      else
+        emitRowBlock(rows, i0, 0, Value());
+    };
+    int64_t full = (T / block) * block;
     if (full > 0)
-      loop(c(0), c(full), R, [&](OpBuilder &, Value i0) { emitRowBlock(R, i0); });
-    if (T % R != 0)
-      emitRowBlock(T % R, c(full));
+      loop(c(0), c(full), block, [&](OpBuilder &, Value i0) { emitBlock(block, i0); });
+    if (T % block != 0)
+      emitBlock(T % block, c(full));
     for (Value buffer : buffers)
       b.create<memref::DeallocOp>(l, buffer);
   }
 };
 
 LogicalResult expand(nova::AttentionKernelOp op, Value wg, ArrayRef<int64_t> registerTile,
-                     int64_t vectorBits) {
+                     int64_t blockRows, int64_t vectorBits) {
   auto outType = cast<MemRefType>(op.getInit().getType());
   Type elem = outType.getElementType();
   int64_t hd = op.headDim();
@@ -408,9 +456,13 @@ LogicalResult expand(nova::AttentionKernelOp op, Value wg, ArrayRef<int64_t> reg
   if (R < 1 || cols % W != 0 || hd % cols != 0)
     return op.emitError("nova-vectorize-attention: register tile [")
            << R << ", " << cols << "] does not split head dim " << hd << " into vectors of " << W;
+  if (blockRows < R || blockRows % R != 0)
+    return op.emitError("nova-vectorize-attention: backward block of ")
+           << blockRows << " rows is not a multiple of the register block's " << R;
   OpBuilder b(op);
   int64_t T = op.seq();
-  HeadEmitter e{b, op.getLoc(), op, VectorType::get({W}, elem), W, R, cols / W, T, op.model(), hd,
+  HeadEmitter e{b, op.getLoc(), op, VectorType::get({W}, elem), W, R, cols / W, blockRows, T,
+                op.model(), hd,
                 (T + W - 1) / W * W, op.getScale().convertToDouble(), op.getInputs()[0],
                 op.getBackward() ? op.getInputs()[1] : Value(), op.getInit()};
   e.emit(wg);
@@ -451,7 +503,8 @@ struct NovaVectorizeAttention
               << " heads";
           return signalPassFailure();
         }
-        if (failed(expand(op, func.getArgument(0), reg, vectorBits)))
+        int64_t blockRows = config.getCacheTile().empty() ? reg[0] : config.getCacheTile()[0];
+        if (failed(expand(op, func.getArgument(0), reg, blockRows, vectorBits)))
           return signalPassFailure();
         continue;
       }
@@ -463,7 +516,7 @@ struct NovaVectorizeAttention
       b.setInsertionPoint(heads.getBody()->getTerminator());
       auto inner = cast<nova::AttentionKernelOp>(b.clone(*op));
       op.erase();
-      if (failed(expand(inner, heads.getInductionVar(), reg, vectorBits)))
+      if (failed(expand(inner, heads.getInductionVar(), reg, reg[0], vectorBits)))
         return signalPassFailure();
     }
   }

@@ -32,15 +32,17 @@
 // Attention: one workgroup per (batch, head), 16 x 4 = 64. hd = 64 in 16
 // lanes is 4 vectors; rows x cv accumulators with cv rhs vectors and a
 // broadcast in 32 registers, the most FMAs per load: 6 rows x 4 vectors.
-// With 16 registers of 8 lanes (8 vectors per head): 6 x 2 vectors.
+// With 16 registers of 8 lanes (8 vectors per head): 6 x 2 vectors. The
+// backward's blocks of query rows: its two 6 x 128 score scratches take
+// 6 KiB, half of the 48 KiB L1 holds 4 of them: 24 rows (the cap).
 // CHECK-LABEL: func.func @attention
-// CHECK-SAME: #nova.lowering_config<attention, workgroups = 64, tile = [1, 1], register_tile = [6, 64]>
+// CHECK-SAME: #nova.lowering_config<attention, workgroups = 64, tile = [1, 1], cache_tile = [24], register_tile = [6, 64]>
 // ONE-LABEL: func.func @attention
-// ONE-SAME: #nova.lowering_config<attention, workgroups = 64, tile = [1, 1], register_tile = [6, 16]>
+// ONE-SAME: #nova.lowering_config<attention, workgroups = 64, tile = [1, 1], cache_tile = [24], register_tile = [6, 16]>
 // hd = 12 / 2 = 6 takes 2-lane vectors (3 per head, all in one block); the rows are
-// capped by T = 5.
+// capped by T = 5, and so is the backward's block.
 // CHECK-LABEL: func.func @attention_narrow
-// CHECK-SAME: #nova.lowering_config<attention, workgroups = 4, tile = [1, 1], register_tile = [5, 6]>
+// CHECK-SAME: #nova.lowering_config<attention, workgroups = 4, tile = [1, 1], cache_tile = [5], register_tile = [5, 6]>
 // Anything else runs whole.
 // CHECK-LABEL: func.func @loop_nest
 // CHECK-SAME: #nova.lowering_config<serial, workgroups = 1, tile = [], register_tile = []>

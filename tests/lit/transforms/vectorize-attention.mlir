@@ -15,7 +15,7 @@
 // CHECK: %[[KT:.*]] = memref.alloc() : memref<2x14xf32>
 // CHECK: %[[S:.*]] = memref.alloc() : memref<4x14xf32>
 // CHECK: memref.store {{.*}}, %[[KT]]
-// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c12 step %c4
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c12{{.*}} step %c4
 // CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<2xf32>, vector<2xf32>, vector<2xf32>, vector<2xf32>) {
 // CHECK: vector.load %[[KT]]
 // CHECK: vector.broadcast
@@ -40,16 +40,17 @@ func.func @forward(%wg: index, %x: memref<2x13x12xf32>, %o: memref<2x13x4xf32>)
 
 // -----
 
-// Backward, register_tile [4, 4]: 4 x 2 accumulators. v is transposed too, dk and dv of the head are zeroed and then
+// Backward, register_tile [4, 4]: 4 x 2 accumulators; cache_tile [8]: the
+// 8 rows are one block of two register blocks, their P and dS in [8, 8]
+// scratches, dk and dv accumulated once for the block. v is transposed too, dk and dv of the head are zeroed and then
 // accumulated in place (the head's rows are one workgroup's), dq written
-// row block by row block; four scratch buffers, none T x T.
+// row block by row block; four scratch buffers (here T = 8 is the block).
 // CHECK-LABEL: func.func @backward
 // CHECK-SAME: (%[[WG:[^:]*]]: index, %[[QKV:[^:]*]]: memref<1x8x24xf32>, %[[G:[^:]*]]: memref<1x8x8xf32>, %[[D:[^:]*]]: memref<1x8x24xf32>)
-// CHECK-NOT: memref<8x8xf32>
 // CHECK: %[[KT:.*]] = memref.alloc() : memref<4x8xf32>
-// CHECK: %[[S:.*]] = memref.alloc() : memref<4x8xf32>
+// CHECK: %[[S:.*]] = memref.alloc() : memref<8x8xf32>
 // CHECK: %[[VT:.*]] = memref.alloc() : memref<4x8xf32>
-// CHECK: %[[DP:.*]] = memref.alloc() : memref<4x8xf32>
+// CHECK: %[[DP:.*]] = memref.alloc() : memref<8x8xf32>
 // CHECK: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : vector<2xf32>
 // CHECK: vector.store %[[ZERO]], %[[D]]
 // CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<2xf32>, vector<2xf32>, vector<2xf32>, vector<2xf32>, vector<2xf32>, vector<2xf32>, vector<2xf32>, vector<2xf32>) {
@@ -61,7 +62,7 @@ func.func @forward(%wg: index, %x: memref<2x13x12xf32>, %o: memref<2x13x4xf32>)
 // CHECK: vector.store {{.*}}, %[[D]]
 // CHECK: memref.dealloc %[[DP]]
 func.func @backward(%wg: index, %x: memref<1x8x24xf32>, %g: memref<1x8x8xf32>, %d: memref<1x8x24xf32>)
-    attributes {nova.lowering_config = #nova.lowering_config<attention, workgroups = 2, tile = [1, 1], register_tile = [4, 4]>} {
+    attributes {nova.lowering_config = #nova.lowering_config<attention, workgroups = 2, tile = [1, 1], cache_tile = [8], register_tile = [4, 4]>} {
   nova.attention_kernel ins(%x, %g : memref<1x8x24xf32>, memref<1x8x8xf32>) outs(%d : memref<1x8x24xf32>) {heads = 2 : i64, scale = 0.5 : f64, backward}
   return
 }
