@@ -24,6 +24,9 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <dlfcn.h>
 #include <fstream>
 #include <iterator>
@@ -251,6 +254,13 @@ std::shared_ptr<::nova::Executable> mlir::nova::compileStep(OwningOpRef<ModuleOp
   ::nova::ExecutableDesc desc = compileToDescription(*traced, signature, target, options);
   desc.key = key;
   disk.store(desc);
+  // The step's IR is done with. glibc keeps freed heap pages resident, so
+  // without the trim the compile's peak would stay the process's resident
+  // size for every step that follows.
+  traced = OwningOpRef<ModuleOp>();
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
   // Code for another machine (NOVA_TARGET) is kept, not run: aot::save writes it.
   return ::nova::load_or_describe(desc);
 }
