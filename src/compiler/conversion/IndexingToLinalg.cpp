@@ -8,7 +8,9 @@
 // scatter_add  → scf.for over indices and width carrying the result tensor,
 //                tensor.extract/insert; out-of-range indices are skipped.
 //                One-shot bufferization turns the carried tensor into one
-//                buffer updated in place.
+//                buffer updated in place. The width loop is marked
+//                kSplitLoopAttr: the target splits it over workgroups
+//                (parallel, and each element still sums in index order).
 // causal_mask  → generic comparing linalg.index of rows and columns.
 // dropout      → generic computing Philox4x32-10 of the element's linear
 //                index in arith (i32 multiply-high, xor, add).
@@ -147,6 +149,9 @@ struct ScatterAddPattern : OpConversionPattern<ScatterAddOp> {
           auto ifOp = b.create<scf::IfOp>(
               l, inRange,
               [&](OpBuilder &tb, Location tl) {
+                // The row's columns: the loop a target may split over
+                // workgroups (each then adds every update to its own columns,
+                // in the same order: parallel and deterministic).
                 auto inner = tb.create<scf::ForOp>(
                     tl, c0, tb.create<arith::ConstantIndexOp>(tl, width), c1, acc,
                     [&](OpBuilder &ib, Location il, Value d, ValueRange acc2) {
@@ -156,6 +161,7 @@ struct ScatterAddPattern : OpConversionPattern<ScatterAddOp> {
                       Value next = ib.create<tensor::InsertOp>(il, sum, acc2[0], ValueRange{idx, d});
                       ib.create<scf::YieldOp>(il, next);
                     });
+                inner->setAttr(kSplitLoopAttr, tb.getUnitAttr());
                 tb.create<scf::YieldOp>(tl, inner.getResults());
               },
               [&](OpBuilder &eb, Location el) { eb.create<scf::YieldOp>(el, acc); });

@@ -28,4 +28,15 @@
 #define GET_OP_CLASSES
 #include "compiler/dialect/NovaOps.h.inc"
 
+namespace mlir::nova {
+
+/// A unit attribute on an scf.for with bounds [0, N), step 1, inside a
+/// kernel's loop nest: its iterations touch disjoint elements and their
+/// order matters to nothing, so the target may split it over workgroups
+/// (each runs the nest with the loop narrowed to its chunk). The scatter-add
+/// lowering marks the column loop of its row updates.
+inline constexpr llvm::StringLiteral kSplitLoopAttr = "nova.split_loop";
+
+} // namespace mlir::nova
+
 #endif // NOVA_COMPILER_DIALECT_NOVADIALECT_H

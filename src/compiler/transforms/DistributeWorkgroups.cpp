@@ -13,10 +13,19 @@
 // Workgroups write disjoint parts of the output: only parallel loops are
 // ever split (the configurator's rule, checked again here).
 //
+// A `loops` kernel whose root is a loop nest (not a linalg op) is split along
+// its split loop (kSplitLoopAttr, [0, N) step 1) the same way: workgroup wg
+// runs the whole nest with that loop narrowed to
+// [wg * tile, min(wg * tile + tile, N)).
+//
 //===----------------------------------------------------------------------===//
 
 #include "compiler/transforms/Kernels.h"
 #include "compiler/transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 
 namespace mlir::nova {
@@ -28,8 +37,41 @@ using namespace mlir;
 
 namespace {
 
+LogicalResult distributeSplitLoop(func::FuncOp kernel, Operation *root,
+                                  nova::LoweringConfigAttr config) {
+  scf::ForOp loop;
+  root->walk([&](scf::ForOp l) {
+    if (l->hasAttr(nova::kSplitLoopAttr) && !loop)
+      loop = l;
+  });
+  std::optional<int64_t> lb = loop ? getConstantIntValue(loop.getLowerBound()) : std::nullopt;
+  std::optional<int64_t> ub = loop ? getConstantIntValue(loop.getUpperBound()) : std::nullopt;
+  std::optional<int64_t> step = loop ? getConstantIntValue(loop.getStep()) : std::nullopt;
+  if (!loop || lb != 0 || step != 1 || !ub)
+    return kernel.emitError("nova-distribute-workgroups: a `loops` kernel needs a linalg root op "
+                            "or a split loop over [0, N) with step 1");
+  if (config.getTile().size() != 1 || config.getTile()[0] < 1)
+    return kernel.emitError("nova-distribute-workgroups: a split loop takes one tile size");
+  int64_t tile = config.getTile()[0];
+  if ((*ub + tile - 1) / tile != config.getWorkgroups())
+    return kernel.emitError("nova-distribute-workgroups: tile gives ")
+           << (*ub + tile - 1) / tile << " workgroups, the config says " << config.getWorkgroups();
+  Location loc = kernel.getLoc();
+  OpBuilder b = OpBuilder::atBlockBegin(&kernel.front());
+  Value t = b.create<arith::ConstantIndexOp>(loc, tile);
+  Value lo = b.create<arith::MulIOp>(loc, kernel.getArgument(0), t);
+  Value hi = b.create<arith::MinUIOp>(loc, b.create<arith::AddIOp>(loc, lo, t),
+                                      b.create<arith::ConstantIndexOp>(loc, *ub));
+  loop.setLowerBound(lo);
+  loop.setUpperBound(hi);
+  return success();
+}
+
 LogicalResult distribute(func::FuncOp kernel, nova::LoweringConfigAttr config) {
-  auto op = dyn_cast_or_null<linalg::LinalgOp>(nova::kernelRoot(kernel));
+  Operation *root = nova::kernelRoot(kernel);
+  auto op = dyn_cast_or_null<linalg::LinalgOp>(root);
+  if (!op && root)
+    return distributeSplitLoop(kernel, root, config);
   if (!op)
     return kernel.emitError("nova-distribute-workgroups: a `loops` kernel needs a linalg root op");
   return nova::restrictToWorkgroupTile(op, config.getTile(), config.getWorkgroups());

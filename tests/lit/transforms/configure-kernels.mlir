@@ -43,6 +43,13 @@
 // capped by T = 5, and so is the backward's block.
 // CHECK-LABEL: func.func @attention_narrow
 // CHECK-SAME: #nova.lowering_config<attention, workgroups = 4, tile = [1, 1], cache_tile = [5], register_tile = [5, 6]>
+// A scatter-add's loop nest, 2048 updates x 256 columns, split along its
+// column loop: one chunk of 128 columns (whole 16-lane vectors) per core.
+// On one core it runs whole.
+// CHECK-LABEL: func.func @scatter
+// CHECK-SAME: #nova.lowering_config<loops, workgroups = 2, tile = [128], register_tile = []>
+// ONE-LABEL: func.func @scatter
+// ONE-SAME: #nova.lowering_config<serial, workgroups = 1, tile = [], register_tile = []>
 // Anything else runs whole.
 // CHECK-LABEL: func.func @loop_nest
 // CHECK-SAME: #nova.lowering_config<serial, workgroups = 1, tile = [], register_tile = []>
@@ -97,6 +104,22 @@ module {
     }
     func.func @attention_narrow(%wg: index, %x: memref<2x5x36xf32>, %o: memref<2x5x12xf32>) {
       nova.attention_kernel ins(%x : memref<2x5x36xf32>) outs(%o : memref<2x5x12xf32>) {heads = 2 : i64, scale = 0.5 : f64}
+      return
+    }
+    func.func @scatter(%wg: index, %idx: memref<2048xindex>, %u: memref<2048x256xf32>, %out: memref<256x256xf32>) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2048 = arith.constant 2048 : index
+      %c256 = arith.constant 256 : index
+      scf.for %n = %c0 to %c2048 step %c1 {
+        %r = memref.load %idx[%n] : memref<2048xindex>
+        scf.for %d = %c0 to %c256 step %c1 {
+          %a = memref.load %out[%r, %d] : memref<256x256xf32>
+          %b = memref.load %u[%n, %d] : memref<2048x256xf32>
+          %s = arith.addf %a, %b : f32
+          memref.store %s, %out[%r, %d] : memref<256x256xf32>
+        } {nova.split_loop}
+      }
       return
     }
     func.func @loop_nest(%wg: index, %a: memref<16xf32>) {

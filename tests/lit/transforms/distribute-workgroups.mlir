@@ -80,3 +80,58 @@ module {
     }
   }
 }
+
+// -----
+
+// A loop nest split along its split loop (a scatter-add's columns): 100
+// columns in tiles of 32 are 4 workgroups; each runs every update, its
+// column loop narrowed to [wg * 32, min(wg * 32 + 32, 100)).
+// CHECK-LABEL: func.func @scatter_columns
+// CHECK-SAME: (%[[WG:[^:]*]]: index,
+// CHECK: %[[T:.*]] = arith.constant 32 : index
+// CHECK: %[[LO:.*]] = arith.muli %[[WG]], %[[T]]
+// CHECK: %[[END:.*]] = arith.addi %[[LO]], %[[T]]
+// CHECK: %[[HI:.*]] = arith.minui %[[END]], %c100
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c8
+// CHECK: scf.for %{{.*}} = %[[LO]] to %[[HI]] step %c1
+module {
+  module @kernels {
+    func.func @scatter_columns(%wg: index, %idx: memref<8xindex>, %u: memref<8x100xf32>, %out: memref<10x100xf32>)
+        attributes {nova.lowering_config = #nova.lowering_config<loops, workgroups = 4, tile = [32], register_tile = []>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c8 = arith.constant 8 : index
+      %c100 = arith.constant 100 : index
+      scf.for %n = %c0 to %c8 step %c1 {
+        %r = memref.load %idx[%n] : memref<8xindex>
+        scf.for %d = %c0 to %c100 step %c1 {
+          %a = memref.load %out[%r, %d] : memref<10x100xf32>
+          %b = memref.load %u[%n, %d] : memref<8x100xf32>
+          %s = arith.addf %a, %b : f32
+          memref.store %s, %out[%r, %d] : memref<10x100xf32>
+        } {nova.split_loop}
+      }
+      return
+    }
+  }
+}
+
+// -----
+
+// A split loop's tile must give the config's workgroups.
+module {
+  module @kernels {
+    // expected-error @+1 {{nova-distribute-workgroups: tile gives 4 workgroups, the config says 3}}
+    func.func @scatter_wrong(%wg: index, %out: memref<100xf32>)
+        attributes {nova.lowering_config = #nova.lowering_config<loops, workgroups = 3, tile = [32], register_tile = []>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c100 = arith.constant 100 : index
+      %z = arith.constant 0.0 : f32
+      scf.for %d = %c0 to %c100 step %c1 {
+        memref.store %z, %out[%d] : memref<100xf32>
+      } {nova.split_loop}
+      return
+    }
+  }
+}

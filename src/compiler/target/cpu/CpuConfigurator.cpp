@@ -51,7 +51,10 @@
 //          diagonal are computed as zeros; 4 R keeps that under R 3 / 2
 //          keys a row). (Small GPT, 2-core AVX-512: Rc = 24 against 6:
 //          backward kernel 3.29 -> 2.67 ms.)
-// serial   anything else (the loop nest of a scatter-add) is one workgroup.
+//          A loop nest with a split loop (kSplitLoopAttr: a scatter-add's
+//          columns) of at least 2^15 points in all is split along that
+//          loop into one chunk per core, whole vectors each.
+// serial   anything else is one workgroup.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,6 +63,8 @@
 #include "compiler/transforms/MatmulKernel.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 using namespace mlir;
 
@@ -281,6 +286,44 @@ nova::LoweringConfigAttr configureAttention(nova::AttentionKernelOp op,
                                        tile, cacheTile, regTile);
 }
 
+/// The split loop (kSplitLoopAttr) of a loop nest, if it has one with
+/// static bounds [0, N) and step 1, and the points of the nest around and
+/// in it (its constant trip counts multiplied).
+std::optional<std::pair<scf::ForOp, int64_t>> splitLoop(Operation *root) {
+  scf::ForOp found;
+  root->walk([&](scf::ForOp loop) {
+    if (loop->hasAttr(nova::kSplitLoopAttr) && !found)
+      found = loop;
+  });
+  if (!found)
+    return std::nullopt;
+  auto constant = [](Value v) { return getConstantIntValue(v); };
+  if (constant(found.getLowerBound()) != 0 || constant(found.getStep()) != 1 ||
+      !constant(found.getUpperBound()))
+    return std::nullopt;
+  int64_t points = 1;
+  for (Operation *op = found; op && op != root->getParentOp(); op = op->getParentOp())
+    if (auto loop = dyn_cast<scf::ForOp>(op)) {
+      auto lb = constant(loop.getLowerBound()), ub = constant(loop.getUpperBound()),
+           step = constant(loop.getStep());
+      if (lb && ub && step && *step > 0)
+        points *= std::max<int64_t>(0, ceilDiv(*ub - *lb, *step));
+    }
+  return std::make_pair(found, points);
+}
+
+nova::LoweringConfigAttr configureSplitLoop(Operation *root, scf::ForOp loop, int64_t points,
+                                            const nova::CpuFacts &facts) {
+  MLIRContext *ctx = root->getContext();
+  int64_t extent = *getConstantIntValue(loop.getUpperBound());
+  if (facts.cores <= 1 || points < kMinParallelPoints || extent < 2)
+    return serial(ctx);
+  int64_t lanes = std::max<int64_t>(1, facts.vectorBits / 32);
+  int64_t tile = ceilDiv(ceilDiv(extent, facts.cores), lanes) * lanes;
+  SmallVector<int64_t> tiles{tile};
+  return nova::LoweringConfigAttr::get(ctx, "loops", ceilDiv(extent, tile), tiles, {}, {});
+}
+
 } // namespace
 
 nova::LoweringConfigAttr mlir::nova::configureCpuKernel(Operation *root, const CpuFacts &facts) {
@@ -292,5 +335,7 @@ nova::LoweringConfigAttr mlir::nova::configureCpuKernel(Operation *root, const C
   if (auto linalgOp = dyn_cast<linalg::LinalgOp>(root))
     if (linalgOp.hasPureBufferSemantics())
       return configureLoops(linalgOp, facts);
+  if (auto split = splitLoop(root))
+    return configureSplitLoop(root, split->first, split->second, facts);
   return serial(root->getContext());
 }
