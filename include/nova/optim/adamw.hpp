@@ -1,7 +1,7 @@
 // optim/adamw.hpp - AdamW (decoupled weight decay), as in torch.optim.AdamW:
 //   p *= 1 - lr wd
 //   m = b1 m + (1 - b1) g;   v = b2 v + (1 - b2) g^2
-//   p -= lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
+//   p -= (lr / (1 - b1^t)) m / (sqrt(v) / sqrt(1 - b2^t) + eps)
 // State per parameter: m, v. The bias corrections use the in-graph step t.
 #pragma once
 
@@ -28,8 +28,13 @@ struct AdamW {
     // 1 - beta^t = 1 - exp(t log beta)
     Expr<> bc1 = 1.0 - nova::exp(step * std::log(beta1));
     Expr<> bc2 = 1.0 - nova::exp(step * std::log(beta2));
-    Expr<> denom = nova::sqrt(v / bc2) + eps;
-    return {decayed - lr_now * (m / bc1) / denom, {m, v}};
+    // As torch's fused AdamW orders it: the bias corrections fold into two
+    // scalars, so each element takes one sqrt and one division (not three
+    // divisions: the per-element cost of the update).
+    Expr<> step_size = lr_now / bc1;
+    Expr<> inv_sqrt_bc2 = 1.0 / nova::sqrt(bc2);
+    Expr<> denom = nova::sqrt(v) * inv_sqrt_bc2 + eps;
+    return {decayed - step_size * m / denom, {m, v}};
   }
 };
 
