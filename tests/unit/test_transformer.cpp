@@ -407,3 +407,65 @@ TEST_CASE("causal attention: shape errors name the op and the shapes") {
   CHECK_THROWS_WITH_AS(nova::jit([](auto x) { return nova::causal_attention(x, 3); })(odd),
                        doctest::Contains("is not divisible by 3 heads"), nova::ShapeError);
 }
+
+namespace {
+
+/// LayerNorm as the unfused graph the op replaces.
+template <class X, class G, class B>
+nova::Expr<> unfused_layer_norm(const X& x, const G& gamma, const B& beta, double eps) {
+  auto centered = nova::sub(x, nova::mean(x, {-1}, true));
+  auto var = nova::mean(nova::mul(centered, centered), {-1}, true);
+  auto normed = nova::mul(centered, nova::rsqrt(var + eps));
+  return nova::add(nova::mul(normed, gamma), beta);
+}
+
+} // namespace
+
+TEST_CASE("fused layer norm against the unfused graph in float64: result and every gradient") {
+  Gen g;
+  INFO("seed = ", g.seed);
+  // d = 5 (1 lane), 24 (8 lanes), 64; 7 rows (not a multiple of the 4 rows
+  // interleaved); rank 1; 64 x 32 rows of 48 (split over workgroups).
+  for (nova::Shape shape : {nova::Shape{2, 3, 5}, nova::Shape{7, 24}, nova::Shape{4, 64},
+                            nova::Shape{16}, nova::Shape{64, 32, 48}}) {
+    INFO("shape ", nova::to_string(nova::TensorSpec{DType::f64, shape}));
+    std::int64_t d = shape.back();
+    Tensor x = g.randn(shape, DType::f64), w = g.randn(shape, DType::f64);
+    Tensor gamma = g.randn({d}, DType::f64), beta = g.randn({d}, DType::f64);
+    auto fused = [](auto x, auto g, auto b) { return nova::layer_norm(x, g, b, 1e-3); };
+    auto graph = [](auto x, auto g, auto b) { return unfused_layer_norm(x, g, b, 1e-3); };
+    auto fused_grad = [](auto w, auto x, auto g, auto b) {
+      return nova::gradients(nova::sum(nova::layer_norm(x, g, b, 1e-3) * w), {x, g, b});
+    };
+    auto graph_grad = [](auto w, auto x, auto g, auto b) {
+      return nova::gradients(nova::sum(unfused_layer_norm(x, g, b, 1e-3) * w), {x, g, b});
+    };
+    constexpr auto interp = nova::ExecMode::interpreted;
+    Tensor want = nova::jit(graph, interp)(x, gamma, beta);
+    std::vector<Tensor> want_grad = nova::jit(graph_grad, interp)(w, x, gamma, beta);
+    CHECK(rel_error(nova::jit(fused, interp)(x, gamma, beta), want) <= 1e-14);
+    CHECK(rel_error(nova::jit(fused)(x, gamma, beta), want) <= kF64Tol);
+    std::vector<Tensor> ref_grad = nova::jit(fused_grad, interp)(w, x, gamma, beta);
+    std::vector<Tensor> got_grad = nova::jit(fused_grad)(w, x, gamma, beta);
+    for (std::size_t k = 0; k < 3; ++k) {
+      INFO("gradient ", k);
+      CHECK(rel_error(ref_grad[k], want_grad[k]) <= 1e-13);
+      CHECK(rel_error(got_grad[k], want_grad[k]) <= kF64Tol);
+    }
+    Tensor x32 = x.to(DType::f32), g32 = gamma.to(DType::f32), b32 = beta.to(DType::f32);
+    CHECK(rel_error(nova::jit(fused)(x32, g32, b32), nova::jit(graph, interp)(x32, g32, b32)) <=
+          kF32Tol);
+    std::vector<Tensor> got32 = nova::jit(fused_grad)(w.to(DType::f32), x32, g32, b32);
+    std::vector<Tensor> want32 = nova::jit(graph_grad, interp)(w.to(DType::f32), x32, g32, b32);
+    for (std::size_t k = 0; k < 3; ++k) CHECK(rel_error(got32[k], want32[k]) <= kF32Tol);
+  }
+}
+
+TEST_CASE("layer norm: shape errors name the op and the shapes") {
+  Tensor x = Tensor::zeros({4, 8}), bad = Tensor::zeros({7}), ok = Tensor::zeros({8});
+  CHECK_THROWS_WITH_AS(nova::jit([](auto x, auto g, auto b) { return nova::layer_norm(x, g, b); })(x, bad, ok),
+                       doctest::Contains("nova.layer_norm: gamma must be f32[8] for the input f32[4, 8], got f32[7]"),
+                       nova::ShapeError);
+  CHECK_THROWS_WITH_AS(nova::jit([](auto x, auto g, auto b) { return nova::layer_norm(x, g, b); })(x, ok, bad),
+                       doctest::Contains("nova.layer_norm: beta must be f32[8]"), nova::ShapeError);
+}

@@ -372,6 +372,31 @@ auto slice_last(const A& x, std::int64_t begin, std::int64_t count,
   return slice(x, std::move(offsets), std::move(sizes), loc);
 }
 
+/// LayerNorm over the last dim of `x` [..., d]: (x - mean) / sqrt(var +
+/// eps) * gamma + beta per row (biased variance), gamma and beta [d]. One
+/// op (traced under the scope "layer_norm"): the compiler runs it as one
+/// pass per row block, and its gradient recomputes the row statistics
+/// instead of keeping them.
+template <expression X, expression G, expression B>
+auto layer_norm(const X& x, const G& gamma, const B& beta, double eps = 1e-5,
+                std::source_location loc = std::source_location::current()) {
+  if (x.rank() < 1)
+    throw ShapeError("nova.layer_norm: the input must be [..., d], got " + to_string(x.spec()) +
+                     "\n  at " + detail::where(loc));
+  std::int64_t d = x.dim(x.rank() - 1);
+  for (const auto* p : {&gamma.spec(), &beta.spec()})
+    if (p->shape != Shape{d} || p->dtype != x.dtype())
+      throw ShapeError(std::string("nova.layer_norm: ") + (p == &gamma.spec() ? "gamma" : "beta") +
+                       " must be " + to_string(TensorSpec{x.dtype(), {d}}) + " for the input " +
+                       to_string(x.spec()) + ", got " + to_string(*p) + "\n  at " +
+                       detail::where(loc));
+  if (!(eps > 0.0))
+    throw ShapeError("nova.layer_norm: eps must be positive\n  at " + detail::where(loc));
+  named_scope scope("layer_norm");
+  return detail::emit("nova.layer_norm", {x.id(), gamma.id(), beta.id()}, {{"eps", eps}}, nullptr,
+                      loc);
+}
+
 /// Causal multi-head self-attention on a fused projection `qkv` [B, T, 3d]
 /// (columns: q | k | v; head h takes columns [h*hd, (h+1)*hd) of each,
 /// hd = d / heads): softmax(scale q k^T + causal mask) v per head, merged

@@ -34,17 +34,9 @@ Expr<> linear(const X& x, const W& w, std::source_location loc = std::source_loc
   return reshape(matmul(reshape(x, {-1, x.dim(-1)}, loc), w, Transpose::none, loc), out_shape, loc);
 }
 
-/// LayerNorm over the last dim: (x - mean) / sqrt(var + eps) * gamma + beta,
-/// with the biased variance, computed from x - mean (two passes: stable).
-template <expression X, expression G, expression B>
-Expr<> layer_norm(const X& x, const G& gamma, const B& beta, double eps = 1e-5,
-                  std::source_location loc = std::source_location::current()) {
-  named_scope scope("layer_norm");
-  Expr<> centered = sub(x, mean(x, {-1}, true, loc), loc);
-  Expr<> var = mean(mul(centered, centered, loc), {-1}, true, loc);
-  Expr<> normed = mul(centered, rsqrt(var + eps), loc);
-  return add(mul(normed, gamma, loc), beta, loc);
-}
+/// LayerNorm over the last dim (nova::layer_norm, ops.hpp): one op, traced
+/// under the scope "layer_norm".
+using nova::layer_norm;
 
 /// Rows of `table` [vocab, d] for integer `tokens` [...] -> [..., d].
 template <expression T, expression I>

@@ -28,8 +28,9 @@ struct NovaLowerToLinalg
     ConversionTarget target(*ctx);
     target.addIllegalDialect<nova::NovaDialect>();
     target.addLegalOp<ModuleOp>();
-    // Attention stays one op (destination style) for the target to expand.
-    target.addLegalOp<nova::AttentionKernelOp>();
+    // Attention and LayerNorm stay one op each (destination style) for the
+    // target to expand.
+    target.addLegalOp<nova::AttentionKernelOp, nova::LayerNormKernelOp>();
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
                            arith::ArithDialect, math::MathDialect,
                            scf::SCFDialect, func::FuncDialect>();

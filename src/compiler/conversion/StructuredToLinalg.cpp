@@ -14,6 +14,7 @@
 // causal_attention(_grad) → nova.attention_kernel (destination style) into
 //                a tensor.empty: the target expands it (the CPU's
 //                nova-vectorize-attention), not linalg.
+// layer_norm(_grad) → nova.layer_norm_kernel likewise (nova-vectorize-rows).
 //
 //===----------------------------------------------------------------------===//
 
@@ -313,6 +314,24 @@ template <typename Op> struct AttentionPattern : OpConversionPattern<Op> {
   }
 };
 
+/// nova.layer_norm and nova.layer_norm_grad → nova.layer_norm_kernel.
+template <typename Op> struct LayerNormPattern : OpConversionPattern<Op> {
+  using OpConversionPattern<Op>::OpConversionPattern;
+  using Adaptor = typename OpConversionPattern<Op>::OpAdaptor;
+  LogicalResult matchAndRewrite(Op op, Adaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    constexpr bool backward = std::is_same_v<Op, LayerNormGradOp>;
+    auto type = cast<RankedTensorType>(op.getType());
+    Value init = emptyOf(rewriter, op.getLoc(), type);
+    SmallVector<Value> inputs(adaptor.getOperands());
+    auto kernel = rewriter.create<LayerNormKernelOp>(
+        op.getLoc(), TypeRange{type}, inputs, init, op.getEpsAttr(),
+        backward ? rewriter.getUnitAttr() : UnitAttr());
+    rewriter.replaceOp(op, kernel.getResults());
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::nova::populateStructuredToLinalgPatterns(RewritePatternSet &patterns) {
@@ -320,6 +339,7 @@ void mlir::nova::populateStructuredToLinalgPatterns(RewritePatternSet &patterns)
                ReducePattern<ReduceMaxOp>, SoftmaxPattern, LogSoftmaxPattern,
                OneHotPattern, BroadcastPattern,
                ReshapePattern, TransposePattern, ConstantPattern,
-               AttentionPattern<CausalAttentionOp>, AttentionPattern<CausalAttentionGradOp>>(
+               AttentionPattern<CausalAttentionOp>, AttentionPattern<CausalAttentionGradOp>,
+               LayerNormPattern<LayerNormOp>, LayerNormPattern<LayerNormGradOp>>(
       patterns.getContext());
 }

@@ -89,14 +89,15 @@ LogicalResult LoweringConfigAttr::verify(function_ref<InFlightDiagnostic()> emit
                                          StringRef kind, int64_t workgroups,
                                          ArrayRef<int64_t> tile, ArrayRef<int64_t> cacheTile,
                                          ArrayRef<int64_t> registerTile) {
-  if (kind != "matmul" && kind != "loops" && kind != "serial" && kind != "attention")
+  if (kind != "matmul" && kind != "loops" && kind != "serial" && kind != "attention" &&
+      kind != "rows")
     return emitError() << "#nova.lowering_config: unknown kind '" << kind
-                       << "' (expected matmul, attention, loops or serial)";
+                       << "' (expected matmul, attention, rows, loops or serial)";
   if (workgroups < 1)
     return emitError() << "#nova.lowering_config: workgroups must be at least 1, not " << workgroups;
   if (llvm::any_of(tile, [](int64_t t) { return t < 0; }))
     return emitError() << "#nova.lowering_config: tile sizes must not be negative";
-  if ((kind == "matmul" || kind == "attention") && registerTile.size() != 2)
+  if ((kind == "matmul" || kind == "attention" || kind == "rows") && registerTile.size() != 2)
     return emitError() << "#nova.lowering_config: " << kind
                        << " needs register_tile = [rows, columns]";
   if (llvm::any_of(cacheTile, [](int64_t t) { return t < 1; }) ||

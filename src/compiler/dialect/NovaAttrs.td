@@ -18,7 +18,9 @@ def Nova_LoweringConfigAttr : AttrDef<Nova_Dialect, "LoweringConfig"> {
   let description = [{
     - `kind`: `matmul` (register-blocked vector kernel, nova-vectorize-matmul),
       `attention` (nova.attention_kernel, nova-vectorize-attention: one
-      workgroup per (batch, head), `tile = [1, 1]` over them),
+      workgroup per (batch, head), `tile = [1, 1]` over them), `rows`
+      (nova.layer_norm_kernel, nova-vectorize-rows: `tile = [rows per
+      workgroup]`, `register_tile = [rows interleaved, lanes]`),
       `loops` (a structured op split over workgroups, then loops) or
       `serial` (anything else: one workgroup runs it whole).
     - `workgroups`: how many workgroups the launch runs; on the CPU each is a
@@ -52,6 +54,7 @@ def Nova_LoweringConfigAttr : AttrDef<Nova_Dialect, "LoweringConfig"> {
     bool isMatmul() const { return getKind() == "matmul"; }
     bool isLoops() const { return getKind() == "loops"; }
     bool isAttention() const { return getKind() == "attention"; }
+    bool isRows() const { return getKind() == "rows"; }
   }];
 }
 

@@ -1,6 +1,6 @@
-//===- NovaBufferization.cpp - bufferizing nova.attention_kernel -*- C++ -*-===//
+//===- NovaBufferization.cpp - bufferizing nova's kernel ops -----*- C++ -*-===//
 //
-// nova.attention_kernel is destination style: one-shot bufferization gives
+// nova.attention_kernel and nova.layer_norm_kernel are destination style: one-shot bufferization gives
 // its init a buffer (the caller's output when empty-tensor elimination finds
 // one), passes its inputs' buffers, and the op then writes that buffer and
 // returns nothing. Its init is written whole and never read, so an empty
@@ -18,16 +18,18 @@ using namespace mlir::bufferization;
 
 namespace {
 
-struct AttentionKernelBufferization
-    : DstBufferizableOpInterfaceExternalModel<AttentionKernelBufferization,
-                                              nova::AttentionKernelOp> {
+/// For the destination-style kernel ops (nova.attention_kernel,
+/// nova.layer_norm_kernel): one `inputs` list, one `init`, attributes kept.
+template <typename KernelOp>
+struct KernelOpBufferization
+    : DstBufferizableOpInterfaceExternalModel<KernelOpBufferization<KernelOp>, KernelOp> {
   bool bufferizesToMemoryRead(Operation *op, OpOperand &operand, const AnalysisState &) const {
     return !cast<DestinationStyleOpInterface>(op).isDpsInit(&operand);
   }
 
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options) const {
-    auto kernel = cast<nova::AttentionKernelOp>(op);
+    auto kernel = cast<KernelOp>(op);
     SmallVector<Value> inputs;
     for (Value in : kernel.getInputs()) {
       FailureOr<Value> buffer = getBuffer(rewriter, in, options);
@@ -39,9 +41,11 @@ struct AttentionKernelBufferization
     if (failed(init))
       return failure();
     rewriter.setInsertionPoint(op);
-    rewriter.create<nova::AttentionKernelOp>(op->getLoc(), TypeRange{}, inputs, *init,
-                                             kernel.getHeadsAttr(), kernel.getScaleAttr(),
-                                             kernel.getBackwardAttr());
+    OperationState state(op->getLoc(), op->getName());
+    state.addOperands(inputs);
+    state.addOperands(*init);
+    state.addAttributes(op->getAttrs());
+    rewriter.create(state);
     replaceOpWithBufferizedValues(rewriter, op, *init);
     return success();
   }
@@ -51,6 +55,7 @@ struct AttentionKernelBufferization
 
 void mlir::nova::registerNovaBufferizationModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, NovaDialect *) {
-    AttentionKernelOp::attachInterface<AttentionKernelBufferization>(*ctx);
+    AttentionKernelOp::attachInterface<KernelOpBufferization<AttentionKernelOp>>(*ctx);
+    LayerNormKernelOp::attachInterface<KernelOpBufferization<LayerNormKernelOp>>(*ctx);
   });
 }

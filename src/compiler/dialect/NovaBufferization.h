@@ -7,7 +7,8 @@
 
 namespace mlir::nova {
 
-/// Attaches the BufferizableOpInterface of nova.attention_kernel.
+/// Attaches the BufferizableOpInterface of nova.attention_kernel and
+/// nova.layer_norm_kernel.
 void registerNovaBufferizationModels(DialectRegistry &registry);
 
 } // namespace mlir::nova

@@ -466,14 +466,88 @@ LogicalResult AttentionKernelOp::verify() {
   return success();
 }
 
-void AttentionKernelOp::getEffects(
-    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
-  // Only buffers have effects; on tensors the op is pure.
-  for (OpOperand &in : getInputsMutable())
+/// A destination-style kernel op's effects: it reads its input buffers and
+/// writes its init buffer; on tensors it is pure.
+static void kernelOpEffects(MutableOperandRange inputs, OpOperand &init,
+                            SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  for (OpOperand &in : inputs)
     if (isa<MemRefType>(in.get().getType()))
       effects.emplace_back(MemoryEffects::Read::get(), &in, /*stage=*/0,
                            /*effectOnFullRegion=*/true, SideEffects::DefaultResource::get());
-  if (isa<MemRefType>(getInit().getType()))
-    effects.emplace_back(MemoryEffects::Write::get(), &getInitMutable(), /*stage=*/0,
+  if (isa<MemRefType>(init.get().getType()))
+    effects.emplace_back(MemoryEffects::Write::get(), &init, /*stage=*/0,
                          /*effectOnFullRegion=*/true, SideEffects::DefaultResource::get());
+}
+
+void AttentionKernelOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  kernelOpEffects(getInputsMutable(), getInitMutable(), effects);
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+/// input [..., d] (rank >= 1), gamma and the third operand as named.
+static LogicalResult checkLayerNorm(StringRef opName, std::optional<Location> loc, Type input,
+                                    Type gamma, Type third, bool thirdIsGrad) {
+  auto x = cast<ShapedType>(input), g = cast<ShapedType>(gamma), t = cast<ShapedType>(third);
+  if (x.getRank() < 1 || !x.hasStaticShape())
+    return emitOptionalError(loc, "'", opName, "' op input must be [..., d], got ", shapeStr(input));
+  int64_t d = x.getShape().back();
+  if (g.getRank() != 1 || g.getDimSize(0) != d || g.getElementType() != x.getElementType())
+    return emitOptionalError(loc, "'", opName, "' op gamma must be [", d, "] of the input's type for input ",
+                             shapeStr(input), ", got ", shapeStr(gamma));
+  if (thirdIsGrad ? t != x : (t.getRank() != 1 || t.getDimSize(0) != d ||
+                              t.getElementType() != x.getElementType()))
+    return emitOptionalError(loc, "'", opName, "' op ", thirdIsGrad ? "grad" : "beta", " must be ",
+                             thirdIsGrad ? shapeStr(input) : "[" + std::to_string(d) + "]",
+                             ", got ", shapeStr(third));
+  return success();
+}
+
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                            Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  if (failed(checkLayerNorm(getOperationName(), loc, adaptor.getInput().getType(),
+                            adaptor.getGamma().getType(), adaptor.getBeta().getType(), false)))
+    return failure();
+  inferred.push_back(adaptor.getInput().getType());
+  return success();
+}
+
+LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  inferred.push_back(adaptor.getInput().getType());
+  return success();
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  return checkLayerNorm(getOperationName(), getLoc(), getInput().getType(), getGamma().getType(),
+                        getGrad().getType(), true);
+}
+
+LogicalResult LayerNormKernelOp::verify() {
+  if (getInputs().size() != 3)
+    return emitOpError() << "takes 3 inputs (input, gamma, " << (getBackward() ? "grad" : "beta")
+                         << "), got " << getInputs().size();
+  ValueRange in = getInputs();
+  auto shapeOf = [](Value v) { return cast<ShapedType>(v.getType()).getShape(); };
+  if (shapeOf(getInit()) != shapeOf(in[0]))
+    return emitOpError() << "init " << shapeStr(getInit()) << " must have the input's shape "
+                         << shapeStr(in[0]);
+  auto x = cast<ShapedType>(in[0].getType());
+  int64_t d = x.getRank() > 0 ? x.getShape().back() : 0;
+  auto isVector = [&](Value v) { return shapeOf(v).size() == 1 && shapeOf(v)[0] == d; };
+  if (x.getRank() < 1 || !isVector(in[1]) ||
+      (getBackward() ? shapeOf(in[2]) != x.getShape() : !isVector(in[2])))
+    return emitOpError() << "expects input [..., d], gamma [d] and "
+                         << (getBackward() ? "grad like the input" : "beta [d]");
+  if (isa<RankedTensorType>(getInit().getType()) != (getNumResults() == 1))
+    return emitOpError() << "returns its result on tensors and nothing on buffers";
+  return success();
+}
+
+void LayerNormKernelOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  kernelOpEffects(getInputsMutable(), getInitMutable(), effects);
 }

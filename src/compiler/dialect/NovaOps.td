@@ -263,6 +263,67 @@ def Nova_DropoutOp : Nova_Op<"dropout", [Pure, InferTypeOpAdaptor,
 }
 
 //===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+def Nova_LayerNormOp : Nova_Op<"layer_norm", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<NovaDifferentiableOpInterface>]> {
+  let summary = "LayerNorm over the last dim, then scale and shift";
+  let description = [{
+    Per row r of `input` [..., d]: mean m, biased variance s^2,
+    result = (x - m) / sqrt(s^2 + eps) * gamma + beta, gamma and beta [d].
+    One op so the target runs it as one pass per row block; its gradient
+    with respect to the input is nova.layer_norm_grad, which recomputes
+    the row statistics instead of keeping them.
+  }];
+  let arguments = (ins Nova_FloatTensor:$input, Nova_FloatTensor:$gamma, Nova_FloatTensor:$beta,
+                       F64Attr:$eps);
+  let results = (outs Nova_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $gamma `,` $beta attr-dict `:` type($input) `,` type($gamma) `,` type($beta)";
+}
+
+def Nova_LayerNormGradOp : Nova_Op<"layer_norm_grad", [Pure, InferTypeOpAdaptor]> {
+  let summary = "d(input) of nova.layer_norm from d(result)";
+  let description = [{
+    With xhat = (x - m) / sqrt(s^2 + eps) and g = grad * gamma, per row:
+    result = (g - mean(g) - xhat mean(g xhat)) / sqrt(s^2 + eps).
+  }];
+  let arguments = (ins Nova_FloatTensor:$input, Nova_FloatTensor:$gamma, Nova_FloatTensor:$grad,
+                       F64Attr:$eps);
+  let results = (outs Nova_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $gamma `,` $grad attr-dict `:` type($input) `,` type($gamma) `,` type($grad)";
+  let hasVerifier = 1;
+}
+
+def Nova_LayerNormKernelOp : Nova_Op<"layer_norm_kernel", [
+    DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "nova.layer_norm(_grad) in destination style, for the kernels";
+  let description = [{
+    The forward (`inputs` = input, gamma, beta) or, with `backward`, the
+    input gradient (`inputs` = input, gamma, grad), written into `init`
+    (never read). A kernel root of its own: the target's codegen
+    (nova-vectorize-rows on the CPU) expands it, rows split over workgroups.
+  }];
+  let arguments = (ins Variadic<AnyShaped>:$inputs, AnyShaped:$init, F64Attr:$eps,
+                       UnitAttr:$backward);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let assemblyFormat = [{
+    `ins` `(` $inputs `:` type($inputs) `)` `outs` `(` $init `:` type($init) `)`
+    attr-dict (`->` type($results)^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
+    /// The row width d and the number of rows.
+    int64_t width() { return cast<ShapedType>(getInit().getType()).getShape().back(); }
+    int64_t rows() {
+      return cast<ShapedType>(getInit().getType()).getNumElements() / std::max<int64_t>(1, width());
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Attention
 //===----------------------------------------------------------------------===//
 

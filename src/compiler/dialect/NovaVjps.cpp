@@ -324,3 +324,24 @@ LogicalResult CausalAttentionOp::buildVjp(OpBuilder &b, ValueRange ct, SmallVect
   return one(out, b.create<CausalAttentionGradOp>(getLoc(), getQkv(), ct[0], getHeadsAttr(),
                                                   getScaleAttr()));
 }
+
+// ---- normalization ------------------------------------------------------------
+
+LogicalResult LayerNormOp::buildVjp(OpBuilder &b, ValueRange ct, SmallVectorImpl<Value> &out) {
+  // d(input): one op that recomputes the row statistics. d(gamma) and
+  // d(beta): column sums of g * xhat and g, xhat the normalized input
+  // (this op with gamma 1 and beta 0).
+  Emitter e{b, getLoc()};
+  Value x = getInput();
+  out.push_back(b.create<LayerNormGradOp>(getLoc(), x, getGamma(), ct[0], getEpsAttr()));
+  Value xhat = b.create<LayerNormOp>(getLoc(), x, e.splat(getGamma(), 1.0),
+                                     e.splat(getBeta(), 0.0), getEpsAttr());
+  auto rank = cast<RankedTensorType>(x.getType()).getRank();
+  SmallVector<int64_t> rows;
+  for (int64_t a = 0; a + 1 < rank; ++a)
+    rows.push_back(a);
+  auto overRows = [&](Value v) { return rows.empty() ? v : e.sum(v, rows, false); };
+  out.push_back(overRows(e.mul(ct[0], xhat)));
+  out.push_back(overRows(ct[0]));
+  return success();
+}

@@ -281,6 +281,50 @@ NDArray causalAttentionGrad(CausalAttentionGradOp op, const NDArray &qkv, const 
   return r;
 }
 
+/// Per row of x [..., d]: f(row offset, mean, 1 / sqrt(var + eps)).
+template <typename F> void forEachNormRow(const NDArray &x, double eps, F &&f) {
+  int64_t d = x.shape.back(), rows = count(x.shape) / std::max<int64_t>(1, d);
+  for (int64_t r = 0; r < rows; ++r) {
+    const double *row = x.data.data() + r * d;
+    double mean = 0.0, var = 0.0;
+    for (int64_t c = 0; c < d; ++c)
+      mean += row[c];
+    mean /= double(d);
+    for (int64_t c = 0; c < d; ++c)
+      var += (row[c] - mean) * (row[c] - mean);
+    var /= double(d);
+    f(r * d, mean, 1.0 / std::sqrt(var + eps));
+  }
+}
+
+NDArray layerNorm(const NDArray &x, const NDArray &gamma, const NDArray &beta, double eps) {
+  NDArray r = x;
+  int64_t d = x.shape.back();
+  forEachNormRow(x, eps, [&](int64_t base, double mean, double rstd) {
+    for (int64_t c = 0; c < d; ++c)
+      r.data[base + c] = (x.data[base + c] - mean) * rstd * gamma.data[c] + beta.data[c];
+  });
+  return r;
+}
+
+NDArray layerNormGrad(const NDArray &x, const NDArray &gamma, const NDArray &g, double eps) {
+  NDArray r = x;
+  int64_t d = x.shape.back();
+  forEachNormRow(x, eps, [&](int64_t base, double mean, double rstd) {
+    double sumG = 0.0, sumGx = 0.0;
+    for (int64_t c = 0; c < d; ++c) {
+      double gc = g.data[base + c] * gamma.data[c];
+      sumG += gc;
+      sumGx += gc * (x.data[base + c] - mean) * rstd;
+    }
+    for (int64_t c = 0; c < d; ++c) {
+      double gc = g.data[base + c] * gamma.data[c], xhat = (x.data[base + c] - mean) * rstd;
+      r.data[base + c] = rstd * (gc - sumG / double(d) - xhat * sumGx / double(d));
+    }
+  });
+  return r;
+}
+
 NDArray slice(SliceOp op, const NDArray &x) {
   NDArray r = withShape(op.getType());
   ArrayRef<int64_t> offsets = op.getOffsets();
@@ -388,6 +432,14 @@ mlir::nova::interpret(func::FuncOp func, const std::vector<NDArray> &inputs) {
             .Case([&](GatherOp o) { return gather(o, get(o.getTable()), get(o.getIndices())); })
             .Case([&](ScatterAddOp o) {
               return scatterAdd(o, get(o.getIndices()), get(o.getUpdates()));
+            })
+            .Case([&](LayerNormOp o) {
+              return layerNorm(get(o.getInput()), get(o.getGamma()), get(o.getBeta()),
+                               o.getEps().convertToDouble());
+            })
+            .Case([&](LayerNormGradOp o) {
+              return layerNormGrad(get(o.getInput()), get(o.getGamma()), get(o.getGrad()),
+                                   o.getEps().convertToDouble());
             })
             .Case([&](CausalAttentionOp o) { return causalAttention(o, get(o.getQkv())); })
             .Case([&](CausalAttentionGradOp o) {

@@ -43,6 +43,19 @@ void mlir::nova::forEachWrittenRoot(Operation *op, llvm::function_ref<void(Value
   });
 }
 
+scf::ForOp mlir::nova::buildFor(OpBuilder &b, Location loc, Value lb, Value ub, Value step,
+                                ValueRange init,
+                                function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+  return b.create<scf::ForOp>(loc, lb, ub, step, init,
+                              [&](OpBuilder &inner, Location, Value iv, ValueRange carried) {
+                                OpBuilder::InsertionGuard guard(b);
+                                b.setInsertionPoint(inner.getInsertionBlock(),
+                                                    inner.getInsertionPoint());
+                                SmallVector<Value> results = body(iv, carried);
+                                b.create<scf::YieldOp>(loc, results);
+                              });
+}
+
 ModuleOp mlir::nova::kernelsModule(ModuleOp top) {
   for (auto m : top.getOps<ModuleOp>())
     if (m.getSymName() == kKernelsModuleName)
@@ -200,6 +213,8 @@ static StringRef classify(Operation *root, bool isMatmul, StringRef scope) {
   if (isa_and_nonnull<linalg::CopyOp, linalg::TransposeOp, linalg::FillOp>(root))
     return "data movement";
   auto linalgOp = dyn_cast_or_null<linalg::LinalgOp>(root);
+  if (isa_and_nonnull<nova::LayerNormKernelOp>(root))
+    return "row kernels";
   if (in("layer_norm") || in("cross_entropy") || (linalgOp && linalgOp.getNumReductionLoops() > 0))
     return "row kernels";
   if (linalgOp)
@@ -253,6 +268,12 @@ mlir::nova::KernelDescription mlir::nova::describeKernel(func::FuncOp kernel) {
     uint64_t pairs = static_cast<uint64_t>(attention.seq()) * (attention.seq() + 1) / 2;
     uint64_t products = attention.getBackward() ? 5 : 2;
     w.flops = 2 * products * pairs * static_cast<uint64_t>(attention.batch() * attention.model());
+    return w;
+  }
+  if (auto norm = dyn_cast_or_null<LayerNormKernelOp>(kernelRoot(kernel))) {
+    // Per element: the forward's sum, centered square, normalize, scale and
+    // shift (~7); the backward's recomputed statistics, two sums and dx (~12).
+    w.flops = static_cast<uint64_t>(norm.rows() * norm.width()) * (norm.getBackward() ? 12 : 7);
     return w;
   }
   auto op = dyn_cast_or_null<linalg::LinalgOp>(kernelComputeOp(kernel));

@@ -14,8 +14,10 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -55,6 +57,24 @@ Operation *kernelComputeOp(func::FuncOp kernel);
 /// is checked against the product of the tile counts.
 LogicalResult restrictToWorkgroupTile(linalg::LinalgOp op, ArrayRef<int64_t> tile,
                                       int64_t expectedWorkgroups);
+
+/// Lanes per vector along a dim of `extent` elements: the widest power of
+/// two up to a register's lanes that divides it (hd = 64 in f32 takes whole
+/// AVX-512 registers; an odd extent runs one lane at a time). The CPU
+/// configurator and the attention and row kernels agree through it.
+inline int64_t vectorLanesDividing(int64_t extent, int64_t elemBits, int64_t vectorBits) {
+  int64_t width = std::max<int64_t>(1, vectorBits / elemBits);
+  while (width > 1 && extent % width != 0)
+    width /= 2;
+  return width;
+}
+
+/// scf.for from lb to ub by step carrying `init`: `body` builds the loop's
+/// body with `b` itself (its insertion point moved into the body, restored
+/// after) and returns the values to yield. For the kernels written op by op
+/// (attention, rows), so every helper can keep using one builder.
+scf::ForOp buildFor(OpBuilder &b, Location loc, Value lb, Value ub, Value step, ValueRange init,
+                    function_ref<SmallVector<Value>(Value iv, ValueRange carried)> body);
 
 /// The kernel's configuration, or null before nova-configure-kernels.
 LoweringConfigAttr loweringConfig(func::FuncOp kernel);

@@ -177,6 +177,25 @@ def NovaDistributeWorkgroups : Pass<"nova-distribute-workgroups", "mlir::ModuleO
                            "mlir::arith::ArithDialect"];
 }
 
+def NovaVectorizeRows : Pass<"nova-vectorize-rows", "mlir::ModuleOp"> {
+  let summary = "Vector code for nova.layer_norm_kernel, rows split over workgroups";
+  let description = [{
+    Expands each bufferized `nova.layer_norm_kernel` of a kernel configured
+    `rows`: workgroup wg takes rows [wg t, wg t + t) (t = `tile[0]`) of the
+    input viewed as [N, d], `register_tile[0]` rows at a time through each
+    pass over their vectors of `register_tile[1]` lanes: mean, variance,
+    then the result (forward) or the two gradient sums and dx (backward).
+    An op outside a configured kernel runs all its rows in one workgroup.
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"512",
+           "width of the target's vector registers in bits (unconfigured ops)">,
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect",
+                           "mlir::memref::MemRefDialect", "mlir::scf::SCFDialect",
+                           "mlir::vector::VectorDialect"];
+}
+
 def NovaVectorizeAttention : Pass<"nova-vectorize-attention", "mlir::ModuleOp"> {
   let summary = "Vector code for nova.attention_kernel, one workgroup per (batch, head)";
   let description = [{

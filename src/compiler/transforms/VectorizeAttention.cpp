@@ -34,7 +34,6 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "compiler/transforms/AttentionKernel.h"
 #include "compiler/transforms/Kernels.h"
 #include "compiler/transforms/Passes.h"
 
@@ -451,7 +450,7 @@ LogicalResult expand(nova::AttentionKernelOp op, Value wg, ArrayRef<int64_t> reg
   auto outType = cast<MemRefType>(op.getInit().getType());
   Type elem = outType.getElementType();
   int64_t hd = op.headDim();
-  int64_t W = nova::attentionVectorWidth(hd, outType.getElementTypeBitWidth(), vectorBits);
+  int64_t W = nova::vectorLanesDividing(hd, outType.getElementTypeBitWidth(), vectorBits);
   int64_t R = registerTile[0], cols = registerTile[1];
   if (R < 1 || cols % W != 0 || hd % cols != 0)
     return op.emitError("nova-vectorize-attention: register tile [")
@@ -490,7 +489,7 @@ struct NovaVectorizeAttention
         return signalPassFailure();
       }
       // Outside a configured kernel: all heads in one loop, rows of 4.
-      SmallVector<int64_t> reg{4, nova::attentionVectorWidth(
+      SmallVector<int64_t> reg{4, nova::vectorLanesDividing(
                                       op.headDim(),
                                       cast<MemRefType>(op.getInit().getType()).getElementTypeBitWidth(),
                                       vectorBits)};

@@ -181,3 +181,15 @@ func.func @attention(%x: tensor<2x8x12xf32>, %g: tensor<2x8x4xf32>) -> (tensor<2
   %1 = nova.causal_attention_grad %x, %g {heads = 2 : i64, scale = 0.5 : f64} : tensor<2x8x12xf32>, tensor<2x8x4xf32>
   return %0, %1 : tensor<2x8x4xf32>, tensor<2x8x12xf32>
 }
+
+// -----
+
+// LayerNorm stays one op too: the forward and the input gradient.
+// CHECK-LABEL: func @layer_norm
+// CHECK: nova.layer_norm_kernel ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) outs(%{{.*}} : tensor<4x8xf32>) {eps = 1.000000e-05 : f64} -> tensor<4x8xf32>
+// CHECK: nova.layer_norm_kernel ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) outs(%{{.*}} : tensor<4x8xf32>) {backward, eps = 1.000000e-05 : f64} -> tensor<4x8xf32>
+func.func @layer_norm(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>, %dy: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %0 = nova.layer_norm %x, %g, %b {eps = 1.0e-5 : f64} : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
+  %1 = nova.layer_norm_grad %x, %g, %dy {eps = 1.0e-5 : f64} : tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>
+  return %0, %1 : tensor<4x8xf32>, tensor<4x8xf32>
+}

@@ -50,6 +50,12 @@
 // CHECK-SAME: #nova.lowering_config<loops, workgroups = 2, tile = [128], register_tile = []>
 // ONE-LABEL: func.func @scatter
 // ONE-SAME: #nova.lowering_config<serial, workgroups = 1, tile = [], register_tile = []>
+// A LayerNorm of 2048 rows: 8 workgroups of 256 rows on 2 cores, 4 rows
+// at a time (2 FMA pipes x latency 4 / 2), 16 lanes; on one core whole.
+// CHECK-LABEL: func.func @layer_norm
+// CHECK-SAME: #nova.lowering_config<rows, workgroups = 8, tile = [256], register_tile = [4, 16]>
+// ONE-LABEL: func.func @layer_norm
+// ONE-SAME: #nova.lowering_config<rows, workgroups = 1, tile = [2048], register_tile = [4, 8]>
 // Anything else runs whole.
 // CHECK-LABEL: func.func @loop_nest
 // CHECK-SAME: #nova.lowering_config<serial, workgroups = 1, tile = [], register_tile = []>
@@ -120,6 +126,10 @@ module {
           memref.store %s, %out[%r, %d] : memref<256x256xf32>
         } {nova.split_loop}
       }
+      return
+    }
+    func.func @layer_norm(%wg: index, %x: memref<2048x256xf32>, %g: memref<256xf32>, %b: memref<256xf32>, %y: memref<2048x256xf32>) {
+      nova.layer_norm_kernel ins(%x, %g, %b : memref<2048x256xf32>, memref<256xf32>, memref<256xf32>) outs(%y : memref<2048x256xf32>) {eps = 1.0e-5 : f64}
       return
     }
     func.func @loop_nest(%wg: index, %a: memref<16xf32>) {

@@ -51,6 +51,10 @@
 //          diagonal are computed as zeros; 4 R keeps that under R 3 / 2
 //          keys a row). (Small GPT, 2-core AVX-512: Rc = 24 against 6:
 //          backward kernel 3.29 -> 2.67 ms.)
+// rows     a LayerNorm (nova.layer_norm_kernel) splits its rows into about
+//          4 workgroups per core (its passes over a row are in L1); each
+//          runs fma_units x fma_latency / 2 rows at once (4 here), so each
+//          pass's reductions have that many independent chains.
 //          A loop nest with a split loop (kSplitLoopAttr: a scatter-add's
 //          columns) of at least 2^15 points in all is split along that
 //          loop into one chunk per core, whole vectors each.
@@ -59,7 +63,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/target/cpu/CpuConfigurator.h"
-#include "compiler/transforms/AttentionKernel.h"
+#include "compiler/transforms/Kernels.h"
 #include "compiler/transforms/MatmulKernel.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -259,7 +263,7 @@ nova::LoweringConfigAttr configureAttention(nova::AttentionKernelOp op,
                                            const nova::CpuFacts &facts) {
   int64_t elemBits = cast<ShapedType>(op.getInit().getType()).getElementTypeBitWidth();
   int64_t hd = op.headDim();
-  int64_t width = nova::attentionVectorWidth(hd, elemBits, facts.vectorBits);
+  int64_t width = nova::vectorLanesDividing(hd, elemBits, facts.vectorBits);
   int64_t headVectors = hd / width;
   int64_t bestRows = 1, bestVectors = 1;
   double bestRatio = 0.0;
@@ -284,6 +288,20 @@ nova::LoweringConfigAttr configureAttention(nova::AttentionKernelOp op,
       regTile{bestRows, bestVectors * width};
   return nova::LoweringConfigAttr::get(op.getContext(), "attention", op.batch() * op.getHeads(),
                                        tile, cacheTile, regTile);
+}
+
+nova::LoweringConfigAttr configureRows(nova::LayerNormKernelOp op, const nova::CpuFacts &facts) {
+  int64_t elemBits = cast<ShapedType>(op.getInit().getType()).getElementTypeBitWidth();
+  int64_t rows = std::max<int64_t>(1, op.rows());
+  int64_t groups = op.rows() * op.width() < kMinParallelPoints || facts.cores <= 1
+                       ? 1
+                       : std::min(rows, facts.cores * kWorkgroupsPerCore);
+  int64_t tile = ceilDiv(rows, groups);
+  int64_t interleaved = std::clamp<int64_t>(facts.fmaUnits * facts.fmaLatency / 2, 1, tile);
+  SmallVector<int64_t> tiles{tile},
+      regTile{interleaved, nova::vectorLanesDividing(op.width(), elemBits, facts.vectorBits)};
+  return nova::LoweringConfigAttr::get(op.getContext(), "rows", ceilDiv(rows, tile), tiles, {},
+                                       regTile);
 }
 
 /// The split loop (kSplitLoopAttr) of a loop nest, if it has one with
@@ -329,6 +347,8 @@ nova::LoweringConfigAttr configureSplitLoop(Operation *root, scf::ForOp loop, in
 nova::LoweringConfigAttr mlir::nova::configureCpuKernel(Operation *root, const CpuFacts &facts) {
   if (auto attention = dyn_cast<AttentionKernelOp>(root))
     return configureAttention(attention, facts);
+  if (auto norm = dyn_cast<LayerNormKernelOp>(root))
+    return configureRows(norm, facts);
   if (auto generic = dyn_cast<linalg::GenericOp>(root))
     if (auto config = configureMatmul(generic, facts))
       return *config;

@@ -54,6 +54,9 @@ std::vector<mlir::nova::Stage> mlir::nova::CpuTarget::codegenStages() const {
     NovaVectorizeAttentionOptions attention;
     attention.vectorBits = vectorBits;
     pm.addPass(createNovaVectorizeAttention(attention));
+    NovaVectorizeRowsOptions rows;
+    rows.vectorBits = vectorBits;
+    pm.addPass(createNovaVectorizeRows(rows));
     pm.addPass(createNovaRelaxReductions());
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
     pm.addPass(memref::createExpandStridedMetadataPass());

@@ -1,0 +1,41 @@
+// RUN: nova-opt %s -nova-vectorize-rows=vector-bits=128 -verify-each -split-input-file | FileCheck %s
+
+// Forward LayerNorm of 10 rows of 8 (4 lanes: 2 vectors a row) in
+// workgroups of 4 rows, 2 rows interleaved: rows [wg * 4, min(wg * 4 + 4,
+// 10)), whole pairs then single rows. Three passes per block: the sums, the
+// centered squares, the result; two independent chains per pass.
+// CHECK-LABEL: func.func @forward
+// CHECK-SAME: (%[[WG:[^:]*]]: index, %[[X:[^:]*]]: memref<10x8xf32>, %[[G:[^:]*]]: memref<8xf32>, %[[B:[^:]*]]: memref<8xf32>, %[[Y:[^:]*]]: memref<10x8xf32>)
+// CHECK: %[[LO:.*]] = arith.muli %[[WG]], %c4
+// CHECK: scf.for %[[R0:.*]] = %[[LO]] to %{{.*}} step %c2
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<4xf32>, vector<4xf32>)
+// CHECK: arith.addf {{.*}} : vector<4xf32>
+// CHECK: vector.reduction <add>
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<4xf32>, vector<4xf32>)
+// CHECK: vector.fma
+// CHECK: math.sqrt
+// CHECK: vector.load %[[G]]
+// CHECK: vector.load %[[B]]
+// CHECK: vector.store {{.*}}, %[[Y]]
+// The rows left over, one at a time.
+// CHECK: scf.for {{.*}} step %c1
+// CHECK-NOT: nova.layer_norm_kernel
+func.func @forward(%wg: index, %x: memref<10x8xf32>, %g: memref<8xf32>, %b: memref<8xf32>, %y: memref<10x8xf32>)
+    attributes {nova.lowering_config = #nova.lowering_config<rows, workgroups = 3, tile = [4], register_tile = [2, 4]>} {
+  nova.layer_norm_kernel ins(%x, %g, %b : memref<10x8xf32>, memref<8xf32>, memref<8xf32>) outs(%y : memref<10x8xf32>) {eps = 1.0e-5 : f64}
+  return
+}
+
+// -----
+
+// Backward, rank 3 viewed as [6, 8] rows: the statistics again, the two
+// gradient sums (2 values a row carried), then dx.
+// CHECK-LABEL: func.func @backward
+// CHECK: memref.collapse_shape %{{.*}} {{\[}}[0, 1], [2]] : memref<2x3x8xf32> into memref<6x8xf32>
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>)
+// CHECK: vector.store
+func.func @backward(%wg: index, %x: memref<2x3x8xf32>, %g: memref<8xf32>, %dy: memref<2x3x8xf32>, %dx: memref<2x3x8xf32>)
+    attributes {nova.lowering_config = #nova.lowering_config<rows, workgroups = 1, tile = [6], register_tile = [2, 4]>} {
+  nova.layer_norm_kernel ins(%x, %g, %dy : memref<2x3x8xf32>, memref<8xf32>, memref<2x3x8xf32>) outs(%dx : memref<2x3x8xf32>) {eps = 1.0e-5 : f64, backward}
+  return
+}
