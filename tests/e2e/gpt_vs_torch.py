@@ -4,7 +4,8 @@
 Usage: gpt_vs_torch.py FILE.safetensors (written by gpt_reference). The
 model below is an independent implementation of the GPT-2 equations Nova's
 nn/gpt.hpp documents; parameters and batch come from the file, the result
-must match Nova's to 1e-5 relative (in practice ~1e-13).
+must match Nova's to 1e-10 relative: both sides compute in float64, so
+only summation order differs (in practice ~1e-13).
 """
 import json
 import math
@@ -58,6 +59,9 @@ def gpt_loss(p, x, y, layers, heads):
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1).long())
 
 
+BOUND = 1e-10
+
+
 def main():
     t, meta = load(sys.argv[1])
     params = {k[len("param."):]: v.requires_grad_(True) for k, v in t.items() if k.startswith("param.")}
@@ -69,10 +73,10 @@ def main():
         nova_grad = t["grad." + name]
         err = ((p.grad - nova_grad).abs().max() / p.grad.abs().max().clamp_min(1e-300)).item()
         worst = max(worst, err)
-        if err > 1e-5:
+        if err > BOUND:
             print(f"MISMATCH {name}: relative error {err:.2e}")
-    print(f"{len(params)} parameters; worst relative error {worst:.2e} (bound 1e-5)")
-    sys.exit(0 if worst <= 1e-5 else 1)
+    print(f"{len(params)} parameters; worst relative error {worst:.2e} (bound {BOUND:.0e})")
+    sys.exit(0 if worst <= BOUND else 1)
 
 
 main()

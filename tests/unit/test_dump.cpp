@@ -18,7 +18,7 @@ struct DumpScope {
   std::string cache_value;
   bool had_cache;
   explicit DumpScope(const char* prefix)
-      : dir(fs::temp_directory_path() / (prefix + std::to_string(nova_test::fresh_seed()))) {
+      : dir(fs::temp_directory_path() / (prefix + std::to_string(nova_test::unique_number()))) {
     const char* was = std::getenv("NOVA_CACHE");
     had_cache = was != nullptr;
     cache_value = was ? was : "";

@@ -1,6 +1,8 @@
 // test_errors.cpp - bad input gives a named exception, never a crash.
 #include "testing.hpp"
 
+#include <optional>
+
 #include <string>
 
 using nova::Tensor;
@@ -96,9 +98,26 @@ TEST_CASE("a typed parameter checks the traced rank and dtype") {
   CHECK(contains(msg, "f32"));
 }
 
+namespace {
+std::optional<nova::Expr<>> kept_expr; // a global, so the step captures nothing
+} // namespace
+
 TEST_CASE("undefined tensors and expressions outside a trace") {
   Tensor undefined;
   CHECK_THROWS_AS(nova::jit([](auto x) { return -x; })(undefined), nova::ShapeError);
+  // Building an expression when no step is being traced is a named error,
+  // not a crash or a dangling graph.
+  CHECK_THROWS_WITH(nova::causal_mask(2, 2),
+                    doctest::Contains("can only be built while a step is traced"));
+  // An expression kept from a trace and used after the trace ended is
+  // refused the same way.
+  nova::jit([](auto x) {
+    kept_expr.emplace(x + 1.0);
+    return x;
+  })(Tensor::zeros({2}));
+  REQUIRE(kept_expr.has_value());
+  CHECK_THROWS_WITH(*kept_expr + *kept_expr, doctest::Contains("can only be built while a step is traced"));
+  kept_expr.reset();
 }
 
 TEST_CASE("empty tensors (a zero extent) run and produce empty results") {

@@ -63,8 +63,15 @@ template <class F, class... X> void check_grads(const X&... xs) {
   }
 }
 
-Tensor r(const Shape& s) { return Gen{}.randn(s, DType::f64); }
-Tensor pos(const Shape& s) { return Gen{}.positive(s, DType::f64); }
+/// Inputs: one stream for the file, so successive draws differ (a fresh
+/// Gen per draw would repeat its first tensor: max(a, a) has no gradient
+/// to check). The same command draws the same inputs.
+Gen& inputs() {
+  static Gen g;
+  return g;
+}
+Tensor r(const Shape& s) { return inputs().randn(s, DType::f64); }
+Tensor pos(const Shape& s) { return inputs().positive(s, DType::f64); }
 
 #define OP1(NAME, EXPR) struct NAME { auto operator()(auto x) const { return EXPR; } };
 #define OP2(NAME, EXPR) struct NAME { auto operator()(auto a, auto b) const { return EXPR; } };

@@ -10,6 +10,8 @@
 #include <nova/data/tokens.hpp>
 #include <nova/io/safetensors.hpp>
 
+#include "test_seed.hpp"
+
 #include <unistd.h>
 
 #include <atomic>
@@ -79,7 +81,9 @@ std::string safetensors_bytes(const std::string& header, const std::string& data
   return le64(header.size()) + header + data;
 }
 
-std::uint64_t fresh_seed() { return (std::uint64_t{std::random_device{}()} << 32) | std::random_device{}(); }
+/// The suite's seed (test_seed.hpp) mixed with the calling line: a fixed,
+/// different stream per test.
+std::uint64_t seed_here(std::uint64_t salt = __builtin_LINE()) { return nova_test::test_seed() * 1000003u + salt; }
 
 /// The message of the FormatError that loading `bytes` throws ("" if none,
 /// "<other exception>" for any other exception).
@@ -123,7 +127,7 @@ void check_same(const Tensor& a, const Tensor& b) {
 // ---------------------------------------------------------------- safetensors
 
 TEST_CASE("safetensors: f32/f64/i32/i64, rank 0 and zero-size dims round trip in order") {
-  const std::uint64_t seed = fresh_seed();
+  const std::uint64_t seed = seed_here();
   INFO("seed = " << seed);
   TempDir dir;
   std::vector<std::pair<std::string, Tensor>> tensors = {
@@ -310,7 +314,7 @@ TEST_CASE("safetensors rejects: duplicate names") {
 }
 
 TEST_CASE("safetensors: a truncated copy of a valid file is rejected at every length") {
-  const std::uint64_t seed = fresh_seed();
+  const std::uint64_t seed = seed_here();
   INFO("seed = " << seed);
   TempDir dir;
   const std::string good = dir.file("good.safetensors");
@@ -327,7 +331,7 @@ TEST_CASE("safetensors: a truncated copy of a valid file is rejected at every le
 }
 
 TEST_CASE("safetensors: random corruptions either load or throw FormatError, never crash") {
-  const std::uint64_t seed = fresh_seed();
+  const std::uint64_t seed = seed_here();
   INFO("seed = " << seed);
   TempDir dir;
   const std::string good = dir.file("good.safetensors");
@@ -405,7 +409,7 @@ TEST_CASE("safetensors: a failed save leaves the existing file byte-identical") 
 }
 
 TEST_CASE("Params: save and load round trip, in place") {
-  const std::uint64_t seed = fresh_seed();
+  const std::uint64_t seed = seed_here();
   INFO("seed = " << seed);
   TempDir dir;
   nova::Params params;
@@ -546,7 +550,7 @@ nova::TokenFile counting_file(const TempDir& dir, std::int64_t n) {
 } // namespace
 
 TEST_CASE("tokens: sample_batch windows are contiguous, y is x shifted by one") {
-  const std::uint64_t seed = fresh_seed();
+  const std::uint64_t seed = seed_here();
   INFO("seed = " << seed);
   TempDir dir;
   nova::TokenFile file = counting_file(dir, 5000);
@@ -569,7 +573,7 @@ TEST_CASE("tokens: sample_batch windows are contiguous, y is x shifted by one") 
 }
 
 TEST_CASE("tokens: sample_batch is reproducible from a seed and differs across seeds") {
-  const std::uint64_t seed = fresh_seed();
+  const std::uint64_t seed = seed_here();
   INFO("seed = " << seed);
   TempDir dir;
   nova::TokenFile file = counting_file(dir, 20000);
@@ -586,7 +590,7 @@ TEST_CASE("tokens: sample_batch is reproducible from a seed and differs across s
 }
 
 TEST_CASE("tokens: sample_batch reaches every start, including the last") {
-  const std::uint64_t seed = fresh_seed();
+  const std::uint64_t seed = seed_here();
   INFO("seed = " << seed);
   TempDir dir;
   nova::TokenFile file = counting_file(dir, 12); // context 8: starts 0..3

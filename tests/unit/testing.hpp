@@ -8,14 +8,17 @@
 
 #include <nova/nova.hpp>
 
+#include "test_seed.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <random>
 
 namespace nova_test {
 
-/// A fresh seed per call (from std::random_device), printed on failure.
-inline std::uint64_t fresh_seed() {
+/// A number unlike any other call's (std::random_device): for names that
+/// must not collide (temporary directories), never for test data.
+inline std::uint64_t unique_number() {
   static std::random_device rd;
   return (static_cast<std::uint64_t>(rd()) << 32) | rd();
 }
@@ -43,11 +46,21 @@ double compare(F f, const Args&... args) {
   return rel_error(got, want);
 }
 
-/// Random inputs from one fresh seed; tests print it with INFO(gen.seed) so
-/// a failure can be replayed.
+/// Random inputs from the suite's seed (test_seed.hpp: fixed, or
+/// NOVA_TEST_SEED); tests print it with INFO(gen.seed).
+/// Each Gen's stream is the suite's seed mixed with the file and line that
+/// construct it: two Gens never repeat each other's inputs, and a test run
+/// alone (doctest -tc) sees the same inputs as in the whole suite.
 struct Gen {
-  std::uint64_t seed = fresh_seed();
+  explicit Gen(const char* file = __builtin_FILE(), unsigned line = __builtin_LINE())
+      : seed(mix(test_seed(), file, line)) {}
+  std::uint64_t seed;
   std::uint64_t count = 0;
+  static std::uint64_t mix(std::uint64_t seed, const char* file, unsigned line) {
+    std::uint64_t h = 1469598103934665603ull; // FNV-1a of the file name
+    for (const char* c = file; *c; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ull;
+    return seed ^ (h + 0x9e3779b97f4a7c15ull * line);
+  }
   nova::Tensor randn(const nova::Shape& s, nova::DType t = nova::DType::f32) {
     return nova::Tensor::randn(s, seed + count++, t);
   }

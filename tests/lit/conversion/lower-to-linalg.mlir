@@ -193,3 +193,71 @@ func.func @layer_norm(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>,
   %1 = nova.layer_norm_grad %x, %g, %dy {eps = 1.0e-5 : f64} : tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>
   return %0, %1 : tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// Every elementwise op is one all-parallel generic over empty outputs, its
+// body the op's arith / math op (relu is max with 0, NaN kept; greater a
+// compare and a select of 1 / 0).
+// CHECK-LABEL: func @elementwise
+// CHECK-NOT: nova.
+// CHECK: arith.negf
+// CHECK: math.exp
+// CHECK: math.log
+// CHECK: math.tanh
+// CHECK: math.sqrt
+// CHECK: math.rsqrt
+// CHECK: arith.maximumf %{{.*}}, %{{.*}} : f32
+// CHECK: math.erf
+// CHECK: arith.subf
+// CHECK: arith.mulf
+// CHECK: arith.divf
+// CHECK: arith.maximumf
+// CHECK: arith.cmpf ogt
+// CHECK: arith.select
+func.func @elementwise(%a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %0 = nova.neg %a : tensor<4xf32>
+  %1 = nova.exp %a : tensor<4xf32>
+  %2 = nova.log %a : tensor<4xf32>
+  %3 = nova.tanh %a : tensor<4xf32>
+  %4 = nova.sqrt %a : tensor<4xf32>
+  %5 = nova.rsqrt %a : tensor<4xf32>
+  %6 = nova.relu %a : tensor<4xf32>
+  %7 = nova.erf %a : tensor<4xf32>
+  %8 = nova.sub %a, %b : tensor<4xf32>, tensor<4xf32>
+  %9 = nova.mul %a, %b : tensor<4xf32>, tensor<4xf32>
+  %10 = nova.div %a, %b : tensor<4xf32>, tensor<4xf32>
+  %11 = nova.max %a, %b : tensor<4xf32>, tensor<4xf32>
+  %12 = nova.greater %a, %b : tensor<4xf32>, tensor<4xf32>
+  return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// reduce_sum: a reduction generic over the summed axis. log_softmax: max,
+// subtract, exp, sum, log, subtract (nova ops lowered in the same run).
+// one_hot: the class index compared with the label. dropout: the element's
+// row-major index through Philox4x32-10 (multiply-high rounds) against the
+// rate.
+// CHECK-LABEL: func @more
+// CHECK-NOT: nova.
+// CHECK: iterator_types = ["parallel", "reduction"]
+// CHECK: arith.addf
+// CHECK: arith.maximumf
+// CHECK: arith.subf
+// CHECK: math.exp
+// CHECK: arith.addf
+// CHECK: math.log
+// CHECK: arith.subf
+// CHECK: linalg.index 1
+// CHECK: arith.index_cast
+// CHECK: arith.cmpi eq
+// CHECK: arith.mului_extended
+// CHECK: arith.select
+func.func @more(%x: tensor<2x5xf32>, %l: tensor<2xi32>, %s: tensor<i64>) -> (tensor<2xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>) {
+  %0 = nova.reduce_sum %x {axes = array<i64: 1>, keep_dims = false} : tensor<2x5xf32>
+  %1 = nova.log_softmax %x {axis = 1 : i64} : tensor<2x5xf32>
+  %2 = nova.one_hot %l : tensor<2xi32> -> tensor<2x5xf32>
+  %3 = nova.dropout %x, %s {rate = 0.5 : f64, stream = 3 : i64} : tensor<2x5xf32>, tensor<i64>
+  return %0, %1, %2, %3 : tensor<2xf32>, tensor<2x5xf32>, tensor<2x5xf32>, tensor<2x5xf32>
+}
