@@ -8,7 +8,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <cstdlib>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,9 +33,34 @@ std::string directory_of(const std::string& path) {
   return path.substr(0, slash);
 }
 
+/// Removes `path`'s temporary files (path.tmp.<pid>.<n>) left by writers
+/// that died before committing (killed): their process no longer exists.
+/// A live writer's file (this process's or another's) is never touched.
+void remove_orphaned_temps(const std::string& path) {
+  std::string dir = directory_of(path);
+  std::string base = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
+  std::string prefix = base + ".tmp.";
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    std::string rest = name.substr(prefix.size());
+    auto dot = rest.find('.');
+    if (dot == 0 || dot == std::string::npos) continue;
+    char* end = nullptr;
+    long pid = std::strtol(rest.c_str(), &end, 10);
+    if (end != rest.c_str() + dot || pid <= 0 || pid == ::getpid()) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue; // alive, or not ours to judge
+    ::unlink((dir + "/" + name).c_str());
+  }
+  ::closedir(d);
+}
+
 } // namespace
 
 AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
+  remove_orphaned_temps(path_);
   temp_path_ = path_ + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(temp_counter++);
   do {
     fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);

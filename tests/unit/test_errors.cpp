@@ -52,6 +52,25 @@ TEST_CASE("shapes that do not broadcast") {
   CHECK(contains(msg, "test_errors.cpp:"));
 }
 
+TEST_CASE("losses check their own operands and name themselves, the shapes and the line") {
+  Gen g;
+  Tensor logits = g.randn({8, 4}), labels = Tensor::zeros({7}, nova::DType::i32);
+  auto msg = shape_error([&] {
+    nova::jit([](auto l, auto y) { return nova::nn::cross_entropy(l, y); })(logits, labels);
+  });
+  CHECK(contains(msg, "nova::nn::cross_entropy: labels i32[7] must have the logits' shape f32[8, 4]"));
+  CHECK(contains(msg, "test_errors.cpp:"));
+  msg = shape_error([&] {
+    nova::jit([](auto l, auto y) { return nova::nn::cross_entropy(l, y); })(logits, g.randn({8}));
+  });
+  CHECK(contains(msg, "labels must be i32 or i64 class indices, got f32[8]"));
+  msg = shape_error([&] {
+    nova::jit([](auto p, auto t) { return nova::nn::mse(p, t); })(g.randn({4, 1}), g.randn({4}));
+  });
+  CHECK(contains(msg, "nova::nn::mse: prediction f32[4, 1] and target f32[4] must have one shape"));
+  CHECK(contains(msg, "test_errors.cpp:"));
+}
+
 TEST_CASE("mixed dtypes") {
   Gen g;
   Tensor a = g.randn({3}), b = g.randn({3}, nova::DType::f64);

@@ -12,6 +12,7 @@
 
 #include "test_seed.hpp"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -635,4 +636,24 @@ TEST_CASE("tokens: sequential_batch tiles the file from a start") {
   CHECK_NOTHROW(nova::sequential_batch(file, 3, 11, 66)); // last target is token 99
   CHECK_THROWS_AS(nova::sequential_batch(file, 3, 11, 67), nova::Error);
   CHECK_THROWS_AS(nova::sequential_batch(file, 3, 10, -1), nova::Error);
+}
+
+TEST_CASE("a writer killed mid-save leaves no temporary file behind after the next save") {
+  TempDir dir;
+  const std::string path = dir.file("ckpt.safetensors");
+  // A process that has exited: its pid names a writer that can never commit.
+  pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  REQUIRE(dead > 0);
+  ::waitpid(dead, nullptr, 0);
+  const std::string orphan = "ckpt.safetensors.tmp." + std::to_string(dead) + ".0";
+  const std::string live = "ckpt.safetensors.tmp.1.0";                  // pid 1 is alive
+  const std::string other = "other.safetensors.tmp." + std::to_string(dead) + ".0"; // another file's
+  for (const auto& name : {orphan, live, other}) write_bytes(dir.file(name), "partial");
+  nova::save_safetensors(path, {{"x", Tensor::full({2}, 1.0)}});
+  std::set<std::string> names = dir.listing();
+  CHECK(names.count(orphan) == 0);
+  CHECK(names.count(live) == 1);
+  CHECK(names.count(other) == 1);
+  CHECK(names.count("ckpt.safetensors") == 1);
 }
