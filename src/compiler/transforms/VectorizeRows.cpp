@@ -21,6 +21,7 @@
 #include "compiler/transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -147,11 +148,23 @@ Value asRows(OpBuilder &b, Location l, Value m) {
       l, m, SmallVector<ReassociationIndices>{lead, {rank - 1}});
 }
 
+/// `m` itself if its layout is the identity, else a contiguous copy of it
+/// (linalg.copy, lowered with the kernel's other loops) freed at the end:
+/// a strided view (a slice feeding the op) cannot be collapsed to rows.
+/// With `copyIn` false the copy is left uninitialized (an output).
+Value contiguous(OpBuilder &b, Location l, Value m, bool copyIn, SmallVectorImpl<Value> &temps) {
+  auto type = cast<MemRefType>(m.getType());
+  if (type.getLayout().isIdentity())
+    return m;
+  Value copy = b.create<memref::AllocOp>(l, MemRefType::get(type.getShape(), type.getElementType()));
+  if (copyIn)
+    b.create<linalg::CopyOp>(l, ValueRange{m}, ValueRange{copy});
+  temps.push_back(copy);
+  return copy;
+}
+
 LogicalResult expand(nova::LayerNormKernelOp op, Value wg, int64_t tile, int64_t interleaved,
                      int64_t lanes) {
-  for (Value v : op->getOperands())
-    if (!cast<MemRefType>(v.getType()).getLayout().isIdentity())
-      return op.emitError("nova-vectorize-rows: expects identity-layout buffers");
   int64_t d = op.width(), N = op.rows();
   if (lanes < 1 || d % lanes != 0 || interleaved < 1 || tile < 1)
     return op.emitError("nova-vectorize-rows: register tile [")
@@ -159,7 +172,10 @@ LogicalResult expand(nova::LayerNormKernelOp op, Value wg, int64_t tile, int64_t
   OpBuilder b(op);
   Location l = op.getLoc();
   Type elem = cast<MemRefType>(op.getInit().getType()).getElementType();
-  ValueRange in = op.getInputs();
+  SmallVector<Value> temps, in;
+  for (Value v : op.getInputs())
+    in.push_back(contiguous(b, l, v, /*copyIn=*/true, temps));
+  Value result = contiguous(b, l, op.getInit(), /*copyIn=*/false, temps);
   RowEmitter e{b,     l,
                VectorType::get({lanes}, elem),
                lanes, d,
@@ -168,22 +184,39 @@ LogicalResult expand(nova::LayerNormKernelOp op, Value wg, int64_t tile, int64_t
                asRows(b, l, in[0]),
                in[1],
                op.getBackward() ? asRows(b, l, in[2]) : in[2],
-               asRows(b, l, op.getInit())};
-  Value lo = b.create<arith::MulIOp>(l, wg, e.c(tile));
-  Value hi = b.create<arith::MinUIOp>(l, b.create<arith::AddIOp>(l, lo, e.c(tile)), e.c(N));
+               asRows(b, l, result)};
+  // A strided output (the op writing into a view of a larger buffer) is
+  // computed whole into a contiguous copy by workgroup 0, then copied out:
+  // rare, and no workgroup writes another's elements.
+  bool whole = result != op.getInit();
+  OpBuilder::InsertionGuard guard(b);
+  if (whole) {
+    Value first = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, wg, e.c(0));
+    auto only = b.create<scf::IfOp>(l, first, /*withElseRegion=*/false);
+    b.setInsertionPointToStart(&only.getThenRegion().front());
+  }
+  Value lo = whole ? e.c(0) : b.create<arith::MulIOp>(l, wg, e.c(tile)).getResult();
+  Value hi = whole ? e.c(N)
+                   : b.create<arith::MinUIOp>(l, b.create<arith::AddIOp>(l, lo, e.c(tile)), e.c(N))
+                         .getResult();
   // Whole blocks of `interleaved` rows, then the rest one row at a time.
   Value count = b.create<arith::SubIOp>(l, hi, lo);
-  Value whole = b.create<arith::AddIOp>(
+  Value blocksEnd = b.create<arith::AddIOp>(
       l, lo, b.create<arith::MulIOp>(l, b.create<arith::DivUIOp>(l, count, e.c(interleaved)),
                                      e.c(interleaved)));
-  nova::buildFor(b, l, lo, whole, e.c(interleaved), {}, [&](Value r0, ValueRange) {
+  nova::buildFor(b, l, lo, blocksEnd, e.c(interleaved), {}, [&](Value r0, ValueRange) {
     e.emitBlock(interleaved, r0);
     return SmallVector<Value>{};
   });
-  nova::buildFor(b, l, whole, hi, e.c(1), {}, [&](Value r0, ValueRange) {
+  nova::buildFor(b, l, blocksEnd, hi, e.c(1), {}, [&](Value r0, ValueRange) {
     e.emitBlock(1, r0);
     return SmallVector<Value>{};
   });
+  if (whole)
+    b.create<linalg::CopyOp>(l, ValueRange{result}, ValueRange{op.getInit()});
+  b.setInsertionPoint(op);
+  for (Value t : temps)
+    b.create<memref::DeallocOp>(l, t);
   op.erase();
   return success();
 }

@@ -39,3 +39,25 @@ func.func @backward(%wg: index, %x: memref<2x3x8xf32>, %g: memref<8xf32>, %dy: m
   nova.layer_norm_kernel ins(%x, %g, %dy : memref<2x3x8xf32>, memref<8xf32>, memref<2x3x8xf32>) outs(%dx : memref<2x3x8xf32>) {eps = 1.0e-5 : f64, backward}
   return
 }
+
+// -----
+
+// Strided views (a slice feeding the op, the op writing into a view) are
+// copied to and from contiguous buffers; a strided output is computed whole
+// by workgroup 0, so no workgroup writes another's rows.
+// CHECK-LABEL: func.func @strided
+// CHECK-SAME: (%[[WG:[^:]*]]: index, %[[X:[^:]*]]: memref<4x8xf32, strided<[16, 1]>>
+// CHECK: %[[XC:.*]] = memref.alloc() : memref<4x8xf32>
+// CHECK: linalg.copy ins(%[[X]] : {{.*}}) outs(%[[XC]] : memref<4x8xf32>)
+// CHECK: %[[YC:.*]] = memref.alloc() : memref<4x8xf32>
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[WG]], %c0
+// CHECK: scf.if %[[FIRST]]
+// CHECK: vector.load %[[XC]]
+// CHECK: linalg.copy ins(%[[YC]] : memref<4x8xf32>)
+// CHECK: memref.dealloc %[[XC]]
+// CHECK: memref.dealloc %[[YC]]
+func.func @strided(%wg: index, %x: memref<4x8xf32, strided<[16, 1]>>, %g: memref<8xf32>, %b: memref<8xf32>, %y: memref<4x8xf32, strided<[16, 1], offset: 8>>)
+    attributes {nova.lowering_config = #nova.lowering_config<rows, workgroups = 2, tile = [2], register_tile = [2, 4]>} {
+  nova.layer_norm_kernel ins(%x, %g, %b : memref<4x8xf32, strided<[16, 1]>>, memref<8xf32>, memref<8xf32>) outs(%y : memref<4x8xf32, strided<[16, 1], offset: 8>>) {eps = 1.0e-5 : f64}
+  return
+}
