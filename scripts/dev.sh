@@ -2,7 +2,8 @@
 # dev.sh - set up a fresh Debian 12 machine, build Nova, and run it.
 #
 #   scripts/dev.sh run    install what is missing, build, train the example GPT
-#   scripts/dev.sh test   install what is missing, build, run every test (ctest)
+#   scripts/dev.sh test   install what is missing, build, run every test (ctest),
+#                         then the suite again built with ASan + UBSan
 #
 # Installs with apt-get (as root, or through sudo). Builds into ./build with
 # Ninja, in Release mode, using ccache when present.
@@ -37,5 +38,15 @@ if [ "$mode" = run ]; then
   ./build/examples/gpt_train --out runs/gpt --sample 300
 else
   echo "== running the tests"
-  cd build && ctest --output-on-failure -j "$(nproc)"
+  (cd build && ctest --output-on-failure -j "$(nproc)")
+  # The same suite built with ASan + UBSan (any report fails the test; the
+  # canaries prove they are on). The package tests rebuild downstream
+  # projects and add nothing here; the fuzzer runs a shorter sweep.
+  echo "== the sanitizer build (build-asan/: ASan + UBSan)"
+  cmake -G Ninja -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DNOVA_SANITIZE=ON \
+        -DNOVA_BUILD_BENCH=OFF >/dev/null
+  cmake --build build-asan -j "$(nproc)"
+  echo "== running the tests under the sanitizers"
+  (cd build-asan && ASAN_OPTIONS=detect_stack_use_after_return=1 UBSAN_OPTIONS=print_stacktrace=1 \
+     ctest --output-on-failure -j "$(nproc)" -E "^package:|^fuzz:graphs$")
 fi

@@ -27,7 +27,6 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include <limits>
-#include <type_traits>
 
 using namespace mlir;
 using namespace mlir::nova;
@@ -296,38 +295,24 @@ struct ConstantPattern : OpConversionPattern<ConstantOp> {
   }
 };
 
-/// nova.causal_attention and nova.causal_attention_grad → nova.attention_kernel.
-template <typename Op> struct AttentionPattern : OpConversionPattern<Op> {
+/// An op the target runs as one kernel (attention, LayerNorm, forward or
+/// gradient) → its destination-style kernel op into a tensor.empty, with
+/// the op's attributes and, for a gradient, `backward`.
+template <typename Op, typename KernelOp, bool Backward>
+struct ToKernelOpPattern : OpConversionPattern<Op> {
   using OpConversionPattern<Op>::OpConversionPattern;
   using Adaptor = typename OpConversionPattern<Op>::OpAdaptor;
   LogicalResult matchAndRewrite(Op op, Adaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    constexpr bool backward = std::is_same_v<Op, CausalAttentionGradOp>;
     auto type = cast<RankedTensorType>(op.getType());
-    Value init = emptyOf(rewriter, op.getLoc(), type);
-    SmallVector<Value> inputs(adaptor.getOperands());
-    auto kernel = rewriter.create<AttentionKernelOp>(
-        op.getLoc(), TypeRange{type}, inputs, init, op.getHeadsAttr(), op.getScaleAttr(),
-        backward ? rewriter.getUnitAttr() : UnitAttr());
-    rewriter.replaceOp(op, kernel.getResults());
-    return success();
-  }
-};
-
-/// nova.layer_norm and nova.layer_norm_grad → nova.layer_norm_kernel.
-template <typename Op> struct LayerNormPattern : OpConversionPattern<Op> {
-  using OpConversionPattern<Op>::OpConversionPattern;
-  using Adaptor = typename OpConversionPattern<Op>::OpAdaptor;
-  LogicalResult matchAndRewrite(Op op, Adaptor adaptor,
-                                ConversionPatternRewriter &rewriter) const override {
-    constexpr bool backward = std::is_same_v<Op, LayerNormGradOp>;
-    auto type = cast<RankedTensorType>(op.getType());
-    Value init = emptyOf(rewriter, op.getLoc(), type);
-    SmallVector<Value> inputs(adaptor.getOperands());
-    auto kernel = rewriter.create<LayerNormKernelOp>(
-        op.getLoc(), TypeRange{type}, inputs, init, op.getEpsAttr(),
-        backward ? rewriter.getUnitAttr() : UnitAttr());
-    rewriter.replaceOp(op, kernel.getResults());
+    OperationState state(op.getLoc(), KernelOp::getOperationName());
+    state.addOperands(adaptor.getOperands());
+    state.addOperands(emptyOf(rewriter, op.getLoc(), type));
+    state.addTypes(type);
+    state.addAttributes(op->getAttrs());
+    if (Backward)
+      state.addAttribute("backward", rewriter.getUnitAttr());
+    rewriter.replaceOp(op, rewriter.create(state)->getResults());
     return success();
   }
 };
@@ -339,7 +324,9 @@ void mlir::nova::populateStructuredToLinalgPatterns(RewritePatternSet &patterns)
                ReducePattern<ReduceMaxOp>, SoftmaxPattern, LogSoftmaxPattern,
                OneHotPattern, BroadcastPattern,
                ReshapePattern, TransposePattern, ConstantPattern,
-               AttentionPattern<CausalAttentionOp>, AttentionPattern<CausalAttentionGradOp>,
-               LayerNormPattern<LayerNormOp>, LayerNormPattern<LayerNormGradOp>>(
+               ToKernelOpPattern<CausalAttentionOp, AttentionKernelOp, false>,
+               ToKernelOpPattern<CausalAttentionGradOp, AttentionKernelOp, true>,
+               ToKernelOpPattern<LayerNormOp, LayerNormKernelOp, false>,
+               ToKernelOpPattern<LayerNormGradOp, LayerNormKernelOp, true>>(
       patterns.getContext());
 }

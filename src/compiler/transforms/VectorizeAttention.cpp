@@ -96,6 +96,26 @@ struct HeadEmitter {
                          });
   }
 
+  /// `count` items in groups of `size`: body(size, first item) for each
+  /// whole group, then body(n, first) once for the n < size items left
+  /// (one block of n, not n blocks of one: one accumulator chain per row
+  /// would leave the FMA pipes idle).
+  void emitGroups(Value count, int64_t size, function_ref<void(int64_t n, Value first)> body) {
+    Value groups = b.create<arith::DivUIOp>(l, count, c(size));
+    loop(c(0), groups, 1, [&](OpBuilder &, Value g) { body(size, mul(g, size)); });
+    Value done = mul(groups, size);
+    Value left = b.create<arith::SubIOp>(l, count, done);
+    for (int64_t n = 1; n < size; ++n) {
+      Value isN = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, left, c(n));
+      b.create<scf::IfOp>(l, isN, [&](OpBuilder &ib, Location) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
+        body(n, done);
+        b.create<scf::YieldOp>(l);
+      });
+    }
+  }
+
   /// acc[r][v] = init(r, v) (0 without init) + sum over kk in [0, K) of
   /// lhs(r, kk) * rhs(kk, v), r < rows, v < nv; then finish(r, v, acc[r][v]).
   void emitProduct(int64_t rows, int64_t nv, Value K,
@@ -151,19 +171,7 @@ struct HeadEmitter {
             [&](int64_t g, int64_t v) { return vload(b, out, {bIdx, js[g], at(v)}); });
       }
     };
-    Value groups = b.create<arith::DivUIOp>(l, jEnd, c(R));
-    loop(c(0), groups, 1, [&](OpBuilder &, Value g) { group(R, mul(g, R)); });
-    Value done = mul(groups, R);
-    Value left = b.create<arith::SubIOp>(l, jEnd, done);
-    for (int64_t n = 1; n < R; ++n) {
-      Value isN = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, left, c(n));
-      b.create<scf::IfOp>(l, isN, [&](OpBuilder &ib, Location) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
-        group(n, done);
-        b.create<scf::YieldOp>(l);
-      });
-    }
+    emitGroups(jEnd, R, [&](int64_t n, Value j0) { group(n, j0); });
   }
 
   /// The W x W transpose of `rows` (W vectors of W lanes) in registers: for
@@ -229,22 +237,7 @@ struct HeadEmitter {
             b.create<vector::StoreOp>(l, acc, dst, ValueRange{c(base + r), add(j0, v * W)});
           });
     };
-    Value groups = b.create<arith::DivUIOp>(l, nvec, c(cv));
-    loop(c(0), groups, 1, [&](OpBuilder &, Value g) { block(cv, mul(g, cv * W)); });
-    // The n < cv vectors left: one block of n (n accumulators per row, not
-    // n passes of one: a row block's scores are often fewer than cv
-    // vectors, and one accumulator per row leaves the FMA pipes idle).
-    Value done = mul(groups, cv);
-    Value left = b.create<arith::SubIOp>(l, nvec, done);
-    for (int64_t n = 1; n < cv; ++n) {
-      Value isN = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, left, c(n));
-      b.create<scf::IfOp>(l, isN, [&](OpBuilder &ib, Location) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
-        block(n, mul(done, W));
-        b.create<scf::YieldOp>(l);
-      });
-    }
+    emitGroups(nvec, cv, [&](int64_t n, Value v0) { block(n, mul(v0, W)); });
   }
 
   /// Softmax of rows [base, base + rows) of `s`, row r over its first limits[r]

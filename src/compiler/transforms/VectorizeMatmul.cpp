@@ -551,8 +551,14 @@ struct NovaVectorizeMatmul
   using NovaVectorizeMatmulBase::NovaVectorizeMatmulBase;
 
   void runOnOperation() override {
+    // Only the tagged matmuls: a rewrite erases its epilogue (another
+    // generic), which must not be visited afterwards (ASan caught the
+    // use-after-free when every generic was collected).
     SmallVector<linalg::GenericOp> ops;
-    getOperation().walk([&](linalg::GenericOp op) { ops.push_back(op); });
+    getOperation().walk([&](linalg::GenericOp op) {
+      if (nova::isTaggedMatmul(op))
+        ops.push_back(op);
+    });
     for (linalg::GenericOp op : ops) {
       std::optional<MatmulOperands> m = nova::matchMatmul(op);
       if (!m)
