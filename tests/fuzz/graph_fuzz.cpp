@@ -18,6 +18,7 @@
 // A mismatch is shrunk: the shortest prefix of the op sequence that still
 // mismatches is printed with its seed (`graph_fuzz 1 SEED OPS` replays it),
 // to be kept as a regression test. Exit status: 0 when every graph agrees.
+// NOVA_FUZZ_JSON=<file> also writes the run's numbers there.
 #include <nova/nova.hpp>
 
 #include <algorithm>
@@ -256,6 +257,17 @@ int main(int argc, char** argv) {
       std::printf("MISMATCH graph seed %llu, %lld ops (shrunk to %lld): relative error %.3e > %.0e\n  replay: graph_fuzz 1 %llu %lld\n",
                   (unsigned long long)seed, (long long)ops, (long long)smallest, err, bound,
                   (unsigned long long)seed, (long long)smallest);
+    }
+  }
+  if (const char* path = std::getenv("NOVA_FUZZ_JSON")) {
+    // The run's numbers for CI's reliability.json.
+    if (FILE* f = std::fopen(path, "w")) {
+      std::fprintf(f,
+                   "{\"graphs\": %lld, \"first_seed\": %llu, \"max_ops\": %lld, \"mismatches\": %d, "
+                   "\"errors\": %d, \"worst_agreeing_error\": %.3e, \"bound\": %.0e}\n",
+                   (long long)graphs, (unsigned long long)first, (long long)max_ops, mismatches, errors,
+                   worst, bound);
+      std::fclose(f);
     }
   }
   std::printf("graph_fuzz: %lld graphs (seeds %llu..%llu, up to %lld ops), %d mismatches, %d errors, "
