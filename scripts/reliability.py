@@ -2,7 +2,8 @@
 """Writes build/reliability.json: the numbers behind the test suite's claims.
 
 Usage: reliability.py BUILD_DIR ASAN_BUILD_DIR
-Reads the fuzzer's summary (BUILD_DIR/fuzz-graphs.json) and each build's
+Reads the fuzzers' summaries (BUILD_DIR/fuzz-graphs.json,
+fuzz-reader-*.json) and each build's
 ctest results (ctest.xml, from ctest --output-junit): how many tests ran
 and passed, normally and under ASan + UBSan, and whether the canaries were
 caught. Every figure is measured by this run; nothing is copied in.
@@ -29,6 +30,8 @@ def main():
     report = {}
     fuzz = pathlib.Path(build) / "fuzz-graphs.json"
     report["fuzz_graphs"] = json.loads(fuzz.read_text()) if fuzz.exists() else None
+    readers = sorted(pathlib.Path(build).glob("fuzz-reader-*.json"))
+    report["fuzz_readers"] = [json.loads(p.read_text()) for p in readers]
     normal = ctest_results(build)
     sanitized = ctest_results(asan)
     if normal:

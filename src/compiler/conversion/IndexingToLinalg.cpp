@@ -133,7 +133,6 @@ struct ScatterAddPattern : OpConversionPattern<ScatterAddOp> {
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto out = cast<RankedTensorType>(op.getType());
-    Type elem = out.getElementType();
     int64_t rows = out.getDimSize(0), width = out.getDimSize(1);
     Value indices = flatten(rewriter, loc, adaptor.getIndices(), 0);
     Value updates = flatten(rewriter, loc, adaptor.getUpdates(), 1);

@@ -489,10 +489,10 @@ struct NovaVectorizeAttention
       if (config)
         reg.assign(config.getRegisterTile().begin(), config.getRegisterTile().end());
       if (config) {
-        if (config.getWorkgroups() != op.batch() * op.getHeads()) {
+        int64_t heads = op.batch() * static_cast<int64_t>(op.getHeads());
+        if (config.getWorkgroups() != heads) {
           op.emitError("nova-vectorize-attention: ")
-              << config.getWorkgroups() << " workgroups for " << op.batch() * op.getHeads()
-              << " heads";
+              << config.getWorkgroups() << " workgroups for " << heads << " heads";
           return signalPassFailure();
         }
         int64_t blockRows = config.getCacheTile().empty() ? reg[0] : config.getCacheTile()[0];
