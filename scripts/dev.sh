@@ -54,5 +54,12 @@ else
   (cd build-asan && ASAN_OPTIONS=detect_stack_use_after_return=1:allow_user_poisoning=0 \
      UBSAN_OPTIONS=print_stacktrace=1 \
      ctest --output-on-failure -j "$(nproc)" -E "^package:|^fuzz:graphs$" --output-junit ctest.xml)
-  python3 scripts/reliability.py build build-asan
+  # ThreadSanitizer over the runtime's threads (cache, pool, concurrent runs).
+  echo "== the thread-sanitizer build (build-tsan/: the runtime and its tests)"
+  cmake -G Ninja -S . -B build-tsan -DCMAKE_BUILD_TYPE=Release -DNOVA_TSAN=ON \
+        -DNOVA_BUILD_BENCH=OFF >/dev/null
+  cmake --build build-tsan -j "$(nproc)" --target test_runtime tsan_canary
+  (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -R "^runtime$|^sanitizers:tsan" \
+     --output-junit ctest.xml)
+  python3 scripts/reliability.py build build-asan build-tsan
 fi

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes build/reliability.json: the numbers behind the test suite's claims.
 
-Usage: reliability.py BUILD_DIR ASAN_BUILD_DIR
+Usage: reliability.py BUILD_DIR ASAN_BUILD_DIR [TSAN_BUILD_DIR]
 Reads the fuzzers' summaries (BUILD_DIR/fuzz-graphs.json,
 fuzz-reader-*.json) and each build's
 ctest results (ctest.xml, from ctest --output-junit): how many tests ran
@@ -43,6 +43,11 @@ def main():
             "tests": sanitized["tests"], "passed": sanitized["passed"], "failed": sanitized["failed"],
             "canaries": canaries,
         }
+    if len(sys.argv) > 3:
+        tsan = ctest_results(sys.argv[3])
+        if tsan:
+            report["thread_sanitizer"] = {"build": "GCC TSan, the runtime's tests", "tests": tsan["tests"],
+                                          "passed": tsan["passed"], "failed": tsan["failed"]}
     out = pathlib.Path(build) / "reliability.json"
     out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"reliability: {out}")

@@ -5,11 +5,14 @@
 // and the thread pool, also from several threads at once.
 #include <doctest/doctest.h>
 
+#include <nova/cache.hpp>
 #include <nova/executable_desc.hpp>
 
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <fstream>
 #include <random>
 #include <thread>
@@ -209,4 +212,31 @@ TEST_CASE("targets: named entries, hashes and the host") {
   CHECK(nova::missing_features(v3, v4).empty());
   CHECK_FALSE(nova::missing_features(v4, v3).empty());
   CHECK_THROWS_AS(nova::named_target("sm_42"), nova::Error);
+}
+
+TEST_CASE("the in-process cache under concurrent misses: one compile per key, every thread its result") {
+  // Eight threads ask for four keys at once, twice each; each key's compile
+  // runs once (it sleeps, so the others really wait on it) and everyone gets
+  // that key's executable. Run under TSan in the thread-sanitizer build.
+  nova::clear_cache();
+  auto exe = nova::load_executable(two_kernel_plan());
+  std::atomic<int> compiles{0};
+  std::vector<std::shared_ptr<nova::Executable>> got(16);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 2; ++round) {
+        nova::CacheKey key{{0xcafe, std::uint64_t(t % 4)}};
+        got[std::size_t(t * 2 + round)] = nova::detail::cache_get_or_compile(key, [&] {
+          ++compiles;
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          return exe;
+        });
+      }
+    });
+  for (auto& th : threads) th.join();
+  CHECK(compiles == 4);
+  for (const auto& e : got) CHECK(e == exe);
+  check_runs(*got[3], 11);
+  nova::clear_cache();
 }
