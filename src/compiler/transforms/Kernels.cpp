@@ -6,6 +6,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/PatternMatch.h"
@@ -54,6 +55,25 @@ scf::ForOp mlir::nova::buildFor(OpBuilder &b, Location loc, Value lb, Value ub, 
                                 SmallVector<Value> results = body(iv, carried);
                                 b.create<scf::YieldOp>(loc, results);
                               });
+}
+
+Value mlir::nova::contiguousCopy(OpBuilder &b, Location loc, Value m, bool copyIn,
+                                 SmallVectorImpl<Value> &temps) {
+  auto type = cast<MemRefType>(m.getType());
+  Value copy =
+      b.create<memref::AllocOp>(loc, MemRefType::get(type.getShape(), type.getElementType()));
+  if (copyIn)
+    b.create<linalg::CopyOp>(loc, ValueRange{m}, ValueRange{copy});
+  temps.push_back(copy);
+  return copy;
+}
+
+bool mlir::nova::hasUnitInnerStride(MemRefType type) {
+  if (type.getRank() == 0)
+    return true;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  return succeeded(getStridesAndOffset(type, strides, offset)) && strides.back() == 1;
 }
 
 ModuleOp mlir::nova::kernelsModule(ModuleOp top) {

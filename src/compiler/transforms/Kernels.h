@@ -76,6 +76,17 @@ inline int64_t vectorLanesDividing(int64_t extent, int64_t elemBits, int64_t vec
 scf::ForOp buildFor(OpBuilder &b, Location loc, Value lb, Value ub, Value step, ValueRange init,
                     function_ref<SmallVector<Value>(Value iv, ValueRange carried)> body);
 
+/// A contiguous (identity-layout) buffer of `m`'s shape, allocated at b's
+/// insertion point and filled from `m` (linalg.copy, lowered with the
+/// kernel's loops) when `copyIn`; appended to `temps` for the caller to
+/// free. For kernels written op by op that need what a view may not give
+/// (rows to collapse, a unit innermost stride for vector loads).
+Value contiguousCopy(OpBuilder &b, Location loc, Value m, bool copyIn, SmallVectorImpl<Value> &temps);
+
+/// Whether the buffer type's innermost dim has unit stride (what
+/// vector.load and vector.store require).
+bool hasUnitInnerStride(MemRefType type);
+
 /// The kernel's configuration, or null before nova-configure-kernels.
 LoweringConfigAttr loweringConfig(func::FuncOp kernel);
 

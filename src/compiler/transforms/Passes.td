@@ -214,7 +214,8 @@ def NovaVectorizeAttention : Pass<"nova-vectorize-attention", "mlir::ModuleOp"> 
     Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"512",
            "width of the target's vector registers in bits">,
   ];
-  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect",
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
+                           "mlir::math::MathDialect",
                            "mlir::memref::MemRefDialect", "mlir::scf::SCFDialect",
                            "mlir::vector::VectorDialect"];
 }

@@ -38,6 +38,7 @@
 #include "compiler/transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -452,12 +453,43 @@ LogicalResult expand(nova::AttentionKernelOp op, Value wg, ArrayRef<int64_t> reg
     return op.emitError("nova-vectorize-attention: backward block of ")
            << blockRows << " rows is not a multiple of the register block's " << R;
   OpBuilder b(op);
+  Location l = op.getLoc();
   int64_t T = op.seq();
-  HeadEmitter e{b, op.getLoc(), op, VectorType::get({W}, elem), W, R, cols / W, blockRows, T,
+  // Views whose columns are not unit-stride (a transposed slice feeding
+  // the op, found by the fuzzer) go through contiguous copies: the kernel's
+  // vector loads need unit-stride rows. Rare; each workgroup then copies
+  // the inputs whole and writes back only its head's columns.
+  SmallVector<Value> temps, in;
+  for (Value v : op.getInputs())
+    in.push_back(nova::hasUnitInnerStride(cast<MemRefType>(v.getType()))
+                     ? v
+                     : nova::contiguousCopy(b, l, v, /*copyIn=*/true, temps));
+  Value init = op.getInit();
+  bool copyOut = !nova::hasUnitInnerStride(cast<MemRefType>(init.getType()));
+  Value result = copyOut ? nova::contiguousCopy(b, l, init, /*copyIn=*/false, temps) : init;
+  HeadEmitter e{b, l, op, VectorType::get({W}, elem), W, R, cols / W, blockRows, T,
                 op.model(), hd,
-                (T + W - 1) / W * W, op.getScale().convertToDouble(), op.getInputs()[0],
-                op.getBackward() ? op.getInputs()[1] : Value(), op.getInit()};
+                (T + W - 1) / W * W, op.getScale().convertToDouble(), in[0],
+                op.getBackward() ? in[1] : Value(), result};
   e.emit(wg);
+  if (copyOut) {
+    // This head's columns: of the result (forward), or of its q, k and v
+    // gradients (backward).
+    SmallVector<Value> firstColumns{e.qCol};
+    if (op.getBackward())
+      firstColumns.append({e.kCol, e.vCol});
+    for (Value col : firstColumns) {
+      auto part = [&](Value m) {
+        return b.create<memref::SubViewOp>(
+            l, m, ArrayRef<OpFoldResult>{e.bIdx, b.getIndexAttr(0), col},
+            ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(T), b.getIndexAttr(hd)},
+            ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1), b.getIndexAttr(1)});
+      };
+      b.create<linalg::CopyOp>(l, ValueRange{part(result)}, ValueRange{part(init)});
+    }
+  }
+  for (Value t : temps)
+    b.create<memref::DeallocOp>(l, t);
   op.erase();
   return success();
 }

@@ -148,19 +148,12 @@ Value asRows(OpBuilder &b, Location l, Value m) {
       l, m, SmallVector<ReassociationIndices>{lead, {rank - 1}});
 }
 
-/// `m` itself if its layout is the identity, else a contiguous copy of it
-/// (linalg.copy, lowered with the kernel's other loops) freed at the end:
-/// a strided view (a slice feeding the op) cannot be collapsed to rows.
-/// With `copyIn` false the copy is left uninitialized (an output).
+/// `m` itself if its layout is the identity, else a contiguous copy (a
+/// strided view, a slice feeding the op, cannot be collapsed to rows).
 Value contiguous(OpBuilder &b, Location l, Value m, bool copyIn, SmallVectorImpl<Value> &temps) {
-  auto type = cast<MemRefType>(m.getType());
-  if (type.getLayout().isIdentity())
-    return m;
-  Value copy = b.create<memref::AllocOp>(l, MemRefType::get(type.getShape(), type.getElementType()));
-  if (copyIn)
-    b.create<linalg::CopyOp>(l, ValueRange{m}, ValueRange{copy});
-  temps.push_back(copy);
-  return copy;
+  return cast<MemRefType>(m.getType()).getLayout().isIdentity()
+             ? m
+             : nova::contiguousCopy(b, l, m, copyIn, temps);
 }
 
 LogicalResult expand(nova::LayerNormKernelOp op, Value wg, int64_t tile, int64_t interleaved,
