@@ -39,15 +39,9 @@ namespace {
 
 LogicalResult distributeSplitLoop(func::FuncOp kernel, Operation *root,
                                   nova::LoweringConfigAttr config) {
-  scf::ForOp loop;
-  root->walk([&](scf::ForOp l) {
-    if (l->hasAttr(nova::kSplitLoopAttr) && !loop)
-      loop = l;
-  });
-  std::optional<int64_t> lb = loop ? getConstantIntValue(loop.getLowerBound()) : std::nullopt;
+  scf::ForOp loop = nova::splitLoopOf(root);
   std::optional<int64_t> ub = loop ? getConstantIntValue(loop.getUpperBound()) : std::nullopt;
-  std::optional<int64_t> step = loop ? getConstantIntValue(loop.getStep()) : std::nullopt;
-  if (!loop || lb != 0 || step != 1 || !ub)
+  if (!loop)
     return kernel.emitError("nova-distribute-workgroups: a `loops` kernel needs a linalg root op "
                             "or a split loop over [0, N) with step 1");
   if (config.getTile().size() != 1 || config.getTile()[0] < 1)

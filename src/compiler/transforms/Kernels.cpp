@@ -9,6 +9,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -66,6 +67,33 @@ Value mlir::nova::contiguousCopy(OpBuilder &b, Location loc, Value m, bool copyI
     b.create<linalg::CopyOp>(loc, ValueRange{m}, ValueRange{copy});
   temps.push_back(copy);
   return copy;
+}
+
+scf::ForOp mlir::nova::splitLoopOf(Operation *root) {
+  scf::ForOp found;
+  root->walk([&](scf::ForOp loop) {
+    if (!found && loop->hasAttr(kSplitLoopAttr))
+      found = loop;
+  });
+  if (!found || getConstantIntValue(found.getLowerBound()) != 0 ||
+      getConstantIntValue(found.getStep()) != 1 || !getConstantIntValue(found.getUpperBound()))
+    return {};
+  return found;
+}
+
+FailureOr<mlir::nova::LoweringConfigAttr>
+mlir::nova::configForKernelOp(Operation *op, Value init, StringRef pass, StringRef kind) {
+  if (!isa<MemRefType>(init.getType())) {
+    op->emitError(pass) << ": expects the bufferized op";
+    return failure();
+  }
+  auto func = op->getParentOfType<func::FuncOp>();
+  LoweringConfigAttr config = func ? loweringConfig(func) : nullptr;
+  if (config && config.getKind() != kind) {
+    op->emitError(pass) << ": the kernel is configured " << config.getKind() << ", not " << kind;
+    return failure();
+  }
+  return config;
 }
 
 bool mlir::nova::hasUnitInnerStride(MemRefType type) {

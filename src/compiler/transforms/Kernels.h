@@ -87,6 +87,18 @@ Value contiguousCopy(OpBuilder &b, Location loc, Value m, bool copyIn, SmallVect
 /// vector.load and vector.store require).
 bool hasUnitInnerStride(MemRefType type);
 
+/// The loop of `root`'s nest marked kSplitLoopAttr, if it runs [0, N) with
+/// step 1 (N constant), else null. The configurator sizes its chunks and
+/// nova-distribute-workgroups narrows it: both find it here.
+scf::ForOp splitLoopOf(Operation *root);
+
+/// For a pass that expands a kernel op (attention, rows): the configuration
+/// of the kernel holding `op` (null outside a configured kernel) once `op`
+/// is checked to be bufferized (`init` a buffer) and the configuration to
+/// be of `kind`; otherwise the error, naming `pass`, is emitted.
+FailureOr<LoweringConfigAttr> configForKernelOp(Operation *op, Value init, StringRef pass,
+                                                StringRef kind);
+
 /// The kernel's configuration, or null before nova-configure-kernels.
 LoweringConfigAttr loweringConfig(func::FuncOp kernel);
 

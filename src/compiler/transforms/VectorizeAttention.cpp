@@ -86,15 +86,12 @@ struct HeadEmitter {
     return ib.create<vector::LoadOp>(l, vec, m, idx);
   }
 
-  /// scf.for over [lb, ub) with step, the body given the builder and index.
+  /// scf.for over [lb, ub) with step, carrying nothing (nova::buildFor).
   void loop(Value lb, Value ub, int64_t step, function_ref<void(OpBuilder &, Value)> body) {
-    b.create<scf::ForOp>(l, lb, ub, c(step), ValueRange{},
-                         [&](OpBuilder &ib, Location, Value i, ValueRange) {
-                           OpBuilder::InsertionGuard guard(b);
-                           b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
-                           body(b, i);
-                           b.create<scf::YieldOp>(l);
-                         });
+    nova::buildFor(b, l, lb, ub, c(step), {}, [&](Value i, ValueRange) {
+      body(b, i);
+      return SmallVector<Value>{};
+    });
   }
 
   /// `count` items in groups of `size`: body(size, first item) for each
@@ -129,11 +126,8 @@ struct HeadEmitter {
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t v = 0; v < nv; ++v)
           start[r * nv + v] = init(r, v);
-    auto kLoop = b.create<scf::ForOp>(
-        l, c(0), K, c(1), start,
-        [&](OpBuilder &kb, Location, Value kk, ValueRange acc) {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPoint(kb.getInsertionBlock(), kb.getInsertionPoint());
+    auto kLoop = nova::buildFor(
+        b, l, c(0), K, c(1), start, [&](Value kk, ValueRange acc) {
           SmallVector<Value> row, next;
           for (int64_t v = 0; v < nv; ++v)
             row.push_back(rhs(kk, v));
@@ -142,7 +136,7 @@ struct HeadEmitter {
             for (int64_t v = 0; v < nv; ++v)
               next.push_back(b.create<vector::FMAOp>(l, a, row[v], acc[r * nv + v]));
           }
-          b.create<scf::YieldOp>(l, next);
+          return next;
         });
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t v = 0; v < nv; ++v)
@@ -256,16 +250,13 @@ struct HeadEmitter {
       });
     // One pass over the block's vectors, a value per row carried through it.
     auto pass = [&](Value init, function_ref<Value(int64_t r, Value acc, Value at)> step) {
-      auto f = b.create<scf::ForOp>(l, c(0), nvec, c(1), SmallVector<Value>(rows, init),
-                                    [&](OpBuilder &ib, Location, Value jv, ValueRange acc) {
-                                      OpBuilder::InsertionGuard guard(b);
-                                      b.setInsertionPoint(ib.getInsertionBlock(),
-                                                          ib.getInsertionPoint());
-                                      SmallVector<Value> next;
-                                      for (int64_t r = 0; r < rows; ++r)
-                                        next.push_back(step(r, acc[r], mul(jv, W)));
-                                      b.create<scf::YieldOp>(l, next);
-                                    });
+      auto f = nova::buildFor(b, l, c(0), nvec, c(1), SmallVector<Value>(rows, init),
+                              [&](Value jv, ValueRange acc) {
+                                SmallVector<Value> next;
+                                for (int64_t r = 0; r < rows; ++r)
+                                  next.push_back(step(r, acc[r], mul(jv, W)));
+                                return next;
+                              });
       return SmallVector<Value>(f.getResults());
     };
     SmallVector<Value> maxVecs =
@@ -342,15 +333,11 @@ struct HeadEmitter {
     Value zero = splat(0.0);
     for (int64_t r = 0; r < rows; ++r) {
       Value row = c(base + r);
-      auto dotLoop = b.create<scf::ForOp>(
-          l, c(0), nvec, c(1), ValueRange{splat(0.0)},
-          [&](OpBuilder &ib, Location, Value jv, ValueRange acc) {
-            OpBuilder::InsertionGuard guard(b);
-            b.setInsertionPoint(ib.getInsertionBlock(), ib.getInsertionPoint());
+      auto dotLoop = nova::buildFor(
+          b, l, c(0), nvec, c(1), ValueRange{splat(0.0)}, [&](Value jv, ValueRange acc) {
             Value at = mul(jv, W);
-            b.create<scf::YieldOp>(
-                l, ValueRange{b.create<vector::FMAOp>(l, vload(b, s, {row, at}),
-                                                      vload(b, dp, {row, at}), acc[0])});
+            return SmallVector<Value>{
+                b.create<vector::FMAOp>(l, vload(b, s, {row, at}), vload(b, dp, {row, at}), acc[0])};
           });
       Value dot = b.create<vector::BroadcastOp>(
           l, vec, b.create<vector::ReductionOp>(l, vector::CombiningKind::ADD, dotLoop.getResult(0)));
@@ -416,10 +403,9 @@ struct HeadEmitter {
           b.create<vector::StoreOp>(l, zero, out, ValueRange{bIdx, j, add(vCol, ch)});
         }
       });
-      oCol = hOff; // dq's columns in dqkv, and the head's columns of grad
-    } else {
-      oCol = hOff;
     }
+    // The head's columns in out (or in dqkv, its dq) and in grad.
+    oCol = hOff;
     // Query rows in blocks of R (forward) or Rc (backward), and one block
     // of the rest.
     int64_t block = grad ? Rc : R;
@@ -502,17 +488,12 @@ struct NovaVectorizeAttention
     SmallVector<nova::AttentionKernelOp> ops;
     getOperation().walk([&](nova::AttentionKernelOp op) { ops.push_back(op); });
     for (nova::AttentionKernelOp op : ops) {
-      if (!isa<MemRefType>(op.getInit().getType())) {
-        op.emitError("nova-vectorize-attention: expects the bufferized op");
+      FailureOr<nova::LoweringConfigAttr> configured =
+          nova::configForKernelOp(op, op.getInit(), getArgument(), "attention");
+      if (failed(configured))
         return signalPassFailure();
-      }
+      nova::LoweringConfigAttr config = *configured;
       auto func = op->getParentOfType<func::FuncOp>();
-      nova::LoweringConfigAttr config = func ? nova::loweringConfig(func) : nullptr;
-      if (config && !config.isAttention()) {
-        op.emitError("nova-vectorize-attention: the kernel is configured ")
-            << config.getKind() << ", not attention";
-        return signalPassFailure();
-      }
       // Outside a configured kernel: all heads in one loop, rows of 4.
       SmallVector<int64_t> reg{4, nova::vectorLanesDividing(
                                       op.headDim(),

@@ -221,16 +221,15 @@ struct NovaVectorizeRows : mlir::nova::impl::NovaVectorizeRowsBase<NovaVectorize
     SmallVector<nova::LayerNormKernelOp> ops;
     getOperation().walk([&](nova::LayerNormKernelOp op) { ops.push_back(op); });
     for (nova::LayerNormKernelOp op : ops) {
-      if (!isa<MemRefType>(op.getInit().getType())) {
-        op.emitError("nova-vectorize-rows: expects the bufferized op");
+      FailureOr<nova::LoweringConfigAttr> configured =
+          nova::configForKernelOp(op, op.getInit(), getArgument(), "rows");
+      if (failed(configured))
         return signalPassFailure();
-      }
+      nova::LoweringConfigAttr config = *configured;
       auto func = op->getParentOfType<func::FuncOp>();
-      nova::LoweringConfigAttr config = func ? nova::loweringConfig(func) : nullptr;
       int64_t elemBits = cast<MemRefType>(op.getInit().getType()).getElementTypeBitWidth();
-      if (config && (!config.isRows() || config.getTile().size() != 1)) {
-        op.emitError("nova-vectorize-rows: the kernel is configured ")
-            << config << ", not rows with one tile size";
+      if (config && config.getTile().size() != 1) {
+        op.emitError("nova-vectorize-rows: a rows kernel takes one tile size, not ") << config;
         return signalPassFailure();
       }
       LogicalResult done =

@@ -304,21 +304,14 @@ nova::LoweringConfigAttr configureRows(nova::LayerNormKernelOp op, const nova::C
                                        regTile);
 }
 
-/// The split loop (kSplitLoopAttr) of a loop nest, if it has one with
-/// static bounds [0, N) and step 1, and the points of the nest around and
-/// in it (its constant trip counts multiplied).
+/// The split loop (nova::splitLoopOf) of a loop nest, if it has one, and
+/// the points of the nest around and in it (its constant trip counts
+/// multiplied).
 std::optional<std::pair<scf::ForOp, int64_t>> splitLoop(Operation *root) {
-  scf::ForOp found;
-  root->walk([&](scf::ForOp loop) {
-    if (loop->hasAttr(nova::kSplitLoopAttr) && !found)
-      found = loop;
-  });
+  scf::ForOp found = nova::splitLoopOf(root);
   if (!found)
     return std::nullopt;
   auto constant = [](Value v) { return getConstantIntValue(v); };
-  if (constant(found.getLowerBound()) != 0 || constant(found.getStep()) != 1 ||
-      !constant(found.getUpperBound()))
-    return std::nullopt;
   int64_t points = 1;
   for (Operation *op = found; op && op != root->getParentOp(); op = op->getParentOp())
     if (auto loop = dyn_cast<scf::ForOp>(op)) {
