@@ -9,6 +9,7 @@
 
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nova/tensor.hpp"
@@ -45,11 +46,14 @@ class Executable {
 
   /// Allocates outputs (aliased ones are their inputs), checks inputs, runs.
   /// Throws ShapeError on a mismatch, or when an input that is updated in
-  /// place shares memory with another input.
-  std::vector<Tensor> operator()(std::span<const Tensor> inputs) const;
+  /// place shares memory with another input; `declared_at` ("file:line" of
+  /// the step's declaration, from jit / train_step) is named in the message.
+  std::vector<Tensor> operator()(std::span<const Tensor> inputs,
+                                 std::string_view declared_at = {}) const;
 
  private:
-  void check_donated_inputs_are_unshared(std::span<const Tensor> inputs) const;
+  void check_donated_inputs_are_unshared(std::span<const Tensor> inputs,
+                                         std::string_view declared_at) const;
 
   std::vector<TensorSpec> inputs_;
   std::vector<TensorSpec> outputs_;

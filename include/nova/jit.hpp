@@ -138,7 +138,7 @@ class Jit {
     std::vector<Tensor> inputs;
     inputs.reserve(sizeof...(Args));
     detail::append_tensors(inputs, args...);
-    std::vector<Tensor> outputs = (*exe)(inputs);
+    std::vector<Tensor> outputs = (*exe)(inputs, detail::where(declared_at_));
     std::size_t i = 0;
     return Output::take(outputs, i);
   }
@@ -151,7 +151,7 @@ class Jit {
     ExecMode mode = detail::effective_mode(mode_);
     CacheKey key = detail::key_start(detail::type_tag_word<F>(), static_cast<std::uint8_t>(mode));
     detail::append_keys(key.words, args...);
-    return detail::traced_executable(key, "step", declared_at_, mode, [&](detail::Builder& b) {
+    return detail::traced_executable(key, "step", mode, [&](detail::Builder& b) {
       // Arguments are numbered left to right (braced init order).
       auto traced = std::tuple<detail::traced_arg_t<Args>...>{detail::traced_value(args, b)...};
       Result result = std::apply(f_, traced);

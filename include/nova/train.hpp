@@ -88,7 +88,7 @@ class TrainStep {
     inputs.push_back(step_);
     inputs.push_back(lr_);
     detail::append_tensors(inputs, batch...);
-    std::vector<Tensor> outputs = (*exe)(inputs);
+    std::vector<Tensor> outputs = (*exe)(inputs, detail::where(declared_at_));
     return outputs[0].at({});
   }
 
@@ -96,7 +96,7 @@ class TrainStep {
   template <class... Batch> std::shared_ptr<Executable> executable(const Batch&... batch) {
     ExecMode mode = detail::effective_mode(options_.mode);
     CacheKey key = key_of(detail::type_tag_word<F>(), mode, batch...);
-    return detail::traced_executable(key, "train_step", declared_at_, mode,
+    return detail::traced_executable(key, "train_step", mode,
                                      [&](detail::Builder& b) { return trace(b, batch...); });
   }
 
@@ -133,10 +133,12 @@ class TrainStep {
       if (!p.defined() || p.spec() != specs_[i])
         throw ShapeError("nova::train_step: parameter '" + params_->names()[i] + "' was " +
                          to_string(specs_[i]) + " when the optimizer state was created, now " +
-                         (p.defined() ? to_string(p.spec()) : std::string("undefined")));
+                         (p.defined() ? to_string(p.spec()) : std::string("undefined")) +
+                         "\n  the step is declared at " + detail::where(declared_at_));
       if (!p.is_contiguous())
         throw ShapeError("nova::train_step: parameter '" + params_->names()[i] +
-                         "' is not contiguous; it is updated in place");
+                         "' is not contiguous; it is updated in place\n  the step is declared at " +
+                         detail::where(declared_at_));
     }
   }
 
@@ -215,7 +217,7 @@ class EvalStep {
     detail::append_param_keys(key.words, *params_);
     detail::append_keys(key.words, batch...);
     std::shared_ptr<Executable> exe =
-        detail::traced_executable(key, "eval_step", declared_at_, mode, [&](detail::Builder& b) {
+        detail::traced_executable(key, "eval_step", mode, [&](detail::Builder& b) {
           std::vector<Expr<>> params;
           for (const auto& p : params_->tensors()) params.push_back(detail::trace_argument(b, p.spec()));
           auto traced = std::tuple<detail::traced_arg_t<Batch>...>{detail::traced_value(batch, b)...};
@@ -228,7 +230,7 @@ class EvalStep {
     std::vector<Tensor> inputs;
     for (const auto& p : params_->tensors()) inputs.push_back(p.contiguous());
     detail::append_tensors(inputs, batch...);
-    std::vector<Tensor> outputs = (*exe)(inputs);
+    std::vector<Tensor> outputs = (*exe)(inputs, detail::where(declared_at_));
     std::size_t i = 0;
     return Output::take(outputs, i);
   }

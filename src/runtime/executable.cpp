@@ -11,18 +11,28 @@
 
 namespace nova {
 
-std::vector<Tensor> Executable::operator()(std::span<const Tensor> inputs) const {
+namespace {
+/// The line naming the step's source, or nothing when the caller has none.
+std::string step_line(std::string_view declared_at) {
+  return declared_at.empty() ? std::string() : "\n  the step is declared at " + std::string(declared_at);
+}
+} // namespace
+
+std::vector<Tensor> Executable::operator()(std::span<const Tensor> inputs,
+                                           std::string_view declared_at) const {
   if (inputs.size() != inputs_.size())
     throw ShapeError("nova: the step takes " + std::to_string(inputs_.size()) + " tensors, got " +
-                     std::to_string(inputs.size()));
+                     std::to_string(inputs.size()) + step_line(declared_at));
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].spec() != inputs_[i])
       throw ShapeError("nova: argument " + std::to_string(i) + " is " + to_string(inputs[i].spec()) +
-                       " but the step was compiled for " + to_string(inputs_[i]));
+                       " but the step was compiled for " + to_string(inputs_[i]) +
+                       step_line(declared_at));
     if (!inputs[i].is_contiguous())
-      throw ShapeError("nova: argument " + std::to_string(i) + " is not contiguous");
+      throw ShapeError("nova: argument " + std::to_string(i) + " is not contiguous" +
+                       step_line(declared_at));
   }
-  check_donated_inputs_are_unshared(inputs);
+  check_donated_inputs_are_unshared(inputs, declared_at);
   std::vector<Tensor> outputs;
   outputs.reserve(outputs_.size());
   for (std::size_t i = 0; i < outputs_.size(); ++i) {
@@ -34,7 +44,8 @@ std::vector<Tensor> Executable::operator()(std::span<const Tensor> inputs) const
   return outputs;
 }
 
-void Executable::check_donated_inputs_are_unshared(std::span<const Tensor> inputs) const {
+void Executable::check_donated_inputs_are_unshared(std::span<const Tensor> inputs,
+                                                   std::string_view declared_at) const {
   if (std::none_of(aliases_.begin(), aliases_.end(), [](int a) { return a >= 0; })) return;
   struct Range {
     const std::byte* begin;
@@ -60,7 +71,8 @@ void Executable::check_donated_inputs_are_unshared(std::span<const Tensor> input
       throw ShapeError("nova: argument " + std::to_string(std::min(r.input, furthest->input)) +
                        " and argument " + std::to_string(std::max(r.input, furthest->input)) +
                        " share memory, and one of them is updated in place by the step; pass "
-                       "distinct tensors (clone() one of them)");
+                       "distinct tensors (clone() one of them)" +
+                       step_line(declared_at));
     if (!furthest || r.end > furthest->end) furthest = &r;
   }
 }

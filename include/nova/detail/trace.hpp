@@ -1,7 +1,7 @@
 // detail/trace.hpp - the one trace-and-compile routine of jit, train_step
 // and eval_step.
 //
-// traced_executable(key, name, declared_at, mode, body) returns the cached
+// traced_executable(key, name, mode, body) returns the cached
 // executable for `key`, or traces `body` once: a builder is made, set as the
 // active trace (operators find it there), `body(builder)` declares the
 // arguments and returns the result ids and in-place aliases, and the builder
@@ -10,7 +10,6 @@
 #pragma once
 
 #include <memory>
-#include <source_location>
 #include <string_view>
 #include <vector>
 
@@ -24,8 +23,7 @@ namespace nova::detail {
 /// restores the previous one after.
 class TraceScope {
  public:
-  TraceScope(Builder& builder, std::source_location declared_at)
-      : trace_{&builder, declared_at, {}}, previous_(active_trace) {
+  explicit TraceScope(Builder& builder) : trace_{&builder, {}}, previous_(active_trace) {
     active_trace = &trace_;
     count_trace();
   }
@@ -50,11 +48,10 @@ inline Expr<> trace_argument(Builder& b, const TensorSpec& spec) { return Expr<>
 
 template <class Body>
 std::shared_ptr<Executable> traced_executable(const CacheKey& key, std::string_view name,
-                                              std::source_location declared_at, ExecMode mode,
-                                              Body&& body) {
+                                              ExecMode mode, Body&& body) {
   return cache_get_or_compile(key, [&]() -> std::shared_ptr<Executable> {
     std::unique_ptr<Builder> builder = make_builder(name);
-    TraceScope scope(*builder, declared_at);
+    TraceScope scope(*builder);
     TraceResult r = body(*builder);
     return builder->finish(r.results, r.aliases, mode);
   });

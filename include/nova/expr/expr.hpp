@@ -28,11 +28,9 @@ inline constexpr int dynamic_rank = -1;
 namespace detail {
 
 /// The trace in progress on this thread: set by nova::jit around the call
-/// of the user's step. Operators (which cannot take a source_location) report
-/// errors at the line where the step was declared.
+/// of the user's step.
 struct Trace {
   Builder* builder = nullptr;
-  std::source_location declared_at;
   std::string scope; // the innermost nova::named_scope path, "" for none
 };
 
@@ -97,16 +95,28 @@ class Expr {
   /// Wraps a traced value; checks the static parts against the dynamic ones.
   Expr(detail::ValueId id, TensorSpec spec,
        std::source_location loc = std::source_location::current())
-      : id_(id), spec_(std::move(spec)) {
+      : id_(id), spec_(std::move(spec)), loc_(loc) {
     check(loc);
   }
+
+  /// Copies record where they are made. Operators cannot take a defaulted
+  /// source_location, but they take their operands by value, and a copy
+  /// constructor's default argument is evaluated at the call: so an operand
+  /// copied into `a + b` knows the line of the `+` (an operand that is itself
+  /// a result arrives without a copy and keeps the line of the op that made it).
+  Expr(const Expr& other, std::source_location loc = std::source_location::current())
+      : id_(other.id_), spec_(other.spec_), loc_(loc) {}
+  Expr(Expr&& other, std::source_location loc = std::source_location::current()) noexcept
+      : id_(other.id_), spec_(std::move(other.spec_)), loc_(loc) {}
+  Expr& operator=(const Expr&) = default;
+  Expr& operator=(Expr&&) noexcept = default;
 
   /// Converts between static views of the same value (for example from the
   /// untyped Expr<> the tracer passes to a typed lambda parameter). Statically
   /// incompatible views do not compile; dynamic parts are checked.
   template <class U, int R>
   Expr(const Expr<U, R>& other, std::source_location loc = std::source_location::current())
-      : id_(other.id()), spec_(other.spec()) {
+      : id_(other.id()), spec_(other.spec()), loc_(loc) {
     static_assert(std::is_void_v<T> || std::is_void_v<U> || std::is_same_v<T, U>,
                   "nova::Expr: cannot convert between different element types");
     static_assert(Rank == dynamic_rank || R == dynamic_rank || Rank == R,
@@ -119,6 +129,8 @@ class Expr {
   DType dtype() const { return spec_.dtype; }
   const Shape& shape() const { return spec_.shape; }
   std::int64_t rank() const { return static_cast<std::int64_t>(spec_.shape.size()); }
+  /// Where this value was made or last copied (see the copy constructor).
+  const std::source_location& loc() const { return loc_; }
   /// Extent of dim `i`; negative i counts from the end.
   std::int64_t dim(std::int64_t i) const {
     std::int64_t r = rank();
@@ -144,6 +156,7 @@ class Expr {
 
   detail::ValueId id_;
   TensorSpec spec_;
+  std::source_location loc_;
 };
 
 namespace detail {

@@ -3,8 +3,9 @@
 // Each function appends one nova op (plus explicit broadcasts) to the trace
 // and returns an Expr whose static element type and rank follow from its
 // operands' (see the result_* helpers). Named functions take the caller's
-// source line as a defaulted last parameter; operators report the line where
-// the step was declared.
+// source line as a defaulted last parameter; operators take their operands by
+// value and report the line their copies were made at, the operator's (see
+// Expr's copy constructor).
 #pragma once
 
 #include <algorithm>
@@ -47,8 +48,6 @@ template <class T, int Rank>
 Expr<T, Rank> typed(const Expr<>& e, const std::source_location& loc) {
   return Expr<T, Rank>(e, loc);
 }
-
-inline std::source_location operator_loc() { return current_trace().declared_at; }
 
 inline Expr<> broadcast_to(const Expr<>& x, const Shape& shape, const std::source_location& loc) {
   if (x.shape() == shape) return x;
@@ -129,21 +128,18 @@ inline Expr<> constant(double value, DType dtype, const Shape& shape = {},
   auto FN(const A& a, const B& b, std::source_location loc = std::source_location::current()) { \
     return detail::binary(OPNAME, a, b, loc);                                              \
   }                                                                                        \
-  template <expression A, expression B>                                                    \
-  auto operator OPERATOR(const A& a, const B& b) {                                         \
-    return detail::binary(OPNAME, a, b, detail::operator_loc());                           \
+  template <expression A, expression B> auto operator OPERATOR(A a, B b) {                 \
+    return detail::binary(OPNAME, a, b, b.loc());                                          \
   }                                                                                        \
-  template <expression A, scalar S>                                                        \
-  auto operator OPERATOR(const A& a, S s) {                                                \
-    auto loc = detail::operator_loc();                                                     \
+  template <expression A, scalar S> auto operator OPERATOR(A a, S s) {                     \
+    const std::source_location& loc = a.loc();                                             \
     return detail::binary(OPNAME, a,                                                       \
                           detail::typed<typename A::element, 0>(                           \
                               detail::scalar_constant(static_cast<double>(s), a.dtype(), loc), loc), \
                           loc);                                                            \
   }                                                                                        \
-  template <scalar S, expression B>                                                        \
-  auto operator OPERATOR(S s, const B& b) {                                                \
-    auto loc = detail::operator_loc();                                                     \
+  template <scalar S, expression B> auto operator OPERATOR(S s, B b) {                     \
+    const std::source_location& loc = b.loc();                                             \
     return detail::binary(OPNAME,                                                          \
                           detail::typed<typename B::element, 0>(                           \
                               detail::scalar_constant(static_cast<double>(s), b.dtype(), loc), loc), \
@@ -162,9 +158,7 @@ auto maximum(const A& a, const B& b, std::source_location loc = std::source_loca
   return detail::binary("nova.max", a, b, loc);
 }
 
-template <expression A> auto operator-(const A& a) {
-  return detail::unary("nova.neg", a, {}, detail::operator_loc());
-}
+template <expression A> auto operator-(A a) { return detail::unary("nova.neg", a, {}, a.loc()); }
 
 #define NOVA_UNARY_FN(FN, OPNAME)                                                          \
   template <expression A>                                                                  \
