@@ -3,7 +3,8 @@
 #
 #   scripts/dev.sh run    install what is missing, build, train the example GPT
 #   scripts/dev.sh test   install what is missing, build, run every test (ctest),
-#                         then the suite again built with ASan + UBSan
+#                         then the suite again built with ASan + UBSan, the
+#                         runtime under TSan and the readers under libFuzzer
 #
 # Installs with apt-get (as root, or through sudo). Builds into ./build with
 # Ninja, in Release mode, using ccache when present.
@@ -15,8 +16,9 @@ case "$mode" in run|test) ;; *) echo "usage: $0 run|test" >&2; exit 2 ;; esac
 
 packages=(cmake ninja-build g++ ccache python3 llvm-19-dev llvm-19-tools libmlir-19-dev
           mlir-19-tools libboost-dev doctest-dev gnuplot-nox nlohmann-json3-dev libxxhash-dev)
-# The tests also check the GPT against PyTorch (float64).
-[ "$mode" = test ] && packages+=(python3-torch)
+# The tests also check the GPT against PyTorch (float64), and run the readers
+# under clang's libFuzzer.
+[ "$mode" = test ] && packages+=(python3-torch clang libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -61,5 +63,8 @@ else
   cmake --build build-tsan -j "$(nproc)" --target test_runtime tsan_canary
   (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -R "^runtime$|^sanitizers:tsan" \
      --output-junit ctest.xml)
-  python3 scripts/reliability.py build build-asan build-tsan
+  # The readers under libFuzzer (coverage-guided, ASan + UBSan), 20 s each.
+  echo "== the readers under libFuzzer (build-libfuzzer/)"
+  tests/fuzz/libfuzzer.sh build-libfuzzer 20
+  python3 scripts/reliability.py build build-asan build-tsan build-libfuzzer
 fi

@@ -6,7 +6,9 @@
 //   READER: safetensors | tokens | executable
 //
 // The harnesses have libFuzzer's signature (LLVMFuzzerTestOneInput-style:
-// bytes in, 0 out) so a libFuzzer build can drive them; this driver, which
+// bytes in, 0 out). Built with -DNOVA_LIBFUZZER (tests/fuzz/libfuzzer.sh,
+// clang's -fsanitize=fuzzer) the file is a libFuzzer target for the reader
+// $NOVA_FUZZ_READER names, coverage-guided. Otherwise this driver, which
 // needs no libFuzzer (GCC has none), runs every corpus file and then
 // ITERATIONS deterministic mutations of them (bit flips, interesting bytes,
 // truncations, extensions, duplicated and spliced chunks, overwritten
@@ -176,16 +178,41 @@ Bytes mutate(const std::vector<Bytes>& corpus, Rng& r) {
 
 } // namespace
 
+using Harness = int (*)(const std::uint8_t*, std::size_t);
+
+Harness harness_named(const std::string& reader) {
+  return reader == "safetensors" ? fuzz_safetensors
+         : reader == "tokens"    ? fuzz_tokens
+         : reader == "executable" ? fuzz_executable
+                                  : nullptr;
+}
+
+#ifdef NOVA_LIBFUZZER
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static const Harness harness = [] {
+    const char* reader = std::getenv("NOVA_FUZZ_READER");
+    Harness h = reader ? harness_named(reader) : nullptr;
+    if (!h) {
+      std::fprintf(stderr, "reader_fuzz: set NOVA_FUZZ_READER to safetensors, tokens or executable\n");
+      std::abort();
+    }
+    return h;
+  }();
+  // An unnamed failure is a finding: abort, so libFuzzer keeps the input.
+  if (harness(data, size) != 0) std::abort();
+  return 0;
+}
+
+#else
+
 int main(int argc, char** argv) {
   if (argc < 4) {
     std::fprintf(stderr, "usage: reader_fuzz safetensors|tokens|executable CORPUS_DIR ITERATIONS [SEED]\n");
     return 2;
   }
   std::string reader = argv[1];
-  int (*harness)(const std::uint8_t*, std::size_t) = reader == "safetensors" ? fuzz_safetensors
-                                                    : reader == "tokens"      ? fuzz_tokens
-                                                    : reader == "executable"  ? fuzz_executable
-                                                                              : nullptr;
+  Harness harness = harness_named(reader);
   if (!harness) {
     std::fprintf(stderr, "reader_fuzz: unknown reader %s\n", argv[1]);
     return 2;
@@ -232,3 +259,5 @@ int main(int argc, char** argv) {
               reader.c_str(), corpus.size(), iterations, accepted - corpusAccepted, failures);
   return failures == 0 ? 0 : 1;
 }
+
+#endif // NOVA_LIBFUZZER
