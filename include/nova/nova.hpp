@@ -21,6 +21,7 @@
 #include "nova/optim/clip.hpp"
 #include "nova/optim/sgd.hpp"
 #include "nova/params.hpp"
+#include "nova/precision.hpp"
 #include "nova/profile.hpp"
 #include "nova/progress.hpp"
 #include "nova/shape.hpp"

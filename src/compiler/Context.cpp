@@ -4,6 +4,7 @@
 #include "compiler/dialect/NovaBufferization.h"
 #include "compiler/dialect/NovaDialect.h"
 
+#include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Async/IR/Async.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -24,6 +25,7 @@
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Target/LLVMIR/Dialect/AMX/AMXToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 
@@ -35,7 +37,7 @@ void mlir::nova::registerNovaCompilerDialects(DialectRegistry &registry) {
                   bufferization::BufferizationDialect, memref::MemRefDialect,
                   scf::SCFDialect, cf::ControlFlowDialect, affine::AffineDialect,
                   index::IndexDialect, vector::VectorDialect, async::AsyncDialect,
-                  LLVM::LLVMDialect>();
+                  LLVM::LLVMDialect, amx::AMXDialect>();
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   linalg::registerBufferizableOpInterfaceExternalModels(registry);
   tensor::registerBufferizableOpInterfaceExternalModels(registry);
@@ -44,6 +46,7 @@ void mlir::nova::registerNovaCompilerDialects(DialectRegistry &registry) {
   bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
+  registerAMXDialectTranslation(registry);
 }
 
 MLIRContext &mlir::nova::compilerContext() {

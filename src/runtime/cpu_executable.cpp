@@ -12,6 +12,7 @@
 // threads at once without sharing temporaries.
 #include <dlfcn.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -190,11 +191,26 @@ std::string cannot_run(const ExecutableDesc& desc) {
          host_target().describe() + ") lacks " + list;
 }
 
+/// Linux gives a process the AMX tile registers only on request (their
+/// 8 KiB of state grows every signal frame); code that touches them without
+/// it dies of SIGILL. Asked once, for the whole process, before the first
+/// executable compiled for a target with AMX runs.
+void request_amx_state() {
+  static const bool granted = [] {
+    constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return ::syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
+  if (!granted)
+    throw Error("nova: the kernel refused this process the AMX tile state (arch_prctl "
+                "ARCH_REQ_XCOMP_PERM); compile with NOVA_MATMUL_PRECISION=fp32");
+}
+
 } // namespace
 
 std::shared_ptr<Executable> load_executable(const ExecutableDesc& desc) {
   desc.validate();
   if (std::string why = cannot_run(desc); !why.empty()) throw Error(why);
+  if (desc.target.has("amx_tile")) request_amx_state();
   if (!desc.launches.empty() && desc.object_format != "elf-shared-object")
     throw Error("nova: unknown object format '" + desc.object_format + "'");
   return std::make_shared<CpuExecutable>(desc);

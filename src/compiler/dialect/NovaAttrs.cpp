@@ -89,20 +89,26 @@ LogicalResult LoweringConfigAttr::verify(function_ref<InFlightDiagnostic()> emit
                                          StringRef kind, int64_t workgroups,
                                          ArrayRef<int64_t> tile, ArrayRef<int64_t> cacheTile,
                                          ArrayRef<int64_t> registerTile) {
-  if (kind != "matmul" && kind != "loops" && kind != "serial" && kind != "attention" &&
-      kind != "rows")
+  if (kind != "matmul" && kind != "amx_matmul" && kind != "loops" && kind != "serial" &&
+      kind != "attention" && kind != "rows")
     return emitError() << "#nova.lowering_config: unknown kind '" << kind
-                       << "' (expected matmul, attention, rows, loops or serial)";
+                       << "' (expected matmul, amx_matmul, attention, rows, loops or serial)";
   if (workgroups < 1)
     return emitError() << "#nova.lowering_config: workgroups must be at least 1, not " << workgroups;
   if (llvm::any_of(tile, [](int64_t t) { return t < 0; }))
     return emitError() << "#nova.lowering_config: tile sizes must not be negative";
-  if ((kind == "matmul" || kind == "attention" || kind == "rows") && registerTile.size() != 2)
+  if ((kind == "matmul" || kind == "amx_matmul" || kind == "attention" || kind == "rows") &&
+      registerTile.size() != 2)
     return emitError() << "#nova.lowering_config: " << kind
                        << " needs register_tile = [rows, columns]";
   if (llvm::any_of(cacheTile, [](int64_t t) { return t < 1; }) ||
       llvm::any_of(registerTile, [](int64_t t) { return t < 1; }))
     return emitError() << "#nova.lowering_config: cache and register tiles must be positive";
+  if (kind == "amx_matmul" && (registerTile.size() != 2 || registerTile[0] != 32 ||
+                               registerTile[1] != 32 || cacheTile.size() != 1 ||
+                               cacheTile[0] % 32 != 0))
+    return emitError() << "#nova.lowering_config: amx_matmul needs register_tile = [32, 32] and "
+                          "cache_tile = [kc], kc a multiple of 32";
   if (kind == "serial" && workgroups != 1)
     return emitError() << "#nova.lowering_config: a serial kernel runs as one workgroup";
   return success();

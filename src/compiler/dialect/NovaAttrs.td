@@ -17,6 +17,9 @@ def Nova_LoweringConfigAttr : AttrDef<Nova_Dialect, "LoweringConfig"> {
   let summary = "how one kernel is lowered: its kind, workgroup grid and tiles";
   let description = [{
     - `kind`: `matmul` (register-blocked vector kernel, nova-vectorize-matmul),
+      `amx_matmul` (the same matmul on AMX tiles, bf16 operands packed per
+      slab, f32 accumulators; `register_tile = [32, 32]`, a 2 x 2 block of
+      16 x 16 tiles; `cache_tile = [kc]`, a multiple of 32),
       `attention` (nova.attention_kernel, nova-vectorize-attention: one
       workgroup per (batch, head), `tile = [1, 1]` over them), `rows`
       (nova.layer_norm_kernel, nova-vectorize-rows: `tile = [rows per
@@ -51,7 +54,9 @@ def Nova_LoweringConfigAttr : AttrDef<Nova_Dialect, "LoweringConfig"> {
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
-    bool isMatmul() const { return getKind() == "matmul"; }
+    /// Either matmul kernel (vector FMAs or AMX tiles).
+    bool isMatmul() const { return getKind() == "matmul" || getKind() == "amx_matmul"; }
+    bool isAmxMatmul() const { return getKind() == "amx_matmul"; }
     bool isLoops() const { return getKind() == "loops"; }
     bool isAttention() const { return getKind() == "attention"; }
     bool isRows() const { return getKind() == "rows"; }

@@ -37,6 +37,11 @@ namespace mlir::nova {
 /// lowering marks the column loop of its row updates.
 inline constexpr llvm::StringLiteral kSplitLoopAttr = "nova.split_loop";
 
+/// A string attribute on the traced step's module, "bf16" when the user
+/// asked for bfloat16 matmuls (nova/precision.hpp); absent means fp32. The
+/// configurator gives float32 matmuls the AMX kernel when the target has it.
+inline constexpr llvm::StringLiteral kMatmulPrecisionAttr = "nova.matmul_precision";
+
 } // namespace mlir::nova
 
 #endif // NOVA_COMPILER_DIALECT_NOVADIALECT_H

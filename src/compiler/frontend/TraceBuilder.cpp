@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "nova/detail/builder.hpp"
+#include "nova/precision.hpp"
 
 #include "compiler/CompileDriver.h"
 #include "compiler/Context.h"
@@ -74,6 +75,11 @@ public:
       : lock(mlir::nova::compilerMutex()), ctx(&mlir::nova::compilerContext()), builder(ctx),
         name(name) {
     module = ModuleOp::create(UnknownLoc::get(ctx));
+    // The matmul precision (nova/precision.hpp) travels with the step: the
+    // configurator reads it, and it is part of the step's structural key.
+    if (::nova::matmul_precision() != ::nova::MatmulPrecision::fp32)
+      (*module)->setAttr(mlir::nova::kMatmulPrecisionAttr,
+                         builder.getStringAttr(::nova::name_of(::nova::matmul_precision())));
     builder.setInsertionPointToEnd(module->getBody());
     func = builder.create<func::FuncOp>(UnknownLoc::get(ctx), this->name,
                                         builder.getFunctionType({}, {}));

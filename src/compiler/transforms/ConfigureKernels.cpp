@@ -28,6 +28,10 @@ struct NovaConfigureKernels : mlir::nova::impl::NovaConfigureKernelsBase<NovaCon
     if (!kernels)
       return;
     nova::CpuFacts facts{vectorBits, vectorRegisters, cores, l1dBytes, l2Bytes, fmaUnits, fmaLatency};
+    // bf16 matmuls where the user asked for them and the target has AMX;
+    // elsewhere they stay float32.
+    auto precision = getOperation()->getAttrOfType<StringAttr>(nova::kMatmulPrecisionAttr);
+    facts.amxBf16Matmul = amxBf16 && precision && precision.getValue() == "bf16";
     for (auto kernel : kernels.getOps<func::FuncOp>()) {
       Operation *root = nova::kernelRoot(kernel);
       if (!root) {

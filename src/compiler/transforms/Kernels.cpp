@@ -9,6 +9,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -359,4 +360,23 @@ mlir::nova::KernelDescription mlir::nova::describedKernel(func::FuncOp kernel) {
   if (!summary || !work || work.size() != 2)
     return describeKernel(kernel);
   return {summary.str(), static_cast<uint64_t>(work[0]), static_cast<uint64_t>(work[1])};
+}
+
+SmallVector<Value> mlir::nova::transposeInRegisters(OpBuilder &b, Location loc,
+                                                    SmallVector<Value> rows) {
+  auto W = static_cast<int64_t>(rows.size());
+  for (int64_t h = 1; h < W; h *= 2)
+    for (int64_t i = 0; i < W; ++i) {
+      if (i & h)
+        continue;
+      SmallVector<int64_t> low, high;
+      for (int64_t col = 0; col < W; ++col) {
+        low.push_back((col & h) ? W + (col ^ h) : col);
+        high.push_back((col & h) ? W + col : (col ^ h));
+      }
+      Value a = rows[i], bRow = rows[i + h];
+      rows[i] = b.create<vector::ShuffleOp>(loc, a, bRow, low);
+      rows[i + h] = b.create<vector::ShuffleOp>(loc, a, bRow, high);
+    }
+  return rows;
 }

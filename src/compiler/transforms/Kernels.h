@@ -83,6 +83,12 @@ scf::ForOp buildFor(OpBuilder &b, Location loc, Value lb, Value ub, Value step, 
 /// (rows to collapse, a unit innermost stride for vector loads).
 Value contiguousCopy(OpBuilder &b, Location loc, Value m, bool copyIn, SmallVectorImpl<Value> &temps);
 
+/// The W x W transpose of `rows` (W vectors of W lanes, W a power of two)
+/// in registers: for each bit of a lane index, rows i and i + h (h = 2^bit,
+/// bit clear in i) trade the elements whose row and column bits differ, one
+/// two-source shuffle per new row: W log2 W shuffles in all (64 for 16 lanes).
+SmallVector<Value> transposeInRegisters(OpBuilder &b, Location loc, SmallVector<Value> rows);
+
 /// Whether the buffer type's innermost dim has unit stride (what
 /// vector.load and vector.store require).
 bool hasUnitInnerStride(MemRefType type);

@@ -160,6 +160,9 @@ def NovaConfigureKernels : Pass<"nova-configure-kernels", "mlir::ModuleOp"> {
     Option<"l2Bytes", "l2-bytes", "int64_t", /*default=*/"2097152", "L2 cache per core">,
     Option<"fmaUnits", "fma-units", "int64_t", /*default=*/"2", "FMA pipes per core">,
     Option<"fmaLatency", "fma-latency", "int64_t", /*default=*/"4", "FMA latency in cycles">,
+    Option<"amxBf16", "amx-bf16", "bool", /*default=*/"false",
+           "the target has AMX tiles with bf16 products (used for the matmuls of a "
+           "module whose nova.matmul_precision is bf16)">,
   ];
 }
 

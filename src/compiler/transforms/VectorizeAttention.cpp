@@ -169,27 +169,6 @@ struct HeadEmitter {
     emitGroups(jEnd, R, [&](int64_t n, Value j0) { group(n, j0); });
   }
 
-  /// The W x W transpose of `rows` (W vectors of W lanes) in registers: for
-  /// each bit of a lane index, rows i and i + h (h = 2^bit, bit clear in i)
-  /// trade the elements whose row and column bits differ, one two-source
-  /// shuffle per new row: W log2 W shuffles in all (64 for 16 lanes).
-  SmallVector<Value> transposeInRegisters(SmallVector<Value> rows) {
-    for (int64_t h = 1; h < W; h *= 2)
-      for (int64_t i = 0; i < W; ++i) {
-        if (i & h)
-          continue;
-        SmallVector<int64_t> low, high;
-        for (int64_t col = 0; col < W; ++col) {
-          low.push_back((col & h) ? W + (col ^ h) : col);
-          high.push_back((col & h) ? W + col : (col ^ h));
-        }
-        Value a = rows[i], bRow = rows[i + h];
-        rows[i] = b.create<vector::ShuffleOp>(l, a, bRow, low);
-        rows[i + h] = b.create<vector::ShuffleOp>(l, a, bRow, high);
-      }
-    return rows;
-  }
-
   /// dst[c, j] = qkv[b, j, col + c] for j < T, 0 for j in [T, Tp): W x W
   /// blocks transposed in registers (W row loads, W vector stores), the
   /// keys past the last whole block element by element.
@@ -201,7 +180,7 @@ struct HeadEmitter {
           SmallVector<Value> rows;
           for (int64_t t = 0; t < W; ++t)
             rows.push_back(vload(b, qkv, {bIdx, add(j0, t), add(col, c0)}));
-          SmallVector<Value> cols = transposeInRegisters(rows);
+          SmallVector<Value> cols = nova::transposeInRegisters(b, l, rows);
           for (int64_t t = 0; t < W; ++t)
             b.create<vector::StoreOp>(l, cols[t], dst, ValueRange{c(c0 + t), j0});
         }

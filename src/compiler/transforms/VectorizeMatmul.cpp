@@ -21,6 +21,7 @@
 
 #include "compiler/transforms/Kernels.h"
 #include "compiler/transforms/MatmulKernel.h"
+#include "compiler/transforms/MatmulLowering.h"
 #include "compiler/transforms/Passes.h"
 
 #include "mlir/Dialect/Linalg/Utils/Utils.h"
@@ -34,20 +35,9 @@ namespace mlir::nova {
 using namespace mlir;
 using nova::MatmulOperands;
 
-namespace {
+namespace mlir::nova::matmul {
 
-Value index(OpBuilder &b, Location loc, int64_t v) {
-  return b.create<arith::ConstantIndexOp>(loc, v);
-}
-
-/// One workgroup's block of the result, as index values.
-struct Block {
-  SmallVector<Value> batchLo, batchHi;
-  Value m0, m1, n0, n1;
-};
-
-/// Decomposes `wg` row-major over ceil(extent / tile) of (batch..., m, n).
-Block blockOf(OpBuilder &b, Location loc, Value wg, const MatmulOperands &m,
+WorkgroupBlock blockOf(OpBuilder &b, Location loc, Value wg, const MatmulOperands &m,
               ArrayRef<int64_t> tile) {
   SmallVector<int64_t> extents;
   for (int64_t d = 0; d < m.batchRank; ++d)
@@ -68,7 +58,7 @@ Block blockOf(OpBuilder &b, Location loc, Value wg, const MatmulOperands &m,
         loc, b.create<arith::AddIOp>(loc, lo[i], index(b, loc, tile[i])),
         index(b, loc, extents[i]));
   }
-  Block block;
+  WorkgroupBlock block;
   block.batchLo.assign(lo.begin(), lo.begin() + m.batchRank);
   block.batchHi.assign(hi.begin(), hi.begin() + m.batchRank);
   block.m0 = lo[m.batchRank];
@@ -139,6 +129,12 @@ void storeThroughEpilogue(OpBuilder &b, Location l, linalg::GenericOp epi, Value
   at.append({row, col});
   b.create<vector::StoreOp>(l, yielded, out, at);
 }
+
+} // namespace mlir::nova::matmul
+
+using namespace mlir::nova::matmul;
+
+namespace {
 
 /// The MR x NR microkernel at rows [i0, i0 + MR), columns [j0, j0 + NR),
 /// accumulating the products over k in [k0, k0 + klen) into the result. The
@@ -337,8 +333,12 @@ void buildPackTransposedLhs(OpBuilder &b, Location l, const MatmulOperands &m, V
       });
 }
 
+} // namespace
+
+namespace mlir::nova::matmul {
+
 /// The result's region batch [lo, hi) x rows [r0, r1) x columns [c0, c1).
-Value resultRegion(OpBuilder &b, Location loc, const MatmulOperands &m, const Block &block,
+Value resultRegion(OpBuilder &b, Location loc, const MatmulOperands &m, const WorkgroupBlock &block,
                    Value r0, Value r1, Value c0, Value c1) {
   SmallVector<OpFoldResult> offsets, sizes, strides;
   for (int64_t d = 0; d < m.batchRank; ++d) {
@@ -355,7 +355,7 @@ Value resultRegion(OpBuilder &b, Location loc, const MatmulOperands &m, const Bl
 
 /// A copy of `op` restricted to batch [lo, hi) x rows [r0, r1) x columns [c0, c1).
 void buildRemainder(OpBuilder &b, linalg::GenericOp op, const MatmulOperands &m,
-                    const Block &block, Value r0, Value r1, Value c0, Value c1) {
+                    const WorkgroupBlock &block, Value r0, Value r1, Value c0, Value c1) {
   Location loc = op.getLoc();
   // A [batch..., x, y] operand's block: `first`/`second` say what its last
   // two dims are: 'r' rows, 'c' columns, 'k' the whole K.
@@ -392,7 +392,7 @@ void buildRemainder(OpBuilder &b, linalg::GenericOp op, const MatmulOperands &m,
 /// A copy of the epilogue restricted to batch [lo, hi) x rows [r0, r1) x
 /// columns [c0, c1) (where the register tiles did not reach).
 void buildEpilogueOnRegion(OpBuilder &b, linalg::GenericOp epi, const MatmulOperands &m,
-                           const Block &block, Value r0, Value r1, Value c0, Value c1) {
+                           const WorkgroupBlock &block, Value r0, Value r1, Value c0, Value c1) {
   Location loc = epi.getLoc();
   SmallVector<OpFoldResult> offsets, sizes, bounds;
   for (int64_t d = 0; d < m.batchRank; ++d) {
@@ -410,6 +410,10 @@ void buildEpilogueOnRegion(OpBuilder &b, linalg::GenericOp epi, const MatmulOper
   Operation *copy = b.clone(*epi);
   copy->setOperands(operands);
 }
+
+} // namespace mlir::nova::matmul
+
+namespace {
 
 /// The whole rewrite of one matmul for one workgroup `wg`: register tiles
 /// MR x NR (NR a multiple of `width`), the reduction swept in slabs of kc.
@@ -430,7 +434,7 @@ void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<i
   auto vecType = VectorType::get({width}, elem);
   int64_t cols = nr / width;
   int64_t mFull = m.M - m.M % tileRows, nFull = m.N - m.N % nr;
-  Block block = blockOf(b, loc, wg, m, tile);
+  WorkgroupBlock block = blockOf(b, loc, wg, m, tile);
   // The register tiles cover [m0, mv) x [n0, nv); both ends are multiples of
   // MR / NR because block tiles are. Without a kernel the region is empty.
   // Rows past the last whole register tile (M % MR of them, at the bottom of
@@ -585,6 +589,10 @@ struct NovaVectorizeMatmul
           return signalPassFailure();
         }
         int64_t kc = config.getCacheTile().empty() ? std::max<int64_t>(m->K, 1) : config.getCacheTile()[0];
+        if (config.isAmxMatmul()) {
+          rewriteAmx(op, *m, func.getArgument(0), config.getTile(), kc, fill, epilogue);
+          continue;
+        }
         rewrite(op, *m, func.getArgument(0), config.getTile(), reg[0], reg[1], kc, width, fill,
                 epilogue);
         continue;

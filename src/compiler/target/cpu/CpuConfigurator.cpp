@@ -127,11 +127,45 @@ RegisterTile chooseRegisterTile(int64_t M, int64_t N, int64_t width, const nova:
   return best;
 }
 
+/// AMX tiles (bf16 products, f32 sums): a workgroup's block of mc x nc
+/// results (multiples of the 32 x 32 register block of 2 x 2 16 x 16 tiles)
+/// keeps its f32 sums in a stack buffer (mc x nc x 4 bytes) and per slab
+/// of kc (a multiple of 32, the k one tile product covers; at most 512)
+/// packs the lhs rows (mc x kc bf16) and the rhs
+/// columns, k-pairs interleaved as the tiles take them (kc x nc bf16):
+/// with mc = 128, nc = 256, kc = 512 that is 128 + 128 + 256 KiB, in L2.
+/// Blocks shrink (rows first) until the workgroups fill the cores.
+nova::LoweringConfigAttr configureAmxMatmul(linalg::GenericOp op, const nova::MatmulOperands &m,
+                                            const nova::CpuFacts &facts) {
+  auto roundUp = [](int64_t v, int64_t q) { return ceilDiv(v, q) * q; };
+  int64_t slabs = ceilDiv(m.K, 512);
+  int64_t kc = roundUp(ceilDiv(m.K, slabs), 32);
+  int64_t mc = std::min<int64_t>(roundUp(m.M, 32), 128);
+  int64_t nc = std::min<int64_t>(roundUp(m.N, 32), 256);
+  int64_t batch = m.batch();
+  auto count = [&] { return batch * ceilDiv(m.M, mc) * ceilDiv(m.N, nc); };
+  while (count() < facts.cores && mc > 32)
+    mc -= 32;
+  while (count() < facts.cores && nc > 32)
+    nc -= 32;
+  SmallVector<int64_t> tile(m.batchRank, 1);
+  tile.push_back(mc);
+  tile.push_back(nc);
+  return nova::LoweringConfigAttr::get(op.getContext(), "amx_matmul", count(), tile,
+                                       SmallVector<int64_t>{kc}, SmallVector<int64_t>{32, 32});
+}
+
 std::optional<nova::LoweringConfigAttr> configureMatmul(linalg::GenericOp op,
                                                         const nova::CpuFacts &facts) {
   std::optional<nova::MatmulOperands> m = nova::matchMatmul(op);
   if (!m || m->M == 0 || m->N == 0)
     return std::nullopt;
+  // bf16 on AMX: float32 matmuls with at least one whole 32 x 32 block.
+  // Its lhs packing reads rows with vector loads: a row-major lhs needs a
+  // unit-stride k (a transposed one has unit-stride m, matchMatmul).
+  if (facts.amxBf16Matmul && m->outType.getElementType().isF32() && m->M >= 32 && m->N >= 32 &&
+      m->K >= 1 && (m->transposeA || nova::hasUnitInnerStride(cast<MemRefType>(m->lhs.getType()))))
+    return configureAmxMatmul(op, *m, facts);
   int64_t elemBytes = m->outType.getElementTypeBitWidth() / 8;
   int64_t width = facts.vectorBits / (8 * elemBytes);
   if (width < 2)

@@ -22,6 +22,9 @@ struct CpuFacts {
   int64_t l2Bytes = 2 * 1024 * 1024;
   int64_t fmaUnits = 2;
   int64_t fmaLatency = 4;
+  /// Float32 matmuls run on AMX tiles with bf16 operands (the module asked
+  /// for bf16 and the target has amx_bf16).
+  bool amxBf16Matmul = false;
 };
 
 /// The decision for the kernel whose compute op is `root`.

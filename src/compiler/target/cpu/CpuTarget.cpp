@@ -41,6 +41,7 @@ void mlir::nova::CpuTarget::addConfigurePasses(OpPassManager &pm) const {
   facts.l2Bytes = desc.l2_bytes;
   facts.fmaUnits = desc.fma_units;
   facts.fmaLatency = desc.fma_latency;
+  facts.amxBf16 = desc.has("amx_bf16") && desc.has("amx_tile");
   pm.addPass(createNovaConfigureKernels(facts));
   pm.addPass(createNovaDistributeWorkgroups());
 }
@@ -70,7 +71,9 @@ std::vector<mlir::nova::Stage> mlir::nova::CpuTarget::codegenStages() const {
     pm.addPass(createNovaApproximateMath());
     pm.addPass(createConvertMathToLLVMPass());
     pm.addPass(createConvertMathToLibmPass());
-    pm.addPass(createConvertVectorToLLVMPass());
+    ConvertVectorToLLVMPassOptions vector;
+    vector.amx = true; // amx_matmul kernels' tiles (nothing else uses the dialect)
+    pm.addPass(createConvertVectorToLLVMPass(vector));
     pm.addPass(createArithToLLVMConversionPass());
     pm.addPass(createFinalizeMemRefToLLVMConversionPass());
     ConvertFuncToLLVMPassOptions func;

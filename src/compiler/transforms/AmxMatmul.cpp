@@ -1,0 +1,333 @@
+//===- AmxMatmul.cpp - a float32 matmul on AMX tiles, bf16 products -*- C++ -*-===//
+//
+// The amx_matmul kernel (the user asked for bf16 matmuls and the CPU has
+// AMX): C[m, n] += sum_k A[m, k] B[k, n] with A and B rounded to bfloat16
+// and the sums in float32, by the tile unit: one tdpbf16ps multiplies a
+// 16 x 32 bf16 tile of A by a 16 x 32 tile of B whose rows hold k-pairs
+// (B[2p, n], B[2p + 1, n] side by side, "VNNI" order) into a 16 x 16 f32
+// tile of C: 16 x 16 x 32 products.
+//
+// Workgroup wg owns the block [m0, m1) x [n0, n1) of the result (the same
+// blocks as the vector kernel). Per batch element, per slab of kc k's:
+//   - pack the block's lhs rows, rounded to bf16, as [mc, kc] (a transposed
+//     lhs through 16 x 16 register transposes);
+//   - pack the block's rhs columns, rounded, as [kc / 2, 2 nc] in k-pairs
+//     (a transposed rhs, read along k, through 16 x 16 transposes of the
+//     pairs as 32-bit lanes);
+//   - for each 32 x 32 register block (2 x 2 tiles of C): its four sums from
+//     the block's f32 accumulator buffer (zero on the first slab), kc / 32
+//     tile products each, back to the buffer.
+// The slab past K is packed as zeros. Then the buffer is added to the
+// result (or is the result, when a zero fill was folded in), through the
+// epilogue if there is one. Tiles live within one basic block each: MLIR 19
+// lowers a tile carried through a loop or an scf.if into a block argument of
+// the wrong LLVM type, so the k steps of a slab are unrolled and the first
+// slab (zeros, no load) is a copy of the loop nest, not a branch.
+//
+// What the 32 x 32 blocks do not cover (M % 32 rows, N % 32 columns) runs as
+// a copy of the original generic, in float32.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/transforms/Kernels.h"
+#include "compiler/transforms/MatmulLowering.h"
+
+#include "mlir/Dialect/AMX/AMXDialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+using namespace mlir::nova::matmul;
+using mlir::nova::MatmulOperands;
+
+namespace {
+
+constexpr int64_t kLanes = 16; // f32 lanes of a 512-bit vector, rows of a tile
+
+struct Amx {
+  OpBuilder &b;
+  Location l;
+  const MatmulOperands &m;
+  ValueRange batch;
+
+  Value c(int64_t v) { return index(b, l, v); }
+  Value add(Value x, Value y) { return b.create<arith::AddIOp>(l, x, y); }
+  Value add(Value x, int64_t y) { return y == 0 ? x : add(x, c(y)); }
+  Value sub(Value x, Value y) { return b.create<arith::SubIOp>(l, x, y); }
+  Value mul(Value x, int64_t y) { return b.create<arith::MulIOp>(l, x, c(y)); }
+  Value div(Value x, int64_t y) { return b.create<arith::DivUIOp>(l, x, c(y)); }
+  Value minU(Value x, Value y) { return b.create<arith::MinUIOp>(l, x, y); }
+  SmallVector<Value> at(ValueRange tail) {
+    SmallVector<Value> idx(batch.begin(), batch.end());
+    idx.append(tail.begin(), tail.end());
+    return idx;
+  }
+  void loop(Value lo, Value hi, int64_t step, function_ref<void(Value)> body) {
+    auto f = b.create<scf::ForOp>(l, lo, hi, c(step));
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(f.getBody());
+    body(f.getInductionVar());
+  }
+  void when(Value cond, function_ref<void()> then, function_ref<void()> otherwise) {
+    auto i = b.create<scf::IfOp>(l, cond, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&i.getThenRegion().front());
+    then();
+    b.setInsertionPointToStart(&i.getElseRegion().front());
+    otherwise();
+  }
+  VectorType vec(int64_t n, Type t) { return VectorType::get({n}, t); }
+  Value toBf16(Value v) {
+    auto type = cast<VectorType>(v.getType());
+    return b.create<arith::TruncFOp>(l, vec(type.getNumElements(), b.getBF16Type()), v);
+  }
+  /// load() (f32) rounded to bf16 when `inside`, else bf16 zero.
+  Value scalarOrZero(Value inside, function_ref<Value()> load) {
+    auto i = b.create<scf::IfOp>(l, TypeRange{b.getBF16Type()}, inside, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&i.getThenRegion().front());
+    b.create<scf::YieldOp>(l, ValueRange{b.create<arith::TruncFOp>(l, b.getBF16Type(), load())});
+    b.setInsertionPointToStart(&i.getElseRegion().front());
+    b.create<scf::YieldOp>(l, ValueRange{b.create<arith::ConstantOp>(l, b.getZeroAttr(b.getBF16Type()))});
+    return i.getResult(0);
+  }
+  Value lt(Value x, Value y) { return b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, x, y); }
+
+  /// apack[r - m0, kk] = bf16(A[r, k0 + kk]) for r in [m0, mv), kk < klen;
+  /// zero for kk in [klen, kc).
+  void packLhs(Value apack, Value m0, Value mv, Value k0, Value klen, int64_t kc) {
+    Value kFull = mul(div(klen, kLanes), kLanes);
+    if (!m.transposeA) {
+      loop(m0, mv, 1, [&](Value r) {
+        Value row = sub(r, m0);
+        loop(c(0), kFull, kLanes, [&](Value kk) {
+          Value v = b.create<vector::LoadOp>(l, vec(kLanes, b.getF32Type()), m.lhs, at({r, add(k0, kk)}));
+          b.create<vector::StoreOp>(l, toBf16(v), apack, ValueRange{row, kk});
+        });
+        loop(kFull, c(kc), 1, [&](Value kk) {
+          Value v = scalarOrZero(lt(kk, klen), [&] {
+            return b.create<memref::LoadOp>(l, m.lhs, at({r, add(k0, kk)}));
+          });
+          b.create<memref::StoreOp>(l, v, apack, ValueRange{row, kk});
+        });
+      });
+      return;
+    }
+    // lhs [K, M], unit-stride along m: 16 rows of k by 16 of m, transposed.
+    loop(m0, mv, kLanes, [&](Value r0) {
+      loop(c(0), kFull, kLanes, [&](Value kk) {
+        SmallVector<Value> rows;
+        for (int64_t t = 0; t < kLanes; ++t)
+          rows.push_back(b.create<vector::LoadOp>(l, vec(kLanes, b.getF32Type()), m.lhs,
+                                                  at({add(add(k0, kk), t), r0})));
+        SmallVector<Value> cols = nova::transposeInRegisters(b, l, rows);
+        for (int64_t t = 0; t < kLanes; ++t)
+          b.create<vector::StoreOp>(l, toBf16(cols[t]), apack, ValueRange{add(sub(r0, m0), t), kk});
+      });
+    });
+    loop(m0, mv, 1, [&](Value r) {
+      loop(kFull, c(kc), 1, [&](Value kk) {
+        Value v = scalarOrZero(lt(kk, klen), [&] {
+          return b.create<memref::LoadOp>(l, m.lhs, at({add(k0, kk), r}));
+        });
+        b.create<memref::StoreOp>(l, v, apack, ValueRange{sub(r, m0), kk});
+      });
+    });
+  }
+
+  /// bpack[p, 2 (j - n0) + t] = bf16(B[k0 + 2p + t, j]) for j in [n0, nv),
+  /// 2p + t < klen; zero up to kc.
+  void packRhs(Value bpack, Value n0, Value nv, Value k0, Value klen, int64_t kc) {
+    Value pFull; // pairs packed by vectors; the rest element by element
+    if (!m.rhsColumns) {
+      pFull = div(klen, 2);
+      loop(c(0), pFull, 1, [&](Value p) {
+        Value k = add(k0, mul(p, 2));
+        loop(n0, nv, kLanes, [&](Value j) {
+          Value v0 = b.create<vector::LoadOp>(l, vec(kLanes, b.getF32Type()), m.rhs, at({k, j}));
+          Value v1 = b.create<vector::LoadOp>(l, vec(kLanes, b.getF32Type()), m.rhs, at({add(k, 1), j}));
+          SmallVector<int64_t> interleave;
+          for (int64_t i = 0; i < kLanes; ++i)
+            interleave.append({i, kLanes + i});
+          Value pairs = b.create<vector::ShuffleOp>(l, toBf16(v0), toBf16(v1), interleave);
+          b.create<vector::StoreOp>(l, pairs, bpack, ValueRange{p, mul(sub(j, n0), 2)});
+        });
+      });
+    } else {
+      // rhs [K, N] unit-stride along k (a transposed weight read in place):
+      // its [N, K] view gives each column's k contiguous. 16 columns x 16
+      // pairs (32 k) at a time: per column the pairs as 16 x i32 lanes,
+      // transposed so that each row is one pair index across the columns.
+      SmallVector<int64_t> perm;
+      for (int64_t d = 0; d < m.batchRank; ++d)
+        perm.push_back(d);
+      perm.append({m.batchRank + 1, m.batchRank});
+      Value view = b.create<memref::TransposeOp>(
+          l, m.rhs, AffineMapAttr::get(AffineMap::getPermutationMap(perm, b.getContext())));
+      pFull = mul(div(klen, 2 * kLanes), kLanes);
+      auto i32x16 = vec(kLanes, b.getI32Type());
+      loop(c(0), pFull, kLanes, [&](Value p0) {
+        Value k = add(k0, mul(p0, 2));
+        loop(n0, nv, kLanes, [&](Value j0) {
+          SmallVector<Value> cols;
+          for (int64_t t = 0; t < kLanes; ++t) {
+            Value j = add(j0, t);
+            Value lo = b.create<vector::LoadOp>(l, vec(kLanes, b.getF32Type()), view, at({j, k}));
+            Value hi = b.create<vector::LoadOp>(l, vec(kLanes, b.getF32Type()), view, at({j, add(k, kLanes)}));
+            SmallVector<int64_t> concat;
+            for (int64_t i = 0; i < 2 * kLanes; ++i)
+              concat.push_back(i);
+            Value both = b.create<vector::ShuffleOp>(l, toBf16(lo), toBf16(hi), concat);
+            cols.push_back(b.create<vector::BitCastOp>(l, i32x16, both));
+          }
+          SmallVector<Value> rows = nova::transposeInRegisters(b, l, cols);
+          for (int64_t t = 0; t < kLanes; ++t) {
+            Value pairs = b.create<vector::BitCastOp>(l, vec(2 * kLanes, b.getBF16Type()), rows[t]);
+            b.create<vector::StoreOp>(l, pairs, bpack, ValueRange{add(p0, t), mul(sub(j0, n0), 2)});
+          }
+        });
+      });
+    }
+    loop(pFull, c(kc / 2), 1, [&](Value p) {
+      loop(n0, nv, 1, [&](Value j) {
+        for (int64_t t = 0; t < 2; ++t) {
+          Value kk = add(mul(p, 2), t);
+          Value v = scalarOrZero(lt(kk, klen), [&] {
+            return b.create<memref::LoadOp>(l, m.rhs, at({add(k0, kk), j}));
+          });
+          b.create<memref::StoreOp>(l, v, bpack, ValueRange{p, add(mul(sub(j, n0), 2), t)});
+        }
+      });
+    });
+  }
+
+  /// For each 32 x 32 register block of [m0, mv) x [n0, nv): its four C
+  /// tiles (zero when `first`, else from `acc`) plus kc / 32 products of the
+  /// packed slab, back into `acc`.
+  void products(Value apack, Value bpack, Value acc, Value m0, Value mv, Value n0, Value nv,
+                int64_t kc, bool first) {
+    auto cType = VectorType::get({16, 16}, b.getF32Type());
+    auto abType = VectorType::get({16, 32}, b.getBF16Type());
+    loop(m0, mv, 32, [&](Value i0) {
+      Value ri = sub(i0, m0);
+      loop(n0, nv, 32, [&](Value j0) {
+        Value cj = sub(j0, n0);
+        Value tiles[2][2];
+        for (int64_t i = 0; i < 2; ++i)
+          for (int64_t j = 0; j < 2; ++j)
+            tiles[i][j] = first ? b.create<amx::TileZeroOp>(l, cType).getResult()
+                                : b.create<amx::TileLoadOp>(l, cType, acc,
+                                                            ValueRange{add(ri, 16 * i), add(cj, 16 * j)})
+                                      .getResult();
+        for (int64_t s = 0; s < kc / 32; ++s) {
+          Value a[2], bt[2];
+          for (int64_t i = 0; i < 2; ++i)
+            a[i] = b.create<amx::TileLoadOp>(l, abType, apack, ValueRange{add(ri, 16 * i), c(32 * s)});
+          for (int64_t j = 0; j < 2; ++j)
+            bt[j] = b.create<amx::TileLoadOp>(l, abType, bpack,
+                                              ValueRange{c(16 * s), add(mul(cj, 2), 32 * j)});
+          for (int64_t i = 0; i < 2; ++i)
+            for (int64_t j = 0; j < 2; ++j)
+              tiles[i][j] = b.create<amx::TileMulFOp>(l, cType, a[i], bt[j], tiles[i][j]);
+        }
+        for (int64_t i = 0; i < 2; ++i)
+          for (int64_t j = 0; j < 2; ++j)
+            b.create<amx::TileStoreOp>(l, acc, ValueRange{add(ri, 16 * i), add(cj, 16 * j)}, tiles[i][j]);
+      });
+    });
+  }
+
+  /// result[r, j] = acc[r - m0, j - n0] (+ result[r, j] unless `replace`),
+  /// through `epilogue` if not null.
+  void writeBack(Value acc, Value m0, Value mv, Value n0, Value nv, bool replace,
+                 linalg::GenericOp epilogue) {
+    auto type = vec(kLanes, b.getF32Type());
+    loop(m0, mv, 1, [&](Value r) {
+      loop(n0, nv, kLanes, [&](Value j) {
+        Value v = b.create<vector::LoadOp>(l, type, acc, ValueRange{sub(r, m0), sub(j, n0)});
+        if (!replace)
+          v = b.create<arith::AddFOp>(l, v, b.create<vector::LoadOp>(l, type, m.out, at({r, j})));
+        if (epilogue)
+          storeThroughEpilogue(b, l, epilogue, m.out, batch, r, j, v, kLanes);
+        else
+          b.create<vector::StoreOp>(l, v, m.out, at({r, j}));
+      });
+    });
+  }
+};
+
+} // namespace
+
+void mlir::nova::matmul::rewriteAmx(linalg::GenericOp op, const MatmulOperands &m, Value wg,
+                                    ArrayRef<int64_t> tile, int64_t kc, linalg::FillOp fill,
+                                    linalg::GenericOp epilogue) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  WorkgroupBlock block = blockOf(b, loc, wg, m, tile);
+  int64_t mFull = m.M / 32 * 32, nFull = m.N / 32 * 32;
+  bool hasKernel = mFull > 0 && nFull > 0 && m.K > 0;
+  Value fillValue = fill ? fill.getDpsInputs()[0] : Value();
+  bool zeroStart = fillValue && hasKernel && matchPattern(fillValue, m_AnyZeroFloat());
+  if (fill && !zeroStart)
+    b.create<linalg::FillOp>(loc, fillValue,
+                             resultRegion(b, loc, m, block, block.m0, block.m1, block.n0, block.n1));
+  Value mv = block.m0, nv = block.n0;
+  if (hasKernel) {
+    mv = b.create<arith::MaxUIOp>(loc, b.create<arith::MinUIOp>(loc, block.m1, index(b, loc, mFull)),
+                                  block.m0);
+    nv = b.create<arith::MaxUIOp>(loc, b.create<arith::MinUIOp>(loc, block.n1, index(b, loc, nFull)),
+                                  block.n0);
+    int64_t mc = tile[m.batchRank], nc = tile[m.batchRank + 1];
+    auto func = op->getParentOfType<func::FuncOp>();
+    OpBuilder entry = OpBuilder::atBlockBegin(&func.getBody().front());
+    auto stackBuffer = [&](ArrayRef<int64_t> shape, Type t) {
+      return entry.create<memref::AllocaOp>(loc, MemRefType::get(shape, t), ValueRange{},
+                                            entry.getI64IntegerAttr(64));
+    };
+    Value apack = stackBuffer({mc, kc}, b.getBF16Type());
+    Value bpack = stackBuffer({kc / 2, 2 * nc}, b.getBF16Type());
+    Value acc = stackBuffer({mc, nc}, b.getF32Type());
+    SmallVector<Value> steps(m.batchRank, index(b, loc, 1));
+    scf::buildLoopNest(b, loc, block.batchLo, block.batchHi, steps,
+                       [&](OpBuilder &bb, Location bl, ValueRange batch) {
+                         Amx amx{bb, bl, m, batch};
+                         amx.loop(amx.c(0), amx.c(m.K), kc, [&](Value k0) {
+                           Value klen = amx.sub(amx.minU(amx.add(k0, kc), amx.c(m.K)), k0);
+                           amx.packLhs(apack, block.m0, mv, k0, klen, kc);
+                           amx.packRhs(bpack, block.n0, nv, k0, klen, kc);
+                           Value first = bb.create<arith::CmpIOp>(bl, arith::CmpIPredicate::eq, k0, amx.c(0));
+                           amx.when(
+                               first,
+                               [&] { amx.products(apack, bpack, acc, block.m0, mv, block.n0, nv, kc, true); },
+                               [&] { amx.products(apack, bpack, acc, block.m0, mv, block.n0, nv, kc, false); });
+                         });
+                         amx.writeBack(acc, block.m0, mv, block.n0, nv, zeroStart, epilogue);
+                       });
+  }
+  // What the 32 x 32 blocks do not reach: the rows below them (all the
+  // block's columns), then the columns right of them.
+  auto remainder = [&](Value r0, Value r1, Value c0, Value c1) {
+    if (zeroStart)
+      b.create<linalg::FillOp>(loc, fillValue, resultRegion(b, loc, m, block, r0, r1, c0, c1));
+    buildRemainder(b, op, m, block, r0, r1, c0, c1);
+    if (epilogue)
+      buildEpilogueOnRegion(b, epilogue, m, block, r0, r1, c0, c1);
+  };
+  if (!hasKernel) {
+    remainder(block.m0, block.m1, block.n0, block.n1);
+  } else {
+    if (mFull != m.M)
+      remainder(mv, block.m1, block.n0, block.n1);
+    if (nFull != m.N)
+      remainder(block.m0, mv, nv, block.n1);
+  }
+  op.erase();
+  if (fill)
+    fill.erase();
+  if (epilogue)
+    epilogue.erase();
+}

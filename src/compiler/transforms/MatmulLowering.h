@@ -1,0 +1,63 @@
+//===- MatmulLowering.h - the parts both matmul rewrites share ----*- C++ -*-===//
+//
+// nova-vectorize-matmul rewrites a configured matmul for one workgroup: the
+// vector-FMA kernel (VectorizeMatmul.cpp) or the AMX one (AmxMatmul.cpp).
+// Both split the result into the same workgroup blocks, run what their
+// tiles do not reach as a copy of the original generic, and apply an
+// epilogue the same way.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NOVA_COMPILER_TRANSFORMS_MATMULLOWERING_H
+#define NOVA_COMPILER_TRANSFORMS_MATMULLOWERING_H
+
+#include "compiler/transforms/MatmulKernel.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+
+namespace mlir::nova::matmul {
+
+inline Value index(OpBuilder &b, Location loc, int64_t v) {
+  return b.create<arith::ConstantIndexOp>(loc, v);
+}
+
+/// One workgroup's block of the result, as index values.
+struct WorkgroupBlock {
+  SmallVector<Value> batchLo, batchHi;
+  Value m0, m1, n0, n1;
+};
+
+/// Decomposes `wg` row-major over ceil(extent / tile) of (batch..., m, n).
+WorkgroupBlock blockOf(OpBuilder &b, Location loc, Value wg, const MatmulOperands &m, ArrayRef<int64_t> tile);
+
+/// A matmul's epilogue (MatmulKernel.h: isRegisterEpilogue), applied to
+/// one accumulator vector (row `row`, columns [col, col + width)) instead of
+/// storing it: the epilogue's body, vectorized, on the accumulator and its
+/// other inputs at the same element, stored into the epilogue's output.
+void storeThroughEpilogue(OpBuilder &b, Location l, linalg::GenericOp epi, Value result,
+                          ValueRange batch, Value row, Value col, Value acc, int64_t width);
+
+/// The result's region batch [lo, hi) x rows [r0, r1) x columns [c0, c1).
+Value resultRegion(OpBuilder &b, Location loc, const MatmulOperands &m, const WorkgroupBlock &block,
+                   Value r0, Value r1, Value c0, Value c1);
+
+/// A copy of `op` restricted to batch [lo, hi) x rows [r0, r1) x columns [c0, c1).
+void buildRemainder(OpBuilder &b, linalg::GenericOp op, const MatmulOperands &m,
+                    const WorkgroupBlock &block, Value r0, Value r1, Value c0, Value c1);
+
+/// A copy of the epilogue restricted to batch [lo, hi) x rows [r0, r1) x
+/// columns [c0, c1) (where the tiles did not reach).
+void buildEpilogueOnRegion(OpBuilder &b, linalg::GenericOp epi, const MatmulOperands &m,
+                           const WorkgroupBlock &block, Value r0, Value r1, Value c0, Value c1);
+
+/// The AMX rewrite of one f32 matmul for workgroup `wg` (kind amx_matmul):
+/// `tile` the workgroup tile (batch..., mc, nc; mc, nc multiples of 32), kc
+/// the slab (a multiple of 32). `fill` and `epilogue` as for the vector
+/// kernel: the zero fill is folded into the first slab, the epilogue
+/// applied as the sums are written back. Erases op, fill and epilogue.
+void rewriteAmx(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<int64_t> tile,
+                int64_t kc, linalg::FillOp fill, linalg::GenericOp epilogue);
+
+} // namespace mlir::nova::matmul
+
+#endif // NOVA_COMPILER_TRANSFORMS_MATMULLOWERING_H

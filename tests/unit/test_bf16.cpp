@@ -1,0 +1,142 @@
+// test_bf16.cpp - bf16 matmuls (nova/precision.hpp) on AMX tiles.
+//
+// With the precision bf16, a float32 matmul must equal the float64 product
+// of its operands rounded to bfloat16 (round to nearest even) up to float32
+// summation (1e-5 relative), and the float64 product of the unrounded
+// operands up to bf16 rounding (1e-2): and be measurably off it (> 1e-5),
+// which fp32 kernels are not, so the test sees the bf16 path run. Skipped
+// on CPUs without AMX (bf16 steps run in float32 there).
+#include "testing.hpp"
+
+#include <bit>
+#include <cstring>
+
+using nova::DType;
+using nova::Tensor;
+using namespace nova_test;
+
+namespace {
+
+bool has_amx() {
+  nova::TargetDesc host = nova::host_target();
+  return host.has("amx_bf16") && host.has("amx_tile");
+}
+
+/// `x` (f32) with every element rounded to bfloat16, round to nearest even.
+Tensor rounded_to_bf16(const Tensor& x) {
+  Tensor y = x.clone();
+  for (float& v : y.span<float>()) {
+    std::uint32_t u = std::bit_cast<std::uint32_t>(v);
+    u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    v = std::bit_cast<float>(u);
+  }
+  return y;
+}
+
+/// Sets the precision for the life of the object.
+struct PrecisionScope {
+  explicit PrecisionScope(nova::MatmulPrecision p) : previous(nova::matmul_precision()) {
+    nova::set_matmul_precision(p);
+  }
+  ~PrecisionScope() { nova::set_matmul_precision(previous); }
+  nova::MatmulPrecision previous;
+};
+
+/// `whole`: the result is whole 32 x 32 blocks, all of it on the tiles.
+/// Otherwise the rows and columns past the last whole block run in float32,
+/// so the result is only within bf16 rounding of either reference.
+template <class F> void check_bf16(F f, const Tensor& a, const Tensor& b, bool whole = true) {
+  PrecisionScope bf16(nova::MatmulPrecision::bf16);
+  Tensor got = nova::jit(f)(a, b);
+  Tensor exact = nova::jit(f, nova::ExecMode::interpreted)(a, b);
+  Tensor of_rounded =
+      nova::jit(f, nova::ExecMode::interpreted)(rounded_to_bf16(a), rounded_to_bf16(b));
+  double vs_rounded = rel_error(got, of_rounded), vs_exact = rel_error(got, exact);
+  INFO("against the rounded operands ", vs_rounded, ", against the exact ones ", vs_exact);
+  CHECK(vs_rounded <= (whole ? 1e-5 : 1e-2));
+  CHECK(vs_exact <= 1e-2);
+  CHECK(vs_exact > 1e-5);
+}
+
+} // namespace
+
+TEST_CASE("bf16 matmuls: products of bf16-rounded operands, f32 sums, every layout and edge") {
+  if (!has_amx()) {
+    MESSAGE("skipped: this CPU has no AMX (bf16 matmuls run in float32 here)");
+    return;
+  }
+  Gen g;
+  INFO("seed = ", g.seed);
+  using nova::Transpose;
+  auto nn = [](auto a, auto b) { return nova::matmul(a, b); };
+  auto ta = [](auto a, auto b) { return nova::matmul(a, b, Transpose::a); };
+  auto tb = [](auto a, auto b) { return nova::matmul(a, b, Transpose::b); };
+  auto tt = [](auto a, auto b) { return nova::matmul(a, b, Transpose::both); };
+  // Whole 32 x 32 blocks: several k slabs (K = 1100 > 512, a tail of k
+  // that is not a multiple of 32, an odd one), every layout, batched.
+  check_bf16(nn, g.randn({64, 1100}), g.randn({1100, 96}));
+  check_bf16(nn, g.randn({32, 45}), g.randn({45, 64}));
+  check_bf16(ta, g.randn({77, 64}), g.randn({77, 32}));
+  check_bf16(tb, g.randn({64, 83}), g.randn({64, 83}));
+  check_bf16(tb, g.randn({32, 96}), g.randn({96, 96}));
+  check_bf16(tt, g.randn({96, 64}), g.randn({32, 96}));
+  check_bf16(nn, g.randn({2, 64, 40}), g.randn({2, 40, 64}));
+  // Rows and columns past the last whole block (in float32).
+  check_bf16(nn, g.randn({70, 45}), g.randn({45, 99}), false);
+  check_bf16(ta, g.randn({77, 50}), g.randn({77, 48}), false);
+  check_bf16(tb, g.randn({33, 83}), g.randn({40, 83}), false);
+}
+
+TEST_CASE("the precision is part of the key: fp32 and bf16 steps compile apart") {
+  if (!has_amx()) {
+    MESSAGE("skipped: this CPU has no AMX");
+    return;
+  }
+  Gen g;
+  Tensor a = g.randn({64, 128}), b = g.randn({128, 64});
+  auto step = nova::jit([](auto a, auto b) { return nova::matmul(a, b); });
+  Tensor fp32 = step(a, b);
+  Tensor bf16;
+  {
+    PrecisionScope scope(nova::MatmulPrecision::bf16);
+    bf16 = step(a, b);
+  }
+  Tensor again = step(a, b);
+  Tensor want = nova::jit([](auto a, auto b) { return nova::matmul(a, b); }, nova::ExecMode::interpreted)(a, b);
+  CHECK(rel_error(fp32, want) <= 1e-5);
+  CHECK(rel_error(again, want) <= 1e-5);
+  CHECK(rel_error(bf16, want) > 1e-5);
+  CHECK(rel_error(bf16, want) <= 1e-2);
+}
+
+TEST_CASE("a GPT trains with bf16 matmuls, close to its fp32 twin") {
+  if (!has_amx()) {
+    MESSAGE("skipped: this CPU has no AMX");
+    return;
+  }
+  Gen g;
+  INFO("seed = ", g.seed);
+  nova::nn::GPTConfig c{.vocab = 64, .context = 32, .d_model = 64, .layers = 2, .heads = 2};
+  Tensor x = Tensor::empty({4, 32}, DType::i32), y = Tensor::empty({4, 32}, DType::i32);
+  for (std::int64_t i = 0; i < 128; ++i) {
+    x.span<std::int32_t>()[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((i * 7 + 3) % 64);
+    y.span<std::int32_t>()[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((i * 7 + 10) % 64);
+  }
+  auto losses = [&](nova::MatmulPrecision p) {
+    PrecisionScope scope(p);
+    nova::Params params = nova::nn::gpt_init(c, g.seed);
+    auto step = nova::train_step(
+        [](const nova::ParamExprs& p, auto x, auto y, nova::nn::GPTConfig c) {
+          return nova::nn::gpt_loss(c, p, x, y);
+        },
+        params, nova::AdamW{.lr = 3e-3, .weight_decay = 0.0});
+    std::vector<double> out;
+    for (int s = 0; s < 20; ++s) out.push_back(step(x, y, nova::static_arg(c)));
+    return out;
+  };
+  std::vector<double> fp32 = losses(nova::MatmulPrecision::fp32), bf16 = losses(nova::MatmulPrecision::bf16);
+  INFO("fp32 ", fp32.front(), " -> ", fp32.back(), ", bf16 ", bf16.front(), " -> ", bf16.back());
+  CHECK(bf16.back() < 0.8 * bf16.front());
+  CHECK(std::abs(bf16.front() - fp32.front()) <= 1e-2 * fp32.front());
+  CHECK(std::abs(bf16.back() - fp32.back()) <= 5e-2 * fp32.back());
+}
