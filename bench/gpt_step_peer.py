@@ -92,15 +92,22 @@ def main():
     x = torch.randint(0, vocab, (B, context))
     y = torch.randint(0, vocab, (B, context))
 
+    # NOVA_MATMUL_PRECISION=bf16 (Nova's bf16 matmuls): the peer's own bf16
+    # mode, CPU autocast (matmuls and linear layers in bf16 through oneDNN,
+    # AMX where the CPU has it; the rest float32).
+    bf16 = os.environ.get("NOVA_MATMUL_PRECISION") == "bf16"
+
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = forward(x, y)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss = forward(x, y)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         return loss
 
-    print(f"peer: {peer_info.torch_loaded(torch)}, {mode}, AdamW {'fused' if fused else 'for-each'}", flush=True)
+    print(f"peer: {peer_info.torch_loaded(torch)}, {mode}, AdamW {'fused' if fused else 'for-each'}"
+          f"{', autocast bf16' if bf16 else ''}", flush=True)
     rss_init = rss_mib()
     for _ in range(2 if mode == "eager" else 3):  # compile happens here
         step()

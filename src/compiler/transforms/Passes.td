@@ -246,7 +246,8 @@ def NovaVectorizeMatmul : Pass<"nova-vectorize-matmul", "mlir::ModuleOp"> {
            "MR for unconfigured matmuls">,
   ];
   let dependentDialects = ["mlir::vector::VectorDialect", "mlir::scf::SCFDialect",
-                           "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect"];
+                           "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect",
+                           "mlir::amx::AMXDialect"];
 }
 
 def NovaMergeDisjointSums : Pass<"nova-merge-disjoint-sums", "mlir::ModuleOp"> {

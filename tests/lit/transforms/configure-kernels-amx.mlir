@@ -1,0 +1,55 @@
+// RUN: nova-opt %s -nova-configure-kernels="vector-bits=512 cores=2 amx-bf16=true" -verify-each | FileCheck %s
+// RUN: nova-opt %s -nova-configure-kernels="vector-bits=512 cores=2" -verify-each | FileCheck %s --check-prefix=NOAMX
+
+// The module asks for bf16 matmuls. With AMX: a 2048x768x256 f32 matmul
+// takes the tiles: kc = K = 256 (at most 512), blocks of 128 rows x 256
+// columns (128 KiB of f32 sums, 64 + 128 KiB of packed bf16 operands),
+// 16 x 3 = 48 workgroups. Without AMX it stays float32.
+// CHECK-LABEL: func.func @matmul
+// CHECK-SAME: #nova.lowering_config<amx_matmul, workgroups = 48, tile = [128, 256], cache_tile = [256], register_tile = [32, 32]>
+// NOAMX-LABEL: func.func @matmul
+// NOAMX-SAME: #nova.lowering_config<matmul,
+// A result narrower than one 32-column block: float32 FMAs.
+// CHECK-LABEL: func.func @narrow
+// CHECK-SAME: #nova.lowering_config<matmul,
+// A K of 1100: 3 slabs of 384 (367 rounded up to a multiple of 32); a
+// 64 x 64 result in 32-row blocks, so that both cores have one.
+// CHECK-LABEL: func.func @deep
+// CHECK-SAME: #nova.lowering_config<amx_matmul, workgroups = 2, tile = [32, 64], cache_tile = [384], register_tile = [32, 32]>
+module attributes {nova.matmul_precision = "bf16"} {
+  module @kernels {
+    func.func @matmul(%wg: index, %a: memref<2048x256xf32>, %b: memref<256x768xf32>, %c: memref<2048x768xf32>) {
+      linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
+                      iterator_types = ["parallel", "reduction", "parallel"]}
+          ins(%a, %b : memref<2048x256xf32>, memref<256x768xf32>) outs(%c : memref<2048x768xf32>) attrs = {nova.kernel = "matmul"} {
+      ^bb0(%x: f32, %y: f32, %acc: f32):
+        %p = arith.mulf %x, %y : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      }
+      return
+    }
+    func.func @narrow(%wg: index, %a: memref<256x256xf32>, %b: memref<256x16xf32>, %c: memref<256x16xf32>) {
+      linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
+                      iterator_types = ["parallel", "reduction", "parallel"]}
+          ins(%a, %b : memref<256x256xf32>, memref<256x16xf32>) outs(%c : memref<256x16xf32>) attrs = {nova.kernel = "matmul"} {
+      ^bb0(%x: f32, %y: f32, %acc: f32):
+        %p = arith.mulf %x, %y : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      }
+      return
+    }
+    func.func @deep(%wg: index, %a: memref<64x1100xf32>, %b: memref<1100x64xf32>, %c: memref<64x64xf32>) {
+      linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
+                      iterator_types = ["parallel", "reduction", "parallel"]}
+          ins(%a, %b : memref<64x1100xf32>, memref<1100x64xf32>) outs(%c : memref<64x64xf32>) attrs = {nova.kernel = "matmul"} {
+      ^bb0(%x: f32, %y: f32, %acc: f32):
+        %p = arith.mulf %x, %y : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      }
+      return
+    }
+  }
+}

@@ -1,0 +1,77 @@
+// RUN: nova-opt %s -nova-vectorize-matmul -verify-each -split-input-file | FileCheck %s
+
+// A 64 x 64 x 64 matmul on AMX, one workgroup of 64 x 64, kc = 64: the
+// stack holds the packed lhs (64 x 64 bf16), the rhs in k-pairs (32 x 128
+// bf16) and the f32 sums (64 x 64). Per slab: lhs rows rounded 16 lanes at
+// a time; rhs rows k and k + 1 rounded and interleaved into 32 bf16; then,
+// for each 32 x 32 block, on the first slab four zero tiles, on the others
+// four tiles of sums, and kc / 32 = 2 steps of 2 lhs + 2 rhs tile loads and
+// 4 products (8 in all), the tiles back to the sums. Last the sums replace
+// the zero-filled result (no fill left, no add).
+// CHECK-LABEL: func @amx
+// CHECK-DAG: memref.alloca() {alignment = 64 : i64} : memref<64x64xbf16>
+// CHECK-DAG: memref.alloca() {alignment = 64 : i64} : memref<32x128xbf16>
+// CHECK-DAG: memref.alloca() {alignment = 64 : i64} : memref<64x64xf32>
+// CHECK-NOT: linalg.fill
+// CHECK: arith.truncf %{{.*}} : vector<16xf32> to vector<16xbf16>
+// CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 16, 1, 17, 2, 18
+// CHECK: scf.if
+// CHECK-COUNT-4: amx.tile_zero : vector<16x16xf32>
+// CHECK-COUNT-8: amx.tile_mulf
+// CHECK-COUNT-4: amx.tile_store
+// CHECK: } else {
+// CHECK-COUNT-4: amx.tile_load %{{.*}} : memref<64x64xf32> into vector<16x16xf32>
+// CHECK: amx.tile_load %{{.*}} : memref<64x64xbf16> into vector<16x32xbf16>
+// CHECK: amx.tile_load %{{.*}} : memref<32x128xbf16> into vector<16x32xbf16>
+// CHECK-COUNT-8: amx.tile_mulf
+// CHECK-COUNT-4: amx.tile_store
+// CHECK: vector.load %{{.*}} : memref<64x64xf32>, vector<16xf32>
+// CHECK-NEXT: vector.store %{{.*}} : memref<64x64xf32>, vector<16xf32>
+// CHECK-NOT: linalg.generic
+module {
+  module @kernels {
+    func.func @amx(%wg: index, %a: memref<64x64xf32>, %b: memref<64x64xf32>, %c: memref<64x64xf32>)
+        attributes {nova.lowering_config = #nova.lowering_config<amx_matmul, workgroups = 1, tile = [64, 64], cache_tile = [64], register_tile = [32, 32]>} {
+      %zero = arith.constant 0.0 : f32
+      linalg.fill ins(%zero : f32) outs(%c : memref<64x64xf32>)
+      linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
+                      iterator_types = ["parallel", "reduction", "parallel"]}
+          ins(%a, %b : memref<64x64xf32>, memref<64x64xf32>) outs(%c : memref<64x64xf32>) attrs = {nova.kernel = "matmul"} {
+      ^bb0(%x: f32, %y: f32, %acc: f32):
+        %p = arith.mulf %x, %y : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      }
+      return
+    }
+  }
+}
+
+// -----
+
+// A 40 x 70 result: the one whole 32 x 32 block on the tiles, the 8 rows
+// below it and the 38 columns right of it as copies of the generic on
+// subviews (float32).
+// CHECK-LABEL: func @edges
+// CHECK: amx.tile_mulf
+// CHECK: memref.subview
+// CHECK: linalg.generic
+// CHECK: memref.subview
+// CHECK: linalg.generic
+// CHECK-NOT: linalg.generic
+module {
+  module @kernels {
+    func.func @edges(%wg: index, %a: memref<40x32xf32>, %b: memref<32x70xf32>, %c: memref<40x70xf32>)
+        attributes {nova.lowering_config = #nova.lowering_config<amx_matmul, workgroups = 1, tile = [64, 96], cache_tile = [32], register_tile = [32, 32]>} {
+      linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
+                      iterator_types = ["parallel", "reduction", "parallel"]}
+          ins(%a, %b : memref<40x32xf32>, memref<32x70xf32>) outs(%c : memref<40x70xf32>) attrs = {nova.kernel = "matmul"} {
+      ^bb0(%x: f32, %y: f32, %acc: f32):
+        %p = arith.mulf %x, %y : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      }
+      return
+    }
+  }
+}
