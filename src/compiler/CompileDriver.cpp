@@ -86,7 +86,9 @@ const std::string &compilerBuild() {
 /// The compute roof is exact for the target (cores x FMA pipes x lanes x 2
 /// flops per cycle); the memory roof is an estimate (kStreamBytesPerCycle
 /// per core streaming from L3/DRAM: one core of the 2-core AVX-512 Xeon
-/// measured ~29 GB/s, ~8 bytes per cycle), so times are in cycles.
+/// measured ~29 GB/s, ~8 bytes per cycle), so times are in cycles. An
+/// amx_matmul kernel's compute roof is the tile unit's: one 16 x 16 x 32
+/// bf16 product (16,384 flops) per 16 cycles per core.
 void explainKernels(ModuleOp kernels, const ::nova::ExecutableDesc &desc,
                     const ::nova::TargetDesc &target, mlir::nova::CompileReport &report) {
   constexpr double kStreamBytesPerCycle = 8.0;
@@ -106,21 +108,24 @@ void explainKernels(ModuleOp kernels, const ::nova::ExecutableDesc &desc,
   for (size_t k = 0; k < desc.kernels.size(); ++k) {
     const ::nova::KernelDesc &kd = desc.kernels[k];
     std::string config;
+    double kernelFlopsPerCycle = flopsPerCycle;
     StringRef name = kd.symbol;
     name.consume_front("nova_"); // LaunchPlan.cpp: the entry of kernel kN is nova_kN
     if (auto f = symbols.lookup<func::FuncOp>(name))
       if (mlir::nova::LoweringConfigAttr c = mlir::nova::loweringConfig(f)) {
         llvm::raw_string_ostream os(config);
         os << c;
+        if (c.isAmxMatmul())
+          kernelFlopsPerCycle = double(std::max(1, target.cores)) * 1024.0;
       }
-    double compute = double(kd.flops) / flopsPerCycle, memory = double(kd.bytes) / bytesPerCycle;
+    double compute = double(kd.flops) / kernelFlopsPerCycle, memory = double(kd.bytes) / bytesPerCycle;
     double intensity = kd.bytes ? double(kd.flops) / double(kd.bytes) : 0.0;
     char buf[512];
     std::snprintf(buf, sizeof buf,
                   "  %-9s x%-4llu %-7s bound  %8.2f flop/B (balance %.1f)  roof %9.0f cycles/launch  %s\n"
                   "                      %s\n",
                   kd.symbol.c_str(), static_cast<unsigned long long>(launches[k]),
-                  compute >= memory ? "compute" : "memory", intensity, flopsPerCycle / bytesPerCycle,
+                  compute >= memory ? "compute" : "memory", intensity, kernelFlopsPerCycle / bytesPerCycle,
                   std::max(compute, memory), kd.summary.c_str(), config.c_str());
     lines.push_back({std::max(compute, memory) * double(launches[k]), buf});
   }
@@ -131,7 +136,8 @@ void explainKernels(ModuleOp kernels, const ::nova::ExecutableDesc &desc,
                     "  matmul configs (CpuConfigurator.cpp): register tile = most FMAs per load with "
                     "latency x pipes accumulators in the registers; cache_tile kc = MR x kc in a quarter "
                     "of L1; block columns = packed kc x columns slab in a quarter of L2 (half with a "
-                    "transposed lhs); one workgroup per core\n";
+                    "transposed lhs); one workgroup per core. amx_matmul (bf16 precision): blocks "
+                    "as few as fill the cores, split the way that packs least, kc <= 512\n";
   size_t shown = std::min<size_t>(lines.size(), 40);
   for (size_t i = 0; i < shown; ++i)
     out += lines[i].text;

@@ -7,22 +7,23 @@
 // (B[2p, n], B[2p + 1, n] side by side, "VNNI" order) into a 16 x 16 f32
 // tile of C: 16 x 16 x 32 products.
 //
-// Workgroup wg owns the block [m0, m1) x [n0, n1) of the result (the same
-// blocks as the vector kernel). Per batch element, per slab of kc k's:
-//   - pack the block's lhs rows, rounded to bf16, as [mc, kc] (a transposed
-//     lhs through 16 x 16 register transposes);
-//   - pack the block's rhs columns, rounded, as [kc / 2, 2 nc] in k-pairs
-//     (a transposed rhs, read along k, through 16 x 16 transposes of the
-//     pairs as 32-bit lanes);
-//   - for each 32 x 32 register block (2 x 2 tiles of C): its four sums from
-//     the block's f32 accumulator buffer (zero on the first slab), kc / 32
-//     tile products each, back to the buffer.
-// The slab past K is packed as zeros. Then the buffer is added to the
-// result (or is the result, when a zero fill was folded in), through the
-// epilogue if there is one. Tiles live within one basic block each: MLIR 19
-// lowers a tile carried through a loop or an scf.if into a block argument of
-// the wrong LLVM type, so the k steps of a slab are unrolled and the first
-// slab (zeros, no load) is a copy of the loop nest, not a branch.
+// Workgroup wg owns the block [m0, m1) x [n0, n1) of the result. Per batch
+// element, per slab of kc k's:
+//   - pack the block's rhs columns, rounded to bf16, as [kc / 2, 2 nc] in
+//     k-pairs (a transposed rhs, read along k, through 16 x 16 transposes of
+//     the pairs as 32-bit lanes): once per block and slab, so blocks are
+//     as tall as the configurator can make them;
+//   - for each strip of 32 rows: pack its lhs rows, rounded, as [32, kc]
+//     (32 KiB at most, in L1; a transposed lhs through 16 x 16 register
+//     transposes); then for each 32 x 32 register block, its 2 x 2 f32
+//     tiles of C from the result itself (zero on the first slab when the
+//     result's zero fill was folded in), kc / 32 tile products each, and
+//     back into the result.
+// The slab past K is packed as zeros. An epilogue then runs over the block,
+// reading the sums back. Tiles live within one basic block each: MLIR 19
+// lowers a tile carried through a loop or an scf.if into a block argument
+// of the wrong LLVM type, so the k steps of a slab are unrolled and the
+// first slab (zeros, no load) is a copy of the loop nest, not a branch.
 //
 // What the 32 x 32 blocks do not cover (M % 32 rows, N % 32 columns) runs as
 // a copy of the original generic, in float32.
@@ -97,44 +98,39 @@ struct Amx {
   }
   Value lt(Value x, Value y) { return b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, x, y); }
 
-  /// apack[r - m0, kk] = bf16(A[r, k0 + kk]) for r in [m0, mv), kk < klen;
-  /// zero for kk in [klen, kc).
-  void packLhs(Value apack, Value m0, Value mv, Value k0, Value klen, int64_t kc) {
+  /// apack[r - i0, kk] = bf16(A[r, k0 + kk]) for the 32 rows r from i0,
+  /// kk < klen; zero for kk in [klen, kc).
+  void packLhsStrip(Value apack, Value i0, Value k0, Value klen, int64_t kc) {
     Value kFull = mul(div(klen, kLanes), kLanes);
     if (!m.transposeA) {
-      loop(m0, mv, 1, [&](Value r) {
-        Value row = sub(r, m0);
+      loop(c(0), c(32), 1, [&](Value row) {
+        Value r = add(i0, row);
         loop(c(0), kFull, kLanes, [&](Value kk) {
           Value v = b.create<vector::LoadOp>(l, vec(kLanes, b.getF32Type()), m.lhs, at({r, add(k0, kk)}));
           b.create<vector::StoreOp>(l, toBf16(v), apack, ValueRange{row, kk});
         });
-        loop(kFull, c(kc), 1, [&](Value kk) {
-          Value v = scalarOrZero(lt(kk, klen), [&] {
-            return b.create<memref::LoadOp>(l, m.lhs, at({r, add(k0, kk)}));
-          });
-          b.create<memref::StoreOp>(l, v, apack, ValueRange{row, kk});
+      });
+    } else {
+      // lhs [K, M], unit-stride along m: 16 k by 16 rows, transposed.
+      for (int64_t half = 0; half < 2; ++half)
+        loop(c(0), kFull, kLanes, [&](Value kk) {
+          SmallVector<Value> rows;
+          for (int64_t t = 0; t < kLanes; ++t)
+            rows.push_back(b.create<vector::LoadOp>(l, vec(kLanes, b.getF32Type()), m.lhs,
+                                                    at({add(add(k0, kk), t), add(i0, kLanes * half)})));
+          SmallVector<Value> cols = nova::transposeInRegisters(b, l, rows);
+          for (int64_t t = 0; t < kLanes; ++t)
+            b.create<vector::StoreOp>(l, toBf16(cols[t]), apack, ValueRange{c(kLanes * half + t), kk});
         });
-      });
-      return;
     }
-    // lhs [K, M], unit-stride along m: 16 rows of k by 16 of m, transposed.
-    loop(m0, mv, kLanes, [&](Value r0) {
-      loop(c(0), kFull, kLanes, [&](Value kk) {
-        SmallVector<Value> rows;
-        for (int64_t t = 0; t < kLanes; ++t)
-          rows.push_back(b.create<vector::LoadOp>(l, vec(kLanes, b.getF32Type()), m.lhs,
-                                                  at({add(add(k0, kk), t), r0})));
-        SmallVector<Value> cols = nova::transposeInRegisters(b, l, rows);
-        for (int64_t t = 0; t < kLanes; ++t)
-          b.create<vector::StoreOp>(l, toBf16(cols[t]), apack, ValueRange{add(sub(r0, m0), t), kk});
-      });
-    });
-    loop(m0, mv, 1, [&](Value r) {
+    loop(c(0), c(32), 1, [&](Value row) {
+      Value r = add(i0, row);
       loop(kFull, c(kc), 1, [&](Value kk) {
         Value v = scalarOrZero(lt(kk, klen), [&] {
-          return b.create<memref::LoadOp>(l, m.lhs, at({add(k0, kk), r}));
+          return m.transposeA ? b.create<memref::LoadOp>(l, m.lhs, at({add(k0, kk), r}))
+                              : b.create<memref::LoadOp>(l, m.lhs, at({r, add(k0, kk)}));
         });
-        b.create<memref::StoreOp>(l, v, apack, ValueRange{sub(r, m0), kk});
+        b.create<memref::StoreOp>(l, v, apack, ValueRange{row, kk});
       });
     });
   }
@@ -205,58 +201,66 @@ struct Amx {
     });
   }
 
-  /// For each 32 x 32 register block of [m0, mv) x [n0, nv): its four C
-  /// tiles (zero when `first`, else from `acc`) plus kc / 32 products of the
-  /// packed slab, back into `acc`.
-  void products(Value apack, Value bpack, Value acc, Value m0, Value mv, Value n0, Value nv,
-                int64_t kc, bool first) {
+  /// For each 32 x 32 register block of the strip [i0, i0 + 32) x [n0, nv)
+  /// of `out` (the result, 2-D): its four C tiles (zero when `first`, else
+  /// the result's), plus kc / 32 products of the packed strip and slab, back.
+  void products(Value apack, Value bpack, Value out, Value i0, Value n0, Value nv, int64_t kc,
+                bool first) {
     auto cType = VectorType::get({16, 16}, b.getF32Type());
     auto abType = VectorType::get({16, 32}, b.getBF16Type());
-    loop(m0, mv, 32, [&](Value i0) {
-      Value ri = sub(i0, m0);
-      loop(n0, nv, 32, [&](Value j0) {
-        Value cj = sub(j0, n0);
-        Value tiles[2][2];
+    loop(n0, nv, 32, [&](Value j0) {
+      Value cj = sub(j0, n0);
+      Value tiles[2][2];
+      for (int64_t i = 0; i < 2; ++i)
+        for (int64_t j = 0; j < 2; ++j)
+          tiles[i][j] = first ? b.create<amx::TileZeroOp>(l, cType).getResult()
+                              : b.create<amx::TileLoadOp>(l, cType, out,
+                                                          ValueRange{add(i0, 16 * i), add(j0, 16 * j)})
+                                    .getResult();
+      for (int64_t s = 0; s < kc / 32; ++s) {
+        Value a[2], bt[2];
+        for (int64_t i = 0; i < 2; ++i)
+          a[i] = b.create<amx::TileLoadOp>(l, abType, apack, ValueRange{c(16 * i), c(32 * s)});
+        for (int64_t j = 0; j < 2; ++j)
+          bt[j] = b.create<amx::TileLoadOp>(l, abType, bpack,
+                                            ValueRange{c(16 * s), add(mul(cj, 2), 32 * j)});
         for (int64_t i = 0; i < 2; ++i)
           for (int64_t j = 0; j < 2; ++j)
-            tiles[i][j] = first ? b.create<amx::TileZeroOp>(l, cType).getResult()
-                                : b.create<amx::TileLoadOp>(l, cType, acc,
-                                                            ValueRange{add(ri, 16 * i), add(cj, 16 * j)})
-                                      .getResult();
-        for (int64_t s = 0; s < kc / 32; ++s) {
-          Value a[2], bt[2];
-          for (int64_t i = 0; i < 2; ++i)
-            a[i] = b.create<amx::TileLoadOp>(l, abType, apack, ValueRange{add(ri, 16 * i), c(32 * s)});
-          for (int64_t j = 0; j < 2; ++j)
-            bt[j] = b.create<amx::TileLoadOp>(l, abType, bpack,
-                                              ValueRange{c(16 * s), add(mul(cj, 2), 32 * j)});
-          for (int64_t i = 0; i < 2; ++i)
-            for (int64_t j = 0; j < 2; ++j)
-              tiles[i][j] = b.create<amx::TileMulFOp>(l, cType, a[i], bt[j], tiles[i][j]);
-        }
-        for (int64_t i = 0; i < 2; ++i)
-          for (int64_t j = 0; j < 2; ++j)
-            b.create<amx::TileStoreOp>(l, acc, ValueRange{add(ri, 16 * i), add(cj, 16 * j)}, tiles[i][j]);
+            tiles[i][j] = b.create<amx::TileMulFOp>(l, cType, a[i], bt[j], tiles[i][j]);
+      }
+      for (int64_t i = 0; i < 2; ++i)
+        for (int64_t j = 0; j < 2; ++j)
+          b.create<amx::TileStoreOp>(l, out, ValueRange{add(i0, 16 * i), add(j0, 16 * j)}, tiles[i][j]);
+    });
+  }
+
+  /// The epilogue over [m0, mv) x [n0, nv), on the sums in the result.
+  void epilogueOver(linalg::GenericOp epilogue, Value m0, Value mv, Value n0, Value nv) {
+    auto type = vec(kLanes, b.getF32Type());
+    loop(m0, mv, 1, [&](Value r) {
+      loop(n0, nv, kLanes, [&](Value j) {
+        Value v = b.create<vector::LoadOp>(l, type, m.out, at({r, j}));
+        storeThroughEpilogue(b, l, epilogue, m.out, batch, r, j, v, kLanes);
       });
     });
   }
 
-  /// result[r, j] = acc[r - m0, j - n0] (+ result[r, j] unless `replace`),
-  /// through `epilogue` if not null.
-  void writeBack(Value acc, Value m0, Value mv, Value n0, Value nv, bool replace,
-                 linalg::GenericOp epilogue) {
-    auto type = vec(kLanes, b.getF32Type());
-    loop(m0, mv, 1, [&](Value r) {
-      loop(n0, nv, kLanes, [&](Value j) {
-        Value v = b.create<vector::LoadOp>(l, type, acc, ValueRange{sub(r, m0), sub(j, n0)});
-        if (!replace)
-          v = b.create<arith::AddFOp>(l, v, b.create<vector::LoadOp>(l, type, m.out, at({r, j})));
-        if (epilogue)
-          storeThroughEpilogue(b, l, epilogue, m.out, batch, r, j, v, kLanes);
-        else
-          b.create<vector::StoreOp>(l, v, m.out, at({r, j}));
-      });
-    });
+  /// The result as [M, N] for this batch element (tiles address 2-D rows).
+  Value out2d() {
+    if (m.batchRank == 0)
+      return m.out;
+    SmallVector<OpFoldResult> offsets, sizes, strides;
+    for (Value v : batch) {
+      offsets.push_back(v);
+      sizes.push_back(b.getIndexAttr(1));
+      strides.push_back(b.getIndexAttr(1));
+    }
+    offsets.append({b.getIndexAttr(0), b.getIndexAttr(0)});
+    sizes.append({b.getIndexAttr(m.M), b.getIndexAttr(m.N)});
+    strides.append({b.getIndexAttr(1), b.getIndexAttr(1)});
+    auto type = memref::SubViewOp::inferRankReducedResultType(
+        {m.M, m.N}, cast<MemRefType>(m.out.getType()), offsets, sizes, strides);
+    return b.create<memref::SubViewOp>(l, cast<MemRefType>(type), m.out, offsets, sizes, strides);
   }
 };
 
@@ -281,31 +285,38 @@ void mlir::nova::matmul::rewriteAmx(linalg::GenericOp op, const MatmulOperands &
                                   block.m0);
     nv = b.create<arith::MaxUIOp>(loc, b.create<arith::MinUIOp>(loc, block.n1, index(b, loc, nFull)),
                                   block.n0);
-    int64_t mc = tile[m.batchRank], nc = tile[m.batchRank + 1];
+    int64_t nc = tile[m.batchRank + 1];
     auto func = op->getParentOfType<func::FuncOp>();
     OpBuilder entry = OpBuilder::atBlockBegin(&func.getBody().front());
     auto stackBuffer = [&](ArrayRef<int64_t> shape, Type t) {
       return entry.create<memref::AllocaOp>(loc, MemRefType::get(shape, t), ValueRange{},
                                             entry.getI64IntegerAttr(64));
     };
-    Value apack = stackBuffer({mc, kc}, b.getBF16Type());
+    Value apack = stackBuffer({32, kc}, b.getBF16Type());
     Value bpack = stackBuffer({kc / 2, 2 * nc}, b.getBF16Type());
-    Value acc = stackBuffer({mc, nc}, b.getF32Type());
     SmallVector<Value> steps(m.batchRank, index(b, loc, 1));
     scf::buildLoopNest(b, loc, block.batchLo, block.batchHi, steps,
                        [&](OpBuilder &bb, Location bl, ValueRange batch) {
                          Amx amx{bb, bl, m, batch};
+                         Value out = amx.out2d();
                          amx.loop(amx.c(0), amx.c(m.K), kc, [&](Value k0) {
                            Value klen = amx.sub(amx.minU(amx.add(k0, kc), amx.c(m.K)), k0);
-                           amx.packLhs(apack, block.m0, mv, k0, klen, kc);
                            amx.packRhs(bpack, block.n0, nv, k0, klen, kc);
-                           Value first = bb.create<arith::CmpIOp>(bl, arith::CmpIPredicate::eq, k0, amx.c(0));
-                           amx.when(
-                               first,
-                               [&] { amx.products(apack, bpack, acc, block.m0, mv, block.n0, nv, kc, true); },
-                               [&] { amx.products(apack, bpack, acc, block.m0, mv, block.n0, nv, kc, false); });
+                           amx.loop(block.m0, mv, 32, [&](Value i0) {
+                             amx.packLhsStrip(apack, i0, k0, klen, kc);
+                             auto strip = [&](bool first) {
+                               amx.products(apack, bpack, out, i0, block.n0, nv, kc, first);
+                             };
+                             if (!zeroStart) {
+                               strip(false);
+                               return;
+                             }
+                             Value first = bb.create<arith::CmpIOp>(bl, arith::CmpIPredicate::eq, k0, amx.c(0));
+                             amx.when(first, [&] { strip(true); }, [&] { strip(false); });
+                           });
                          });
-                         amx.writeBack(acc, block.m0, mv, block.n0, nv, zeroStart, epilogue);
+                         if (epilogue)
+                           amx.epilogueOver(epilogue, block.m0, mv, block.n0, nv);
                        });
   }
   // What the 32 x 32 blocks do not reach: the rows below them (all the

@@ -2,11 +2,13 @@
 // RUN: nova-opt %s -nova-configure-kernels="vector-bits=512 cores=2" -verify-each | FileCheck %s --check-prefix=NOAMX
 
 // The module asks for bf16 matmuls. With AMX: a 2048x768x256 f32 matmul
-// takes the tiles: kc = K = 256 (at most 512), blocks of 128 rows x 256
-// columns (128 KiB of f32 sums, 64 + 128 KiB of packed bf16 operands),
-// 16 x 3 = 48 workgroups. Without AMX it stays float32.
+// takes the tiles, kc = K = 256 (at most 512). Packing bounds it: the rhs
+// slab (256 x 768 bf16, 384 KiB, within half of L2) is packed once per
+// block, each strip's lhs once per block; two workgroups for the two cores,
+// split by rows (packs the rhs twice: 2048 + 2 x 768 rows of K) rather
+// than by columns (the lhs twice: 2 x 2048 + 768).
 // CHECK-LABEL: func.func @matmul
-// CHECK-SAME: #nova.lowering_config<amx_matmul, workgroups = 48, tile = [128, 256], cache_tile = [256], register_tile = [32, 32]>
+// CHECK-SAME: #nova.lowering_config<amx_matmul, workgroups = 2, tile = [1024, 768], cache_tile = [256], register_tile = [32, 32]>
 // NOAMX-LABEL: func.func @matmul
 // NOAMX-SAME: #nova.lowering_config<matmul,
 // A result narrower than one 32-column block: float32 FMAs.

@@ -127,31 +127,49 @@ RegisterTile chooseRegisterTile(int64_t M, int64_t N, int64_t width, const nova:
   return best;
 }
 
-/// AMX tiles (bf16 products, f32 sums): a workgroup's block of mc x nc
-/// results (multiples of the 32 x 32 register block of 2 x 2 16 x 16 tiles)
-/// keeps its f32 sums in a stack buffer (mc x nc x 4 bytes) and per slab
-/// of kc (a multiple of 32, the k one tile product covers; at most 512)
-/// packs the lhs rows (mc x kc bf16) and the rhs
-/// columns, k-pairs interleaved as the tiles take them (kc x nc bf16):
-/// with mc = 128, nc = 256, kc = 512 that is 128 + 128 + 256 KiB, in L2.
-/// Blocks shrink (rows first) until the workgroups fill the cores.
+/// AMX tiles (bf16 products, f32 sums, accumulated in the result): the
+/// tile unit multiplies many times faster than the FMAs, so the kernel is
+/// bound by packing the operands to bf16 (AmxMatmul.cpp). Per block and
+/// slab of kc k's (a multiple of 32, at most 512) the rhs columns are
+/// packed once (kc x nc bf16, in half of L2: nc from that), and each
+/// 32-row strip's lhs rows once per block. So the blocks split the result
+/// into as few parts as make one workgroup per core, in the direction
+/// that packs least: a column split packs the lhs again (M x K per extra
+/// block), a row split the rhs (N x K).
 nova::LoweringConfigAttr configureAmxMatmul(linalg::GenericOp op, const nova::MatmulOperands &m,
                                             const nova::CpuFacts &facts) {
   auto roundUp = [](int64_t v, int64_t q) { return ceilDiv(v, q) * q; };
   int64_t slabs = ceilDiv(m.K, 512);
   int64_t kc = roundUp(ceilDiv(m.K, slabs), 32);
-  int64_t mc = std::min<int64_t>(roundUp(m.M, 32), 128);
-  int64_t nc = std::min<int64_t>(roundUp(m.N, 32), 256);
+  int64_t ncMax = std::max<int64_t>(32, facts.l2Bytes / 2 / (2 * kc) / 32 * 32);
   int64_t batch = m.batch();
-  auto count = [&] { return batch * ceilDiv(m.M, mc) * ceilDiv(m.N, nc); };
-  while (count() < facts.cores && mc > 32)
-    mc -= 32;
-  while (count() < facts.cores && nc > 32)
-    nc -= 32;
+  double flops = 2.0 * double(batch) * double(m.M) * double(m.N) * double(m.K);
+  int64_t target = facts.cores <= 1 || flops < double(kMinParallelFlops) ? 1 : facts.cores;
+  int64_t need = std::max<int64_t>(1, ceilDiv(target, batch));
+  int64_t rowStrips = ceilDiv(m.M, 32), colStrips = ceilDiv(m.N, 32);
+  int64_t minCols = ceilDiv(roundUp(m.N, 32), ncMax);
+  int64_t bestRows = 1, bestCols = minCols;
+  double bestCost = -1;
+  bool bestBalanced = false;
+  for (int64_t cols = minCols; cols <= std::max(minCols, std::min(colStrips, need)); ++cols) {
+    int64_t rows = std::min(rowStrips, std::max<int64_t>(1, ceilDiv(need, cols)));
+    int64_t count = batch * rows * cols;
+    bool balanced = count <= facts.cores || count % facts.cores == 0;
+    double cost = double(m.M) * double(cols) + double(m.N) * double(rows);
+    if (bestCost < 0 || (balanced && !bestBalanced) || (balanced == bestBalanced && cost < bestCost)) {
+      bestCost = cost;
+      bestBalanced = balanced;
+      bestRows = rows;
+      bestCols = cols;
+    }
+  }
+  int64_t mc = roundUp(ceilDiv(m.M, bestRows), 32);
+  int64_t nc = roundUp(ceilDiv(m.N, bestCols), 32);
   SmallVector<int64_t> tile(m.batchRank, 1);
   tile.push_back(mc);
   tile.push_back(nc);
-  return nova::LoweringConfigAttr::get(op.getContext(), "amx_matmul", count(), tile,
+  int64_t workgroups = batch * ceilDiv(m.M, mc) * ceilDiv(m.N, nc);
+  return nova::LoweringConfigAttr::get(op.getContext(), "amx_matmul", workgroups, tile,
                                        SmallVector<int64_t>{kc}, SmallVector<int64_t>{32, 32});
 }
 
