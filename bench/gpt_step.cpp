@@ -56,14 +56,19 @@ int main(int argc, char** argv) {
   double step_peak = nova_bench::peak_mib();
   double peak = std::max(compile_peak, step_peak);
 
+  // The plan's own figure: the arena every step's temporaries live in.
+  const nova::ExecutableDesc* desc = step.executable(x, y, nova::static_arg(c))->description();
+  double arena = desc ? double(desc->arena_bytes) / (1 << 20) : 0.0;
+
   double n_params = double(params.numel());
   double flops = 6.0 * n_params * double(B * T) + 12.0 * double(c.layers * B * T * T * c.d_model);
   std::printf("nova %s: params %.2fM, first step (compile+run) %.1f s, step %.3f s, %.0f tokens/s, "
               "%.1f GFLOP/s; params+state %.1f MiB; step memory %.1f MiB = peak %.1f - after init %.1f "
-              "(compile peak %.1f, steps' peak %.1f)\n",
+              "(compile peak %.1f, steps' peak %.1f); planned arena %.1f MiB\n",
               medium ? "medium" : "small", n_params / 1e6, first, secs, double(B * T) / secs,
               flops / secs * 1e-9, rss_init - rss_start, peak - rss_init, peak, rss_init, compile_peak,
-              step_peak);
-  std::printf("RESULT nova tokens_per_s=%.1f step_mib=%.1f\n", double(B * T) / secs, peak - rss_init);
+              step_peak, arena);
+  std::printf("RESULT nova tokens_per_s=%.1f step_mib=%.1f arena_mib=%.1f\n", double(B * T) / secs,
+              peak - rss_init, arena);
   return 0;
 }

@@ -22,6 +22,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
 #if defined(__GLIBC__)
@@ -146,6 +147,32 @@ void explainKernels(ModuleOp kernels, const ::nova::ExecutableDesc &desc,
   report.kernelLines = out;
 }
 
+/// NOVA_EXPLAIN's memory lines: the arena against the most bytes live at
+/// once (what any placement needs), where that peak is, the largest buffers.
+std::string explainMemory(const mlir::nova::MemoryPlan &plan, const ::nova::ExecutableDesc &desc) {
+  auto mib = [](uint64_t bytes) { return llvm::formatv("{0:f1} MiB", double(bytes) / (1 << 20)).str(); };
+  auto kernelName = [&](size_t k) {
+    return k < desc.kernels.size() ? desc.kernels[k].symbol + " (" + desc.kernels[k].summary + ")"
+                                   : std::string("?");
+  };
+  std::string out = "  memory: arena " + mib(plan.arenaBytes) + " for " +
+                    std::to_string(plan.buffers.size()) + " buffers; at most " +
+                    mib(plan.peakLiveBytes) + " live at once (launch " +
+                    std::to_string(plan.peakLaunch) + " of " + std::to_string(desc.launches.size());
+  if (plan.peakLaunch < desc.launches.size())
+    out += ", " + kernelName(desc.launches[plan.peakLaunch].kernel);
+  out += ")";
+  if (plan.peakLiveBytes > 0)
+    out += llvm::formatv("; arena / peak {0:f3}", double(plan.arenaBytes) / double(plan.peakLiveBytes)).str();
+  out += "\n  largest buffers (bytes, live over launches, made by):\n";
+  for (size_t i : plan.largest) {
+    const mlir::nova::BufferLife &b = plan.buffers[i];
+    out += "    " + mib(b.bytes) + "  " + std::to_string(b.first) + ".." + std::to_string(b.last) + "  " +
+           kernelName(b.kernel) + "\n";
+  }
+  return out;
+}
+
 [[noreturn]] void fail(const std::string &what, const std::string &diagnostics) {
   throw ::nova::CompileError("nova: " + what + (diagnostics.empty() ? "" : ":\n" + diagnostics));
 }
@@ -193,9 +220,12 @@ std::array<uint64_t, 2> mlir::nova::stepKey(ModuleOp traced, const ::nova::Targe
   std::string error;
   if (!step || !kernels)
     fail("the step has no launch plan after the kernel stage", diags.text);
-  if (failed(buildLaunchPlan(step, kernels, desc, error)))
+  MemoryPlan memory;
+  if (failed(buildLaunchPlan(step, kernels, desc, error, &memory)))
     fail("building the launch plan failed: " + error, diags.text);
   report.add("launch plan", clock.lap());
+  if (explainEnabled())
+    report.memoryLines = explainMemory(memory, desc);
   if (explainEnabled())
     explainKernels(kernels, desc, targetDesc, report);
   if (failed(runCodegenStages(kernels, *target, options)))

@@ -36,6 +36,7 @@ std::string mlir::nova::CompileReport::format() const {
     }
     out += "\n";
   }
+  out += memoryLines;
   out += kernelLines;
   return out;
 }

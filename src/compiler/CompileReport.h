@@ -25,6 +25,7 @@ struct CompileReport {
   uint64_t arenaBytes = 0;
   std::vector<std::pair<std::string, double>> slowestKernels; // entry, seconds
   std::string kernelLines; // NOVA_EXPLAIN: each kernel's configuration and roofline
+  std::string memoryLines; // NOVA_EXPLAIN: the arena plan, its peak and largest buffers
 
   void add(std::string phase, double seconds) { phases.emplace_back(std::move(phase), seconds); }
   double total() const;

@@ -26,25 +26,24 @@ uint64_t bytesOf(MemRefType type) {
          static_cast<uint64_t>((type.getElementTypeBitWidth() + 7) / 8);
 }
 
-struct Interval {
-  size_t buffer;
-  uint64_t bytes;
-  size_t first, last;
-};
+} // namespace
 
-/// Greedy by size: each buffer at the lowest aligned offset clear of every
-/// already placed buffer whose lifetime overlaps. Returns the arena size.
-uint64_t placeBuffers(std::vector<Interval> intervals, std::vector<uint64_t> &offsets) {
-  std::stable_sort(intervals.begin(), intervals.end(),
-                   [](const Interval &a, const Interval &b) { return a.bytes > b.bytes; });
-  std::vector<const Interval *> placed;
+uint64_t mlir::nova::placeBuffers(ArrayRef<BufferLife> buffers, std::vector<uint64_t> &offsets) {
+  offsets.assign(buffers.size(), 0);
+  std::vector<size_t> order(buffers.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return buffers[a].bytes > buffers[b].bytes; });
+  std::vector<size_t> placed;
   uint64_t arena = 0;
-  for (const Interval &iv : intervals) {
+  for (size_t i : order) {
+    const BufferLife &iv = buffers[i];
     // Occupied ranges of overlapping lifetimes, by offset.
     std::vector<std::pair<uint64_t, uint64_t>> taken;
-    for (const Interval *p : placed)
-      if (p->first <= iv.last && iv.first <= p->last)
-        taken.emplace_back(offsets[p->buffer], offsets[p->buffer] + p->bytes);
+    for (size_t p : placed)
+      if (buffers[p].first <= iv.last && iv.first <= buffers[p].last)
+        taken.emplace_back(offsets[p], offsets[p] + buffers[p].bytes);
     std::sort(taken.begin(), taken.end());
     uint64_t offset = 0;
     for (auto [lo, hi] : taken) {
@@ -52,17 +51,66 @@ uint64_t placeBuffers(std::vector<Interval> intervals, std::vector<uint64_t> &of
         break;
       offset = std::max(offset, (hi + kAlignment - 1) / kAlignment * kAlignment);
     }
-    offsets[iv.buffer] = offset;
+    offsets[i] = offset;
     arena = std::max(arena, offset + iv.bytes);
-    placed.push_back(&iv);
+    placed.push_back(i);
   }
   return arena;
 }
 
+std::string mlir::nova::checkPlacement(ArrayRef<BufferLife> buffers, ArrayRef<uint64_t> offsets) {
+  for (size_t a = 0; a < buffers.size(); ++a) {
+    if (offsets[a] % kAlignment != 0)
+      return "buffer " + std::to_string(a) + " is at offset " + std::to_string(offsets[a]) +
+             ", not a multiple of " + std::to_string(kAlignment);
+    for (size_t b = a + 1; b < buffers.size(); ++b) {
+      bool together = buffers[a].first <= buffers[b].last && buffers[b].first <= buffers[a].last;
+      bool overlap = offsets[a] < offsets[b] + buffers[b].bytes && offsets[b] < offsets[a] + buffers[a].bytes &&
+                     buffers[a].bytes > 0 && buffers[b].bytes > 0;
+      if (together && overlap)
+        return "buffers " + std::to_string(a) + " and " + std::to_string(b) +
+               " are live together (launches " + std::to_string(buffers[a].first) + ".." +
+               std::to_string(buffers[a].last) + " and " + std::to_string(buffers[b].first) + ".." +
+               std::to_string(buffers[b].last) + ") and overlap in the arena";
+    }
+  }
+  return "";
+}
+
+mlir::nova::MemoryPlan mlir::nova::summarizeMemory(ArrayRef<BufferLife> buffers, size_t launches,
+                                                   uint64_t arenaBytes, size_t largest) {
+  MemoryPlan plan;
+  plan.arenaBytes = arenaBytes;
+  // Live bytes per launch: +bytes at first, -bytes after last.
+  std::vector<int64_t> delta(launches + 1, 0);
+  for (const BufferLife &b : buffers) {
+    delta[b.first] += static_cast<int64_t>(b.bytes);
+    delta[b.last + 1] -= static_cast<int64_t>(b.bytes);
+  }
+  int64_t live = 0;
+  for (size_t l = 0; l < launches; ++l) {
+    live += delta[l];
+    if (static_cast<uint64_t>(live) > plan.peakLiveBytes) {
+      plan.peakLiveBytes = static_cast<uint64_t>(live);
+      plan.peakLaunch = l;
+    }
+  }
+  std::vector<size_t> order(buffers.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return buffers[a].bytes > buffers[b].bytes; });
+  order.resize(std::min(order.size(), largest));
+  plan.largest = order;
+  return plan;
+}
+
+namespace {
 } // namespace
 
 LogicalResult mlir::nova::buildLaunchPlan(func::FuncOp step, ModuleOp kernels,
-                                          ::nova::ExecutableDesc &desc, std::string &error) {
+                                          ::nova::ExecutableDesc &desc, std::string &error,
+                                          MemoryPlan *memory) {
   using ::nova::BufferRef;
   Block &entry = step.front();
   size_t numInputs = desc.inputs.size();
@@ -86,7 +134,7 @@ LogicalResult mlir::nova::buildLaunchPlan(func::FuncOp step, ModuleOp kernels,
   SymbolTable symbols(kernels);
   llvm::DenseMap<Value, size_t> bufferOf; // alloc result → buffer number
   std::vector<uint64_t> bufferBytes;
-  std::vector<Interval> lives;
+  std::vector<BufferLife> lives;
   std::map<std::string, uint32_t> kernelIndex;
   // Arena references are patched with offsets once all lifetimes are known.
   std::vector<std::pair<size_t, size_t>> arenaArgs; // (launch, arg) → buffer in bufferOfArg
@@ -101,7 +149,7 @@ LogicalResult mlir::nova::buildLaunchPlan(func::FuncOp step, ModuleOp kernels,
       }
       bufferOf[alloc.getResult()] = bufferBytes.size();
       bufferBytes.push_back(bytesOf(type));
-      lives.push_back({bufferBytes.size() - 1, bufferBytes.back(), SIZE_MAX, 0});
+      lives.push_back({bufferBytes.back(), SIZE_MAX, 0, 0});
       continue;
     }
     if (isa<memref::DeallocOp, func::ReturnOp>(op))
@@ -141,6 +189,8 @@ LogicalResult mlir::nova::buildLaunchPlan(func::FuncOp step, ModuleOp kernels,
         return failure();
       }
       size_t b = found->second;
+      if (lives[b].first == SIZE_MAX)
+        lives[b].kernel = it->second; // the kernel that first touches it: its producer
       lives[b].first = std::min(lives[b].first, launchIndex);
       lives[b].last = std::max(lives[b].last, launchIndex);
       arenaArgs.emplace_back(launchIndex, l.args.size());
@@ -150,15 +200,28 @@ LogicalResult mlir::nova::buildLaunchPlan(func::FuncOp step, ModuleOp kernels,
     desc.launches.push_back(std::move(l));
   }
 
-  std::vector<Interval> used;
-  for (const Interval &iv : lives)
-    if (iv.first != SIZE_MAX)
-      used.push_back(iv);
-  std::vector<uint64_t> offsets(bufferBytes.size(), 0);
+  std::vector<BufferLife> used;
+  std::vector<size_t> usedIndex(lives.size(), SIZE_MAX);
+  for (size_t b = 0; b < lives.size(); ++b)
+    if (lives[b].first != SIZE_MAX) {
+      usedIndex[b] = used.size();
+      used.push_back(lives[b]);
+    }
+  std::vector<uint64_t> offsets;
   desc.arena_bytes = placeBuffers(used, offsets);
+  // The planner's one invariant, checked on every plan (the fuzzer's random
+  // graphs make this a property test).
+  if (std::string overlap = checkPlacement(used, offsets); !overlap.empty()) {
+    error = "the arena plan is wrong: " + overlap;
+    return failure();
+  }
   for (size_t i = 0; i < arenaArgs.size(); ++i) {
     auto [launch, arg] = arenaArgs[i];
-    desc.launches[launch].args[arg].offset = offsets[bufferOfArg[i]];
+    desc.launches[launch].args[arg].offset = offsets[usedIndex[bufferOfArg[i]]];
+  }
+  if (memory) {
+    *memory = summarizeMemory(used, desc.launches.size(), desc.arena_bytes, 8);
+    memory->buffers = std::move(used);
   }
   return success();
 }

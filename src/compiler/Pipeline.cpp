@@ -54,6 +54,8 @@ void addGraphStage(OpPassManager &pm) {
 }
 
 void addLinalgStage(OpPassManager &pm) {
+  // Before lowering (on the nova ops, after the graph stage's CSE).
+  pm.addPass(mlir::nova::createNovaRematerialize());
   pm.addPass(mlir::nova::createNovaLowerToLinalg());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(mlir::nova::createNovaFuseElementwise());

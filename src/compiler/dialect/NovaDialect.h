@@ -42,6 +42,10 @@ inline constexpr llvm::StringLiteral kSplitLoopAttr = "nova.split_loop";
 /// configurator gives float32 matmuls the AMX kernel when the target has it.
 inline constexpr llvm::StringLiteral kMatmulPrecisionAttr = "nova.matmul_precision";
 
+/// A bool attribute on the traced step's module, false when NOVA_REMAT=0:
+/// nova-rematerialize then leaves the step alone (absent means on).
+inline constexpr llvm::StringLiteral kRematAttr = "nova.remat";
+
 } // namespace mlir::nova
 
 #endif // NOVA_COMPILER_DIALECT_NOVADIALECT_H

@@ -23,6 +23,8 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 
+#include <cstdlib>
+#include <string_view>
 #include <variant>
 
 using namespace mlir;
@@ -80,6 +82,10 @@ public:
     if (::nova::matmul_precision() != ::nova::MatmulPrecision::fp32)
       (*module)->setAttr(mlir::nova::kMatmulPrecisionAttr,
                          builder.getStringAttr(::nova::name_of(::nova::matmul_precision())));
+    // NOVA_REMAT=0 turns rematerialization off (to measure it, to bisect);
+    // as an attribute it is part of the key too.
+    if (const char *remat = std::getenv("NOVA_REMAT"); remat && std::string_view(remat) == "0")
+      (*module)->setAttr(mlir::nova::kRematAttr, builder.getBoolAttr(false));
     builder.setInsertionPointToEnd(module->getBody());
     func = builder.create<func::FuncOp>(UnknownLoc::get(ctx), this->name,
                                         builder.getFunctionType({}, {}));

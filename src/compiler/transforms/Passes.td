@@ -250,6 +250,22 @@ def NovaVectorizeMatmul : Pass<"nova-vectorize-matmul", "mlir::ModuleOp"> {
                            "mlir::amx::AMXDialect"];
 }
 
+def NovaRematerialize : Pass<"nova-rematerialize", "mlir::ModuleOp"> {
+  let summary = "Recompute cheap forward values at their late (backward) uses where that extends no other lifetime";
+  let description = [{
+    On the nova dialect after autodiff and CSE: a value of an elementwise op,
+    GELU or LayerNorm whose uses have a gap of at least `min-gap` ops, and
+    whose op's operands are all live after the gap, is recomputed by a clone
+    (`nova.rematerialized`) right before the first use after the gap, which with the
+    later uses reads the clone. The original then dies at its early uses.
+    A module with `nova.remat = false` is left alone.
+  }];
+  let options = [
+    Option<"minGap", "min-gap", "int64_t", /*default=*/"16",
+           "the fewest ops between two uses worth a recomputation">,
+  ];
+}
+
 def NovaMergeDisjointSums : Pass<"nova-merge-disjoint-sums", "mlir::ModuleOp"> {
   let summary = "A sum of zero-padded parts that do not overlap becomes the parts inserted into one buffer";
   let description = [{

@@ -1,0 +1,141 @@
+//===- Rematerialize.cpp - the nova-rematerialize pass -----------*- C++ -*-===//
+//
+// The backward of a step reads forward values long after the forward made
+// them (a GELU's output for its weight gradient, a LayerNorm's output for
+// the projection after it), so each is a whole activation alive from the
+// forward through most of the backward, and together they are the step's
+// peak. A value made by cheap ops (elementwise, GELU, LayerNorm, and the
+// reshapes, transposes and broadcasts between them) is instead recomputed
+// right before its late uses, when that extends no other value's life:
+// every value the recomputation reads is used at or after that point anyway
+// (a GELU's input, kept for the GELU's own gradient; a LayerNorm's input,
+// kept for the LayerNorm gradient; parameters). Then the original lives only
+// until its early uses, and the copy only around its late ones: the live
+// set at every point is the same or smaller, for the price of running the
+// ops again.
+//
+// The rule, per value of a cheap op: among its uses in block order, the
+// largest gap between consecutive uses; if it spans at least `min-gap` ops,
+// the op is cloned before the use after the gap (marked
+// `nova.rematerialized`), with the cheap ops before it whose values are not
+// live there (at most 4 ops in all; any other op ends the search and the
+// value is kept), and the uses from there on read the clone. Runs on the nova dialect after autodiff and CSE (which would merge
+// the clone back); a module with `nova.remat = false` (NOVA_REMAT=0) is
+// left alone.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/dialect/NovaDialect.h"
+#include "compiler/transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <functional>
+
+#include <limits>
+
+namespace mlir::nova {
+#define GEN_PASS_DEF_NOVAREMATERIALIZE
+#include "compiler/transforms/Passes.h.inc"
+} // namespace mlir::nova
+
+using namespace mlir;
+
+namespace {
+
+/// Ops cheap to run again: elementwise, GELU, LayerNorm, and the layout ops
+/// between them and their consumers (a reshape or transpose into a
+/// matmul's operand, a broadcast of a bias).
+bool isCheap(Operation *op) {
+  return op->getNumResults() == 1 &&
+         isa<nova::NegOp, nova::ExpOp, nova::LogOp, nova::TanhOp, nova::SqrtOp, nova::RsqrtOp,
+             nova::ReluOp, nova::ErfOp, nova::GeluOp, nova::AddOp, nova::SubOp, nova::MulOp,
+             nova::DivOp, nova::MaxOp, nova::LayerNormOp, nova::ReshapeOp, nova::TransposeOp,
+             nova::BroadcastOp>(op);
+}
+
+/// The most ops recomputed for one value (a GELU and the reshape after it).
+constexpr int kMaxChain = 4;
+
+void rematerialize(Block &block, int64_t minGap) {
+  DenseMap<Operation *, int64_t> position;
+  int64_t next = 0;
+  for (Operation &op : block)
+    position[&op] = next++;
+  auto at = [&](OpOperand &use) { return position.lookup(block.findAncestorOpInBlock(*use.getOwner())); };
+  auto lastUse = [&](Value v) {
+    if (isa<BlockArgument>(v))
+      return std::numeric_limits<int64_t>::max(); // arguments live through the step
+    int64_t last = -1;
+    for (OpOperand &use : v.getUses())
+      last = std::max(last, at(use));
+    return last;
+  };
+  SmallVector<Operation *> candidates;
+  for (Operation &op : block)
+    if (isCheap(&op))
+      candidates.push_back(&op);
+  for (Operation *def : candidates) {
+    Value v = def->getResult(0);
+    SmallVector<std::pair<int64_t, OpOperand *>> uses;
+    for (OpOperand &use : v.getUses())
+      uses.emplace_back(at(use), &use);
+    llvm::sort(uses, [](const auto &a, const auto &b) { return a.first < b.first; });
+    size_t split = 0;
+    int64_t gap = 0;
+    for (size_t i = 0; i + 1 < uses.size(); ++i)
+      if (uses[i + 1].first - uses[i].first > gap) {
+        gap = uses[i + 1].first - uses[i].first;
+        split = i + 1;
+      }
+    if (gap < minGap)
+      continue;
+    int64_t late = uses[split].first;
+    // What to run again, operands first: `def`, and each cheap producer of an
+    // operand that is not live at `late` anyway (it would be kept alive).
+    SetVector<Operation *> chain;
+    std::function<bool(Operation *, int)> collect = [&](Operation *op, int depth) {
+      if (depth > kMaxChain)
+        return false;
+      for (Value o : op->getOperands()) {
+        if (lastUse(o) >= late)
+          continue;
+        Operation *producer = o.getDefiningOp();
+        if (!producer || producer->getBlock() != &block || !isCheap(producer) || !collect(producer, depth + 1))
+          return false;
+      }
+      chain.insert(op);
+      return true;
+    };
+    if (!collect(def, 1))
+      continue;
+    Operation *user = block.findAncestorOpInBlock(*uses[split].second->getOwner());
+    OpBuilder b(user);
+    IRMapping map;
+    for (Operation *op : chain) {
+      Operation *copy = b.clone(*op, map);
+      copy->setAttr("nova.rematerialized", b.getUnitAttr());
+      position[copy] = late;
+    }
+    Value again = map.lookup(v);
+    for (size_t i = split; i < uses.size(); ++i)
+      uses[i].second->set(again);
+  }
+}
+
+struct NovaRematerialize : mlir::nova::impl::NovaRematerializeBase<NovaRematerialize> {
+  using NovaRematerializeBase::NovaRematerializeBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (auto flag = module->getAttrOfType<BoolAttr>(nova::kRematAttr); flag && !flag.getValue())
+      return;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (!func.isExternal() && func.getBody().hasOneBlock())
+        rematerialize(func.front(), minGap);
+  }
+};
+
+} // namespace

@@ -1,0 +1,112 @@
+// RUN: nova-opt %s -nova-rematerialize=min-gap=4 -verify-each -split-input-file | FileCheck %s
+
+// A GELU's output is used right away and again 5 ops later; its input is
+// an argument (live throughout): the late use reads a GELU recomputed just
+// before it, and the original dies at its first use.
+// CHECK-LABEL: func @gelu
+// CHECK: %[[G:.*]] = nova.gelu %[[X:[^ ]*]] : tensor<4x3xf32>
+// CHECK: nova.exp %[[G]]
+// CHECK-COUNT-4: nova.tanh
+// CHECK: %[[R:.*]] = nova.gelu %[[X]] {nova.rematerialized} : tensor<4x3xf32>
+// CHECK-NEXT: nova.mul %{{.*}}, %[[R]]
+// CHECK-NEXT: nova.add %{{.*}}, %[[R]]
+func.func @gelu(%x: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  %g = nova.gelu %x : tensor<4x3xf32>
+  %a = nova.exp %g : tensor<4x3xf32>
+  %b = nova.tanh %a : tensor<4x3xf32>
+  %c = nova.tanh %b : tensor<4x3xf32>
+  %d = nova.tanh %c : tensor<4x3xf32>
+  %e = nova.tanh %d : tensor<4x3xf32>
+  %f = nova.mul %e, %g : tensor<4x3xf32>, tensor<4x3xf32>
+  %h = nova.add %f, %g : tensor<4x3xf32>, tensor<4x3xf32>
+  return %h : tensor<4x3xf32>
+}
+
+// -----
+
+// A LayerNorm's input %y (a matmul's: not recomputed itself) is used after
+// the gap anyway (as the LayerNorm gradient would): the normalized value is
+// recomputed there.
+// CHECK-LABEL: func @layer_norm
+// CHECK: nova.layer_norm
+// CHECK-COUNT-4: nova.tanh
+// CHECK: nova.layer_norm {{.*}}nova.rematerialized
+// CHECK-NEXT: nova.mul
+func.func @layer_norm(%x: tensor<4x3xf32>, %w: tensor<3x3xf32>, %gamma: tensor<3xf32>, %beta: tensor<3xf32>) -> tensor<4x3xf32> {
+  %y = nova.matmul %x, %w : tensor<4x3xf32>, tensor<3x3xf32>
+  %n = nova.layer_norm %y, %gamma, %beta {eps = 1.0e-5 : f64} : tensor<4x3xf32>, tensor<3xf32>, tensor<3xf32>
+  %a = nova.tanh %n : tensor<4x3xf32>
+  %b = nova.tanh %a : tensor<4x3xf32>
+  %c = nova.tanh %b : tensor<4x3xf32>
+  %d = nova.tanh %c : tensor<4x3xf32>
+  %e = nova.mul %d, %n : tensor<4x3xf32>, tensor<4x3xf32>
+  %f = nova.add %e, %y : tensor<4x3xf32>, tensor<4x3xf32>
+  return %f : tensor<4x3xf32>
+}
+
+// -----
+
+// The GELU's input %y dies at the GELU and is a matmul's (not cheap):
+// recomputing the GELU late would keep %y alive instead (no gain), so
+// nothing changes. A gap shorter than min-gap is left alone too.
+// CHECK-LABEL: func @operand_dead
+// CHECK-NOT: nova.rematerialized
+// CHECK-LABEL: func @short_gap
+// CHECK-NOT: nova.rematerialized
+// CHECK-LABEL: func @chain
+func.func @operand_dead(%x: tensor<4x3xf32>, %w: tensor<3x3xf32>) -> tensor<4x3xf32> {
+  %y = nova.matmul %x, %w : tensor<4x3xf32>, tensor<3x3xf32>
+  %g = nova.gelu %y : tensor<4x3xf32>
+  %a = nova.exp %g : tensor<4x3xf32>
+  %b = nova.tanh %a : tensor<4x3xf32>
+  %c = nova.tanh %b : tensor<4x3xf32>
+  %d = nova.tanh %c : tensor<4x3xf32>
+  %e = nova.tanh %d : tensor<4x3xf32>
+  %f = nova.mul %e, %g : tensor<4x3xf32>, tensor<4x3xf32>
+  return %f : tensor<4x3xf32>
+}
+func.func @short_gap(%x: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  %g = nova.gelu %x : tensor<4x3xf32>
+  %a = nova.exp %g : tensor<4x3xf32>
+  %b = nova.tanh %a : tensor<4x3xf32>
+  %f = nova.mul %b, %g : tensor<4x3xf32>, tensor<4x3xf32>
+  return %f : tensor<4x3xf32>
+}
+
+// The value read late is a reshape of a GELU of an exp of an argument
+// (the GPT's GELU output flattened for the next matmul): the three are
+// recomputed together, in order, and only the argument is read.
+// CHECK: %[[E:.*]] = nova.exp %[[X:[^ ]*]] {nova.rematerialized}
+// CHECK-NEXT: %[[G:.*]] = nova.gelu %[[E]] {nova.rematerialized}
+// CHECK-NEXT: %[[R:.*]] = nova.reshape %[[G]] {nova.rematerialized}
+// CHECK-NEXT: nova.mul %{{.*}}, %[[R]]
+func.func @chain(%x: tensor<4x3xf32>) -> tensor<12xf32> {
+  %y = nova.exp %x : tensor<4x3xf32>
+  %g = nova.gelu %y : tensor<4x3xf32>
+  %r = nova.reshape %g : tensor<4x3xf32> -> tensor<12xf32>
+  %a = nova.exp %r : tensor<12xf32>
+  %b = nova.tanh %a : tensor<12xf32>
+  %c = nova.tanh %b : tensor<12xf32>
+  %d = nova.tanh %c : tensor<12xf32>
+  %e = nova.tanh %d : tensor<12xf32>
+  %f = nova.mul %e, %r : tensor<12xf32>, tensor<12xf32>
+  return %f : tensor<12xf32>
+}
+
+// -----
+
+// NOVA_REMAT=0 (the module says so): left alone.
+// CHECK-LABEL: func @off
+// CHECK-NOT: nova.rematerialized
+module attributes {nova.remat = false} {
+  func.func @off(%x: tensor<4x3xf32>) -> tensor<4x3xf32> {
+    %g = nova.gelu %x : tensor<4x3xf32>
+    %a = nova.exp %g : tensor<4x3xf32>
+    %b = nova.tanh %a : tensor<4x3xf32>
+    %c = nova.tanh %b : tensor<4x3xf32>
+    %d = nova.tanh %c : tensor<4x3xf32>
+    %e = nova.tanh %d : tensor<4x3xf32>
+    %f = nova.mul %e, %g : tensor<4x3xf32>, tensor<4x3xf32>
+    return %f : tensor<4x3xf32>
+  }
+}
