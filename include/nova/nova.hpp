@@ -20,6 +20,7 @@
 #include "nova/optim/adamw.hpp"
 #include "nova/optim/clip.hpp"
 #include "nova/optim/sgd.hpp"
+#include "nova/memory.hpp"
 #include "nova/params.hpp"
 #include "nova/precision.hpp"
 #include "nova/profile.hpp"

@@ -147,10 +147,11 @@ void explainKernels(ModuleOp kernels, const ::nova::ExecutableDesc &desc,
   report.kernelLines = out;
 }
 
+std::string mib(uint64_t bytes) { return llvm::formatv("{0:f1} MiB", double(bytes) / (1 << 20)).str(); }
+
 /// NOVA_EXPLAIN's memory lines: the arena against the most bytes live at
 /// once (what any placement needs), where that peak is, the largest buffers.
 std::string explainMemory(const mlir::nova::MemoryPlan &plan, const ::nova::ExecutableDesc &desc) {
-  auto mib = [](uint64_t bytes) { return llvm::formatv("{0:f1} MiB", double(bytes) / (1 << 20)).str(); };
   auto kernelName = [&](size_t k) {
     return k < desc.kernels.size() ? desc.kernels[k].symbol + " (" + desc.kernels[k].summary + ")"
                                    : std::string("?");
@@ -205,25 +206,55 @@ std::array<uint64_t, 2> mlir::nova::stepKey(ModuleOp traced, const ::nova::Targe
     fail("differentiating the step failed", diags.text);
   report.add("graph (autodiff)", clock.lap());
   std::unique_ptr<Target> target = makeTarget(targetDesc);
-  if (failed(runKernelStages(traced, *target, options)))
-    fail("lowering the step to kernels failed", diags.text);
-  report.add("linalg, bufferize, kernels", clock.lap());
+  // A memory budget (nova/memory.hpp): the graph is kept, so that a plan
+  // over budget can be made again with more recomputation (level 2).
+  uint64_t budget = 0;
+  if (auto b = traced->getAttrOfType<IntegerAttr>(kMemoryBudgetAttr))
+    budget = static_cast<uint64_t>(b.getInt());
+  auto remat = traced->getAttrOfType<IntegerAttr>(kRematAttr);
+  bool canRecomputeMore = budget && !(remat && remat.getInt() <= 0);
+  OwningOpRef<ModuleOp> graph = canRecomputeMore ? traced.clone() : OwningOpRef<ModuleOp>();
 
   ::nova::ExecutableDesc desc;
-  desc.compiler_version = ::nova::compiler_version();
-  desc.target = targetDesc;
-  desc.inputs = signature.inputs;
-  desc.outputs = signature.outputs;
-  desc.aliases = signature.aliases;
-  auto step = traced.lookupSymbol<func::FuncOp>(signature.name);
-  ModuleOp kernels = kernelsModule(traced);
   std::string error;
-  if (!step || !kernels)
-    fail("the step has no launch plan after the kernel stage", diags.text);
   MemoryPlan memory;
-  if (failed(buildLaunchPlan(step, kernels, desc, error, &memory)))
-    fail("building the launch plan failed: " + error, diags.text);
-  report.add("launch plan", clock.lap());
+  ModuleOp work = traced, kernels;
+  // Kernels and the launch plan of `m` into desc and memory.
+  auto plan = [&](ModuleOp m) {
+    if (failed(runKernelStages(m, *target, options)))
+      fail("lowering the step to kernels failed", diags.text);
+    report.add("linalg, bufferize, kernels", clock.lap());
+    desc = ::nova::ExecutableDesc();
+    desc.compiler_version = ::nova::compiler_version();
+    desc.target = targetDesc;
+    desc.inputs = signature.inputs;
+    desc.outputs = signature.outputs;
+    desc.aliases = signature.aliases;
+    auto step = m.lookupSymbol<func::FuncOp>(signature.name);
+    kernels = kernelsModule(m);
+    if (!step || !kernels)
+      fail("the step has no launch plan after the kernel stage", diags.text);
+    if (failed(buildLaunchPlan(step, kernels, desc, error, &memory)))
+      fail("building the launch plan failed: " + error, diags.text);
+    report.add("launch plan", clock.lap());
+  };
+  plan(work);
+  if (budget && desc.arena_bytes > budget) {
+    uint64_t first = desc.arena_bytes;
+    std::string tried = "cheap values recomputed: " + mib(first);
+    if (canRecomputeMore) {
+      work = graph.get();
+      work->setAttr(kRematAttr, IntegerAttr::get(IntegerType::get(work.getContext(), 64), 2));
+      plan(work);
+      tried += "; matmuls and attention recomputed too: " + mib(desc.arena_bytes);
+    }
+    if (desc.arena_bytes > budget)
+      throw ::nova::CompileError(
+          "nova: " + signature.name + " needs more memory than its budget: no plan fits " +
+          mib(budget) + " (" + std::to_string(budget) + " bytes, nova::set_memory_budget or "
+          "NOVA_MEMORY_BUDGET); the smallest plan found needs an arena of " +
+          mib(std::min(first, desc.arena_bytes)) + " (" + tried + ")");
+  }
   if (explainEnabled())
     report.memoryLines = explainMemory(memory, desc);
   if (explainEnabled())

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "nova/cache.hpp"
+#include "nova/memory.hpp"
 #include "nova/precision.hpp"
 #include "nova/tensor.hpp"
 
@@ -143,6 +144,7 @@ inline CacheKey key_start(std::uint64_t type_word, std::uint8_t mode) {
   key.words.push_back(mode);
   key.words.push_back(current_target_hash());
   key.words.push_back(static_cast<std::uint64_t>(matmul_precision()));
+  key.words.push_back(memory_budget());
   return key;
 }
 

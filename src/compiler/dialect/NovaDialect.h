@@ -42,9 +42,15 @@ inline constexpr llvm::StringLiteral kSplitLoopAttr = "nova.split_loop";
 /// configurator gives float32 matmuls the AMX kernel when the target has it.
 inline constexpr llvm::StringLiteral kMatmulPrecisionAttr = "nova.matmul_precision";
 
-/// A bool attribute on the traced step's module, false when NOVA_REMAT=0:
-/// nova-rematerialize then leaves the step alone (absent means on).
+/// An integer attribute on the traced step's module: how much
+/// nova-rematerialize recomputes. 0 (NOVA_REMAT=0): nothing; 1 (absent):
+/// cheap values; 2 (set by the compiler when a memory budget needs it):
+/// whole forward computations, matmuls and attention included.
 inline constexpr llvm::StringLiteral kRematAttr = "nova.remat";
+
+/// An integer attribute on the traced step's module: the memory budget in
+/// bytes (nova/memory.hpp), when one is set.
+inline constexpr llvm::StringLiteral kMemoryBudgetAttr = "nova.memory_budget";
 
 } // namespace mlir::nova
 

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "nova/detail/builder.hpp"
+#include "nova/memory.hpp"
 #include "nova/precision.hpp"
 
 #include "compiler/CompileDriver.h"
@@ -82,10 +83,14 @@ public:
     if (::nova::matmul_precision() != ::nova::MatmulPrecision::fp32)
       (*module)->setAttr(mlir::nova::kMatmulPrecisionAttr,
                          builder.getStringAttr(::nova::name_of(::nova::matmul_precision())));
-    // NOVA_REMAT=0 turns rematerialization off (to measure it, to bisect);
-    // as an attribute it is part of the key too.
+    // NOVA_REMAT=0 turns rematerialization off (to measure it, to bisect),
+    // and the memory budget (nova/memory.hpp) asks for a plan that fits; as
+    // attributes both are part of the key too.
     if (const char *remat = std::getenv("NOVA_REMAT"); remat && std::string_view(remat) == "0")
-      (*module)->setAttr(mlir::nova::kRematAttr, builder.getBoolAttr(false));
+      (*module)->setAttr(mlir::nova::kRematAttr, builder.getI64IntegerAttr(0));
+    if (std::uint64_t budget = ::nova::memory_budget())
+      (*module)->setAttr(mlir::nova::kMemoryBudgetAttr,
+                         builder.getI64IntegerAttr(static_cast<int64_t>(budget)));
     builder.setInsertionPointToEnd(module->getBody());
     func = builder.create<func::FuncOp>(UnknownLoc::get(ctx), this->name,
                                         builder.getFunctionType({}, {}));

@@ -258,7 +258,8 @@ def NovaRematerialize : Pass<"nova-rematerialize", "mlir::ModuleOp"> {
     whose op's operands are all live after the gap, is recomputed by a clone
     (`nova.rematerialized`) right before the first use after the gap, which with the
     later uses reads the clone. The original then dies at its early uses.
-    A module with `nova.remat = false` is left alone.
+    The module's integer `nova.remat` is the level: 0 leaves it alone, 1
+    (the default) recomputes the cheap ops, 2 also matmuls and attention.
   }];
   let options = [
     Option<"minGap", "min-gap", "int64_t", /*default=*/"16",

@@ -20,8 +20,11 @@
 // `nova.rematerialized`), with the cheap ops before it whose values are not
 // live there (at most 4 ops in all; any other op ends the search and the
 // value is kept), and the uses from there on read the clone. Runs on the nova dialect after autodiff and CSE (which would merge
-// the clone back); a module with `nova.remat = false` (NOVA_REMAT=0) is
-// left alone.
+// the clone back). The module's `nova.remat` sets the level: 0
+// (NOVA_REMAT=0) leaves it alone; 2, which the compiler asks for when a
+// memory budget is not met, also recomputes matmuls, attention, softmaxes,
+// slices and reductions (chains of up to 12 ops), as activation
+// checkpointing does.
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,10 +59,21 @@ bool isCheap(Operation *op) {
              nova::BroadcastOp>(op);
 }
 
-/// The most ops recomputed for one value (a GELU and the reshape after it).
-constexpr int kMaxChain = 4;
+/// Level 2 (a memory budget asks for it): any forward computation of one
+/// result without side effects, matmuls and attention included, as
+/// activation checkpointing recomputes a block's forward.
+bool isRecomputable(Operation *op, int64_t level) {
+  if (isCheap(op))
+    return true;
+  return level >= 2 && op->getNumResults() == 1 && op->getNumRegions() == 0 &&
+         isa<nova::MatmulOp, nova::CausalAttentionOp, nova::SoftmaxOp, nova::LogSoftmaxOp,
+             nova::SliceOp, nova::ReduceSumOp, nova::ReduceMeanOp, nova::ReduceMaxOp>(op);
+}
 
-void rematerialize(Block &block, int64_t minGap) {
+void rematerialize(Block &block, int64_t minGap, int64_t level) {
+  // The most ops recomputed for one value: a GELU and the reshape after it;
+  // at level 2, a block's MLP or attention from its input.
+  const int maxChain = level >= 2 ? 12 : 4;
   DenseMap<Operation *, int64_t> position;
   int64_t next = 0;
   for (Operation &op : block)
@@ -75,7 +89,7 @@ void rematerialize(Block &block, int64_t minGap) {
   };
   SmallVector<Operation *> candidates;
   for (Operation &op : block)
-    if (isCheap(&op))
+    if (isRecomputable(&op, level))
       candidates.push_back(&op);
   for (Operation *def : candidates) {
     Value v = def->getResult(0);
@@ -97,13 +111,14 @@ void rematerialize(Block &block, int64_t minGap) {
     // operand that is not live at `late` anyway (it would be kept alive).
     SetVector<Operation *> chain;
     std::function<bool(Operation *, int)> collect = [&](Operation *op, int depth) {
-      if (depth > kMaxChain)
+      if (depth > maxChain)
         return false;
       for (Value o : op->getOperands()) {
         if (lastUse(o) >= late)
           continue;
         Operation *producer = o.getDefiningOp();
-        if (!producer || producer->getBlock() != &block || !isCheap(producer) || !collect(producer, depth + 1))
+        if (!producer || producer->getBlock() != &block || !isRecomputable(producer, level) ||
+            !collect(producer, depth + 1))
           return false;
       }
       chain.insert(op);
@@ -130,11 +145,14 @@ struct NovaRematerialize : mlir::nova::impl::NovaRematerializeBase<NovaRemateria
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (auto flag = module->getAttrOfType<BoolAttr>(nova::kRematAttr); flag && !flag.getValue())
+    int64_t level = 1;
+    if (auto attr = module->getAttrOfType<IntegerAttr>(nova::kRematAttr))
+      level = attr.getInt();
+    if (level <= 0)
       return;
     for (auto func : module.getOps<func::FuncOp>())
       if (!func.isExternal() && func.getBody().hasOneBlock())
-        rematerialize(func.front(), minGap);
+        rematerialize(func.front(), minGap, level);
   }
 };
 

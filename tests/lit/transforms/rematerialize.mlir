@@ -98,7 +98,7 @@ func.func @chain(%x: tensor<4x3xf32>) -> tensor<12xf32> {
 // NOVA_REMAT=0 (the module says so): left alone.
 // CHECK-LABEL: func @off
 // CHECK-NOT: nova.rematerialized
-module attributes {nova.remat = false} {
+module attributes {nova.remat = 0 : i64} {
   func.func @off(%x: tensor<4x3xf32>) -> tensor<4x3xf32> {
     %g = nova.gelu %x : tensor<4x3xf32>
     %a = nova.exp %g : tensor<4x3xf32>
