@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   int steps = argc > 2 ? std::atoi(argv[2]) : 5;
   GPTConfig c = medium ? GPTConfig{.vocab = 256, .context = 256, .d_model = 512, .layers = 8, .heads = 8}
                        : GPTConfig{.vocab = 256, .context = 128, .d_model = 256, .layers = 4, .heads = 4};
+  if (const char* layers = std::getenv("NOVA_BENCH_LAYERS")) c.layers = std::atoi(layers); // bench/gpt_fits.sh
   std::int64_t B = medium ? 8 : 16, T = c.context;
 
   double rss_start = nova_bench::rss_mib();

@@ -77,6 +77,7 @@ def main():
     steps = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     mode = sys.argv[3] if len(sys.argv) > 3 else "eager"
     vocab, context, d, layers, heads, B = (256, 256, 512, 8, 8, 8) if medium else (256, 128, 256, 4, 4, 16)
+    layers = int(os.environ.get("NOVA_BENCH_LAYERS", layers))  # bench/gpt_fits.sh
     torch.set_num_threads(os.cpu_count() or 1)
     torch.manual_seed(0)
     rss_start = rss_mib()

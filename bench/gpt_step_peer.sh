@@ -40,6 +40,11 @@ for config in small medium; do
   echo "$nova" | grep -v '^RESULT' | sed 's/^/  /'
   n_tps=$(field "$(echo "$nova" | grep '^RESULT')" tokens_per_s)
   n_mem=$(field "$(echo "$nova" | grep '^RESULT')" step_mib)
+  # The same step without rematerialization (NOVA_REMAT=0): what it costs and saves.
+  off=$(NOVA_REMAT=0 NOVA_CACHE_DIR="$scratch/cache" "$build/bench/gpt_step" "$config" "$steps" | grep '^RESULT')
+  awk -v a="$n_tps" -v b="$(field "$off" tokens_per_s)" -v c="$n_mem" -v d="$(field "$off" step_mib)" \
+      -v e="$(field "$(echo "$nova" | grep '^RESULT')" arena_mib)" -v f="$(field "$off" arena_mib)" 'BEGIN {
+    printf "  rematerialization on / off: tokens/s %.2fx, step memory %.2fx, planned arena %.1f / %.1f MiB\n", a / b, c / d, e, f }'
   best_tps=0 best=""
   for p in $peers; do
     out=$(run_peer "$p" "$config") || { echo "  $p: failed"; continue; }
