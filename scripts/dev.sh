@@ -44,7 +44,8 @@ else
   # The same suite built with ASan + UBSan (any report fails the test; the
   # canaries prove they are on). The package tests rebuild downstream
   # projects and add nothing here; the fuzzer runs a shorter sweep
-  # (fuzz:graphs-sanitized) instead of fuzz:graphs.
+  # (fuzz:graphs-sanitized) instead of fuzz:graphs; the memory switches'
+  # reruns of the suite (switch:*) run in the normal build only.
   echo "== the sanitizer build (build-asan/: ASan + UBSan)"
   cmake -G Ninja -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DNOVA_SANITIZE=ON \
         -DNOVA_BUILD_BENCH=OFF >/dev/null
@@ -55,7 +56,7 @@ else
   # from them unpoisoned: every MLIR attribute would read as use-after-poison.
   (cd build-asan && ASAN_OPTIONS=detect_stack_use_after_return=1:allow_user_poisoning=0 \
      UBSAN_OPTIONS=print_stacktrace=1 \
-     ctest --output-on-failure -j "$(nproc)" -E "^package:|^fuzz:graphs$" --output-junit ctest.xml)
+     ctest --output-on-failure -j "$(nproc)" -E "^package:|^fuzz:graphs$|^switch:" --output-junit ctest.xml)
   # ThreadSanitizer over the runtime's threads (cache, pool, concurrent runs).
   echo "== the thread-sanitizer build (build-tsan/: the runtime and its tests)"
   cmake -G Ninja -S . -B build-tsan -DCMAKE_BUILD_TYPE=Release -DNOVA_TSAN=ON \

@@ -234,14 +234,15 @@ std::array<uint64_t, 2> mlir::nova::stepKey(ModuleOp traced, const ::nova::Targe
     kernels = kernelsModule(m);
     if (!step || !kernels)
       fail("the step has no launch plan after the kernel stage", diags.text);
-    if (failed(buildLaunchPlan(step, kernels, desc, error, &memory)))
+    auto reuse = m->getAttrOfType<BoolAttr>(kArenaReuseAttr);
+    if (failed(buildLaunchPlan(step, kernels, desc, error, &memory, !reuse || reuse.getValue())))
       fail("building the launch plan failed: " + error, diags.text);
     report.add("launch plan", clock.lap());
   };
   plan(work);
   if (budget && desc.arena_bytes > budget) {
     uint64_t first = desc.arena_bytes;
-    std::string tried = "cheap values recomputed: " + mib(first);
+    std::string tried = (canRecomputeMore ? "cheap values recomputed: " : "nothing recomputed, NOVA_REMAT=0: ") + mib(first);
     if (canRecomputeMore) {
       work = graph.get();
       work->setAttr(kRematAttr, IntegerAttr::get(IntegerType::get(work.getContext(), 64), 2));

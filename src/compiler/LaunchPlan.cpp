@@ -28,8 +28,17 @@ uint64_t bytesOf(MemRefType type) {
 
 } // namespace
 
-uint64_t mlir::nova::placeBuffers(ArrayRef<BufferLife> buffers, std::vector<uint64_t> &offsets) {
+uint64_t mlir::nova::placeBuffers(ArrayRef<BufferLife> buffers, std::vector<uint64_t> &offsets,
+                                  bool reuse) {
   offsets.assign(buffers.size(), 0);
+  if (!reuse) {
+    uint64_t end = 0;
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      offsets[i] = end;
+      end += (buffers[i].bytes + kAlignment - 1) / kAlignment * kAlignment;
+    }
+    return end;
+  }
   std::vector<size_t> order(buffers.size());
   for (size_t i = 0; i < order.size(); ++i)
     order[i] = i;
@@ -110,7 +119,7 @@ namespace {
 
 LogicalResult mlir::nova::buildLaunchPlan(func::FuncOp step, ModuleOp kernels,
                                           ::nova::ExecutableDesc &desc, std::string &error,
-                                          MemoryPlan *memory) {
+                                          MemoryPlan *memory, bool reuse) {
   using ::nova::BufferRef;
   Block &entry = step.front();
   size_t numInputs = desc.inputs.size();
@@ -208,7 +217,7 @@ LogicalResult mlir::nova::buildLaunchPlan(func::FuncOp step, ModuleOp kernels,
       used.push_back(lives[b]);
     }
   std::vector<uint64_t> offsets;
-  desc.arena_bytes = placeBuffers(used, offsets);
+  desc.arena_bytes = placeBuffers(used, offsets, reuse);
   // The planner's one invariant, checked on every plan (the fuzzer's random
   // graphs make this a property test).
   if (std::string overlap = checkPlacement(used, offsets); !overlap.empty()) {

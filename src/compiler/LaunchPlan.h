@@ -37,8 +37,10 @@ struct BufferLife {
 
 /// Greedy by size: each buffer at the lowest 64-byte aligned offset clear of
 /// every already placed buffer whose lifetime overlaps. Fills `offsets`
-/// (one per buffer); returns the arena size.
-uint64_t placeBuffers(ArrayRef<BufferLife> buffers, std::vector<uint64_t> &offsets);
+/// (one per buffer); returns the arena size. Without `reuse`
+/// (NOVA_ARENA_REUSE=0), every buffer gets bytes of its own.
+uint64_t placeBuffers(ArrayRef<BufferLife> buffers, std::vector<uint64_t> &offsets,
+                      bool reuse = true);
 
 /// "" when no two buffers live at the same time share arena bytes and every
 /// offset is aligned; else which two do.
@@ -63,7 +65,7 @@ MemoryPlan summarizeMemory(ArrayRef<BufferLife> buffers, size_t launches, uint64
 /// `memory`, if not null. On failure, `error` names the op that does not
 /// fit a plan (or the placement that broke the planner's invariant).
 LogicalResult buildLaunchPlan(func::FuncOp step, ModuleOp kernels, ::nova::ExecutableDesc &desc,
-                              std::string &error, MemoryPlan *memory = nullptr);
+                              std::string &error, MemoryPlan *memory = nullptr, bool reuse = true);
 
 } // namespace mlir::nova
 

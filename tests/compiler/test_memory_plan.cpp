@@ -50,6 +50,15 @@ TEST_CASE("the arena planner never overlaps buffers that are live together") {
   }
 }
 
+TEST_CASE("without reuse (NOVA_ARENA_REUSE=0) every buffer has bytes of its own") {
+  std::vector<BufferLife> buffers{{100, 0, 1, 0}, {64, 2, 3, 0}, {0, 0, 3, 0}, {1, 4, 4, 0}};
+  std::vector<uint64_t> offsets;
+  CHECK(mlir::nova::placeBuffers(buffers, offsets, /*reuse=*/false) == 128 + 64 + 0 + 64);
+  CHECK(offsets == std::vector<uint64_t>{0, 128, 192, 192});
+  CHECK(mlir::nova::checkPlacement(buffers, offsets) == "");
+  CHECK(mlir::nova::placeBuffers(buffers, offsets) == 100); // with reuse: all start at 0
+}
+
 TEST_CASE("the placement check catches overlapping and misaligned buffers") {
   std::vector<BufferLife> buffers{{128, 0, 5, 0}, {64, 3, 9, 0}, {64, 6, 9, 0}};
   CHECK(mlir::nova::checkPlacement(buffers, std::vector<uint64_t>{0, 128, 128}) != "");

@@ -52,6 +52,15 @@ inline constexpr llvm::StringLiteral kRematAttr = "nova.remat";
 /// bytes (nova/memory.hpp), when one is set.
 inline constexpr llvm::StringLiteral kMemoryBudgetAttr = "nova.memory_budget";
 
+/// Bool attributes on the traced step's module, false when their switch is
+/// off (to measure what each saves, and to bisect): `nova.in_place`
+/// (NOVA_IN_PLACE=0: updated parameters and optimizer state are computed
+/// into fresh buffers and copied into their arguments, instead of into the
+/// arguments themselves) and `nova.arena_reuse` (NOVA_ARENA_REUSE=0: every
+/// arena buffer gets bytes of its own, none shared between lifetimes).
+inline constexpr llvm::StringLiteral kInPlaceAttr = "nova.in_place";
+inline constexpr llvm::StringLiteral kArenaReuseAttr = "nova.arena_reuse";
+
 } // namespace mlir::nova
 
 #endif // NOVA_COMPILER_DIALECT_NOVADIALECT_H

@@ -83,11 +83,15 @@ public:
     if (::nova::matmul_precision() != ::nova::MatmulPrecision::fp32)
       (*module)->setAttr(mlir::nova::kMatmulPrecisionAttr,
                          builder.getStringAttr(::nova::name_of(::nova::matmul_precision())));
-    // NOVA_REMAT=0 turns rematerialization off (to measure it, to bisect),
-    // and the memory budget (nova/memory.hpp) asks for a plan that fits; as
-    // attributes both are part of the key too.
+    // NOVA_REMAT=0, NOVA_IN_PLACE=0 and NOVA_ARENA_REUSE=0 turn those off
+    // (to measure them, to bisect), and the memory budget (nova/memory.hpp)
+    // asks for a plan that fits; as attributes all are part of the key too.
     if (const char *remat = std::getenv("NOVA_REMAT"); remat && std::string_view(remat) == "0")
       (*module)->setAttr(mlir::nova::kRematAttr, builder.getI64IntegerAttr(0));
+    for (auto [env, attr] : {std::pair{"NOVA_IN_PLACE", mlir::nova::kInPlaceAttr},
+                             std::pair{"NOVA_ARENA_REUSE", mlir::nova::kArenaReuseAttr}})
+      if (const char *v = std::getenv(env); v && std::string_view(v) == "0")
+        (*module)->setAttr(attr, builder.getBoolAttr(false));
     if (std::uint64_t budget = ::nova::memory_budget())
       (*module)->setAttr(mlir::nova::kMemoryBudgetAttr,
                          builder.getI64IntegerAttr(static_cast<int64_t>(budget)));

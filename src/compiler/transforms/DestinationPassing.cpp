@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/dialect/NovaDialect.h"
 #include "compiler/transforms/Passes.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -34,7 +35,7 @@ MemRefType toMemRef(Type t) {
   return MemRefType::get(tensor.getShape(), tensor.getElementType());
 }
 
-LogicalResult convertFunction(func::FuncOp func) {
+LogicalResult convertFunction(func::FuncOp func, bool inPlace) {
   if (func.isExternal() || !func.isPublic())
     return success();
   FunctionType type = func.getFunctionType();
@@ -80,7 +81,7 @@ LogicalResult convertFunction(func::FuncOp func) {
   // (One-shot bufferization checks that every read of the old value comes
   // first; where one does not, it copies, as before.)
   for (auto [i, result] : llvm::enumerate(ret.getOperands())) {
-    if (aliases[i] < 0)
+    if (aliases[i] < 0 || !inPlace)
       continue;
     auto producer = result.getDefiningOp<DestinationStyleOpInterface>();
     if (!producer || !isa<linalg::LinalgOp>(producer.getOperation()))
@@ -121,8 +122,11 @@ LogicalResult convertFunction(func::FuncOp func) {
 struct NovaDestinationPassing
     : mlir::nova::impl::NovaDestinationPassingBase<NovaDestinationPassing> {
   void runOnOperation() override {
+    // NOVA_IN_PLACE=0 (the module's nova.in_place): results that overwrite
+    // an argument are computed into fresh buffers and copied.
+    auto inPlace = getOperation()->getAttrOfType<BoolAttr>(nova::kInPlaceAttr);
     for (auto func : getOperation().getOps<func::FuncOp>())
-      if (failed(convertFunction(func)))
+      if (failed(convertFunction(func, !inPlace || inPlace.getValue())))
         return signalPassFailure();
   }
 };
