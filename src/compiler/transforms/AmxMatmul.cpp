@@ -68,10 +68,10 @@ struct Amx {
     return idx;
   }
   void loop(Value lo, Value hi, int64_t step, function_ref<void(Value)> body) {
-    auto f = b.create<scf::ForOp>(l, lo, hi, c(step));
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(f.getBody());
-    body(f.getInductionVar());
+    nova::buildFor(b, l, lo, hi, c(step), ValueRange{}, [&](Value iv, ValueRange) {
+      body(iv);
+      return SmallVector<Value>{};
+    });
   }
   void when(Value cond, function_ref<void()> then, function_ref<void()> otherwise) {
     auto i = b.create<scf::IfOp>(l, cond, /*withElseRegion=*/true);
