@@ -33,6 +33,8 @@ struct CacheStats {
   std::uint64_t disk_hits = 0;   // steps loaded from the on-disk cache
   std::uint64_t disk_writes = 0; // entries published to it
   std::uint64_t warnings = 0;    // "nova: warning:" lines printed
+  std::uint64_t compiles_in_child = 0;  // of `compiles`, those done by a nova-compile process
+  std::uint64_t compile_peak_bytes = 0; // the largest peak resident size of such a process
 };
 
 /// Counters since the start of the process (or the last clear_cache()).
@@ -52,6 +54,8 @@ void count_compile();
 void count_disk_hit();
 void count_disk_write();
 void count_warning();
+/// A compile done in a child process whose peak resident size was `bytes`.
+void count_child_compile(std::uint64_t bytes);
 } // namespace detail
 
 } // namespace nova

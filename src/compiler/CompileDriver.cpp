@@ -9,7 +9,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/CompileDriver.h"
+#include "compiler/CompileProcess.h"
 #include "compiler/CompileReport.h"
+#include "compiler/Context.h"
 #include "compiler/Diagnostics.h"
 #include "compiler/LaunchPlan.h"
 #include "compiler/interpreter/Interpreter.h"
@@ -29,6 +31,7 @@
 #include <malloc.h>
 #endif
 #include <dlfcn.h>
+#include <map>
 #include <fstream>
 #include <iterator>
 #include <xxhash.h>
@@ -165,7 +168,25 @@ std::string explainMemory(const mlir::nova::MemoryPlan &plan, const ::nova::Exec
   out += ")";
   if (plan.peakLiveBytes > 0)
     out += llvm::formatv("; arena / peak {0:f3}", double(plan.arenaBytes) / double(plan.peakLiveBytes)).str();
-  out += "\n  largest buffers (bytes, live over launches, made by):\n";
+  // The live set at the peak, by the kernel that made each buffer: what a
+  // lower peak would have to recompute or place elsewhere.
+  std::map<std::string, std::pair<uint64_t, int>> atPeak;
+  for (const mlir::nova::BufferLife &b : plan.buffers)
+    if (b.first <= plan.peakLaunch && plan.peakLaunch <= b.last) {
+      auto &[bytes, count] = atPeak[kernelName(b.kernel)];
+      bytes += b.bytes;
+      ++count;
+    }
+  std::vector<std::pair<uint64_t, std::string>> peakRows;
+  for (const auto &[name, v] : atPeak)
+    peakRows.push_back({v.first, mib(v.first) + "  " + std::to_string(v.second) + " x  " + name});
+  std::stable_sort(peakRows.begin(), peakRows.end(), [](const auto &a, const auto &b) { return a.first > b.first; });
+  out += "\n  live at the peak (bytes, buffers, made by):\n";
+  for (size_t i = 0; i < std::min<size_t>(peakRows.size(), 12); ++i)
+    out += "    " + peakRows[i].second + "\n";
+  if (peakRows.size() > 12)
+    out += "    ... " + std::to_string(peakRows.size() - 12) + " more producers\n";
+  out += "  largest buffers (bytes, live over launches, made by):\n";
   for (size_t i : plan.largest) {
     const mlir::nova::BufferLife &b = plan.buffers[i];
     out += "    " + mib(b.bytes) + "  " + std::to_string(b.first) + ".." + std::to_string(b.last) + "  " +
@@ -195,6 +216,7 @@ std::array<uint64_t, 2> mlir::nova::stepKey(ModuleOp traced, const ::nova::Targe
   if (targetDesc.kind != ::nova::DeviceKind::cpu)
     throw ::nova::CompileError("nova: target " + targetDesc.name +
                                " is not a CPU; this build compiles for CPUs only");
+  loadCompilerDialects(*traced.getContext());
   CompileReport report;
   report.step = signature.name;
   report.target = targetDesc.describe();
@@ -282,6 +304,7 @@ std::shared_ptr<::nova::Executable> mlir::nova::compileStep(OwningOpRef<ModuleOp
                                                             ::nova::ExecMode mode) {
   PipelineOptions options = pipelineOptionsFromEnv();
   if (mode == ::nova::ExecMode::interpreted) {
+    loadCompilerDialects(*traced->getContext());
     DiagnosticCollector diags(traced->getContext());
     if (failed(verify(*traced)))
       fail("the traced step does not verify", diags.text);
@@ -319,7 +342,17 @@ std::shared_ptr<::nova::Executable> mlir::nova::compileStep(OwningOpRef<ModuleOp
   if (auto exe = fromDisk()) // another process compiled it while we waited
     return exe;
   ::nova::detail::count_compile();
-  ::nova::ExecutableDesc desc = compileToDescription(*traced, signature, target, options);
+  ::nova::ExecutableDesc desc;
+  if (std::optional<std::string> tool = compilerProcessTool()) {
+    Stopwatch clock;
+    desc = compileInChildProcess(*tool, *traced, signature, target, key);
+    if (explainEnabled())
+      llvm::errs() << "nova: " << signature.name << " was compiled by a child process in "
+                   << llvm::format("%.2f", clock.lap()) << " s; the compiler's peak resident size: "
+                   << mib(::nova::cache_stats().compile_peak_bytes) << " (largest so far; NOVA_COMPILE)\n";
+  } else {
+    desc = compileToDescription(*traced, signature, target, options);
+  }
   desc.key = key;
   disk.store(desc);
   // The step's IR is done with. glibc keeps freed heap pages resident, so

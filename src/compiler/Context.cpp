@@ -54,11 +54,17 @@ MLIRContext &mlir::nova::compilerContext() {
     DialectRegistry registry;
     registerNovaCompilerDialects(registry);
     auto *c = new MLIRContext(registry);
-    c->loadAllAvailableDialects();
+    // Only what tracing builds: the other dialects are loaded by
+    // loadCompilerDialects() when a step is compiled, so that a step found
+    // in the disk cache never pages in the code of the whole compiler.
+    c->getOrLoadDialect<nova::NovaDialect>();
+    c->getOrLoadDialect<func::FuncDialect>();
     return c;
   }();
   return *ctx;
 }
+
+void mlir::nova::loadCompilerDialects(MLIRContext &ctx) { ctx.loadAllAvailableDialects(); }
 
 std::recursive_mutex &mlir::nova::compilerMutex() {
   static std::recursive_mutex m;

@@ -22,7 +22,10 @@ namespace mlir::nova {
 /// Every dialect and external model Nova's pipeline uses (also for nova-opt).
 void registerNovaCompilerDialects(DialectRegistry &registry);
 
+/// The process's context. Only the dialects tracing builds are loaded.
 MLIRContext &compilerContext();
+/// Loads every registered dialect: before any pass runs on a traced module.
+void loadCompilerDialects(MLIRContext &ctx);
 std::recursive_mutex &compilerMutex();
 
 } // namespace mlir::nova

@@ -60,6 +60,7 @@ void addLinalgStage(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(mlir::nova::createNovaFuseElementwise());
   pm.addPass(mlir::nova::createNovaMergeDisjointSums());
+  pm.addPass(mlir::nova::createNovaReuseDyingInputs());
   // No CSE here: it would merge equal tensor.empty ops, and empty-tensor
   // elimination would then give two results one destination buffer (seen:
   // the gradient of a / b wrote both cotangents into the first output).

@@ -25,7 +25,7 @@ struct Cache {
   std::unordered_map<CacheKey, std::shared_ptr<Executable>, KeyHash> entries;
   std::unordered_map<CacheKey, Future, KeyHash> in_flight;
   std::atomic<std::uint64_t> hits{0}, misses{0}, traces{0}, compiles{0}, disk_hits{0},
-      disk_writes{0}, warnings{0};
+      disk_writes{0}, warnings{0}, compiles_in_child{0}, compile_peak_bytes{0};
 };
 
 /// Never destroyed: executables may be used by static objects' destructors
@@ -92,13 +92,21 @@ void count_compile() { ++cache().compiles; }
 void count_disk_hit() { ++cache().disk_hits; }
 void count_disk_write() { ++cache().disk_writes; }
 void count_warning() { ++cache().warnings; }
+void count_child_compile(std::uint64_t bytes) {
+  Cache& c = cache();
+  ++c.compiles_in_child;
+  std::uint64_t seen = c.compile_peak_bytes.load();
+  while (bytes > seen && !c.compile_peak_bytes.compare_exchange_weak(seen, bytes)) {
+  }
+}
 
 } // namespace detail
 
 CacheStats cache_stats() {
   Cache& c = cache();
   std::lock_guard lock(c.mutex);
-  return {c.hits, c.misses, c.traces, c.compiles, c.entries.size(), c.disk_hits, c.disk_writes, c.warnings};
+  return {c.hits,       c.misses,      c.traces,   c.compiles,          c.entries.size(),
+          c.disk_hits,  c.disk_writes, c.warnings, c.compiles_in_child, c.compile_peak_bytes};
 }
 
 void clear_cache() {
@@ -106,6 +114,7 @@ void clear_cache() {
   std::lock_guard lock(c.mutex);
   c.entries.clear();
   c.hits = c.misses = c.traces = c.compiles = c.disk_hits = c.disk_writes = c.warnings = 0;
+  c.compiles_in_child = c.compile_peak_bytes = 0;
 }
 
 } // namespace nova

@@ -1,6 +1,7 @@
 // test_disk_cache.cpp - the on-disk cache under faults: every bad entry or
 // unusable directory ends in a warned recompile with the right result, never
 // a crash or a wrong kernel. (Across processes: tests/cache/disk_cache.sh.)
+#include "scoped_env.hpp"
 #include "testing.hpp"
 
 #include <sys/stat.h>
@@ -16,33 +17,7 @@ using nova::Tensor;
 
 namespace {
 
-/// Sets environment variables for the scope of a test, then restores them.
-class Env {
- public:
-  void set(const char* name, const std::string& value) {
-    remember(name);
-    ::setenv(name, value.c_str(), 1);
-  }
-  void unset(const char* name) {
-    remember(name);
-    ::unsetenv(name);
-  }
-  ~Env() {
-    for (auto& [name, value] : saved_) {
-      if (value) ::setenv(name.c_str(), value->c_str(), 1);
-      else ::unsetenv(name.c_str());
-    }
-  }
-
- private:
-  void remember(const char* name) {
-    for (auto& s : saved_)
-      if (s.first == name) return;
-    const char* v = std::getenv(name);
-    saved_.emplace_back(name, v ? std::optional<std::string>(v) : std::nullopt);
-  }
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
-};
+using nova_test::Env;
 
 /// A fresh cache directory, read-write, removed afterwards.
 struct CacheDir {

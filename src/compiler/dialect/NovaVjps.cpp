@@ -202,8 +202,22 @@ LogicalResult MatmulOp::buildVjp(OpBuilder &b, ValueRange ct, SmallVectorImpl<Va
   Emitter e{b, getLoc()};
   Value g = ct[0], a = getLhs(), c = getRhs();
   bool ta = getTransposeA(), tb = getTransposeB();
-  Value da = ta ? e.matmul(c, g, tb, true) : e.matmul(g, c, false, !tb);
-  Value db = tb ? e.matmul(g, a, true, ta) : e.matmul(a, g, !ta, false);
+  // The gradient of the smaller operand first: it is the last use of the
+  // larger one (a saved activation, typically, beside a weight), which can
+  // then be freed before the other gradient, as large as it, is made. The
+  // other order holds both at once: for the GPT's MLP, 8 MiB more at the
+  // backward's peak.
+  auto numel = [](Value v) { return cast<ShapedType>(v.getType()).getNumElements(); };
+  auto gradA = [&] { return ta ? e.matmul(c, g, tb, true) : e.matmul(g, c, false, !tb); };
+  auto gradB = [&] { return tb ? e.matmul(g, a, true, ta) : e.matmul(a, g, !ta, false); };
+  Value da, db;
+  if (numel(a) >= numel(c)) {
+    db = gradB();
+    da = gradA();
+  } else {
+    da = gradA();
+    db = gradB();
+  }
   return two(out, da, db);
 }
 

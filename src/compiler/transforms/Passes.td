@@ -267,6 +267,24 @@ def NovaRematerialize : Pass<"nova-rematerialize", "mlir::ModuleOp"> {
   ];
 }
 
+def NovaReuseDyingInputs : Pass<"nova-reuse-dying-inputs", "mlir::ModuleOp"> {
+  let summary = "Write an elementwise op's result over an input that dies at it";
+  let description = [{
+    On linalg at tensor level, before bufferization: an all-parallel
+    `linalg.generic` with one result whose destination is a `tensor.empty`
+    gets as its destination instead an input of the same type, read
+    through the same identity map, whose every other use comes before it in
+    the block, and which is itself computed into a fresh tensor. The op then
+    reads and writes each element of that one buffer, which one-shot
+    bufferization keeps in place: one buffer of that size fewer is live
+    there (in the GPT's MLP backward, the GELU gradient over the gradient of
+    its output: 8 MiB at the small model's peak). Results the function
+    returns keep their own destination (they are computed into the caller's
+    buffers). `nova.in_place = false` on the module turns it off.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
 def NovaMergeDisjointSums : Pass<"nova-merge-disjoint-sums", "mlir::ModuleOp"> {
   let summary = "A sum of zero-padded parts that do not overlap becomes the parts inserted into one buffer";
   let description = [{

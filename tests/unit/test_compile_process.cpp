@@ -1,0 +1,146 @@
+// test_compile_process.cpp - steps compiled by the nova-compile child process
+// (NOVA_COMPILE=process, the default) and in this process (inline) give the
+// same executables; the child's peak is counted; every way the child can
+// fail (an error, a crash, a bad exit, no tool at all) is a named
+// nova::CompileError, and this process goes on compiling afterwards.
+#include "scoped_env.hpp"
+#include "testing.hpp"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace fs = std::filesystem;
+using nova::Tensor;
+using nova_test::Env;
+using nova_test::Gen;
+using nova_test::rel_error;
+
+namespace {
+
+auto step_fn = [](auto x, auto w) { return nova::sum(nova::tanh(nova::matmul(x, w)) * 2.0 - x); };
+
+Tensor run(Env& env, const char* mode, std::uint64_t seed) {
+  env.set("NOVA_COMPILE", mode);
+  nova::clear_cache();
+  Tensor x = Tensor::randn({24, 24}, seed), w = Tensor::randn({24, 24}, seed + 1);
+  return nova::jit(step_fn)(x, w);
+}
+
+/// A shell script standing in for the tool, removed afterwards.
+/// (Gen's seeds are printed by INFO where results are compared.)
+struct FakeTool {
+  fs::path path;
+  explicit FakeTool(const std::string& body) {
+    path = fs::temp_directory_path() / ("nova-fake-compile-" + std::to_string(::getpid()) + "-" +
+                                        std::to_string(nova_test::unique_number()));
+    std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
+    fs::permissions(path, fs::perms::owner_all);
+  }
+  ~FakeTool() { fs::remove(path); }
+};
+
+std::string compile_error(Env& env) {
+  try {
+    run(env, "process", 5);
+  } catch (const nova::CompileError& e) {
+    return e.what();
+  }
+  return "(no nova::CompileError)";
+}
+
+} // namespace
+
+TEST_CASE("a step compiled by the child process equals the one compiled inline, and its peak is counted") {
+  Env env;
+  env.set("NOVA_CACHE", "off");
+  env.unset("NOVA_COMPILE_TOOL");
+  Gen g;
+  INFO("seed ", g.seed);
+  Tensor inline_result = run(env, "inline", g.seed);
+  CHECK(nova::cache_stats().compiles == 1);
+  CHECK(nova::cache_stats().compiles_in_child == 0);
+  Tensor child_result = run(env, "process", g.seed);
+  nova::CacheStats stats = nova::cache_stats();
+  CHECK(stats.compiles == 1);
+  CHECK(stats.compiles_in_child == 1);
+  // The child links the whole compiler: its peak is megabytes, not zero.
+  CHECK(stats.compile_peak_bytes > (std::uint64_t{8} << 20));
+  CHECK(rel_error(child_result, inline_result) == 0.0);
+  Tensor x = Tensor::randn({24, 24}, g.seed), w = Tensor::randn({24, 24}, g.seed + 1);
+  env.set("NOVA_COMPILE", "inline");
+  CHECK(rel_error(child_result, nova::jit(step_fn, nova::ExecMode::interpreted)(x, w)) < 1e-5);
+}
+
+TEST_CASE("the compiler process's own errors reach the caller with its message") {
+  Env env;
+  env.set("NOVA_CACHE", "off");
+  env.unset("NOVA_COMPILE_TOOL");
+  env.set("NOVA_COMPILE", "process");
+  std::uint64_t previous = nova::memory_budget();
+  nova::set_memory_budget(64); // no plan fits 64 bytes: the child's CompileError
+  std::string msg = compile_error(env);
+  nova::set_memory_budget(previous);
+  INFO(msg);
+  CHECK(msg.find("needs more memory than its budget") != std::string::npos);
+  CHECK(msg.find("64 bytes") != std::string::npos);
+}
+
+TEST_CASE("a compiler process that crashes, fails or cannot start is a named CompileError") {
+  Env env;
+  env.set("NOVA_CACHE", "off");
+  {
+    FakeTool crash("kill -SEGV $$");
+    env.set("NOVA_COMPILE_TOOL", crash.path.string());
+    std::string msg = compile_error(env);
+    INFO(msg);
+    CHECK(msg.find("died of signal 11") != std::string::npos);
+    CHECK(msg.find("NOVA_COMPILE=inline") != std::string::npos);
+    CHECK(msg.find(crash.path.string()) != std::string::npos);
+  }
+  {
+    FakeTool fail("echo broken >&2; exit 7");
+    env.set("NOVA_COMPILE_TOOL", fail.path.string());
+    std::string msg = compile_error(env);
+    INFO(msg);
+    CHECK(msg.find("exited with status 7") != std::string::npos);
+  }
+  {
+    // Exits 0 without writing the executable.
+    FakeTool silent("exit 0");
+    env.set("NOVA_COMPILE_TOOL", silent.path.string());
+    std::string msg = compile_error(env);
+    INFO(msg);
+    CHECK(msg.find("exited without writing the executable") != std::string::npos);
+  }
+  {
+    env.set("NOVA_COMPILE_TOOL", "/nonexistent/nova-compile");
+    std::string msg = compile_error(env);
+    INFO(msg);
+    CHECK(msg.find("cannot start the compiler process /nonexistent/nova-compile") != std::string::npos);
+  }
+  // This process still compiles, in the child and inline.
+  env.unset("NOVA_COMPILE_TOOL");
+  Gen g;
+  Tensor a = run(env, "process", g.seed), b = run(env, "inline", g.seed);
+  CHECK(rel_error(a, b) == 0.0);
+}
+
+TEST_CASE("NOVA_COMPILE names its two modes when set to anything else") {
+  Env env;
+  env.set("NOVA_CACHE", "off");
+  env.set("NOVA_COMPILE", "sideways");
+  nova::clear_cache();
+  Tensor x = Tensor::randn({4, 4}, 1), w = Tensor::randn({4, 4}, 2);
+  try {
+    nova::jit(step_fn)(x, w);
+    FAIL("no nova::Error for NOVA_COMPILE=sideways");
+  } catch (const nova::Error& e) {
+    std::string msg = e.what();
+    INFO(msg);
+    CHECK(msg.find("NOVA_COMPILE must be \"process\"") != std::string::npos);
+    CHECK(msg.find("\"inline\"") != std::string::npos);
+    CHECK(msg.find("sideways") != std::string::npos);
+  }
+}
