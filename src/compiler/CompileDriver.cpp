@@ -154,7 +154,8 @@ std::string mib(uint64_t bytes) { return llvm::formatv("{0:f1} MiB", double(byte
 
 /// NOVA_EXPLAIN's memory lines: the arena against the most bytes live at
 /// once (what any placement needs), where that peak is, the largest buffers.
-std::string explainMemory(const mlir::nova::MemoryPlan &plan, const ::nova::ExecutableDesc &desc) {
+std::string explainMemory(const mlir::nova::MemoryPlan &plan, const ::nova::ExecutableDesc &desc,
+                          ArrayAttr rematDecisions) {
   auto kernelName = [&](size_t k) {
     return k < desc.kernels.size() ? desc.kernels[k].symbol + " (" + desc.kernels[k].summary + ")"
                                    : std::string("?");
@@ -186,6 +187,25 @@ std::string explainMemory(const mlir::nova::MemoryPlan &plan, const ::nova::Exec
     out += "    " + peakRows[i].second + "\n";
   if (peakRows.size() > 12)
     out += "    ... " + std::to_string(peakRows.size() - 12) + " more producers\n";
+  if (rematDecisions) {
+    // Largest first (each line starts with its size).
+    std::vector<std::pair<double, std::string>> remat;
+    for (Attribute a : rematDecisions)
+      if (auto line = dyn_cast<StringAttr>(a))
+        remat.push_back({std::atof(line.getValue().str().c_str()), line.getValue().str()});
+    std::stable_sort(remat.begin(), remat.end(), [](const auto &a, const auto &b) { return a.first > b.first; });
+    double total = 0;
+    for (const auto &r : remat)
+      total += r.first;
+    out += llvm::formatv("  rematerialized: {0} values ({1:f1} MiB in all) recomputed in the backward instead of "
+                         "kept from the forward (nova-rematerialize; NOVA_REMAT=0 keeps them):\n",
+                         remat.size(), total)
+               .str();
+    for (size_t i = 0; i < std::min<size_t>(remat.size(), 12); ++i)
+      out += "    " + remat[i].second + "\n";
+    if (remat.size() > 12)
+      out += "    ... " + std::to_string(remat.size() - 12) + " more\n";
+  }
   out += "  largest buffers (bytes, live over launches, made by):\n";
   for (size_t i : plan.largest) {
     const mlir::nova::BufferLife &b = plan.buffers[i];
@@ -279,7 +299,7 @@ std::array<uint64_t, 2> mlir::nova::stepKey(ModuleOp traced, const ::nova::Targe
           mib(std::min(first, desc.arena_bytes)) + " (" + tried + ")");
   }
   if (explainEnabled())
-    report.memoryLines = explainMemory(memory, desc);
+    report.memoryLines = explainMemory(memory, desc, work->getAttrOfType<ArrayAttr>(kRematDecisionsAttr));
   if (explainEnabled())
     explainKernels(kernels, desc, targetDesc, report);
   if (failed(runCodegenStages(kernels, *target, options)))

@@ -47,6 +47,8 @@ inline constexpr llvm::StringLiteral kMatmulPrecisionAttr = "nova.matmul_precisi
 /// cheap values; 2 (set by the compiler when a memory budget needs it):
 /// whole forward computations, matmuls and attention included.
 inline constexpr llvm::StringLiteral kRematAttr = "nova.remat";
+/// The module's record of what nova-rematerialize recomputed: one line each.
+inline constexpr llvm::StringLiteral kRematDecisionsAttr = "nova.remat_decisions";
 
 /// An integer attribute on the traced step's module: the memory budget in
 /// bytes (nova/memory.hpp), when one is set.

@@ -223,7 +223,7 @@ constexpr llvm::StringLiteral kWorkAttr = "nova.work";
 /// ("block0/attention"): the first name in the root op's location, else in
 /// its body's (fusion gives the fused op its consumer's location, but the
 /// producer's arithmetic keeps its own).
-static std::string scopeOf(Operation *root) {
+std::string mlir::nova::scopeOf(Operation *root) {
   auto nameIn = [](Location loc) {
     std::string found;
     loc->walk([&](Location l) {
@@ -276,7 +276,7 @@ static std::string summarizeKernel(func::FuncOp kernel) {
   Operation *root = kernelComputeOp(kernel);
   LoweringConfigAttr config = loweringConfig(kernel);
   std::string kind = config ? config.getKind().str() : "kernel";
-  std::string scope = root ? scopeOf(root) : "";
+  std::string scope = root ? mlir::nova::scopeOf(root) : "";
   std::string s;
   llvm::raw_string_ostream os(s);
   std::optional<MatmulOperands> m;

@@ -124,6 +124,10 @@ KernelDescription describeKernel(func::FuncOp kernel);
 KernelDescription describedKernel(func::FuncOp kernel);
 void recordDescription(func::FuncOp kernel);
 
+/// The nova::named_scope path an op was traced under ("block0/attention"):
+/// the first name in its location, else in its body's; "" if none.
+std::string scopeOf(Operation *root);
+
 } // namespace mlir::nova
 
 #endif // NOVA_COMPILER_TRANSFORMS_KERNELS_H

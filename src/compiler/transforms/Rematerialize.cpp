@@ -29,11 +29,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/dialect/NovaDialect.h"
+#include "compiler/transforms/Kernels.h"
 #include "compiler/transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <functional>
 
@@ -70,7 +73,10 @@ bool isRecomputable(Operation *op, int64_t level) {
              nova::SliceOp, nova::ReduceSumOp, nova::ReduceMeanOp, nova::ReduceMaxOp>(op);
 }
 
-void rematerialize(Block &block, int64_t minGap, int64_t level) {
+std::string describeDecision(Operation *def, const SetVector<Operation *> &chain, Operation *user,
+                             int64_t gap);
+
+void rematerialize(Block &block, int64_t minGap, int64_t level, std::vector<std::string> &decisions) {
   // The most ops recomputed for one value: a GELU and the reshape after it;
   // at level 2, a block's MLP or attention from its input.
   const int maxChain = level >= 2 ? 12 : 4;
@@ -137,7 +143,32 @@ void rematerialize(Block &block, int64_t minGap, int64_t level) {
     Value again = map.lookup(v);
     for (size_t i = split; i < uses.size(); ++i)
       uses[i].second->set(again);
+    decisions.push_back(describeDecision(def, chain, user, gap));
   }
+}
+
+/// One line of NOVA_EXPLAIN's: what was recomputed, how big, where, and
+/// across how many ops it is no longer kept.
+std::string describeDecision(Operation *def, const SetVector<Operation *> &chain, Operation *user,
+                             int64_t gap) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  auto type = cast<ShapedType>(def->getResult(0).getType());
+  int64_t bytes = type.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  os << llvm::format("%.1f MiB ", double(bytes) / (1 << 20)) << def->getName().getStringRef() << " ";
+  llvm::interleave(type.getShape(), os, "x");
+  os << " " << type.getElementType();
+  std::string scope = mlir::nova::scopeOf(def);
+  if (!scope.empty())
+    os << " [" << scope << "]";
+  os << ": not kept across " << gap << " ops, recomputed before " << user->getName().getStringRef();
+  if (chain.size() > 1) {
+    os << " with " << chain.size() - 1 << " producer" << (chain.size() > 2 ? "s" : "") << " (";
+    llvm::interleave(llvm::make_range(chain.begin(), std::prev(chain.end())), os,
+                     [&](Operation *op) { os << op->getName().getStringRef(); }, ", ");
+    os << ")";
+  }
+  return text;
 }
 
 struct NovaRematerialize : mlir::nova::impl::NovaRematerializeBase<NovaRematerialize> {
@@ -150,9 +181,16 @@ struct NovaRematerialize : mlir::nova::impl::NovaRematerializeBase<NovaRemateria
       level = attr.getInt();
     if (level <= 0)
       return;
+    std::vector<std::string> decisions;
     for (auto func : module.getOps<func::FuncOp>())
       if (!func.isExternal() && func.getBody().hasOneBlock())
-        rematerialize(func.front(), minGap, level);
+        rematerialize(func.front(), minGap, level, decisions);
+    // The decisions, for NOVA_EXPLAIN (CompileDriver.cpp) and for readers of
+    // the IR (the clones themselves are marked nova.rematerialized).
+    SmallVector<Attribute> lines;
+    for (const std::string &d : decisions)
+      lines.push_back(StringAttr::get(module.getContext(), d));
+    module->setAttr(nova::kRematDecisionsAttr, ArrayAttr::get(module.getContext(), lines));
   }
 };
 
