@@ -9,9 +9,10 @@
 # The medium GPT (d 512, context 256, batch 8) with more and more layers
 # (default 8 12 16 24 32). A step fits when its step memory (peak RSS
 # minus RSS once parameters and batch exist, as in gpt_step; Nova's
-# includes its compile) is at most BUDGET_MIB (default 600). Nova compiles
-# with NOVA_MEMORY_BUDGET set to the budget, so it recomputes more where
-# the plan would not fit; PyTorch runs as it is.
+# includes its compile, and on both sides the AdamW state) is at most
+# BUDGET_MIB (default 600). Nova compiles with an arena budget of BUDGET_MIB
+# less its AdamW state and 16 MiB (NOVA_BENCH_STEP_BUDGET_MIB: gpt_step.cpp),
+# so it recomputes more where the plan would not fit; PyTorch runs as it is.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${NOVA_BUILD:-$here/../build}
@@ -28,7 +29,7 @@ fits() { awk -v m="$1" -v b="$budget" 'BEGIN { exit !(m != "" && m <= b) }'; }
 echo "== budget ${budget} MiB of step memory, medium GPT, layers: $layers"
 nova_best=0 torch_best=0
 for L in $layers; do
-  n=$(NOVA_BENCH_LAYERS=$L NOVA_MEMORY_BUDGET=${budget}M NOVA_CACHE_DIR="$scratch/cache" \
+  n=$(NOVA_BENCH_LAYERS=$L NOVA_BENCH_STEP_BUDGET_MIB=$budget NOVA_CACHE_DIR="$scratch/cache" \
       "$build/bench/gpt_step" medium 2 2>&1 | grep '^RESULT' || true)
   t=$(NOVA_BENCH_LAYERS=$L run_debian "$here/gpt_step_peer.py" medium 2 eager 2>/dev/null | grep '^RESULT' || true)
   nm=$(field "$n" step_mib) tm=$(field "$t" step_mib)

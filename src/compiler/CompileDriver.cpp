@@ -256,6 +256,7 @@ std::array<uint64_t, 2> mlir::nova::stepKey(ModuleOp traced, const ::nova::Targe
   auto remat = traced->getAttrOfType<IntegerAttr>(kRematAttr);
   bool canRecomputeMore = budget && !(remat && remat.getInt() <= 0);
   OwningOpRef<ModuleOp> graph = canRecomputeMore ? traced.clone() : OwningOpRef<ModuleOp>();
+  OwningOpRef<ModuleOp> searched; // the plan the budget search chose, kept for codegen
 
   ::nova::ExecutableDesc desc;
   std::string error;
@@ -286,10 +287,52 @@ std::array<uint64_t, 2> mlir::nova::stepKey(ModuleOp traced, const ::nova::Targe
     uint64_t first = desc.arena_bytes;
     std::string tried = (canRecomputeMore ? "cheap values recomputed: " : "nothing recomputed, NOVA_REMAT=0: ") + mib(first);
     if (canRecomputeMore) {
-      work = graph.get();
-      work->setAttr(kRematAttr, IntegerAttr::get(IntegerType::get(work.getContext(), 64), 2));
-      plan(work);
+      // Level 2 (matmuls and attention recomputed too) for the values kept
+      // across at least `gap` ops: at the pass's own min-gap, all of them
+      // (the smallest plan); then the largest gap whose plan still fits,
+      // by bisection, so that no more is recomputed than the budget needs
+      // (the longest-kept values, the first blocks' activations, go first).
+      auto i64 = [&](int64_t v) { return IntegerAttr::get(IntegerType::get(traced.getContext(), 64), v); };
+      auto attempt = [&](int64_t gap) {
+        OwningOpRef<ModuleOp> m = graph->clone();
+        m.get()->setAttr(kRematAttr, i64(2));
+        if (gap > 0)
+          m.get()->setAttr(kRematMinGapAttr, i64(gap));
+        plan(*m);
+        return m;
+      };
+      OwningOpRef<ModuleOp> best = attempt(0);
       tried += "; matmuls and attention recomputed too: " + mib(desc.arena_bytes);
+      if (desc.arena_bytes <= budget) {
+        ::nova::ExecutableDesc bestDesc = desc;
+        MemoryPlan bestMemory = memory;
+        ModuleOp bestKernels = kernels;
+        int64_t fits = kDefaultRematMinGap, over = 1;
+        if (auto step = graph->lookupSymbol<func::FuncOp>(signature.name); step && !step.getBody().empty())
+          over = static_cast<int64_t>(step.front().getOperations().size()) + 1;
+        for (int trial = 0; trial < 6 && over - fits > std::max<int64_t>(2, fits / 8); ++trial) {
+          int64_t gap = fits + (over - fits) / 2;
+          OwningOpRef<ModuleOp> m = attempt(gap);
+          if (desc.arena_bytes <= budget) {
+            fits = gap;
+            best = std::move(m);
+            bestDesc = desc;
+            bestMemory = memory;
+            bestKernels = kernels;
+          } else {
+            over = gap;
+          }
+        }
+        desc = std::move(bestDesc);
+        memory = std::move(bestMemory);
+        kernels = bestKernels;
+        if (explainEnabled())
+          llvm::errs() << "nova: " << signature.name << " over its budget of " << mib(budget) << " at "
+                       << mib(first) << ": recomputing values kept across at least " << fits
+                       << " ops (matmuls and attention too) gives " << mib(desc.arena_bytes) << "\n";
+      }
+      work = best.get();
+      searched = std::move(best);
     }
     if (desc.arena_bytes > budget)
       throw ::nova::CompileError(

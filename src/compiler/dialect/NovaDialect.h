@@ -47,6 +47,11 @@ inline constexpr llvm::StringLiteral kMatmulPrecisionAttr = "nova.matmul_precisi
 /// cheap values; 2 (set by the compiler when a memory budget needs it):
 /// whole forward computations, matmuls and attention included.
 inline constexpr llvm::StringLiteral kRematAttr = "nova.remat";
+/// The fewest ops a value must be kept across to be recomputed, overriding
+/// nova-rematerialize's min-gap (the budget search sets it; CompileDriver.cpp).
+inline constexpr llvm::StringLiteral kRematMinGapAttr = "nova.remat_min_gap";
+/// nova-rematerialize's default min-gap (its option in Passes.td).
+inline constexpr int64_t kDefaultRematMinGap = 16;
 /// The module's record of what nova-rematerialize recomputed: one line each.
 inline constexpr llvm::StringLiteral kRematDecisionsAttr = "nova.remat_decisions";
 

@@ -181,10 +181,13 @@ struct NovaRematerialize : mlir::nova::impl::NovaRematerializeBase<NovaRemateria
       level = attr.getInt();
     if (level <= 0)
       return;
+    int64_t gap = minGap;
+    if (auto attr = module->getAttrOfType<IntegerAttr>(nova::kRematMinGapAttr))
+      gap = std::max<int64_t>(1, attr.getInt());
     std::vector<std::string> decisions;
     for (auto func : module.getOps<func::FuncOp>())
       if (!func.isExternal() && func.getBody().hasOneBlock())
-        rematerialize(func.front(), minGap, level, decisions);
+        rematerialize(func.front(), gap, level, decisions);
     // The decisions, for NOVA_EXPLAIN (CompileDriver.cpp) and for readers of
     // the IR (the clones themselves are marked nova.rematerialized).
     SmallVector<Attribute> lines;
