@@ -59,6 +59,7 @@ void addLinalgStage(OpPassManager &pm) {
   pm.addPass(mlir::nova::createNovaLowerToLinalg());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(mlir::nova::createNovaFuseElementwise());
+  pm.addPass(mlir::nova::createNovaFuseMatmulPrologue());
   pm.addPass(mlir::nova::createNovaMergeDisjointSums());
   pm.addPass(mlir::nova::createNovaReuseDyingInputs());
   // No CSE here: it would merge equal tensor.empty ops, and empty-tensor

@@ -97,6 +97,39 @@ TEST_CASE("matmul: 2-D, batched, transposed, size-1 dims") {
   }
 }
 
+TEST_CASE("matmul with a transposed lhs computed by elementwise ops: fused into the lhs packing") {
+  // nova-fuse-matmul-prologue: the lhs value is computed while it is packed
+  // (one and two producer inputs, a reshape between, edge rows, column
+  // remainder, batched, a broadcast scalar); each against the interpreter.
+  struct Case { Shape a, b; };
+  const std::vector<Case> cases = {
+      {{8, 6}, {8, 64}},   {{32, 64}, {32, 48}},  {{33, 60}, {33, 64}}, {{70, 100}, {70, 50}},
+      {{2, 9, 14}, {2, 9, 35}}, {{256, 64}, {256, 128}},
+  };
+  for (const auto& c : cases) {
+    for (DType dt : {DType::f32, DType::f64}) {
+      Gen g;
+      INFO("seed = ", g.seed, ", ", nova::to_string(c.a), " x ", nova::to_string(c.b), ", ", nova::name_of(dt));
+      Tensor a = g.randn(c.a, dt), b = g.randn(c.b, dt), a2 = g.randn(c.a, dt);
+      double one = compare([](auto a, auto b) { return nova::matmul(nova::gelu(a) * 2.0, b, nova::Transpose::a); },
+                           a, b);
+      CHECK(one <= (dt == DType::f32 ? kF32Tol : kF64Tol));
+      double two = compare(
+          [](auto a, auto a2, auto b) { return nova::matmul(nova::tanh(a) * a2 - a2, b, nova::Transpose::a); }, a,
+          a2, b);
+      CHECK(two <= (dt == DType::f32 ? kF32Tol : kF64Tol));
+    }
+  }
+  // Through a reshape: [2, 16, 24] computed, read as [32, 24].
+  Gen g;
+  INFO("seed = ", g.seed);
+  Tensor a = g.randn({2, 16, 24}), b = g.randn({32, 40});
+  double err = compare(
+      [](auto a, auto b) { return nova::matmul(nova::reshape(nova::exp(a) + 1.0, {32, 24}), b, nova::Transpose::a); },
+      a, b);
+  CHECK(err <= kF32Tol);
+}
+
 namespace {
 /// Up to two reduction axes as a trivially copyable static argument
 /// (axes shape the trace, so they must enter the cache key).

@@ -342,6 +342,13 @@ mlir::nova::KernelDescription mlir::nova::describeKernel(func::FuncOp kernel) {
       ++perPoint;
   });
   w.flops = points * perPoint;
+  // A matmul with a fused lhs producer (FuseMatmulPrologue.cpp) runs the
+  // producer once per lhs element while it packs, not at every (m, k, n).
+  if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation()))
+    if (std::optional<MatmulOperands> m = matchMatmul(generic); m && !m->prologueInputs.empty()) {
+      uint64_t lhsElements = static_cast<uint64_t>(m->batch() * m->M * m->K);
+      w.flops = 2 * points + lhsElements * (perPoint - 2);
+    }
   return w;
 }
 

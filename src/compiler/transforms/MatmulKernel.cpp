@@ -4,6 +4,7 @@
 #include "compiler/transforms/Kernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 
 using namespace mlir;
 
@@ -14,14 +15,60 @@ int64_t mlir::nova::MatmulOperands::batch() const {
   return b;
 }
 
+/// A fused matmul's body (FuseMatmulPrologue.cpp): arith and math ops on
+/// the prologue inputs giving the lhs value, then out + lhs * rhs.
+static bool prologueBodyMatches(linalg::GenericOp op) {
+  Block &body = op.getRegion().front();
+  unsigned n = body.getNumArguments();
+  BlockArgument rhs = body.getArgument(n - 2), out = body.getArgument(n - 1);
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto add = yield.getNumOperands() == 1 ? yield.getOperand(0).getDefiningOp<arith::AddFOp>() : nullptr;
+  if (!add)
+    return false;
+  Value product = add.getLhs() == out ? add.getRhs() : add.getRhs() == out ? add.getLhs() : Value();
+  auto mul = product ? product.getDefiningOp<arith::MulFOp>() : nullptr;
+  if (!mul || (mul.getLhs() != rhs && mul.getRhs() != rhs) || mul.getLhs() == mul.getRhs())
+    return false;
+  if (!mul->hasOneUse() || !add->hasOneUse() || add->getNextNode() != yield || mul->getNextNode() != add)
+    return false;
+  for (Operation &o : body.without_terminator()) {
+    if (&o == mul.getOperation() || &o == add.getOperation())
+      continue;
+    if (o.getNumRegions() != 0 || o.getNumResults() != 1 ||
+        !isa<arith::ArithDialect, math::MathDialect>(o.getDialect()))
+      return false;
+    for (Value v : o.getOperands())
+      if (v == rhs || v == out)
+        return false;
+  }
+  return rhs.hasOneUse() && out.hasOneUse();
+}
+
 std::optional<mlir::nova::MatmulOperands> mlir::nova::matchMatmul(linalg::GenericOp op) {
   if (!isTaggedMatmul(op) || !op.hasPureBufferSemantics() ||
-      op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
+      op.getNumDpsInputs() < 2 || op.getNumDpsInits() != 1)
     return std::nullopt;
   MatmulOperands m;
+  m.op = op;
+  unsigned inputs = op.getNumDpsInputs();
   m.lhs = op.getDpsInputs()[0];
-  m.rhs = op.getDpsInputs()[1];
+  m.rhs = op.getDpsInputs()[inputs - 1];
   m.out = op.getDpsInits()[0];
+  // Anything but out + lhs * rhs in the body is a fused lhs producer (one
+  // input or more: FuseMatmulPrologue.cpp).
+  Block &body = op.getRegion().front();
+  bool plain = inputs == 2 && body.getOperations().size() == 3;
+  if (!plain) {
+    if (!prologueBodyMatches(op))
+      return std::nullopt;
+    AffineMap lhsMap = op.getIndexingMapsArray()[0];
+    for (unsigned i = 0; i + 1 < inputs; ++i) {
+      Value v = op.getDpsInputs()[i];
+      if (v.getType() != m.lhs.getType() || op.getIndexingMapsArray()[i] != lhsMap)
+        return std::nullopt;
+      m.prologueInputs.push_back(v);
+    }
+  }
   auto lhsType = dyn_cast<MemRefType>(m.lhs.getType());
   auto rhsType = dyn_cast<MemRefType>(m.rhs.getType());
   m.outType = dyn_cast<MemRefType>(m.out.getType());
@@ -61,6 +108,8 @@ std::optional<mlir::nova::MatmulOperands> mlir::nova::matchMatmul(linalg::Generi
   // A transposed lhs is packed with vector loads along m: unit stride there.
   if (m.transposeA && !unitLastStride(lhsType))
     return std::nullopt;
+  if (!m.prologueInputs.empty() && !m.transposeA)
+    return std::nullopt; // a prologue runs where a transposed lhs is packed
   return m;
 }
 

@@ -20,6 +20,11 @@ namespace mlir::nova {
 
 struct MatmulOperands {
   Value lhs, rhs, out;
+  /// A fused lhs producer (FuseMatmulPrologue.cpp): the transposed lhs is
+  /// computed from these inputs (each typed and laid out as `lhs`, which is
+  /// the first) by the body's ops before its multiply. Empty: `lhs` is it.
+  SmallVector<Value> prologueInputs;
+  linalg::GenericOp op;
   bool transposeA = false;
   /// The rhs view [.., k, n] has its k dim unit-stride (a transposed rhs read
   /// in place, nova-fold-transposes): packed column by column.

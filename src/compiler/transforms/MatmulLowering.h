@@ -14,6 +14,7 @@
 #include "compiler/transforms/MatmulKernel.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/IRMapping.h"
 
 namespace mlir::nova::matmul {
 
@@ -29,6 +30,12 @@ struct WorkgroupBlock {
 
 /// Decomposes `wg` row-major over ceil(extent / tile) of (batch..., m, n).
 WorkgroupBlock blockOf(OpBuilder &b, Location loc, Value wg, const MatmulOperands &m, ArrayRef<int64_t> tile);
+
+/// The body's ops before `stop`, each on `width`-lane vectors: block
+/// arguments and earlier results are looked up in `map` (which gets the new
+/// values), constants and values from outside the body are broadcast. An
+/// epilogue's body on the accumulators, a prologue's while the lhs is packed.
+void vectorizeBody(OpBuilder &b, Location l, Block &body, IRMapping &map, Operation *stop, int64_t width);
 
 /// A matmul's epilogue (MatmulKernel.h: isRegisterEpilogue), applied to
 /// one accumulator vector (row `row`, columns [col, col + width)) instead of

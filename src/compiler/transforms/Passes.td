@@ -267,6 +267,23 @@ def NovaRematerialize : Pass<"nova-rematerialize", "mlir::ModuleOp"> {
   ];
 }
 
+def NovaFuseMatmulPrologue : Pass<"nova-fuse-matmul-prologue", "mlir::ModuleOp"> {
+  let summary = "Fuse an elementwise producer of a transposed matmul lhs into the matmul";
+  let description = [{
+    A `nova.kernel = "matmul"` generic whose lhs is transposed ([.., k, m])
+    and is the one use of an elementwise generic (all loops parallel, inputs
+    read through the identity map, arith and math ops), possibly through
+    one reshape, takes the producer's inputs (reshaped the same way) in
+    place of its lhs, with the producer's body before its multiply. The
+    register kernel runs that body while it packs the lhs (once per block),
+    so the producer's result is never stored: in the GPT's backward, the
+    recomputed GELU for the MLP's weight gradient, the largest buffer at the
+    peak. A row-major lhs is not fused (it is read once per column tile), nor
+    are bf16 matmuls (their AMX packing differs).
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];
+}
+
 def NovaReuseDyingInputs : Pass<"nova-reuse-dying-inputs", "mlir::ModuleOp"> {
   let summary = "Write an elementwise op's result over an input that dies at it";
   let description = [{

@@ -68,6 +68,29 @@ WorkgroupBlock blockOf(OpBuilder &b, Location loc, Value wg, const MatmulOperand
   return block;
 }
 
+void vectorizeBody(OpBuilder &b, Location l, Block &body, IRMapping &map, Operation *stop, int64_t width) {
+  auto vectorOf = [&](Type t) { return VectorType::get({width}, t); };
+  for (Operation &op : body) {
+    if (&op == stop)
+      break;
+    if (auto c = dyn_cast<arith::ConstantOp>(op)) {
+      Value scalar = b.clone(op)->getResult(0);
+      map.map(c.getResult(), b.create<vector::BroadcastOp>(l, vectorOf(c.getType()), scalar));
+      continue;
+    }
+    OperationState state(l, op.getName());
+    for (Value operand : op.getOperands()) {
+      Value v = map.lookupOrNull(operand);
+      if (!v) // defined outside the body: a scalar, the same in every lane
+        v = b.create<vector::BroadcastOp>(l, vectorOf(operand.getType()), operand);
+      state.addOperands(v);
+    }
+    state.addTypes(vectorOf(op.getResult(0).getType()));
+    state.addAttributes(op.getAttrs());
+    map.map(op.getResult(0), b.create(state)->getResult(0));
+  }
+}
+
 /// A matmul's epilogue (MatmulKernel.h: isRegisterEpilogue), applied to
 /// one accumulator vector (row `row`, columns [col, col + width)) instead of
 /// storing it: the epilogue's body, vectorized, on the accumulator and its
@@ -107,23 +130,7 @@ void storeThroughEpilogue(OpBuilder &b, Location l, linalg::GenericOp epi, Value
                                  l, vectorOf(elem), b.create<memref::LoadOp>(l, operand.get(), idx));
     map.map(arg, v);
   }
-  for (Operation &op : body.without_terminator()) {
-    if (auto c = dyn_cast<arith::ConstantOp>(op)) {
-      Value scalar = b.clone(op)->getResult(0);
-      map.map(c.getResult(), b.create<vector::BroadcastOp>(l, vectorOf(c.getType()), scalar));
-      continue;
-    }
-    OperationState state(l, op.getName());
-    for (Value operand : op.getOperands()) {
-      Value v = map.lookupOrNull(operand);
-      if (!v) // defined outside the body: a scalar, the same in every lane
-        v = b.create<vector::BroadcastOp>(l, vectorOf(operand.getType()), operand);
-      state.addOperands(v);
-    }
-    state.addTypes(vectorOf(op.getResult(0).getType()));
-    state.addAttributes(op.getAttrs());
-    map.map(op.getResult(0), b.create(state)->getResult(0));
-  }
+  vectorizeBody(b, l, body, map, body.getTerminator(), width);
   Value yielded = map.lookup(body.getTerminator()->getOperand(0));
   SmallVector<Value> at(batch.begin(), batch.end());
   at.append({row, col});
@@ -302,6 +309,21 @@ void buildPackRhs(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange 
 /// one tile's MR values of consecutive k are a whole lhs row apart: kc lines
 /// (and, with 4 KiB rows, kc pages) in a handful of L1 sets.
 /// (A row-major lhs is broadcast in place: its MR rows are MR streams.)
+/// A fused lhs producer (MatmulOperands::prologueInputs) on `width` lanes
+/// at `at`: its inputs loaded (masked), the body's ops before the multiply.
+Value buildPrologue(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange at, Value mask, Value zero,
+                    int64_t width) {
+  linalg::GenericOp op = m.op;
+  Block &body = op.getRegion().front();
+  BlockArgument rhs = body.getArgument(body.getNumArguments() - 2);
+  auto mul = cast<arith::MulFOp>(*rhs.getUsers().begin());
+  IRMapping map;
+  for (auto [i, in] : llvm::enumerate(m.prologueInputs))
+    map.map(body.getArgument(i), b.create<vector::MaskedLoadOp>(l, zero.getType(), in, at, mask, zero));
+  vectorizeBody(b, l, body, map, mul, width);
+  return map.lookup(mul.getLhs() == rhs ? mul.getRhs() : mul.getLhs());
+}
+
 void buildPackTransposedLhs(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange batch,
                             Value base, Value r0, Value r1, Value k0, Value klen, Value packedLhs,
                             int64_t tileRows) {
@@ -323,7 +345,8 @@ void buildPackTransposedLhs(OpBuilder &b, Location l, const MatmulOperands &m, V
             kl, r0, r1, index(kb, kl, tileRows), ValueRange{}, [&](OpBuilder &ib, Location il, Value i0, ValueRange) {
               SmallVector<Value> src(batch.begin(), batch.end());
               src.append({k, i0});
-              Value v = ib.create<vector::MaskedLoadOp>(il, vec, m.lhs, src, mask, zero);
+              Value v = m.prologueInputs.empty() ? ib.create<vector::MaskedLoadOp>(il, vec, m.lhs, src, mask, zero)
+                                                 : buildPrologue(ib, il, m, src, mask, zero, padded);
               Value slot = ib.create<arith::DivUIOp>(il, ib.create<arith::SubIOp>(il, i0, base),
                                                      index(ib, il, slotRows));
               ib.create<vector::MaskedStoreOp>(il, packedLhs, ValueRange{slot, kk, index(ib, il, 0)}, mask, v);
@@ -381,11 +404,13 @@ void buildRemainder(OpBuilder &b, linalg::GenericOp op, const MatmulOperands &m,
     }
     return b.create<memref::SubViewOp>(loc, v, offsets, sizes, strides);
   };
-  Value lhs = m.transposeA ? slice(m.lhs, 'k', 'r') : slice(m.lhs, 'r', 'k');
-  Value rhs = slice(m.rhs, 'k', 'c');
-  Value out = slice(m.out, 'r', 'c');
+  SmallVector<Value> operands;
+  for (Value in : m.prologueInputs.empty() ? SmallVector<Value>{m.lhs} : m.prologueInputs)
+    operands.push_back(m.transposeA ? slice(in, 'k', 'r') : slice(in, 'r', 'k'));
+  operands.push_back(slice(m.rhs, 'k', 'c'));
+  operands.push_back(slice(m.out, 'r', 'c'));
   Operation *copy = b.clone(*op);
-  copy->setOperands({lhs, rhs, out});
+  copy->setOperands(operands);
   copy->removeAttr("nova.kernel");
 }
 

@@ -181,7 +181,8 @@ std::optional<nova::LoweringConfigAttr> configureMatmul(linalg::GenericOp op,
   // bf16 on AMX: float32 matmuls with at least one whole 32 x 32 block.
   // Its lhs packing reads rows with vector loads: a row-major lhs needs a
   // unit-stride k (a transposed one has unit-stride m, matchMatmul).
-  if (facts.amxBf16Matmul && m->outType.getElementType().isF32() && m->M >= 32 && m->N >= 32 &&
+  if (facts.amxBf16Matmul && m->prologueInputs.empty() && m->outType.getElementType().isF32() && m->M >= 32 &&
+      m->N >= 32 &&
       m->K >= 1 && (m->transposeA || nova::hasUnitInnerStride(cast<MemRefType>(m->lhs.getType()))))
     return configureAmxMatmul(op, *m, facts);
   int64_t elemBytes = m->outType.getElementTypeBitWidth() / 8;
