@@ -1,12 +1,14 @@
 // memory.hpp - a budget for the memory a compiled step plans.
 //
 // A compiled step keeps its temporaries in one arena, planned before it
-// runs (NOVA_EXPLAIN=1 prints the plan). With a budget, the compiler
-// rematerializes more until the arena fits: first the cheap values
-// (elementwise, GELU, LayerNorm: always on unless NOVA_REMAT=0), then
-// whole forward computations, matmuls and attention included, as
-// activation checkpointing does. If no plan fits, the compile fails with a
-// nova::CompileError naming the budget and the smallest plan found.
+// runs (NOVA_EXPLAIN=1 or nova::set_explain(true) prints the plan). With a
+// budget, the compiler rematerializes more until the arena fits: first the
+// cheap values (elementwise, GELU, LayerNorm: always on unless
+// NOVA_REMAT=0), then forward computations, matmuls and attention
+// included, as activation checkpointing does: all of those kept across 16
+// ops or more, then only those kept longest that the budget needs. If no
+// plan fits, the compile fails with a nova::CompileError naming the budget
+// and the smallest plan found.
 //
 // The budget is part of every step's cache key: a change takes effect at
 // the next call of each step, which compiles again.

@@ -9,6 +9,7 @@
 #include "nova/error.hpp"
 #include "nova/executable.hpp"
 #include "nova/executable_desc.hpp"
+#include "nova/explain.hpp"
 #include "nova/expr/expr.hpp"
 #include "nova/expr/ops.hpp"
 #include "nova/jit.hpp"

@@ -14,6 +14,7 @@
 
 #include "nova/cache.hpp"
 #include "nova/error.hpp"
+#include "nova/explain.hpp"
 
 #include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/Parser/Parser.h"
@@ -123,8 +124,18 @@ std::optional<std::string> mlir::nova::compilerProcessTool() {
   for (std::string &a : args)
     argv.push_back(a.data());
   argv.push_back(nullptr);
+  // The environment, with NOVA_EXPLAIN as this process has it (nova::set_explain).
+  std::vector<std::string> env;
+  for (char **e = environ; *e; ++e)
+    if (std::strncmp(*e, "NOVA_EXPLAIN=", 13) != 0)
+      env.push_back(*e);
+  env.push_back(::nova::explain_enabled() ? "NOVA_EXPLAIN=1" : "NOVA_EXPLAIN=0");
+  std::vector<char *> envp;
+  for (std::string &e : env)
+    envp.push_back(e.data());
+  envp.push_back(nullptr);
   pid_t pid = 0;
-  if (int rc = ::posix_spawn(&pid, tool.c_str(), nullptr, nullptr, argv.data(), environ); rc != 0)
+  if (int rc = ::posix_spawn(&pid, tool.c_str(), nullptr, nullptr, argv.data(), envp.data()); rc != 0)
     throw ::nova::CompileError("nova: cannot start the compiler process " + tool + ": " + std::strerror(rc));
   int status = 0;
   struct rusage usage {};

@@ -2,6 +2,8 @@
 
 #include "compiler/CompileReport.h"
 
+#include "nova/explain.hpp"
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -41,7 +43,4 @@ std::string mlir::nova::CompileReport::format() const {
   return out;
 }
 
-bool mlir::nova::explainEnabled() {
-  const char *v = std::getenv("NOVA_EXPLAIN");
-  return v && *v && std::strcmp(v, "0") != 0;
-}
+bool mlir::nova::explainEnabled() { return ::nova::explain_enabled(); }

@@ -3,13 +3,18 @@
 // same executables; the child's peak is counted; every way the child can
 // fail (an error, a crash, a bad exit, no tool at all) is a named
 // nova::CompileError, and this process goes on compiling afterwards.
+// nova::set_explain reaches the child.
 #include "scoped_env.hpp"
 #include "testing.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cstdio>
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 namespace fs = std::filesystem;
 using nova::Tensor;
@@ -142,5 +147,43 @@ TEST_CASE("NOVA_COMPILE names its two modes when set to anything else") {
     CHECK(msg.find("NOVA_COMPILE must be \"process\"") != std::string::npos);
     CHECK(msg.find("\"inline\"") != std::string::npos);
     CHECK(msg.find("sideways") != std::string::npos);
+  }
+}
+
+TEST_CASE("nova::set_explain prints the plan of each compile, the child process's too") {
+  Env env;
+  env.set("NOVA_CACHE", "off");
+  env.unset("NOVA_EXPLAIN");
+  env.unset("NOVA_COMPILE_TOOL");
+  for (const char* mode : {"process", "inline"}) {
+    INFO("NOVA_COMPILE=", mode);
+    // stderr (the child's too: it inherits the descriptor) into a file.
+    fs::path file = fs::temp_directory_path() / ("nova-explain-" + std::to_string(::getpid()) + ".txt");
+    std::fflush(stderr);
+    int saved = ::dup(2);
+    int fd = ::open(file.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    REQUIRE(fd >= 0);
+    ::dup2(fd, 2);
+    ::close(fd);
+    nova::set_explain(true);
+    Gen g;
+    run(env, mode, g.seed);
+    nova::set_explain(false);
+    run(env, mode, g.seed + 7); // compiles again (new in-process cache): prints nothing
+    std::fflush(stderr);
+    ::dup2(saved, 2);
+    ::close(saved);
+    std::ifstream in(file);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    fs::remove(file);
+    INFO(text);
+    CHECK(text.find("memory: arena") != std::string::npos);
+    CHECK(text.find("live at the peak") != std::string::npos);
+    CHECK(text.find("largest buffers") != std::string::npos);
+    // One compile explained, the second not.
+    std::size_t first = text.find("memory: arena");
+    CHECK(text.find("memory: arena", first + 1) == std::string::npos);
+    if (std::string(mode) == "process")
+      CHECK(text.find("was compiled by a child process") != std::string::npos);
   }
 }
