@@ -65,25 +65,6 @@ private:
   uint64_t pos = 0;
 };
 
-/// The compiler's own build: a hash of the shared object this code is in
-/// (libnova.so) and the LLVM it was built against. The version string alone
-/// stays the same across rebuilds, so without this a developer's rebuilt
-/// compiler would be handed executables its previous build wrote.
-/// Computed once per process (the object is ~2 MB: well under a millisecond).
-const std::string &compilerBuild() {
-  static const std::string id = [] {
-    std::string out = "llvm " LLVM_VERSION_STRING;
-    Dl_info info{};
-    if (dladdr(reinterpret_cast<void *>(&compilerBuild), &info) && info.dli_fname) {
-      std::ifstream in(info.dli_fname, std::ios::binary);
-      std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      if (!bytes.empty())
-        out += " object " + llvm::utohexstr(XXH3_64bits(bytes.data(), bytes.size()));
-    }
-    return out;
-  }();
-  return id;
-}
 
 /// NOVA_EXPLAIN's per-kernel lines: what each kernel is, its configuration
 /// and its roofline on this target, costliest first (launches x bound).
@@ -188,23 +169,25 @@ std::string explainMemory(const mlir::nova::MemoryPlan &plan, const ::nova::Exec
   if (peakRows.size() > 12)
     out += "    ... " + std::to_string(peakRows.size() - 12) + " more producers\n";
   if (rematDecisions) {
-    // Largest first (each line starts with its size).
-    std::vector<std::pair<double, std::string>> remat;
+    // Largest first, as the pass recorded them: {bytes, what}.
+    uint64_t total = 0;
+    std::vector<std::string> lines;
     for (Attribute a : rematDecisions)
-      if (auto line = dyn_cast<StringAttr>(a))
-        remat.push_back({std::atof(line.getValue().str().c_str()), line.getValue().str()});
-    std::stable_sort(remat.begin(), remat.end(), [](const auto &a, const auto &b) { return a.first > b.first; });
-    double total = 0;
-    for (const auto &r : remat)
-      total += r.first;
-    out += llvm::formatv("  rematerialized: {0} values ({1:f1} MiB in all) recomputed in the backward instead of "
-                         "kept from the forward (nova-rematerialize; NOVA_REMAT=0 keeps them):\n",
-                         remat.size(), total)
-               .str();
-    for (size_t i = 0; i < std::min<size_t>(remat.size(), 12); ++i)
-      out += "    " + remat[i].second + "\n";
-    if (remat.size() > 12)
-      out += "    ... " + std::to_string(remat.size() - 12) + " more\n";
+      if (auto d = dyn_cast<DictionaryAttr>(a)) {
+        auto bytes = d.getAs<IntegerAttr>("bytes");
+        auto what = d.getAs<StringAttr>("what");
+        if (!bytes || !what)
+          continue;
+        total += static_cast<uint64_t>(bytes.getInt());
+        lines.push_back(mib(static_cast<uint64_t>(bytes.getInt())) + " " + what.getValue().str());
+      }
+    out += "  rematerialized: " + std::to_string(lines.size()) + " values (" + mib(total) +
+           " in all) recomputed in the backward instead of kept from the forward (nova-rematerialize; "
+           "NOVA_REMAT=0 keeps them):\n";
+    for (size_t i = 0; i < std::min<size_t>(lines.size(), 12); ++i)
+      out += "    " + lines[i] + "\n";
+    if (lines.size() > 12)
+      out += "    ... " + std::to_string(lines.size() - 12) + " more\n";
   }
   out += "  largest buffers (bytes, live over launches, made by):\n";
   for (size_t i : plan.largest) {
@@ -220,6 +203,26 @@ std::string explainMemory(const mlir::nova::MemoryPlan &plan, const ::nova::Exec
 }
 
 } // namespace
+
+/// The compiler's own build: a hash of the shared object this code is in
+/// (libnova.so) and the LLVM it was built against. The version string alone
+/// stays the same across rebuilds, so without this a developer's rebuilt
+/// compiler would be handed executables its previous build wrote.
+/// Computed once per process (the object is ~2 MB: well under a millisecond).
+const std::string &mlir::nova::compilerBuild() {
+  static const std::string id = [] {
+    std::string out = "llvm " LLVM_VERSION_STRING;
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void *>(&mlir::nova::compilerBuild), &info) && info.dli_fname) {
+      std::ifstream in(info.dli_fname, std::ios::binary);
+      std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (!bytes.empty())
+        out += " object " + llvm::utohexstr(XXH3_64bits(bytes.data(), bytes.size()));
+    }
+    return out;
+  }();
+  return id;
+}
 
 std::array<uint64_t, 2> mlir::nova::stepKey(ModuleOp traced, const ::nova::TargetDesc &target) {
   HashStream os;
@@ -408,11 +411,12 @@ std::shared_ptr<::nova::Executable> mlir::nova::compileStep(OwningOpRef<ModuleOp
   ::nova::ExecutableDesc desc;
   if (std::optional<std::string> tool = compilerProcessTool()) {
     Stopwatch clock;
-    desc = compileInChildProcess(*tool, *traced, signature, target, key);
+    uint64_t peak = 0;
+    desc = compileInChildProcess(*tool, *traced, signature, target, key, peak);
     if (explainEnabled())
       llvm::errs() << "nova: " << signature.name << " was compiled by a child process in "
                    << llvm::format("%.2f", clock.lap()) << " s; the compiler's peak resident size: "
-                   << mib(::nova::cache_stats().compile_peak_bytes) << " (largest so far; NOVA_COMPILE)\n";
+                   << mib(peak) << " (NOVA_COMPILE)\n";
   } else {
     desc = compileToDescription(*traced, signature, target, options);
   }

@@ -33,6 +33,10 @@ struct StepSignature {
   std::vector<int> aliases;
 };
 
+/// The compiler's own build: the LLVM version and a hash of libnova.so.
+/// Part of every key, so a rebuilt compiler never reuses another's code.
+const std::string &compilerBuild();
+
 /// 128 bits: the traced module's structure (ops, operand numbering, types,
 /// attributes; never locations or pointers), the target's hash and the
 /// compiler version.

@@ -39,6 +39,10 @@ using namespace mlir;
 
 namespace {
 
+/// The parent's compilerBuild(), for the child to compare with its own:
+/// the parent keys what the child compiles.
+constexpr const char *kBuildVariable = "NOVA_COMPILER_BUILD";
+
 /// A private temporary directory, removed with everything in it.
 struct TempDir {
   fs::path path;
@@ -100,7 +104,8 @@ std::optional<std::string> mlir::nova::compilerProcessTool() {
 ::nova::ExecutableDesc mlir::nova::compileInChildProcess(const std::string &tool, ModuleOp traced,
                                                          const StepSignature &signature,
                                                          const ::nova::TargetDesc &target,
-                                                         const std::array<uint64_t, 2> &key) {
+                                                         const std::array<uint64_t, 2> &key,
+                                                         uint64_t &peakBytes) {
   TempDir dir;
   fs::path request = dir.path / "request.nexe", module = dir.path / "step.mlirbc", out = dir.path / "step.nexe";
   ::nova::ExecutableDesc ask; // a description with no code: the signature and the target
@@ -127,9 +132,10 @@ std::optional<std::string> mlir::nova::compilerProcessTool() {
   // The environment, with NOVA_EXPLAIN as this process has it (nova::set_explain).
   std::vector<std::string> env;
   for (char **e = environ; *e; ++e)
-    if (std::strncmp(*e, "NOVA_EXPLAIN=", 13) != 0)
+    if (std::strncmp(*e, "NOVA_EXPLAIN=", 13) != 0 && std::strncmp(*e, "NOVA_COMPILER_BUILD=", 20) != 0)
       env.push_back(*e);
   env.push_back(::nova::explain_enabled() ? "NOVA_EXPLAIN=1" : "NOVA_EXPLAIN=0");
+  env.push_back(std::string(kBuildVariable) + "=" + compilerBuild()); // the child checks it
   std::vector<char *> envp;
   for (std::string &e : env)
     envp.push_back(e.data());
@@ -164,7 +170,8 @@ std::optional<std::string> mlir::nova::compilerProcessTool() {
   if (desc.key != key)
     throw ::nova::CompileError("nova: " + what + ": it returned the executable of another step");
   // ru_maxrss is in KiB on Linux.
-  ::nova::detail::count_child_compile(known ? static_cast<std::uint64_t>(usage.ru_maxrss) * 1024 : 0);
+  peakBytes = known ? static_cast<uint64_t>(usage.ru_maxrss) * 1024 : 0;
+  ::nova::detail::count_child_compile(peakBytes);
   return desc;
 }
 
@@ -180,6 +187,12 @@ int mlir::nova::compilerProcessMain(int argc, char **argv) {
     return code;
   };
   try {
+    // Another build's code under this build's keys would be loaded by every
+    // later run from the disk cache: refuse it (NOVA_COMPILE_TOOL).
+    if (const char *parent = std::getenv(kBuildVariable); parent && compilerBuild() != parent)
+      return report(2, std::string("nova: the compiler process ") + argv[0] + " is another build of Nova (" +
+                           compilerBuild() + ") than the program's (" + parent +
+                           "); NOVA_COMPILE_TOOL must name the nova-compile of the same build");
     ::nova::ExecutableDesc ask = ::nova::read_executable_file(argv[1]);
     MLIRContext &ctx = compilerContext();
     loadCompilerDialects(ctx);

@@ -29,12 +29,13 @@ namespace mlir::nova {
 std::optional<std::string> compilerProcessTool();
 
 /// compileToDescription() in a child process running `tool`; the result
-/// carries `key`. Throws ::nova::CompileError with the child's message, or
-/// naming the signal or exit status it died of.
+/// carries `key`, and `peakBytes` gets the child's peak resident size (0 if
+/// it could not be read). Throws ::nova::CompileError with the child's
+/// message, or naming the signal or exit status it died of.
 ::nova::ExecutableDesc compileInChildProcess(const std::string &tool, ModuleOp traced,
                                              const StepSignature &signature,
                                              const ::nova::TargetDesc &target,
-                                             const std::array<uint64_t, 2> &key);
+                                             const std::array<uint64_t, 2> &key, uint64_t &peakBytes);
 
 /// nova-compile's main: REQUEST MODULE STEP OUT. Exit 0 with OUT written,
 /// or 2 (a CompileError) / 3 (another error) with OUT.error written.

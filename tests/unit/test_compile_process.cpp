@@ -120,6 +120,16 @@ TEST_CASE("a compiler process that crashes, fails or cannot start is a named Com
     CHECK(msg.find("exited without writing the executable") != std::string::npos);
   }
   {
+    // The real tool, told the program is another build: it refuses, since
+    // its code would be cached under the program's keys.
+    FakeTool other(std::string("NOVA_COMPILER_BUILD=another-build exec ") + NOVA_TEST_COMPILE_TOOL + " \"$@\"");
+    env.set("NOVA_COMPILE_TOOL", other.path.string());
+    std::string msg = compile_error(env);
+    INFO(msg);
+    CHECK(msg.find("is another build of Nova") != std::string::npos);
+    CHECK(msg.find("another-build") != std::string::npos);
+  }
+  {
     env.set("NOVA_COMPILE_TOOL", "/nonexistent/nova-compile");
     std::string msg = compile_error(env);
     INFO(msg);

@@ -35,7 +35,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
-#include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <functional>
@@ -73,10 +72,14 @@ bool isRecomputable(Operation *op, int64_t level) {
              nova::SliceOp, nova::ReduceSumOp, nova::ReduceMeanOp, nova::ReduceMaxOp>(op);
 }
 
-std::string describeDecision(Operation *def, const SetVector<Operation *> &chain, Operation *user,
-                             int64_t gap);
+/// What one recomputation saves (the value's bytes) and a line saying it.
+struct Decision {
+  int64_t bytes;
+  std::string what;
+};
+Decision describeDecision(Operation *def, const SetVector<Operation *> &chain, Operation *user, int64_t gap);
 
-void rematerialize(Block &block, int64_t minGap, int64_t level, std::vector<std::string> &decisions) {
+void rematerialize(Block &block, int64_t minGap, int64_t level, std::vector<Decision> &decisions) {
   // The most ops recomputed for one value: a GELU and the reshape after it;
   // at level 2, a block's MLP or attention from its input.
   const int maxChain = level >= 2 ? 12 : 4;
@@ -147,15 +150,14 @@ void rematerialize(Block &block, int64_t minGap, int64_t level, std::vector<std:
   }
 }
 
-/// One line of NOVA_EXPLAIN's: what was recomputed, how big, where, and
-/// across how many ops it is no longer kept.
-std::string describeDecision(Operation *def, const SetVector<Operation *> &chain, Operation *user,
-                             int64_t gap) {
+/// For NOVA_EXPLAIN: what was recomputed, how big, where, and across how
+/// many ops it is no longer kept.
+Decision describeDecision(Operation *def, const SetVector<Operation *> &chain, Operation *user, int64_t gap) {
   std::string text;
   llvm::raw_string_ostream os(text);
   auto type = cast<ShapedType>(def->getResult(0).getType());
   int64_t bytes = type.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
-  os << llvm::format("%.1f MiB ", double(bytes) / (1 << 20)) << def->getName().getStringRef() << " ";
+  os << def->getName().getStringRef() << " ";
   llvm::interleave(type.getShape(), os, "x");
   os << " " << type.getElementType();
   std::string scope = mlir::nova::scopeOf(def);
@@ -168,7 +170,7 @@ std::string describeDecision(Operation *def, const SetVector<Operation *> &chain
                      [&](Operation *op) { os << op->getName().getStringRef(); }, ", ");
     os << ")";
   }
-  return text;
+  return {bytes, text};
 }
 
 struct NovaRematerialize : mlir::nova::impl::NovaRematerializeBase<NovaRematerialize> {
@@ -184,16 +186,20 @@ struct NovaRematerialize : mlir::nova::impl::NovaRematerializeBase<NovaRemateria
     int64_t gap = minGap;
     if (auto attr = module->getAttrOfType<IntegerAttr>(nova::kRematMinGapAttr))
       gap = std::max<int64_t>(1, attr.getInt());
-    std::vector<std::string> decisions;
+    std::vector<Decision> decisions;
     for (auto func : module.getOps<func::FuncOp>())
       if (!func.isExternal() && func.getBody().hasOneBlock())
         rematerialize(func.front(), gap, level, decisions);
-    // The decisions, for NOVA_EXPLAIN (CompileDriver.cpp) and for readers of
-    // the IR (the clones themselves are marked nova.rematerialized).
-    SmallVector<Attribute> lines;
-    for (const std::string &d : decisions)
-      lines.push_back(StringAttr::get(module.getContext(), d));
-    module->setAttr(nova::kRematDecisionsAttr, ArrayAttr::get(module.getContext(), lines));
+    // The decisions, largest first, for NOVA_EXPLAIN (CompileDriver.cpp)
+    // and for readers of the IR (the clones are marked nova.rematerialized).
+    std::stable_sort(decisions.begin(), decisions.end(),
+                     [](const Decision &a, const Decision &b) { return a.bytes > b.bytes; });
+    Builder b(module.getContext());
+    SmallVector<Attribute> entries;
+    for (const Decision &d : decisions)
+      entries.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr("bytes", b.getI64IntegerAttr(d.bytes)), b.getNamedAttr("what", b.getStringAttr(d.what))}));
+    module->setAttr(nova::kRematDecisionsAttr, b.getArrayAttr(entries));
   }
 };
 
