@@ -130,6 +130,55 @@ TEST_CASE("matmul with a transposed lhs computed by elementwise ops: fused into 
   CHECK(err <= kF32Tol);
 }
 
+TEST_CASE("matmul with a row-major lhs computed by elementwise ops: packed with the producer applied") {
+  // The forward GELU before the MLP's second matmul: the register kernel
+  // packs the lhs rows, computing the producer on k-vectors (K not a
+  // multiple of the vector, edge rows, column remainder, batched, reshaped).
+  struct Case { Shape a, b; };
+  const std::vector<Case> cases = {
+      {{6, 8}, {8, 64}}, {{32, 64}, {64, 48}}, {{33, 61}, {61, 64}}, {{70, 100}, {100, 50}},
+      {{2, 9, 14}, {2, 14, 35}}, {{256, 96}, {96, 128}},
+  };
+  for (const auto& c : cases) {
+    for (DType dt : {DType::f32, DType::f64}) {
+      Gen g;
+      INFO("seed = ", g.seed, ", ", nova::to_string(c.a), " x ", nova::to_string(c.b), ", ", nova::name_of(dt));
+      Tensor a = g.randn(c.a, dt), b = g.randn(c.b, dt);
+      double err = compare([](auto a, auto b) { return nova::matmul(nova::gelu(a), b); }, a, b);
+      CHECK(err <= (dt == DType::f32 ? kF32Tol : kF64Tol));
+    }
+  }
+  Gen g;
+  INFO("seed = ", g.seed);
+  Tensor a = g.randn({2, 16, 24}), b = g.randn({24, 40});
+  double err = compare(
+      [](auto a, auto b) { return nova::matmul(nova::reshape(nova::gelu(a), {32, 24}), b); }, a, b);
+  CHECK(err <= kF32Tol);
+}
+
+TEST_CASE("matmul epilogue reading the result with its rows split: the result buffer dropped") {
+  // The GELU gradient of the MLP backward: (x W) reshaped to [B, T, N]
+  // times a [B, T, N] input, as the matmul's epilogue. With K in one slab and
+  // whole register tiles the result is never stored and has no buffer
+  // (nova-drop-unstored-results); with a column remainder (N = 70) the edge
+  // runs element by element. Each against the interpreter.
+  struct Case { std::int64_t b, t, k, n; };
+  for (Case c : std::vector<Case>{{2, 12, 40, 64}, {2, 12, 40, 70}, {4, 7, 33, 128}, {2, 16, 600, 64}}) {
+    for (DType dt : {DType::f32, DType::f64}) {
+      Gen g;
+      INFO("seed = ", g.seed, ", B ", c.b, " T ", c.t, " K ", c.k, " N ", c.n, ", ", nova::name_of(dt));
+      Tensor x = g.randn({c.b * c.t, c.k}, dt), w = g.randn({c.k, c.n}, dt), h = g.randn({c.b, c.t, c.n}, dt);
+      auto shape = nova::static_arg(std::array<std::int64_t, 3>{c.b, c.t, c.n});
+      double err = compare(
+          [](auto x, auto w, auto h, std::array<std::int64_t, 3> s) {
+            return nova::reshape(nova::matmul(x, w), {s[0], s[1], s[2]}) * nova::tanh(h);
+          },
+          x, w, h, shape);
+      CHECK(err <= (dt == DType::f32 ? kF32Tol : kF64Tol));
+    }
+  }
+}
+
 namespace {
 /// Up to two reduction axes as a trivially copyable static argument
 /// (axes shape the trace, so they must enter the cache key).

@@ -66,6 +66,11 @@ inline constexpr llvm::StringLiteral kMemoryBudgetAttr = "nova.memory_budget";
 /// arguments themselves) and `nova.arena_reuse` (NOVA_ARENA_REUSE=0: every
 /// arena buffer gets bytes of its own, none shared between lifetimes).
 inline constexpr llvm::StringLiteral kInPlaceAttr = "nova.in_place";
+
+/// A unit attribute on the allocation that stands in a kernel for a matmul
+/// result no launch passes any more (nova-drop-unstored-results): the
+/// register kernel must leave it unused, and erases it.
+inline constexpr llvm::StringLiteral kUnstoredAttr = "nova.unstored";
 inline constexpr llvm::StringLiteral kArenaReuseAttr = "nova.arena_reuse";
 
 } // namespace mlir::nova

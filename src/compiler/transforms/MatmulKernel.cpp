@@ -5,6 +5,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Matchers.h"
 
 using namespace mlir;
 
@@ -108,16 +110,57 @@ std::optional<mlir::nova::MatmulOperands> mlir::nova::matchMatmul(linalg::Generi
   // A transposed lhs is packed with vector loads along m: unit stride there.
   if (m.transposeA && !unitLastStride(lhsType))
     return std::nullopt;
-  if (!m.prologueInputs.empty() && !m.transposeA)
-    return std::nullopt; // a prologue runs where a transposed lhs is packed
+  // A prologue runs where the lhs is packed: on vectors along m (transposed)
+  // or along k (row-major), unit-stride either way.
+  if (!m.prologueInputs.empty() && !m.transposeA && !unitLastStride(lhsType))
+    return std::nullopt;
   return m;
+}
+
+bool mlir::nova::readsMatmulResult(Value v, Value out) {
+  if (v == out)
+    return true;
+  auto expand = v.getDefiningOp<memref::ExpandShapeOp>();
+  if (!expand || expand.getSrc() != out || expand.getSrcType().getRank() != 2 ||
+      !expand.getResultType().hasStaticShape())
+    return false;
+  // [[0, .., r - 2], [r - 1]]: the rows split, the columns as they are.
+  SmallVector<ReassociationIndices> groups = expand.getReassociationIndices();
+  return groups.size() == 2 && groups[1].size() == 1;
+}
+
+std::pair<linalg::FillOp, linalg::GenericOp> mlir::nova::matmulNeighbours(const MatmulOperands &m) {
+  auto fill = dyn_cast_or_null<linalg::FillOp>(m.op->getPrevNode());
+  if (fill && (!fill.hasPureBufferSemantics() || fill.getDpsInits()[0] != m.out))
+    fill = nullptr;
+  auto epilogue = dyn_cast_or_null<linalg::GenericOp>(m.op->getNextNode());
+  if (epilogue && !isRegisterEpilogue(m.op, epilogue))
+    epilogue = nullptr;
+  return {fill, epilogue};
+}
+
+bool mlir::nova::resultNeverStored(const MatmulOperands &m, int64_t nr, int64_t kc, linalg::FillOp fill,
+                                   linalg::GenericOp epilogue) {
+  if (!epilogue || m.M <= 0 || m.K <= 0 || m.N <= 0 || nr <= 0 || m.N % nr != 0 || m.K > kc)
+    return false;
+  for (int64_t d = 0; d < m.batchRank; ++d)
+    if (m.outType.getDimSize(d) <= 0)
+      return false;
+  return !fill || matchPattern(fill.getDpsInputs()[0], m_AnyZeroFloat());
 }
 
 bool mlir::nova::isRegisterEpilogue(linalg::GenericOp matmul, linalg::GenericOp epilogue) {
   std::optional<MatmulOperands> m = matchMatmul(matmul);
   if (!m || !epilogue.hasPureBufferSemantics() || epilogue.getNumDpsInits() != 1 ||
-      epilogue.getNumReductionLoops() != 0 ||
-      epilogue.getNumLoops() != static_cast<unsigned>(m->outType.getRank()))
+      epilogue.getNumReductionLoops() != 0)
+    return false;
+  // Its loops are the result's dims, or the dims of the row-split view of
+  // the result that it reads.
+  int64_t rank = m->outType.getRank();
+  for (Value in : epilogue.getDpsInputs())
+    if (in != m->out && readsMatmulResult(in, m->out))
+      rank = cast<MemRefType>(in.getType()).getRank();
+  if (epilogue.getNumLoops() != static_cast<unsigned>(rank))
     return false;
   unsigned n = epilogue.getNumLoops() - 1;
   bool readsResult = false;
@@ -126,8 +169,10 @@ bool mlir::nova::isRegisterEpilogue(linalg::GenericOp matmul, linalg::GenericOp 
     auto type = dyn_cast<MemRefType>(operand.get().getType());
     if (!type)
       return false;
-    if (operand.get() == m->out) {
-      if (!map.isIdentity() || epilogue.isDpsInit(&operand))
+    if (bufferRoot(operand.get()) == bufferRoot(m->out) && epilogue.isDpsInit(&operand))
+      return false; // written over the result it reads: not at once
+    if (readsMatmulResult(operand.get(), m->out)) {
+      if (!map.isIdentity() || type.getRank() != rank)
         return false;
       readsResult = true;
       continue;

@@ -33,6 +33,9 @@ struct MatmulOperands {
   int64_t batchRank = 0, M = 0, N = 0, K = 0;
   /// Product of the batch extents.
   int64_t batch() const;
+  /// Whether the register kernel packs the lhs (a transposed one, or one it
+  /// computes from a fused producer) into MR-row slots per slab.
+  bool packsLhs() const { return transposeA || !prologueInputs.empty(); }
 };
 
 std::optional<MatmulOperands> matchMatmul(linalg::GenericOp op);
@@ -46,7 +49,30 @@ std::optional<MatmulOperands> matchMatmul(linalg::GenericOp op);
 /// whose body is elementwise-mappable arith/math ops. The outliner groups
 /// only such epilogues (and only when nothing else reads the result), so the
 /// lowering never has to fall back.
+///
+/// The epilogue may also read the result through a memref.expand_shape that
+/// splits a 2-D result's rows into leading dims ([B*T, N] read as [B, T, N],
+/// where the graph reshaped the matmul's result): its loops are then those
+/// dims, and a register tile's row r is the element (r / T, r % T, ...).
 bool isRegisterEpilogue(linalg::GenericOp matmul, linalg::GenericOp epilogue);
+
+/// The ops a matmul kernel runs with its matmul `m.op`: the fill that
+/// initializes the result, if it comes right before, and the register
+/// epilogue, if it comes right after (either null).
+std::pair<linalg::FillOp, linalg::GenericOp> matmulNeighbours(const MatmulOperands &m);
+
+/// Whether `v` is the matmul result `out` as an epilogue may read it: `out`
+/// itself, or a row-splitting expand_shape of it (see above).
+bool readsMatmulResult(Value v, Value out);
+
+/// Whether the register kernel (VectorizeMatmul.cpp) never touches the
+/// result buffer of `m`: every register tile goes through `epilogue`
+/// (not null) in one slab (K <= kc), no rows or columns are left to the
+/// generic (N a multiple of the register tile's `nr` columns, and no empty
+/// dims), and the fill, if any, is a zero that the accumulators start from.
+/// Such a result needs no buffer at all (nova-drop-unstored-results).
+bool resultNeverStored(const MatmulOperands &m, int64_t nr, int64_t kc, linalg::FillOp fill,
+                       linalg::GenericOp epilogue);
 
 } // namespace mlir::nova
 

@@ -223,6 +223,22 @@ def NovaVectorizeAttention : Pass<"nova-vectorize-attention", "mlir::ModuleOp"> 
                            "mlir::vector::VectorDialect"];
 }
 
+def NovaDropUnstoredResults : Pass<"nova-drop-unstored-results", "mlir::ModuleOp"> {
+  let summary = "Take a matmul result that only lives in registers out of its kernel and the plan";
+  let description = [{
+    After nova-configure-kernels, on the step and its `module @kernels`: a
+    `matmul` kernel (not `amx_matmul`) whose register tiles all pass through
+    its epilogue in one slab (K within the cache tile, N a multiple of the
+    register tile's columns, a zero fill) never touches its result buffer.
+    Where every launch passes that buffer as an allocation used by nothing
+    else, the kernel parameter becomes a `nova.unstored` placeholder
+    allocation (erased by nova-vectorize-matmul), and the launches' operand
+    and the allocation go: the arena holds one buffer fewer. `nova.in_place
+    = false` on the module turns it off.
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 def NovaVectorizeMatmul : Pass<"nova-vectorize-matmul", "mlir::ModuleOp"> {
   let summary = "Register-blocked vector code for matmul kernels, split over workgroups";
   let description = [{
@@ -268,18 +284,19 @@ def NovaRematerialize : Pass<"nova-rematerialize", "mlir::ModuleOp"> {
 }
 
 def NovaFuseMatmulPrologue : Pass<"nova-fuse-matmul-prologue", "mlir::ModuleOp"> {
-  let summary = "Fuse an elementwise producer of a transposed matmul lhs into the matmul";
+  let summary = "Fuse an elementwise producer of a matmul lhs into the matmul";
   let description = [{
-    A `nova.kernel = "matmul"` generic whose lhs is transposed ([.., k, m])
-    and is the one use of an elementwise generic (all loops parallel, inputs
+    A `nova.kernel = "matmul"` generic whose lhs ([.., k, m] or [.., m, k])
+    is the one use of an elementwise generic (all loops parallel, inputs
     read through the identity map, arith and math ops), possibly through
     one reshape, takes the producer's inputs (reshaped the same way) in
     place of its lhs, with the producer's body before its multiply. The
     register kernel runs that body while it packs the lhs (once per block),
     so the producer's result is never stored: in the GPT's backward, the
     recomputed GELU for the MLP's weight gradient, the largest buffer at the
-    peak. A row-major lhs is not fused (it is read once per column tile), nor
-    are bf16 matmuls (their AMX packing differs).
+    peak; in the forward, the GELU before the MLP's second matmul (a
+    row-major lhs, which the kernel then packs instead of reading it in
+    place). bf16 matmuls are not fused (their AMX packing differs).
   }];
   let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];
 }
@@ -294,8 +311,10 @@ def NovaReuseDyingInputs : Pass<"nova-reuse-dying-inputs", "mlir::ModuleOp"> {
     the block, and which is itself computed into a fresh tensor. The op then
     reads and writes each element of that one buffer, which one-shot
     bufferization keeps in place: one buffer of that size fewer is live
-    there (in the GPT's MLP backward, the GELU gradient over the gradient of
-    its output: 8 MiB at the small model's peak). Results the function
+    there. A contraction's result (also through a reshape) is not written
+    over: it is its register epilogue's to read, and then needs no buffer
+    (nova-drop-unstored-results); in the GPT's MLP backward the GELU
+    gradient goes over the dying GELU input instead. Results the function
     returns keep their own destination (they are computed into the caller's
     buffers). `nova.in_place = false` on the module turns it off.
   }];

@@ -100,9 +100,17 @@ Value dyingInput(linalg::GenericOp op) {
   Type type = op->getResult(0).getType();
   for (OpOperand *in : op.getDpsInputOperands()) {
     Value x = in->get();
-    // A contraction's result read at once by an elementwise op is its
-    // register epilogue (OutlineKernels.cpp): it is never stored at all.
-    if (auto producer = x.getDefiningOp<linalg::LinalgOp>(); producer && producer.getNumReductionLoops() > 0)
+    // A contraction's result read at once by an elementwise op (maybe
+    // through a reshape) is its register epilogue (OutlineKernels.cpp):
+    // written over, it would have to be stored; left alone, it need not
+    // (nova-drop-unstored-results).
+    Value source = x;
+    while (Operation *def = source.getDefiningOp()) {
+      if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def))
+        break;
+      source = def->getOperand(0);
+    }
+    if (auto producer = source.getDefiningOp<linalg::LinalgOp>(); producer && producer.getNumReductionLoops() > 0)
       continue;
     if (x.getType() != type || !usedOnlyBefore(x, op) || !isFresh(x, op))
       continue;

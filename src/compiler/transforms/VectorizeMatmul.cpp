@@ -98,18 +98,33 @@ void vectorizeBody(OpBuilder &b, Location l, Block &body, IRMapping &map, Operat
 void storeThroughEpilogue(OpBuilder &b, Location l, linalg::GenericOp epi, Value result,
                           ValueRange batch, Value row, Value col, Value acc, int64_t width) {
   unsigned n = epi.getNumLoops() - 1;
-  auto dimValue = [&](unsigned d) -> Value {
-    if (d < batch.size())
-      return batch[d];
-    return d == n ? col : row;
-  };
+  // The epilogue's loop values at this element: (batch..., row, col), or,
+  // where it reads the result with its rows split (MatmulKernel.h), the
+  // row's coordinates in the split dims, then col.
+  SmallVector<Value> dims(batch.begin(), batch.end());
+  if (epi.getNumLoops() == batch.size() + 2) {
+    dims.push_back(row);
+  } else {
+    auto type = cast<MemRefType>(epi.getDpsInits()[0].getType());
+    SmallVector<Value> split(n);
+    Value rest = row;
+    for (unsigned d = n; d-- > 0;) {
+      Value extent = index(b, l, type.getDimSize(d));
+      split[d] = d == 0 ? rest : b.create<arith::RemUIOp>(l, rest, extent).getResult();
+      if (d > 0)
+        rest = b.create<arith::DivUIOp>(l, rest, extent);
+    }
+    dims.append(split.begin(), split.end());
+  }
+  dims.push_back(col);
+  auto dimValue = [&](unsigned d) -> Value { return dims[d]; };
   auto vectorOf = [&](Type t) { return VectorType::get({width}, t); };
   mlir::Block &body = epi.getRegion().front();
   IRMapping map;
   Value out = epi.getDpsInits()[0];
   for (OpOperand &operand : epi->getOpOperands()) {
     BlockArgument arg = body.getArgument(operand.getOperandNumber());
-    if (operand.get() == result) {
+    if (nova::readsMatmulResult(operand.get(), result) && !epi.isDpsInit(&operand)) {
       map.map(arg, acc);
       continue;
     }
@@ -132,9 +147,7 @@ void storeThroughEpilogue(OpBuilder &b, Location l, linalg::GenericOp epi, Value
   }
   vectorizeBody(b, l, body, map, body.getTerminator(), width);
   Value yielded = map.lookup(body.getTerminator()->getOperand(0));
-  SmallVector<Value> at(batch.begin(), batch.end());
-  at.append({row, col});
-  b.create<vector::StoreOp>(l, yielded, out, at);
+  b.create<vector::StoreOp>(l, yielded, out, dims);
 }
 
 } // namespace mlir::nova::matmul
@@ -182,8 +195,17 @@ void buildMicrokernel(OpBuilder &b, Location l, const MatmulOperands &m, ValueRa
         acc.push_back(ab.create<vector::LoadOp>(al, vecType, m.out, at({rows[r], colStarts[c]})));
     return acc;
   };
+  // In one slab (K <= kc) both flags are constants: the branch not taken
+  // is not built, so a result kept only in registers is never referenced.
+  auto isTrue = [](Value flag) {
+    std::optional<int64_t> c = flag ? getConstantIntValue(flag) : std::nullopt;
+    return c && *c != 0;
+  };
   SmallVector<Value> acc;
-  if (fromZero) {
+  if (isTrue(fromZero)) {
+    Value zero = b.create<arith::ConstantOp>(l, vecType, b.getZeroAttr(vecType));
+    acc.assign(tileRows * cols, zero);
+  } else if (fromZero) {
     SmallVector<Type> types(tileRows * cols, vecType);
     auto start = b.create<scf::IfOp>(
         l, fromZero,
@@ -224,6 +246,13 @@ void buildMicrokernel(OpBuilder &b, Location l, const MatmulOperands &m, ValueRa
   };
   if (!epilogue) {
     storeAll(b, l);
+    return;
+  }
+  if (isTrue(isLast)) {
+    for (int64_t r = 0; r < tileRows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        storeThroughEpilogue(b, l, epilogue, m.out, batch, rows[r], colStarts[c], kLoop.getResult(r * cols + c),
+                             width);
     return;
   }
   b.create<scf::IfOp>(
@@ -356,6 +385,49 @@ void buildPackTransposedLhs(OpBuilder &b, Location l, const MatmulOperands &m, V
       });
 }
 
+/// For a row-major lhs computed by a fused producer ([M, K], k
+/// unit-stride): packs rows [r0, r1) of the slab k in [k0, k0 + klen) into
+/// `packedLhs` as buildPackTransposedLhs does (slot (i0 - base) / MR, row kk
+/// holding lhs[i0 .. i0 + tileRows, k0 + kk]). Each row is read `width`
+/// values along k at a time, the producer computed on them, and the lanes
+/// scattered MR apart into their slot: once per element and column block,
+/// where reading it in the microkernel would compute it once per column tile.
+void buildPackRowLhs(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange batch, Value base,
+                     Value r0, Value r1, Value k0, Value klen, Value packedLhs, int64_t tileRows,
+                     int64_t width) {
+  auto type = cast<MemRefType>(packedLhs.getType());
+  int64_t slotRows = type.getDimSize(2);
+  auto vec = VectorType::get({width}, type.getElementType());
+  auto maskType = VectorType::get({width}, b.getI1Type());
+  Value zero = b.create<arith::ConstantOp>(l, vec, b.getZeroAttr(vec));
+  // Lane i goes i slot rows (i * MR elements) past its first.
+  SmallVector<int32_t> offsets;
+  for (int64_t i = 0; i < width; ++i)
+    offsets.push_back(static_cast<int32_t>(i * slotRows));
+  Value laneOffsets = b.create<arith::ConstantOp>(
+      l, DenseElementsAttr::get(VectorType::get({width}, b.getI32Type()), ArrayRef<int32_t>(offsets)));
+  b.create<scf::ForOp>(
+      l, r0, r1, index(b, l, tileRows), ValueRange{}, [&](OpBuilder &ib, Location il, Value i0, ValueRange) {
+        Value slot = ib.create<arith::DivUIOp>(il, ib.create<arith::SubIOp>(il, i0, base), index(ib, il, slotRows));
+        ib.create<scf::ForOp>(
+            il, index(ib, il, 0), klen, index(ib, il, width), ValueRange{},
+            [&](OpBuilder &kb, Location kl, Value kk, ValueRange) {
+              Value left = kb.create<arith::SubIOp>(kl, klen, kk);
+              Value mask = kb.create<vector::CreateMaskOp>(kl, maskType, ValueRange{left});
+              Value k = kb.create<arith::AddIOp>(kl, k0, kk);
+              for (int64_t r = 0; r < tileRows; ++r) {
+                SmallVector<Value> src(batch.begin(), batch.end());
+                src.append({kb.create<arith::AddIOp>(kl, i0, index(kb, kl, r)), k});
+                Value v = buildPrologue(kb, kl, m, src, mask, zero, width);
+                kb.create<vector::ScatterOp>(kl, packedLhs, ValueRange{slot, kk, index(kb, kl, r)}, laneOffsets,
+                                             mask, v);
+              }
+              kb.create<scf::YieldOp>(kl);
+            });
+        ib.create<scf::YieldOp>(il);
+      });
+}
+
 } // namespace
 
 namespace mlir::nova::matmul {
@@ -419,6 +491,20 @@ void buildRemainder(OpBuilder &b, linalg::GenericOp op, const MatmulOperands &m,
 void buildEpilogueOnRegion(OpBuilder &b, linalg::GenericOp epi, const MatmulOperands &m,
                            const WorkgroupBlock &block, Value r0, Value r1, Value c0, Value c1) {
   Location loc = epi.getLoc();
+  if (epi.getNumLoops() != static_cast<unsigned>(m.outType.getRank())) {
+    // Rows split in the epilogue's dims: a block of rows is no box there,
+    // so element by element (only the edges of the register tiles).
+    b.create<scf::ForOp>(loc, r0, r1, index(b, loc, 1), ValueRange{}, [&](OpBuilder &rb, Location rl, Value row, ValueRange) {
+      rb.create<scf::ForOp>(rl, c0, c1, index(rb, rl, 1), ValueRange{}, [&](OpBuilder &cb, Location cl, Value col, ValueRange) {
+        auto one = VectorType::get({1}, m.outType.getElementType());
+        Value acc = cb.create<vector::LoadOp>(cl, one, m.out, ValueRange{row, col});
+        storeThroughEpilogue(cb, cl, epi, m.out, ValueRange{}, row, col, acc, 1);
+        cb.create<scf::YieldOp>(cl);
+      });
+      rb.create<scf::YieldOp>(rl);
+    });
+    return;
+  }
   SmallVector<OpFoldResult> offsets, sizes, bounds;
   for (int64_t d = 0; d < m.batchRank; ++d) {
     offsets.push_back(block.batchLo[d]);
@@ -489,7 +575,7 @@ void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<i
     Value packed = entry.create<memref::AllocaOp>(
         loc, MemRefType::get({panels, kc, nr}, elem), ValueRange{}, entry.getI64IntegerAttr(64));
     Value packedLhs;
-    if (m.transposeA) {
+    if (m.packsLhs()) {
       // One slot per register tile of the block's rows (the edge tile too).
       int64_t slots = (tile[m.batchRank] + tileRows - 1) / tileRows;
       packedLhs = entry.create<memref::AllocaOp>(loc, MemRefType::get({slots, kc, tileRows}, elem),
@@ -505,14 +591,25 @@ void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<i
                 Value k1 = pb.create<arith::MinUIOp>(
                     pl, pb.create<arith::AddIOp>(pl, k0, index(pb, pl, kc)), index(pb, pl, m.K));
                 Value klen = pb.create<arith::SubIOp>(pl, k1, k0);
-                Value isLast = pb.create<arith::CmpIOp>(pl, arith::CmpIPredicate::eq, k1, index(pb, pl, m.K));
+                bool oneSlab = m.K <= kc;
+                Value yes = pb.create<arith::ConstantIntOp>(pl, 1, 1);
+                Value isLast = oneSlab ? yes
+                                       : pb.create<arith::CmpIOp>(pl, arith::CmpIPredicate::eq, k1, index(pb, pl, m.K))
+                                             .getResult();
                 Value fromZero;
                 if (zeroStart)
-                  fromZero = pb.create<arith::CmpIOp>(pl, arith::CmpIPredicate::eq, k0, index(pb, pl, 0));
+                  fromZero = oneSlab ? yes
+                                     : pb.create<arith::CmpIOp>(pl, arith::CmpIPredicate::eq, k0, index(pb, pl, 0))
+                                           .getResult();
                 buildPackRhs(pb, pl, m, batch, block.n0, nv, k0, klen, packed, vecType, nr, cols);
+                auto packLhs = [&](OpBuilder &lb, Location ll, Value r0, Value r1, int64_t rows) {
+                  if (m.transposeA)
+                    buildPackTransposedLhs(lb, ll, m, batch, block.m0, r0, r1, k0, klen, packedLhs, rows);
+                  else
+                    buildPackRowLhs(lb, ll, m, batch, block.m0, r0, r1, k0, klen, packedLhs, rows, width);
+                };
                 if (packedLhs)
-                  buildPackTransposedLhs(pb, pl, m, batch, block.m0, block.m0, mv, k0, klen, packedLhs,
-                                         tileRows);
+                  packLhs(pb, pl, block.m0, mv, tileRows);
                 // The row tile at i0 (`rows` rows) against every column tile
                 // of the block; its packed lhs (if any) is in slot (i0 - m0) / MR.
                 auto columnTiles = [&](OpBuilder &ib, Location il, Value i0, int64_t rows) {
@@ -540,11 +637,8 @@ void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<i
                   // Only the block that holds rows [M - M % MR, M) has mv < m1.
                   Value hasEdge = pb.create<arith::CmpIOp>(pl, arith::CmpIPredicate::ult, mv, block.m1);
                   pb.create<scf::IfOp>(pl, hasEdge, [&](OpBuilder &eb, Location el) {
-                    if (packedLhs) {
-                      Value end = eb.create<arith::AddIOp>(el, mv, index(eb, el, edgeRows));
-                      buildPackTransposedLhs(eb, el, m, batch, block.m0, mv, end, k0, klen, packedLhs,
-                                             edgeRows);
-                    }
+                    if (packedLhs)
+                      packLhs(eb, el, mv, eb.create<arith::AddIOp>(el, mv, index(eb, el, edgeRows)), edgeRows);
                     columnTiles(eb, el, mv, edgeRows);
                     eb.create<scf::YieldOp>(el);
                   });
@@ -594,14 +688,7 @@ struct NovaVectorizeMatmul
         continue;
       auto func = op->getParentOfType<func::FuncOp>();
       nova::LoweringConfigAttr config = func ? nova::loweringConfig(func) : nullptr;
-      // The fill that initializes this result, if it comes right before;
-      // the elementwise op that consumes it, if it comes right after.
-      auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
-      if (fill && (!fill.hasPureBufferSemantics() || fill.getDpsInits()[0] != m->out))
-        fill = nullptr;
-      auto epilogue = dyn_cast_or_null<linalg::GenericOp>(op->getNextNode());
-      if (epilogue && !nova::isRegisterEpilogue(op, epilogue))
-        epilogue = nullptr;
+      auto [fill, epilogue] = nova::matmulNeighbours(*m);
       if (config && !config.isMatmul())
         continue; // the configurator chose plain loops
       int64_t elemBits = m->outType.getElementTypeBitWidth();
@@ -635,6 +722,30 @@ struct NovaVectorizeMatmul
       rewrite(op, *m, zero, tile, tileRows, 2 * width, std::max<int64_t>(m->K, 1), width, fill,
               epilogue);
     }
+    if (failed(eraseUnstored()))
+      signalPassFailure();
+  }
+
+  /// The placeholders of results nova-drop-unstored-results took out of the
+  /// plan: the rewrites above must have left them unused (but for views
+  /// nothing reads).
+  LogicalResult eraseUnstored() {
+    SmallVector<memref::AllocOp> placeholders;
+    getOperation().walk([&](memref::AllocOp alloc) {
+      if (alloc->hasAttr(nova::kUnstoredAttr))
+        placeholders.push_back(alloc);
+    });
+    for (memref::AllocOp alloc : placeholders) {
+      for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+        if (isa<memref::ExpandShapeOp, memref::CollapseShapeOp>(user) && user->use_empty())
+          user->erase();
+      if (!alloc->use_empty())
+        return alloc.emitError("nova-vectorize-matmul: the matmul result nova-drop-unstored-results took out of "
+                               "the plan is still used by ")
+               << (*alloc->getUsers().begin())->getName() << " (the register kernel did not keep it in registers)";
+      alloc.erase();
+    }
+    return success();
   }
 };
 

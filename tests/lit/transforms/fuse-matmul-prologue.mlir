@@ -52,15 +52,16 @@ func.func @transposed(%x: tensor<2x4x6xf32>, %g: tensor<8x5xf32>) -> tensor<6x5x
 #rhs = affine_map<(m, k, n) -> (k, n)>
 #out = affine_map<(m, k, n) -> (m, n)>
 
-// Not fused: a row-major lhs (read once per column tile), and a producer
-// whose result is also returned.
-// CHECK-LABEL: func @kept
-// CHECK: %[[T:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<8x8xf32>)
-// CHECK: linalg.generic {{.*}} ins(%[[T]], %arg1 : {{.*}}) {{.*}}nova.kernel = "matmul"
+// A row-major lhs is fused too (the register kernel then packs it); a
+// producer whose result is also returned is not.
+// CHECK-LABEL: func @row_major_and_kept
+// CHECK-NOT: math.exp %{{.*}} : f32
+// CHECK: linalg.generic {{.*}} ins(%arg0, %arg1 : {{.*}}) {{.*}}nova.kernel = "matmul"
+// CHECK: math.exp
 // CHECK: %[[U:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<8x8xf32>)
 // CHECK: linalg.generic {{.*}} ins(%[[U]], %arg1 : {{.*}}) {{.*}}nova.kernel = "matmul"
 // CHECK: return {{.*}}, %[[U]]
-func.func @kept(%x: tensor<8x8xf32>, %g: tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>) {
+func.func @row_major_and_kept(%x: tensor<8x8xf32>, %g: tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>) {
   %zero = arith.constant 0.0 : f32
   %e0 = tensor.empty() : tensor<8x8xf32>
   %t = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}

@@ -98,15 +98,15 @@ module {
 // -----
 
 // A zero fill of the result right before the matmul is not done: the first
-// slab's accumulators start at zero (an scf.if on k0 == 0 picks zeros or
-// the result's values); the column edge (18 = 16 + 2) is zero-filled alone.
+// slab's accumulators start at zero; the column edge (18 = 16 + 2) is
+// zero-filled alone. In one slab (kc = K = 9 here) that is known when the
+// kernel is built: no branch, and the result is never loaded.
 // CHECK-LABEL: func @zero_start
 // CHECK-NOT: linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : memref<13x18xf32>)
-// CHECK: arith.cmpi eq
-// CHECK: scf.if %{{.*}} -> (vector<4xf32>
+// CHECK-NOT: scf.if
 // CHECK: arith.constant dense<0.000000e+00> : vector<4xf32>
-// CHECK: } else {
-// CHECK: vector.load %{{.*}} : memref<13x18xf32>, vector<4xf32>
+// CHECK-NOT: vector.load %{{.*}} : memref<13x18xf32>, vector<4xf32>
+// CHECK: vector.store %{{.*}}, %{{.*}} : memref<13x18xf32>, vector<4xf32>
 // CHECK: linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : memref<?x?xf32
 // CHECK: linalg.generic
 func.func @zero_start(%a: memref<13x9xf32>, %b: memref<9x18xf32>, %c: memref<13x18xf32>) {
@@ -144,13 +144,15 @@ func.func @untagged(%a: memref<12x4xf32>, %b: memref<4x16xf32>, %c: memref<12x16
 // -----
 
 // A bias-add epilogue is applied to the register tiles on the last slab
-// (k1 == K) and stored into its output; other slabs store the result.
+// and stored into its output. In one slab (K = 8) every tile takes it: the
+// result %c is never stored.
 // CHECK-LABEL: func @bias_epilogue
-// CHECK: scf.if %{{.*}} {
+// CHECK-SAME: %[[C:[^:]*]]: memref<12x16xf32>, %[[Y:[^:]*]]: memref<12x16xf32>
+// CHECK-NOT: scf.if
 // CHECK: vector.load %{{.*}} : memref<16xf32>, vector<4xf32>
 // CHECK: arith.addf %{{.*}}, %{{.*}} : vector<4xf32>
-// CHECK: vector.store %{{.*}}, %{{.*}} : memref<12x16xf32>, vector<4xf32>
-// CHECK: } else {
+// CHECK: vector.store %{{.*}}, %[[Y]]{{.*}} : memref<12x16xf32>, vector<4xf32>
+// CHECK-NOT: vector.store %{{.*}}, %[[C]]
 // CHECK-NOT: linalg.generic
 func.func @bias_epilogue(%a: memref<12x8xf32>, %b: memref<8x16xf32>, %bias: memref<16xf32>,
                          %c: memref<12x16xf32>, %y: memref<12x16xf32>) {
@@ -193,4 +195,124 @@ func.func @rhs_columns(%a: memref<6x8xf32>, %wt: memref<8x8xf32>, %c: memref<6x8
     linalg.yield %s : f32
   }
   return
+}
+
+// -----
+
+// Two slabs (kc = 8 of K = 16) in a configured kernel, with a zero fill and
+// an epilogue: the first slab starts from zero (k0 == 0), the others from
+// the stored sums; the last (k1 == K) goes through the epilogue, the
+// others store the sums into the result.
+// CHECK-LABEL: func @slabs_epilogue
+// CHECK-SAME: %[[C:[^:]*]]: memref<12x8xf32>, %[[Y:[^:]*]]: memref<12x8xf32>
+// CHECK: arith.cmpi eq
+// CHECK: arith.cmpi eq
+// CHECK: scf.if %{{.*}} -> (vector<4xf32>
+// CHECK: arith.constant dense<0.000000e+00> : vector<4xf32>
+// CHECK: } else {
+// CHECK: vector.load %[[C]]
+// CHECK: scf.if %{{.*}} {
+// CHECK: math.tanh %{{.*}} : vector<4xf32>
+// CHECK: vector.store %{{.*}}, %[[Y]]
+// CHECK: } else {
+// CHECK: vector.store %{{.*}}, %[[C]]
+module {
+  module @kernels {
+    func.func @slabs_epilogue(%wg: index, %a: memref<12x16xf32>, %b: memref<16x8xf32>, %c: memref<12x8xf32>,
+                              %y: memref<12x8xf32>)
+        attributes {nova.lowering_config = #nova.lowering_config<matmul, workgroups = 1, tile = [12, 8], cache_tile = [8], register_tile = [6, 8]>} {
+      %zero = arith.constant 0.0 : f32
+      linalg.fill ins(%zero : f32) outs(%c : memref<12x8xf32>)
+      linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
+                      iterator_types = ["parallel", "reduction", "parallel"]}
+          ins(%a, %b : memref<12x16xf32>, memref<16x8xf32>) outs(%c : memref<12x8xf32>) attrs = {nova.kernel = "matmul"} {
+      ^bb0(%x: f32, %w: f32, %acc: f32):
+        %p = arith.mulf %x, %w : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      }
+      linalg.generic {indexing_maps = [affine_map<(m, n) -> (m, n)>, affine_map<(m, n) -> (m, n)>],
+                      iterator_types = ["parallel", "parallel"]}
+          ins(%c : memref<12x8xf32>) outs(%y : memref<12x8xf32>) {
+      ^bb0(%v: f32, %o: f32):
+        %r = math.tanh %v : f32
+        linalg.yield %r : f32
+      }
+      return
+    }
+  }
+}
+
+// -----
+
+// An epilogue that reads the result with its rows split ([12, 8] as
+// [2, 6, 8], the graph's reshape) and another input in those dims: a
+// register tile's row r is element (r / 6, r % 6) there. The placeholder
+// of a result nova-drop-unstored-results took away is erased, unused.
+// CHECK-LABEL: func @split_rows
+// CHECK-NOT: memref.alloc()
+// CHECK-NOT: memref.expand_shape
+// CHECK: arith.remui %{{.*}}, %c6
+// CHECK: arith.divui %{{.*}}, %c6
+// CHECK: vector.load %{{.*}} : memref<2x6x8xf32>, vector<4xf32>
+// CHECK: arith.mulf %{{.*}}, %{{.*}} : vector<4xf32>
+// CHECK: vector.store %{{.*}}, %{{.*}} : memref<2x6x8xf32>, vector<4xf32>
+// CHECK-NOT: linalg.generic
+module {
+  module @kernels {
+    func.func @split_rows(%wg: index, %a: memref<12x16xf32>, %b: memref<16x8xf32>, %g: memref<2x6x8xf32>)
+        attributes {nova.lowering_config = #nova.lowering_config<matmul, workgroups = 1, tile = [12, 8], cache_tile = [16], register_tile = [6, 8]>} {
+      %c = memref.alloc() {nova.unstored} : memref<12x8xf32>
+      %v = memref.expand_shape %c [[0, 1], [2]] output_shape [2, 6, 8] : memref<12x8xf32> into memref<2x6x8xf32>
+      %zero = arith.constant 0.0 : f32
+      linalg.fill ins(%zero : f32) outs(%c : memref<12x8xf32>)
+      linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
+                      iterator_types = ["parallel", "reduction", "parallel"]}
+          ins(%a, %b : memref<12x16xf32>, memref<16x8xf32>) outs(%c : memref<12x8xf32>) attrs = {nova.kernel = "matmul"} {
+      ^bb0(%x: f32, %w: f32, %acc: f32):
+        %p = arith.mulf %x, %w : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      }
+      linalg.generic {indexing_maps = [affine_map<(b, t, n) -> (b, t, n)>, affine_map<(b, t, n) -> (b, t, n)>],
+                      iterator_types = ["parallel", "parallel", "parallel"]}
+          ins(%v : memref<2x6x8xf32>) outs(%g : memref<2x6x8xf32>) {
+      ^bb0(%r: f32, %o: f32):
+        %m = arith.mulf %r, %o : f32
+        linalg.yield %m : f32
+      }
+      return
+    }
+  }
+}
+
+// -----
+
+// A row-major lhs computed by a fused producer (its exp): packed like a
+// transposed one, each row read 4 values along k at a time, the producer on
+// them, the lanes scattered a slot row (MR = 6) apart.
+// CHECK-LABEL: func @row_prologue
+// CHECK: %[[P:.*]] = memref.alloca() {alignment = 64 : i64} : memref<2x16x6xf32>
+// CHECK: vector.create_mask
+// CHECK: vector.maskedload %{{.*}} : memref<12x16xf32>, vector<4xi1>, vector<4xf32> into vector<4xf32>
+// CHECK: math.exp %{{.*}} : vector<4xf32>
+// CHECK: vector.scatter %[[P]]
+// CHECK: memref.load %[[P]]
+// CHECK: vector.fma
+module {
+  module @kernels {
+    func.func @row_prologue(%wg: index, %a: memref<12x16xf32>, %b: memref<16x8xf32>, %c: memref<12x8xf32>)
+        attributes {nova.lowering_config = #nova.lowering_config<matmul, workgroups = 1, tile = [12, 8], cache_tile = [16], register_tile = [6, 8]>} {
+      linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
+                      iterator_types = ["parallel", "reduction", "parallel"]}
+          ins(%a, %b : memref<12x16xf32>, memref<16x8xf32>) outs(%c : memref<12x8xf32>) attrs = {nova.kernel = "matmul"} {
+      ^bb0(%x: f32, %w: f32, %acc: f32):
+        %e = math.exp %x : f32
+        %p = arith.mulf %e, %w : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      }
+      return
+    }
+  }
 }

@@ -20,7 +20,8 @@
 //          capped so its packed slab (kc x columns) fits a quarter of L2.
 //          (Measured on a 48 KiB-L1 / 2 MiB-L2 core: a slab larger than L2
 //          halves the speed; kc = 512 beats 96 by 8% with K = 2048.) A
-//          transposed lhs is packed too, the whole block's kc x rows slab
+//          transposed lhs, or one a fused producer computes, is packed
+//          too, the whole block's kc x rows slab
 //          at once (its rows are contiguous in memory): it shares half of
 //          L2 with the packed rhs, which caps kc further, and a block's
 //          rows are capped so that slab fits the stack budget.
@@ -227,7 +228,7 @@ std::optional<nova::LoweringConfigAttr> configureMatmul(linalg::GenericOp op,
   // AVX-512: a quarter against half is 1.01-1.06x on 1024^3 and 2048^3;
   // with a transposed lhs, half is 1.16-1.17x on 256x1024x2048, the extra
   // column block packing the lhs again.)
-  int64_t slabBudget = std::min<int64_t>(facts.l2Bytes / (m->transposeA ? 2 : 4), kMaxPackedBytes);
+  int64_t slabBudget = std::min<int64_t>(facts.l2Bytes / (m->packsLhs() ? 2 : 4), kMaxPackedBytes);
   int64_t maxColTiles = std::max<int64_t>(1, slabBudget / (kc * nr * elemBytes));
   int64_t minChunks = ceilDiv(nTiles, maxColTiles);
   // Split the rest of the workgroups between columns and rows where packing
@@ -247,7 +248,7 @@ std::optional<nova::LoweringConfigAttr> configureMatmul(linalg::GenericOp op,
     int64_t rowsChunks = std::min(mTiles, std::max<int64_t>(1, ceilDiv(left, columnBlocks)));
     int64_t count = groups * columnBlocks * ceilDiv(mTiles, ceilDiv(mTiles, rowsChunks));
     bool balanced = count <= facts.cores || count % facts.cores == 0;
-    double cost = double(rowsChunks) * double(m->N) + (m->transposeA ? double(n) * double(m->M) : 0.0);
+    double cost = double(rowsChunks) * double(m->N) + (m->packsLhs() ? double(n) * double(m->M) : 0.0);
     if (n > std::max(minChunks, std::min(nTiles, left)) && !balanced)
       continue; // past the old range only to find a balanced split
     if (bestCost < 0 || (balanced && !bestBalanced) || (balanced == bestBalanced && cost < bestCost)) {
@@ -261,14 +262,14 @@ std::optional<nova::LoweringConfigAttr> configureMatmul(linalg::GenericOp op,
   left = std::max<int64_t>(1, ceilDiv(left, nChunks));
   int64_t mChunks = std::min(mTiles, left);
   int64_t mc = ceilDiv(mTiles, mChunks) * mr;
-  if (m->transposeA) // its packed slab (>= 32 x rows) is on the stack too
+  if (m->packsLhs()) // its packed slab (>= 32 x rows) is on the stack too
     mc = std::min(mc, std::max<int64_t>(1, kMaxPackedBytes / (32 * elemBytes) / mr) * mr);
   mChunks = ceilDiv(m->M, mc);
   tile.push_back(std::min(mc, std::max<int64_t>(m->M, 1)));
   tile.push_back(std::min(nc, std::max<int64_t>(m->N, 1)));
   // A transposed lhs ([K, M]) is packed a kc x rows slab at a time, beside
   // the packed rhs slab: both in half of L2 (and on the stack).
-  if (m->transposeA) {
+  if (m->packsLhs()) {
     int64_t rows = tile[tile.size() - 2], cols = tile[tile.size() - 1];
     int64_t fit = std::min(facts.l2Bytes / 2, kMaxPackedBytes) / ((rows + cols) * elemBytes) / 8 * 8;
     kc = std::min(kc, std::max<int64_t>(32, fit));

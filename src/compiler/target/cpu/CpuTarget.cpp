@@ -44,6 +44,7 @@ void mlir::nova::CpuTarget::addConfigurePasses(OpPassManager &pm) const {
   facts.amxBf16 = desc.has("amx_bf16") && desc.has("amx_tile");
   pm.addPass(createNovaConfigureKernels(facts));
   pm.addPass(createNovaDistributeWorkgroups());
+  pm.addPass(createNovaDropUnstoredResults());
 }
 
 std::vector<mlir::nova::Stage> mlir::nova::CpuTarget::codegenStages() const {
