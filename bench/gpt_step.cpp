@@ -41,6 +41,11 @@ int main(int argc, char** argv) {
     y.data<std::int32_t>()[i] = static_cast<std::int32_t>(nova::splitmix64(rng) % 256);
   }
   double rss_init = nova_bench::rss_mib(); // parameters and batch
+  // NOVA_BENCH_SMAPS=1: where the step memory beyond the plan lives (which
+  // mappings grew from here to the end of the steps).
+  const bool smaps = std::getenv("NOVA_BENCH_SMAPS") != nullptr;
+  std::map<std::string, double> mappings_init;
+  if (smaps) mappings_init = nova_bench::rss_by_mapping();
   auto step = nova::train_step(
       [](const nova::ParamExprs& p, auto x, auto y, GPTConfig c) { return nova::nn::gpt_loss(c, p, x, y); },
       params, nova::AdamW{.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1},
@@ -71,6 +76,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < steps; ++i) step(x, y, nova::static_arg(c));
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / steps;
   double step_peak = nova_bench::peak_mib();
+  if (smaps) nova_bench::print_rss_growth(mappings_init);
   double peak = std::max(compile_peak, step_peak);
 
   // The plan's own figure: the arena every step's temporaries live in.

@@ -88,6 +88,8 @@ public:
     // asks for a plan that fits; as attributes all are part of the key too.
     if (const char *remat = std::getenv("NOVA_REMAT"); remat && std::string_view(remat) == "0")
       (*module)->setAttr(mlir::nova::kRematAttr, builder.getI64IntegerAttr(0));
+    else if (remat && std::string_view(remat) == "cheap")
+      (*module)->setAttr(mlir::nova::kRematAttentionAttr, builder.getBoolAttr(false));
     for (auto [env, attr] : {std::pair{"NOVA_IN_PLACE", mlir::nova::kInPlaceAttr},
                              std::pair{"NOVA_ARENA_REUSE", mlir::nova::kArenaReuseAttr}})
       if (const char *v = std::getenv(env); v && std::string_view(v) == "0")

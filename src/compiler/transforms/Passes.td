@@ -270,12 +270,15 @@ def NovaRematerialize : Pass<"nova-rematerialize", "mlir::ModuleOp"> {
   let summary = "Recompute cheap forward values at their late (backward) uses where that extends no other lifetime";
   let description = [{
     On the nova dialect after autodiff and CSE: a value of an elementwise op,
-    GELU or LayerNorm whose uses have a gap of at least `min-gap` ops, and
+    GELU, LayerNorm or fused causal attention whose uses have a gap of at
+    least `min-gap` ops, and
     whose op's operands are all live after the gap, is recomputed by a clone
     (`nova.rematerialized`) right before the first use after the gap, which with the
     later uses reads the clone. The original then dies at its early uses.
     The module's integer `nova.remat` is the level: 0 leaves it alone, 1
-    (the default) recomputes the cheap ops, 2 also matmuls and attention.
+    (the default) recomputes the cheap ops and attention (none with
+    `nova.remat_attention = false`), 2 also matmuls, softmaxes, slices and
+    reductions.
   }];
   let options = [
     Option<"minGap", "min-gap", "int64_t", /*default=*/"16",

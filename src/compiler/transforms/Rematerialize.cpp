@@ -5,8 +5,9 @@
 // the projection after it), so each is a whole activation alive from the
 // forward through most of the backward, and together they are the step's
 // peak. A value made by cheap ops (elementwise, GELU, LayerNorm, and the
-// reshapes, transposes and broadcasts between them) is instead recomputed
-// right before its late uses, when that extends no other value's life:
+// reshapes, transposes and broadcasts between them), or by a fused causal
+// attention (its qkv input is kept for its gradient anyway), is instead
+// recomputed right before its late uses, when that extends no other value's life:
 // every value the recomputation reads is used at or after that point anyway
 // (a GELU's input, kept for the GELU's own gradient; a LayerNorm's input,
 // kept for the LayerNorm gradient; parameters). Then the original lives only
@@ -21,7 +22,8 @@
 // live there (at most 4 ops in all; any other op ends the search and the
 // value is kept), and the uses from there on read the clone. Runs on the nova dialect after autodiff and CSE (which would merge
 // the clone back). The module's `nova.remat` sets the level: 0
-// (NOVA_REMAT=0) leaves it alone; 2, which the compiler asks for when a
+// (NOVA_REMAT=0) leaves it alone; 1 with `nova.remat_attention = false`
+// (NOVA_REMAT=cheap) recomputes no attention; 2, which the compiler asks for when a
 // memory budget is not met, also recomputes matmuls, attention, softmaxes,
 // slices and reductions (chains of up to 12 ops), as activation
 // checkpointing does.
@@ -64,8 +66,15 @@ bool isCheap(Operation *op) {
 /// Level 2 (a memory budget asks for it): any forward computation of one
 /// result without side effects, matmuls and attention included, as
 /// activation checkpointing recomputes a block's forward.
-bool isRecomputable(Operation *op, int64_t level) {
+bool isRecomputable(Operation *op, int64_t level, bool attention) {
   if (isCheap(op))
+    return true;
+  // A fused causal attention from its qkv, which its gradient keeps anyway
+  // (it recomputes the probabilities from it): one attention forward more
+  // per block, instead of its output kept through the backward for the
+  // output projection's weight gradient (the medium GPT: 32 MiB at the
+  // peak for about 4% of the step's time; NOVA_REMAT=cheap keeps them).
+  if (attention && isa<nova::CausalAttentionOp>(op))
     return true;
   return level >= 2 && op->getNumResults() == 1 && op->getNumRegions() == 0 &&
          isa<nova::MatmulOp, nova::CausalAttentionOp, nova::SoftmaxOp, nova::LogSoftmaxOp,
@@ -79,7 +88,7 @@ struct Decision {
 };
 Decision describeDecision(Operation *def, const SetVector<Operation *> &chain, Operation *user, int64_t gap);
 
-void rematerialize(Block &block, int64_t minGap, int64_t level, std::vector<Decision> &decisions) {
+void rematerialize(Block &block, int64_t minGap, int64_t level, bool attention, std::vector<Decision> &decisions) {
   // The most ops recomputed for one value: a GELU and the reshape after it;
   // at level 2, a block's MLP or attention from its input.
   const int maxChain = level >= 2 ? 12 : 4;
@@ -98,7 +107,7 @@ void rematerialize(Block &block, int64_t minGap, int64_t level, std::vector<Deci
   };
   SmallVector<Operation *> candidates;
   for (Operation &op : block)
-    if (isRecomputable(&op, level))
+    if (isRecomputable(&op, level, attention))
       candidates.push_back(&op);
   for (Operation *def : candidates) {
     Value v = def->getResult(0);
@@ -126,7 +135,7 @@ void rematerialize(Block &block, int64_t minGap, int64_t level, std::vector<Deci
         if (lastUse(o) >= late)
           continue;
         Operation *producer = o.getDefiningOp();
-        if (!producer || producer->getBlock() != &block || !isRecomputable(producer, level) ||
+        if (!producer || producer->getBlock() != &block || !isRecomputable(producer, level, attention) ||
             !collect(producer, depth + 1))
           return false;
       }
@@ -186,10 +195,13 @@ struct NovaRematerialize : mlir::nova::impl::NovaRematerializeBase<NovaRemateria
     int64_t gap = minGap;
     if (auto attr = module->getAttrOfType<IntegerAttr>(nova::kRematMinGapAttr))
       gap = std::max<int64_t>(1, attr.getInt());
+    bool attention = true;
+    if (auto attr = module->getAttrOfType<BoolAttr>(nova::kRematAttentionAttr))
+      attention = attr.getValue() || level >= 2;
     std::vector<Decision> decisions;
     for (auto func : module.getOps<func::FuncOp>())
       if (!func.isExternal() && func.getBody().hasOneBlock())
-        rematerialize(func.front(), gap, level, decisions);
+        rematerialize(func.front(), gap, level, attention, decisions);
     // The decisions, largest first, for NOVA_EXPLAIN (CompileDriver.cpp)
     // and for readers of the IR (the clones are marked nova.rematerialized).
     std::stable_sort(decisions.begin(), decisions.end(),

@@ -112,3 +112,49 @@ module attributes {nova.remat = 0 : i64} {
     return %f : tensor<4x3xf32>
   }
 }
+
+// -----
+
+// A fused attention's output, used by the output projection and again by
+// its weight gradient far later, is recomputed from qkv (which the
+// attention gradient reads there anyway); with nova.remat_attention =
+// false (NOVA_REMAT=cheap) it is kept.
+// CHECK-LABEL: func @attention
+// CHECK: %[[A:.*]] = nova.causal_attention %arg0
+// CHECK: nova.matmul %{{.*}}, %arg1
+// CHECK: %[[B:.*]] = nova.causal_attention %arg0 {{{.*}}nova.rematerialized{{.*}}}
+// CHECK: nova.reshape %[[B]]
+func.func @attention(%qkv: tensor<1x8x12xf32>, %w: tensor<4x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>) {
+  %a = nova.causal_attention %qkv {heads = 2 : i64, scale = 0.5 : f64} : tensor<1x8x12xf32> -> tensor<1x8x4xf32>
+  %r = nova.reshape %a : tensor<1x8x4xf32> -> tensor<8x4xf32>
+  %p = nova.matmul %r, %w : tensor<8x4xf32>, tensor<4x4xf32>
+  %t0 = nova.tanh %p : tensor<8x4xf32>
+  %t1 = nova.tanh %t0 : tensor<8x4xf32>
+  %t2 = nova.tanh %t1 : tensor<8x4xf32>
+  %t3 = nova.tanh %t2 : tensor<8x4xf32>
+  %t4 = nova.tanh %t3 : tensor<8x4xf32>
+  %r2 = nova.reshape %a : tensor<1x8x4xf32> -> tensor<8x4xf32>
+  %g = nova.mul %r2, %t4 : tensor<8x4xf32>, tensor<8x4xf32>
+  %s = nova.add %g, %p : tensor<8x4xf32>, tensor<8x4xf32>
+  return %s, %r : tensor<8x4xf32>, tensor<8x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @attention_kept
+// CHECK-NOT: nova.rematerialized
+module attributes {nova.remat_attention = false} {
+  func.func @attention_kept(%qkv: tensor<1x8x12xf32>, %w: tensor<4x4xf32>) -> tensor<8x4xf32> {
+    %a = nova.causal_attention %qkv {heads = 2 : i64, scale = 0.5 : f64} : tensor<1x8x12xf32> -> tensor<1x8x4xf32>
+    %r = nova.reshape %a : tensor<1x8x4xf32> -> tensor<8x4xf32>
+    %p = nova.matmul %r, %w : tensor<8x4xf32>, tensor<4x4xf32>
+    %t0 = nova.tanh %p : tensor<8x4xf32>
+    %t1 = nova.tanh %t0 : tensor<8x4xf32>
+    %t2 = nova.tanh %t1 : tensor<8x4xf32>
+    %t3 = nova.tanh %t2 : tensor<8x4xf32>
+    %t4 = nova.tanh %t3 : tensor<8x4xf32>
+    %r2 = nova.reshape %a : tensor<1x8x4xf32> -> tensor<8x4xf32>
+    %g = nova.mul %r2, %t4 : tensor<8x4xf32>, tensor<8x4xf32>
+    return %g : tensor<8x4xf32>
+  }
+}
