@@ -65,7 +65,12 @@ int main(int argc, char** argv) {
   }
 
   auto t0 = std::chrono::steady_clock::now();
-  step(x, y, nova::static_arg(c)); // trace + compile + run
+  try {
+    step(x, y, nova::static_arg(c)); // trace + compile + run
+  } catch (const nova::CompileError& e) { // a memory budget no plan fits (gpt_fits.sh), or a compiler failure
+    std::printf("nova: %s\n", e.what());
+    return 1;
+  }
   double first = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   double compile_peak = nova_bench::peak_mib();
   step(x, y, nova::static_arg(c));

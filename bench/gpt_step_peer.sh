@@ -43,26 +43,26 @@ for config in small medium; do
   # The same step without rematerialization (NOVA_REMAT=0): what it costs and saves.
   off=$(NOVA_REMAT=0 NOVA_CACHE_DIR="$scratch/cache" "$build/bench/gpt_step" "$config" "$steps" | grep '^RESULT')
   awk -v a="$n_tps" -v b="$(field "$off" tokens_per_s)" -v c="$n_mem" -v d="$(field "$off" step_mib)" \
-      -v e="$(field "$(echo "$nova" | grep '^RESULT')" arena_mib)" -v f="$(field "$off" arena_mib)" 'BEGIN {
-    printf "  rematerialization on / off: tokens/s %.3fx, step memory %.3fx, planned arena %.1f / %.1f MiB\n", a / b, c / d, e, f }'
+      -v e="$(field "$(echo "$nova" | grep '^RESULT')" arena_mib)" -v f="$(field "$off" arena_mib)" 'function t(x) { return int(x * 1000) / 1000 } BEGIN {
+    printf "  rematerialization on / off: tokens/s %.3fx, step memory %.3fx, planned arena %.1f / %.1f MiB\n", t(a / b), t(c / d), e, f }'
   # Only the cheap values recomputed, not the fused attention's output (NOVA_REMAT=cheap).
   cheap=$(NOVA_REMAT=cheap NOVA_CACHE_DIR="$scratch/cache" "$build/bench/gpt_step" "$config" "$steps" | grep '^RESULT')
   awk -v a="$n_tps" -v b="$(field "$cheap" tokens_per_s)" -v c="$n_mem" -v d="$(field "$cheap" step_mib)" \
-      -v e="$(field "$(echo "$nova" | grep '^RESULT')" arena_mib)" -v f="$(field "$cheap" arena_mib)" 'BEGIN {
-    printf "  attention recomputed / kept (NOVA_REMAT=cheap): tokens/s %.3fx, step memory %.3fx, planned arena %.1f / %.1f MiB\n", a / b, c / d, e, f }'
+      -v e="$(field "$(echo "$nova" | grep '^RESULT')" arena_mib)" -v f="$(field "$cheap" arena_mib)" 'function t(x) { return int(x * 1000) / 1000 } BEGIN {
+    printf "  attention recomputed / kept (NOVA_REMAT=cheap): tokens/s %.3fx, step memory %.3fx, planned arena %.1f / %.1f MiB\n", t(a / b), t(c / d), e, f }'
   best_tps=0 best="" least_mem=0 least=""
   for p in $peers; do
     out=$(run_peer "$p" "$config") || { echo "  $p: failed"; continue; }
     echo "$out" | grep -E '^(peer|torch)' | sed "s/^/  [$p] /"
     t=$(field "$(echo "$out" | grep '^RESULT')" tokens_per_s)
     m=$(field "$(echo "$out" | grep '^RESULT')" step_mib)
-    awk -v a="$n_tps" -v b="$t" -v c="$n_mem" -v d="$m" -v p="$p" 'BEGIN {
-      printf "  nova / %-15s tokens/s %.3fx   step memory %.3fx\n", p, a / b, c / d }'
+    awk -v a="$n_tps" -v b="$t" -v c="$n_mem" -v d="$m" -v p="$p" 'function t(x) { return int(x * 1000) / 1000 } BEGIN {
+      printf "  nova / %-15s tokens/s %.3fx   step memory %.3fx\n", p, t(a / b), t(c / d) }'
     if awk -v t="$t" -v b="$best_tps" 'BEGIN { exit !(t > b) }'; then best_tps=$t; best=$p; fi
     if [ -z "$least" ] || awk -v m="$m" -v l="$least_mem" 'BEGIN { exit !(m < l) }'; then least_mem=$m; least=$p; fi
   done
-  [ -n "$best" ] && awk -v a="$n_tps" -v b="$best_tps" -v p="$best" 'BEGIN {
-    printf "  => nova / best peer (%s): %.3fx tokens/s (above 1: Nova faster)\n", p, a / b }'
-  [ -n "$least" ] && awk -v a="$n_mem" -v b="$least_mem" -v p="$least" 'BEGIN {
-    printf "  => nova / smallest peer step memory (%s): %.3fx (%.1f vs %.1f MiB; the target is 0.6x or less)\n", p, a / b, a, b }'
+  [ -n "$best" ] && awk -v a="$n_tps" -v b="$best_tps" -v p="$best" 'function t(x) { return int(x * 1000) / 1000 } BEGIN {
+    printf "  => nova / best peer (%s): %.3fx tokens/s (above 1: Nova faster)\n", p, t(a / b) }'
+  [ -n "$least" ] && awk -v a="$n_mem" -v b="$least_mem" -v p="$least" 'function t(x) { return int(x * 1000) / 1000 } BEGIN {
+    printf "  => nova / smallest peer step memory (%s): %.3fx (%.1f vs %.1f MiB; the target is 0.6x or less)\n", p, t(a / b), a, b }'
 done
