@@ -30,7 +30,7 @@
 namespace nova {
 
 /// Bumped whenever the byte layout or the kernel ABI changes.
-inline constexpr std::uint32_t executable_format_version = 2;
+inline constexpr std::uint32_t executable_format_version = 3;
 
 /// The compiler's version string; entries from another version are stale.
 std::string compiler_version();
@@ -68,11 +68,15 @@ struct LaunchDesc {
   friend bool operator==(const LaunchDesc&, const LaunchDesc&) = default;
 };
 
-/// Reserved for data-parallel training: an all-reduce over `buffers` that may
-/// start after launch `after_launch` and must end before `before_launch`.
+/// Data-parallel training: a sum over the group's ranks of each of
+/// `buffers` (elements of `dtype`, f32 or f64), in place, that starts once
+/// `after_launch` launches have run and is waited for before launch
+/// `before_launch` runs (`launches.size()`: before the step returns). The
+/// runtime runs it on the calling thread's communicator (nova/distributed.hpp).
 struct CollectiveDesc {
   enum class Kind : std::uint8_t { all_reduce_sum = 0 };
   Kind kind = Kind::all_reduce_sum;
+  DType dtype = DType::f32;
   std::uint32_t after_launch = 0;
   std::uint32_t before_launch = 0;
   std::vector<BufferRef> buffers;

@@ -20,6 +20,7 @@
 #include <mutex>
 #include <new>
 
+#include "nova/distributed.hpp"
 #include "nova/executable_desc.hpp"
 #include "memory.hpp"
 #include "nova/profile.hpp"
@@ -101,27 +102,61 @@ class CpuExecutable final : public Executable {
   const ExecutableDesc* description() const override { return &desc_; }
 
   void run(std::span<const Tensor> inputs, std::span<Tensor> outputs) const override {
+    std::shared_ptr<dist::Communicator> comm;
+    if (!desc_.collectives.empty()) {
+      comm = dist::communicator();
+      if (!comm)
+        throw DistError("nova: this step sums " + std::to_string(desc_.collectives.size()) +
+                        " buffer groups across data-parallel ranks, but the calling thread has no communicator "
+                        "(nova::dist::set_communicator)");
+    }
     Arena arena = take_arena();
     std::byte* base = arena.get();
+    auto resolve = [&](const BufferRef& b) -> void* {
+      switch (b.kind) {
+      case BufferRef::Kind::input: return inputs[b.index].raw_data();
+      case BufferRef::Kind::output: return outputs[b.index].raw_data();
+      case BufferRef::Kind::arena: break;
+      }
+      return base + b.offset;
+    };
+    // Collectives: started once `after_launch` launches have run, waited
+    // for before launch `before_launch` (the plan's end: launches.size()).
+    std::vector<std::vector<dist::Communicator::Handle>> pending(desc_.collectives.size());
+    auto collectives_at = [&](std::size_t i) {
+      for (std::size_t c = 0; c < desc_.collectives.size(); ++c) {
+        const CollectiveDesc& col = desc_.collectives[c];
+        if (col.after_launch == i)
+          for (const BufferRef& b : col.buffers)
+            pending[c].push_back(comm->start_all_reduce_sum(resolve(b), b.bytes / size_of(col.dtype), col.dtype));
+      }
+      for (std::size_t c = 0; c < desc_.collectives.size(); ++c)
+        if (desc_.collectives[c].before_launch == i)
+          for (dist::Communicator::Handle h : pending[c]) comm->wait(h);
+    };
     // Output slots of aliased outputs are their inputs' buffers.
     void* pointers[64];
     std::vector<void*> heap;
     detail::ThreadPool& pool = detail::global_pool();
     auto run_start = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    for (const LaunchDesc& launch : desc_.launches) {
+    for (std::size_t i = 0; i < desc_.launches.size(); ++i) {
+      if (comm) {
+        try {
+          collectives_at(i);
+        } catch (...) {
+          // A failed collective may still be written by a peer: this arena
+          // is never handed out again.
+          abandon(std::move(arena));
+          throw;
+        }
+      }
+      const LaunchDesc& launch = desc_.launches[i];
       void** args = pointers;
       if (launch.args.size() > std::size(pointers)) {
         heap.resize(launch.args.size());
         args = heap.data();
       }
-      for (std::size_t a = 0; a < launch.args.size(); ++a) {
-        const BufferRef& b = launch.args[a];
-        switch (b.kind) {
-        case BufferRef::Kind::input: args[a] = inputs[b.index].raw_data(); break;
-        case BufferRef::Kind::output: args[a] = outputs[b.index].raw_data(); break;
-        case BufferRef::Kind::arena: args[a] = base + b.offset; break;
-        }
-      }
+      for (std::size_t a = 0; a < launch.args.size(); ++a) args[a] = resolve(launch.args[a]);
       KernelFn fn = kernels_[launch.kernel];
       auto start = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
       pool.parallel_for(static_cast<std::int64_t>(launch.workgroups),
@@ -130,6 +165,14 @@ class CpuExecutable final : public Executable {
         auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
         profile_->kernel_ns[launch.kernel] += static_cast<std::uint64_t>(ns.count());
         profile_->kernel_launches[launch.kernel] += 1;
+      }
+    }
+    if (comm) {
+      try {
+        collectives_at(desc_.launches.size());
+      } catch (...) {
+        abandon(std::move(arena));
+        throw;
       }
     }
     if (profile_) {
@@ -156,6 +199,10 @@ class CpuExecutable final : public Executable {
     std::lock_guard lock(mutex_);
     free_.push_back(std::move(a));
   }
+  void abandon(Arena a) const {
+    std::lock_guard lock(mutex_);
+    abandoned_.push_back(std::move(a));
+  }
 
   ExecutableDesc desc_;
   std::unique_ptr<LoadedObject> object_;
@@ -163,6 +210,8 @@ class CpuExecutable final : public Executable {
   detail::ExecutableProfile* profile_ = nullptr;
   mutable std::mutex mutex_;
   mutable std::vector<Arena> free_;
+  // Arenas of runs whose collective failed, kept until the executable goes.
+  mutable std::vector<Arena> abandoned_;
 };
 
 /// Holds a description it cannot run here.

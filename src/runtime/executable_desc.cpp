@@ -143,6 +143,7 @@ std::vector<std::uint8_t> ExecutableDesc::serialize() const {
   body.put<std::uint64_t>(collectives.size());
   for (const auto& c : collectives) {
     body.put<std::uint8_t>(static_cast<std::uint8_t>(c.kind));
+    body.put<std::uint8_t>(static_cast<std::uint8_t>(c.dtype));
     body.put<std::uint32_t>(c.after_launch);
     body.put<std::uint32_t>(c.before_launch);
     body.put<std::uint64_t>(c.buffers.size());
@@ -207,6 +208,10 @@ ExecutableDesc ExecutableDesc::deserialize(std::span<const std::uint8_t> bytes, 
     CollectiveDesc c;
     auto kind = r.get<std::uint8_t>("collective kind");
     if (kind != 0) r.fail("unknown collective kind " + std::to_string(kind));
+    auto dtype = r.get<std::uint8_t>("collective dtype");
+    if (dtype != static_cast<std::uint8_t>(DType::f32) && dtype != static_cast<std::uint8_t>(DType::f64))
+      r.fail("collective dtype " + std::to_string(dtype) + " is not f32 or f64");
+    c.dtype = static_cast<DType>(dtype);
     c.after_launch = r.get<std::uint32_t>("collective start");
     c.before_launch = r.get<std::uint32_t>("collective end");
     for (auto b = r.count("collective buffers", 21); b > 0; --b) c.buffers.push_back(get_ref(r));
@@ -263,7 +268,11 @@ void ExecutableDesc::validate(const std::string& what) const {
     std::string where = "collective " + std::to_string(i);
     if (c.after_launch > launches.size() || c.before_launch > launches.size() || c.after_launch > c.before_launch)
       fail(where + " is placed outside the plan");
-    for (const auto& b : c.buffers) check_ref(b, where);
+    for (const auto& b : c.buffers) {
+      check_ref(b, where);
+      if (b.bytes % size_of(c.dtype) != 0)
+        fail(where + " sums " + std::to_string(b.bytes) + " bytes, not a whole number of " + std::string(name_of(c.dtype)));
+    }
   }
   if (!launches.empty() && object.empty()) fail("launches but no object code");
 }

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <nova/cache.hpp>
+#include <nova/distributed.hpp>
 #include <nova/executable_desc.hpp>
 
 #include <sys/wait.h>
@@ -72,7 +73,7 @@ void check_runs(const nova::Executable& exe, std::uint64_t seed) {
 
 TEST_CASE("an executable description survives serialization exactly") {
   ExecutableDesc d = two_kernel_plan();
-  d.collectives = {{nova::CollectiveDesc::Kind::all_reduce_sum, 1, 2, {output(0)}}};
+  d.collectives = {{nova::CollectiveDesc::Kind::all_reduce_sum, DType::f64, 1, 2, {output(0)}}};
   std::vector<std::uint8_t> bytes = d.serialize();
   ExecutableDesc back = ExecutableDesc::deserialize(bytes);
   CHECK(back == d);
@@ -142,6 +143,61 @@ TEST_CASE("the runtime runs a plan of kernels over workgroups, with an arena") {
   CHECK(exe->kind() == "cpu");
   check_runs(*exe, 11);
   check_runs(*exe, 12); // arenas are reused across runs
+}
+
+TEST_CASE("a plan's collectives run on the calling thread's communicator, between its launches") {
+  // launch 0: tmp = 2 x + 1 (arena); tmp summed over the ranks after it and
+  // before launch 1: out0 = tmp + x. Two ranks on two threads (loopback).
+  ExecutableDesc d = two_kernel_plan();
+  d.collectives = {{nova::CollectiveDesc::Kind::all_reduce_sum, DType::f32, 1, 1, {arena(64)}}};
+  std::shared_ptr<nova::Executable> exe = nova::load_executable(d);
+  auto run_ranks = [&](const std::vector<std::shared_ptr<nova::dist::Communicator>>& group, std::uint64_t seed) {
+    std::vector<Tensor> xs{Tensor::randn({kN}, seed), Tensor::randn({kN}, seed + 1)};
+    std::vector<std::vector<double>> outs(2);
+    std::vector<std::string> errors(2);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r)
+      threads.emplace_back([&, r] {
+        nova::dist::set_communicator(group[static_cast<std::size_t>(r)]);
+        try {
+          std::vector<Tensor> out = (*exe)(std::vector<Tensor>{xs[static_cast<std::size_t>(r)], Tensor::zeros({kN})});
+          outs[static_cast<std::size_t>(r)] = out[0].to_vector();
+        } catch (const std::exception& e) {
+          errors[static_cast<std::size_t>(r)] = e.what();
+        }
+        nova::dist::set_communicator(nullptr);
+      });
+    for (auto& t : threads) t.join();
+    return std::tuple{xs, outs, errors};
+  };
+  for (std::uint64_t seed : {41, 42}) { // the second run reuses the arenas
+    auto [xs, outs, errors] = run_ranks(nova::dist::loopback_group(2, 30.0), seed);
+    auto x0 = xs[0].to_vector(), x1 = xs[1].to_vector();
+    for (int r = 0; r < 2; ++r) {
+      INFO("rank ", r, ": ", errors[static_cast<std::size_t>(r)]);
+      REQUIRE(errors[static_cast<std::size_t>(r)].empty());
+      const auto& x = r == 0 ? x0 : x1;
+      for (std::int64_t i = 0; i < kN; ++i) {
+        float sum = (2.0f * float(x0[i]) + 1.0f) + (2.0f * float(x1[i]) + 1.0f);
+        REQUIRE(outs[static_cast<std::size_t>(r)][i] == sum + float(x[i]));
+      }
+    }
+  }
+  // A rank that never takes part: the other's step fails, bounded, and the
+  // executable still runs afterwards (the failed run's arena is not reused).
+  auto [xs, outs, errors] = run_ranks(nova::dist::loopback_group(2, 0.2, {.absent_rank = 1}), 43);
+  CHECK(errors[0].find("rank 1 did not take part within 0.2 s") != std::string::npos);
+  CHECK(errors[1].find("rank 1 is absent") != std::string::npos);
+  auto again = run_ranks(nova::dist::loopback_group(2, 30.0), 44);
+  CHECK(std::get<2>(again)[0].empty());
+  CHECK(std::get<2>(again)[1].empty());
+  // Without a communicator the step refuses to run, saying why.
+  CHECK_THROWS_WITH_AS((*exe)(std::vector<Tensor>{Tensor::zeros({kN}), Tensor::zeros({kN})}),
+                       doctest::Contains("no communicator (nova::dist::set_communicator)"), nova::DistError);
+  // A collective of a dtype it cannot sum, or of a partial element, is refused when described.
+  ExecutableDesc odd = two_kernel_plan();
+  odd.collectives = {{nova::CollectiveDesc::Kind::all_reduce_sum, DType::f64, 1, 1, {{BufferRef::Kind::arena, 0, 64, 12}}}};
+  CHECK_THROWS_WITH_AS(odd.validate(), doctest::Contains("not a whole number of f64"), nova::FormatError);
 }
 
 TEST_CASE("one executable runs on several threads at once") {
