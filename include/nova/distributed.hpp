@@ -14,13 +14,17 @@
 // interface.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "nova/dtype.hpp"
 #include "nova/error.hpp"
+#include "nova/executable.hpp"
 
 namespace nova {
 
@@ -60,6 +64,16 @@ class Communicator {
   /// Waits for a started collective. Throws DistError if a peer does not
   /// take part within the timeout, or disagrees about the count or dtype.
   virtual void wait(Handle handle) = 0;
+
+  /// Lets started collectives advance; the runtime calls it between the
+  /// launches of a step while any is in flight (MPI progresses non-blocking
+  /// collectives only inside MPI calls). Never blocks, never throws.
+  virtual void progress() {}
+
+  /// Rank `root`'s `bytes`, on every rank: the others' are replaced (their
+  /// size too). Blocking; throws DistError as wait() does. For what every
+  /// rank must agree on before the first step: the compiled step itself.
+  virtual void broadcast(std::vector<std::uint8_t>& bytes, int root) = 0;
 };
 
 /// The communicator that steps run on this thread all-reduce through (a
@@ -67,6 +81,19 @@ class Communicator {
 /// Null clears it. Each rank's thread sets its own.
 void set_communicator(std::shared_ptr<Communicator> communicator);
 std::shared_ptr<Communicator> communicator();
+
+/// Compile once for the whole group: on rank 0, `compile()` (which may find
+/// the step in a cache) and its executable description sent to every rank;
+/// on the others, rank 0's description loaded, once their own `stable_key`
+/// (the step's key, equal in every process of one build: jit.hpp) is found
+/// equal to rank 0's and rank 0's compiler version to theirs. A rank whose
+/// step differs (another shape, another build) gets a DistError naming both
+/// keys (and `where`, the step's declaration); if rank 0's compile fails,
+/// every rank fails with its message. An executable without a description
+/// (the interpreter) is not shared: then each rank calls `compile()`.
+std::shared_ptr<Executable> agree_on_executable(Communicator& comm, std::array<std::uint64_t, 2> stable_key,
+                                                const std::function<std::shared_ptr<Executable>()>& compile,
+                                                const std::string& where);
 
 /// Faults a loopback group injects (for tests of failure handling).
 struct LoopbackFaults {

@@ -14,6 +14,11 @@
 // the loss overwrites its input in place, so parameters and state stay in
 // the same Nova-owned tensors. The gradient is a nova.gradient op expanded by
 // the compiler (nova-autodiff), so all of it is one function.
+//
+// Data parallel: run the same step on every rank, each on its own batch,
+// with the rank's communicator set on the calling thread
+// (nova::dist::set_communicator); the gradients are then summed over the
+// ranks and averaged before the update, inside the compiled step.
 #pragma once
 
 #include <string>
@@ -22,6 +27,7 @@
 #include <boost/hana/for_each.hpp>
 #include <boost/hana/string.hpp>
 
+#include "nova/distributed.hpp"
 #include "nova/jit.hpp"
 #include "nova/optim/clip.hpp"
 #include "nova/optim/optimizer.hpp"
@@ -92,18 +98,34 @@ class TrainStep {
     return outputs[0].at({});
   }
 
-  /// The executable for this batch's shapes (compiled on a miss).
+  /// The executable for this batch's shapes (compiled on a miss). In a
+  /// data-parallel group of more than one rank, the first call for each
+  /// shape compiles on rank 0 only (or finds the step in its caches) and
+  /// every other rank loads rank 0's executable, after checking that its own
+  /// step has the same stable key: so the ranks run one program, and none
+  /// waits for its own compile. Every rank must make that call.
   template <class... Batch> std::shared_ptr<Executable> executable(const Batch&... batch) {
     ExecMode mode = detail::effective_mode(options_.mode);
-    CacheKey key = key_of(detail::type_tag_word<F>(), mode, batch...);
-    return detail::traced_executable(key, "train_step", mode,
-                                     [&](detail::Builder& b) { return trace(b, batch...); });
+    CacheKey key = key_of(/*stable=*/false, mode, batch...);
+    auto compile = [&] {
+      return detail::traced_executable(key, "train_step", mode,
+                                       [&](detail::Builder& b) { return trace(b, batch...); });
+    };
+    std::shared_ptr<dist::Communicator> comm = dist::communicator();
+    if (!comm || comm->size() < 2) return compile();
+    std::array<std::uint64_t, 2> stable = stable_key(batch...);
+    for (const auto& [k, exe] : synced_)
+      if (k == stable) return exe;
+    std::shared_ptr<Executable> exe =
+        dist::agree_on_executable(*comm, stable, compile, detail::where(declared_at_));
+    synced_.emplace_back(stable, exe);
+    return exe;
   }
 
   /// The key equal in every process running the same build (see jit.hpp).
   template <class... Batch> std::array<std::uint64_t, 2> stable_key(const Batch&... batch) const {
     ExecMode mode = detail::effective_mode(options_.mode);
-    return detail::key_digest(key_of(detail::stable_type_hash<F>(declared_at_), mode, batch...));
+    return detail::key_digest(key_of(/*stable=*/true, mode, batch...));
   }
 
   Params& params() { return *params_; }
@@ -142,10 +164,23 @@ class TrainStep {
     }
   }
 
+  /// The data-parallel group's size if the calling thread has a
+  /// communicator (nova/distributed.hpp), else 0: a step traced for N ranks
+  /// sums and averages its gradients over them.
+  static int world_size() {
+    std::shared_ptr<dist::Communicator> comm = dist::communicator();
+    return comm ? comm->size() : 0;
+  }
+
+  /// The step's key: the loss function's and the optimizer's types by their
+  /// address in this process, or (`stable`) by a hash the C++ compiler
+  /// computes, equal in every process of the build (and on every rank).
   template <class... Batch>
-  CacheKey key_of(std::uint64_t type_word, ExecMode mode, const Batch&... batch) const {
+  CacheKey key_of(bool stable, ExecMode mode, const Batch&... batch) const {
+    std::uint64_t type_word = stable ? detail::stable_type_hash<F>(declared_at_) : detail::type_tag_word<F>();
     CacheKey key = detail::key_start(type_word, static_cast<std::uint8_t>(mode));
-    key.words.push_back(detail::type_tag_word<Opt>());
+    detail::append_value(key.words, static_cast<std::int64_t>(world_size()));
+    key.words.push_back(stable ? detail::stable_type_hash<Opt>(declared_at_) : detail::type_tag_word<Opt>());
     detail::append_optimizer_key(key.words, opt_);
     detail::append_value(key.words, options_.clip_grad_norm);
     detail::append_param_keys(key.words, *params_);
@@ -166,6 +201,16 @@ class TrainStep {
     ParamExprs views(&params_->names(), params);
     Expr<> loss = std::apply([&](const auto&... x) { return Expr<>(f_(views, x...)); }, traced);
     std::vector<Expr<>> grads = gradients(loss, params, declared_at_);
+    if (int world = world_size(); world > 0) {
+      // Data parallel: each gradient summed over the ranks (bucketed and
+      // overlapped with the backward by the compiler), then averaged; the
+      // 1 / world scale fuses into whatever reads it first.
+      named_scope scope("all_reduce");
+      for (auto& g : grads) {
+        TensorSpec spec = g.spec();
+        g = detail::emit("nova.all_reduce", {g.id()}, {}, &spec, declared_at_) * (1.0 / world);
+      }
+    }
     named_scope optimizer_scope("optimizer"); // clipping and the update
     if (options_.clip_grad_norm > 0) grads = optim::clip_by_global_norm(grads, options_.clip_grad_norm);
     Expr<> next_step = step + 1.0;
@@ -196,6 +241,8 @@ class TrainStep {
   std::vector<TensorSpec> specs_;
   std::vector<Tensor> state_;
   Tensor step_, lr_;
+  /// Data parallel: the executables the ranks agreed on, by stable key.
+  std::vector<std::pair<std::array<std::uint64_t, 2>, std::shared_ptr<Executable>>> synced_;
 };
 
 /// A forward-only step over named parameters: `f(const ParamExprs&,

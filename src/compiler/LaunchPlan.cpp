@@ -114,9 +114,6 @@ mlir::nova::MemoryPlan mlir::nova::summarizeMemory(ArrayRef<BufferLife> buffers,
   return plan;
 }
 
-namespace {
-} // namespace
-
 LogicalResult mlir::nova::buildLaunchPlan(func::FuncOp step, ModuleOp kernels,
                                           ::nova::ExecutableDesc &desc, std::string &error,
                                           MemoryPlan *memory, bool reuse) {
@@ -148,6 +145,13 @@ LogicalResult mlir::nova::buildLaunchPlan(func::FuncOp step, ModuleOp kernels,
   // Arena references are patched with offsets once all lifetimes are known.
   std::vector<std::pair<size_t, size_t>> arenaArgs; // (launch, arg) → buffer in bufferOfArg
   std::vector<size_t> bufferOfArg;
+  // Arena buffers of collectives: (collective, buffer slot, buffer), and the
+  // collectives started and not yet waited for, by bucket.
+  struct CollectiveArg {
+    size_t collective, slot, buffer;
+  };
+  std::vector<CollectiveArg> collectiveArgs;
+  std::map<int64_t, size_t> bucketOf;
 
   for (Operation &op : entry) {
     if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
@@ -163,6 +167,45 @@ LogicalResult mlir::nova::buildLaunchPlan(func::FuncOp step, ModuleOp kernels,
     }
     if (isa<memref::DeallocOp, func::ReturnOp>(op))
       continue;
+    // A bucket's sum over the ranks: started once the launches so far have
+    // run, waited for before the next launch (nova-bucket-all-reduce).
+    if (auto start = dyn_cast<AllReduceStartOp>(op)) {
+      ::nova::CollectiveDesc c;
+      c.after_launch = static_cast<uint32_t>(desc.launches.size());
+      c.before_launch = c.after_launch;
+      Type element = cast<MemRefType>(start.getBuffers()[0].getType()).getElementType();
+      c.dtype = element.isF64() ? ::nova::DType::f64 : ::nova::DType::f32;
+      for (Value buffer : start.getBuffers()) {
+        if (cast<MemRefType>(buffer.getType()).getElementType() != element) {
+          error = "an all-reduce bucket mixes element types";
+          return failure();
+        }
+        if (auto arg = dyn_cast<BlockArgument>(buffer)) {
+          c.buffers.push_back(argRefs[arg.getArgNumber()]);
+          continue;
+        }
+        auto found = bufferOf.find(buffer);
+        if (found == bufferOf.end()) {
+          error = "an all-reduce buffer is neither a step argument nor an allocation";
+          return failure();
+        }
+        collectiveArgs.push_back({desc.collectives.size(), c.buffers.size(), found->second});
+        c.buffers.push_back({BufferRef::Kind::arena, 0, 0, bufferBytes[found->second]});
+      }
+      bucketOf[start.getBucket()] = desc.collectives.size();
+      desc.collectives.push_back(std::move(c));
+      continue;
+    }
+    if (auto wait = dyn_cast<AllReduceWaitOp>(op)) {
+      auto it = bucketOf.find(wait.getBucket());
+      if (it == bucketOf.end()) {
+        error = "all-reduce bucket " + std::to_string(wait.getBucket()) + " is waited for before it starts";
+        return failure();
+      }
+      desc.collectives[it->second].before_launch = static_cast<uint32_t>(desc.launches.size());
+      bucketOf.erase(it);
+      continue;
+    }
     auto launch = dyn_cast<mlir::nova::LaunchOp>(op);
     if (!launch) {
       std::string text;
@@ -209,6 +252,33 @@ LogicalResult mlir::nova::buildLaunchPlan(func::FuncOp step, ModuleOp kernels,
     desc.launches.push_back(std::move(l));
   }
 
+  if (!bucketOf.empty()) {
+    error = "all-reduce bucket " + std::to_string(bucketOf.begin()->first) + " is never waited for";
+    return failure();
+  }
+  // A buffer being summed over the ranks is live from the launch before its
+  // start to the launch its wait precedes: no other buffer may take its
+  // bytes while a peer's sum may still land in them.
+  if (desc.launches.empty() && !collectiveArgs.empty()) {
+    error = "an all-reduce of an arena buffer in a plan with no launch";
+    return failure();
+  }
+  if (!desc.launches.empty())
+    for (const CollectiveArg &a : collectiveArgs) {
+      const ::nova::CollectiveDesc &c = desc.collectives[a.collective];
+      size_t lastLaunch = desc.launches.size() - 1;
+      size_t from = std::min<size_t>(c.after_launch == 0 ? 0 : c.after_launch - 1, lastLaunch);
+      size_t to = std::min<size_t>(c.before_launch, lastLaunch);
+      BufferLife &life = lives[a.buffer];
+      if (life.first == SIZE_MAX) {
+        life.first = from;
+        life.last = to;
+      } else {
+        life.first = std::min(life.first, from);
+        life.last = std::max(life.last, to);
+      }
+    }
+
   std::vector<BufferLife> used;
   std::vector<size_t> usedIndex(lives.size(), SIZE_MAX);
   for (size_t b = 0; b < lives.size(); ++b)
@@ -228,6 +298,8 @@ LogicalResult mlir::nova::buildLaunchPlan(func::FuncOp step, ModuleOp kernels,
     auto [launch, arg] = arenaArgs[i];
     desc.launches[launch].args[arg].offset = offsets[usedIndex[bufferOfArg[i]]];
   }
+  for (const CollectiveArg &a : collectiveArgs)
+    desc.collectives[a.collective].buffers[a.slot].offset = offsets[usedIndex[a.buffer]];
   if (memory) {
     *memory = summarizeMemory(used, desc.launches.size(), desc.arena_bytes, 8);
     memory->buffers = std::move(used);

@@ -13,7 +13,10 @@
 //   5 kernels     transposes that only feed matmuls become views; every
 //                 compute op outlined into a kernel of `module @kernels`
 //                 (the step becomes a launch plan: allocs and nova.launch);
-//                 identical kernels merged; a kernel's own allocations freed
+//                 identical kernels merged; data-parallel gradient sums
+//                 grouped into buckets started after their last producer
+//                 and waited for before their first reader; a kernel's
+//                 own allocations freed
 //                 in it; each configured by the target (#nova.lowering_config)
 //                 and split over workgroups
 // Then the compile driver (CompileDriver.cpp) takes the launch plan out of
@@ -87,6 +90,9 @@ void addKernelStage(OpPassManager &pm, const mlir::nova::Target &target) {
   pm.addPass(mlir::nova::createNovaFoldTransposes());
   pm.addPass(mlir::nova::createNovaOutlineKernels());
   pm.addPass(mlir::nova::createNovaDedupKernels());
+  // Data parallel: each bucket of gradients summed over the ranks while the
+  // backward goes on (the launch order is final from here).
+  pm.addPass(mlir::nova::createNovaBucketAllReduce());
   // Buffers a kernel allocates for itself (inside its loops) are freed in it.
   bufferization::BufferDeallocationPipelineOptions dealloc;
   bufferization::buildBufferDeallocationPipeline(pm.nest<ModuleOp>(), dealloc);

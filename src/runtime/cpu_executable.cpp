@@ -161,6 +161,7 @@ class CpuExecutable final : public Executable {
       auto start = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
       pool.parallel_for(static_cast<std::int64_t>(launch.workgroups),
                         [fn, args](std::int64_t wg) { fn(wg, args); });
+      if (comm) comm->progress();
       if (profile_) {
         auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
         profile_->kernel_ns[launch.kernel] += static_cast<std::uint64_t>(ns.count());

@@ -8,11 +8,14 @@
 // until the timeout, whichever comes first. Nothing waits without a bound.
 
 #include "nova/distributed.hpp"
+#include "nova/executable_desc.hpp"
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -54,6 +57,14 @@ struct Collective {
   std::string error; // a disagreement, reported to every waiter
 };
 
+/// One broadcast of the group, numbered in the order each rank calls it.
+struct Broadcast {
+  int root = -1;
+  bool set = false;
+  std::vector<std::uint8_t> bytes;
+  int arrived = 0;
+};
+
 struct Group {
   int size = 0;
   double timeout_s = 0;
@@ -62,6 +73,7 @@ struct Group {
   std::mutex mutex;
   std::condition_variable changed;
   std::map<std::uint64_t, Collective> ops;
+  std::map<std::uint64_t, Broadcast> broadcasts;
 };
 
 template <class T> void sum_into_all(Collective& op) {
@@ -143,10 +155,50 @@ class Loopback final : public Communicator {
     if (++op.waited == group_->size) group_->ops.erase(it);
   }
 
+  void broadcast(std::vector<std::uint8_t>& bytes, int root) override {
+    if (rank_ == group_->faults.absent_rank)
+      throw DistError("nova: rank " + std::to_string(rank_) + " is absent (an injected fault)");
+    if (root < 0 || root >= group_->size)
+      throw DistError("nova: broadcast from rank " + std::to_string(root) + " in a group of " +
+                      std::to_string(group_->size));
+    std::uint64_t n = next_broadcast_++;
+    std::unique_lock lock(group_->mutex);
+    if (!group_->broken.empty()) throw DistError(group_->broken);
+    Broadcast& b = group_->broadcasts[n];
+    if (b.root < 0) b.root = root;
+    if (b.root != root) {
+      group_->broken = "nova: broadcast #" + std::to_string(n) + ": rank " + std::to_string(rank_) +
+                       " expects it from rank " + std::to_string(root) + ", another rank from rank " +
+                       std::to_string(b.root) + " (the ranks run different programs)";
+      group_->changed.notify_all();
+      throw DistError(group_->broken);
+    }
+    if (rank_ == root) {
+      b.bytes = bytes;
+      b.set = true;
+      group_->changed.notify_all();
+    } else {
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(group_->timeout_s);
+      bool settled = group_->changed.wait_until(lock, deadline, [&] { return b.set || !group_->broken.empty(); });
+      if (!group_->broken.empty()) throw DistError(group_->broken);
+      if (!settled) {
+        std::ostringstream msg;
+        msg << "nova: broadcast #" << n << " on rank " << rank_ << " of " << group_->size << ": rank " << root
+            << " did not send within " << group_->timeout_s << " s (NOVA_DIST_TIMEOUT_S)";
+        group_->broken = "nova: the data-parallel group failed earlier: " + msg.str();
+        group_->changed.notify_all();
+        throw DistError(msg.str());
+      }
+      bytes = b.bytes;
+    }
+    if (++b.arrived == group_->size) group_->broadcasts.erase(n);
+  }
+
  private:
   std::shared_ptr<Group> group_;
   int rank_;
   Handle next_ = 0;
+  std::uint64_t next_broadcast_ = 0;
 };
 
 } // namespace
@@ -160,6 +212,108 @@ std::vector<std::shared_ptr<Communicator>> loopback_group(int size, double timeo
   std::vector<std::shared_ptr<Communicator>> ranks;
   for (int r = 0; r < size; ++r) ranks.push_back(std::make_shared<Loopback>(group, r));
   return ranks;
+}
+
+namespace {
+
+std::string hex_key(const std::array<std::uint64_t, 2>& key) {
+  char text[40];
+  std::snprintf(text, sizeof text, "%016llx%016llx", static_cast<unsigned long long>(key[0]),
+                static_cast<unsigned long long>(key[1]));
+  return text;
+}
+
+// What rank 0 sends: a tag, its stable key, then its compiler version and
+// the description (tag 0), nothing (1: not shareable, each rank compiles),
+// or why its compile failed (2).
+enum : std::uint8_t { kDescription = 0, kCompileEach = 1, kCompileFailed = 2 };
+
+void put_u64(std::vector<std::uint8_t>& out, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+}
+
+std::uint64_t get_u64(const std::vector<std::uint8_t>& in, std::size_t at) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(in[at + static_cast<std::size_t>(i)]) << (8 * i);
+  return v;
+}
+
+} // namespace
+
+std::shared_ptr<Executable> agree_on_executable(Communicator& comm, std::array<std::uint64_t, 2> stable_key,
+                                                const std::function<std::shared_ptr<Executable>()>& compile,
+                                                const std::string& where) {
+  std::vector<std::uint8_t> message;
+  std::shared_ptr<Executable> exe;
+  if (comm.rank() == 0) {
+    std::uint8_t tag = kCompileEach;
+    std::string failure;
+    std::exception_ptr failed;
+    std::vector<std::uint8_t> body;
+    try {
+      exe = compile();
+      if (const ExecutableDesc* desc = exe->description()) {
+        tag = kDescription;
+        std::string version = compiler_version();
+        put_u64(body, version.size());
+        body.insert(body.end(), version.begin(), version.end());
+        std::vector<std::uint8_t> bytes = desc->serialize();
+        body.insert(body.end(), bytes.begin(), bytes.end());
+      }
+    } catch (const std::exception& e) {
+      tag = kCompileFailed;
+      failed = std::current_exception();
+      failure = e.what();
+      body.assign(failure.begin(), failure.end());
+    }
+    message.push_back(tag);
+    put_u64(message, stable_key[0]);
+    put_u64(message, stable_key[1]);
+    message.insert(message.end(), body.begin(), body.end());
+    comm.broadcast(message, 0);
+    if (failed) std::rethrow_exception(failed); // after the others know
+  } else {
+    comm.broadcast(message, 0);
+  }
+  if (message.size() < 17) throw DistError("nova: rank 0 sent a malformed step (" + std::to_string(message.size()) + " bytes)");
+  std::uint8_t tag = message[0];
+  std::array<std::uint64_t, 2> theirs{get_u64(message, 1), get_u64(message, 9)};
+  if (tag == kCompileFailed && comm.rank() != 0)
+    throw DistError("nova: rank 0 could not compile the data-parallel step declared at " + where + ": " +
+                    std::string(message.begin() + 17, message.end()));
+
+  // Every rank says whether its step is rank 0's; all fail together if not.
+  std::string mismatch;
+  if (theirs != stable_key)
+    mismatch = "rank " + std::to_string(comm.rank()) + " runs a step with key " + hex_key(stable_key) +
+               ", rank 0 one with key " + hex_key(theirs) + " (another shape, or another build)";
+  std::string version;
+  if (mismatch.empty() && tag == kDescription && comm.rank() != 0) {
+    std::uint64_t n = message.size() >= 25 ? get_u64(message, 17) : ~0ull;
+    if (n > message.size() - 25) throw DistError("nova: rank 0 sent a malformed step");
+    version.assign(message.begin() + 25, message.begin() + 25 + static_cast<std::ptrdiff_t>(n));
+    if (version != compiler_version())
+      mismatch = "rank " + std::to_string(comm.rank()) + " is compiler " + compiler_version() + ", rank 0 " +
+                 version + " (another build)";
+  }
+  std::vector<double> disagree(static_cast<std::size_t>(comm.size()), 0.0);
+  disagree[static_cast<std::size_t>(comm.rank())] = mismatch.empty() ? 0.0 : 1.0;
+  comm.wait(comm.start_all_reduce_sum(disagree.data(), disagree.size(), DType::f64));
+  if (!mismatch.empty())
+    throw DistError("nova: the data-parallel step declared at " + where + " differs between ranks: " + mismatch);
+  std::string others;
+  for (std::size_t r = 0; r < disagree.size(); ++r)
+    if (disagree[r] != 0.0) others += (others.empty() ? "" : ", ") + std::to_string(r);
+  if (!others.empty())
+    throw DistError("nova: the data-parallel step declared at " + where + " (key " + hex_key(stable_key) +
+                    " on rank " + std::to_string(comm.rank()) + ") differs on rank(s) " + others +
+                    " (another shape, or another build)");
+
+  if (comm.rank() == 0 || tag == kCompileEach) return exe ? exe : compile();
+  std::size_t at = 25 + version.size();
+  ExecutableDesc desc = ExecutableDesc::deserialize(
+      std::span<const std::uint8_t>(message.data() + at, message.size() - at), "the step rank 0 sent");
+  return load_or_describe(desc);
 }
 
 } // namespace nova::dist

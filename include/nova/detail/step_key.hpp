@@ -103,7 +103,9 @@ template <class T> void append_value(std::vector<std::uint64_t>& words, const T&
     words.push_back(std::bit_cast<std::uint64_t>(d));
   } else if constexpr (std::is_integral_v<T> || std::is_enum_v<T>) {
     words.push_back(static_cast<std::uint64_t>(v));
-  } else if constexpr (std::is_same_v<T, std::string>) {
+  } else if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, std::string_view>) {
+    // The characters (a string_view's own bytes are a pointer: another
+    // process, another key).
     append_bytes(words, v.data(), v.size());
   } else if constexpr (is_std_array<T>::value) {
     words.push_back(v.size());
@@ -126,6 +128,7 @@ template <class T>
 inline constexpr bool keyable_v =
     !std::is_pointer_v<T> && !std::is_member_pointer_v<T> &&
     (std::is_arithmetic_v<T> || std::is_enum_v<T> || std::is_same_v<T, std::string> ||
+     std::is_same_v<T, std::string_view> ||
      is_std_array<T>::value || boost::hana::Struct<T>::value ||
      (std::is_trivially_copyable_v<T> && std::has_unique_object_representations_v<T>));
 

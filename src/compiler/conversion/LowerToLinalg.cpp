@@ -30,7 +30,7 @@ struct NovaLowerToLinalg
     target.addLegalOp<ModuleOp>();
     // Attention and LayerNorm stay one op each (destination style) for the
     // target to expand.
-    target.addLegalOp<nova::AttentionKernelOp, nova::LayerNormKernelOp>();
+    target.addLegalOp<nova::AttentionKernelOp, nova::LayerNormKernelOp, nova::AllReduceOp>();
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
                            arith::ArithDialect, math::MathDialect,
                            scf::SCFDialect, func::FuncDialect>();

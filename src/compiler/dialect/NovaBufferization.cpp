@@ -51,11 +51,34 @@ struct KernelOpBufferization
   }
 };
 
+/// nova.all_reduce: its init is read and written in place (a sum over the
+/// ranks of what it holds), so one-shot bufferization gives it the
+/// gradient's own buffer when nothing reads the gradient later.
+struct AllReduceOpBufferization
+    : DstBufferizableOpInterfaceExternalModel<AllReduceOpBufferization, nova::AllReduceOp> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &, const AnalysisState &) const {
+    return true;
+  }
+
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options) const {
+    auto reduce = cast<nova::AllReduceOp>(op);
+    FailureOr<Value> init = getBuffer(rewriter, reduce.getInit(), options);
+    if (failed(init))
+      return failure();
+    rewriter.setInsertionPoint(op);
+    rewriter.create<nova::AllReduceOp>(op->getLoc(), TypeRange{}, ValueRange{*init}, op->getAttrs());
+    replaceOpWithBufferizedValues(rewriter, op, *init);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::nova::registerNovaBufferizationModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, NovaDialect *) {
     AttentionKernelOp::attachInterface<KernelOpBufferization<AttentionKernelOp>>(*ctx);
     LayerNormKernelOp::attachInterface<KernelOpBufferization<LayerNormKernelOp>>(*ctx);
+    AllReduceOp::attachInterface<AllReduceOpBufferization>(*ctx);
   });
 }

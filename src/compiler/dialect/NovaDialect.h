@@ -76,6 +76,11 @@ inline constexpr llvm::StringLiteral kInPlaceAttr = "nova.in_place";
 inline constexpr llvm::StringLiteral kUnstoredAttr = "nova.unstored";
 inline constexpr llvm::StringLiteral kArenaReuseAttr = "nova.arena_reuse";
 
+/// An integer attribute on the traced step's module: the bytes of one
+/// gradient bucket of data-parallel training (nova-bucket-all-reduce;
+/// NOVA_DIST_BUCKET_MB), when not the default.
+inline constexpr llvm::StringLiteral kBucketBytesAttr = "nova.bucket_bytes";
+
 } // namespace mlir::nova
 
 #endif // NOVA_COMPILER_DIALECT_NOVADIALECT_H

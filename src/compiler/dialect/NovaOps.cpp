@@ -551,3 +551,56 @@ void LayerNormKernelOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
   kernelOpEffects(getInputsMutable(), getInitMutable(), effects);
 }
+
+//===----------------------------------------------------------------------===//
+// Data parallel
+//===----------------------------------------------------------------------===//
+
+LogicalResult AllReduceOp::verify() {
+  auto type = cast<ShapedType>(getInit().getType());
+  if (!type.getElementType().isF32() && !type.getElementType().isF64())
+    return emitOpError() << "sums f32 or f64 values, not " << type.getElementType();
+  if (isa<MemRefType>(type) != getResults().empty())
+    return emitOpError() << "returns its tensor, and nothing on a buffer";
+  return success();
+}
+
+void AllReduceOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  OpOperand &init = getInitMutable();
+  if (!isa<MemRefType>(init.get().getType()))
+    return;
+  effects.emplace_back(MemoryEffects::Read::get(), &init, /*stage=*/0,
+                       /*effectOnFullRegion=*/true, SideEffects::DefaultResource::get());
+  effects.emplace_back(MemoryEffects::Write::get(), &init, /*stage=*/0,
+                       /*effectOnFullRegion=*/true, SideEffects::DefaultResource::get());
+}
+
+LogicalResult AllReduceStartOp::verify() {
+  if (getBuffers().empty())
+    return emitOpError() << "starts no buffer";
+  for (Value b : getBuffers()) {
+    auto type = cast<MemRefType>(b.getType());
+    if (!type.hasStaticShape() || !type.getLayout().isIdentity())
+      return emitOpError() << "buffer " << type << " is not a static, identity-layout memref";
+    if (!type.getElementType().isF32() && !type.getElementType().isF64())
+      return emitOpError() << "sums f32 or f64 buffers, not " << type;
+  }
+  return success();
+}
+
+// A started sum reads its buffers now and writes them at the wait; both are
+// effects on the buffers, so nothing moves a launch across either.
+void AllReduceStartOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  for (OpOperand &b : getBuffersMutable())
+    effects.emplace_back(MemoryEffects::Read::get(), &b, /*stage=*/0,
+                         /*effectOnFullRegion=*/true, SideEffects::DefaultResource::get());
+}
+
+void AllReduceWaitOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  for (OpOperand &b : getBuffersMutable())
+    effects.emplace_back(MemoryEffects::Write::get(), &b, /*stage=*/0,
+                         /*effectOnFullRegion=*/true, SideEffects::DefaultResource::get());
+}

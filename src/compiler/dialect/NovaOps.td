@@ -427,6 +427,63 @@ def Nova_ConstantOp : Nova_Op<"constant", [Pure]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Data parallel
+//===----------------------------------------------------------------------===//
+
+def Nova_AllReduceOp : Nova_Op<"all_reduce", [
+    DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "the sum of a value over the ranks of a data-parallel group";
+  let description = [{
+    Every rank runs the same step on its own batch; this is the elementwise
+    sum over the ranks of `init` (a gradient), in place. The front end
+    (nova::train_step with a communicator) puts one after each parameter's
+    gradient and scales the sum by 1 / world size before the update. On
+    tensors it returns the sum; after bufferization it reads and writes its
+    buffer. nova-bucket-all-reduce groups these into buckets and replaces
+    them by nova.all_reduce_start / nova.all_reduce_wait pairs placed in the
+    launch plan.
+  }];
+  let arguments = (ins AnyShaped:$init);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let assemblyFormat = [{
+    `outs` `(` $init `:` type($init) `)` attr-dict (`->` type($results)^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
+  }];
+}
+
+def Nova_AllReduceStartOp : Nova_Op<"all_reduce_start", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "start summing a bucket of buffers over the ranks";
+  let description = [{
+    In the launch plan, right after the launch that produces the last of
+    the bucket's gradients: the runtime starts an in-place sum over the
+    ranks of every buffer (whole, static, identity-layout allocations or step
+    arguments), which runs while later launches do. Until the matching
+    nova.all_reduce_wait no launch may touch them.
+
+    `nova.all_reduce_start(%a, %b) {bucket = 0 : i64} : memref<256xf32>, memref<64x256xf32>`
+  }];
+  let arguments = (ins I64Attr:$bucket, Variadic<AnyMemRef>:$buffers);
+  let assemblyFormat = "`(` $buffers `)` attr-dict `:` type($buffers)";
+  let hasVerifier = 1;
+}
+
+def Nova_AllReduceWaitOp : Nova_Op<"all_reduce_wait", [
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "wait for a bucket's sum over the ranks";
+  let description = [{
+    Right before the first launch that reads a gradient of bucket `bucket`
+    (its optimizer update): after it the buffers hold the sums.
+  }];
+  let arguments = (ins I64Attr:$bucket, Variadic<AnyMemRef>:$buffers);
+  let assemblyFormat = "`(` $buffers `)` attr-dict `:` type($buffers)";
+}
+
+//===----------------------------------------------------------------------===//
 // Launch plan
 //===----------------------------------------------------------------------===//
 

@@ -94,6 +94,17 @@ public:
                              std::pair{"NOVA_ARENA_REUSE", mlir::nova::kArenaReuseAttr}})
       if (const char *v = std::getenv(env); v && std::string_view(v) == "0")
         (*module)->setAttr(attr, builder.getBoolAttr(false));
+    // NOVA_DIST_BUCKET_MB: the gradient bucket of data-parallel steps
+    // (nova-bucket-all-reduce; 25 MiB when absent), in MiB, fractions allowed.
+    if (const char *mb = std::getenv("NOVA_DIST_BUCKET_MB")) {
+      char *end = nullptr;
+      double v = std::strtod(mb, &end);
+      if (end == mb || *end != '\0' || !(v > 0) || v > 1e6)
+        throw ::nova::Error("nova: NOVA_DIST_BUCKET_MB='" + std::string(mb) +
+                            "' is not a positive number of MiB");
+      (*module)->setAttr(mlir::nova::kBucketBytesAttr,
+                         builder.getI64IntegerAttr(static_cast<int64_t>(v * 1024 * 1024)));
+    }
     if (std::uint64_t budget = ::nova::memory_budget())
       (*module)->setAttr(mlir::nova::kMemoryBudgetAttr,
                          builder.getI64IntegerAttr(static_cast<int64_t>(budget)));

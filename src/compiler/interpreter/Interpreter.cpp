@@ -13,6 +13,8 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include "nova/distributed.hpp"
+
 #include <cmath>
 #include <limits>
 
@@ -489,6 +491,17 @@ mlir::nova::interpret(func::FuncOp func, const std::vector<NDArray> &inputs) {
             .Case([&](ReduceMeanOp o) { return reduce(o, o.getAxes(), ReduceKind::mean, get(o.getInput())); })
             .Case([&](ReduceMaxOp o) { return reduce(o, o.getAxes(), ReduceKind::max, get(o.getInput())); })
             .Case([&](SoftmaxOp o) { return softmaxAlong(get(o.getInput()), o.getAxis(), false); })
+            .Case([&](AllReduceOp o) {
+              // In float64 over the calling thread's group, as the compiled
+              // step sums in its own precision.
+              NDArray a = get(o.getInit());
+              std::shared_ptr<::nova::dist::Communicator> comm = ::nova::dist::communicator();
+              if (!comm)
+                throw ::nova::DistError("nova: the step sums gradients across data-parallel ranks, but the "
+                                        "calling thread has no communicator (nova::dist::set_communicator)");
+              comm->wait(comm->start_all_reduce_sum(a.data.data(), a.data.size(), ::nova::DType::f64));
+              return a;
+            })
             .Case([&](ConstantOp o) {
               NDArray a = withShape(o.getType());
               std::fill(a.data.begin(), a.data.end(), o.getValue().convertToDouble());

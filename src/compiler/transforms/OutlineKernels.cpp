@@ -48,7 +48,9 @@ using namespace mlir;
 namespace {
 
 bool isPlanOp(Operation *op) {
-  return isa<memref::AllocOp, memref::DeallocOp, func::ReturnOp, nova::LaunchOp>(op);
+  // nova.all_reduce stays in the step for nova-bucket-all-reduce.
+  return isa<memref::AllocOp, memref::DeallocOp, func::ReturnOp, nova::LaunchOp,
+             nova::AllReduceOp, nova::AllReduceStartOp, nova::AllReduceWaitOp>(op);
 }
 
 /// Ops that may be cloned into every kernel that needs their results.

@@ -140,6 +140,31 @@ def NovaDedupKernels : Pass<"nova-dedup-kernels", "mlir::ModuleOp"> {
   }];
 }
 
+def NovaBucketAllReduce : Pass<"nova-bucket-all-reduce", "mlir::ModuleOp"> {
+  let summary = "Group the gradients' sums over the ranks into buckets placed in the launch plan";
+  let description = [{
+    After nova-outline-kernels, on the step: the memref nova.all_reduce ops
+    (one per gradient) are grouped, in the order their gradients are
+    produced, into buckets of at most `bucket-bytes` of one element type
+    (a larger gradient is a bucket of its own). Each bucket becomes a
+    `nova.all_reduce_start` right after the launch producing its last
+    gradient and a `nova.all_reduce_wait` right before the first launch
+    reading one of its sums, so the sums run while the rest of the backward
+    does. A gradient that is part of a larger buffer is refused.
+
+    Before: `nova.launch @kernels::@k7(..., %g)` ... `nova.all_reduce outs(%g : memref<256xf32>)`
+            ... `nova.launch @kernels::@k9(%g, ...)`
+    After:  `nova.launch @kernels::@k7(..., %g)`
+            `nova.all_reduce_start(%g) {bucket = 0 : i64} : memref<256xf32>` ...
+            `nova.all_reduce_wait(%g) {bucket = 0 : i64} : memref<256xf32>`
+            `nova.launch @kernels::@k9(%g, ...)`
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"0",
+           "Bytes per bucket; 0: the module's nova.bucket_bytes, else 25 MiB">,
+  ];
+}
+
 def NovaConfigureKernels : Pass<"nova-configure-kernels", "mlir::ModuleOp"> {
   let summary = "Give every kernel its #nova.lowering_config from the target's configurator";
   let description = [{
