@@ -166,4 +166,5 @@ def profile(step, steps):
         print(f"peer profile   {cls:22s} {100 * ms / total:5.1f}%  {ms:9.3f} ms per step")
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -30,4 +30,5 @@
 #include "nova/shape.hpp"
 #include "nova/target.hpp"
 #include "nova/tensor.hpp"
+#include "nova/timeline.hpp"
 #include "nova/train.hpp"

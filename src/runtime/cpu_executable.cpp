@@ -24,6 +24,7 @@
 #include "nova/executable_desc.hpp"
 #include "memory.hpp"
 #include "nova/profile.hpp"
+#include "nova/timeline.hpp"
 #include "profile_registry.hpp"
 #include "thread_pool.hpp"
 
@@ -120,19 +121,40 @@ class CpuExecutable final : public Executable {
       }
       return base + b.offset;
     };
+    // NOVA_TIMELINE: the clock around every launch and collective.
+    std::unique_ptr<RunTimeline> timeline;
+    if (timeline_enabled()) {
+      timeline = std::make_unique<RunTimeline>();
+      timeline->rank = comm ? comm->rank() : -1;
+      timeline->begin_s = detail::clock_s();
+      for (const KernelDesc& k : desc_.kernels) timeline->kernel_names.push_back(k.summary);
+      timeline->launches.reserve(desc_.launches.size());
+      timeline->collectives.resize(desc_.collectives.size());
+    }
     // Collectives: started once `after_launch` launches have run, waited
     // for before launch `before_launch` (the plan's end: launches.size()).
     std::vector<std::vector<dist::Communicator::Handle>> pending(desc_.collectives.size());
     auto collectives_at = [&](std::size_t i) {
       for (std::size_t c = 0; c < desc_.collectives.size(); ++c) {
         const CollectiveDesc& col = desc_.collectives[c];
-        if (col.after_launch == i)
-          for (const BufferRef& b : col.buffers)
-            pending[c].push_back(comm->start_all_reduce_sum(resolve(b), b.bytes / size_of(col.dtype), col.dtype));
+        if (col.after_launch != i) continue;
+        if (timeline) timeline->collectives[c].start_s = detail::clock_s();
+        for (const BufferRef& b : col.buffers)
+          pending[c].push_back(comm->start_all_reduce_sum(resolve(b), b.bytes / size_of(col.dtype), col.dtype));
       }
-      for (std::size_t c = 0; c < desc_.collectives.size(); ++c)
-        if (desc_.collectives[c].before_launch == i)
-          for (dist::Communicator::Handle h : pending[c]) comm->wait(h);
+      for (std::size_t c = 0; c < desc_.collectives.size(); ++c) {
+        const CollectiveDesc& col = desc_.collectives[c];
+        if (col.before_launch != i) continue;
+        if (timeline) timeline->collectives[c].wait_begin_s = detail::clock_s();
+        for (dist::Communicator::Handle h : pending[c]) comm->wait(h);
+        if (timeline) {
+          CollectiveTiming& t = timeline->collectives[c];
+          t.wait_end_s = detail::clock_s();
+          t.after_launch = col.after_launch;
+          t.before_launch = col.before_launch;
+          for (const BufferRef& b : col.buffers) t.bytes += b.bytes;
+        }
+      }
     };
     // Output slots of aliased outputs are their inputs' buffers.
     void* pointers[64];
@@ -159,8 +181,10 @@ class CpuExecutable final : public Executable {
       for (std::size_t a = 0; a < launch.args.size(); ++a) args[a] = resolve(launch.args[a]);
       KernelFn fn = kernels_[launch.kernel];
       auto start = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+      double begin_s = timeline ? detail::clock_s() : 0.0;
       pool.parallel_for(static_cast<std::int64_t>(launch.workgroups),
                         [fn, args](std::int64_t wg) { fn(wg, args); });
+      if (timeline) timeline->launches.push_back({launch.kernel, begin_s, detail::clock_s()});
       if (comm) comm->progress();
       if (profile_) {
         auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
@@ -175,6 +199,10 @@ class CpuExecutable final : public Executable {
         abandon(std::move(arena));
         throw;
       }
+    }
+    if (timeline) {
+      timeline->end_s = detail::clock_s();
+      detail::publish_timeline(std::move(*timeline));
     }
     if (profile_) {
       auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - run_start);

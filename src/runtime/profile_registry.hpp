@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "nova/executable_desc.hpp"
+#include "nova/timeline.hpp"
 
 namespace nova::detail {
 
@@ -22,5 +23,10 @@ struct ExecutableProfile {
 
 /// A new profile, kept (and printed at exit) for the life of the process.
 ExecutableProfile* register_profile(const ExecutableDesc& desc);
+
+/// Seconds on one process-wide steady clock (timeline.cpp).
+double clock_s();
+/// Keeps `t` as the process's last run (nova::last_timeline).
+void publish_timeline(RunTimeline t);
 
 } // namespace nova::detail

@@ -162,3 +162,51 @@ TEST_CASE("communicator misuse and settings are named") {
   ::unsetenv("NOVA_DIST_TIMEOUT_S");
   CHECK(nova::dist::timeout_from_env() == 300.0);
 }
+
+TEST_CASE("loopback broadcast: rank 0's bytes on every rank, in order; a silent root times out") {
+  auto group = nova::dist::loopback_group(3, 5.0);
+  std::vector<std::vector<std::uint8_t>> got(3);
+  on_every_rank(3, [&](int r) {
+    for (int round = 0; round < 3; ++round) {
+      std::vector<std::uint8_t> bytes;
+      if (r == round) bytes.assign(static_cast<std::size_t>(100 + round), static_cast<std::uint8_t>(round + 1));
+      else bytes.assign(7, 0xee); // replaced, size too
+      group[r]->broadcast(bytes, round);
+      got[r].insert(got[r].end(), bytes.begin(), bytes.end());
+    }
+  });
+  for (int r = 0; r < 3; ++r) {
+    CAPTURE(r);
+    REQUIRE(got[r].size() == 303);
+    CHECK(got[r][0] == 1);
+    CHECK(got[r][100] == 2);
+    CHECK(got[r][302] == 3);
+  }
+
+  // A root that never sends: the others fail within the timeout.
+  auto silent = nova::dist::loopback_group(2, 0.3, {.absent_rank = 0});
+  std::vector<std::string> errors(2);
+  on_every_rank(2, [&](int r) {
+    std::vector<std::uint8_t> bytes(4, 1);
+    try {
+      silent[r]->broadcast(bytes, 0);
+    } catch (const nova::DistError& e) {
+      errors[r] = e.what();
+    }
+  });
+  CHECK(errors[0].find("rank 0 is absent") != std::string::npos);
+  CHECK(errors[1].find("rank 0 did not send within 0.3 s") != std::string::npos);
+
+  // Ranks that disagree about the root are refused.
+  auto split = nova::dist::loopback_group(2, 5.0);
+  errors.assign(2, "");
+  on_every_rank(2, [&](int r) {
+    std::vector<std::uint8_t> bytes(4, 1);
+    try {
+      split[r]->broadcast(bytes, r);
+    } catch (const nova::DistError& e) {
+      errors[r] = e.what();
+    }
+  });
+  CHECK((errors[0] + errors[1]).find("the ranks run different programs") != std::string::npos);
+}

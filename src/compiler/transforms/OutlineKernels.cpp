@@ -236,15 +236,25 @@ LogicalResult outlineStep(func::FuncOp step, Outliner &outliner) {
     if (!isPlanOp(&op) && !isCloneable(&op) && !outliner.isClonedRead(&op))
       compute.push_back(&op);
   llvm::DenseMap<Value, size_t> last = lastUses(compute);
+  // A data-parallel sum between two compute ops reads the first one's
+  // result and is read by the second: they stay apart (one kernel would run
+  // both after the sum).
+  auto sumBetween = [](Operation *a, Operation *b) {
+    for (Operation *op = a->getNextNode(); op && op != b; op = op->getNextNode())
+      if (isa<nova::AllReduceOp>(op))
+        return true;
+    return false;
+  };
   for (size_t i = 0; i < compute.size();) {
     // A matmul's kernel also takes the fill that initializes its result (the
     // matmul then starts from zero in registers) and the elementwise op that
     // consumes the result (applied to the register tiles before they are
     // stored: the result itself is never written).
     SmallVector<Operation *> group{compute[i++]};
-    if (i < compute.size() && initializes(group.back(), compute[i]))
+    if (i < compute.size() && initializes(group.back(), compute[i]) && !sumBetween(group.back(), compute[i]))
       group.push_back(compute[i++]);
-    if (i < compute.size() && isEpilogue(group.back(), compute[i], i, last))
+    if (i < compute.size() && isEpilogue(group.back(), compute[i], i, last) &&
+        !sumBetween(group.back(), compute[i]))
       group.push_back(compute[i++]);
     if (failed(outliner.outline(group)))
       return failure();

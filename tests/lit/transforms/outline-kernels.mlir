@@ -88,3 +88,35 @@ func.func @epilogue(%x: memref<4x8xf32>, %w: memref<8x16xf32>, %y: memref<4x16xf
   }
   return
 }
+
+// -----
+
+// Not across a data-parallel sum of the matmul's result (a gradient summed
+// over the ranks, then scaled): the matmul runs before the sum, the
+// elementwise op after it, as two kernels.
+// CHECK-LABEL: func.func @summed_between
+// CHECK-NEXT: %[[A:.*]] = memref.alloc
+// CHECK-NEXT: nova.launch @kernels::@k0(%{{.*}}, %{{.*}}, %[[A]])
+// CHECK-NEXT: nova.all_reduce outs(%[[A]] : memref<4x16xf32>)
+// CHECK-NEXT: nova.launch @kernels::@k1(%[[A]],
+// CHECK-NEXT: return
+func.func @summed_between(%x: memref<4x8xf32>, %w: memref<8x16xf32>, %y: memref<4x16xf32>) {
+  %a = memref.alloc() {alignment = 64 : i64} : memref<4x16xf32>
+  linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x, %w : memref<4x8xf32>, memref<8x16xf32>) outs(%a : memref<4x16xf32>) attrs = {nova.kernel = "matmul"} {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  nova.all_reduce outs(%a : memref<4x16xf32>)
+  linalg.generic {indexing_maps = [affine_map<(m, n) -> (m, n)>, affine_map<(m, n) -> (m, n)>], iterator_types = ["parallel", "parallel"]}
+      ins(%a : memref<4x16xf32>) outs(%y : memref<4x16xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %zero = arith.constant 0.0 : f32
+    %r = arith.maximumf %v, %zero : f32
+    linalg.yield %r : f32
+  }
+  return
+}
