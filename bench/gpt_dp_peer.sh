@@ -17,14 +17,15 @@ trap 'rm -rf "$scratch"' EXIT
 . "$here/peer_env.sh"
 peer_setup torch2
 cores=$(nproc)
-mpirun="mpirun --allow-run-as-root --oversubscribe --mca btl self,vader -x NOVA_CACHE_DIR -x NOVA_DIST_BUCKET_MB"
+mpirun="mpirun --allow-run-as-root --oversubscribe --mca btl self,vader -x NOVA_CACHE_DIR"
+[ -n "${NOVA_DIST_BUCKET_MB:-}" ] && mpirun="$mpirun -x NOVA_DIST_BUCKET_MB"
 export NOVA_CACHE_DIR="$scratch/cache"
 field() { echo "$1" | sed -n "s/.*$2=\([-0-9.]*\).*/\1/p"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", int(a / b * 1000) / 1000 }'; }
 echo "== machine: $(lscpu | sed -n 's/^Model name: *//p'), $cores cores"
 
 for config in $configs; do
-  echo "== $config (global batch: small 16, medium 8 sequences)"
+  echo "== $config (global batch: small 16, medium 8 sequences; buckets: Nova ${NOVA_DIST_BUCKET_MB:-25} MiB, DDP ${NOVA_BENCH_BUCKET_MB:-25} MiB)"
   one=$(NOVA_NUM_THREADS=$cores "$build/bench/gpt_dp_step" "$config" "$steps")
   echo "$one" | grep -v '^RESULT' | sed 's/^/  /'
   two=$($mpirun -np 2 "$build/bench/gpt_dp_step" "$config" "$steps")

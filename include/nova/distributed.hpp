@@ -61,6 +61,20 @@ class Communicator {
   /// same count and dtype. `data` must stay valid and untouched until wait.
   virtual Handle start_all_reduce_sum(void* data, std::size_t count, DType dtype) = 0;
 
+  /// One buffer of a bucket.
+  struct Buffer {
+    void* data;
+    std::size_t count;
+  };
+  /// Starts summing every buffer of a bucket (one dtype), in place; returns
+  /// the handles to wait for. By default one start_all_reduce_sum each; a
+  /// communicator may send the bucket as one message (MPI packs it).
+  virtual std::vector<Handle> start_bucket_sum(const std::vector<Buffer>& buffers, DType dtype) {
+    std::vector<Handle> handles;
+    for (const Buffer& b : buffers) handles.push_back(start_all_reduce_sum(b.data, b.count, dtype));
+    return handles;
+  }
+
   /// Waits for a started collective. Throws DistError if a peer does not
   /// take part within the timeout, or disagrees about the count or dtype.
   virtual void wait(Handle handle) = 0;

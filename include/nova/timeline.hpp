@@ -24,7 +24,8 @@ struct LaunchTiming {
 
 /// One collective (a bucket) of the plan, as it ran.
 struct CollectiveTiming {
-  std::uint64_t bytes = 0;
+  std::uint64_t bytes = 0;                // all its buffers
+  std::vector<std::uint64_t> buffer_bytes; // each (one sum each)
   std::uint32_t after_launch = 0, before_launch = 0;
   double start_s = 0;      // started (right after launch after_launch - 1)
   double wait_begin_s = 0; // its wait was called (before launch before_launch)

@@ -1,7 +1,8 @@
 // mpi_communicator.cpp - nova/mpi.hpp: the Communicator over MPI.
 //
-// A started sum is one MPI_Iallreduce (in place, MPI_SUM) per buffer; its
-// request is kept under the handle until wait() sees it complete. Waits and
+// A started sum is one MPI_Iallreduce (in place, MPI_SUM); a bucket of
+// several buffers is packed into one (start_bucket_sum). Its request is kept
+// under the handle until wait() sees it complete. Waits and
 // broadcasts poll MPI_Test against a deadline (NOVA_DIST_TIMEOUT_S) instead
 // of blocking in MPI_Wait, which would hang forever on a peer that never
 // comes. Open MPI's reductions give every rank the same bits (each chunk is
@@ -15,6 +16,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
+#include <exception>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -70,8 +73,31 @@ class MpiWorld final : public Communicator {
                             MPI_SUM, comm_, &request);
     if (rc != MPI_SUCCESS) throw DistError("nova: MPI_Iallreduce failed on rank " + std::to_string(rank_) + ": " + mpi_error(rc));
     Handle h = next_++;
-    pending_[h] = {request, count, dtype};
+    Pending& p = pending_[h];
+    p.request = request;
+    p.count = count;
+    p.dtype = dtype;
     return h;
+  }
+
+  // A bucket is one message: its buffers packed into a staging buffer, one
+  // MPI_Iallreduce, unpacked at the wait. Hundreds of small sums would each
+  // pay MPI's per-message cost and need progress of their own.
+  std::vector<Handle> start_bucket_sum(const std::vector<Buffer>& buffers, DType dtype) override {
+    if (buffers.size() < 2) return Communicator::start_bucket_sum(buffers, dtype);
+    std::size_t width = size_of(dtype), total = 0;
+    for (const Buffer& b : buffers) total += b.count;
+    std::vector<std::uint8_t> staging(total * width);
+    std::size_t at = 0;
+    for (const Buffer& b : buffers) {
+      std::memcpy(staging.data() + at, b.data, b.count * width);
+      at += b.count * width;
+    }
+    Handle h = start_all_reduce_sum(staging.data(), total, dtype);
+    Pending& p = pending_[h];
+    p.staging = std::move(staging); // the vector's heap block does not move
+    p.unpack = buffers;
+    return {h};
   }
 
   void wait(Handle h) override {
@@ -79,17 +105,34 @@ class MpiWorld final : public Communicator {
     if (it == pending_.end())
       throw DistError("nova: rank " + std::to_string(rank_) + " waits for all-reduce #" + std::to_string(h) +
                       ", which it never started");
-    Pending p = it->second;
+    Pending p = std::move(it->second);
     pending_.erase(it);
+    // A failed sum may still be written by a late peer: its staging buffer
+    // is never freed (the job ends at exit anyway).
+    struct KeepOnFailure {
+      Pending& p;
+      ~KeepOnFailure() {
+        if (std::uncaught_exceptions() > 0 && !p.staging.empty()) new std::vector<std::uint8_t>(std::move(p.staging));
+      }
+    } keep{p};
     finish(p.request, "all-reduce #" + std::to_string(h) + " (" + std::to_string(p.count) + " x " +
-                          std::string(name_of(p.dtype)) + ")");
+                          std::string(name_of(p.dtype)) + (p.unpack.empty() ? "" : ", " + std::to_string(p.unpack.size()) + " buffers") + ")");
+    std::size_t width = size_of(p.dtype), at = 0;
+    for (const Buffer& b : p.unpack) {
+      std::memcpy(b.data, p.staging.data() + at, b.count * width);
+      at += b.count * width;
+    }
   }
 
+  // One test drives MPI's progress engine, which advances every started
+  // collective.
   void progress() override {
-    for (auto& [h, p] : pending_) {
-      int done = 0;
-      if (p.request != MPI_REQUEST_NULL) MPI_Test(&p.request, &done, MPI_STATUS_IGNORE);
-    }
+    for (auto& [h, p] : pending_)
+      if (p.request != MPI_REQUEST_NULL) {
+        int done = 0;
+        MPI_Test(&p.request, &done, MPI_STATUS_IGNORE);
+        return;
+      }
   }
 
   void broadcast(std::vector<std::uint8_t>& bytes, int root) override {
@@ -110,9 +153,11 @@ class MpiWorld final : public Communicator {
 
  private:
   struct Pending {
-    MPI_Request request;
-    std::size_t count;
-    DType dtype;
+    MPI_Request request = MPI_REQUEST_NULL;
+    std::size_t count = 0;
+    DType dtype = DType::f32;
+    std::vector<std::uint8_t> staging; // a packed bucket
+    std::vector<Buffer> unpack;        // where its sums go
   };
 
   /// Polls `request` until it completes or the timeout passes.
@@ -133,9 +178,14 @@ class MpiWorld final : public Communicator {
                         ": not every rank took part within " + seconds(timeout_s_) +
                         " s (NOVA_DIST_TIMEOUT_S); a peer hung or died");
       }
-      // Spin briefly (a sum of a few MiB takes microseconds on one node),
-      // then give the core back.
-      if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+      // Each round of a sum needs both ranks in MPI: poll without sleeping
+      // (yielding the core) for the first 100 ms, then every 50 us.
+      if (spins % 64 == 63) {
+        if (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(100))
+          std::this_thread::yield();
+        else
+          std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
     }
   }
 

@@ -139,8 +139,9 @@ class CpuExecutable final : public Executable {
         const CollectiveDesc& col = desc_.collectives[c];
         if (col.after_launch != i) continue;
         if (timeline) timeline->collectives[c].start_s = detail::clock_s();
-        for (const BufferRef& b : col.buffers)
-          pending[c].push_back(comm->start_all_reduce_sum(resolve(b), b.bytes / size_of(col.dtype), col.dtype));
+        std::vector<dist::Communicator::Buffer> bucket;
+        for (const BufferRef& b : col.buffers) bucket.push_back({resolve(b), b.bytes / size_of(col.dtype)});
+        pending[c] = comm->start_bucket_sum(bucket, col.dtype);
       }
       for (std::size_t c = 0; c < desc_.collectives.size(); ++c) {
         const CollectiveDesc& col = desc_.collectives[c];
@@ -152,7 +153,11 @@ class CpuExecutable final : public Executable {
           t.wait_end_s = detail::clock_s();
           t.after_launch = col.after_launch;
           t.before_launch = col.before_launch;
-          for (const BufferRef& b : col.buffers) t.bytes += b.bytes;
+          t.buffer_bytes.clear();
+          for (const BufferRef& b : col.buffers) {
+            t.bytes += b.bytes;
+            t.buffer_bytes.push_back(b.bytes);
+          }
         }
       }
     };
