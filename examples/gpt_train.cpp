@@ -157,6 +157,12 @@ Tensor rows_of(const Tensor& t, std::int64_t begin, std::int64_t end) {
 /// The data-parallel group when this process was started by mpirun with more
 /// than one rank, else null (one process trains alone).
 std::shared_ptr<nova::dist::Communicator> data_parallel_group(int& argc, char**& argv) {
+  const char* torchrun_world = std::getenv("WORLD_SIZE");
+  bool by_mpi = std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK");
+  if (!by_mpi && torchrun_world && std::atoi(torchrun_world) > 1)
+    throw nova::Error("gpt_train: WORLD_SIZE=" + std::string(torchrun_world) +
+                      " (a torchrun-style launch): data parallel on the CPU runs under MPI; use mpirun -np " +
+                      torchrun_world + " build/examples/gpt_train ...");
 #ifdef NOVA_HAVE_MPI
   if (!nova::dist::launched_by_mpi()) return nullptr;
   // Each rank's thread pool gets its share of the node's cores.

@@ -100,12 +100,14 @@ std::shared_ptr<Communicator> communicator();
 /// the step in a cache) and its executable description sent to every rank;
 /// on the others, rank 0's description loaded, once their own `stable_key`
 /// (the step's key, equal in every process of one build: jit.hpp) is found
-/// equal to rank 0's and rank 0's compiler version to theirs. A rank whose
-/// step differs (another shape, another build) gets a DistError naming both
-/// keys (and `where`, the step's declaration); if rank 0's compile fails,
-/// every rank fails with its message. An executable without a description
-/// (the interpreter) is not shared: then each rank calls `compile()`.
+/// equal to rank 0's and rank 0's `build` (detail::compiler_build()) to
+/// theirs. A rank whose step differs (another shape, another build) gets a
+/// DistError naming both keys or builds (and `where`, the step's
+/// declaration), and so do the others; if rank 0's compile fails, every rank
+/// fails with its message. An executable without a description (the
+/// interpreter) is not shared: then each rank calls `compile()`.
 std::shared_ptr<Executable> agree_on_executable(Communicator& comm, std::array<std::uint64_t, 2> stable_key,
+                                                const std::string& build,
                                                 const std::function<std::shared_ptr<Executable>()>& compile,
                                                 const std::string& where);
 

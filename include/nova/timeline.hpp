@@ -28,6 +28,7 @@ struct CollectiveTiming {
   std::vector<std::uint64_t> buffer_bytes; // each (one sum each)
   std::uint32_t after_launch = 0, before_launch = 0;
   double start_s = 0;      // started (right after launch after_launch - 1)
+  double start_end_s = 0;  // the start returned (packing, MPI's first round)
   double wait_begin_s = 0; // its wait was called (before launch before_launch)
   double wait_end_s = 0;   // and returned: the sums are there
 };

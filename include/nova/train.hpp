@@ -117,7 +117,7 @@ class TrainStep {
     for (const auto& [k, exe] : synced_)
       if (k == stable) return exe;
     std::shared_ptr<Executable> exe =
-        dist::agree_on_executable(*comm, stable, compile, detail::where(declared_at_));
+        dist::agree_on_executable(*comm, stable, detail::compiler_build(), compile, detail::where(declared_at_));
     synced_.emplace_back(stable, exe);
     return exe;
   }

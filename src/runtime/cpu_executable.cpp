@@ -142,6 +142,7 @@ class CpuExecutable final : public Executable {
         std::vector<dist::Communicator::Buffer> bucket;
         for (const BufferRef& b : col.buffers) bucket.push_back({resolve(b), b.bytes / size_of(col.dtype)});
         pending[c] = comm->start_bucket_sum(bucket, col.dtype);
+        if (timeline) timeline->collectives[c].start_end_s = detail::clock_s();
       }
       for (std::size_t c = 0; c < desc_.collectives.size(); ++c) {
         const CollectiveDesc& col = desc_.collectives[c];

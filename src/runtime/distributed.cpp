@@ -223,7 +223,7 @@ std::string hex_key(const std::array<std::uint64_t, 2>& key) {
   return text;
 }
 
-// What rank 0 sends: a tag, its stable key, then its compiler version and
+// What rank 0 sends: a tag, its stable key, then its compiler build and
 // the description (tag 0), nothing (1: not shareable, each rank compiles),
 // or why its compile failed (2).
 enum : std::uint8_t { kDescription = 0, kCompileEach = 1, kCompileFailed = 2 };
@@ -241,6 +241,7 @@ std::uint64_t get_u64(const std::vector<std::uint8_t>& in, std::size_t at) {
 } // namespace
 
 std::shared_ptr<Executable> agree_on_executable(Communicator& comm, std::array<std::uint64_t, 2> stable_key,
+                                                const std::string& build,
                                                 const std::function<std::shared_ptr<Executable>()>& compile,
                                                 const std::string& where) {
   std::vector<std::uint8_t> message;
@@ -254,9 +255,8 @@ std::shared_ptr<Executable> agree_on_executable(Communicator& comm, std::array<s
       exe = compile();
       if (const ExecutableDesc* desc = exe->description()) {
         tag = kDescription;
-        std::string version = compiler_version();
-        put_u64(body, version.size());
-        body.insert(body.end(), version.begin(), version.end());
+        put_u64(body, build.size());
+        body.insert(body.end(), build.begin(), build.end());
         std::vector<std::uint8_t> bytes = desc->serialize();
         body.insert(body.end(), bytes.begin(), bytes.end());
       }
@@ -292,9 +292,9 @@ std::shared_ptr<Executable> agree_on_executable(Communicator& comm, std::array<s
     std::uint64_t n = message.size() >= 25 ? get_u64(message, 17) : ~0ull;
     if (n > message.size() - 25) throw DistError("nova: rank 0 sent a malformed step");
     version.assign(message.begin() + 25, message.begin() + 25 + static_cast<std::ptrdiff_t>(n));
-    if (version != compiler_version())
-      mismatch = "rank " + std::to_string(comm.rank()) + " is compiler " + compiler_version() + ", rank 0 " +
-                 version + " (another build)";
+    if (version != build)
+      mismatch = "rank " + std::to_string(comm.rank()) + " runs compiler " + build + ", rank 0 " + version +
+                 " (another build)";
   }
   std::vector<double> disagree(static_cast<std::size_t>(comm.size()), 0.0);
   disagree[static_cast<std::size_t>(comm.rank())] = mismatch.empty() ? 0.0 : 1.0;

@@ -95,6 +95,7 @@ std::string timeline_json(const RunTimeline& t) {
     const CollectiveTiming& k = t.collectives[c];
     std::string what = "bucket " + std::to_string(c) + " (" + std::to_string(k.bytes) + " bytes)";
     event(what + " summed over the ranks", 1, k.start_s, k.wait_end_s);
+    event("start " + what, 2, k.start_s, k.start_end_s);
     event("wait for " + what, 2, k.wait_begin_s, k.wait_end_s);
   }
   std::snprintf(buf, sizeof buf,

@@ -8,6 +8,7 @@
 #include <nova/cache.hpp>
 #include <nova/distributed.hpp>
 #include <nova/executable_desc.hpp>
+#include <nova/timeline.hpp>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -295,4 +296,86 @@ TEST_CASE("the in-process cache under concurrent misses: one compile per key, ev
   for (const auto& e : got) CHECK(e == exe);
   check_runs(*got[3], 11);
   nova::clear_cache();
+}
+
+TEST_CASE("the timeline records a run's launches and its collectives in order") {
+  ExecutableDesc d = two_kernel_plan();
+  d.collectives = {{nova::CollectiveDesc::Kind::all_reduce_sum, DType::f32, 1, 1, {arena(64)}}};
+  std::shared_ptr<nova::Executable> exe = nova::load_executable(d);
+  auto group = nova::dist::loopback_group(1, 30.0);
+  nova::dist::set_communicator(group[0]);
+  nova::set_timeline(true);
+  (*exe)(std::vector<Tensor>{Tensor::zeros({kN}), Tensor::zeros({kN})});
+  nova::set_timeline(false);
+  nova::dist::set_communicator(nullptr);
+  nova::RunTimeline t = nova::last_timeline();
+  CHECK(t.rank == 0);
+  REQUIRE(t.launches.size() == d.launches.size());
+  REQUIRE(t.collectives.size() == 1);
+  const nova::CollectiveTiming& c = t.collectives[0];
+  CHECK(c.after_launch == 1);
+  CHECK(c.before_launch == 1);
+  CHECK(c.bytes == arena(64).bytes);
+  REQUIRE(c.buffer_bytes.size() == 1);
+  // launch 0, then the start, the wait, launch 1, all inside the run.
+  CHECK(t.begin_s <= t.launches[0].begin_s);
+  CHECK(t.launches[0].end_s <= c.start_s);
+  CHECK(c.start_s <= c.start_end_s);
+  CHECK(c.start_end_s <= c.wait_begin_s);
+  CHECK(c.wait_begin_s <= c.wait_end_s);
+  CHECK(c.wait_end_s <= t.launches[1].begin_s);
+  CHECK(t.launches[1].end_s <= t.end_s);
+  std::string json = nova::timeline_json(t);
+  CHECK(json.rfind("{\"traceEvents\":[", 0) == 0);
+  CHECK(json.find("\"launches\":" + std::to_string(d.launches.size())) != std::string::npos);
+  CHECK(json.find("summed over the ranks") != std::string::npos);
+}
+
+TEST_CASE("agree_on_executable: rank 0 compiles, the others load its description; builds, keys and failures") {
+  ExecutableDesc d = two_kernel_plan();
+  auto run = [&](std::array<std::string, 2> builds, std::array<std::array<std::uint64_t, 2>, 2> keys,
+                 bool rank0_fails) {
+    auto group = nova::dist::loopback_group(2, 30.0);
+    std::array<std::string, 2> errors;
+    std::array<std::shared_ptr<nova::Executable>, 2> exes;
+    std::array<int, 2> compiles{0, 0};
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r)
+      threads.emplace_back([&, r] {
+        try {
+          exes[r] = nova::dist::agree_on_executable(*group[r], keys[r], builds[r], [&] {
+            ++compiles[r];
+            if (rank0_fails) throw nova::CompileError("nova: no plan fits the budget");
+            return nova::load_executable(d);
+          }, "step.cpp:7");
+        } catch (const std::exception& e) {
+          errors[r] = e.what();
+        }
+      });
+    for (auto& t : threads) t.join();
+    return std::tuple{exes, errors, compiles};
+  };
+  // Agreement: only rank 0 compiles; rank 1 runs rank 0's description.
+  auto [exes, errors, compiles] = run({"build A", "build A"}, {{{1, 2}, {1, 2}}}, false);
+  REQUIRE(errors[0].empty());
+  REQUIRE(errors[1].empty());
+  CHECK(compiles[0] == 1);
+  CHECK(compiles[1] == 0);
+  REQUIRE(exes[1]->description());
+  CHECK(*exes[1]->description() == *exes[0]->description());
+  // Another build: both ranks fail, rank 1 naming both builds.
+  auto [e2, errors2, c2] = run({"build A", "build B"}, {{{1, 2}, {1, 2}}}, false);
+  CHECK(errors2[1].find("rank 1 runs compiler build B, rank 0 build A (another build)") != std::string::npos);
+  CHECK(errors2[0].find("differs on rank(s) 1") != std::string::npos);
+  // Another step: both fail, naming both keys.
+  auto [e3, errors3, c3] = run({"build A", "build A"}, {{{1, 2}, {1, 3}}}, false);
+  CHECK(errors3[1].find("key 00000000000000010000000000000003, rank 0 one with key 00000000000000010000000000000002") !=
+        std::string::npos);
+  CHECK(errors3[0].find("step.cpp:7") != std::string::npos);
+  // Rank 0's compile fails: rank 0 gets its own error, rank 1 its message.
+  auto [e4, errors4, c4] = run({"build A", "build A"}, {{{1, 2}, {1, 2}}}, true);
+  CHECK(errors4[0] == "nova: no plan fits the budget");
+  CHECK(errors4[1].find("rank 0 could not compile the data-parallel step declared at step.cpp:7: nova: no plan fits") !=
+        std::string::npos);
+  CHECK(c4[1] == 0);
 }

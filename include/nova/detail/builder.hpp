@@ -73,6 +73,11 @@ class Builder {
 /// Implemented by the compiler library. `name` becomes the function's symbol.
 std::unique_ptr<Builder> make_builder(std::string_view name);
 
+/// The compiler's version and build (a hash of the library itself): equal
+/// only in processes running the same build. Implemented by the compiler
+/// library; data-parallel ranks compare it (dist::agree_on_executable).
+std::string compiler_build();
+
 /// ExecMode::interpreted if NOVA_INTERPRET=1 is set, else `requested`.
 ExecMode effective_mode(ExecMode requested);
 

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "nova/detail/builder.hpp"
+#include "nova/executable_desc.hpp"
 #include "nova/memory.hpp"
 #include "nova/precision.hpp"
 
@@ -226,6 +227,10 @@ private:
 } // namespace
 
 namespace nova::detail {
+std::string compiler_build() {
+  return ::nova::compiler_version() + ", " + mlir::nova::compilerBuild();
+}
+
 std::unique_ptr<Builder> make_builder(std::string_view name) {
   return std::make_unique<TraceBuilder>(name);
 }
