@@ -32,9 +32,6 @@ int main(int argc, char** argv) try {
 
   std::shared_ptr<nova::dist::Communicator> comm;
   if (nova::dist::launched_by_mpi()) {
-    if (!std::getenv("NOVA_NUM_THREADS"))
-      if (const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"); local && std::atoi(local) > 1)
-        setenv("NOVA_NUM_THREADS", std::to_string(std::max(1, nova::host_target().cores / std::atoi(local))).c_str(), 1);
     comm = nova::dist::mpi_world(&argc, &argv);
     nova::dist::set_communicator(comm);
   }

@@ -165,12 +165,6 @@ std::shared_ptr<nova::dist::Communicator> data_parallel_group(int& argc, char**&
                       torchrun_world + " build/examples/gpt_train ...");
 #ifdef NOVA_HAVE_MPI
   if (!nova::dist::launched_by_mpi()) return nullptr;
-  // Each rank's thread pool gets its share of the node's cores.
-  if (!std::getenv("NOVA_NUM_THREADS"))
-    if (const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"); local && std::atoi(local) > 1) {
-      int share = std::max(1, nova::host_target().cores / std::atoi(local));
-      setenv("NOVA_NUM_THREADS", std::to_string(share).c_str(), 1);
-    }
   auto comm = nova::dist::mpi_world(&argc, &argv);
   return comm->size() > 1 ? comm : nullptr;
 #else

@@ -26,6 +26,8 @@ namespace nova::dist {
 bool launched_by_mpi();
 
 /// MPI_COMM_WORLD as a data-parallel group (rank and size from MPI).
+/// Unless NOVA_NUM_THREADS is set, each rank then runs its share of the
+/// node's cores (cores / ranks on the node), as steps are compiled for it.
 /// Initializes MPI on the first call (MPI_THREAD_SERIALIZED: the step may
 /// run on any one thread at a time) and finalizes it at exit; later calls
 /// return the same communicator. Throws DistError if MPI cannot start.

@@ -152,6 +152,17 @@ LogicalResult mlir::nova::buildLaunchPlan(func::FuncOp step, ModuleOp kernels,
   };
   std::vector<CollectiveArg> collectiveArgs;
   std::map<int64_t, size_t> bucketOf;
+  // A step argument's reference, or an arena buffer's (offset patched later).
+  auto refOf = [&](Value buffer, const char *what) -> FailureOr<BufferRef> {
+    if (auto arg = dyn_cast<BlockArgument>(buffer))
+      return argRefs[arg.getArgNumber()];
+    auto found = bufferOf.find(buffer);
+    if (found == bufferOf.end()) {
+      error = std::string(what) + " is neither a step argument nor an allocation";
+      return failure();
+    }
+    return BufferRef{BufferRef::Kind::arena, 0, 0, bufferBytes[found->second]};
+  };
 
   for (Operation &op : entry) {
     if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
@@ -180,17 +191,12 @@ LogicalResult mlir::nova::buildLaunchPlan(func::FuncOp step, ModuleOp kernels,
           error = "an all-reduce bucket mixes element types";
           return failure();
         }
-        if (auto arg = dyn_cast<BlockArgument>(buffer)) {
-          c.buffers.push_back(argRefs[arg.getArgNumber()]);
-          continue;
-        }
-        auto found = bufferOf.find(buffer);
-        if (found == bufferOf.end()) {
-          error = "an all-reduce buffer is neither a step argument nor an allocation";
+        FailureOr<BufferRef> ref = refOf(buffer, "an all-reduce buffer");
+        if (failed(ref))
           return failure();
-        }
-        collectiveArgs.push_back({desc.collectives.size(), c.buffers.size(), found->second});
-        c.buffers.push_back({BufferRef::Kind::arena, 0, 0, bufferBytes[found->second]});
+        if (ref->kind == BufferRef::Kind::arena)
+          collectiveArgs.push_back({desc.collectives.size(), c.buffers.size(), bufferOf.lookup(buffer)});
+        c.buffers.push_back(*ref);
       }
       bucketOf[start.getBucket()] = desc.collectives.size();
       desc.collectives.push_back(std::move(c));
@@ -231,23 +237,21 @@ LogicalResult mlir::nova::buildLaunchPlan(func::FuncOp step, ModuleOp kernels,
     l.workgroups = config ? static_cast<uint64_t>(config.getWorkgroups()) : 1;
     size_t launchIndex = desc.launches.size();
     for (Value buffer : launch.getBuffers()) {
-      if (auto arg = dyn_cast<BlockArgument>(buffer)) {
-        l.args.push_back(argRefs[arg.getArgNumber()]);
+      FailureOr<BufferRef> ref = refOf(buffer, "a launch argument");
+      if (failed(ref))
+        return failure();
+      if (ref->kind != BufferRef::Kind::arena) {
+        l.args.push_back(*ref);
         continue;
       }
-      auto found = bufferOf.find(buffer);
-      if (found == bufferOf.end()) {
-        error = "a launch argument is neither a step argument nor an allocation";
-        return failure();
-      }
-      size_t b = found->second;
+      size_t b = bufferOf.lookup(buffer);
       if (lives[b].first == SIZE_MAX)
         lives[b].kernel = it->second; // the kernel that first touches it: its producer
       lives[b].first = std::min(lives[b].first, launchIndex);
       lives[b].last = std::max(lives[b].last, launchIndex);
       arenaArgs.emplace_back(launchIndex, l.args.size());
       bufferOfArg.push_back(b);
-      l.args.push_back({BufferRef::Kind::arena, 0, 0, bufferBytes[b]});
+      l.args.push_back(*ref);
     }
     desc.launches.push_back(std::move(l));
   }

@@ -8,12 +8,14 @@
 // comes. Open MPI's reductions give every rank the same bits (each chunk is
 // reduced once and then distributed), which the data-parallel tests check.
 #include "nova/mpi.hpp"
+#include "nova/target.hpp"
 
 // The C API only (Open MPI's mpi.h would pull in its deprecated C++ bindings).
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -229,6 +231,11 @@ std::shared_ptr<Communicator> mpi_world(int* argc, char*** argv) {
   static std::shared_ptr<Communicator> world;
   std::lock_guard lock(mutex);
   if (world) return world;
+  // Each rank's thread pool gets its share of the node's cores (before
+  // anything reads the target), unless NOVA_NUM_THREADS says otherwise.
+  if (!std::getenv("NOVA_NUM_THREADS"))
+    if (const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"); local && std::atoi(local) > 1)
+      setenv("NOVA_NUM_THREADS", std::to_string(std::max(1, host_target().cores / std::atoi(local))).c_str(), 1);
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {

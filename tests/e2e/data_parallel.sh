@@ -27,25 +27,25 @@ for run in 1 2 3; do check_ranks 2 two-$run; done
 check_ranks 4 four
 check_ranks 2 interpreted interpret
 
+# run_failing MODE TIMEOUT: 2 ranks, rank 1 misbehaving; sets rc and took.
+run_failing() {
+  start=$(date +%s)
+  set +e
+  NOVA_DIST_TIMEOUT_S=$2 $mpirun -x NOVA_DIST_TIMEOUT_S -np 2 "$bin" "$1" "$dir/$1" 3 > "$dir/$1.log" 2>&1
+  rc=$?
+  set -e
+  took=$(( $(date +%s) - start ))
+}
 # A hung rank: rank 0 fails with the collective named, in about 3 s.
-start=$(date +%s)
-set +e
-NOVA_DIST_TIMEOUT_S=3 $mpirun -x NOVA_DIST_TIMEOUT_S -np 2 "$bin" hang "$dir/hang" 3 > "$dir/hang.log" 2>&1
-rc=$?
-set -e
-took=$(( $(date +%s) - start ))
+run_failing hang 3
+hung_took=$took
 if [ "$rc" -eq 0 ] || ! grep -q "not every rank took part within 3" "$dir/hang.log" || [ "$took" -gt 60 ]; then
   echo "FAIL: a hung rank gave exit $rc after $took s:"; cat "$dir/hang.log"; exit 1
 fi
 # A dead rank: the run ends (mpirun ends the survivors), not hangs.
-start=$(date +%s)
-set +e
-NOVA_DIST_TIMEOUT_S=10 $mpirun -x NOVA_DIST_TIMEOUT_S -np 2 "$bin" die "$dir/die" 3 > "$dir/die.log" 2>&1
-rc=$?
-set -e
-took=$(( $(date +%s) - start ))
+run_failing die 10
 if [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ] || [ "$took" -gt 60 ]; then
   echo "FAIL: a dead rank gave exit $rc after $took s:"; cat "$dir/die.log"; exit 1
 fi
 echo "ok: 2 ranks (3 runs), 4 ranks and 2 interpreted ranks equal one process on the whole batch;"
-echo "    a hung rank failed the other in $took s or less: $(grep -m1 "not every rank" "$dir/hang.log" | head -c 160)"
+echo "    a hung rank failed the other in $hung_took s or less: $(grep -m1 "not every rank" "$dir/hang.log" | head -c 160)"

@@ -7,6 +7,7 @@
 // ranks of one process cannot interpret at once).
 #include "testing.hpp"
 
+#include <array>
 #include <exception>
 #include <thread>
 
@@ -63,6 +64,28 @@ void on_ranks(const std::vector<std::shared_ptr<nova::dist::Communicator>>& grou
   for (auto& t : threads) t.join();
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
+}
+
+/// Two ranks of `group` each take one step of a small MLP on `batch[r]`
+/// rows; returns each rank's DistError message ("" if none).
+std::vector<std::string> first_step_errors(const std::vector<std::shared_ptr<nova::dist::Communicator>>& group,
+                                           std::array<int, 2> batch) {
+  const int k = 6, h = 10, m = 3;
+  Gen g;
+  nova::Params init = mlp_params(g, DType::f32, k, h, m);
+  std::vector<nova::Params> mine(2);
+  for (auto& p : mine) p = copy_of(init);
+  std::vector<std::string> errors(2);
+  on_ranks(group, [&](int r) {
+    auto step = nova::train_step(mlp_mse, mine[static_cast<std::size_t>(r)], nova::AdamW{});
+    int rows = batch[static_cast<std::size_t>(r)];
+    try {
+      step(g.randn({rows, k}), g.randn({rows, m}));
+    } catch (const nova::DistError& e) {
+      errors[static_cast<std::size_t>(r)] = e.what();
+    }
+  });
+  return errors;
 }
 
 } // namespace
@@ -166,21 +189,7 @@ TEST_CASE("data parallel: small buckets start during the backward, and give the 
 }
 
 TEST_CASE("data parallel: ranks whose steps differ are refused at the first step, naming both keys") {
-  const int k = 6, h = 10, m = 3;
-  Gen g;
-  nova::Params init = mlp_params(g, DType::f32, k, h, m);
-  std::vector<nova::Params> mine(2);
-  for (auto& p : mine) p = copy_of(init);
-  std::vector<std::string> errors(2);
-  on_ranks(nova::dist::loopback_group(2, 60), [&](int r) {
-    auto step = nova::train_step(mlp_mse, mine[static_cast<std::size_t>(r)], nova::AdamW{});
-    int batch = r == 0 ? 4 : 5; // rank 1 has another shape
-    try {
-      step(g.randn({batch, k}), g.randn({batch, m}));
-    } catch (const nova::DistError& e) {
-      errors[static_cast<std::size_t>(r)] = e.what();
-    }
-  });
+  std::vector<std::string> errors = first_step_errors(nova::dist::loopback_group(2, 60), {4, 5}); // rank 1: another shape
   INFO(errors[0], "\n", errors[1]);
   CHECK(errors[0].find("differs on rank(s) 1") != std::string::npos);
   CHECK(errors[1].find("rank 1 runs a step with key") != std::string::npos);
@@ -189,21 +198,8 @@ TEST_CASE("data parallel: ranks whose steps differ are refused at the first step
 }
 
 TEST_CASE("data parallel: an absent rank makes the others fail within the timeout") {
-  const int k = 6, h = 10, m = 3;
-  Gen g;
-  nova::Params init = mlp_params(g, DType::f32, k, h, m);
-  std::vector<nova::Params> mine(2);
-  for (auto& p : mine) p = copy_of(init);
-  std::vector<std::string> errors(2);
   auto start = std::chrono::steady_clock::now();
-  on_ranks(nova::dist::loopback_group(2, 1.0, {.absent_rank = 1}), [&](int r) {
-    auto step = nova::train_step(mlp_mse, mine[static_cast<std::size_t>(r)], nova::AdamW{});
-    try {
-      step(g.randn({4, k}), g.randn({4, m}));
-    } catch (const nova::DistError& e) {
-      errors[static_cast<std::size_t>(r)] = e.what();
-    }
-  });
+  std::vector<std::string> errors = first_step_errors(nova::dist::loopback_group(2, 1.0, {.absent_rank = 1}), {4, 4});
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   INFO(errors[0], "\n", errors[1]);
   // Rank 0 sent its step and then found nobody to agree with.
