@@ -30,7 +30,7 @@
 namespace nova {
 
 /// Bumped whenever the byte layout or the kernel ABI changes.
-inline constexpr std::uint32_t executable_format_version = 3;
+inline constexpr std::uint32_t executable_format_version = 4;
 
 /// The compiler's version string; entries from another version are stale.
 std::string compiler_version();

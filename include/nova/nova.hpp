@@ -5,6 +5,7 @@
 #pragma once
 
 #include "nova/cache.hpp"
+#include "nova/cuda.hpp"
 #include "nova/distributed.hpp"
 #include "nova/dtype.hpp"
 #include "nova/error.hpp"

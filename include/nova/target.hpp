@@ -1,15 +1,20 @@
 // target.hpp - every fact about a device that code is compiled for.
 //
 // A TargetDesc is a plain value: the compiler's configurator and codegen read
-// it (vector width, cores, caches, ISA features), the runtime checks that an
-// executable's target fits the machine it is loaded on, and its hash() is part
-// of every on-disk cache key. It comes from the live machine (host_target():
-// cpuid-derived features from /proc/cpuinfo, caches from sysfs, cores from the
-// affinity mask) or from a named entry (named_target("x86-64-v4")), so code
-// for another machine can be compiled here. No MLIR, no LLVM.
+// it (vector width, cores, caches, ISA features; for a GPU its multiprocessors,
+// shared memory, registers, tensor-core instructions and peak rates), the
+// runtime checks that an executable's target fits the machine it is loaded on,
+// and its hash() is part of every on-disk cache key. It comes from the live
+// machine (host_target(): cpuid-derived features from /proc/cpuinfo, caches
+// from sysfs, cores from the affinity mask; cuda_device_target() in
+// nova/cuda.hpp: the CUDA driver's attributes) or from a named entry
+// (named_target("x86-64-v4"), named_target("sm_90a")), so code for another
+// machine, a GPU included, can be compiled here. No MLIR, no LLVM.
 //
 // Environment (target_from_env(), what a step compiles for):
-//   NOVA_TARGET=<name>     host (default), x86-64, x86-64-v2, x86-64-v3, x86-64-v4
+//   NOVA_TARGET=<name>     host (default), x86-64, x86-64-v2, x86-64-v3, x86-64-v4;
+//                          GPUs: sm_80 (a100), sm_86 (rtx3060), sm_89 (l4),
+//                          sm_90a (h100), h200, or cuda (the live device 0)
 //   NOVA_NUM_THREADS=<n>   cores the code is configured for (and the pool runs)
 //   NOVA_VECTOR_BITS=<b>   narrower vectors than the ISA allows (128/256/512)
 #pragma once
@@ -53,6 +58,43 @@ struct TargetDesc {
   std::int64_t l3_bytes = 0;
   int cache_line = 64;
 
+  // --- CUDA GPU (kind == cuda) ---------------------------------------------
+  // For a GPU, `arch` is "nvptx64", `cpu` the chip code is compiled for
+  // ("sm_80", "sm_90a": the 'a' allows wgmma and TMA, and such code runs only
+  // on that exact architecture), `l2_bytes` the device's L2, and `features`
+  // what its kernels may use: "cp.async", "ldmatrix", "mma.sync.f16",
+  // "mma.sync.bf16", "mma.sync.tf32", "tma", "wgmma.f16", "wgmma.bf16",
+  // "wgmma.tf32".
+  /// Compute capability, major x 10 + minor (80, 86, 89, 90); 0 for a CPU.
+  int compute_capability = 0;
+  /// The PTX ISA version code is written in, x 10 (76 = 7.6, 80 = 8.0).
+  int ptx_version = 0;
+  int multiprocessors = 0;
+  int warp_size = 32;
+  int max_threads_per_block = 1024;
+  int max_threads_per_sm = 2048;
+  int max_blocks_per_sm = 32;
+  /// Shared memory: what a block gets without asking (the 48 KiB of static
+  /// shared memory), at most with the opt-in attribute, and per multiprocessor.
+  std::int64_t smem_per_block = 48 * 1024;
+  std::int64_t smem_per_block_optin = 0;
+  std::int64_t smem_per_sm = 0;
+  /// 32-bit registers per multiprocessor, per block and per thread.
+  int registers_per_sm = 65536;
+  int registers_per_block = 65536;
+  int registers_per_thread = 255;
+  /// The clock the peak rates below are quoted at.
+  int clock_mhz = 0;
+  std::int64_t memory_bytes = 0;
+  std::int64_t dram_gb_per_s = 0;
+  /// Dense peaks, GFLOP/s: FP32 on the CUDA cores; TF32 and BF16 (= FP16) on
+  /// the tensor cores with FP32 accumulation.
+  std::int64_t peak_gflops_f32 = 0;
+  std::int64_t peak_gflops_tf32 = 0;
+  std::int64_t peak_gflops_bf16 = 0;
+
+  bool is_gpu() const { return kind == DeviceKind::cuda; }
+
   bool has(std::string_view feature) const;
   /// A hash of every field that can change generated code (not `model`):
   /// equal on equal machines, in every process.
@@ -71,7 +113,8 @@ std::vector<std::string> known_targets();
 /// overrides: what steps compile for now. Read on each call (cheap).
 TargetDesc target_from_env();
 /// Features `needed` uses that `machine` lacks (empty: code for `needed` runs
-/// on `machine`).
+/// on `machine`). For GPUs also a compute capability too low, or, for code
+/// built for an arch-specific chip (sm_90a), any other architecture.
 std::vector<std::string> missing_features(const TargetDesc& needed, const TargetDesc& machine);
 
 /// Threads the runtime may use: NOVA_NUM_THREADS, else the cores this

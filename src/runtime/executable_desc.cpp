@@ -15,6 +15,7 @@
 
 #include "bytes.hpp"
 #include "file_io.hpp"
+#include "gpu_target.hpp"
 
 namespace nova {
 namespace {
@@ -59,6 +60,9 @@ void put_target(ByteWriter& w, const TargetDesc& t) {
                          std::int64_t(t.cores), t.l1d_bytes, t.l2_bytes, t.l3_bytes,
                          std::int64_t(t.cache_line)})
     w.put<std::int64_t>(v);
+  auto gpu = gpu_fields(t);
+  w.put<std::uint64_t>(gpu.size());
+  for (std::int64_t v : gpu) w.put<std::int64_t>(v);
 }
 
 TargetDesc get_target(ByteReader& r) {
@@ -86,6 +90,14 @@ TargetDesc get_target(ByteReader& r) {
   t.l2_bytes = r.get<std::int64_t>("l2");
   t.l3_bytes = r.get<std::int64_t>("l3");
   t.cache_line = small("cache line");
+  auto n_gpu = r.count("gpu fields", 8);
+  std::vector<std::int64_t> gpu;
+  for (std::uint64_t i = 0; i < n_gpu; ++i) {
+    auto v = r.get<std::int64_t>("gpu field");
+    if (v < 0) r.fail("gpu field " + std::to_string(i) + " is negative");
+    gpu.push_back(v);
+  }
+  set_gpu_fields(t, gpu);
   return t;
 }
 

@@ -16,7 +16,9 @@
 #include <sstream>
 #include <thread>
 
+#include "nova/cuda.hpp"
 #include "nova/error.hpp"
+#include "gpu_target.hpp"
 
 namespace nova {
 namespace {
@@ -143,6 +145,112 @@ TargetDesc table_entry(int level, std::string name) {
   return t;
 }
 
+} // namespace
+
+TargetDesc gpu_target(int compute_capability, std::string name, std::string model, int multiprocessors,
+                      int clock_mhz, bool half_rate_accumulate) {
+  TargetDesc t;
+  t.kind = DeviceKind::cuda;
+  t.name = std::move(name);
+  t.model = std::move(model);
+  t.arch = "nvptx64";
+  t.compute_capability = compute_capability;
+  // Hopper's wgmma and TMA exist only in arch-specific code (sm_90a).
+  t.cpu = "sm_" + std::to_string(compute_capability) + (compute_capability == 90 ? "a" : "");
+  t.ptx_version = compute_capability >= 90 ? 80 : compute_capability >= 89 ? 78 : 76;
+  t.vector_bits = 128; // the widest global/shared access: 16 bytes a thread
+  t.vector_registers = 0;
+  t.fma_units = 0;
+  t.fma_latency = 0;
+  t.cores = 1;
+  t.l1d_bytes = 0;
+  t.l3_bytes = 0;
+  t.cache_line = 128;
+  if (compute_capability >= 80)
+    t.features = {"cp.async", "ldmatrix", "mma.sync.bf16", "mma.sync.f16", "mma.sync.tf32"};
+  if (compute_capability == 90)
+    for (const char* f : {"tma", "wgmma.bf16", "wgmma.f16", "wgmma.tf32"}) t.features.push_back(f);
+  std::sort(t.features.begin(), t.features.end());
+  // Per multiprocessor and clock (CUDA Programming Guide, arithmetic
+  // instructions; the A100/H100 whitepapers): FP32 lanes x 2, and the dense
+  // tensor-core BF16 rate with FP32 accumulation (TF32: half of it). GeForce
+  // Ampere/Ada cards accumulate in FP32 at half the rate.
+  const int f32_per_clock = compute_capability == 80 ? 128 : 256;
+  int bf16_per_clock = compute_capability >= 90 ? 4096 : compute_capability == 80 ? 2048 : 1024;
+  if (half_rate_accumulate) bf16_per_clock /= 2;
+  t.multiprocessors = multiprocessors;
+  t.clock_mhz = clock_mhz;
+  const std::int64_t sm_mhz = std::int64_t(multiprocessors) * clock_mhz;
+  t.peak_gflops_f32 = sm_mhz * f32_per_clock / 1000;
+  t.peak_gflops_bf16 = sm_mhz * bf16_per_clock / 1000;
+  t.peak_gflops_tf32 = t.peak_gflops_bf16 / 2;
+  // Compute capability tables of the CUDA Programming Guide.
+  const bool big = compute_capability == 80 || compute_capability >= 90;
+  t.max_threads_per_sm = big ? 2048 : 1536;
+  t.max_blocks_per_sm = big ? 32 : compute_capability == 89 ? 24 : 16;
+  t.smem_per_block = 48 * 1024;
+  t.smem_per_sm = (compute_capability >= 90 ? 228 : compute_capability == 80 ? 164 : 100) * 1024;
+  t.smem_per_block_optin = t.smem_per_sm - 1024; // 1 KiB per block is the system's
+  return t;
+}
+
+// gpu_fields and set_gpu_fields list the same fields in the same order.
+std::vector<std::int64_t> gpu_fields(const TargetDesc& t) {
+  return {t.compute_capability, t.ptx_version, t.multiprocessors, t.warp_size,
+          t.max_threads_per_block, t.max_threads_per_sm, t.max_blocks_per_sm, t.smem_per_block,
+          t.smem_per_block_optin, t.smem_per_sm, t.registers_per_sm, t.registers_per_block,
+          t.registers_per_thread, t.clock_mhz, t.memory_bytes, t.dram_gb_per_s,
+          t.peak_gflops_f32, t.peak_gflops_tf32, t.peak_gflops_bf16};
+}
+
+void set_gpu_fields(TargetDesc& t, const std::vector<std::int64_t>& v) {
+  std::size_t i = 0;
+  auto next = [&] { return i < v.size() ? v[i++] : 0; };
+  t.compute_capability = int(next());
+  t.ptx_version = int(next());
+  t.multiprocessors = int(next());
+  t.warp_size = int(next());
+  t.max_threads_per_block = int(next());
+  t.max_threads_per_sm = int(next());
+  t.max_blocks_per_sm = int(next());
+  t.smem_per_block = next();
+  t.smem_per_block_optin = next();
+  t.smem_per_sm = next();
+  t.registers_per_sm = int(next());
+  t.registers_per_block = int(next());
+  t.registers_per_thread = int(next());
+  t.clock_mhz = int(next());
+  t.memory_bytes = next();
+  t.dram_gb_per_s = next();
+  t.peak_gflops_f32 = next();
+  t.peak_gflops_tf32 = next();
+  t.peak_gflops_bf16 = next();
+}
+
+namespace {
+
+/// The built-in GPUs: the chips' documented configurations (the clock is the
+/// one NVIDIA's dense tensor peaks are quoted at).
+TargetDesc gpu_entry(std::string_view name) {
+  auto with = [](TargetDesc t, std::int64_t l2_mib, std::int64_t memory_gib, std::int64_t dram) {
+    t.l2_bytes = l2_mib * 1024 * 1024;
+    t.memory_bytes = memory_gib * 1024 * 1024 * 1024;
+    t.dram_gb_per_s = dram;
+    return t;
+  };
+  if (name == "sm_80" || name == "a100")
+    return with(gpu_target(80, std::string(name), "A100 SXM4 80GB, built-in entry", 108, 1410, false), 40, 80, 2039);
+  if (name == "sm_86" || name == "rtx3060")
+    return with(gpu_target(86, std::string(name), "GeForce RTX 3060, built-in entry", 28, 1777, true), 3, 12, 360);
+  if (name == "sm_89" || name == "l4")
+    return with(gpu_target(89, std::string(name), "L4, built-in entry", 58, 2040, false), 48, 24, 300);
+  if (name == "sm_90a" || name == "h100")
+    return with(gpu_target(90, std::string(name), "H100 SXM5 80GB, built-in entry", 132, 1830, false), 50, 80, 3350);
+  if (name == "h200")
+    return with(gpu_target(90, std::string(name), "H200 SXM 141GB, built-in entry", 132, 1830, false), 50, 141, 4800);
+  return {};
+}
+
 std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
   // FNV-1a over the value's bytes: stable across processes and builds.
   for (int i = 0; i < 8; ++i) {
@@ -184,11 +292,22 @@ std::uint64_t TargetDesc::hash() const {
                          std::int64_t(fma_units), std::int64_t(fma_latency), std::int64_t(cores),
                          l1d_bytes, l2_bytes, l3_bytes, std::int64_t(cache_line)})
     h = mix(h, static_cast<std::uint64_t>(v));
+  for (std::int64_t v : gpu_fields(*this)) h = mix(h, static_cast<std::uint64_t>(v));
   return h;
 }
 
 std::string TargetDesc::describe() const {
   auto kib = [](std::int64_t b) { return std::to_string(b / 1024) + " KiB"; };
+  if (is_gpu()) {
+    std::string s = name + " (" + cpu + ", compute capability " + std::to_string(compute_capability / 10) +
+                    "." + std::to_string(compute_capability % 10) + ", " + std::to_string(multiprocessors) +
+                    " SMs at " + std::to_string(clock_mhz) + " MHz, shared memory " + kib(smem_per_block_optin) +
+                    " a block / " + kib(smem_per_sm) + " an SM, L2 " + kib(l2_bytes) + ", peak " +
+                    std::to_string(peak_gflops_bf16 / 1000) + " TFLOP/s bf16, " +
+                    std::to_string(peak_gflops_tf32 / 1000) + " tf32, " + std::to_string(dram_gb_per_s) + " GB/s";
+    if (!model.empty()) s += ", " + model;
+    return s + ")";
+  }
   std::string s = name + " (" + cpu + ", " + std::to_string(vector_bits) + "-bit vectors, " +
                   std::to_string(cores) + (cores == 1 ? " core" : " cores") + ", L1d " +
                   kib(l1d_bytes) + ", L2 " + kib(l2_bytes) + ", L3 " + kib(l3_bytes);
@@ -198,10 +317,15 @@ std::string TargetDesc::describe() const {
 
 TargetDesc host_target() { return host_facts().desc; }
 
-std::vector<std::string> known_targets() { return {"host", "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4"}; }
+std::vector<std::string> known_targets() {
+  return {"host", "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4", "sm_80", "a100",
+          "sm_86", "rtx3060", "sm_89", "l4", "sm_90a", "h100", "h200", "cuda"};
+}
 
 TargetDesc named_target(std::string_view name) {
   if (name == "host" || name.empty()) return host_target();
+  if (name == "cuda") return cuda_device_target(0);
+  if (TargetDesc gpu = gpu_entry(name); gpu.is_gpu()) return gpu;
   if (name == "x86-64") return table_entry(1, "x86-64");
   if (name == "x86-64-v2") return table_entry(2, "x86-64-v2");
   if (name == "x86-64-v3") return table_entry(3, "x86-64-v3");
@@ -214,6 +338,7 @@ TargetDesc named_target(std::string_view name) {
 TargetDesc target_from_env() {
   const char* name = std::getenv("NOVA_TARGET");
   TargetDesc t = named_target(name ? name : "host");
+  if (t.is_gpu()) return t; // the CPU overrides below do not apply
   if (int n = env_int("NOVA_NUM_THREADS"); n > 0) t.cores = n;
   if (int bits = env_int("NOVA_VECTOR_BITS"); bits > 0) {
     if (bits != 128 && bits != 256 && bits != 512)
@@ -226,6 +351,14 @@ TargetDesc target_from_env() {
 std::vector<std::string> missing_features(const TargetDesc& needed, const TargetDesc& machine) {
   std::vector<std::string> missing;
   if (needed.kind != machine.kind) return {"a " + std::string(needed.kind == DeviceKind::cpu ? "CPU" : "CUDA") + " device"};
+  auto cc = [](int c) { return std::to_string(c / 10) + "." + std::to_string(c % 10); };
+  if (needed.is_gpu() && needed.compute_capability > machine.compute_capability)
+    missing.push_back("compute capability " + cc(needed.compute_capability) + " (this GPU has " +
+                      cc(machine.compute_capability) + ")");
+  else if (needed.is_gpu() && !needed.cpu.empty() && needed.cpu.back() == 'a' &&
+           needed.compute_capability != machine.compute_capability)
+    missing.push_back("exactly compute capability " + cc(needed.compute_capability) + " (code for " + needed.cpu +
+                      " is arch-specific; this GPU has " + cc(machine.compute_capability) + ")");
   for (const auto& f : needed.features)
     if (!machine.has(f)) missing.push_back(f);
   return missing;

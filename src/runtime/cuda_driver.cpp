@@ -1,0 +1,151 @@
+// cuda_driver.cpp - loading the CUDA driver, and the live device's TargetDesc.
+#include "cuda_driver.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "gpu_target.hpp"
+#include "nova/cuda.hpp"
+#include "nova/error.hpp"
+
+namespace nova::cuda {
+namespace {
+
+struct Loaded {
+  Driver driver;
+  bool ok = false;
+  std::string why;
+};
+
+template <typename F>
+bool resolve(void* handle, const char* symbol, F& slot, std::string& why) {
+  slot = reinterpret_cast<F>(dlsym(handle, symbol));
+  if (!slot) why = "the CUDA driver has no " + std::string(symbol);
+  return slot != nullptr;
+}
+
+Loaded load(const std::string& path) {
+  Loaded l;
+  // RTLD_LOCAL: the driver's symbols stay out of the global namespace.
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* err = dlerror();
+    l.why = "no CUDA driver: " + path + " cannot be loaded (" + (err ? err : "unknown error") +
+            "); a GPU and NVIDIA's driver are needed";
+    return l;
+  }
+  Driver& d = l.driver;
+  if (!resolve(handle, "cuInit", d.cuInit, l.why) ||
+      !resolve(handle, "cuDriverGetVersion", d.cuDriverGetVersion, l.why) ||
+      !resolve(handle, "cuDeviceGetCount", d.cuDeviceGetCount, l.why) ||
+      !resolve(handle, "cuDeviceGet", d.cuDeviceGet, l.why) ||
+      !resolve(handle, "cuDeviceGetName", d.cuDeviceGetName, l.why) ||
+      !resolve(handle, "cuDeviceGetAttribute", d.cuDeviceGetAttribute, l.why) ||
+      !resolve(handle, "cuDeviceTotalMem_v2", d.cuDeviceTotalMem, l.why) ||
+      !resolve(handle, "cuGetErrorName", d.cuGetErrorName, l.why) ||
+      !resolve(handle, "cuGetErrorString", d.cuGetErrorString, l.why))
+    return l; // the handle stays open: a process loads the driver once
+  if (CUresult r = d.cuInit(0); r != 0) {
+    l.why = "the CUDA driver did not initialize: " + describe_error(d, "cuInit", r);
+    return l;
+  }
+  l.ok = true;
+  return l;
+}
+
+} // namespace
+
+const Driver* driver(std::string* why) {
+  // Once per library path (NOVA_CUDA_DRIVER may name another), never unloaded.
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<Loaded>> loaded_by_path;
+  const char* override_path = std::getenv("NOVA_CUDA_DRIVER");
+  const std::string path = override_path && *override_path ? override_path : "libcuda.so.1";
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& entry = loaded_by_path[path];
+  if (!entry) entry = std::make_unique<Loaded>(load(path));
+  const Loaded& loaded = *entry;
+  if (!loaded.ok) {
+    if (why) *why = loaded.why;
+    return nullptr;
+  }
+  return &loaded.driver;
+}
+
+std::string describe_error(const Driver& d, const char* call, CUresult r) {
+  const char* name = nullptr;
+  const char* text = nullptr;
+  if (d.cuGetErrorName) d.cuGetErrorName(r, &name);
+  if (d.cuGetErrorString) d.cuGetErrorString(r, &text);
+  std::string s = std::string(call) + ": " + (name ? name : "CUDA error " + std::to_string(r));
+  if (text) s += " (" + std::string(text) + ")";
+  return s;
+}
+
+} // namespace nova::cuda
+
+namespace nova {
+
+int cuda_device_count() {
+  const cuda::Driver* d = cuda::driver();
+  int n = 0;
+  if (!d || d->cuDeviceGetCount(&n) != 0) return 0;
+  return n;
+}
+
+bool cuda_available(std::string* why) {
+  std::string reason;
+  const cuda::Driver* d = cuda::driver(&reason);
+  if (d && cuda_device_count() == 0) reason = "the CUDA driver reports no GPU";
+  if (reason.empty()) return true;
+  if (why) *why = reason;
+  return false;
+}
+
+TargetDesc cuda_device_target(int ordinal) {
+  std::string why;
+  const cuda::Driver* d = cuda::driver(&why);
+  if (!d) throw Error("nova: a CUDA GPU was asked for (NOVA_TARGET=cuda), but there is " + why);
+  const int count = cuda_device_count();
+  if (ordinal < 0 || ordinal >= count)
+    throw Error("nova: CUDA device " + std::to_string(ordinal) + " was asked for; the driver reports " +
+                std::to_string(count) + (count == 1 ? " GPU" : " GPUs"));
+  cuda::CUdevice dev = 0;
+  if (cuda::CUresult r = d->cuDeviceGet(&dev, ordinal); r != 0)
+    throw Error("nova: " + cuda::describe_error(*d, "cuDeviceGet", r));
+  auto attr = [&](int a) {
+    int v = 0;
+    if (cuda::CUresult r = d->cuDeviceGetAttribute(&v, a, dev); r != 0)
+      throw Error("nova: " + cuda::describe_error(*d, "cuDeviceGetAttribute", r) + " (attribute " +
+                  std::to_string(a) + ")");
+    return v;
+  };
+  char name[256] = {};
+  d->cuDeviceGetName(name, sizeof name - 1, dev);
+  const std::string model = name;
+  const int cc = attr(cuda::kComputeCapabilityMajor) * 10 + attr(cuda::kComputeCapabilityMinor);
+  const bool geforce = model.find("GeForce") != std::string::npos || model.find("RTX") != std::string::npos;
+  TargetDesc t = gpu_target(cc, "cuda", model, attr(cuda::kMultiprocessorCount), attr(cuda::kClockRate) / 1000,
+                            geforce && cc != 80 && cc < 90);
+  t.warp_size = attr(cuda::kWarpSize);
+  t.max_threads_per_block = attr(cuda::kMaxThreadsPerBlock);
+  t.max_threads_per_sm = attr(cuda::kMaxThreadsPerMultiprocessor);
+  t.max_blocks_per_sm = attr(cuda::kMaxBlocksPerMultiprocessor);
+  t.smem_per_block = attr(cuda::kMaxSharedMemoryPerBlock);
+  t.smem_per_block_optin = attr(cuda::kMaxSharedMemoryPerBlockOptin);
+  t.smem_per_sm = attr(cuda::kMaxSharedMemoryPerMultiprocessor);
+  t.registers_per_sm = attr(cuda::kMaxRegistersPerMultiprocessor);
+  t.registers_per_block = attr(cuda::kMaxRegistersPerBlock);
+  t.l2_bytes = attr(cuda::kL2CacheSize);
+  // Double data rate: two transfers a clock over the bus.
+  t.dram_gb_per_s = std::int64_t(attr(cuda::kMemoryClockRate)) * attr(cuda::kGlobalMemoryBusWidth) * 2 / 8 / 1000000;
+  std::size_t bytes = 0;
+  if (d->cuDeviceTotalMem(&bytes, dev) == 0) t.memory_bytes = static_cast<std::int64_t>(bytes);
+  return t;
+}
+
+} // namespace nova

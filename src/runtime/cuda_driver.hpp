@@ -1,0 +1,54 @@
+// cuda_driver.hpp - the CUDA driver API, resolved from libcuda.so.1 at run
+// time (dlopen), so nothing links it. Only the calls Nova makes are listed;
+// their types are the driver API's, written out here so the runtime builds
+// without the CUDA headers (test_cuda_driver checks them against cuda.h when
+// the toolkit is present).
+#pragma once
+
+#include <string>
+
+namespace nova::cuda {
+
+using CUresult = int;
+using CUdevice = int;
+
+/// CUdevice_attribute values used (cuda.h).
+enum Attribute : int {
+  kMaxThreadsPerBlock = 1,
+  kMaxSharedMemoryPerBlock = 8,
+  kWarpSize = 10,
+  kMaxRegistersPerBlock = 12,
+  kClockRate = 13, // kHz
+  kMultiprocessorCount = 16,
+  kMemoryClockRate = 36, // kHz
+  kGlobalMemoryBusWidth = 37, // bits
+  kL2CacheSize = 38,
+  kMaxThreadsPerMultiprocessor = 39,
+  kComputeCapabilityMajor = 75,
+  kComputeCapabilityMinor = 76,
+  kMaxSharedMemoryPerMultiprocessor = 81,
+  kMaxRegistersPerMultiprocessor = 82,
+  kMaxSharedMemoryPerBlockOptin = 97,
+  kMaxBlocksPerMultiprocessor = 106,
+};
+
+struct Driver {
+  CUresult (*cuInit)(unsigned flags) = nullptr;
+  CUresult (*cuDriverGetVersion)(int* version) = nullptr;
+  CUresult (*cuDeviceGetCount)(int* count) = nullptr;
+  CUresult (*cuDeviceGet)(CUdevice* device, int ordinal) = nullptr;
+  CUresult (*cuDeviceGetName)(char* name, int length, CUdevice device) = nullptr;
+  CUresult (*cuDeviceGetAttribute)(int* value, int attribute, CUdevice device) = nullptr;
+  CUresult (*cuDeviceTotalMem)(std::size_t* bytes, CUdevice device) = nullptr; // cuDeviceTotalMem_v2
+  CUresult (*cuGetErrorName)(CUresult error, const char** name) = nullptr;
+  CUresult (*cuGetErrorString)(CUresult error, const char** text) = nullptr;
+};
+
+/// The driver, loaded and initialized once per process; nullptr when it
+/// cannot be, with the reason in `why`.
+const Driver* driver(std::string* why = nullptr);
+
+/// "cuDeviceGet: CUDA_ERROR_INVALID_DEVICE (invalid device ordinal)"
+std::string describe_error(const Driver& d, const char* call, CUresult r);
+
+} // namespace nova::cuda

@@ -1,0 +1,164 @@
+// test_gpu_target.cpp - GPU target descriptions: the built-in table against
+// NVIDIA's published figures, hashing and serialization, what code for one
+// GPU needs of another, and the live-device path through the CUDA driver,
+// run against a fake driver (no GPU here) and against none.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "nova/cuda.hpp"
+#include "nova/error.hpp"
+#include "nova/executable_desc.hpp"
+#include "nova/target.hpp"
+#include "scoped_env.hpp"
+
+#if defined(NOVA_HAVE_CUDA_H)
+#include <cuda.h>
+#include "../../src/runtime/cuda_driver.hpp"
+// The runtime writes the driver's enum values out; they must be cuda.h's.
+static_assert(int(nova::cuda::kMultiprocessorCount) == int(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT));
+static_assert(int(nova::cuda::kMaxSharedMemoryPerBlockOptin) == int(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN));
+static_assert(int(nova::cuda::kMaxSharedMemoryPerMultiprocessor) == int(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR));
+static_assert(int(nova::cuda::kMaxRegistersPerMultiprocessor) == int(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR));
+static_assert(int(nova::cuda::kMaxBlocksPerMultiprocessor) == int(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR));
+static_assert(int(nova::cuda::kComputeCapabilityMajor) == int(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR));
+static_assert(int(nova::cuda::kComputeCapabilityMinor) == int(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR));
+static_assert(int(nova::cuda::kClockRate) == int(CU_DEVICE_ATTRIBUTE_CLOCK_RATE));
+static_assert(int(nova::cuda::kMemoryClockRate) == int(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE));
+static_assert(int(nova::cuda::kGlobalMemoryBusWidth) == int(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH));
+static_assert(int(nova::cuda::kL2CacheSize) == int(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE));
+static_assert(int(nova::cuda::kMaxThreadsPerMultiprocessor) == int(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR));
+static_assert(int(nova::cuda::kMaxThreadsPerBlock) == int(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK));
+static_assert(int(nova::cuda::kMaxSharedMemoryPerBlock) == int(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK));
+static_assert(int(nova::cuda::kMaxRegistersPerBlock) == int(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK));
+static_assert(int(nova::cuda::kWarpSize) == int(CU_DEVICE_ATTRIBUTE_WARP_SIZE));
+#endif
+
+namespace {
+
+bool near(double got, double want, double rel) { return std::abs(got - want) <= rel * want; }
+
+} // namespace
+
+TEST_CASE("GPU targets: the built-in table matches NVIDIA's published dense peaks and limits") {
+  struct Published {
+    const char* name;
+    int cc;
+    const char* chip;
+    int sms;
+    double bf16_tflops, tf32_tflops;
+    std::int64_t smem_optin_kib;
+  };
+  // A100 SXM4 and H100 SXM5 datasheets (dense, FP32 accumulate); RTX 3060 and
+  // L4 from their whitepapers' per-SM rates (notes/mlir19-gpu.md §4).
+  for (const Published& p : {Published{"sm_80", 80, "sm_80", 108, 312, 156, 163},
+                             Published{"a100", 80, "sm_80", 108, 312, 156, 163},
+                             Published{"sm_86", 86, "sm_86", 28, 25.5, 12.7, 99},
+                             Published{"sm_89", 89, "sm_89", 58, 121, 60.5, 99},
+                             Published{"sm_90a", 90, "sm_90a", 132, 989, 494.7, 227},
+                             Published{"h200", 90, "sm_90a", 132, 989, 494.7, 227}}) {
+    CAPTURE(p.name);
+    nova::TargetDesc t = nova::named_target(p.name);
+    CHECK(t.is_gpu());
+    CHECK(t.compute_capability == p.cc);
+    CHECK(t.cpu == p.chip);
+    CHECK(t.arch == "nvptx64");
+    CHECK(t.multiprocessors == p.sms);
+    CHECK(near(double(t.peak_gflops_bf16) / 1000, p.bf16_tflops, 0.01));
+    CHECK(near(double(t.peak_gflops_tf32) / 1000, p.tf32_tflops, 0.01));
+    CHECK(t.smem_per_block_optin == p.smem_optin_kib * 1024);
+    CHECK(t.smem_per_block == 48 * 1024);
+    CHECK(t.smem_per_block_optin < t.smem_per_sm);
+    CHECK(t.warp_size == 32);
+    CHECK(t.registers_per_thread == 255);
+    CHECK(t.has("mma.sync.bf16"));
+    CHECK(t.has("cp.async"));
+    CHECK(t.has("wgmma.bf16") == (p.cc == 90));
+    CHECK(t.has("tma") == (p.cc == 90));
+    CHECK(t.describe().find(std::string(t.cpu)) != std::string::npos);
+  }
+  CHECK(nova::named_target("h200").dram_gb_per_s == 4800);
+  CHECK(nova::named_target("h100").dram_gb_per_s == 3350);
+}
+
+TEST_CASE("GPU targets: hashes, NOVA_TARGET, and what code for one GPU needs of another") {
+  nova::TargetDesc a100 = nova::named_target("sm_80"), h100 = nova::named_target("sm_90a"),
+                   h200 = nova::named_target("h200"), rtx = nova::named_target("sm_86");
+  CHECK(a100.hash() != h100.hash());
+  CHECK(h100.hash() != h200.hash()); // other bandwidth: other decisions may follow
+  CHECK(h100.hash() == nova::named_target("sm_90a").hash());
+  // sm_80 code runs on any later GPU; sm_90a code only on compute capability 9.0.
+  CHECK(nova::missing_features(a100, h100).empty());
+  CHECK(nova::missing_features(rtx, nova::named_target("sm_89")).empty());
+  auto missing = nova::missing_features(h100, a100);
+  REQUIRE_FALSE(missing.empty());
+  CHECK(missing[0].find("compute capability 9.0") != std::string::npos);
+  nova::TargetDesc future = h100;
+  future.compute_capability = 100;
+  missing = nova::missing_features(h100, future);
+  REQUIRE_FALSE(missing.empty());
+  CHECK(missing[0].find("arch-specific") != std::string::npos);
+  CHECK_FALSE(nova::missing_features(a100, nova::host_target()).empty());
+  {
+    nova_test::Env env;
+    env.set("NOVA_TARGET", "sm_90a");
+    env.set("NOVA_NUM_THREADS", "3"); // a CPU setting: no effect on a GPU target
+    CHECK(nova::target_from_env() == h100);
+  }
+}
+
+TEST_CASE("GPU targets: an executable description keeps every GPU field") {
+  nova::ExecutableDesc d;
+  d.target = nova::named_target("h200");
+  d.compiler_version = nova::compiler_version();
+  nova::ExecutableDesc back = nova::ExecutableDesc::deserialize(d.serialize());
+  CHECK(back.target == d.target);
+  CHECK(back.target.hash() == d.target.hash());
+}
+
+TEST_CASE("the CUDA driver: absent, present without a GPU, and a (fake) H200") {
+  {
+    nova_test::Env env;
+    env.set("NOVA_CUDA_DRIVER", "/nonexistent/libcuda.so.1");
+    std::string why;
+    CHECK_FALSE(nova::cuda_available(&why));
+    CHECK(why.find("no CUDA driver") != std::string::npos);
+    CHECK(nova::cuda_device_count() == 0);
+    CHECK_THROWS_WITH_AS(nova::cuda_device_target(0), doctest::Contains("a CUDA GPU was asked for"),
+                         nova::Error);
+    env.set("NOVA_TARGET", "cuda");
+    CHECK_THROWS_WITH_AS(nova::target_from_env(), doctest::Contains("no CUDA driver"), nova::Error);
+  }
+  {
+    nova_test::Env env;
+    env.set("NOVA_CUDA_DRIVER", NOVA_FAKE_CUDA_NO_DEVICE);
+    std::string why;
+    CHECK_FALSE(nova::cuda_available(&why));
+    CHECK(why.find("CUDA_ERROR_NO_DEVICE") != std::string::npos);
+    CHECK_THROWS_WITH_AS(nova::cuda_device_target(0), doctest::Contains("did not initialize"), nova::Error);
+  }
+  {
+    nova_test::Env env;
+    env.set("NOVA_CUDA_DRIVER", NOVA_FAKE_CUDA);
+    std::string why;
+    CHECK(nova::cuda_available(&why));
+    CHECK(nova::cuda_device_count() == 1);
+    nova::TargetDesc t = nova::cuda_device_target(0);
+    nova::TargetDesc table = nova::named_target("h200");
+    CHECK(t.model == "NVIDIA H200");
+    CHECK(t.cpu == "sm_90a");
+    CHECK(t.compute_capability == 90);
+    CHECK(t.multiprocessors == table.multiprocessors);
+    CHECK(t.smem_per_block_optin == table.smem_per_block_optin);
+    CHECK(t.smem_per_sm == table.smem_per_sm);
+    CHECK(t.max_blocks_per_sm == table.max_blocks_per_sm);
+    CHECK(t.features == table.features);
+    CHECK(t.l2_bytes == 60 * 1024 * 1024);
+    CHECK(near(double(t.dram_gb_per_s), 4800, 0.03)); // 3.201 GHz x 6144 bits x 2
+    CHECK(t.clock_mhz == 1980);
+    CHECK(nova::missing_features(table, t).empty());
+    CHECK_THROWS_WITH_AS(nova::cuda_device_target(1), doctest::Contains("reports 1 GPU"), nova::Error);
+    env.set("NOVA_TARGET", "cuda");
+    CHECK(nova::target_from_env().cpu == "sm_90a");
+  }
+}
