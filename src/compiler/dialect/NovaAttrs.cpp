@@ -89,10 +89,16 @@ LogicalResult LoweringConfigAttr::verify(function_ref<InFlightDiagnostic()> emit
                                          StringRef kind, int64_t workgroups,
                                          ArrayRef<int64_t> tile, ArrayRef<int64_t> cacheTile,
                                          ArrayRef<int64_t> registerTile) {
+  const bool gpuMatmul = kind == "mma_sync_matmul" || kind == "wgmma_matmul" || kind == "simt_matmul";
   if (kind != "matmul" && kind != "amx_matmul" && kind != "loops" && kind != "serial" &&
-      kind != "attention" && kind != "rows")
+      kind != "attention" && kind != "rows" && !gpuMatmul)
     return emitError() << "#nova.lowering_config: unknown kind '" << kind
-                       << "' (expected matmul, amx_matmul, attention, rows, loops or serial)";
+                       << "' (expected matmul, amx_matmul, attention, rows, loops, serial, "
+                          "mma_sync_matmul, wgmma_matmul or simt_matmul)";
+  if (gpuMatmul && (cacheTile.size() != 3 || registerTile.size() != 2 || tile.size() < 2))
+    return emitError() << "#nova.lowering_config: " << kind
+                       << " needs tile = [batch..., block rows, block columns], cache_tile = [k slab, "
+                          "stages, split-K] and register_tile = [warp rows, warp columns]";
   if (workgroups < 1)
     return emitError() << "#nova.lowering_config: workgroups must be at least 1, not " << workgroups;
   if (llvm::any_of(tile, [](int64_t t) { return t < 0; }))

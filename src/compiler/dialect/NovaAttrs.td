@@ -26,6 +26,11 @@ def Nova_LoweringConfigAttr : AttrDef<Nova_Dialect, "LoweringConfig"> {
       workgroup]`, `register_tile = [rows interleaved, lanes]`),
       `loops` (a structured op split over workgroups, then loops) or
       `serial` (anything else: one workgroup runs it whole).
+      On a GPU (target/cuda/GpuConfigurator.h): `mma_sync_matmul`,
+      `wgmma_matmul` or `simt_matmul`, a thread block per tile, with
+      `tile = [batch..., block rows, block columns]`, `cache_tile = [k slab,
+      stages, split-K]` and `register_tile = [warp rows, warp columns]` (a
+      warpgroup's for wgmma, a thread's for simt).
     - `workgroups`: how many workgroups the launch runs; on the CPU each is a
       task for one thread of the runtime's pool, on a GPU a thread block.
     - `tile`: the workgroup tile, one entry per distributed loop (for
@@ -56,6 +61,10 @@ def Nova_LoweringConfigAttr : AttrDef<Nova_Dialect, "LoweringConfig"> {
   let extraClassDeclaration = [{
     /// Either matmul kernel (vector FMAs or AMX tiles).
     bool isMatmul() const { return getKind() == "matmul" || getKind() == "amx_matmul"; }
+    /// A GPU matmul kernel (GpuConfigurator.h).
+    bool isGpuMatmul() const {
+      return getKind() == "mma_sync_matmul" || getKind() == "wgmma_matmul" || getKind() == "simt_matmul";
+    }
     bool isAmxMatmul() const { return getKind() == "amx_matmul"; }
     bool isLoops() const { return getKind() == "loops"; }
     bool isAttention() const { return getKind() == "attention"; }

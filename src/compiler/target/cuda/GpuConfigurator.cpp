@@ -1,0 +1,506 @@
+//===- GpuConfigurator.cpp - lowering decisions for GPU matmuls --*- C++ -*-===//
+//
+// The instruction follows from the operand type and the target's features:
+// 16-bit operands and tf32 run on the tensor cores (wgmma on sm_90a when the
+// layout allows it: tf32 needs both operands K-major; mma.sync otherwise:
+// m16n8k16 for f16/bf16, m16n8k8 for tf32), f32 without tf32 and f64 on the
+// CUDA cores (simt). How each operand reaches the warps follows from its
+// layout and width (notes/ptx-semantics.md §4): ldmatrix for K-contiguous
+// tiles, ldmatrix.trans for M/N-contiguous 16-bit tiles, scalar shared loads
+// for M/N-contiguous 32-bit tiles (there is no b32 transposing ldmatrix);
+// wgmma reads shared memory through descriptors.
+//
+// The K slab makes a K-contiguous shared-memory row 128 bytes when K allows
+// (64 bf16, 32 tf32): the full XOR-swizzle span, so every ldmatrix phase is
+// conflict-free (ptx-semantics.md §8), the row TMA's 128-byte swizzle and
+// wgmma's descriptors expect, and half the barriers per flop of 64 bytes.
+//
+// Block tile, warp layout, depth and split-K are chosen among a fixed set of
+// candidates by an analytic model of the device, every term from a
+// TargetDesc field or a named constant below:
+//   resources  registers per thread (accumulators + double-buffered
+//              fragments + kRegisterOverhead for addresses and loop state;
+//              a 64 x 64 f16 warp tile measured 236 with ptxas, the model
+//              says 232), shared memory (stages x slab bytes), threads:
+//              blocks per SM = the tightest of registers, shared memory,
+//              threads and the block limit; a candidate needing more
+//              registers than a thread has, or a 2-stage pipeline more
+//              shared memory than a block may opt in to, is out.
+//   depth      slabs in flight cover kLoadLatencyCycles: stages = 1 +
+//              ceil(latency / cycles one slab's multiplies take on the SM),
+//              at least 2, at most 8 and what shared memory holds; then up
+//              to kFreeStages while a stage more costs no block per SM.
+//   time       per wave, each SM runs `resident` blocks' slabs: the larger of
+//              the tensor cores' time (flops / the SM's rate x the
+//              instruction's efficiency: mma.sync on Hopper reaches about
+//              2/3 of the rate wgmma does) and shared memory's (bytes the
+//              warps read / kSmemBytesPerClock), plus filling the pipeline
+//              once; waves = ceil(tiles / (SMs x blocks per SM)), so a
+//              partial last wave costs a whole one (wave quantization). The
+//              memory side: the fewest DRAM bytes at the DRAM bandwidth, and
+//              every tile's slabs at kL2OverDram times it. Split-K adds its
+//              partial sums' traffic and a second launch.
+//   choice     the least modelled time; within 1 %, fewer splits, then the
+//              larger block tile, then fewer stages.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/target/cuda/GpuConfigurator.h"
+#include "compiler/dialect/NovaDialect.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+using namespace mlir;
+using namespace mlir::nova;
+
+namespace {
+
+/// Global-load latency the pipeline must hide, in SM cycles (an L2 miss on
+/// A100/H100 is 400-600 cycles in microbenchmarks, e.g. Jia et al.,
+/// "Dissecting the NVIDIA Volta GPU Architecture via Microbenchmarking", and
+/// its Ampere/Hopper follow-ups; the upper end, so deeper pipelines win ties).
+constexpr double kLoadLatencyCycles = 600;
+/// Shared-memory bandwidth per SM: 32 banks x 4 bytes a clock.
+constexpr double kSmemBytesPerClock = 128;
+/// L2 bandwidth as a multiple of DRAM's (A100: ~5 TB/s L2 against 2 TB/s).
+constexpr double kL2OverDram = 2.5;
+/// Registers beyond accumulators and fragments: addresses, loop counters,
+/// pipeline indices.
+constexpr int64_t kRegisterOverhead = 40;
+/// The second launch split-K needs, to sum its partial results.
+constexpr double kLaunchSeconds = 3e-6;
+/// Stages taken beyond the latency's need when they cost no occupancy.
+constexpr int64_t kFreeStages = 4;
+/// mma.sync's share of the tensor cores' rate on Hopper (wgmma's is 1).
+constexpr double kMmaSyncOnHopper = 2.0 / 3.0;
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
+
+int64_t bytesOf(GpuOperand op) {
+  switch (op) {
+  case GpuOperand::f16:
+  case GpuOperand::bf16:
+    return 2;
+  case GpuOperand::tf32:
+  case GpuOperand::f32:
+    return 4;
+  case GpuOperand::f64:
+    return 8;
+  }
+  return 4;
+}
+
+/// Flops per SM clock for this operand's multiplies on `t` (peak rate).
+double flopsPerClock(GpuOperand op, const ::nova::TargetDesc &t) {
+  double smClock = double(std::max(1, t.multiprocessors)) * std::max(1, t.clock_mhz) * 1e6;
+  switch (op) {
+  case GpuOperand::f16:
+  case GpuOperand::bf16:
+    return double(t.peak_gflops_bf16) * 1e9 / smClock;
+  case GpuOperand::tf32:
+    return double(t.peak_gflops_tf32) * 1e9 / smClock;
+  case GpuOperand::f32:
+    return double(t.peak_gflops_f32) * 1e9 / smClock;
+  case GpuOperand::f64:
+    // Data-center parts run f64 at half the f32 rate, the others at 1/64.
+    return double(t.peak_gflops_f32) * 1e9 / smClock /
+           (t.compute_capability == 80 || t.compute_capability >= 90 ? 2 : 64);
+  }
+  return 1;
+}
+
+/// The widest copy (16, 8 or 4 bytes) that divides both the global row and
+/// the shared-memory row; the element size when none does.
+int64_t copyBytes(int64_t globalRowBytes, int64_t smemRowBytes, int64_t elementBytes) {
+  for (int64_t b : {16, 8, 4})
+    if (globalRowBytes % b == 0 && smemRowBytes % b == 0)
+      return b;
+  return elementBytes;
+}
+
+struct Scored {
+  GpuMatmulConfig config;
+  double seconds = 0;
+};
+
+std::string fmtSeconds(double s) {
+  if (s < 1e-3)
+    return llvm::formatv("{0:f2} us", s * 1e6).str();
+  return llvm::formatv("{0:f3} ms", s * 1e3).str();
+}
+
+} // namespace
+
+const char *mlir::nova::nameOf(GpuOperand operand) {
+  switch (operand) {
+  case GpuOperand::f16:
+    return "f16";
+  case GpuOperand::bf16:
+    return "bf16";
+  case GpuOperand::tf32:
+    return "tf32";
+  case GpuOperand::f32:
+    return "f32";
+  case GpuOperand::f64:
+    return "f64";
+  }
+  return "?";
+}
+
+const char *mlir::nova::nameOf(GpuMmaKind kind) {
+  switch (kind) {
+  case GpuMmaKind::mma_sync:
+    return "mma_sync_matmul";
+  case GpuMmaKind::wgmma:
+    return "wgmma_matmul";
+  case GpuMmaKind::simt:
+    return "simt_matmul";
+  }
+  return "?";
+}
+
+const char *mlir::nova::nameOf(FragmentLoad load) {
+  switch (load) {
+  case FragmentLoad::ldmatrix:
+    return "ldmatrix";
+  case FragmentLoad::ldmatrix_trans:
+    return "ldmatrix.trans";
+  case FragmentLoad::scalar:
+    return "scalar";
+  case FragmentLoad::descriptor:
+    return "descriptor";
+  }
+  return "?";
+}
+
+int64_t mlir::nova::swizzleBytesForRow(int64_t rowBytes) {
+  for (int64_t s : {128, 64, 32})
+    if (rowBytes % s == 0)
+      return s;
+  return 0;
+}
+
+int64_t mlir::nova::gpuMatmulSmemBytes(const GpuMatmulConfig &c, GpuOperand operand) {
+  int64_t stage = (c.blockM + c.blockN) * c.blockK * bytesOf(operand);
+  // wgmma/TMA: one 8-byte mbarrier per stage, aligned tiles (1024 bytes).
+  int64_t extra = c.kind == GpuMmaKind::wgmma ? 1024 + 8 * c.stages : 0;
+  return c.stages * stage + extra;
+}
+
+bool GpuMatmulConfig::fits(const ::nova::TargetDesc &t, std::string *whyNot) const {
+  auto no = [&](std::string s) {
+    if (whyNot)
+      *whyNot = std::move(s);
+    return false;
+  };
+  if (threads < 1 || threads > t.max_threads_per_block)
+    return no(llvm::formatv("{0} threads (a block may have {1})", threads, t.max_threads_per_block).str());
+  if (registersPerThread > t.registers_per_thread)
+    return no(llvm::formatv("{0} registers a thread (at most {1})", registersPerThread,
+                            t.registers_per_thread).str());
+  if (roundUp(registersPerThread, 8) * threads > t.registers_per_block)
+    return no(llvm::formatv("{0} registers a block (at most {1})", roundUp(registersPerThread, 8) * threads,
+                            t.registers_per_block).str());
+  if (smemBytes > t.smem_per_block_optin)
+    return no(llvm::formatv("{0} bytes of shared memory (at most {1} a block)", smemBytes,
+                            t.smem_per_block_optin).str());
+  if (blocksPerSM < 1 || blocksPerSM > t.max_blocks_per_sm)
+    return no(llvm::formatv("{0} blocks an SM", blocksPerSM).str());
+  if (blockM % std::max<int64_t>(1, warpsM * warpM) != 0 && kind != GpuMmaKind::simt)
+    return no("the warps do not tile the block");
+  return true;
+}
+
+std::string GpuMatmulConfig::describe() const {
+  return llvm::formatv("{0} {1}: block {2}x{3}x{4}, {5}x{6} {7} of {8}x{9}, {10} stages, split-K {11}, "
+                       "{12} threads, smem {13} B, ~{14} regs, {15} blocks/SM, {16} tiles in {17} waves "
+                       "({18:f0}% full), A {19} (swizzle {20} B), B {21} (swizzle {22} B)",
+                       nameOf(kind), instruction, blockM, blockN, blockK, warpsM, warpsN,
+                       kind == GpuMmaKind::wgmma ? "warpgroups" : kind == GpuMmaKind::simt ? "thread tiles"
+                                                                                          : "warps",
+                       warpM, warpN, stages, splitK, threads, smemBytes, registersPerThread, blocksPerSM,
+                       tiles, waves, waveEfficiency * 100, nameOf(loadA), swizzleA, nameOf(loadB), swizzleB)
+      .str();
+}
+
+GpuMatmulConfig mlir::nova::configureGpuMatmul(const GpuMatmulProblem &p, const ::nova::TargetDesc &t) {
+  const int64_t es = bytesOf(p.operand);
+  const bool sixteen = p.operand == GpuOperand::f16 || p.operand == GpuOperand::bf16;
+  const bool tensor = sixteen || p.operand == GpuOperand::tf32;
+  const std::string opName = nameOf(p.operand);
+  // wgmma reads tf32 only K-major (imm-trans exists for 16-bit types only).
+  const bool kMajor = !p.lhsTransposed && p.rhsTransposed;
+  const bool wgmma = tensor && p.allowWgmma && t.has(std::string("wgmma.") + opName) &&
+                     (sixteen || kMajor);
+  const GpuMmaKind kind = !tensor ? GpuMmaKind::simt : wgmma ? GpuMmaKind::wgmma : GpuMmaKind::mma_sync;
+  double rate = flopsPerClock(p.operand, t);
+  if (kind == GpuMmaKind::mma_sync && t.compute_capability >= 90)
+    rate *= kMmaSyncOnHopper;
+  const double clock = std::max(1, t.clock_mhz) * 1e6;
+  const double dram = std::max<int64_t>(1, t.dram_gb_per_s) * 1e9;
+  const int64_t sms = std::max(1, t.multiprocessors);
+
+  // K slab: 128-byte K-contiguous rows when K has two of them, else 64, else
+  // the instruction's K.
+  const int64_t mmaK = kind == GpuMmaKind::simt ? 1 : sixteen ? 16 : 8;
+  int64_t blockK = 128 / es;
+  while (blockK > mmaK && p.k < 2 * blockK)
+    blockK /= 2;
+  if (kind == GpuMmaKind::simt)
+    blockK = p.operand == GpuOperand::f64 ? 8 : 16;
+
+  // Fragment loads by layout and width.
+  FragmentLoad loadA, loadB;
+  if (kind == GpuMmaKind::wgmma) {
+    loadA = loadB = FragmentLoad::descriptor;
+  } else if (kind == GpuMmaKind::simt) {
+    loadA = loadB = FragmentLoad::scalar;
+  } else {
+    loadA = !p.lhsTransposed ? FragmentLoad::ldmatrix : sixteen ? FragmentLoad::ldmatrix_trans : FragmentLoad::scalar;
+    loadB = p.rhsTransposed ? FragmentLoad::ldmatrix : sixteen ? FragmentLoad::ldmatrix_trans : FragmentLoad::scalar;
+  }
+
+  // Candidate shapes: (blockM, blockN, warpM, warpN) and split-K.
+  struct Shape {
+    int64_t bm, bn, wm, wn;
+  };
+  std::vector<Shape> shapes;
+  const int64_t mCap = std::max<int64_t>(64, roundUp(p.m, 64)), nCap = std::max<int64_t>(64, roundUp(p.n, 64));
+  if (kind == GpuMmaKind::wgmma) {
+    for (int64_t wgM : {1, 2})
+      for (int64_t bn : {64, 128, 256})
+        if (64 * wgM <= mCap * 2 && bn <= nCap * 2)
+          shapes.push_back({64 * wgM, bn, 64, bn});
+  } else if (kind == GpuMmaKind::mma_sync) {
+    for (int64_t bm : {32, 64, 128, 256})
+      for (int64_t bn : {32, 64, 128, 256})
+        for (int64_t wm : {16, 32, 64})
+          for (int64_t wn : {16, 32, 64}) {
+            int64_t warps = (bm / std::min(bm, wm)) * (bn / std::min(bn, wn));
+            if (wm > bm || wn > bn || warps < 1 || warps > 8 || bm > mCap || bn > nCap)
+              continue;
+            shapes.push_back({bm, bn, wm, wn});
+          }
+  } else {
+    for (int64_t bm : {32, 64, 128})
+      for (int64_t bn : {32, 64, 128})
+        for (int64_t tm : {4, 8})
+          for (int64_t tn : {4, 8}) {
+            int64_t threads = (bm / tm) * (bn / tn);
+            if (threads < 64 || threads > 256 || bm > mCap || bn > nCap)
+              continue;
+            shapes.push_back({bm, bn, tm, tn});
+          }
+  }
+  std::vector<int64_t> splits = {1};
+  if (p.allowSplitK)
+    for (int64_t s : {2, 4, 8, 16})
+      if (p.k / s >= 4 * blockK)
+        splits.push_back(s);
+
+  const double flops = 2.0 * double(p.batch) * p.m * p.n * p.k;
+  const double minBytes = double(p.batch) * (double(p.m) * p.k + double(p.k) * p.n) * es +
+                          double(p.batch) * p.m * p.n * (p.operand == GpuOperand::f64 ? 8 : 4);
+  const double peak = double(p.operand == GpuOperand::f64   ? flopsPerClock(p.operand, t) * sms * clock
+                             : p.operand == GpuOperand::f32 ? double(t.peak_gflops_f32) * 1e9
+                             : p.operand == GpuOperand::tf32 ? double(t.peak_gflops_tf32) * 1e9
+                                                             : double(t.peak_gflops_bf16) * 1e9);
+  const double roof = std::max(flops / std::max(1.0, peak), minBytes / dram);
+
+  std::vector<Scored> scored;
+  std::map<std::string, int> rejected;
+  for (const Shape &s : shapes)
+    for (int64_t split : splits) {
+      GpuMatmulConfig c;
+      c.kind = kind;
+      c.blockM = s.bm;
+      c.blockN = s.bn;
+      c.blockK = blockK;
+      c.warpM = s.wm;
+      c.warpN = s.wn;
+      c.splitK = split;
+      c.loadA = loadA;
+      c.loadB = loadB;
+      int64_t accumulators = 0, fragments = 0;
+      if (kind == GpuMmaKind::wgmma) {
+        c.warpsM = s.bm / 64;
+        c.warpsN = 1;
+        c.threads = 128 * c.warpsM;
+        c.mmaM = 64;
+        c.mmaN = s.bn;
+        c.mmaK = sixteen ? 16 : 8;
+        accumulators = s.bn / 2; // 64 x bn f32 over 128 threads
+        c.instruction = llvm::formatv("wgmma.m64n{0}k{1}.{2}", s.bn, c.mmaK, opName).str();
+      } else if (kind == GpuMmaKind::mma_sync) {
+        c.warpsM = s.bm / s.wm;
+        c.warpsN = s.bn / s.wn;
+        c.threads = 32 * c.warpsM * c.warpsN;
+        c.mmaM = 16;
+        c.mmaN = 8;
+        c.mmaK = mmaK;
+        accumulators = s.wm * s.wn / 32;
+        // A: 4 registers per 16-row fragment, B: 2 per 8-column one, both
+        // double-buffered across the k steps.
+        fragments = 2 * ((s.wm / 16) * 4 + (s.wn / 8) * 2);
+        c.instruction = llvm::formatv("mma.sync.m16n8k{0}.{1}", mmaK, opName).str();
+      } else {
+        c.warpsM = s.bm / s.wm;
+        c.warpsN = s.bn / s.wn;
+        c.threads = c.warpsM * c.warpsN;
+        accumulators = s.wm * s.wn * (p.operand == GpuOperand::f64 ? 2 : 1);
+        fragments = (s.wm + s.wn) * (p.operand == GpuOperand::f64 ? 2 : 1);
+        c.instruction = p.operand == GpuOperand::f64 ? "fma.f64" : "fma.f32";
+      }
+      c.registersPerThread = accumulators + fragments + kRegisterOverhead;
+      c.rowBytesA = (p.lhsTransposed ? s.bm : blockK) * es;
+      c.rowBytesB = (p.rhsTransposed ? blockK : s.bn) * es;
+      if (kind != GpuMmaKind::simt) {
+        c.swizzleA = swizzleBytesForRow(c.rowBytesA);
+        c.swizzleB = swizzleBytesForRow(c.rowBytesB);
+      }
+      c.copyBytesA = copyBytes((p.lhsTransposed ? p.m : p.k) * es, c.rowBytesA, es);
+      c.copyBytesB = copyBytes((p.rhsTransposed ? p.k : p.n) * es, c.rowBytesB, es);
+
+      const int64_t tilesMN = ceilDiv(p.m, s.bm) * ceilDiv(p.n, s.bn) * p.batch;
+      c.tiles = tilesMN * split;
+      const int64_t kPer = roundUp(ceilDiv(p.k, split), blockK);
+      const int64_t slabs = kPer / blockK;
+      // Resources with `stages`; blocks per SM follow.
+      auto blocksPerSM = [&](int64_t stages) {
+        c.stages = stages;
+        c.smemBytes = gpuMatmulSmemBytes(c, p.operand);
+        int64_t byRegs = t.registers_per_sm / std::max<int64_t>(1, roundUp(c.registersPerThread, 8) * c.threads);
+        int64_t bySmem = t.smem_per_sm / (c.smemBytes + 1024);
+        int64_t byThreads = t.max_threads_per_sm / c.threads;
+        return std::min({int64_t(t.max_blocks_per_sm), byRegs, bySmem, byThreads});
+      };
+      c.blocksPerSM = blocksPerSM(2);
+      std::string whyNot;
+      if (!c.fits(t, &whyNot)) {
+        ++rejected[whyNot.substr(whyNot.find(' ') + 1)];
+        continue;
+      }
+      // Cycles of one slab on the SM with `resident` blocks sharing it.
+      const double smemPerSlab =
+          kind == GpuMmaKind::wgmma  ? double(c.warpsM) * (64 + s.bn) * blockK * es
+          : kind == GpuMmaKind::simt ? double(c.threads) * (s.wm + s.wn) * blockK * es / 8 // broadcasts
+                                     : double(c.warpsM * c.warpsN) * (s.wm + s.wn) * blockK * es;
+      auto slabCycles = [&](int64_t resident) {
+        double mma = 2.0 * s.bm * s.bn * blockK / rate;
+        double smem = smemPerSlab / kSmemBytesPerClock;
+        return std::max(mma, smem) * double(resident);
+      };
+      int64_t resident = std::min(c.blocksPerSM, ceilDiv(c.tiles, sms));
+      int64_t stages = 1 + int64_t(std::ceil(kLoadLatencyCycles / slabCycles(resident)));
+      stages = std::clamp<int64_t>(stages, 2, std::min<int64_t>(8, std::max<int64_t>(2, slabs)));
+      while (stages > 2 && gpuMatmulSmemBytes((c.stages = stages, c), p.operand) > t.smem_per_block_optin)
+        --stages;
+      c.blocksPerSM = blocksPerSM(stages);
+      // Deeper pipelines that cost no occupancy are free insurance against
+      // a loaded memory system's longer latency: take them, up to
+      // kFreeStages.
+      while (stages < std::min<int64_t>(kFreeStages, std::max<int64_t>(2, slabs))) {
+        int64_t before = c.blocksPerSM;
+        if (gpuMatmulSmemBytes((c.stages = stages + 1, c), p.operand) > t.smem_per_block_optin ||
+            blocksPerSM(stages + 1) < before) {
+          c.blocksPerSM = blocksPerSM(stages);
+          break;
+        }
+        ++stages;
+        c.blocksPerSM = before;
+      }
+      c.blocksPerSM = blocksPerSM(stages);
+      if (!c.fits(t, &whyNot)) {
+        ++rejected[whyNot.substr(whyNot.find(' ') + 1)];
+        continue;
+      }
+      resident = std::min(c.blocksPerSM, ceilDiv(c.tiles, sms));
+      c.waves = ceilDiv(c.tiles, sms * c.blocksPerSM);
+      c.waveEfficiency = double(c.tiles) / double(c.waves * sms * c.blocksPerSM);
+      double tileSeconds = (double(slabs) * slabCycles(resident) + kLoadLatencyCycles) / clock;
+      double compute = double(c.waves) * tileSeconds;
+      double l2Bytes = double(c.tiles) * (s.bm + s.bn) * double(kPer) * es;
+      double memory = std::max(minBytes / dram, l2Bytes / (kL2OverDram * dram));
+      double seconds = std::max(compute, memory);
+      if (split > 1)
+        seconds += double(split) * p.batch * p.m * p.n * 4 * 2 / dram + kLaunchSeconds;
+      c.estimatedSeconds = seconds;
+      c.computeBound = compute >= memory;
+      scored.push_back({c, seconds});
+    }
+
+  auto better = [](const Scored &a, const Scored &b) {
+    double lo = std::min(a.seconds, b.seconds);
+    if (std::abs(a.seconds - b.seconds) > 0.01 * lo)
+      return a.seconds < b.seconds;
+    if (a.config.splitK != b.config.splitK)
+      return a.config.splitK < b.config.splitK;
+    int64_t areaA = a.config.blockM * a.config.blockN, areaB = b.config.blockM * b.config.blockN;
+    if (areaA != areaB)
+      return areaA > areaB;
+    if (a.config.stages != b.config.stages)
+      return a.config.stages < b.config.stages;
+    if (a.config.warpM * a.config.warpN != b.config.warpM * b.config.warpN)
+      return a.config.warpM * a.config.warpN > b.config.warpM * b.config.warpN;
+    return a.config.blockM > b.config.blockM;
+  };
+  std::stable_sort(scored.begin(), scored.end(), better);
+
+  GpuMatmulConfig chosen;
+  if (!scored.empty())
+    chosen = scored.front().config;
+  chosen.roofSeconds = roof;
+  auto &why = chosen.why;
+  why.push_back(llvm::formatv("inputs: {0} x {1} x {2} (batch {3}), {4} operands, {5}{6}, on {7} ({8} SMs at {9} "
+                              "MHz, {10} KiB shared a block, {11:f0} flop/clock/SM)",
+                              p.m, p.n, p.k, p.batch, opName, p.lhsTransposed ? "T" : "N",
+                              p.rhsTransposed ? "T" : "N", t.cpu, sms, t.clock_mhz, t.smem_per_block_optin / 1024,
+                              flopsPerClock(p.operand, t))
+                    .str());
+  why.push_back(llvm::formatv("roof: {0:f3} GFLOP at {1:f1} TFLOP/s, {2:f2} MB at {3} GB/s: {4} ({5} bound, "
+                              "{6:f1} flop/B against a balance of {7:f1})",
+                              flops / 1e9, peak / 1e12, minBytes / 1e6, t.dram_gb_per_s, fmtSeconds(roof),
+                              flops / std::max(1.0, peak) >= minBytes / dram ? "compute" : "memory",
+                              flops / minBytes, peak / dram)
+                    .str());
+  why.push_back(std::string("instruction: ") + chosen.instruction +
+                (kind == GpuMmaKind::wgmma      ? " (the target has wgmma)"
+                 : kind == GpuMmaKind::simt     ? " (no tensor-core instruction takes these operands)"
+                 : t.has("wgmma.bf16") && tensor ? " (wgmma is not available here for this type or layout; "
+                                                  "mma.sync reaches about 2/3 of the tensor rate on Hopper)"
+                                                : ""));
+  if (!scored.empty()) {
+    why.push_back(llvm::formatv("chosen (model {0}, {1:f0}% of the roof's speed, {2} bound): {3}",
+                                fmtSeconds(chosen.estimatedSeconds), 100 * roof / chosen.estimatedSeconds,
+                                chosen.computeBound ? "compute" : "memory", chosen.describe())
+                      .str());
+    why.push_back(llvm::formatv("depth: {0} stages: the slabs in flight cover a {1:f0}-cycle load latency, "
+                                "and deeper ones are taken up to {2} while they cost no block per SM",
+                                chosen.stages, kLoadLatencyCycles, kFreeStages)
+                      .str());
+    for (size_t i = 1; i < std::min<size_t>(scored.size(), 3); ++i)
+      why.push_back(llvm::formatv("runner-up (model {0}): {1}", fmtSeconds(scored[i].seconds),
+                                  scored[i].config.describe())
+                        .str());
+  } else {
+    why.push_back("no candidate fits the device");
+  }
+  for (auto &[reason, count] : rejected)
+    why.push_back(llvm::formatv("{0} candidates out: {1}", count, reason).str());
+  return chosen;
+}
+
+LoweringConfigAttr mlir::nova::toLoweringConfig(const GpuMatmulConfig &c, bool batched, MLIRContext *context) {
+  SmallVector<int64_t> tile;
+  if (batched)
+    tile.push_back(1);
+  tile.push_back(c.blockM);
+  tile.push_back(c.blockN);
+  return LoweringConfigAttr::get(context, nameOf(c.kind), std::max<int64_t>(1, c.tiles), tile,
+                                 {c.blockK, c.stages, c.splitK}, {c.warpM, c.warpN});
+}

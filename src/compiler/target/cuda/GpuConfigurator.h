@@ -1,0 +1,110 @@
+//===- GpuConfigurator.h - lowering decisions for GPU matmuls ----*- C++ -*-===//
+//
+// A pure function from (matmul shape, operand type, layout, GPU) to the
+// kernel's configuration: block tile, warp layout, K tile, pipeline depth,
+// tensor-core instruction, shared-memory swizzle, split-K. No timing, no
+// search over measurements: the candidates are scored by an analytic model
+// of the device (GpuConfigurator.cpp says how), so the same input always
+// gives the same decision, and `why` says what decided it (NOVA_EXPLAIN).
+// It needs no MLIR; toLoweringConfig writes the decision on a kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NOVA_COMPILER_TARGET_CUDA_GPUCONFIGURATOR_H
+#define NOVA_COMPILER_TARGET_CUDA_GPUCONFIGURATOR_H
+
+#include "nova/target.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class MLIRContext;
+} // namespace mlir
+
+namespace mlir::nova {
+
+class LoweringConfigAttr;
+
+/// What the multiplies consume (accumulation is f32, f64 for f64).
+enum class GpuOperand { f16, bf16, tf32, f32, f64 };
+
+/// How the block's multiplies run: warp MMAs (mma.sync), warpgroup MMAs
+/// (wgmma, sm_90a), or FMAs on the CUDA cores (f32 without tf32, f64).
+enum class GpuMmaKind { mma_sync, wgmma, simt };
+
+/// How a warp reads an operand's fragment from shared memory.
+enum class FragmentLoad { ldmatrix, ldmatrix_trans, scalar, descriptor };
+
+struct GpuMatmulProblem {
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  GpuOperand operand = GpuOperand::bf16;
+  /// The lhs is stored K x M (M contiguous) instead of M x K.
+  bool lhsTransposed = false;
+  /// The rhs is stored N x K (K contiguous, "NT") instead of K x N.
+  bool rhsTransposed = false;
+  /// Which kernels the code generator can emit (the configurator never picks
+  /// one it cannot).
+  bool allowWgmma = true;
+  bool allowSplitK = true;
+};
+
+struct GpuMatmulConfig {
+  GpuMmaKind kind = GpuMmaKind::mma_sync;
+  /// The PTX instruction, e.g. "mma.sync.m16n8k16.bf16", "wgmma.m64n128k16.bf16", "fma.f32".
+  std::string instruction;
+  int64_t mmaM = 0, mmaN = 0, mmaK = 0;
+  /// Block tile (rows x columns of the result, K slab) and its warps.
+  int64_t blockM = 0, blockN = 0, blockK = 0;
+  int64_t warpsM = 0, warpsN = 0;
+  /// Each warp's (wgmma: each warpgroup's) share of the block tile; for simt,
+  /// each thread's.
+  int64_t warpM = 0, warpN = 0;
+  /// Slabs in flight (cp.async or TMA pipeline depth).
+  int64_t stages = 0;
+  int64_t splitK = 1;
+  /// Shared-memory rows and their XOR swizzle, in bytes (0: none), and how
+  /// warps read each operand.
+  int64_t rowBytesA = 0, rowBytesB = 0, swizzleA = 0, swizzleB = 0;
+  FragmentLoad loadA = FragmentLoad::ldmatrix, loadB = FragmentLoad::ldmatrix;
+  /// Bytes one thread copies global -> shared at a time (16, 8 or 4).
+  int64_t copyBytesA = 16, copyBytesB = 16;
+  // Resources and the model's view of the result.
+  int64_t threads = 0, smemBytes = 0, registersPerThread = 0, blocksPerSM = 0;
+  int64_t tiles = 0, waves = 0;
+  double waveEfficiency = 0;  ///< tiles / (waves x resident slots)
+  double estimatedSeconds = 0; ///< the model's time for the whole matmul
+  double roofSeconds = 0;      ///< max(flops / peak, minimal bytes / DRAM bandwidth)
+  bool computeBound = true;
+  /// Inputs, the bound and the reasons, one line each (NOVA_EXPLAIN).
+  std::vector<std::string> why;
+
+  /// Whether it fits the device: threads, registers, shared memory.
+  bool fits(const ::nova::TargetDesc &target, std::string *whyNot = nullptr) const;
+  std::string describe() const;
+};
+
+/// The decision for `problem` on the GPU `target` (target.is_gpu()).
+GpuMatmulConfig configureGpuMatmul(const GpuMatmulProblem &problem, const ::nova::TargetDesc &target);
+
+/// Shared-memory bytes the kernel of `config` allocates for `operand`.
+int64_t gpuMatmulSmemBytes(const GpuMatmulConfig &config, GpuOperand operand);
+
+/// The XOR swizzle span for shared-memory rows of `rowBytes` (the widest of
+/// 128, 64, 32 bytes that the row is a multiple of; 0 for shorter rows).
+int64_t swizzleBytesForRow(int64_t rowBytes);
+
+/// The decision as the kernel's #nova.lowering_config: kind mma_sync_matmul
+/// / wgmma_matmul / simt_matmul, tile = [batch..., blockM, blockN] (batch
+/// tile 1 when `batched`), cache_tile = [blockK, stages, splitK],
+/// register_tile = [warpM, warpN]; workgroups = tiles.
+LoweringConfigAttr toLoweringConfig(const GpuMatmulConfig &config, bool batched, MLIRContext *context);
+
+const char *nameOf(GpuOperand operand);
+const char *nameOf(GpuMmaKind kind);
+const char *nameOf(FragmentLoad load);
+
+} // namespace mlir::nova
+
+#endif // NOVA_COMPILER_TARGET_CUDA_GPUCONFIGURATOR_H
