@@ -7,6 +7,8 @@
 
 #include "compiler/Context.h"
 #include "compiler/Pipeline.h"
+#include "compiler/target/cuda/GpuPasses.h"
+#include "compiler/target/cuda/PtxEmitter.h"
 #include "compiler/transforms/Passes.h"
 
 #include "mlir/InitAllDialects.h"
@@ -18,10 +20,12 @@ int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::nova::registerNovaPasses();
   mlir::nova::registerNovaPipelines();
+  mlir::nova::registerNovaGpuPasses();
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   mlir::nova::registerNovaCompilerDialects(registry);
+  mlir::nova::registerGpuCodegenDialects(registry);
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Nova optimizer driver\n", registry));
 }

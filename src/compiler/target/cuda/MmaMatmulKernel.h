@@ -1,0 +1,44 @@
+//===- MmaMatmulKernel.h - the tensor-core matmul kernel, lane by lane -*- C++ -*-===//
+//
+// Builds the mma.sync matmul kernel a GpuMatmulConfig describes as a
+// gpu.func written at the level of lanes: every thread's cp.async copies,
+// the XOR swizzle of shared memory, each lane's ldmatrix address and each
+// mma.sync are explicit ops (nvgpu dialect), so the PTX follows the IR one to
+// one and an emulator of the IR sees exactly what the GPU runs
+// (notes/ptx-semantics.md gives the lane maps used; the template it follows,
+// checked lane by lane, is tests/lit/cuda/templates/).
+//
+// The kernel: C[M, N] (f32, row-major) = A[M, K] x B[K, N], both row-major
+// ("NN"), f16 / bf16 / tf32 operands. One block per blockM x blockN tile,
+// grid (N / blockN, M / blockM); its warps (warpsM x warpsN) each own a
+// warpM x warpN tile of 16 x 8 accumulators. The K loop is a `stages`-deep
+// cp.async pipeline in dynamic shared memory: slab kt + stages - 1 is
+// copied while slab kt is multiplied.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NOVA_COMPILER_TARGET_CUDA_MMAMATMULKERNEL_H
+#define NOVA_COMPILER_TARGET_CUDA_MMAMATMULKERNEL_H
+
+#include "compiler/target/cuda/GpuConfigurator.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+#include <string>
+
+namespace mlir::nova {
+
+/// Adds the kernel `name` to `module`. Fails (with `error` naming the shapes
+/// and the config) for what it does not support yet: transposed operands,
+/// batches, shapes that are not multiples of the block tile, tiles the
+/// block's threads cannot copy in whole 16-byte chunks.
+FailureOr<gpu::GPUFuncOp> buildMmaSyncMatmulKernel(gpu::GPUModuleOp module, StringRef name,
+                                                    const GpuMatmulProblem &problem,
+                                                    const GpuMatmulConfig &config, std::string &error);
+
+/// The dynamic shared memory the kernel needs at launch, in bytes.
+int64_t mmaSyncMatmulSharedBytes(const GpuMatmulProblem &problem, const GpuMatmulConfig &config);
+
+} // namespace mlir::nova
+
+#endif // NOVA_COMPILER_TARGET_CUDA_MMAMATMULKERNEL_H

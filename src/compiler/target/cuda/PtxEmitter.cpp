@@ -1,0 +1,74 @@
+//===- PtxEmitter.cpp - gpu.module -> PTX --------------------------------===//
+
+#include "compiler/target/cuda/PtxEmitter.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Pipelines/Passes.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+void mlir::nova::registerGpuCodegenDialects(DialectRegistry &registry) {
+  registry.insert<gpu::GPUDialect, nvgpu::NVGPUDialect, NVVM::NVVMDialect>();
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerGPUDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
+}
+
+std::string mlir::nova::ptxFeatures(const ::nova::TargetDesc &target) {
+  return "+ptx" + std::to_string(target.ptx_version > 0 ? target.ptx_version : 76);
+}
+
+FailureOr<std::string> mlir::nova::emitPtx(ModuleOp module, const ::nova::TargetDesc &target,
+                                           std::string &error) {
+  if (!target.is_gpu() || target.compute_capability < 80) {
+    // LLVM aborts the process on cp.async below sm_80 ("Cannot select").
+    error = "PTX is emitted for CUDA targets of compute capability 8.0 or later, not " + target.name;
+    return failure();
+  }
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &d) {
+    // The serializer reports a missing CUDA toolkit as an error even for
+    // `isa`, which needs none; only failures count (the pass result).
+    llvm::raw_string_ostream os(diagnostics);
+    os << d << "\n";
+    return success();
+  });
+  PassManager pm(module.getContext());
+  gpu::GPUToNVVMPipelineOptions options;
+  options.cubinChip = target.cpu;
+  options.cubinFeatures = ptxFeatures(target);
+  options.cubinFormat = "isa";
+  options.optLevel = 3;
+  options.kernelUseBarePtrCallConv = true;
+  gpu::buildLowerToNVVMPassPipeline(pm, options);
+  if (failed(pm.run(module))) {
+    error = "lowering to PTX for " + target.cpu + " failed:\n" + diagnostics;
+    return failure();
+  }
+  std::string ptx;
+  module.walk([&](gpu::BinaryOp binary) {
+    for (Attribute a : binary.getObjects())
+      if (auto object = dyn_cast<gpu::ObjectAttr>(a)) {
+        StringRef text = object.getObject().getValue();
+        // The serializer's string ends with a NUL, which ptxas refuses.
+        ptx += text.rtrim(StringRef("\0", 1)).str();
+      }
+  });
+  if (ptx.empty()) {
+    error = "lowering to PTX for " + target.cpu + " produced no PTX:\n" + diagnostics;
+    return failure();
+  }
+  return ptx;
+}

@@ -1,0 +1,99 @@
+//===- TestMmaMatmul.cpp - nova-opt entry to the GPU matmul generator ----===//
+//
+// --nova-test-mma-matmul="m=256 n=256 k=256 type=bf16 target=sm_80" adds a
+// gpu.module @nova_kernels with the mma.sync matmul kernel @matmul to the
+// module: the configurator's decision for that target, or the block given
+// (block-m, block-n, block-k, warps-m, warps-n, stages; all or none). Lit
+// tests check its IR and, through gpu-lower-to-nvvm-pipeline, its PTX.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/target/cuda/GpuPasses.h"
+#include "compiler/target/cuda/MmaMatmulKernel.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+#include "nova/target.hpp"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace mlir::nova;
+
+namespace {
+
+struct TestMmaMatmul : PassWrapper<TestMmaMatmul, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TestMmaMatmul)
+  TestMmaMatmul() = default;
+  TestMmaMatmul(const TestMmaMatmul &other) : PassWrapper(other) {}
+  StringRef getArgument() const final { return "nova-test-mma-matmul"; }
+  StringRef getDescription() const final { return "Add the mma.sync matmul kernel for the given shape"; }
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<gpu::GPUDialect, nvgpu::NVGPUDialect, vector::VectorDialect, LLVM::LLVMDialect,
+                    arith::ArithDialect, memref::MemRefDialect, scf::SCFDialect>();
+  }
+
+  Option<int64_t> m{*this, "m", llvm::cl::init(256)}, n{*this, "n", llvm::cl::init(256)},
+      k{*this, "k", llvm::cl::init(256)};
+  Option<std::string> type{*this, "type", llvm::cl::desc("f16, bf16 or tf32"), llvm::cl::init("f16")};
+  Option<std::string> target{*this, "target", llvm::cl::desc("a NOVA_TARGET GPU name"), llvm::cl::init("sm_80")};
+  Option<int64_t> blockM{*this, "block-m", llvm::cl::init(0)}, blockN{*this, "block-n", llvm::cl::init(0)},
+      blockK{*this, "block-k", llvm::cl::init(0)}, warpsM{*this, "warps-m", llvm::cl::init(0)},
+      warpsN{*this, "warps-n", llvm::cl::init(0)}, stages{*this, "stages", llvm::cl::init(0)};
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    GpuMatmulProblem p;
+    p.m = m;
+    p.n = n;
+    p.k = k;
+    p.operand = type == "bf16" ? GpuOperand::bf16 : type == "tf32" ? GpuOperand::tf32 : GpuOperand::f16;
+    p.allowWgmma = false;
+    p.allowSplitK = false;
+    // Built without exceptions: check the name before named_target (which throws).
+    auto known = ::nova::known_targets();
+    if (target == "cuda" || target == "host" || std::find(known.begin(), known.end(), target) == known.end()) {
+      module.emitError("nova-test-mma-matmul: '" + target + "' is not a built-in GPU target");
+      return signalPassFailure();
+    }
+    ::nova::TargetDesc desc = ::nova::named_target(target);
+    if (!desc.is_gpu()) {
+      module.emitError("nova-test-mma-matmul: '" + target + "' is not a GPU");
+      return signalPassFailure();
+    }
+    GpuMatmulConfig c = configureGpuMatmul(p, desc);
+    if (blockM) {
+      c.blockM = blockM;
+      c.blockN = blockN;
+      c.blockK = blockK;
+      c.warpsM = warpsM;
+      c.warpsN = warpsN;
+      c.warpM = blockM / std::max<int64_t>(1, warpsM);
+      c.warpN = blockN / std::max<int64_t>(1, warpsN);
+      c.stages = stages;
+      c.threads = 32 * warpsM * warpsN;
+      c.tiles = ((p.m + blockM - 1) / blockM) * ((p.n + blockN - 1) / blockN);
+    }
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(&getContext()));
+    OpBuilder b(module.getBodyRegion());
+    b.setInsertionPointToEnd(module.getBody());
+    auto kernels = b.create<gpu::GPUModuleOp>(module.getLoc(), "nova_kernels");
+    std::string error;
+    if (failed(buildMmaSyncMatmulKernel(kernels, "matmul", p, c, error))) {
+      module.emitError(error);
+      return signalPassFailure();
+    }
+  }
+};
+
+} // namespace
+
+void mlir::nova::registerNovaGpuPasses() { PassRegistration<TestMmaMatmul>(); }

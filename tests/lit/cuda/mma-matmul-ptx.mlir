@@ -1,0 +1,42 @@
+// PTX of the mma.sync matmul kernel for each operand type, from MLIR's
+// gpu-lower-to-nvvm-pipeline (what target/cuda/PtxEmitter.cpp runs), and
+// ptxas accepting it for sm_80, sm_86 and sm_90a.
+// REQUIRES: ptxas
+// RUN: nova-opt %s --nova-test-mma-matmul="m=256 n=256 k=256 type=f16 block-m=128 block-n=128 block-k=32 warps-m=2 warps-n=2 stages=3" --gpu-lower-to-nvvm-pipeline="cubin-chip=sm_80 cubin-features=+ptx76 cubin-format=isa opt-level=3 kernel-bare-ptr-calling-convention=true" 2>/dev/null | %extract-ptx > %t.f16.ptx
+// RUN: FileCheck %s --check-prefix=F16 < %t.f16.ptx
+// RUN: %ptxas -arch=sm_80 %t.f16.ptx -o %t.f16.sm_80.cubin
+// RUN: %ptxas -arch=sm_86 %t.f16.ptx -o %t.f16.sm_86.cubin
+// RUN: %ptxas -arch=sm_90a %t.f16.ptx -o %t.f16.sm_90a.cubin
+// F16: .target sm_80
+// F16: .entry matmul(
+// F16-NEXT: .param .u64
+// F16-NEXT: .param .u64
+// F16-NEXT: .param .u64
+// F16: .shared .align 16 .b8 __dynamic_shmem__0
+// F16: xor.b64
+// F16: cp.async.cg.shared.global [{{.*}}], [{{.*}}], 16;
+// F16: cp.async.commit_group;
+// F16: cp.async.wait_group 2;
+// F16-NEXT: bar.sync{{[[:space:]]+}}0;
+// F16: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// F16: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+// F16: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+
+// RUN: nova-opt %s --nova-test-mma-matmul="m=256 n=256 k=256 type=bf16 block-m=128 block-n=128 block-k=32 warps-m=2 warps-n=2 stages=2" --gpu-lower-to-nvvm-pipeline="cubin-chip=sm_80 cubin-features=+ptx76 cubin-format=isa opt-level=3 kernel-bare-ptr-calling-convention=true" 2>/dev/null | %extract-ptx > %t.bf16.ptx
+// RUN: FileCheck %s --check-prefix=BF16 < %t.bf16.ptx
+// RUN: %ptxas -arch=sm_80 %t.bf16.ptx -o %t.bf16.sm_80.cubin
+// RUN: %ptxas -arch=sm_86 %t.bf16.ptx -o %t.bf16.sm_86.cubin
+// RUN: %ptxas -arch=sm_90a %t.bf16.ptx -o %t.bf16.sm_90a.cubin
+// BF16: cp.async.wait_group 1;
+// BF16: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+
+// RUN: nova-opt %s --nova-test-mma-matmul="m=256 n=256 k=256 type=tf32 block-m=128 block-n=128 block-k=16 warps-m=2 warps-n=2 stages=2" --gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90a cubin-features=+ptx80 cubin-format=isa opt-level=3 kernel-bare-ptr-calling-convention=true" 2>/dev/null | %extract-ptx > %t.tf32.ptx
+// RUN: FileCheck %s --check-prefix=TF32 < %t.tf32.ptx
+// RUN: %ptxas -arch=sm_90a %t.tf32.ptx -o %t.tf32.sm_90a.cubin
+// TF32: .target sm_90a
+// TF32: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// TF32: ld.shared.u32
+// TF32: mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
+
+module {
+}
