@@ -109,7 +109,8 @@ int64_t mlir::nova::mmaSyncMatmulSharedBytes(const GpuMatmulProblem &p, const Gp
 
 FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp module, StringRef name,
                                                                 const GpuMatmulProblem &p,
-                                                                const GpuMatmulConfig &cfg, std::string &error) {
+                                                                const GpuMatmulConfig &cfg, std::string &error,
+                                                                const MmaMatmulFaults &faults) {
   auto fail = [&](const std::string &why) -> FailureOr<gpu::GPUFuncOp> {
     error = llvm::formatv("the mma.sync matmul kernel {0} ({1} x {2} x {3}, {4}, {5}): {6}", name, p.m, p.n,
                           p.k, nameOf(p.operand), cfg.describe(), why)
@@ -273,8 +274,9 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
     // waiting until at most S-1 groups are pending means slab kt has landed
     // in this thread; the barrier then makes every thread's copies visible.
     Value group = b.create<nvgpu::DeviceAsyncCreateGroupOp>(tokenType, ValueRange{});
-    b.create<nvgpu::DeviceAsyncWaitOp>(group, b.getI32IntegerAttr(S - 1));
-    b.create<gpu::BarrierOp>();
+    b.create<nvgpu::DeviceAsyncWaitOp>(group, b.getI32IntegerAttr(faults.waitOneGroupShort ? S : S - 1));
+    if (!faults.noBarrierAfterWait)
+      b.create<gpu::BarrierOp>();
     SmallVector<Value> accs(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
     for (int64_t kk = 0; kk < BK / mmaK; ++kk) {
       SmallVector<Value> af, bfs;
@@ -287,8 +289,8 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
         Value kr = k.add(l16, kk * 16);
         for (int64_t pr = 0; pr < NT / 2; ++pr) {
           Value nChunk = k.add(k.add(k.mul(wn, WN / 8), 2 * pr), lhi);
-          Value v = b.create<nvgpu::LdMatrixOp>(bPairType, sB,
-                                                ValueRange{stage, kr, k.mul(k.swizzle(kr, nChunk, swB), epc)},
+          Value col = faults.unswizzledRhsReads ? k.mul(nChunk, epc) : k.mul(k.swizzle(kr, nChunk, swB), epc);
+          Value v = b.create<nvgpu::LdMatrixOp>(bPairType, sB, ValueRange{stage, kr, col},
                                                 /*transpose=*/true, /*numTiles=*/4);
           for (int64_t half : {0, 2})
             bfs.push_back(b.create<vector::ExtractStridedSliceOp>(v, ArrayRef<int64_t>{half, 0},
@@ -303,7 +305,7 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
           Value frag = bZero;
           for (int64_t i = 0; i < 2; ++i) {
             Value kRow = k.add(t, kk * 8 + 4 * i);
-            Value col = k.add(k.mul(k.swizzle(kRow, nChunk, swB), epc), nIn);
+            Value col = k.add(k.mul(faults.unswizzledRhsReads ? nChunk : k.swizzle(kRow, nChunk, swB), epc), nIn);
             Value s = b.create<memref::LoadOp>(sB, ValueRange{stage, kRow, col});
             frag = b.create<vector::InsertOp>(s, frag, ArrayRef<int64_t>{i, 0});
           }
@@ -315,7 +317,8 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
           accs[mi * NT + ni] = mma(af[mi], bfs[ni], accs[mi * NT + ni]);
     }
     // Everyone has read `stage` before the next iteration refills it.
-    b.create<gpu::BarrierOp>();
+    if (!faults.noBarrierAtLoopEnd)
+      b.create<gpu::BarrierOp>();
     b.create<scf::YieldOp>(accs);
   }
 

@@ -28,13 +28,26 @@
 
 namespace mlir::nova {
 
+/// Deliberate faults, for tests that the emulator catches what they break.
+struct MmaMatmulFaults {
+  /// No barrier between the cp.async wait and the reads of the slab.
+  bool noBarrierAfterWait = false;
+  /// No barrier between the reads of a slab and its refill.
+  bool noBarrierAtLoopEnd = false;
+  /// wait_group(stages) instead of stages - 1: the slab read is in flight.
+  bool waitOneGroupShort = false;
+  /// The rhs read without the swizzle it was written with.
+  bool unswizzledRhsReads = false;
+};
+
 /// Adds the kernel `name` to `module`. Fails (with `error` naming the shapes
 /// and the config) for what it does not support yet: transposed operands,
 /// batches, shapes that are not multiples of the block tile, tiles the
 /// block's threads cannot copy in whole 16-byte chunks.
 FailureOr<gpu::GPUFuncOp> buildMmaSyncMatmulKernel(gpu::GPUModuleOp module, StringRef name,
                                                     const GpuMatmulProblem &problem,
-                                                    const GpuMatmulConfig &config, std::string &error);
+                                                    const GpuMatmulConfig &config, std::string &error,
+                                                    const MmaMatmulFaults &faults = {});
 
 /// The dynamic shared memory the kernel needs at launch, in bytes.
 int64_t mmaSyncMatmulSharedBytes(const GpuMatmulProblem &problem, const GpuMatmulConfig &config);

@@ -1,0 +1,1070 @@
+//===- GpuEmulator.cpp - runs a GPU kernel's IR on the CPU, lane by lane -===//
+//
+// Values: every SSA value holds one row of `width` elements per thread
+// (scalars: width 1; vectors: their elements, row-major; the bf16 MMA
+// intrinsic's struct: 4), as doubles: integers (index, i32 bit patterns) and
+// f16/bf16/f32 values are all exact in a double. Memrefs are uniform
+// descriptors (global argument or shared memory, byte offset, shape).
+// Control flow is interpreted for all threads at once under an active mask:
+// scf.for needs uniform bounds, scf.if may diverge, a barrier may not.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/target/cuda/GpuEmulator.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <unordered_map>
+
+using namespace mlir;
+using namespace mlir::nova;
+
+uint16_t mlir::nova::toHalfBits(float value) {
+  _Float16 h = static_cast<_Float16>(value);
+  uint16_t bits;
+  std::memcpy(&bits, &h, 2);
+  return bits;
+}
+
+float mlir::nova::fromHalfBits(uint16_t bits) {
+  _Float16 h;
+  std::memcpy(&h, &bits, 2);
+  return static_cast<float>(h);
+}
+
+uint16_t mlir::nova::toBFloat16Bits(float value) {
+  uint32_t u;
+  std::memcpy(&u, &value, 4);
+  if (std::isnan(value))
+    return uint16_t((u >> 16) | 0x40);
+  u += 0x7fff + ((u >> 16) & 1); // round to nearest even
+  return uint16_t(u >> 16);
+}
+
+float mlir::nova::fromBFloat16Bits(uint16_t bits) {
+  uint32_t u = uint32_t(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+namespace {
+
+/// Raised (as a C++ value, not an exception: MLIR code is built without
+/// them) by returning failure up the interpreter.
+struct Failure {};
+
+enum class Space { global, shared };
+
+struct MemrefDesc {
+  Space space = Space::global;
+  int arg = -1;            ///< global: the argument's buffer
+  int64_t byteOffset = 0;  ///< shared: into the block's shared memory
+  SmallVector<int64_t> shape;
+  Type element;
+  int64_t elementBytes = 0;
+};
+
+int64_t bytesOf(Type t) {
+  if (t.isIndex())
+    return 8;
+  return std::max<int64_t>(1, t.getIntOrFloatBitWidth() / 8);
+}
+
+/// One in-flight cp.async.
+struct AsyncCopy {
+  int64_t thread;
+  int arg;
+  int64_t srcByte, dstByte, bytes, srcBytes; ///< srcBytes < bytes: the rest is zero-filled
+  int64_t issueEpoch;
+};
+
+class Emulator {
+public:
+  Emulator(gpu::GPUFuncOp kernel, const EmulatorLaunch &launch, EmulatorReport &report)
+      : kernel(kernel), launch(launch), report(report) {
+    threads = launch.block[0] * launch.block[1] * launch.block[2];
+  }
+
+  bool run() {
+    if (kernel.getNumArguments() != launch.args.size())
+      return fail(kernel, llvm::formatv("the kernel takes {0} arguments, the launch gives {1}",
+                                        kernel.getNumArguments(), launch.args.size()));
+    for (auto [i, arg] : llvm::enumerate(kernel.getArguments())) {
+      auto type = dyn_cast<MemRefType>(arg.getType());
+      if (!type || !type.hasStaticShape() || !type.getLayout().isIdentity())
+        return fail(kernel, "only static, identity-layout memref arguments are supported");
+      int64_t bytes = type.getNumElements() * bytesOf(type.getElementType());
+      if (int64_t(launch.args[i]->size()) != bytes)
+        return fail(kernel, llvm::formatv("argument {0} holds {1} bytes, its type {2}", i,
+                                          launch.args[i]->size(), bytes));
+    }
+    for (int64_t z = 0; z < launch.grid[2]; ++z)
+      for (int64_t y = 0; y < launch.grid[1]; ++y)
+        for (int64_t x = 0; x < launch.grid[0]; ++x) {
+          blockId = {x, y, z};
+          if (!runBlock())
+            return false;
+          ++report.blocks;
+        }
+    return true;
+  }
+
+private:
+  gpu::GPUFuncOp kernel;
+  const EmulatorLaunch &launch;
+  EmulatorReport &report;
+  int64_t threads = 0;
+  std::array<int64_t, 3> blockId{};
+
+  // Per block.
+  struct Reg {
+    int64_t width = 1;
+    std::vector<double> v;
+  };
+  // Node-based maps: a Reg& or Reg* stays valid while others are added.
+  struct ValueKey {
+    Value v;
+    bool operator==(const ValueKey &o) const { return v == o.v; }
+  };
+  struct ValueHash {
+    size_t operator()(const ValueKey &k) const { return std::hash<const void *>()(k.v.getAsOpaquePointer()); }
+  };
+  std::unordered_map<ValueKey, Reg, ValueHash> regs;
+  std::unordered_map<ValueKey, MemrefDesc, ValueHash> memrefs;
+  std::vector<uint8_t> shared;
+  // Per byte of shared memory: race tracking and copies in flight.
+  std::vector<int32_t> writeThread, writeEpoch, readThread, readEpoch, pending;
+  std::vector<uint8_t> manyReaders;
+  int64_t epoch = 0;
+  std::vector<AsyncCopy> copies;
+  std::vector<std::vector<int64_t>> uncommitted; ///< per thread: copy ids
+  std::vector<std::deque<std::vector<int64_t>>> groups; ///< per thread: committed groups, oldest first
+  std::vector<char> active;
+
+  bool fail(Operation *op, const Twine &why, int64_t thread = -1) {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    os << "emulator: " << why.str();
+    if (op)
+      os << " (at '" << op->getName() << "' " << op->getLoc() << ")";
+    os << " in block (" << blockId[0] << ", " << blockId[1] << ", " << blockId[2] << ")";
+    if (thread >= 0)
+      os << ", thread " << thread;
+    report.ok = false;
+    report.error = s;
+    return false;
+  }
+
+  Reg &def(Value v, int64_t width) {
+    Reg &r = regs[ValueKey{v}];
+    if (r.v.empty()) {
+      r.width = width;
+      r.v.assign(size_t(threads * width), 0.0);
+    }
+    return r;
+  }
+  const Reg *get(Value v) {
+    auto it = regs.find(ValueKey{v});
+    return it == regs.end() ? nullptr : &it->second;
+  }
+
+  bool runBlock() {
+    regs.clear();
+    memrefs.clear();
+    shared.assign(size_t(launch.dynamicSharedBytes), 0xcd); // garbage until written
+    size_t n = shared.size();
+    writeThread.assign(n, -1);
+    writeEpoch.assign(n, -1);
+    readThread.assign(n, -1);
+    readEpoch.assign(n, -1);
+    pending.assign(n, -1);
+    manyReaders.assign(n, 0);
+    epoch = 0;
+    copies.clear();
+    uncommitted.assign(size_t(threads), {});
+    groups.assign(size_t(threads), {});
+    active.assign(size_t(threads), 1);
+    for (auto [i, arg] : llvm::enumerate(kernel.getArguments())) {
+      auto type = cast<MemRefType>(arg.getType());
+      MemrefDesc d;
+      d.space = Space::global;
+      d.arg = int(i);
+      d.shape.assign(type.getShape().begin(), type.getShape().end());
+      d.element = type.getElementType();
+      d.elementBytes = bytesOf(d.element);
+      memrefs[ValueKey{arg}] = d;
+    }
+    bool returned = false;
+    return runBlockOps(kernel.getBody().front(), {}, returned);
+  }
+
+  // --- memory --------------------------------------------------------------
+
+  /// Byte address of `indices` in `d` for thread t (row-major).
+  bool address(Operation *op, const MemrefDesc &d, ValueRange indices, int64_t t, int64_t &byte,
+               int64_t trailing = 1) {
+    if (indices.size() != d.shape.size())
+      return fail(op, "index count does not match the memref's rank");
+    int64_t linear = 0;
+    for (auto [i, idx] : llvm::enumerate(indices)) {
+      const Reg *r = get(idx);
+      if (!r)
+        return fail(op, "an index has no value");
+      int64_t x = int64_t(r->v[size_t(t)]);
+      int64_t extent = d.shape[i];
+      int64_t need = i + 1 == indices.size() ? trailing : 1;
+      if (x < 0 || x + need > extent)
+        return fail(op, llvm::formatv("index {0} out of bounds: {1} (extent {2})", i, x, extent), t);
+      linear = linear * extent + x;
+    }
+    byte = d.byteOffset + linear * d.elementBytes;
+    return true;
+  }
+
+  uint8_t *bytesAt(Operation *op, const MemrefDesc &d, int64_t byte, int64_t count, int64_t t) {
+    std::vector<uint8_t> &buf = d.space == Space::shared ? shared : *launch.args[size_t(d.arg)];
+    if (byte < 0 || byte + count > int64_t(buf.size())) {
+      fail(op, llvm::formatv("{0} access of {1} bytes at byte {2} is outside its {3} bytes",
+                             d.space == Space::shared ? "a shared" : "a global", count, byte, buf.size()),
+           t);
+      return nullptr;
+    }
+    return buf.data() + byte;
+  }
+
+  bool sharedRead(Operation *op, int64_t byte, int64_t count, int64_t t) {
+    for (int64_t b = byte; b < byte + count; ++b) {
+      if (pending[size_t(b)] >= 0) {
+        const AsyncCopy &c = copies[size_t(pending[size_t(b)])];
+        return fail(op, llvm::formatv("reads shared byte {0} while thread {1}'s cp.async into it has not been "
+                                      "waited for (a missing nvgpu.device_async_wait)",
+                                      b, c.thread),
+                    t);
+      }
+      if (writeEpoch[size_t(b)] == epoch && writeThread[size_t(b)] != t)
+        return fail(op, llvm::formatv("reads shared byte {0} that thread {1} wrote with no barrier between "
+                                      "(a missing gpu.barrier)",
+                                      b, writeThread[size_t(b)]),
+                    t);
+      if (readEpoch[size_t(b)] != epoch) {
+        readEpoch[size_t(b)] = int32_t(epoch);
+        readThread[size_t(b)] = int32_t(t);
+        manyReaders[size_t(b)] = 0;
+      } else if (readThread[size_t(b)] != t) {
+        manyReaders[size_t(b)] = 1;
+      }
+    }
+    return true;
+  }
+
+  /// A write by thread t to shared bytes, ordered after every access of
+  /// epochs before `since` (a plain store: since = epoch).
+  bool sharedWrite(Operation *op, int64_t byte, int64_t count, int64_t t, int64_t since) {
+    for (int64_t b = byte; b < byte + count; ++b) {
+      if (readEpoch[size_t(b)] >= since && (manyReaders[size_t(b)] || readThread[size_t(b)] != t))
+        return fail(op, llvm::formatv("writes shared byte {0} that thread {1} read with no barrier between "
+                                      "(a missing gpu.barrier before the buffer is refilled)",
+                                      b, readThread[size_t(b)] != t ? readThread[size_t(b)] : -1),
+                    t);
+      if (writeEpoch[size_t(b)] >= since && writeThread[size_t(b)] != t)
+        return fail(op, llvm::formatv("writes shared byte {0} that thread {1} also wrote with no barrier between",
+                                      b, writeThread[size_t(b)]),
+                    t);
+      writeEpoch[size_t(b)] = int32_t(epoch);
+      writeThread[size_t(b)] = int32_t(t);
+    }
+    return true;
+  }
+
+  double loadElement(Type t, const uint8_t *p) {
+    if (t.isF32()) {
+      float f;
+      std::memcpy(&f, p, 4);
+      return f;
+    }
+    if (t.isF16() || t.isBF16()) {
+      uint16_t bits;
+      std::memcpy(&bits, p, 2);
+      return t.isF16() ? fromHalfBits(bits) : fromBFloat16Bits(bits);
+    }
+    if (t.isF64()) {
+      double d;
+      std::memcpy(&d, p, 8);
+      return d;
+    }
+    if (t.isInteger(32)) {
+      int32_t i;
+      std::memcpy(&i, p, 4);
+      return i;
+    }
+    int64_t i;
+    std::memcpy(&i, p, 8);
+    return double(i);
+  }
+
+  void storeElement(Type t, uint8_t *p, double v) {
+    if (t.isF32()) {
+      float f = float(v);
+      std::memcpy(p, &f, 4);
+    } else if (t.isF16() || t.isBF16()) {
+      uint16_t bits = t.isF16() ? toHalfBits(float(v)) : toBFloat16Bits(float(v));
+      std::memcpy(p, &bits, 2);
+    } else if (t.isF64()) {
+      std::memcpy(p, &v, 8);
+    } else if (t.isInteger(32)) {
+      int32_t i = int32_t(int64_t(v));
+      std::memcpy(p, &i, 4);
+    } else {
+      int64_t i = int64_t(v);
+      std::memcpy(p, &i, 8);
+    }
+  }
+
+  /// The 16-bit pattern of a 16-bit float element value.
+  static uint32_t bits16(Type t, double v) {
+    return t.isF16() ? toHalfBits(float(v)) : toBFloat16Bits(float(v));
+  }
+  static double from16(Type t, uint32_t bits) {
+    return t.isF16() ? fromHalfBits(uint16_t(bits)) : fromBFloat16Bits(uint16_t(bits));
+  }
+  static uint32_t bits32(double v) {
+    float f = float(v);
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+  }
+  static double from32(uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+
+  // --- cp.async ------------------------------------------------------------
+
+  bool land(Operation *op, int64_t id) {
+    AsyncCopy &c = copies[size_t(id)];
+    std::vector<uint8_t> &src = *launch.args[size_t(c.arg)];
+    if (!sharedWrite(op, c.dstByte, c.bytes, c.thread, c.issueEpoch))
+      return false;
+    for (int64_t b = 0; b < c.bytes; ++b) {
+      shared[size_t(c.dstByte + b)] = b < c.srcBytes ? src[size_t(c.srcByte + b)] : 0;
+      pending[size_t(c.dstByte + b)] = -1;
+    }
+    return true;
+  }
+
+  // --- the interpreter -----------------------------------------------------
+
+  bool isUniform(const Reg &r, double &value) {
+    bool seen = false;
+    for (int64_t t = 0; t < threads; ++t) {
+      if (!active[size_t(t)])
+        continue;
+      double v = r.v[size_t(t * r.width)];
+      if (seen && v != value)
+        return false;
+      value = v;
+      seen = true;
+    }
+    return true;
+  }
+
+  bool runBlockOps(Block &block, ArrayRef<const Reg *> blockArgs, bool &returned) {
+    for (auto [i, arg] : llvm::enumerate(block.getArguments()))
+      if (i < blockArgs.size()) {
+        Reg &r = def(arg, blockArgs[i]->width);
+        for (int64_t t = 0; t < threads; ++t)
+          if (active[size_t(t)])
+            for (int64_t e = 0; e < r.width; ++e)
+              r.v[size_t(t * r.width + e)] = blockArgs[i]->v[size_t(t * r.width + e)];
+      }
+    for (Operation &op : block) {
+      if (isa<gpu::ReturnOp>(op)) {
+        returned = true;
+        return true;
+      }
+      if (isa<scf::YieldOp>(op))
+        return true;
+      if (!step(&op))
+        return false;
+    }
+    return true;
+  }
+
+  template <typename F>
+  bool elementwise(Operation *op, F f) {
+    const Reg *a = get(op->getOperand(0));
+    const Reg *b = op->getNumOperands() > 1 ? get(op->getOperand(1)) : a;
+    if (!a || !b)
+      return fail(op, "an operand has no value");
+    Reg &r = def(op->getResult(0), a->width);
+    for (int64_t t = 0; t < threads; ++t)
+      if (active[size_t(t)])
+        for (int64_t e = 0; e < a->width; ++e) {
+          size_t i = size_t(t * a->width + e);
+          r.v[i] = f(a->v[i], b->v[i]);
+        }
+    return true;
+  }
+
+  static int64_t ival(double d) { return int64_t(d); }
+
+  bool step(Operation *op) {
+    // Constants.
+    if (auto c = dyn_cast<arith::ConstantOp>(op)) {
+      Attribute value = c.getValue();
+      if (auto i = dyn_cast<IntegerAttr>(value)) {
+        Reg &r = def(c, 1);
+        std::fill(r.v.begin(), r.v.end(), double(i.getValue().getSExtValue()));
+        return true;
+      }
+      if (auto f = dyn_cast<FloatAttr>(value)) {
+        Reg &r = def(c, 1);
+        std::fill(r.v.begin(), r.v.end(), f.getValueAsDouble());
+        return true;
+      }
+      if (auto dense = dyn_cast<DenseElementsAttr>(value)) {
+        int64_t n = dense.getNumElements();
+        Reg &r = def(c, n);
+        SmallVector<double> values;
+        if (dense.getElementType().isIntOrIndex())
+          for (APInt v : dense.getValues<APInt>())
+            values.push_back(double(v.getSExtValue()));
+        else
+          for (APFloat v : dense.getValues<APFloat>())
+            values.push_back(v.convertToDouble());
+        for (int64_t t = 0; t < threads; ++t)
+          for (int64_t e = 0; e < n; ++e)
+            r.v[size_t(t * n + e)] = values[size_t(e)];
+        return true;
+      }
+      return fail(op, "unsupported constant");
+    }
+    // Integer arithmetic (index and i32; values stay exact in a double).
+    if (isa<arith::AddIOp>(op))
+      return elementwise(op, [](double a, double b) { return double(ival(a) + ival(b)); });
+    if (isa<arith::SubIOp>(op))
+      return elementwise(op, [](double a, double b) { return double(ival(a) - ival(b)); });
+    if (isa<arith::MulIOp>(op))
+      return elementwise(op, [](double a, double b) { return double(ival(a) * ival(b)); });
+    if (isa<arith::DivUIOp, arith::DivSIOp>(op)) {
+      for (int64_t t = 0; t < threads; ++t)
+        if (const Reg *b = get(op->getOperand(1)); b && active[size_t(t)] && b->v[size_t(t)] == 0)
+          return fail(op, "division by zero", t);
+      return elementwise(op, [](double a, double b) { return double(ival(a) / ival(b)); });
+    }
+    if (isa<arith::RemUIOp, arith::RemSIOp>(op))
+      return elementwise(op, [](double a, double b) { return double(ival(a) % ival(b)); });
+    if (isa<arith::AndIOp>(op))
+      return elementwise(op, [](double a, double b) { return double(ival(a) & ival(b)); });
+    if (isa<arith::OrIOp>(op))
+      return elementwise(op, [](double a, double b) { return double(ival(a) | ival(b)); });
+    if (isa<arith::XOrIOp>(op))
+      return elementwise(op, [](double a, double b) { return double(ival(a) ^ ival(b)); });
+    if (isa<arith::ShLIOp>(op))
+      return elementwise(op, [](double a, double b) { return double(ival(a) << ival(b)); });
+    if (isa<arith::ShRUIOp, arith::ShRSIOp>(op))
+      return elementwise(op, [](double a, double b) { return double(ival(a) >> ival(b)); });
+    if (isa<arith::AddFOp>(op))
+      return elementwise(op, [](double a, double b) { return double(float(a) + float(b)); });
+    if (isa<arith::MulFOp>(op))
+      return elementwise(op, [](double a, double b) { return double(float(a) * float(b)); });
+    if (auto cmp = dyn_cast<arith::CmpIOp>(op)) {
+      auto pred = cmp.getPredicate();
+      return elementwise(op, [pred](double a, double b) {
+        int64_t x = ival(a), y = ival(b);
+        switch (pred) {
+        case arith::CmpIPredicate::eq:
+          return double(x == y);
+        case arith::CmpIPredicate::ne:
+          return double(x != y);
+        case arith::CmpIPredicate::ult:
+        case arith::CmpIPredicate::slt:
+          return double(x < y);
+        case arith::CmpIPredicate::ule:
+        case arith::CmpIPredicate::sle:
+          return double(x <= y);
+        case arith::CmpIPredicate::ugt:
+        case arith::CmpIPredicate::sgt:
+          return double(x > y);
+        case arith::CmpIPredicate::uge:
+        case arith::CmpIPredicate::sge:
+          return double(x >= y);
+        }
+        return 0.0;
+      });
+    }
+    if (isa<arith::IndexCastOp, arith::IndexCastUIOp>(op))
+      return elementwise(op, [](double a, double) { return a; });
+    // Thread and block ids.
+    if (auto id = dyn_cast<gpu::ThreadIdOp>(op)) {
+      Reg &r = def(id, 1);
+      int d = int(id.getDimension());
+      for (int64_t t = 0; t < threads; ++t) {
+        int64_t x = t % launch.block[0], y = (t / launch.block[0]) % launch.block[1],
+                z = t / (launch.block[0] * launch.block[1]);
+        r.v[size_t(t)] = double(d == 0 ? x : d == 1 ? y : z);
+      }
+      return true;
+    }
+    if (auto id = dyn_cast<gpu::BlockIdOp>(op)) {
+      Reg &r = def(id, 1);
+      std::fill(r.v.begin(), r.v.end(), double(blockId[size_t(id.getDimension())]));
+      return true;
+    }
+    if (auto dim = dyn_cast<gpu::BlockDimOp>(op)) {
+      Reg &r = def(dim, 1);
+      std::fill(r.v.begin(), r.v.end(), double(launch.block[size_t(dim.getDimension())]));
+      return true;
+    }
+    if (isa<gpu::BarrierOp>(op)) {
+      for (int64_t t = 0; t < threads; ++t)
+        if (!active[size_t(t)])
+          return fail(op, "a barrier that not every thread of the block reaches", t);
+      ++epoch;
+      ++report.barriers;
+      return true;
+    }
+    // Memrefs.
+    if (auto dyn = dyn_cast<gpu::DynamicSharedMemoryOp>(op)) {
+      MemrefDesc d;
+      d.space = Space::shared;
+      d.shape = {int64_t(shared.size())};
+      d.element = IntegerType::get(op->getContext(), 8);
+      d.elementBytes = 1;
+      memrefs[ValueKey{dyn}] = d;
+      return true;
+    }
+    if (auto view = dyn_cast<memref::ViewOp>(op)) {
+      auto it = memrefs.find(ValueKey{view.getSource()});
+      const Reg *shift = get(view.getByteShift());
+      auto type = view.getType();
+      if (it == memrefs.end() || !shift || !type.hasStaticShape())
+        return fail(op, "a view of an unknown buffer, or of a dynamic shape");
+      double s = 0;
+      if (!isUniform(*shift, s))
+        return fail(op, "a view whose offset differs between threads");
+      MemrefDesc d = it->second;
+      d.byteOffset += int64_t(s);
+      d.shape.assign(type.getShape().begin(), type.getShape().end());
+      d.element = type.getElementType();
+      d.elementBytes = bytesOf(d.element);
+      if (d.byteOffset + type.getNumElements() * d.elementBytes > int64_t(shared.size()) &&
+          d.space == Space::shared)
+        return fail(op, llvm::formatv("a view past the end of the {0} bytes of dynamic shared memory",
+                                      shared.size()));
+      memrefs[ValueKey{view}] = d;
+      return true;
+    }
+    if (auto load = dyn_cast<memref::LoadOp>(op))
+      return access(op, load.getMemRef(), load.getIndices(), load.getResult(), Value(), 1);
+    if (auto store = dyn_cast<memref::StoreOp>(op))
+      return access(op, store.getMemRef(), store.getIndices(), Value(), store.getValueToStore(), 1);
+    if (auto load = dyn_cast<vector::LoadOp>(op))
+      return access(op, load.getBase(), load.getIndices(), load.getResult(), Value(),
+                    load.getVectorType().getNumElements());
+    if (auto store = dyn_cast<vector::StoreOp>(op))
+      return access(op, store.getBase(), store.getIndices(), Value(), store.getValueToStore(),
+                    store.getVectorType().getNumElements());
+    // Vectors.
+    if (auto ex = dyn_cast<vector::ExtractOp>(op))
+      return extract(op, ex.getVector(), ex.getStaticPosition(), ex.getResult());
+    if (auto ins = dyn_cast<vector::InsertOp>(op))
+      return insert(op, ins.getSource(), ins.getDest(), ins.getStaticPosition(), ins.getResult());
+    if (auto slice = dyn_cast<vector::ExtractStridedSliceOp>(op))
+      return stridedSlice(slice);
+    if (auto cast = dyn_cast<vector::BitCastOp>(op))
+      return bitcast(cast);
+    // nvgpu.
+    if (auto copy = dyn_cast<nvgpu::DeviceAsyncCopyOp>(op))
+      return asyncCopy(copy);
+    if (auto group = dyn_cast<nvgpu::DeviceAsyncCreateGroupOp>(op)) {
+      def(group, 1);
+      for (int64_t t = 0; t < threads; ++t)
+        if (active[size_t(t)]) {
+          groups[size_t(t)].push_back(std::move(uncommitted[size_t(t)]));
+          uncommitted[size_t(t)].clear();
+        }
+      return true;
+    }
+    if (auto wait = dyn_cast<nvgpu::DeviceAsyncWaitOp>(op)) {
+      int64_t keep = wait.getNumGroups() ? int64_t(*wait.getNumGroups()) : 0;
+      for (int64_t t = 0; t < threads; ++t) {
+        if (!active[size_t(t)])
+          continue;
+        auto &q = groups[size_t(t)];
+        while (int64_t(q.size()) > keep) {
+          for (int64_t id : q.front())
+            if (!land(op, id))
+              return false;
+          q.pop_front();
+        }
+      }
+      return true;
+    }
+    if (auto ld = dyn_cast<nvgpu::LdMatrixOp>(op))
+      return ldmatrix(ld);
+    if (auto mma = dyn_cast<nvgpu::MmaSyncOp>(op))
+      return mmaSync(op, mma.getMatrixA(), mma.getMatrixB(), mma.getMatrixC(), mma.getRes(),
+                     mma.getTf32Enabled().value_or(false), /*bf16Registers=*/false);
+    if (auto call = dyn_cast<LLVM::CallIntrinsicOp>(op)) {
+      if (call.getIntrin() != "llvm.nvvm.mma.m16n8k16.row.col.bf16")
+        return fail(op, "unsupported intrinsic " + call.getIntrin().str());
+      return mmaSync(op, Value(), Value(), Value(), call.getResult(0), false, /*bf16Registers=*/true);
+    }
+    if (auto ev = dyn_cast<LLVM::ExtractValueOp>(op)) {
+      const Reg *s = get(ev.getContainer());
+      if (!s || ev.getPosition().size() != 1)
+        return fail(op, "unsupported extractvalue");
+      Reg &r = def(ev, 1);
+      int64_t p = ev.getPosition()[0];
+      for (int64_t t = 0; t < threads; ++t)
+        if (active[size_t(t)])
+          r.v[size_t(t)] = s->v[size_t(t * s->width + p)];
+      return true;
+    }
+    // Control flow.
+    if (auto loop = dyn_cast<scf::ForOp>(op))
+      return forLoop(loop);
+    if (auto ifOp = dyn_cast<scf::IfOp>(op))
+      return ifThen(ifOp);
+    return fail(op, "unsupported op");
+  }
+
+  bool access(Operation *op, Value memref, ValueRange indices, Value result, Value stored, int64_t n) {
+    auto it = memrefs.find(ValueKey{memref});
+    if (it == memrefs.end())
+      return fail(op, "a memref with no buffer");
+    const MemrefDesc &d = it->second;
+    const Reg *in = stored ? get(stored) : nullptr;
+    if (stored && !in)
+      return fail(op, "a stored value has none");
+    Reg *out = result ? &def(result, n) : nullptr;
+    for (int64_t t = 0; t < threads; ++t) {
+      if (!active[size_t(t)])
+        continue;
+      int64_t byte;
+      if (!address(op, d, indices, t, byte, n))
+        return false;
+      int64_t count = n * d.elementBytes;
+      if (d.space == Space::shared &&
+          !(out ? sharedRead(op, byte, count, t) : sharedWrite(op, byte, count, t, epoch)))
+        return false;
+      uint8_t *p = bytesAt(op, d, byte, count, t);
+      if (!p)
+        return false;
+      for (int64_t e = 0; e < n; ++e) {
+        if (out)
+          out->v[size_t(t * n + e)] = loadElement(d.element, p + e * d.elementBytes);
+        else
+          storeElement(d.element, p + e * d.elementBytes, in->v[size_t(t * in->width + e)]);
+      }
+    }
+    return true;
+  }
+
+  static int64_t linearize(ArrayRef<int64_t> shape, ArrayRef<int64_t> position, int64_t &rest) {
+    int64_t offset = 0;
+    for (size_t i = 0; i < position.size(); ++i)
+      offset = offset * shape[i] + position[i];
+    rest = 1;
+    for (size_t i = position.size(); i < shape.size(); ++i)
+      rest *= shape[i];
+    return offset * rest;
+  }
+
+  bool extract(Operation *op, Value source, ArrayRef<int64_t> position, Value result) {
+    const Reg *s = get(source);
+    if (!s || llvm::any_of(position, [](int64_t p) { return p < 0; }))
+      return fail(op, "an extract at a dynamic position, or of no value");
+    int64_t rest;
+    int64_t at = linearize(cast<VectorType>(source.getType()).getShape(), position, rest);
+    Reg &r = def(result, rest);
+    for (int64_t t = 0; t < threads; ++t)
+      if (active[size_t(t)])
+        for (int64_t e = 0; e < rest; ++e)
+          r.v[size_t(t * rest + e)] = s->v[size_t(t * s->width + at + e)];
+    return true;
+  }
+
+  bool insert(Operation *op, Value source, Value dest, ArrayRef<int64_t> position, Value result) {
+    const Reg *s = get(source), *d = get(dest);
+    if (!s || !d || llvm::any_of(position, [](int64_t p) { return p < 0; }))
+      return fail(op, "an insert at a dynamic position, or of no value");
+    int64_t rest;
+    int64_t at = linearize(cast<VectorType>(dest.getType()).getShape(), position, rest);
+    Reg copy = *d;
+    for (int64_t t = 0; t < threads; ++t)
+      if (active[size_t(t)])
+        for (int64_t e = 0; e < rest; ++e)
+          copy.v[size_t(t * copy.width + at + e)] = s->v[size_t(t * s->width + e)];
+    Reg &r = def(result, copy.width);
+    for (int64_t t = 0; t < threads; ++t)
+      if (active[size_t(t)])
+        for (int64_t e = 0; e < copy.width; ++e)
+          r.v[size_t(t * copy.width + e)] = copy.v[size_t(t * copy.width + e)];
+    return true;
+  }
+
+  bool stridedSlice(vector::ExtractStridedSliceOp op) {
+    auto type = op.getSourceVectorType();
+    const Reg *s = get(op.getVector());
+    if (!s || type.getRank() != 2)
+      return fail(op, "only 2-D strided slices are supported");
+    auto offsets = extractFromIntegerArrayAttr<int64_t>(op.getOffsets());
+    auto sizes = extractFromIntegerArrayAttr<int64_t>(op.getSizes());
+    auto strides = extractFromIntegerArrayAttr<int64_t>(op.getStrides());
+    if (llvm::any_of(strides, [](int64_t x) { return x != 1; }))
+      return fail(op, "only unit strides are supported");
+    while (offsets.size() < 2)
+      offsets.push_back(0);
+    while (sizes.size() < 2)
+      sizes.push_back(type.getShape()[sizes.size()]);
+    int64_t cols = type.getShape()[1], width = sizes[0] * sizes[1];
+    Reg &r = def(op, width);
+    for (int64_t t = 0; t < threads; ++t)
+      if (active[size_t(t)])
+        for (int64_t i = 0; i < sizes[0]; ++i)
+          for (int64_t j = 0; j < sizes[1]; ++j)
+            r.v[size_t(t * width + i * sizes[1] + j)] =
+                s->v[size_t(t * s->width + (offsets[0] + i) * cols + offsets[1] + j)];
+    return true;
+  }
+
+  bool bitcast(vector::BitCastOp op) {
+    Type from = op.getSourceVectorType().getElementType(), to = op.getResultVectorType().getElementType();
+    const Reg *s = get(op.getSource());
+    int64_t fromBits = from.getIntOrFloatBitWidth(), toBits = to.getIntOrFloatBitWidth();
+    if (!s || (fromBits != 16 && fromBits != 32) || (toBits != 16 && toBits != 32))
+      return fail(op, "only bitcasts between 16- and 32-bit elements are supported");
+    int64_t n = op.getResultVectorType().getNumElements();
+    Reg &r = def(op, n);
+    auto toBitsOf = [&](Type t, double v) -> uint64_t {
+      if (t.isF16() || t.isBF16())
+        return bits16(t, v);
+      if (t.isF32())
+        return bits32(v);
+      return uint64_t(int64_t(v)) & ((uint64_t(1) << t.getIntOrFloatBitWidth()) - 1);
+    };
+    auto fromBitsOf = [&](Type t, uint64_t b) -> double {
+      if (t.isF16() || t.isBF16())
+        return from16(t, uint32_t(b));
+      if (t.isF32())
+        return from32(uint32_t(b));
+      int bits = int(t.getIntOrFloatBitWidth());
+      int64_t v = int64_t(b);
+      if (bits < 64 && (v >> (bits - 1)) & 1)
+        v -= int64_t(1) << bits; // signed
+      return double(v);
+    };
+    for (int64_t t = 0; t < threads; ++t) {
+      if (!active[size_t(t)])
+        continue;
+      // Little-endian: element 0 in the low bits.
+      std::vector<uint16_t> halves;
+      for (int64_t e = 0; e < s->width; ++e) {
+        uint64_t b = toBitsOf(from, s->v[size_t(t * s->width + e)]);
+        halves.push_back(uint16_t(b));
+        if (fromBits == 32)
+          halves.push_back(uint16_t(b >> 16));
+      }
+      for (int64_t e = 0; e < n; ++e) {
+        uint64_t b = toBits == 16 ? halves[size_t(e)]
+                                  : uint64_t(halves[size_t(2 * e)]) | (uint64_t(halves[size_t(2 * e + 1)]) << 16);
+        r.v[size_t(t * n + e)] = fromBitsOf(to, b);
+      }
+    }
+    return true;
+  }
+
+  bool asyncCopy(nvgpu::DeviceAsyncCopyOp op) {
+    auto src = memrefs.find(ValueKey{op.getSrc()}), dst = memrefs.find(ValueKey{op.getDst()});
+    if (src == memrefs.end() || dst == memrefs.end() || src->second.space != Space::global ||
+        dst->second.space != Space::shared)
+      return fail(op, "cp.async copies from a global buffer to shared memory");
+    int64_t elements = op.getDstElements().getSExtValue();
+    int64_t bytes = elements * dst->second.elementBytes;
+    if (bytes != 4 && bytes != 8 && bytes != 16)
+      return fail(op, llvm::formatv("cp.async copies 4, 8 or 16 bytes, not {0}", bytes));
+    const Reg *srcElements = op.getSrcElements() ? get(op.getSrcElements()) : nullptr;
+    Reg &token = def(op.getAsyncToken(), 1);
+    for (int64_t t = 0; t < threads; ++t) {
+      if (!active[size_t(t)])
+        continue;
+      int64_t s, d;
+      if (!address(op, src->second, op.getSrcIndices(), t, s, elements) ||
+          !address(op, dst->second, op.getDstIndices(), t, d, elements))
+        return false;
+      if (s % bytes || d % bytes)
+        return fail(op, llvm::formatv("a {0}-byte cp.async at global byte {1}, shared byte {2}: both must be "
+                                      "{0}-byte aligned",
+                                      bytes, s, d),
+                    t);
+      if (!bytesAt(op, src->second, s, bytes, t) || !bytesAt(op, dst->second, d, bytes, t))
+        return false;
+      int64_t srcBytes = srcElements ? int64_t(srcElements->v[size_t(t)]) * dst->second.elementBytes : bytes;
+      int64_t id = int64_t(copies.size());
+      copies.push_back({t, src->second.arg, s, d, bytes, std::min(srcBytes, bytes), epoch});
+      for (int64_t b = d; b < d + bytes; ++b) {
+        if (pending[size_t(b)] >= 0)
+          return fail(op, llvm::formatv("two cp.async in flight write shared byte {0}", b), t);
+        pending[size_t(b)] = int32_t(id);
+      }
+      uncommitted[size_t(t)].push_back(id);
+      token.v[size_t(t)] = double(id);
+      ++report.asyncCopies;
+    }
+    return true;
+  }
+
+  /// Warps whose lanes are all active (the .sync.aligned instructions need them).
+  bool warpsAligned(Operation *op) {
+    if (threads % 32)
+      return fail(op, "a warp instruction in a block that is not whole warps");
+    for (int64_t t = 0; t < threads; ++t)
+      if (!active[size_t(t)])
+        return fail(op, "a .sync.aligned warp instruction with inactive lanes", t);
+    return true;
+  }
+
+  bool ldmatrix(nvgpu::LdMatrixOp op) {
+    if (!warpsAligned(op))
+      return false;
+    auto it = memrefs.find(ValueKey{op.getSrcMemref()});
+    if (it == memrefs.end() || it->second.space != Space::shared)
+      return fail(op, "ldmatrix reads shared memory");
+    const MemrefDesc &d = it->second;
+    const int64_t tiles = op.getNumTiles();
+    const bool trans = op.getTranspose();
+    auto resultType = op.getRes().getType();
+    const int64_t perReg = resultType.getShape()[1]; // 2 x 16-bit or 1 x 32-bit
+    Type et = resultType.getElementType();
+    Reg &r = def(op, tiles * perReg);
+    for (int64_t w = 0; w < threads / 32; ++w) {
+      // M[j][q][c]: the 16-bit element c of row q of matrix j, row q from lane 8j + q.
+      uint16_t m[4][8][8];
+      for (int64_t j = 0; j < tiles; ++j)
+        for (int64_t q = 0; q < 8; ++q) {
+          int64_t lane = 8 * j + q, t = w * 32 + lane, byte;
+          if (!address(op, d, op.getIndices(), t, byte, 16 / d.elementBytes))
+            return false;
+          if (byte % 16)
+            return fail(op, llvm::formatv("ldmatrix row address {0} is not 16-byte aligned", byte), t);
+          if (!sharedRead(op, byte, 16, t))
+            return false;
+          for (int64_t c = 0; c < 8; ++c)
+            std::memcpy(&m[j][q][c], shared.data() + byte + 2 * c, 2);
+        }
+      for (int64_t lane = 0; lane < 32; ++lane) {
+        int64_t t = w * 32 + lane;
+        for (int64_t j = 0; j < tiles; ++j) {
+          uint16_t lo, hi;
+          if (!trans) {
+            lo = m[j][lane / 4][2 * (lane % 4)];
+            hi = m[j][lane / 4][2 * (lane % 4) + 1];
+          } else {
+            lo = m[j][2 * (lane % 4)][lane / 4];
+            hi = m[j][2 * (lane % 4) + 1][lane / 4];
+          }
+          if (perReg == 2) {
+            r.v[size_t(t * tiles * 2 + j * 2)] = from16(et, lo);
+            r.v[size_t(t * tiles * 2 + j * 2 + 1)] = from16(et, hi);
+          } else {
+            r.v[size_t(t * tiles + j)] = from32(uint32_t(lo) | (uint32_t(hi) << 16));
+          }
+        }
+      }
+    }
+    ++report.ldmatrices;
+    return true;
+  }
+
+  static float tf32(float x) {
+    uint32_t u;
+    std::memcpy(&u, &x, 4);
+    u &= 0xffffe000u; // 10 mantissa bits kept, the low 13 dropped
+    std::memcpy(&x, &u, 4);
+    return x;
+  }
+
+  /// One warp MMA per warp: m16n8k16 (f16/bf16) or m16n8k8 (tf32), with the
+  /// lane maps of ptx-semantics.md §1/§2. bf16Registers: the intrinsic's
+  /// operands (4 + 2 i32 registers holding bf16 pairs, 4 f32).
+  bool mmaSync(Operation *op, Value aValue, Value bValue, Value cValue, Value result, bool tf32Enabled,
+               bool bf16Registers) {
+    if (!warpsAligned(op))
+      return false;
+    const Reg *A, *B, *C;
+    std::vector<Reg> unpacked;
+    Type et;
+    int64_t K;
+    if (bf16Registers) {
+      // Unpack the 6 i32 operands into a0..a7, b0..b3.
+      et = BFloat16Type::get(op->getContext());
+      K = 16;
+      unpacked.resize(3);
+      unpacked[0].width = 8;
+      unpacked[1].width = 4;
+      unpacked[2].width = 4;
+      for (auto &u : unpacked)
+        u.v.assign(size_t(threads * u.width), 0);
+      SmallVector<const Reg *> ops;
+      for (Value v : op->getOperands()) {
+        const Reg *r = get(v);
+        if (!r)
+          return fail(op, "an MMA operand has no value");
+        ops.push_back(r);
+      }
+      if (ops.size() != 10)
+        return fail(op, "the bf16 MMA intrinsic takes 10 operands");
+      for (int64_t t = 0; t < threads; ++t) {
+        for (int64_t i = 0; i < 6; ++i) {
+          uint32_t bits = uint32_t(int64_t(ops[size_t(i)]->v[size_t(t)]));
+          Reg &dst = i < 4 ? unpacked[0] : unpacked[1];
+          int64_t base = i < 4 ? 2 * i : 2 * (i - 4);
+          dst.v[size_t(t * dst.width + base)] = fromBFloat16Bits(uint16_t(bits));
+          dst.v[size_t(t * dst.width + base + 1)] = fromBFloat16Bits(uint16_t(bits >> 16));
+        }
+        for (int64_t i = 0; i < 4; ++i)
+          unpacked[2].v[size_t(t * 4 + i)] = ops[size_t(6 + i)]->v[size_t(t)];
+      }
+      A = &unpacked[0];
+      B = &unpacked[1];
+      C = &unpacked[2];
+    } else {
+      A = get(aValue);
+      B = get(bValue);
+      C = get(cValue);
+      if (!A || !B || !C)
+        return fail(op, "an MMA operand has no value");
+      et = cast<VectorType>(aValue.getType()).getElementType();
+      K = et.isF32() ? 8 : 16;
+      if (et.isF32() && !tf32Enabled)
+        return fail(op, "an f32 mma.sync without tf32Enabled (MLIR 19 cannot lower it)");
+    }
+    const bool sixteen = K == 16;
+    Reg &D = def(result, 4);
+    for (int64_t w = 0; w < threads / 32; ++w) {
+      float a[16][16] = {}, b[16][8] = {}, c[16][8] = {};
+      for (int64_t lane = 0; lane < 32; ++lane) {
+        int64_t t = w * 32 + lane, g = lane >> 2, tg = lane & 3;
+        if (sixteen) {
+          for (int64_t i = 0; i < 8; ++i)
+            a[g + 8 * ((i >> 1) & 1)][2 * tg + (i & 1) + 8 * (i >> 2)] = float(A->v[size_t(t * 8 + i)]);
+          for (int64_t i = 0; i < 4; ++i)
+            b[2 * tg + (i & 1) + 8 * (i >> 1)][g] = float(B->v[size_t(t * 4 + i)]);
+        } else {
+          for (int64_t i = 0; i < 4; ++i)
+            a[g + 8 * (i & 1)][tg + 4 * (i >> 1)] = tf32(float(A->v[size_t(t * 4 + i)]));
+          for (int64_t i = 0; i < 2; ++i)
+            b[tg + 4 * i][g] = tf32(float(B->v[size_t(t * 2 + i)]));
+        }
+        for (int64_t i = 0; i < 4; ++i)
+          c[g + 8 * (i >> 1)][2 * tg + (i & 1)] = float(C->v[size_t(t * 4 + i)]);
+      }
+      for (int64_t i = 0; i < 16; ++i)
+        for (int64_t j = 0; j < 8; ++j) {
+          float acc = c[i][j];
+          for (int64_t k = 0; k < K; ++k)
+            acc = std::fma(a[i][k], b[k][j], acc);
+          c[i][j] = acc;
+        }
+      for (int64_t lane = 0; lane < 32; ++lane) {
+        int64_t t = w * 32 + lane, g = lane >> 2, tg = lane & 3;
+        for (int64_t i = 0; i < 4; ++i)
+          D.v[size_t(t * 4 + i)] = c[g + 8 * (i >> 1)][2 * tg + (i & 1)];
+      }
+    }
+    (void)et;
+    ++report.mmas;
+    return true;
+  }
+
+  bool forLoop(scf::ForOp loop) {
+    const Reg *lb = get(loop.getLowerBound()), *ub = get(loop.getUpperBound()), *st = get(loop.getStep());
+    if (!lb || !ub || !st)
+      return fail(loop, "loop bounds have no value");
+    double l, u, s;
+    if (!isUniform(*lb, l) || !isUniform(*ub, u) || !isUniform(*st, s))
+      return fail(loop, "loop bounds that differ between threads");
+    SmallVector<Reg> carried;
+    for (Value init : loop.getInitArgs()) {
+      const Reg *r = get(init);
+      if (!r)
+        return fail(loop, "a loop-carried value has no initial value");
+      carried.push_back(*r);
+    }
+    Block &body = *loop.getBody();
+    for (int64_t i = int64_t(l); i < int64_t(u); i += int64_t(s)) {
+      Reg iv;
+      iv.width = 1;
+      iv.v.assign(size_t(threads), double(i));
+      SmallVector<const Reg *> args{&iv};
+      for (Reg &c : carried)
+        args.push_back(&c);
+      bool returned = false;
+      if (!runBlockOps(body, args, returned))
+        return false;
+      auto yield = cast<scf::YieldOp>(body.getTerminator());
+      for (auto [k, v] : llvm::enumerate(yield.getOperands())) {
+        const Reg *r = get(v);
+        if (!r)
+          return fail(loop, "a yielded value has none");
+        carried[k] = *r;
+      }
+    }
+    for (auto [k, result] : llvm::enumerate(loop.getResults())) {
+      Reg &r = def(result, carried[k].width);
+      for (int64_t t = 0; t < threads; ++t)
+        if (active[size_t(t)])
+          for (int64_t e = 0; e < r.width; ++e)
+            r.v[size_t(t * r.width + e)] = carried[k].v[size_t(t * r.width + e)];
+    }
+    return true;
+  }
+
+  bool ifThen(scf::IfOp op) {
+    if (op.getNumResults() != 0)
+      return fail(op, "scf.if with results is not supported");
+    const Reg *cond = get(op.getCondition());
+    if (!cond)
+      return fail(op, "the condition has no value");
+    std::vector<char> saved = active;
+    auto runUnder = [&](Region &region, bool when) {
+      if (region.empty())
+        return true;
+      bool any = false;
+      for (int64_t t = 0; t < threads; ++t) {
+        active[size_t(t)] = saved[size_t(t)] && ((cond->v[size_t(t)] != 0) == when);
+        any |= bool(active[size_t(t)]);
+      }
+      bool returned = false;
+      bool ok = !any || runBlockOps(region.front(), {}, returned);
+      active = saved;
+      return ok;
+    };
+    return runUnder(op.getThenRegion(), true) && runUnder(op.getElseRegion(), false);
+  }
+};
+
+} // namespace
+
+EmulatorReport mlir::nova::emulateKernel(gpu::GPUFuncOp kernel, const EmulatorLaunch &launch) {
+  EmulatorReport report;
+  Emulator emulator(kernel, launch, report);
+  emulator.run();
+  return report;
+}

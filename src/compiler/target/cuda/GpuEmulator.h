@@ -1,0 +1,66 @@
+//===- GpuEmulator.h - runs a GPU kernel's IR on the CPU, lane by lane -*- C++ -*-===//
+//
+// The check that what the CUDA target generates computes what it should,
+// without a GPU: it interprets a gpu.func as the generator emits it (the IR
+// that becomes PTX one op to one instruction) for every block of a grid,
+// each block's threads in lockstep, with the semantics of
+// notes/ptx-semantics.md:
+//   - nvgpu.ldmatrix and nvgpu.mma.sync (and the bf16 MMA intrinsic) gather
+//     and scatter their fragments with the PTX ISA's lane maps; MMAs
+//     accumulate in f32 in k order, tf32 inputs truncated to 10 mantissa bits;
+//   - cp.async data lands only at the nvgpu.device_async_wait that covers its
+//     group (commit_group semantics: a group holds all of the thread's copies
+//     not yet committed), so a missing wait reads stale bytes, and any read
+//     of bytes still in flight is reported;
+//   - shared memory is checked for races: accesses of different threads to
+//     the same byte, one of them a write, with no gpu.barrier between them
+//     (a cp.async write counts from its issue to its landing) are reported;
+//   - ldmatrix rows must be 16-byte aligned, 16-byte cp.async naturally
+//     aligned, global accesses in bounds, barriers reached by every thread.
+// The first violation stops the run with a message naming the op, its
+// location, the block and the thread.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NOVA_COMPILER_TARGET_CUDA_GPUEMULATOR_H
+#define NOVA_COMPILER_TARGET_CUDA_GPUEMULATOR_H
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mlir::nova {
+
+struct EmulatorLaunch {
+  std::array<int64_t, 3> grid{1, 1, 1};
+  std::array<int64_t, 3> block{1, 1, 1};
+  int64_t dynamicSharedBytes = 0;
+  /// One buffer per memref argument: its elements, row-major, in the
+  /// argument's element type (f16/bf16 as their 16-bit patterns).
+  std::vector<std::vector<uint8_t> *> args;
+};
+
+struct EmulatorReport {
+  bool ok = true;
+  /// The first violation or unsupported op.
+  std::string error;
+  int64_t blocks = 0;
+  /// Warp-level instructions executed (per warp), and barriers passed.
+  int64_t mmas = 0, ldmatrices = 0, asyncCopies = 0, barriers = 0;
+};
+
+EmulatorReport emulateKernel(gpu::GPUFuncOp kernel, const EmulatorLaunch &launch);
+
+/// Element conversions the tests share: a value rounded to f16 / bf16
+/// (round to nearest even) and its 16-bit pattern, and back.
+uint16_t toHalfBits(float value);
+uint16_t toBFloat16Bits(float value);
+float fromHalfBits(uint16_t bits);
+float fromBFloat16Bits(uint16_t bits);
+
+} // namespace mlir::nova
+
+#endif // NOVA_COMPILER_TARGET_CUDA_GPUEMULATOR_H

@@ -1,0 +1,305 @@
+// test_gpu_emulator.cpp - the GPU kernels the CUDA target generates, run
+// on the CPU by the lane-exact emulator (target/cuda/GpuEmulator.cpp):
+//   - ldmatrix against the PTX ISA's description of its fragments;
+//   - the mma.sync matmul kernel for f16, bf16 and tf32, several tiles and
+//     depths and the configurator's own decisions, against a float64
+//     product of the same (type-rounded) inputs, with bounds that fit the
+//     precision (relative to sum |a b|: 2 k 2^-24 for f32 accumulation,
+//     2^-8 more for tf32's truncated inputs);
+//   - the same kernel deliberately broken (no barrier after the wait, no
+//     barrier before a refill, a wait one group short, unswizzled reads):
+//     each one is caught.
+// Inputs come from a printed seed (NOVA_TEST_SEED overrides it).
+#include <doctest/doctest.h>
+
+#include "compiler/target/cuda/GpuConfigurator.h"
+#include "compiler/target/cuda/GpuEmulator.h"
+#include "compiler/target/cuda/MmaMatmulKernel.h"
+#include "compiler/target/cuda/PtxEmitter.h"
+#include "nova/target.hpp"
+#include "unit/test_seed.hpp"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+
+using namespace mlir;
+using namespace mlir::nova;
+
+namespace {
+
+MLIRContext &context() {
+  static MLIRContext *ctx = [] {
+    DialectRegistry registry;
+    registerGpuCodegenDialects(registry);
+    auto *c = new MLIRContext(registry);
+    c->loadAllAvailableDialects();
+    return c;
+  }();
+  return *ctx;
+}
+
+std::vector<uint8_t> halves(const std::vector<float> &values, bool bf16) {
+  std::vector<uint8_t> out(values.size() * 2);
+  for (size_t i = 0; i < values.size(); ++i) {
+    uint16_t b = bf16 ? toBFloat16Bits(values[i]) : toHalfBits(values[i]);
+    std::memcpy(out.data() + 2 * i, &b, 2);
+  }
+  return out;
+}
+
+struct MatmulRun {
+  EmulatorReport report;
+  double worst = 0;  ///< largest |got - want| / sum_k |a_ik b_kj|
+  double bound = 0;
+  std::string config;
+};
+
+/// Builds the kernel for `p` / `c`, runs it on random inputs and compares
+/// with float64.
+MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const MmaMatmulFaults &faults = {}) {
+  MatmulRun run;
+  run.config = c.describe();
+  MLIRContext &ctx = context();
+  OpBuilder b(&ctx);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
+  (*module)->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), b.getUnitAttr());
+  b.setInsertionPointToEnd(module->getBody());
+  auto kernels = b.create<gpu::GPUModuleOp>(b.getUnknownLoc(), "nova_kernels");
+  std::string error;
+  FailureOr<gpu::GPUFuncOp> kernel = buildMmaSyncMatmulKernel(kernels, "matmul", p, c, error, faults);
+  REQUIRE_MESSAGE(succeeded(kernel), error);
+  REQUIRE(succeeded(verify(*module)));
+
+  const uint64_t seed = nova_test::test_seed() ^ (uint64_t(p.m * 131 + p.n * 17 + p.k) << 20);
+  INFO("seed = ", seed);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  const bool sixteen = p.operand != GpuOperand::tf32;
+  const bool bf16 = p.operand == GpuOperand::bf16;
+  auto round = [&](float x) {
+    return !sixteen ? x : bf16 ? fromBFloat16Bits(toBFloat16Bits(x)) : fromHalfBits(toHalfBits(x));
+  };
+  std::vector<float> a(size_t(p.m * p.k)), bm(size_t(p.k * p.n));
+  for (float &x : a)
+    x = round(dist(rng));
+  for (float &x : bm)
+    x = round(dist(rng));
+  std::vector<uint8_t> A, B, C(size_t(p.m * p.n * 4), 0);
+  if (sixteen) {
+    A = halves(a, bf16);
+    B = halves(bm, bf16);
+  } else {
+    A.resize(a.size() * 4);
+    std::memcpy(A.data(), a.data(), A.size());
+    B.resize(bm.size() * 4);
+    std::memcpy(B.data(), bm.data(), B.size());
+  }
+  EmulatorLaunch launch;
+  launch.grid = {p.n / c.blockN, p.m / c.blockM, 1};
+  launch.block = {32 * c.warpsM * c.warpsN, 1, 1};
+  launch.dynamicSharedBytes = mmaSyncMatmulSharedBytes(p, c);
+  launch.args = {&A, &B, &C};
+  run.report = emulateKernel(*kernel, launch);
+  if (!run.report.ok)
+    return run;
+  // Relative to sum_k |a_ik b_kj|: f32 accumulation of k terms errs by at
+  // most k 2^-24 of it (f16 and bf16 products are exact in f32); tf32
+  // truncates both inputs to 10 mantissa bits, 2^-9 more.
+  run.bound = 2 * (double(p.k) * std::ldexp(1.0, -24) + (sixteen ? 0.0 : std::ldexp(1.0, -9)));
+  for (int64_t i = 0; i < p.m; ++i)
+    for (int64_t j = 0; j < p.n; ++j) {
+      double want = 0, scale = 0;
+      for (int64_t k = 0; k < p.k; ++k) {
+        double prod = double(a[size_t(i * p.k + k)]) * double(bm[size_t(k * p.n + j)]);
+        want += prod;
+        scale += std::abs(prod);
+      }
+      float got;
+      std::memcpy(&got, C.data() + 4 * (i * p.n + j), 4);
+      run.worst = std::max(run.worst, std::abs(double(got) - want) / std::max(scale, 1e-30));
+    }
+  return run;
+}
+
+GpuMatmulProblem problem(int64_t m, int64_t n, int64_t k, GpuOperand op) {
+  GpuMatmulProblem p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.operand = op;
+  p.allowWgmma = false;
+  p.allowSplitK = false;
+  return p;
+}
+
+GpuMatmulConfig block(GpuOperand op, int64_t bm, int64_t bn, int64_t bk, int64_t wm, int64_t wn, int64_t stages) {
+  GpuMatmulConfig c;
+  c.kind = GpuMmaKind::mma_sync;
+  c.blockM = bm;
+  c.blockN = bn;
+  c.blockK = bk;
+  c.warpsM = wm;
+  c.warpsN = wn;
+  c.warpM = bm / wm;
+  c.warpN = bn / wn;
+  c.stages = stages;
+  c.mmaM = 16;
+  c.mmaN = 8;
+  c.mmaK = op == GpuOperand::tf32 ? 8 : 16;
+  c.threads = 32 * wm * wn;
+  return c;
+}
+
+/// Runs a 32-thread kernel parsed from `text` on an 8x8 f16 matrix m[r][c] =
+/// 8r + c; returns each lane's two halves.
+std::vector<std::pair<float, float>> runLdmatrix(bool transpose) {
+  std::string text = R"mlir(
+module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @ld(%M: memref<8x8xf16>, %out: memref<32x2xf16>) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c4 = arith.constant 4 : index
+      %c8 = arith.constant 8 : index
+      %tid = gpu.thread_id x
+      %dyn = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+      %s = memref.view %dyn[%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<8x8xf16, #gpu.address_space<workgroup>>
+      %r = arith.divui %tid, %c4 : index
+      %q = arith.remui %tid, %c4 : index
+      %col = arith.muli %q, %c2 : index
+      %col1 = arith.addi %col, %c1 : index
+      %v0 = memref.load %M[%r, %col] : memref<8x8xf16>
+      %v1 = memref.load %M[%r, %col1] : memref<8x8xf16>
+      memref.store %v0, %s[%r, %col] : memref<8x8xf16, #gpu.address_space<workgroup>>
+      memref.store %v1, %s[%r, %col1] : memref<8x8xf16, #gpu.address_space<workgroup>>
+      gpu.barrier
+      %row = arith.remui %tid, %c8 : index
+      %f = nvgpu.ldmatrix %s[%row, %c0] {numTiles = 1 : i32, transpose = TRANSPOSE} : memref<8x8xf16, #gpu.address_space<workgroup>> -> vector<1x2xf16>
+      %e = vector.extract %f[0] : vector<2xf16> from vector<1x2xf16>
+      vector.store %e, %out[%tid, %c0] : memref<32x2xf16>, vector<2xf16>
+      gpu.return
+    }
+  }
+}
+)mlir";
+  text.replace(text.find("TRANSPOSE"), 9, transpose ? "true" : "false");
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context());
+  REQUIRE(module);
+  gpu::GPUFuncOp kernel;
+  module->walk([&](gpu::GPUFuncOp f) { kernel = f; });
+  std::vector<float> m(64);
+  for (int i = 0; i < 64; ++i)
+    m[size_t(i)] = float(i);
+  std::vector<uint8_t> M = halves(m, false), out(32 * 2 * 2, 0);
+  EmulatorLaunch launch;
+  launch.block = {32, 1, 1};
+  launch.dynamicSharedBytes = 128;
+  launch.args = {&M, &out};
+  EmulatorReport report = emulateKernel(kernel, launch);
+  REQUIRE_MESSAGE(report.ok, report.error);
+  std::vector<std::pair<float, float>> lanes;
+  for (int l = 0; l < 32; ++l) {
+    uint16_t lo, hi;
+    std::memcpy(&lo, out.data() + 4 * l, 2);
+    std::memcpy(&hi, out.data() + 4 * l + 2, 2);
+    lanes.push_back({fromHalfBits(lo), fromHalfBits(hi)});
+  }
+  return lanes;
+}
+
+} // namespace
+
+TEST_CASE("GPU emulator: ldmatrix gives each lane the fragment the PTX ISA describes") {
+  // ISA, ldmatrix: "each row of 8 elements is loaded by a group of four
+  // consecutive threads": lane l holds row l / 4, elements 2 (l % 4) and
+  // 2 (l % 4) + 1; with .trans the matrix is read column-major, so lane l
+  // holds column l / 4, rows 2 (l % 4) and 2 (l % 4) + 1.
+  auto plain = runLdmatrix(false), trans = runLdmatrix(true);
+  for (int l = 0; l < 32; ++l) {
+    CAPTURE(l);
+    CHECK(plain[size_t(l)].first == float(8 * (l / 4) + 2 * (l % 4)));
+    CHECK(plain[size_t(l)].second == float(8 * (l / 4) + 2 * (l % 4) + 1));
+    CHECK(trans[size_t(l)].first == float(8 * (2 * (l % 4)) + l / 4));
+    CHECK(trans[size_t(l)].second == float(8 * (2 * (l % 4) + 1) + l / 4));
+  }
+}
+
+TEST_CASE("GPU emulator: the mma.sync matmul kernel matches float64 for f16, bf16 and tf32") {
+  struct Case {
+    GpuOperand op;
+    int64_t m, n, k, bm, bn, bk, wm, wn, stages;
+  };
+  for (Case c : {Case{GpuOperand::f16, 256, 256, 256, 128, 128, 32, 2, 2, 2},
+                 Case{GpuOperand::bf16, 256, 256, 256, 128, 128, 32, 2, 2, 3},
+                 Case{GpuOperand::tf32, 256, 256, 256, 128, 128, 16, 2, 2, 2},
+                 Case{GpuOperand::f16, 128, 384, 96, 64, 128, 32, 2, 2, 4},     // more stages than slabs
+                 Case{GpuOperand::bf16, 192, 128, 128, 64, 64, 64, 2, 2, 2},    // 128-byte rows
+                 Case{GpuOperand::tf32, 128, 256, 64, 128, 64, 32, 4, 1, 3},    // 128-byte rows
+                 Case{GpuOperand::f16, 64, 64, 16, 64, 64, 16, 1, 2, 2}}) {     // one slab
+    CAPTURE(std::string(nameOf(c.op)));
+    CAPTURE(c.m);
+    CAPTURE(c.n);
+    CAPTURE(c.k);
+    MatmulRun run = runMatmul(problem(c.m, c.n, c.k, c.op), block(c.op, c.bm, c.bn, c.bk, c.wm, c.wn, c.stages));
+    CAPTURE(run.config);
+    REQUIRE_MESSAGE(run.report.ok, run.report.error);
+    CHECK(run.report.mmas > 0);
+    CHECK(run.report.asyncCopies > 0);
+    CHECK(run.worst <= run.bound);
+    MESSAGE(std::string(nameOf(c.op)) << " " << c.m << "x" << c.n << "x" << c.k << ": worst |error| " << run.worst
+                         << " (bound " << run.bound << ")");
+  }
+}
+
+TEST_CASE("GPU emulator: the configurator's own decisions compute the product") {
+  struct Case {
+    const char *target;
+    GpuOperand op;
+    int64_t m, n, k;
+  };
+  for (Case c : {Case{"sm_80", GpuOperand::f16, 512, 512, 256}, Case{"sm_86", GpuOperand::bf16, 256, 256, 512},
+                 Case{"sm_90a", GpuOperand::tf32, 256, 512, 128}}) {
+    CAPTURE(std::string(c.target));
+    GpuMatmulProblem p = problem(c.m, c.n, c.k, c.op);
+    GpuMatmulConfig config = configureGpuMatmul(p, ::nova::named_target(c.target));
+    MatmulRun run = runMatmul(p, config);
+    CAPTURE(run.config);
+    REQUIRE_MESSAGE(run.report.ok, run.report.error);
+    CHECK(run.worst <= run.bound);
+  }
+}
+
+TEST_CASE("GPU emulator: a deliberately broken kernel fails it") {
+  GpuMatmulProblem p = problem(256, 256, 128, GpuOperand::f16);
+  GpuMatmulConfig c = block(GpuOperand::f16, 128, 128, 32, 2, 2, 2);
+  MmaMatmulFaults noWaitBarrier, noEndBarrier, shortWait, unswizzled;
+  noWaitBarrier.noBarrierAfterWait = true;
+  noEndBarrier.noBarrierAtLoopEnd = true;
+  shortWait.waitOneGroupShort = true;
+  unswizzled.unswizzledRhsReads = true;
+  MatmulRun run = runMatmul(p, c, noWaitBarrier);
+  CHECK_FALSE(run.report.ok);
+  CHECK(run.report.error.find("a missing gpu.barrier") != std::string::npos);
+  run = runMatmul(p, c, noEndBarrier);
+  CHECK_FALSE(run.report.ok);
+  CHECK(run.report.error.find("before the buffer is refilled") != std::string::npos);
+  run = runMatmul(p, c, shortWait);
+  CHECK_FALSE(run.report.ok);
+  CHECK(run.report.error.find("has not been waited for") != std::string::npos);
+  run = runMatmul(p, c, unswizzled);
+  // Reads in the wrong places: the product is wrong (no hazard: the bytes
+  // were written and published).
+  CHECK((!run.report.ok || run.worst > 0.1));
+  MESSAGE("errors caught: no barrier after wait / no barrier at loop end / short wait; unswizzled worst "
+          << run.worst);
+}
