@@ -88,23 +88,35 @@ MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const M
   auto round = [&](float x) {
     return !sixteen ? x : bf16 ? fromBFloat16Bits(toBFloat16Bits(x)) : fromHalfBits(toHalfBits(x));
   };
-  std::vector<float> a(size_t(p.m * p.k)), bm(size_t(p.k * p.n));
+  // Logical a[batch][m][k], b[batch][k][n]; stored transposed when asked.
+  std::vector<float> a(size_t(p.batch * p.m * p.k)), bm(size_t(p.batch * p.k * p.n));
   for (float &x : a)
     x = round(dist(rng));
   for (float &x : bm)
     x = round(dist(rng));
-  std::vector<uint8_t> A, B, C(size_t(p.m * p.n * 4), 0);
+  auto aAt = [&](int64_t z, int64_t i, int64_t k) { return a[size_t((z * p.m + i) * p.k + k)]; };
+  auto bAt = [&](int64_t z, int64_t k, int64_t j) { return bm[size_t((z * p.k + k) * p.n + j)]; };
+  std::vector<float> aStored(a.size()), bStored(bm.size());
+  for (int64_t z = 0; z < p.batch; ++z) {
+    for (int64_t i = 0; i < p.m; ++i)
+      for (int64_t k = 0; k < p.k; ++k)
+        aStored[size_t(p.lhsTransposed ? (z * p.k + k) * p.m + i : (z * p.m + i) * p.k + k)] = aAt(z, i, k);
+    for (int64_t k = 0; k < p.k; ++k)
+      for (int64_t j = 0; j < p.n; ++j)
+        bStored[size_t(p.rhsTransposed ? (z * p.n + j) * p.k + k : (z * p.k + k) * p.n + j)] = bAt(z, k, j);
+  }
+  std::vector<uint8_t> A, B, C(size_t(p.batch * p.m * p.n * 4), 0);
   if (sixteen) {
-    A = halves(a, bf16);
-    B = halves(bm, bf16);
+    A = halves(aStored, bf16);
+    B = halves(bStored, bf16);
   } else {
-    A.resize(a.size() * 4);
-    std::memcpy(A.data(), a.data(), A.size());
-    B.resize(bm.size() * 4);
-    std::memcpy(B.data(), bm.data(), B.size());
+    A.resize(aStored.size() * 4);
+    std::memcpy(A.data(), aStored.data(), A.size());
+    B.resize(bStored.size() * 4);
+    std::memcpy(B.data(), bStored.data(), B.size());
   }
   EmulatorLaunch launch;
-  launch.grid = {p.n / c.blockN, p.m / c.blockM, 1};
+  launch.grid = {p.n / c.blockN, p.m / c.blockM, p.batch};
   launch.block = {32 * c.warpsM * c.warpsN, 1, 1};
   launch.dynamicSharedBytes = mmaSyncMatmulSharedBytes(p, c);
   launch.args = {&A, &B, &C};
@@ -115,18 +127,19 @@ MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const M
   // most k 2^-24 of it (f16 and bf16 products are exact in f32); tf32
   // truncates both inputs to 10 mantissa bits, 2^-9 more.
   run.bound = 2 * (double(p.k) * std::ldexp(1.0, -24) + (sixteen ? 0.0 : std::ldexp(1.0, -9)));
-  for (int64_t i = 0; i < p.m; ++i)
-    for (int64_t j = 0; j < p.n; ++j) {
-      double want = 0, scale = 0;
-      for (int64_t k = 0; k < p.k; ++k) {
-        double prod = double(a[size_t(i * p.k + k)]) * double(bm[size_t(k * p.n + j)]);
-        want += prod;
-        scale += std::abs(prod);
+  for (int64_t z = 0; z < p.batch; ++z)
+    for (int64_t i = 0; i < p.m; ++i)
+      for (int64_t j = 0; j < p.n; ++j) {
+        double want = 0, scale = 0;
+        for (int64_t k = 0; k < p.k; ++k) {
+          double prod = double(aAt(z, i, k)) * double(bAt(z, k, j));
+          want += prod;
+          scale += std::abs(prod);
+        }
+        float got;
+        std::memcpy(&got, C.data() + 4 * ((z * p.m + i) * p.n + j), 4);
+        run.worst = std::max(run.worst, std::abs(double(got) - want) / std::max(scale, 1e-30));
       }
-      float got;
-      std::memcpy(&got, C.data() + 4 * (i * p.n + j), 4);
-      run.worst = std::max(run.worst, std::abs(double(got) - want) / std::max(scale, 1e-30));
-    }
   return run;
 }
 
@@ -261,16 +274,47 @@ TEST_CASE("GPU emulator: the mma.sync matmul kernel matches float64 for f16, bf1
   }
 }
 
+TEST_CASE("GPU emulator: transposed operands (NT, TN, TT) and batches") {
+  struct Case {
+    GpuOperand op;
+    bool ta, tb;
+    int64_t batch, bk;
+  };
+  for (Case c : {Case{GpuOperand::f16, false, true, 1, 32}, Case{GpuOperand::f16, true, false, 1, 32},
+                 Case{GpuOperand::f16, true, true, 1, 32}, Case{GpuOperand::bf16, false, true, 1, 64},
+                 Case{GpuOperand::bf16, true, false, 1, 32}, Case{GpuOperand::bf16, true, true, 2, 32},
+                 Case{GpuOperand::tf32, false, true, 1, 16}, Case{GpuOperand::tf32, true, false, 1, 16},
+                 Case{GpuOperand::tf32, true, true, 1, 32}, Case{GpuOperand::f16, false, false, 3, 32}}) {
+    CAPTURE(std::string(nameOf(c.op)));
+    CAPTURE(c.ta);
+    CAPTURE(c.tb);
+    CAPTURE(c.batch);
+    GpuMatmulProblem p = problem(128, 128, 64, c.op);
+    p.lhsTransposed = c.ta;
+    p.rhsTransposed = c.tb;
+    p.batch = c.batch;
+    MatmulRun run = runMatmul(p, block(c.op, 64, 64, c.bk, 2, 2, 2));
+    CAPTURE(run.config);
+    REQUIRE_MESSAGE(run.report.ok, run.report.error);
+    CHECK(run.worst <= run.bound);
+  }
+}
+
 TEST_CASE("GPU emulator: the configurator's own decisions compute the product") {
   struct Case {
     const char *target;
     GpuOperand op;
     int64_t m, n, k;
+    bool ta, tb;
   };
-  for (Case c : {Case{"sm_80", GpuOperand::f16, 512, 512, 256}, Case{"sm_86", GpuOperand::bf16, 256, 256, 512},
-                 Case{"sm_90a", GpuOperand::tf32, 256, 512, 128}}) {
+  for (Case c : {Case{"sm_80", GpuOperand::f16, 512, 512, 256, false, false},
+                 Case{"sm_86", GpuOperand::bf16, 256, 256, 512, false, true},
+                 Case{"sm_90a", GpuOperand::tf32, 256, 512, 128, false, false},
+                 Case{"sm_80", GpuOperand::tf32, 256, 256, 256, true, true}}) {
     CAPTURE(std::string(c.target));
     GpuMatmulProblem p = problem(c.m, c.n, c.k, c.op);
+    p.lhsTransposed = c.ta;
+    p.rhsTransposed = c.tb;
     GpuMatmulConfig config = configureGpuMatmul(p, ::nova::named_target(c.target));
     MatmulRun run = runMatmul(p, config);
     CAPTURE(run.config);

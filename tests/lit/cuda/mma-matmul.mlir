@@ -53,7 +53,7 @@
 
 // A shape the generator does not cover yet is refused, by name.
 // RUN: not nova-opt %s --nova-test-mma-matmul="m=200 n=256 k=256 type=f16 block-m=128 block-n=128 block-k=32 warps-m=2 warps-n=2 stages=2" 2>&1 | FileCheck %s --check-prefix=EDGE
-// EDGE: error: the mma.sync matmul kernel matmul (200 x 256 x 256, f16, {{.*}}): M, N and K must be multiples of the block tile
+// EDGE: error: the mma.sync matmul kernel matmul (200 x 256 x 256, batch 1, NN, f16, {{.*}}): M, N and K must be multiples of the block tile
 
 module {
 }

@@ -112,16 +112,15 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
                                                                 const GpuMatmulConfig &cfg, std::string &error,
                                                                 const MmaMatmulFaults &faults) {
   auto fail = [&](const std::string &why) -> FailureOr<gpu::GPUFuncOp> {
-    error = llvm::formatv("the mma.sync matmul kernel {0} ({1} x {2} x {3}, {4}, {5}): {6}", name, p.m, p.n,
-                          p.k, nameOf(p.operand), cfg.describe(), why)
+    error = llvm::formatv("the mma.sync matmul kernel {0} ({1} x {2} x {3}, batch {4}, {5}{6}, {7}, {8}): {9}",
+                          name, p.m, p.n, p.k, p.batch, p.lhsTransposed ? "T" : "N", p.rhsTransposed ? "T" : "N",
+                          nameOf(p.operand), cfg.describe(), why)
                 .str();
     return failure();
   };
   const bool sixteen = p.operand == GpuOperand::f16 || p.operand == GpuOperand::bf16;
   if (cfg.kind != GpuMmaKind::mma_sync || !(sixteen || p.operand == GpuOperand::tf32))
     return fail("not an mma.sync configuration of f16, bf16 or tf32 operands");
-  if (p.lhsTransposed || p.rhsTransposed || p.batch != 1)
-    return fail("transposed operands and batches are not supported yet (NN, one matrix)");
   if (cfg.splitK != 1)
     return fail("split-K is not supported yet");
   const int64_t BM = cfg.blockM, BN = cfg.blockN, BK = cfg.blockK, S = cfg.stages;
@@ -129,16 +128,50 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
   const int64_t threads = 32 * cfg.warpsM * cfg.warpsN;
   if (p.m % BM || p.n % BN || p.k % BK)
     return fail("M, N and K must be multiples of the block tile (no edge tiles yet)");
-  if (WM % 16 || WN % 16 || BM != cfg.warpsM * WM || BN != cfg.warpsN * WN || S < 2)
+  if (WM % 16 || WN % 16 || BM != cfg.warpsM * WM || BN != cfg.warpsN * WN || S < 2 || p.batch < 1)
     return fail("the warps must tile the block in 16 x 16 steps, with at least 2 stages");
   const int64_t es = elementBytes(p.operand), epc = 16 / es; // elements per 16-byte chunk
   const int64_t mmaK = sixteen ? 16 : 8;
-  const int64_t cprA = BK / epc, cprB = BN / epc; // 16-byte chunks per shared row
-  if (BK % mmaK || cprA < 1 || threads % cprA || threads % cprB || (BM * cprA) % threads ||
-      (BK * cprB) % threads)
-    return fail("the block's threads cannot copy its slabs in whole 16-byte chunks");
-  if (!sixteen && cprB < 8)
-    return fail("tf32 rhs rows must be at least 128 bytes (blockN >= 32)");
+  if (BK % mmaK)
+    return fail("the K slab must be a multiple of the MMA's K");
+
+  // Each operand's shared tile, per stage, is stored as it lies in global
+  // memory: A [BM][BK] (or [BK][BM] transposed), B [BK][BN] (or [BN][BK]).
+  struct Tile {
+    int64_t rows, cols, chunks; // chunks: 16-byte chunks a row
+    bool kRows;                 // rows run along K (else along M or N)
+    Swizzle swizzle;
+  };
+  auto tileOf = [&](bool kRows, int64_t mn, bool scalarReads) {
+    Tile t;
+    t.kRows = kRows;
+    t.rows = kRows ? BK : mn;
+    t.cols = kRows ? mn : BK;
+    t.chunks = t.cols / epc;
+    // Scalar 32-bit reads (tf32 fragments of an M/N-contiguous tile) touch 4
+    // k-rows x 8 columns a warp: shift the 4 rows' chunks apart.
+    t.swizzle = scalarReads ? Swizzle{0, 3, 1} : ldmatrixSwizzle(t.chunks);
+    return t;
+  };
+  const bool scalarA = !sixteen && p.lhsTransposed, scalarB = !sixteen && !p.rhsTransposed;
+  const Tile tA = tileOf(p.lhsTransposed, BM, scalarA), tB = tileOf(!p.rhsTransposed, BN, scalarB);
+  for (const Tile *t : {&tA, &tB})
+    if (t->chunks < 1 || threads % t->chunks || (t->rows * t->chunks) % threads)
+      return fail("the block's threads cannot copy its slabs in whole 16-byte chunks");
+  if ((scalarA && tA.chunks < 8) || (scalarB && tB.chunks < 8))
+    return fail("an M/N-contiguous tf32 tile needs rows of at least 128 bytes (32 elements)");
+  if (FragmentLoad want = !p.lhsTransposed ? FragmentLoad::ldmatrix
+                          : sixteen        ? FragmentLoad::ldmatrix_trans
+                                           : FragmentLoad::scalar;
+      cfg.loadA != want && cfg.instruction.size())
+    return fail(std::string("the configuration reads the lhs with ") + nameOf(cfg.loadA) + ", this layout needs " +
+                nameOf(want));
+  if (FragmentLoad want = p.rhsTransposed ? FragmentLoad::ldmatrix
+                          : sixteen       ? FragmentLoad::ldmatrix_trans
+                                          : FragmentLoad::scalar;
+      cfg.loadB != want && cfg.instruction.size())
+    return fail(std::string("the configuration reads the rhs with ") + nameOf(cfg.loadB) + ", this layout needs " +
+                nameOf(want));
   const int64_t KT = p.k / BK;
 
   MLIRContext *ctx = module.getContext();
@@ -151,59 +184,85 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
     b.setInsertionPointToEnd(module.getBody());
   Kb k(b);
   Type et = elementType(p.operand, ctx), f32 = b.getF32Type();
-  auto aType = MemRefType::get({p.m, p.k}, et), bType = MemRefType::get({p.k, p.n}, et),
-       cType = MemRefType::get({p.m, p.n}, f32);
+  const bool batched = p.batch > 1;
+  auto global = [&](int64_t rows, int64_t cols, Type t) {
+    SmallVector<int64_t> shape;
+    if (batched)
+      shape.push_back(p.batch);
+    shape.push_back(rows);
+    shape.push_back(cols);
+    return MemRefType::get(shape, t);
+  };
+  auto aType = p.lhsTransposed ? global(p.k, p.m, et) : global(p.m, p.k, et);
+  auto bType = p.rhsTransposed ? global(p.n, p.k, et) : global(p.k, p.n, et);
+  auto cType = global(p.m, p.n, f32);
   auto func = b.create<gpu::GPUFuncOp>(name, b.getFunctionType({aType, bType, cType}, {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
-  func.setKnownGridSizeAttr(b.getDenseI32ArrayAttr({int32_t(p.n / BN), int32_t(p.m / BM), 1}));
+  func.setKnownGridSizeAttr(
+      b.getDenseI32ArrayAttr({int32_t(p.n / BN), int32_t(p.m / BM), int32_t(p.batch)}));
   b.setInsertionPointToStart(&func.getBody().front());
   Value A = func.getArgument(0), B = func.getArgument(1), C = func.getArgument(2);
 
-  // Shared memory: stages A slabs, then stages B slabs, in one dynamic buffer.
+  // Shared memory: stages A tiles, then stages B tiles, in one dynamic buffer.
   auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   Value dyn = b.create<gpu::DynamicSharedMemoryOp>(MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
                                                                    MemRefLayoutAttrInterface(), wg));
-  auto sAType = MemRefType::get({S, BM, BK}, et, MemRefLayoutAttrInterface(), wg);
-  auto sBType = MemRefType::get({S, BK, BN}, et, MemRefLayoutAttrInterface(), wg);
+  auto sAType = MemRefType::get({S, tA.rows, tA.cols}, et, MemRefLayoutAttrInterface(), wg);
+  auto sBType = MemRefType::get({S, tB.rows, tB.cols}, et, MemRefLayoutAttrInterface(), wg);
   Value sA = b.create<memref::ViewOp>(sAType, dyn, k.c(0), ValueRange{});
   Value sB = b.create<memref::ViewOp>(sBType, dyn, k.c(S * BM * BK * es), ValueRange{});
-  const Swizzle swA = ldmatrixSwizzle(cprA);
-  const Swizzle swB = sixteen ? ldmatrixSwizzle(cprB) : Swizzle{0, 3, 1};
 
   Value tid = b.create<gpu::ThreadIdOp>(gpu::Dimension::x);
   Value bx = b.create<gpu::BlockIdOp>(gpu::Dimension::x), by = b.create<gpu::BlockIdOp>(gpu::Dimension::y);
+  Value bz = batched ? b.create<gpu::BlockIdOp>(gpu::Dimension::z).getResult() : Value();
   Value lane = k.rem(tid, 32), warp = k.div(tid, 32);
   Value wm = k.div(warp, cfg.warpsN), wn = k.rem(warp, cfg.warpsN);
   Value g = k.shr(lane, 2), t = k.andi(lane, 3);
   Value row0 = k.mul(by, BM), col0 = k.mul(bx, BN);
+  auto globalIndex = [&](Value r, Value c) {
+    SmallVector<Value> idx;
+    if (batched)
+      idx.push_back(bz);
+    idx.push_back(r);
+    idx.push_back(c);
+    return idx;
+  };
 
-  // This thread's copies (slab-independent parts).
-  const int64_t nA = BM * cprA / threads, nB = BK * cprB / threads;
-  Value chA = k.rem(tid, cprA), chB = k.rem(tid, cprB);
-  SmallVector<Value> rA, rB, dA, dB;
-  for (int64_t i = 0; i < nA; ++i) {
-    rA.push_back(k.add(k.div(tid, cprA), i * (threads / cprA)));
-    dA.push_back(k.mul(k.swizzle(rA.back(), chA, swA), epc));
-  }
-  for (int64_t i = 0; i < nB; ++i) {
-    rB.push_back(k.add(k.div(tid, cprB), i * (threads / cprB)));
-    dB.push_back(k.mul(k.swizzle(rB.back(), chB, swB), epc));
-  }
-  Value gColA = k.mul(chA, epc), gColB = k.add(col0, k.mul(chB, epc));
+  // This thread's copies: chunk tid % chunks of rows tid / chunks + i x
+  // (threads / chunks), the same in every slab; the slab moves the K
+  // coordinate (rows or columns of the global operand).
+  struct Copies {
+    SmallVector<Value> rows, dstCols;
+    Value chunkCol;
+  };
+  auto copiesOf = [&](const Tile &tile) {
+    Copies c;
+    Value chunk = k.rem(tid, tile.chunks);
+    c.chunkCol = k.mul(chunk, epc);
+    for (int64_t i = 0; i < tile.rows * tile.chunks / threads; ++i) {
+      c.rows.push_back(k.add(k.div(tid, tile.chunks), i * (threads / tile.chunks)));
+      c.dstCols.push_back(k.mul(k.swizzle(c.rows.back(), chunk, tile.swizzle), epc));
+    }
+    return c;
+  };
+  const Copies cA = copiesOf(tA), cB = copiesOf(tB);
   auto tokenType = nvgpu::DeviceAsyncTokenType::get(ctx);
   auto issueSlab = [&](Value kt, Value stage) {
     SmallVector<Value> tokens;
     Value k0 = k.mul(kt, BK);
-    Value ca = k.add(k0, gColA);
-    for (int64_t i = 0; i < nA; ++i)
-      tokens.push_back(b.create<nvgpu::DeviceAsyncCopyOp>(tokenType, sA, ValueRange{stage, rA[i], dA[i]}, A,
-                                                          ValueRange{k.add(row0, rA[i]), ca},
-                                                          b.getIndexAttr(epc), Value(), b.getUnitAttr()));
-    for (int64_t i = 0; i < nB; ++i)
-      tokens.push_back(b.create<nvgpu::DeviceAsyncCopyOp>(tokenType, sB, ValueRange{stage, rB[i], dB[i]}, B,
-                                                          ValueRange{k.add(k0, rB[i]), gColB},
-                                                          b.getIndexAttr(epc), Value(), b.getUnitAttr()));
+    auto copy = [&](const Tile &tile, const Copies &c, Value src, Value dst, Value mn0) {
+      for (size_t i = 0; i < c.rows.size(); ++i) {
+        // Global (row, column) of this chunk: K runs along the tile's rows or columns.
+        Value gr = tile.kRows ? k.add(k0, c.rows[i]) : k.add(mn0, c.rows[i]);
+        Value gc = tile.kRows ? k.add(mn0, c.chunkCol) : k.add(k0, c.chunkCol);
+        tokens.push_back(b.create<nvgpu::DeviceAsyncCopyOp>(tokenType, dst, ValueRange{stage, c.rows[i], c.dstCols[i]},
+                                                            src, globalIndex(gr, gc), b.getIndexAttr(epc), Value(),
+                                                            b.getUnitAttr()));
+      }
+    };
+    copy(tA, cA, A, sA, row0);
+    copy(tB, cB, B, sB, col0);
     return tokens;
   };
   // Prologue: slabs 0 .. S-2, one group each (empty past the last slab, so
@@ -219,13 +278,10 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
   auto accType = VectorType::get({2, 2}, f32);
   Value zero = b.create<arith::ConstantOp>(accType, DenseElementsAttr::get(accType, b.getF32FloatAttr(0)));
   SmallVector<Value> inits(MT * NT, zero);
-  Value l16 = k.rem(lane, 16), lhi = k.div(lane, 16);
-  SmallVector<Value> aRow;
-  for (int64_t mi = 0; mi < MT; ++mi)
-    aRow.push_back(k.add(k.add(k.mul(wm, WM), mi * 16), l16));
-
-  auto aFragType = VectorType::get({4, 4 / es}, et);
-  auto bPairType = VectorType::get({4, 2}, et), bFragType = VectorType::get({2, 4 / es}, et);
+  Value l16 = k.rem(lane, 16), lhi = k.div(lane, 16), l8 = k.rem(lane, 8), lq = k.div(lane, 8);
+  const int64_t regsPer = 4 / es; // elements of one 32-bit register
+  auto aFragType = VectorType::get({4, regsPer}, et);
+  auto pairType = VectorType::get({4, regsPer}, et), bFragType = VectorType::get({2, regsPer}, et);
   auto i32 = b.getI32Type();
   // bf16: registers as i32, one row at a time (a 2-D vector.bitcast is not lowered).
   auto registers = [&](Value v, int64_t rows) {
@@ -255,6 +311,28 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
     }
     return out;
   };
+  // A shared element (row, col) of stage `stage`, swizzled (col in elements).
+  auto swizzled = [&](const Tile &tile, Value row, Value chunk, bool unswizzled = false) {
+    return k.mul(unswizzled ? chunk : k.swizzle(row, chunk, tile.swizzle), epc);
+  };
+  // Scalar fragment: `count` elements at (k, mn) pairs, as a vector<count x 1 x f32>.
+  auto scalarFragment = [&](Value tile, const Tile &desc, Value stage, ArrayRef<std::pair<Value, Value>> at,
+                            bool unswizzled) {
+    auto type = VectorType::get({int64_t(at.size()), 1}, et);
+    Value frag = b.create<arith::ConstantOp>(type, DenseElementsAttr::get(type, b.getF32FloatAttr(0)));
+    for (auto [i, km] : llvm::enumerate(at)) {
+      auto [kRow, mn] = km; // the tile's rows run along K here
+      Value col = k.add(swizzled(desc, kRow, k.shr(mn, 2), unswizzled), k.andi(mn, 3));
+      Value s = b.create<memref::LoadOp>(tile, ValueRange{stage, kRow, col});
+      frag = b.create<vector::InsertOp>(s, frag, ArrayRef<int64_t>{int64_t(i), 0});
+    }
+    return frag;
+  };
+  auto split = [&](Value pair, SmallVector<Value> &out) {
+    for (int64_t half : {0, 2})
+      out.push_back(b.create<vector::ExtractStridedSliceOp>(pair, ArrayRef<int64_t>{half, 0},
+                                                            ArrayRef<int64_t>{2, regsPer}, ArrayRef<int64_t>{1, 1}));
+  };
 
   auto loop = b.create<scf::ForOp>(k.c(0), k.c(KT), k.c(1), inits);
   {
@@ -279,37 +357,58 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
       b.create<gpu::BarrierOp>();
     SmallVector<Value> accs(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
     for (int64_t kk = 0; kk < BK / mmaK; ++kk) {
+      const int64_t kChunk0 = kk * mmaK / epc; // the k step's first 16-byte chunk along K
       SmallVector<Value> af, bfs;
-      Value aChunk = k.add(lhi, 2 * kk);
-      for (Value r : aRow)
-        af.push_back(b.create<nvgpu::LdMatrixOp>(aFragType, sA,
-                                                 ValueRange{stage, r, k.mul(k.swizzle(r, aChunk, swA), epc)},
-                                                 /*transpose=*/false, /*numTiles=*/4));
-      if (sixteen) {
-        Value kr = k.add(l16, kk * 16);
-        for (int64_t pr = 0; pr < NT / 2; ++pr) {
-          Value nChunk = k.add(k.add(k.mul(wn, WN / 8), 2 * pr), lhi);
-          Value col = faults.unswizzledRhsReads ? k.mul(nChunk, epc) : k.mul(k.swizzle(kr, nChunk, swB), epc);
-          Value v = b.create<nvgpu::LdMatrixOp>(bPairType, sB, ValueRange{stage, kr, col},
-                                                /*transpose=*/true, /*numTiles=*/4);
-          for (int64_t half : {0, 2})
-            bfs.push_back(b.create<vector::ExtractStridedSliceOp>(v, ArrayRef<int64_t>{half, 0},
-                                                                  ArrayRef<int64_t>{2, 2},
-                                                                  ArrayRef<int64_t>{1, 1}));
+      for (int64_t mi = 0; mi < MT; ++mi) {
+        Value m0 = k.add(k.mul(wm, WM), mi * 16);
+        if (!p.lhsTransposed) {
+          // Lane l: row m0 + l % 16, chunk l / 16 of the k step (§4).
+          Value r = k.add(m0, l16), chunk = k.add(lhi, kChunk0);
+          af.push_back(b.create<nvgpu::LdMatrixOp>(aFragType, sA, ValueRange{stage, r, swizzled(tA, r, chunk)},
+                                                   /*transpose=*/false, /*numTiles=*/4));
+        } else if (sixteen) {
+          // Stored k x m: matrix j = l / 8 is (k rows 8 (j / 2), m columns 8 (j % 2)),
+          // row l % 8; .trans gives registers a0a1, a2a3, a4a5, a6a7.
+          Value r = k.add(k.add(l8, k.mul(k.shr(lq, 1), 8)), kk * 16);
+          Value chunk = k.add(k.div(m0, epc), k.andi(lq, 1));
+          af.push_back(b.create<nvgpu::LdMatrixOp>(aFragType, sA, ValueRange{stage, r, swizzled(tA, r, chunk)},
+                                                   /*transpose=*/true, /*numTiles=*/4));
+        } else {
+          // tf32 stored k x m: a_i = A[g + 8 (i & 1)][t + 4 (i >> 1)] (§1).
+          SmallVector<std::pair<Value, Value>> at;
+          for (int64_t i = 0; i < 4; ++i)
+            at.push_back({k.add(t, kk * 8 + 4 * (i >> 1)), k.add(k.add(m0, g), 8 * (i & 1))});
+          af.push_back(scalarFragment(sA, tA, stage, at, false));
         }
-      } else {
-        Value bZero = b.create<arith::ConstantOp>(bFragType, DenseElementsAttr::get(bFragType, b.getF32FloatAttr(0)));
-        for (int64_t ni = 0; ni < NT; ++ni) {
-          Value n = k.add(k.add(k.mul(wn, WN), ni * 8), g);
-          Value nChunk = k.shr(n, 2), nIn = k.andi(n, 3);
-          Value frag = bZero;
-          for (int64_t i = 0; i < 2; ++i) {
-            Value kRow = k.add(t, kk * 8 + 4 * i);
-            Value col = k.add(k.mul(faults.unswizzledRhsReads ? nChunk : k.swizzle(kRow, nChunk, swB), epc), nIn);
-            Value s = b.create<memref::LoadOp>(sB, ValueRange{stage, kRow, col});
-            frag = b.create<vector::InsertOp>(s, frag, ArrayRef<int64_t>{i, 0});
+      }
+      for (int64_t pr = 0; pr < NT / 2; ++pr) {
+        Value n0 = k.add(k.mul(wn, WN), pr * 16); // two n-blocks of 8
+        if (p.rhsTransposed) {
+          // Stored n x k: matrix j = l / 8 is (n rows 8 (j / 2), k chunk j % 2),
+          // row l % 8; no .trans: registers {0, 1} are n-block 2p, {2, 3} 2p + 1.
+          Value r = k.add(k.add(n0, l8), k.mul(k.shr(lq, 1), 8));
+          Value chunk = k.add(k.andi(lq, 1), kChunk0);
+          Value v = b.create<nvgpu::LdMatrixOp>(pairType, sB,
+                                                ValueRange{stage, r, swizzled(tB, r, chunk, faults.unswizzledRhsReads)},
+                                                /*transpose=*/false, /*numTiles=*/4);
+          split(v, bfs);
+        } else if (sixteen) {
+          // Stored k x n: lane l at (k row l % 16, n chunk 2p + l / 16); .trans (§4).
+          Value r = k.add(l16, kk * 16);
+          Value chunk = k.add(k.div(n0, epc), lhi);
+          Value v = b.create<nvgpu::LdMatrixOp>(pairType, sB,
+                                                ValueRange{stage, r, swizzled(tB, r, chunk, faults.unswizzledRhsReads)},
+                                                /*transpose=*/true, /*numTiles=*/4);
+          split(v, bfs);
+        } else {
+          // tf32 stored k x n: b_i = B[k = t + 4 i][n = g] (§1).
+          for (int64_t half = 0; half < 2; ++half) {
+            Value n = k.add(k.add(n0, half * 8), g);
+            SmallVector<std::pair<Value, Value>> at;
+            for (int64_t i = 0; i < 2; ++i)
+              at.push_back({k.add(t, kk * 8 + 4 * i), n});
+            bfs.push_back(scalarFragment(sB, tB, stage, at, faults.unswizzledRhsReads));
           }
-          bfs.push_back(frag);
         }
       }
       for (int64_t mi = 0; mi < MT; ++mi)
@@ -332,7 +431,7 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
       Value acc = loop.getResult(mi * NT + ni);
       for (int64_t half = 0; half < 2; ++half) {
         Value rowVec = b.create<vector::ExtractOp>(acc, ArrayRef<int64_t>{half});
-        b.create<vector::StoreOp>(rowVec, C, ValueRange{half ? r8 : r, col});
+        b.create<vector::StoreOp>(rowVec, C, globalIndex(half ? r8 : r, col));
       }
     }
   }
