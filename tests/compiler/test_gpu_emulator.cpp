@@ -116,7 +116,7 @@ MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const M
     std::memcpy(B.data(), bStored.data(), B.size());
   }
   EmulatorLaunch launch;
-  launch.grid = {p.n / c.blockN, p.m / c.blockM, p.batch};
+  launch.grid = {(p.n + c.blockN - 1) / c.blockN, (p.m + c.blockM - 1) / c.blockM, p.batch};
   launch.block = {32 * c.warpsM * c.warpsN, 1, 1};
   launch.dynamicSharedBytes = mmaSyncMatmulSharedBytes(p, c);
   launch.args = {&A, &B, &C};
@@ -300,6 +300,30 @@ TEST_CASE("GPU emulator: transposed operands (NT, TN, TT) and batches") {
   }
 }
 
+TEST_CASE("GPU emulator: edge tiles (shapes that are not multiples of the block)") {
+  struct Case {
+    GpuOperand op;
+    bool ta, tb;
+    int64_t m, n, k;
+  };
+  // Each operand's contiguous extent is a multiple of 16 bytes; the rest is free.
+  for (Case c : {Case{GpuOperand::f16, false, false, 100, 72, 40}, Case{GpuOperand::bf16, false, true, 33, 57, 48},
+                 Case{GpuOperand::tf32, false, false, 70, 36, 20}, Case{GpuOperand::tf32, true, false, 68, 40, 30},
+                 Case{GpuOperand::f16, true, true, 72, 9, 104}, Case{GpuOperand::bf16, false, false, 1, 8, 8}}) {
+    CAPTURE(std::string(nameOf(c.op)));
+    CAPTURE(c.m);
+    CAPTURE(c.n);
+    CAPTURE(c.k);
+    GpuMatmulProblem p = problem(c.m, c.n, c.k, c.op);
+    p.lhsTransposed = c.ta;
+    p.rhsTransposed = c.tb;
+    MatmulRun run = runMatmul(p, block(c.op, 64, 64, c.op == GpuOperand::tf32 ? 16 : 32, 2, 2, 3));
+    CAPTURE(run.config);
+    REQUIRE_MESSAGE(run.report.ok, run.report.error);
+    CHECK(run.worst <= run.bound);
+  }
+}
+
 TEST_CASE("GPU emulator: the configurator's own decisions compute the product") {
   struct Case {
     const char *target;
@@ -310,7 +334,8 @@ TEST_CASE("GPU emulator: the configurator's own decisions compute the product") 
   for (Case c : {Case{"sm_80", GpuOperand::f16, 512, 512, 256, false, false},
                  Case{"sm_86", GpuOperand::bf16, 256, 256, 512, false, true},
                  Case{"sm_90a", GpuOperand::tf32, 256, 512, 128, false, false},
-                 Case{"sm_80", GpuOperand::tf32, 256, 256, 256, true, true}}) {
+                 Case{"sm_80", GpuOperand::tf32, 256, 256, 256, true, true},
+                 Case{"sm_90a", GpuOperand::bf16, 300, 200, 136, false, true}}) {
     CAPTURE(std::string(c.target));
     GpuMatmulProblem p = problem(c.m, c.n, c.k, c.op);
     p.lhsTransposed = c.ta;

@@ -51,9 +51,21 @@
 // BF16: vector.bitcast {{.*}} : vector<2xbf16> to vector<1xi32>
 // BF16: llvm.call_intrinsic "llvm.nvvm.mma.m16n8k16.row.col.bf16"({{.*}}) : (i32, i32, i32, i32, i32, i32, f32, f32, f32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 
-// A shape the generator does not cover yet is refused, by name.
-// RUN: not nova-opt %s --nova-test-mma-matmul="m=200 n=256 k=256 type=f16 block-m=128 block-n=128 block-k=32 warps-m=2 warps-n=2 stages=2" 2>&1 | FileCheck %s --check-prefix=EDGE
-// EDGE: error: the mma.sync matmul kernel matmul (200 x 256 x 256, batch 1, NN, f16, {{.*}}): M, N and K must be multiples of the block tile
+// Edge tiles: copies past the matrix are zero-filled (a source size of 0
+// elements, from a valid address), results past it not stored.
+// RUN: nova-opt %s --nova-test-mma-matmul="m=200 n=72 k=40 type=f16 block-m=128 block-n=64 block-k=32 warps-m=2 warps-n=2 stages=2" | FileCheck %s --check-prefix=EDGE
+// EDGE: known_grid_size = array<i32: 2, 2, 1>
+// EDGE: %[[N:.*]] = arith.select %{{.*}}, %c8{{.*}}, %c0{{.*}} : index
+// EDGE: nvgpu.device_async_copy {{.*}}, 8, %[[N]] {bypassL1}
+// EDGE: scf.if
+// EDGE: vector.store
+// EDGE: } else {
+// EDGE: scf.if
+// EDGE: memref.store
+
+// A row that is not a whole number of 16-byte chunks is refused, by name.
+// RUN: not nova-opt %s --nova-test-mma-matmul="m=256 n=256 k=201 type=f16 block-m=128 block-n=128 block-k=32 warps-m=2 warps-n=2 stages=2" 2>&1 | FileCheck %s --check-prefix=ODD
+// ODD: error: the mma.sync matmul kernel matmul (256 x 256 x 201, batch 1, NN, f16, {{.*}}): each operand's contiguous extent (201 of the lhs, 256 of the rhs) must be a multiple of 8 elements
 
 module {
 }

@@ -507,6 +507,22 @@ private:
         return 0.0;
       });
     }
+    if (isa<arith::MinUIOp, arith::MinSIOp>(op))
+      return elementwise(op, [](double a, double b) { return std::min(a, b); });
+    if (isa<arith::MaxUIOp, arith::MaxSIOp>(op))
+      return elementwise(op, [](double a, double b) { return std::max(a, b); });
+    if (auto select = dyn_cast<arith::SelectOp>(op)) {
+      const Reg *c = get(select.getCondition()), *x = get(select.getTrueValue()), *y = get(select.getFalseValue());
+      if (!c || !x || !y || c->width != 1)
+        return fail(op, "a select with a missing or vector condition");
+      Reg &r = def(select, x->width);
+      for (int64_t t = 0; t < threads; ++t)
+        if (active[size_t(t)])
+          for (int64_t e = 0; e < x->width; ++e)
+            r.v[size_t(t * x->width + e)] =
+                c->v[size_t(t)] != 0 ? x->v[size_t(t * x->width + e)] : y->v[size_t(t * y->width + e)];
+      return true;
+    }
     if (isa<arith::IndexCastOp, arith::IndexCastUIOp>(op))
       return elementwise(op, [](double a, double) { return a; });
     // Thread and block ids.

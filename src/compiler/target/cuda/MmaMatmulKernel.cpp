@@ -126,8 +126,10 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
   const int64_t BM = cfg.blockM, BN = cfg.blockN, BK = cfg.blockK, S = cfg.stages;
   const int64_t WM = cfg.warpM, WN = cfg.warpN;
   const int64_t threads = 32 * cfg.warpsM * cfg.warpsN;
-  if (p.m % BM || p.n % BN || p.k % BK)
-    return fail("M, N and K must be multiples of the block tile (no edge tiles yet)");
+  // Edge tiles: chunks past the matrix are zero-filled (cp.async with a
+  // source size of 0), results past it not stored. A chunk is 16 bytes of a
+  // row, so each operand's contiguous extent must be a multiple of 16 bytes.
+  const bool edges = p.m % BM || p.n % BN || p.k % BK;
   if (WM % 16 || WN % 16 || BM != cfg.warpsM * WM || BN != cfg.warpsN * WN || S < 2 || p.batch < 1)
     return fail("the warps must tile the block in 16 x 16 steps, with at least 2 stages");
   const int64_t es = elementBytes(p.operand), epc = 16 / es; // elements per 16-byte chunk
@@ -172,7 +174,13 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
       cfg.loadB != want && cfg.instruction.size())
     return fail(std::string("the configuration reads the rhs with ") + nameOf(cfg.loadB) + ", this layout needs " +
                 nameOf(want));
-  const int64_t KT = p.k / BK;
+  const int64_t epcCheck = 16 / elementBytes(p.operand);
+  if ((p.lhsTransposed ? p.m : p.k) % epcCheck || (p.rhsTransposed ? p.k : p.n) % epcCheck)
+    return fail(llvm::formatv("each operand's contiguous extent ({0} of the lhs, {1} of the rhs) must be a "
+                              "multiple of {2} elements (16-byte copies)",
+                              p.lhsTransposed ? p.m : p.k, p.rhsTransposed ? p.k : p.n, epcCheck)
+                    .str());
+  const int64_t KT = (p.k + BK - 1) / BK;
 
   MLIRContext *ctx = module.getContext();
   ctx->loadDialect<arith::ArithDialect, memref::MemRefDialect, scf::SCFDialect, vector::VectorDialect,
@@ -200,7 +208,7 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
   func.setKnownGridSizeAttr(
-      b.getDenseI32ArrayAttr({int32_t(p.n / BN), int32_t(p.m / BM), int32_t(p.batch)}));
+      b.getDenseI32ArrayAttr({int32_t((p.n + BN - 1) / BN), int32_t((p.m + BM - 1) / BM), int32_t(p.batch)}));
   b.setInsertionPointToStart(&func.getBody().front());
   Value A = func.getArgument(0), B = func.getArgument(1), C = func.getArgument(2);
 
@@ -251,18 +259,29 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
   auto issueSlab = [&](Value kt, Value stage) {
     SmallVector<Value> tokens;
     Value k0 = k.mul(kt, BK);
-    auto copy = [&](const Tile &tile, const Copies &c, Value src, Value dst, Value mn0) {
+    auto copy = [&](const Tile &tile, const Copies &c, Value src, Value dst, Value mn0, int64_t rowsExtent,
+                    int64_t colsExtent) {
       for (size_t i = 0; i < c.rows.size(); ++i) {
         // Global (row, column) of this chunk: K runs along the tile's rows or columns.
         Value gr = tile.kRows ? k.add(k0, c.rows[i]) : k.add(mn0, c.rows[i]);
         Value gc = tile.kRows ? k.add(mn0, c.chunkCol) : k.add(k0, c.chunkCol);
+        Value srcElements;
+        if (edges) {
+          // Past the matrix: copy nothing (zero-fill) from a valid address.
+          Value inRows = b.create<arith::CmpIOp>(arith::CmpIPredicate::ult, gr, k.c(rowsExtent));
+          Value inCols = b.create<arith::CmpIOp>(arith::CmpIPredicate::ult, gc, k.c(colsExtent));
+          Value inside = b.create<arith::AndIOp>(inRows, inCols);
+          srcElements = b.create<arith::SelectOp>(inside, k.c(epc), k.c(0));
+          gr = b.create<arith::SelectOp>(inside, gr, k.c(0));
+          gc = b.create<arith::SelectOp>(inside, gc, k.c(0));
+        }
         tokens.push_back(b.create<nvgpu::DeviceAsyncCopyOp>(tokenType, dst, ValueRange{stage, c.rows[i], c.dstCols[i]},
-                                                            src, globalIndex(gr, gc), b.getIndexAttr(epc), Value(),
+                                                            src, globalIndex(gr, gc), b.getIndexAttr(epc), srcElements,
                                                             b.getUnitAttr()));
       }
     };
-    copy(tA, cA, A, sA, row0);
-    copy(tB, cB, B, sB, col0);
+    copy(tA, cA, A, sA, row0, p.lhsTransposed ? p.k : p.m, p.lhsTransposed ? p.m : p.k);
+    copy(tB, cB, B, sB, col0, p.rhsTransposed ? p.n : p.k, p.rhsTransposed ? p.k : p.n);
     return tokens;
   };
   // Prologue: slabs 0 .. S-2, one group each (empty past the last slab, so
@@ -431,7 +450,25 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
       Value acc = loop.getResult(mi * NT + ni);
       for (int64_t half = 0; half < 2; ++half) {
         Value rowVec = b.create<vector::ExtractOp>(acc, ArrayRef<int64_t>{half});
-        b.create<vector::StoreOp>(rowVec, C, globalIndex(half ? r8 : r, col));
+        Value row = half ? r8 : r;
+        if (!edges) {
+          b.create<vector::StoreOp>(rowVec, C, globalIndex(row, col));
+          continue;
+        }
+        // Both columns, the first alone, or nothing.
+        Value inRow = b.create<arith::CmpIOp>(arith::CmpIPredicate::ult, row, k.c(p.m));
+        Value both = b.create<arith::AndIOp>(
+            inRow, b.create<arith::CmpIOp>(arith::CmpIPredicate::ult, k.add(col, 1), k.c(p.n)));
+        auto ifBoth = b.create<scf::IfOp>(both, /*withElseRegion=*/true);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(&ifBoth.getThenRegion().front());
+        b.create<vector::StoreOp>(rowVec, C, globalIndex(row, col));
+        b.setInsertionPointToStart(&ifBoth.getElseRegion().front());
+        Value first = b.create<arith::AndIOp>(inRow, b.create<arith::CmpIOp>(arith::CmpIPredicate::ult, col, k.c(p.n)));
+        auto ifFirst = b.create<scf::IfOp>(first, /*withElseRegion=*/false);
+        b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
+        b.create<memref::StoreOp>(b.create<vector::ExtractOp>(rowVec, ArrayRef<int64_t>{0}), C,
+                                  globalIndex(row, col));
       }
     }
   }
