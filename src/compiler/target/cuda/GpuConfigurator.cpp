@@ -33,7 +33,8 @@
 //   time       per wave, each SM runs `resident` blocks' slabs: the larger of
 //              the tensor cores' time (flops / the SM's rate x the
 //              instruction's efficiency: mma.sync on Hopper reaches about
-//              2/3 of the rate wgmma does) and shared memory's (bytes the
+//              2/3 of the rate wgmma does; x the share of the SM's 4
+//              sub-partitions its resident warps keep busy) and shared memory's (bytes the
 //              warps read / kSmemBytesPerClock), plus filling the pipeline
 //              once; waves = ceil(tiles / (SMs x blocks per SM)), so a
 //              partial last wave costs a whole one (wave quantization). The
@@ -73,6 +74,8 @@ constexpr double kL2OverDram = 2.5;
 constexpr int64_t kRegisterOverhead = 40;
 /// The second launch split-K needs, to sum its partial results.
 constexpr double kLaunchSeconds = 3e-6;
+/// Warp schedulers (each with its own tensor core) per SM since Volta.
+constexpr double kSubPartitions = 4;
 /// Stages taken beyond the latency's need when they cost no occupancy.
 constexpr int64_t kFreeStages = 4;
 /// mma.sync's share of the tensor cores' rate on Hopper (wgmma's is 1).
@@ -391,7 +394,12 @@ GpuMatmulConfig mlir::nova::configureGpuMatmul(const GpuMatmulProblem &p, const 
           : kind == GpuMmaKind::simt ? double(c.threads) * (s.wm + s.wn) * blockK * es / 8 // broadcasts
                                      : double(c.warpsM * c.warpsN) * (s.wm + s.wn) * blockK * es;
       auto slabCycles = [&](int64_t resident) {
-        double mma = 2.0 * s.bm * s.bn * blockK / rate;
+        // An SM's tensor cores (and FMA pipes) sit in kSubPartitions
+        // quarters, each fed by the warps scheduled on it: fewer resident
+        // warps than quarters leave some idle.
+        double warps = double(resident * c.threads / 32);
+        double busy = std::min(1.0, warps / kSubPartitions);
+        double mma = 2.0 * s.bm * s.bn * blockK / (rate * busy);
         double smem = smemPerSlab / kSmemBytesPerClock;
         return std::max(mma, smem) * double(resident);
       };

@@ -1,0 +1,16 @@
+#!/bin/sh
+# bench/device/check.sh - on the GPU machine (CUDA, PyTorch, cuBLAS; no LLVM,
+# no MLIR, no network), with bench/device/artifacts carried from a machine
+# that ran bench/device/prepare.sh. Prints one table, and writes it to
+# $OUT/device_check.tsv when $OUT is set.
+#
+# Now: every generated matmul kernel (mma.sync, sm_90a PTX loaded by the
+# driver) against a float64 product (error bound per precision) and against
+# cuBLAS through PyTorch (TFLOP/s, ratio). Not yet: the wgmma kernel, the
+# other kernel kinds, and the MLP / GPT training steps (no CUDA target runs
+# a step yet).
+set -eu
+cd "$(dirname "$0")"
+[ -f artifacts/manifest.tsv ] || { echo "check.sh: no artifacts/manifest.tsv: run bench/device/prepare.sh where LLVM is, and carry bench/device/artifacts"; exit 2; }
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv,noheader || true
+exec python3 matmul_check.py artifacts

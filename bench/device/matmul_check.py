@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Nova's generated GPU matmul kernels against cuBLAS, on a real GPU.
+
+Reads artifacts/manifest.tsv (written by nova-gpu-kernels), loads each PTX
+through the CUDA driver (ctypes; the module JIT-assembles it for the GPU),
+launches it on PyTorch's stream with PyTorch's buffers, and:
+  - checks it against a float64 product of the same inputs: the error
+    relative to sum_k |a_ik b_kj| must be at most 2 (k 2^-24 + 2^-9 for tf32);
+  - times it and torch.matmul (cuBLAS; TF32 allowed for tf32 cases; bf16/f16
+    products return bf16/f16 there, f32 from Nova) with CUDA events, best of
+    the median of 3 groups, and prints TFLOP/s and the ratio.
+"""
+import ctypes
+import math
+import os
+import statistics
+import sys
+
+import torch
+
+
+def check(result, what):
+    if result != 0:
+        raise RuntimeError(f"{what} failed: CUDA error {result}")
+
+
+def timed(fn, iters):
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    samples = []
+    for _ in range(3):
+        start.record()
+        for _ in range(iters):
+            fn()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) / iters)
+    return statistics.median(samples) / 1e3  # seconds
+
+
+def main():
+    art = sys.argv[1] if len(sys.argv) > 1 else "artifacts"
+    torch.manual_seed(int(os.environ.get("NOVA_TEST_SEED", "20261201")))
+    dev = torch.device("cuda")
+    torch.zeros(1, device=dev)  # the primary context, current on this thread
+    cuda = ctypes.CDLL("libcuda.so.1")
+    check(cuda.cuInit(0), "cuInit")
+    print(f"# {torch.cuda.get_device_name()} | torch {torch.__version__} | CUDA {torch.version.cuda} | "
+          f"seed {os.environ.get('NOVA_TEST_SEED', '20261201')}")
+    header = ("kernel", "max_rel_err", "bound", "ok", "nova_ms", "cublas_ms", "nova_TFLOPs", "cublas_TFLOPs",
+              "nova/cublas", "config")
+    rows = [header]
+    print("\t".join(header))
+    failures = 0
+    for line in open(os.path.join(art, "manifest.tsv")):
+        f = line.rstrip("\n").split("\t")
+        name, ptx, typ, layout = f[0], f[1], f[2], f[3]
+        m, n, k, gx, gy, gz, bx, smem = (int(x) for x in f[4:12])
+        config = f[12]
+        module, func = ctypes.c_void_p(), ctypes.c_void_p()
+        data = open(os.path.join(art, ptx), "rb").read() + b"\0"
+        check(cuda.cuModuleLoadData(ctypes.byref(module), data), f"cuModuleLoadData({ptx})")
+        check(cuda.cuModuleGetFunction(ctypes.byref(func), module, name.encode()), "cuModuleGetFunction")
+        # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+        check(cuda.cuFuncSetAttribute(func, 8, smem), "cuFuncSetAttribute(dynamic shared memory)")
+        dtype = {"bf16": torch.bfloat16, "f16": torch.float16, "tf32": torch.float32}[typ]
+        a_stored = torch.randn((k, m) if layout[0] == "T" else (m, k), device=dev).to(dtype)
+        b_stored = torch.randn((n, k) if layout[1] == "T" else (k, n), device=dev).to(dtype)
+        a = a_stored.t() if layout[0] == "T" else a_stored
+        b = b_stored.t() if layout[1] == "T" else b_stored
+        c = torch.zeros((m, n), device=dev, dtype=torch.float32)
+        ptrs = [ctypes.c_uint64(t.data_ptr()) for t in (a_stored, b_stored, c)]
+        params = (ctypes.c_void_p * 3)(*[ctypes.cast(ctypes.byref(p), ctypes.c_void_p) for p in ptrs])
+        stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+
+        def nova():
+            check(cuda.cuLaunchKernel(func, gx, gy, gz, bx, 1, 1, smem, stream, params, None), "cuLaunchKernel")
+
+        nova()
+        torch.cuda.synchronize()
+        ref = a.double() @ b.double()
+        scale = a.double().abs() @ b.double().abs()
+        err = ((c.double() - ref).abs() / scale.clamp_min(1e-30)).max().item()
+        bound = 2 * (k * 2.0**-24 + (2.0**-9 if typ == "tf32" else 0.0))
+        ok = err <= bound
+        failures += 0 if ok else 1
+        torch.backends.cuda.matmul.allow_tf32 = typ == "tf32"
+        peer = lambda: torch.matmul(a, b)
+        flops = 2.0 * m * n * k
+        iters = max(3, min(50, int(0.05 / max(flops / 300e12, 1e-6))))
+        for fn in (nova, peer):
+            fn()
+        t_nova, t_peer = timed(nova, iters), timed(peer, iters)
+        row = (name, f"{err:.3e}", f"{bound:.3e}", "yes" if ok else "NO", f"{t_nova * 1e3:.3f}",
+               f"{t_peer * 1e3:.3f}", f"{flops / t_nova / 1e12:.1f}", f"{flops / t_peer / 1e12:.1f}",
+               f"{t_peer / t_nova:.3f}", config)
+        rows.append(row)
+        print("\t".join(row), flush=True)
+        check(cuda.cuModuleUnload(module), "cuModuleUnload")
+    out = os.environ.get("OUT")
+    if out:
+        with open(os.path.join(out, "device_check.tsv"), "w") as fh:
+            fh.write("\n".join("\t".join(r) for r in rows) + "\n")
+    print(f"# {len(rows) - 1} kernels, {failures} outside their error bound")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
