@@ -65,7 +65,8 @@ struct MatmulRun {
 
 /// Builds the kernel for `p` / `c`, runs it on random inputs and compares
 /// with float64.
-MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const MmaMatmulFaults &faults = {}) {
+MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const MmaMatmulFaults &faults = {},
+                    const MmaEpilogue &epilogue = {}) {
   MatmulRun run;
   run.config = c.describe();
   MLIRContext &ctx = context();
@@ -75,7 +76,7 @@ MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const M
   b.setInsertionPointToEnd(module->getBody());
   auto kernels = b.create<gpu::GPUModuleOp>(b.getUnknownLoc(), "nova_kernels");
   std::string error;
-  FailureOr<gpu::GPUFuncOp> kernel = buildMmaSyncMatmulKernel(kernels, "matmul", p, c, error, faults);
+  FailureOr<gpu::GPUFuncOp> kernel = buildMmaSyncMatmulKernel(kernels, "matmul", p, c, error, faults, epilogue);
   REQUIRE_MESSAGE(succeeded(kernel), error);
   REQUIRE(succeeded(verify(*module)));
 
@@ -120,6 +121,18 @@ MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const M
   launch.block = {32 * c.warpsM * c.warpsN, 1, 1};
   launch.dynamicSharedBytes = mmaSyncMatmulSharedBytes(p, c);
   launch.args = {&A, &B, &C};
+  std::vector<float> bias(size_t(p.n)), residual(size_t(p.batch * p.m * p.n));
+  for (float &x : bias)
+    x = dist(rng);
+  for (float &x : residual)
+    x = dist(rng);
+  std::vector<uint8_t> biasBytes(bias.size() * 4), residualBytes(residual.size() * 4);
+  std::memcpy(biasBytes.data(), bias.data(), biasBytes.size());
+  std::memcpy(residualBytes.data(), residual.data(), residualBytes.size());
+  if (epilogue.bias)
+    launch.args.push_back(&biasBytes);
+  if (epilogue.residual)
+    launch.args.push_back(&residualBytes);
   run.report = emulateKernel(*kernel, launch);
   if (!run.report.ok)
     return run;
@@ -138,6 +151,20 @@ MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const M
         }
         float got;
         std::memcpy(&got, C.data() + 4 * ((z * p.m + i) * p.n + j), 4);
+        // The epilogue in float64; its f32 steps add a few ulp of the values
+        // they see (counted in `scale`), and GELU's slope is at most 1.13.
+        double y = epilogue.scale * want + (epilogue.bias ? double(bias[size_t(j)]) : 0.0);
+        double res = epilogue.residual ? double(residual[size_t((z * p.m + i) * p.n + j)]) : 0.0;
+        double act = y;
+        if (epilogue.activation == MmaEpilogue::Activation::relu)
+          act = std::max(y, 0.0);
+        else if (epilogue.activation == MmaEpilogue::Activation::gelu_tanh)
+          act = 0.5 * y * (1 + std::tanh(0.7978845608028654 * (y + 0.044715 * y * y * y)));
+        want = act + res;
+        if (epilogue.scale != 1.0 || epilogue.bias || epilogue.residual ||
+            epilogue.activation != MmaEpilogue::Activation::none)
+          scale = 1.13 * std::abs(epilogue.scale) * scale + 64 * (std::abs(y) + std::abs(res) + 1) / run.bound *
+                                                                  std::ldexp(1.0, -24);
         run.worst = std::max(run.worst, std::abs(double(got) - want) / std::max(scale, 1e-30));
       }
   return run;
@@ -322,6 +349,34 @@ TEST_CASE("GPU emulator: edge tiles (shapes that are not multiples of the block)
     p.rhsTransposed = c.tb;
     MatmulRun run = runMatmul(p, block(c.op, 64, 64, c.op == GpuOperand::tf32 ? 16 : 32, 2, 2, 3));
     CAPTURE(run.config);
+    REQUIRE_MESSAGE(run.report.ok, run.report.error);
+    CHECK(run.worst <= run.bound);
+  }
+}
+
+TEST_CASE("GPU emulator: epilogues fused on the accumulator fragments") {
+  struct Case {
+    GpuOperand op;
+    int64_t m, n, k;
+    MmaEpilogue e;
+  };
+  MmaEpilogue biasRelu, geluResidual, all;
+  biasRelu.bias = true;
+  biasRelu.activation = MmaEpilogue::Activation::relu;
+  geluResidual.activation = MmaEpilogue::Activation::gelu_tanh;
+  geluResidual.residual = true;
+  all.scale = 0.125;
+  all.bias = true;
+  all.activation = MmaEpilogue::Activation::gelu_tanh;
+  all.residual = true;
+  for (Case c : {Case{GpuOperand::bf16, 128, 128, 64, biasRelu}, Case{GpuOperand::f16, 128, 64, 64, geluResidual},
+                 Case{GpuOperand::tf32, 96, 72, 40, all},   // edges
+                 Case{GpuOperand::bf16, 70, 57, 48, all}}) { // an odd last column
+    CAPTURE(std::string(nameOf(c.op)));
+    CAPTURE(c.n);
+    GpuMatmulProblem p = problem(c.m, c.n, c.k, c.op);
+    p.rhsTransposed = c.n % 8 != 0; // B stored N x K when N is not whole chunks
+    MatmulRun run = runMatmul(p, block(c.op, 64, 64, c.op == GpuOperand::tf32 ? 16 : 32, 2, 2, 2), {}, c.e);
     REQUIRE_MESSAGE(run.report.ok, run.report.error);
     CHECK(run.worst <= run.bound);
   }

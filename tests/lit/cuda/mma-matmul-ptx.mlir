@@ -38,5 +38,24 @@
 // TF32: ld.shared.u32
 // TF32: mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
 
+// A fused epilogue (scale, bias, GELU, residual) and transposed operands;
+// tanh as an inline polynomial and abs as a sign mask (nova-gpu-inline-math,
+// as PtxEmitter.cpp runs it), so the PTX calls no libdevice function.
+// RUN: nova-opt %s --nova-test-mma-matmul="m=256 n=256 k=256 type=bf16 block-m=128 block-n=128 block-k=32 warps-m=2 warps-n=2 stages=2 transpose-a=1 transpose-b=1 scale=0.5 bias=1 activation=gelu residual=1" --nova-gpu-inline-math --gpu-lower-to-nvvm-pipeline="cubin-chip=sm_80 cubin-features=+ptx76 cubin-format=isa opt-level=3 kernel-bare-ptr-calling-convention=true" 2>/dev/null | %extract-ptx > %t.epi.ptx
+// RUN: FileCheck %s --check-prefix=EPI < %t.epi.ptx
+// RUN: %ptxas -arch=sm_80 %t.epi.ptx -o %t.epi.sm_80.cubin
+// EPI-NOT: .extern .func
+// EPI: .entry matmul(
+// EPI-NEXT: .param .u64
+// EPI-NEXT: .param .u64
+// EPI-NEXT: .param .u64
+// EPI-NEXT: .param .u64
+// EPI-NEXT: .param .u64
+// EPI: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
+// EPI: ldmatrix.sync.aligned.m8n8.x4.shared.b16
+// EPI: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// EPI: ld.global{{.*}}.f32
+// EPI: st.global
+
 module {
 }

@@ -14,6 +14,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -482,6 +483,20 @@ private:
       return elementwise(op, [](double a, double b) { return double(float(a) + float(b)); });
     if (isa<arith::MulFOp>(op))
       return elementwise(op, [](double a, double b) { return double(float(a) * float(b)); });
+    if (isa<arith::SubFOp>(op))
+      return elementwise(op, [](double a, double b) { return double(float(a) - float(b)); });
+    if (isa<arith::DivFOp>(op))
+      return elementwise(op, [](double a, double b) { return double(float(a) / float(b)); });
+    if (isa<arith::MaximumFOp>(op)) // NaN-propagating, as PTX max.NaN
+      return elementwise(op, [](double a, double b) {
+        return std::isnan(a) || std::isnan(b) ? double(NAN) : std::max(a, b);
+      });
+    if (isa<arith::MaxNumFOp>(op))
+      return elementwise(op, [](double a, double b) { return std::fmax(a, b); });
+    if (isa<math::TanhOp>(op))
+      return elementwise(op, [](double a, double) { return double(std::tanh(float(a))); });
+    if (isa<math::ExpOp>(op))
+      return elementwise(op, [](double a, double) { return double(std::exp(float(a))); });
     if (auto cmp = dyn_cast<arith::CmpIOp>(op)) {
       auto pred = cmp.getPredicate();
       return elementwise(op, [pred](double a, double b) {

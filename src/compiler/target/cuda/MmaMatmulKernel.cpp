@@ -36,6 +36,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -110,7 +111,8 @@ int64_t mlir::nova::mmaSyncMatmulSharedBytes(const GpuMatmulProblem &p, const Gp
 FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp module, StringRef name,
                                                                 const GpuMatmulProblem &p,
                                                                 const GpuMatmulConfig &cfg, std::string &error,
-                                                                const MmaMatmulFaults &faults) {
+                                                                const MmaMatmulFaults &faults,
+                                                                const MmaEpilogue &epilogue) {
   auto fail = [&](const std::string &why) -> FailureOr<gpu::GPUFuncOp> {
     error = llvm::formatv("the mma.sync matmul kernel {0} ({1} x {2} x {3}, batch {4}, {5}{6}, {7}, {8}): {9}",
                           name, p.m, p.n, p.k, p.batch, p.lhsTransposed ? "T" : "N", p.rhsTransposed ? "T" : "N",
@@ -183,8 +185,8 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
   const int64_t KT = (p.k + BK - 1) / BK;
 
   MLIRContext *ctx = module.getContext();
-  ctx->loadDialect<arith::ArithDialect, memref::MemRefDialect, scf::SCFDialect, vector::VectorDialect,
-                   nvgpu::NVGPUDialect, LLVM::LLVMDialect>();
+  ctx->loadDialect<arith::ArithDialect, math::MathDialect, memref::MemRefDialect, scf::SCFDialect,
+                   vector::VectorDialect, nvgpu::NVGPUDialect, LLVM::LLVMDialect>();
   ImplicitLocOpBuilder b(module.getLoc(), ctx);
   if (Operation *end = module.getBody()->getTerminator())
     b.setInsertionPoint(end); // gpu.module_end
@@ -204,13 +206,20 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
   auto aType = p.lhsTransposed ? global(p.k, p.m, et) : global(p.m, p.k, et);
   auto bType = p.rhsTransposed ? global(p.n, p.k, et) : global(p.k, p.n, et);
   auto cType = global(p.m, p.n, f32);
-  auto func = b.create<gpu::GPUFuncOp>(name, b.getFunctionType({aType, bType, cType}, {}));
+  SmallVector<Type> argTypes{aType, bType, cType};
+  if (epilogue.bias)
+    argTypes.push_back(MemRefType::get({p.n}, f32));
+  if (epilogue.residual)
+    argTypes.push_back(cType);
+  auto func = b.create<gpu::GPUFuncOp>(name, b.getFunctionType(argTypes, {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
   func.setKnownGridSizeAttr(
       b.getDenseI32ArrayAttr({int32_t((p.n + BN - 1) / BN), int32_t((p.m + BM - 1) / BM), int32_t(p.batch)}));
   b.setInsertionPointToStart(&func.getBody().front());
   Value A = func.getArgument(0), B = func.getArgument(1), C = func.getArgument(2);
+  Value biasArg = epilogue.bias ? func.getArgument(3) : Value();
+  Value residualArg = epilogue.residual ? func.getArgument(epilogue.bias ? 4 : 3) : Value();
 
   // Shared memory: stages A tiles, then stages B tiles, in one dynamic buffer.
   auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
@@ -441,7 +450,49 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
   }
 
   // Epilogue: lane (g, t) holds rows g, g + 8 and columns 2t, 2t + 1 of each
-  // 16 x 8 tile.
+  // 16 x 8 tile: activation(scale x acc + bias) + residual, then stored.
+  // `v` is both columns (vector<2xf32>) or, at the matrix's last odd
+  // column, the first alone (f32).
+  auto constant = [&](Type type, double x) -> Value {
+    if (auto vt = dyn_cast<VectorType>(type))
+      return b.create<arith::ConstantOp>(vt, DenseElementsAttr::get(vt, b.getF32FloatAttr(float(x))));
+    return b.create<arith::ConstantOp>(b.getF32FloatAttr(float(x)));
+  };
+  auto finish = [&](Value v, Value row, Value col) {
+    Type type = v.getType();
+    bool pair = isa<VectorType>(type);
+    auto load = [&](Value memref, ValueRange idx) -> Value {
+      if (pair)
+        return b.create<vector::LoadOp>(cast<VectorType>(type), memref, idx);
+      return b.create<memref::LoadOp>(memref, idx);
+    };
+    if (epilogue.scale != 1.0)
+      v = b.create<arith::MulFOp>(v, constant(type, epilogue.scale));
+    if (epilogue.bias)
+      v = b.create<arith::AddFOp>(v, load(biasArg, ValueRange{col}));
+    switch (epilogue.activation) {
+    case MmaEpilogue::Activation::none:
+      break;
+    case MmaEpilogue::Activation::relu:
+      v = b.create<arith::MaximumFOp>(v, constant(type, 0.0));
+      break;
+    case MmaEpilogue::Activation::gelu_tanh: {
+      // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), as PyTorch's approximate="tanh".
+      Value x3 = b.create<arith::MulFOp>(b.create<arith::MulFOp>(v, v), v);
+      Value inner = b.create<arith::AddFOp>(v, b.create<arith::MulFOp>(x3, constant(type, 0.044715)));
+      Value th = b.create<math::TanhOp>(b.create<arith::MulFOp>(inner, constant(type, 0.7978845608028654)));
+      Value half = b.create<arith::MulFOp>(v, constant(type, 0.5));
+      v = b.create<arith::MulFOp>(half, b.create<arith::AddFOp>(th, constant(type, 1.0)));
+      break;
+    }
+    }
+    if (epilogue.residual)
+      v = b.create<arith::AddFOp>(v, load(residualArg, globalIndex(row, col)));
+    if (pair)
+      b.create<vector::StoreOp>(v, C, globalIndex(row, col));
+    else
+      b.create<memref::StoreOp>(v, C, globalIndex(row, col));
+  };
   for (int64_t mi = 0; mi < MT; ++mi) {
     Value r = k.add(row0, k.add(k.add(k.mul(wm, WM), mi * 16), g));
     Value r8 = k.add(r, 8);
@@ -452,7 +503,7 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
         Value rowVec = b.create<vector::ExtractOp>(acc, ArrayRef<int64_t>{half});
         Value row = half ? r8 : r;
         if (!edges) {
-          b.create<vector::StoreOp>(rowVec, C, globalIndex(row, col));
+          finish(rowVec, row, col);
           continue;
         }
         // Both columns, the first alone, or nothing.
@@ -462,13 +513,12 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
         auto ifBoth = b.create<scf::IfOp>(both, /*withElseRegion=*/true);
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(&ifBoth.getThenRegion().front());
-        b.create<vector::StoreOp>(rowVec, C, globalIndex(row, col));
+        finish(rowVec, row, col);
         b.setInsertionPointToStart(&ifBoth.getElseRegion().front());
         Value first = b.create<arith::AndIOp>(inRow, b.create<arith::CmpIOp>(arith::CmpIPredicate::ult, col, k.c(p.n)));
         auto ifFirst = b.create<scf::IfOp>(first, /*withElseRegion=*/false);
         b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
-        b.create<memref::StoreOp>(b.create<vector::ExtractOp>(rowVec, ArrayRef<int64_t>{0}), C,
-                                  globalIndex(row, col));
+        finish(b.create<vector::ExtractOp>(rowVec, ArrayRef<int64_t>{0}), row, col);
       }
     }
   }

@@ -9,7 +9,9 @@
 // checked lane by lane, is tests/lit/cuda/templates/).
 //
 // The kernel: C[M, N] (f32, row-major) = A[M, K] x B[K, N], both row-major
-// ("NN"), f16 / bf16 / tf32 operands. One block per blockM x blockN tile,
+// ("NN"; either may be stored transposed), f16 / bf16 / tf32 operands,
+// batched (grid z), any M, N, K whose contiguous extents are whole 16-byte
+// chunks, and a fused epilogue (MmaEpilogue). One block per blockM x blockN tile,
 // grid (N / blockN, M / blockM); its warps (warpsM x warpsN) each own a
 // warpM x warpN tile of 16 x 8 accumulators. The K loop is a `stages`-deep
 // cp.async pipeline in dynamic shared memory: slab kt + stages - 1 is
@@ -27,6 +29,19 @@
 #include <string>
 
 namespace mlir::nova {
+
+/// What the kernel does to each result before storing it, on the
+/// accumulator fragments in registers:
+///   C = activation(scale x (A B) + bias[n]) + residual[m][n].
+/// The bias (memref<N x f32>) and the residual (f32, C's shape) are kernel
+/// arguments after C, in that order, when present.
+struct MmaEpilogue {
+  enum class Activation { none, relu, gelu_tanh };
+  double scale = 1.0;
+  bool bias = false;
+  Activation activation = Activation::none;
+  bool residual = false;
+};
 
 /// Deliberate faults, for tests that the emulator catches what they break.
 struct MmaMatmulFaults {
@@ -47,7 +62,8 @@ struct MmaMatmulFaults {
 FailureOr<gpu::GPUFuncOp> buildMmaSyncMatmulKernel(gpu::GPUModuleOp module, StringRef name,
                                                     const GpuMatmulProblem &problem,
                                                     const GpuMatmulConfig &config, std::string &error,
-                                                    const MmaMatmulFaults &faults = {});
+                                                    const MmaMatmulFaults &faults = {},
+                                                    const MmaEpilogue &epilogue = {});
 
 /// The dynamic shared memory the kernel needs at launch, in bytes.
 int64_t mmaSyncMatmulSharedBytes(const GpuMatmulProblem &problem, const GpuMatmulConfig &config);

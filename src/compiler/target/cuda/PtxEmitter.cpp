@@ -1,10 +1,12 @@
 //===- PtxEmitter.cpp - gpu.module -> PTX --------------------------------===//
 
 #include "compiler/target/cuda/PtxEmitter.h"
+#include "compiler/target/cuda/GpuPasses.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -23,7 +25,7 @@ using namespace mlir;
 
 void mlir::nova::registerGpuCodegenDialects(DialectRegistry &registry) {
   // What the kernels are written in, and what they become.
-  registry.insert<gpu::GPUDialect, nvgpu::NVGPUDialect, NVVM::NVVMDialect, arith::ArithDialect,
+  registry.insert<gpu::GPUDialect, nvgpu::NVGPUDialect, NVVM::NVVMDialect, arith::ArithDialect, math::MathDialect,
                   memref::MemRefDialect, scf::SCFDialect, vector::VectorDialect, LLVM::LLVMDialect>();
   NVVM::registerNVVMTargetInterfaceExternalModels(registry);
   registerBuiltinDialectTranslation(registry);
@@ -59,6 +61,9 @@ FailureOr<std::string> mlir::nova::emitPtx(ModuleOp module, const ::nova::Target
   options.cubinFormat = "isa";
   options.optLevel = 3;
   options.kernelUseBarePtrCallConv = true;
+  // f32 tanh, exp, erf, abs... inline: no libdevice calls, so the PTX does
+  // not depend on the CUDA toolkit's bitcode being found.
+  pm.addPass(createGpuInlineMath());
   gpu::buildLowerToNVVMPassPipeline(pm, options);
   if (failed(pm.run(module))) {
     error = "lowering to PTX for " + target.cpu + " failed:\n" + diagnostics;

@@ -3,8 +3,10 @@
 // --nova-test-mma-matmul="m=256 n=256 k=256 type=bf16 target=sm_80" adds a
 // gpu.module @nova_kernels with the mma.sync matmul kernel @matmul to the
 // module: the configurator's decision for that target, or the block given
-// (block-m, block-n, block-k, warps-m, warps-n, stages; all or none). Lit
-// tests check its IR and, through gpu-lower-to-nvvm-pipeline, its PTX.
+// (block-m, block-n, block-k, warps-m, warps-n, stages; all or none);
+// transpose-a / transpose-b; an epilogue (scale, bias, activation =
+// relu | gelu, residual). Lit tests check its IR and, through
+// gpu-lower-to-nvvm-pipeline, its PTX.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,6 +50,11 @@ struct TestMmaMatmul : PassWrapper<TestMmaMatmul, OperationPass<ModuleOp>> {
   Option<int64_t> blockM{*this, "block-m", llvm::cl::init(0)}, blockN{*this, "block-n", llvm::cl::init(0)},
       blockK{*this, "block-k", llvm::cl::init(0)}, warpsM{*this, "warps-m", llvm::cl::init(0)},
       warpsN{*this, "warps-n", llvm::cl::init(0)}, stages{*this, "stages", llvm::cl::init(0)};
+  Option<bool> transposeA{*this, "transpose-a", llvm::cl::init(false)},
+      transposeB{*this, "transpose-b", llvm::cl::init(false)}, bias{*this, "bias", llvm::cl::init(false)},
+      residual{*this, "residual", llvm::cl::init(false)};
+  Option<std::string> activation{*this, "activation", llvm::cl::desc("none, relu or gelu"), llvm::cl::init("none")};
+  Option<double> scale{*this, "scale", llvm::cl::init(1.0)};
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -58,6 +65,15 @@ struct TestMmaMatmul : PassWrapper<TestMmaMatmul, OperationPass<ModuleOp>> {
     p.operand = type == "bf16" ? GpuOperand::bf16 : type == "tf32" ? GpuOperand::tf32 : GpuOperand::f16;
     p.allowWgmma = false;
     p.allowSplitK = false;
+    p.lhsTransposed = transposeA;
+    p.rhsTransposed = transposeB;
+    MmaEpilogue epilogue;
+    epilogue.scale = scale;
+    epilogue.bias = bias;
+    epilogue.residual = residual;
+    epilogue.activation = activation == "relu"   ? MmaEpilogue::Activation::relu
+                          : activation == "gelu" ? MmaEpilogue::Activation::gelu_tanh
+                                                 : MmaEpilogue::Activation::none;
     // Built without exceptions: check the name before named_target (which throws).
     auto known = ::nova::known_targets();
     if (target == "cuda" || target == "host" || std::find(known.begin(), known.end(), target) == known.end()) {
@@ -87,7 +103,12 @@ struct TestMmaMatmul : PassWrapper<TestMmaMatmul, OperationPass<ModuleOp>> {
     b.setInsertionPointToEnd(module.getBody());
     auto kernels = b.create<gpu::GPUModuleOp>(module.getLoc(), "nova_kernels");
     std::string error;
-    if (failed(buildMmaSyncMatmulKernel(kernels, "matmul", p, c, error))) {
+    if (blockM) { // the fragment loads the layout needs (the configurator's rule)
+      bool sixteen = p.operand != GpuOperand::tf32;
+      c.loadA = !p.lhsTransposed ? FragmentLoad::ldmatrix : sixteen ? FragmentLoad::ldmatrix_trans : FragmentLoad::scalar;
+      c.loadB = p.rhsTransposed ? FragmentLoad::ldmatrix : sixteen ? FragmentLoad::ldmatrix_trans : FragmentLoad::scalar;
+    }
+    if (failed(buildMmaSyncMatmulKernel(kernels, "matmul", p, c, error, {}, epilogue))) {
       module.emitError(error);
       return signalPassFailure();
     }
@@ -96,4 +117,7 @@ struct TestMmaMatmul : PassWrapper<TestMmaMatmul, OperationPass<ModuleOp>> {
 
 } // namespace
 
-void mlir::nova::registerNovaGpuPasses() { PassRegistration<TestMmaMatmul>(); }
+void mlir::nova::registerNovaGpuPasses() {
+  PassRegistration<TestMmaMatmul>();
+  registerGpuInlineMath();
+}

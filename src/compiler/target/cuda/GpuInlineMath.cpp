@@ -1,0 +1,67 @@
+//===- GpuInlineMath.cpp - f32 math without libdevice ------------------===//
+//
+// --nova-gpu-inline-math: MLIR's polynomial approximations of f32 tanh,
+// exp, erf, log... (as nova-approximate-math does for the CPU), then
+// math.absf as a cleared sign bit, so GPU kernels call no libdevice function
+// (MLIR's GPU-to-NVVM lowering turns both into __nv_* calls, which resolve
+// only where the CUDA toolkit's libdevice is found at compile time).
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/target/cuda/GpuPasses.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Math/Transforms/Approximation.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+using namespace mlir;
+
+namespace {
+
+struct GpuInlineMath : PassWrapper<GpuInlineMath, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(GpuInlineMath)
+  StringRef getArgument() const final { return "nova-gpu-inline-math"; }
+  StringRef getDescription() const final {
+    return "f32 transcendentals as polynomials and absf as a sign-bit mask: no libdevice calls";
+  }
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<arith::ArithDialect, math::MathDialect, vector::VectorDialect>();
+  }
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateMathPolynomialApproximationPatterns(patterns);
+    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+    getOperation().walk([](math::AbsFOp abs) {
+      Type type = abs.getType();
+      Type element = getElementTypeOrSelf(type);
+      if (!element.isF32())
+        return;
+      ImplicitLocOpBuilder b(abs.getLoc(), abs);
+      Type i32 = b.getI32Type();
+      Type intType = i32;
+      Attribute mask = b.getI32IntegerAttr(0x7fffffff);
+      if (auto vt = dyn_cast<VectorType>(type)) {
+        intType = vt.clone(i32);
+        mask = DenseElementsAttr::get(cast<ShapedType>(intType), b.getI32IntegerAttr(0x7fffffff));
+      }
+      Value bits = b.create<arith::BitcastOp>(intType, abs.getOperand());
+      Value cleared = b.create<arith::AndIOp>(bits, b.create<arith::ConstantOp>(intType, cast<TypedAttr>(mask)));
+      abs.replaceAllUsesWith(b.create<arith::BitcastOp>(type, cleared).getResult());
+      abs.erase();
+    });
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> mlir::nova::createGpuInlineMath() { return std::make_unique<GpuInlineMath>(); }
+
+void mlir::nova::registerGpuInlineMath() { PassRegistration<GpuInlineMath>(); }
