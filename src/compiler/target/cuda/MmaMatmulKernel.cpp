@@ -214,6 +214,11 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
   auto func = b.create<gpu::GPUFuncOp>(name, b.getFunctionType(argTypes, {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
+  // Column pairs (2t, 2t + 1) of the result start on 8-byte boundaries when
+  // its rows have an even length: PtxEmitter may then move them as one
+  // 8-byte access (st.global.v2.f32) instead of two.
+  if (p.n % 2 == 0)
+    func->setAttr(kAlignedPairsAttr, b.getUnitAttr());
   func.setKnownGridSizeAttr(
       b.getDenseI32ArrayAttr({int32_t((p.n + BN - 1) / BN), int32_t((p.m + BM - 1) / BM), int32_t(p.batch)}));
   b.setInsertionPointToStart(&func.getBody().front());

@@ -55,6 +55,9 @@ struct MmaMatmulFaults {
   bool unswizzledRhsReads = false;
 };
 
+/// On a kernel whose vector<2xf32> global accesses are 8-byte aligned.
+inline constexpr const char kAlignedPairsAttr[] = "nova.aligned_pairs";
+
 /// Adds the kernel `name` to `module`. Fails (with `error` naming the shapes
 /// and the config) for what it does not support yet: transposed operands,
 /// batches, shapes that are not multiples of the block tile, tiles the

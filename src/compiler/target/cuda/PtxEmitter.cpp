@@ -2,6 +2,7 @@
 
 #include "compiler/target/cuda/PtxEmitter.h"
 #include "compiler/target/cuda/GpuPasses.h"
+#include "compiler/target/cuda/MmaMatmulKernel.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -13,13 +14,17 @@
 #include "mlir/Dialect/GPU/Pipelines/Passes.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/InitAllPasses.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <mutex>
 
 using namespace mlir;
 
@@ -54,19 +59,44 @@ FailureOr<std::string> mlir::nova::emitPtx(ModuleOp module, const ::nova::Target
     os << d << "\n";
     return success();
   });
+  // MLIR's gpu-lower-to-nvvm pipeline (19.1: the GPU half of
+  // buildLowerToNVVMPassPipeline; there is no host code), stopped before
+  // serialization to raise the alignment of kernels' paired accesses.
+  static std::once_flag registered;
+  std::call_once(registered, [] { registerAllPasses(); });
   PassManager pm(module.getContext());
-  gpu::GPUToNVVMPipelineOptions options;
-  options.cubinChip = target.cpu;
-  options.cubinFeatures = ptxFeatures(target);
-  options.cubinFormat = "isa";
-  options.optLevel = 3;
-  options.kernelUseBarePtrCallConv = true;
-  // f32 tanh, exp, erf, abs... inline: no libdevice calls, so the PTX does
-  // not depend on the CUDA toolkit's bitcode being found.
   pm.addPass(createGpuInlineMath());
-  gpu::buildLowerToNVVMPassPipeline(pm, options);
+  std::string pipeline =
+      "convert-nvgpu-to-nvvm,convert-vector-to-scf,convert-scf-to-cf,convert-nvvm-to-llvm,"
+      "expand-strided-metadata,nvvm-attach-target{chip=" + target.cpu + " features=" + ptxFeatures(target) +
+      " O=3},lower-affine,convert-arith-to-llvm,convert-index-to-llvm{index-bitwidth=64},canonicalize,cse,"
+      "gpu.module(strip-debuginfo,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=true},canonicalize,cse,"
+      "reconcile-unrealized-casts)";
+  if (failed(parsePassPipeline(pipeline, pm))) {
+    error = "the PTX pipeline does not parse: " + pipeline;
+    return failure();
+  }
   if (failed(pm.run(module))) {
     error = "lowering to PTX for " + target.cpu + " failed:\n" + diagnostics;
+    return failure();
+  }
+  // Kernels that promise it (kAlignedPairsAttr): 8-byte vector<2xf32>
+  // loads and stores of global memory (LLVM keeps the element's 4, and
+  // NVPTX then splits each into two 4-byte accesses).
+  module.walk([](LLVM::LLVMFuncOp func) {
+    if (!func->hasAttr(kAlignedPairsAttr))
+      return;
+    auto pair = VectorType::get({2}, Float32Type::get(func.getContext()));
+    func.walk([&](Operation *op) {
+      if (auto store = dyn_cast<LLVM::StoreOp>(op); store && store.getValue().getType() == pair)
+        store.setAlignment(8);
+      if (auto load = dyn_cast<LLVM::LoadOp>(op); load && load.getType() == pair)
+        load.setAlignment(8);
+    });
+  });
+  PassManager serialize(module.getContext());
+  if (failed(parsePassPipeline("gpu-module-to-binary{format=isa}", serialize)) || failed(serialize.run(module))) {
+    error = "serializing PTX for " + target.cpu + " failed:\n" + diagnostics;
     return failure();
   }
   std::string ptx;
