@@ -15,6 +15,7 @@
 #include "compiler/Diagnostics.h"
 #include "compiler/LaunchPlan.h"
 #include "compiler/interpreter/Interpreter.h"
+#include "compiler/target/cuda/CudaTarget.h"
 #include "compiler/transforms/Kernels.h"
 #include "runtime/disk_cache.hpp"
 
@@ -232,13 +233,43 @@ std::array<uint64_t, 2> mlir::nova::stepKey(ModuleOp traced, const ::nova::Targe
   return os.digest();
 }
 
+namespace {
+
+/// A GPU target: the step's kernels are configured (NOVA_EXPLAIN prints each
+/// matmul's decision) but whole steps are not generated yet, which the
+/// error says.
+[[noreturn]] void failOnGpu(ModuleOp kernels, const ::nova::TargetDesc &target, const std::string &step) {
+  int total = 0, matmuls = 0;
+  std::string lines;
+  llvm::raw_string_ostream os(lines);
+  if (kernels)
+    for (auto kernel : kernels.getOps<func::FuncOp>()) {
+      ++total;
+      auto config = mlir::nova::loweringConfig(kernel);
+      if (!config || !config.isGpuMatmul())
+        continue;
+      ++matmuls;
+      os << "  " << kernel.getSymName() << ": " << config << "\n";
+      if (auto why = kernel->getAttrOfType<ArrayAttr>(mlir::nova::kGpuWhyAttr))
+        for (Attribute line : why)
+          os << "    " << cast<StringAttr>(line).getValue() << "\n";
+    }
+  if (mlir::nova::explainEnabled())
+    llvm::errs() << "nova: step '" << step << "' for " << target.describe() << ": " << matmuls
+                 << " matmul kernels configured:\n"
+                 << lines;
+  throw ::nova::CompileError("nova: step '" + step + "': steps do not compile for GPU targets yet (" + target.cpu +
+                             "); its " + std::to_string(total) + " kernels were configured, " +
+                             std::to_string(matmuls) +
+                             " of them matmuls on the GPU configurator (NOVA_EXPLAIN=1 prints each decision)");
+}
+
+} // namespace
+
 ::nova::ExecutableDesc mlir::nova::compileToDescription(ModuleOp traced,
                                                         const StepSignature &signature,
                                                         const ::nova::TargetDesc &targetDesc,
                                                         const PipelineOptions &options) {
-  if (targetDesc.kind != ::nova::DeviceKind::cpu)
-    throw ::nova::CompileError("nova: target " + targetDesc.name +
-                               " is not a CPU; this build compiles for CPUs only");
   loadCompilerDialects(*traced.getContext());
   CompileReport report;
   report.step = signature.name;
@@ -285,6 +316,12 @@ std::array<uint64_t, 2> mlir::nova::stepKey(ModuleOp traced, const ::nova::Targe
       fail("building the launch plan failed: " + error, diags.text);
     report.add("launch plan", clock.lap());
   };
+  if (targetDesc.is_gpu()) {
+    // The kernels are configured for the GPU; generating them is to come.
+    if (failed(runKernelStages(work, *target, options)))
+      fail("lowering the step to kernels failed", diags.text);
+    failOnGpu(kernelsModule(work), targetDesc, signature.name);
+  }
   plan(work);
   if (budget && desc.arena_bytes > budget) {
     uint64_t first = desc.arena_bytes;

@@ -92,6 +92,28 @@ TEST_CASE("the compiler process's own errors reach the caller with its message")
   CHECK(msg.find("64 bytes") != std::string::npos);
 }
 
+TEST_CASE("a step for a GPU target: its kernels configured, and a CompileError saying GPU steps do not compile yet") {
+  // The CUDA target configures each kernel (its matmul on the GPU
+  // configurator) and stops there: whole steps are not generated yet. In
+  // process and in the compiler process alike, the error names the target.
+  for (const char* mode : {"inline", "process"}) {
+    CAPTURE(mode);
+    Env env;
+    env.set("NOVA_CACHE", "off");
+    env.unset("NOVA_COMPILE_TOOL");
+    env.set("NOVA_TARGET", "sm_80");
+    std::string msg;
+    try {
+      run(env, mode, 5);
+    } catch (const nova::CompileError& e) {
+      msg = e.what();
+    }
+    INFO(msg);
+    CHECK(msg.find("steps do not compile for GPU targets yet (sm_80)") != std::string::npos);
+    CHECK(msg.find("1 of them matmuls on the GPU configurator") != std::string::npos);
+  }
+}
+
 TEST_CASE("a compiler process that crashes, fails or cannot start is a named CompileError") {
   Env env;
   env.set("NOVA_CACHE", "off");

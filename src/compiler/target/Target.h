@@ -62,7 +62,7 @@ protected:
   ::nova::TargetDesc desc;
 };
 
-/// The target for a description (only CPUs so far).
+/// The target for a description: CpuTarget, or CudaTarget for a GPU.
 std::unique_ptr<Target> makeTarget(const ::nova::TargetDesc &desc);
 
 } // namespace mlir::nova

@@ -93,7 +93,3 @@ FailureOr<mlir::nova::Artifact> mlir::nova::CpuTarget::emit(ModuleOp kernels,
                                                            std::string &error) const {
   return emitCpuSharedObject(kernels, desc, report, error);
 }
-
-std::unique_ptr<mlir::nova::Target> mlir::nova::makeTarget(const ::nova::TargetDesc &desc) {
-  return std::make_unique<CpuTarget>(desc);
-}

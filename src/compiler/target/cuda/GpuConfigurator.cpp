@@ -479,8 +479,11 @@ GpuMatmulConfig mlir::nova::configureGpuMatmul(const GpuMatmulProblem &p, const 
   why.push_back(std::string("instruction: ") + chosen.instruction +
                 (kind == GpuMmaKind::wgmma      ? " (the target has wgmma)"
                  : kind == GpuMmaKind::simt     ? " (no tensor-core instruction takes these operands)"
-                 : t.has("wgmma.bf16") && tensor ? " (wgmma is not available here for this type or layout; "
-                                                  "mma.sync reaches about 2/3 of the tensor rate on Hopper)"
+                 : t.has("wgmma.bf16") && tensor && !p.allowWgmma
+                     ? " (the wgmma kernel is not generated yet; mma.sync reaches about 2/3 of the tensor rate on "
+                       "Hopper)"
+                 : t.has("wgmma.bf16") && tensor ? " (wgmma reads tf32 only K-major: the lhs stored M x K, the rhs "
+                                                  "N x K; mma.sync reaches about 2/3 of the tensor rate on Hopper)"
                                                 : ""));
   if (!scored.empty()) {
     why.push_back(llvm::formatv("chosen (model {0}, {1:f0}% of the roof's speed, {2} bound): {3}",

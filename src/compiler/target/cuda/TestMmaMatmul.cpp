@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/target/cuda/CudaTarget.h"
 #include "compiler/target/cuda/GpuPasses.h"
 #include "compiler/target/cuda/MmaMatmulKernel.h"
 
@@ -120,4 +121,5 @@ struct TestMmaMatmul : PassWrapper<TestMmaMatmul, OperationPass<ModuleOp>> {
 void mlir::nova::registerNovaGpuPasses() {
   PassRegistration<TestMmaMatmul>();
   registerGpuInlineMath();
+  registerGpuConfigureKernels();
 }

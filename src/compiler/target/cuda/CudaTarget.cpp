@@ -1,0 +1,106 @@
+//===- CudaTarget.cpp - the CUDA target (in progress) --------------------===//
+
+#include "compiler/target/cuda/CudaTarget.h"
+#include "compiler/target/cuda/GpuConfigurator.h"
+#include "compiler/transforms/Kernels.h"
+#include "compiler/transforms/MatmulKernel.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Pass/Pass.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace mlir::nova;
+
+namespace {
+
+struct GpuConfigureKernels : PassWrapper<GpuConfigureKernels, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(GpuConfigureKernels)
+  GpuConfigureKernels() = default;
+  GpuConfigureKernels(const GpuConfigureKernels &other) : PassWrapper(other) {}
+  explicit GpuConfigureKernels(const ::nova::TargetDesc &t) : fixed(t), hasFixed(true) {}
+  StringRef getArgument() const final { return "nova-configure-gpu-kernels"; }
+  StringRef getDescription() const final {
+    return "Configure each kernel for a GPU (matmuls: the analytic GPU configurator)";
+  }
+  Option<std::string> targetName{*this, "target", llvm::cl::desc("a built-in GPU target (sm_80, ..., h200)"),
+                                 llvm::cl::init("sm_90a")};
+  ::nova::TargetDesc fixed;
+  bool hasFixed = false;
+
+  void runOnOperation() override {
+    ModuleOp top = getOperation();
+    ModuleOp kernels = kernelsModule(top);
+    if (!kernels)
+      return;
+    ::nova::TargetDesc target = fixed;
+    if (!hasFixed) { // from the option; checked first (this library has no exceptions)
+      auto known = ::nova::known_targets();
+      if (std::find(known.begin(), known.end(), targetName.getValue()) == known.end() ||
+          targetName == "cuda" || targetName == "host" || !::nova::named_target(targetName).is_gpu()) {
+        top.emitError("nova-configure-gpu-kernels: '" + targetName + "' is not a built-in GPU target");
+        return signalPassFailure();
+      }
+      target = ::nova::named_target(targetName);
+    }
+    auto precision = top->getAttrOfType<StringAttr>(kMatmulPrecisionAttr);
+    const bool bf16 = precision && precision.getValue() == "bf16";
+    MLIRContext *ctx = &getContext();
+    for (auto kernel : kernels.getOps<func::FuncOp>()) {
+      Operation *root = kernelRoot(kernel);
+      auto generic = dyn_cast_or_null<linalg::GenericOp>(root);
+      std::optional<MatmulOperands> m = generic ? matchMatmul(generic) : std::nullopt;
+      if (!m) {
+        // Until the other GPU kernels exist: one block runs it.
+        kernel->setAttr(LoweringConfigAttr::name, LoweringConfigAttr::get(ctx, "serial", 1, {}, {}, {}));
+        continue;
+      }
+      GpuMatmulProblem p;
+      p.batch = m->batch();
+      p.m = m->M;
+      p.n = m->N;
+      p.k = m->K;
+      Type element = cast<MemRefType>(m->lhs.getType()).getElementType();
+      // float32 multiplies in float32 (CUDA cores) unless the step asked
+      // for bf16 (nova::set_matmul_precision), as PyTorch's default does.
+      p.operand = element.isF64()    ? GpuOperand::f64
+                  : element.isF16()  ? GpuOperand::f16
+                  : element.isBF16() ? GpuOperand::bf16
+                  : bf16             ? GpuOperand::bf16
+                                     : GpuOperand::f32;
+      p.lhsTransposed = m->transposeA;
+      p.rhsTransposed = m->rhsColumns;
+      p.allowWgmma = false; // the wgmma kernel is not generated yet
+      p.allowSplitK = false;
+      GpuMatmulConfig c = configureGpuMatmul(p, target);
+      kernel->setAttr(LoweringConfigAttr::name, toLoweringConfig(c, m->batchRank > 0, ctx));
+      SmallVector<Attribute> why;
+      for (const std::string &line : c.why)
+        why.push_back(StringAttr::get(ctx, line));
+      if (!m->prologueInputs.empty())
+        why.push_back(StringAttr::get(ctx, "its fused lhs prologue has no GPU kernel yet"));
+      kernel->setAttr(kGpuWhyAttr, ArrayAttr::get(ctx, why));
+    }
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> mlir::nova::createGpuConfigureKernels(const ::nova::TargetDesc &target) {
+  return std::make_unique<GpuConfigureKernels>(target);
+}
+
+void mlir::nova::registerGpuConfigureKernels() { PassRegistration<GpuConfigureKernels>(); }
+
+void mlir::nova::CudaTarget::addConfigurePasses(OpPassManager &pm) const {
+  pm.addPass(createGpuConfigureKernels(desc));
+}
+
+FailureOr<Artifact> mlir::nova::CudaTarget::emit(ModuleOp, CompileReport &, std::string &error) const {
+  error = "steps do not compile for GPU targets yet (" + desc.cpu +
+          "): their kernels are configured (NOVA_EXPLAIN=1 prints each matmul's decision), and only matmul "
+          "kernels are generated so far";
+  return failure();
+}

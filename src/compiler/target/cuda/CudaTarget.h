@@ -1,0 +1,37 @@
+//===- CudaTarget.h - the CUDA target (in progress) -------------*- C++ -*-===//
+//
+// So far: the shared stages run for a GPU description, and each kernel is
+// configured for it (matmuls by GpuConfigurator.h; every other kernel is
+// `serial` until its GPU kernel exists). Code for whole steps is not
+// generated yet: emit() says so. MmaMatmulKernel.h / PtxEmitter.h generate
+// matmul kernels on their own (nova-gpu-kernels, the device check).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NOVA_COMPILER_TARGET_CUDA_CUDATARGET_H
+#define NOVA_COMPILER_TARGET_CUDA_CUDATARGET_H
+
+#include "compiler/target/Target.h"
+
+namespace mlir::nova {
+
+class CudaTarget final : public Target {
+public:
+  using Target::Target;
+  void addConfigurePasses(OpPassManager &pm) const override;
+  std::vector<Stage> codegenStages() const override { return {}; }
+  FailureOr<Artifact> emit(ModuleOp kernels, CompileReport &report, std::string &error) const override;
+};
+
+/// On each kernel the GPU configurator decided: its explanation, one line
+/// per string (NOVA_EXPLAIN).
+inline constexpr const char kGpuWhyAttr[] = "nova.gpu_why";
+
+/// --nova-configure-gpu-kernels{target=sm_90a}: each kernel's
+/// #nova.lowering_config for the GPU (the pass CudaTarget adds).
+std::unique_ptr<Pass> createGpuConfigureKernels(const ::nova::TargetDesc &target);
+void registerGpuConfigureKernels();
+
+} // namespace mlir::nova
+
+#endif // NOVA_COMPILER_TARGET_CUDA_CUDATARGET_H
