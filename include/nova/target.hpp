@@ -108,6 +108,10 @@ struct TargetDesc {
 TargetDesc host_target();
 /// A built-in entry ("x86-64-v4", ...); throws nova::Error naming the known ones.
 TargetDesc named_target(std::string_view name);
+/// The built-in GPU entry `name` ("sm_80", ..., "h200"), or a TargetDesc
+/// that is not a GPU when there is none. Never throws (code built without
+/// exceptions checks a name with it).
+TargetDesc builtin_gpu_target(std::string_view name);
 std::vector<std::string> known_targets();
 /// NOVA_TARGET (default "host") with the NOVA_NUM_THREADS / NOVA_VECTOR_BITS
 /// overrides: what steps compile for now. Read on each call (cheap).

@@ -317,6 +317,8 @@ std::string TargetDesc::describe() const {
 
 TargetDesc host_target() { return host_facts().desc; }
 
+TargetDesc builtin_gpu_target(std::string_view name) { return gpu_entry(name); }
+
 std::vector<std::string> known_targets() {
   return {"host", "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4", "sm_80", "a100",
           "sm_86", "rtx3060", "sm_89", "l4", "sm_90a", "h100", "h200", "cuda"};

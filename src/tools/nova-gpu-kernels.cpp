@@ -47,13 +47,11 @@ int main(int argc, char **argv) {
   if (argc < 4)
     return usage();
   std::string targetName = argv[1], out = argv[2];
-  auto known = ::nova::known_targets();
-  if (std::find(known.begin(), known.end(), targetName) == known.end() || targetName == "cuda" ||
-      targetName == "host" || !::nova::named_target(targetName).is_gpu()) {
+  ::nova::TargetDesc target = ::nova::builtin_gpu_target(targetName);
+  if (!target.is_gpu()) {
     std::fprintf(stderr, "nova-gpu-kernels: '%s' is not a built-in GPU target\n", targetName.c_str());
     return 2;
   }
-  ::nova::TargetDesc target = ::nova::named_target(targetName);
   if (llvm::sys::fs::create_directories(out)) {
     std::fprintf(stderr, "nova-gpu-kernels: cannot create %s\n", out.c_str());
     return 1;
@@ -93,11 +91,8 @@ int main(int argc, char **argv) {
     p.allowSplitK = false;
     GpuMatmulConfig config = configureGpuMatmul(p, target);
     std::string name = t + "_" + layout + "_" + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
-    OpBuilder b(&ctx);
-    OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
-    (*module)->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), b.getUnitAttr());
-    b.setInsertionPointToEnd(module->getBody());
-    auto kernels = b.create<gpu::GPUModuleOp>(b.getUnknownLoc(), "nova_kernels");
+    OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
+    gpu::GPUModuleOp kernels = addKernelsModule(*module);
     std::string error;
     if (failed(buildMmaSyncMatmulKernel(kernels, name, p, config, error)) || failed(verify(*module))) {
       std::fprintf(stderr, "nova-gpu-kernels: %s\n", error.empty() ? "the kernel does not verify" : error.c_str());
@@ -117,7 +112,7 @@ int main(int argc, char **argv) {
     int64_t threads = 32 * config.warpsM * config.warpsN;
     manifest << name << "\t" << name << ".ptx\t" << t << "\t" << layout << "\t" << m << "\t" << n << "\t" << k
              << "\t" << (n + config.blockN - 1) / config.blockN << "\t" << (m + config.blockM - 1) / config.blockM
-             << "\t1\t" << threads << "\t" << mmaSyncMatmulSharedBytes(p, config) << "\t" << config.describe()
+             << "\t1\t" << threads << "\t" << gpuMatmulSmemBytes(config, p.operand) << "\t" << config.describe()
              << "\n";
     std::fprintf(stderr, "%s: %s\n", name.c_str(), config.describe().c_str());
   }

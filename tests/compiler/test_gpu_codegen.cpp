@@ -74,11 +74,8 @@ TEST_CASE("CUDA codegen: the configurator's matmul decisions become PTX that ptx
     registerGpuCodegenDialects(registry);
     MLIRContext ctx(registry);
     ctx.loadAllAvailableDialects();
-    OpBuilder b(&ctx);
-    OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
-    (*module)->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), b.getUnitAttr());
-    b.setInsertionPointToEnd(module->getBody());
-    auto kernels = b.create<gpu::GPUModuleOp>(b.getUnknownLoc(), "nova_kernels");
+    OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
+    gpu::GPUModuleOp kernels = addKernelsModule(*module);
     std::string error;
     REQUIRE_MESSAGE(succeeded(buildMmaSyncMatmulKernel(kernels, "matmul", p, config, error)), error);
     REQUIRE(succeeded(verify(*module)));

@@ -21,9 +21,6 @@ using namespace mlir::nova;
 
 namespace {
 
-int64_t bytesOf(GpuOperand op) {
-  return op == GpuOperand::f64 ? 8 : op == GpuOperand::f16 || op == GpuOperand::bf16 ? 2 : 4;
-}
 
 GpuMatmulProblem problem(int64_t batch, int64_t m, int64_t n, int64_t k, GpuOperand op, bool ta = false,
                          bool tb = false) {
@@ -85,7 +82,7 @@ TEST_CASE("GPU configurator: every decision fits its device and is one the devic
           CHECK(c.registersPerThread <= t.registers_per_thread);
           CHECK(c.stages >= 2);
           CHECK(c.splitK >= 1);
-          CHECK(c.blockK * bytesOf(op) <= 128);
+          CHECK(c.blockK * operandBytes(op) <= 128);
           // The tiles cover the result (and the split K).
           CHECK(c.tiles == s.batch * ((s.m + c.blockM - 1) / c.blockM) * ((s.n + c.blockN - 1) / c.blockN) *
                                c.splitK);

@@ -70,11 +70,8 @@ MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const M
   MatmulRun run;
   run.config = c.describe();
   MLIRContext &ctx = context();
-  OpBuilder b(&ctx);
-  OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
-  (*module)->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), b.getUnitAttr());
-  b.setInsertionPointToEnd(module->getBody());
-  auto kernels = b.create<gpu::GPUModuleOp>(b.getUnknownLoc(), "nova_kernels");
+  OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
+  gpu::GPUModuleOp kernels = addKernelsModule(*module);
   std::string error;
   FailureOr<gpu::GPUFuncOp> kernel = buildMmaSyncMatmulKernel(kernels, "matmul", p, c, error, faults, epilogue);
   REQUIRE_MESSAGE(succeeded(kernel), error);
@@ -119,7 +116,7 @@ MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const M
   EmulatorLaunch launch;
   launch.grid = {(p.n + c.blockN - 1) / c.blockN, (p.m + c.blockM - 1) / c.blockM, p.batch};
   launch.block = {32 * c.warpsM * c.warpsN, 1, 1};
-  launch.dynamicSharedBytes = mmaSyncMatmulSharedBytes(p, c);
+  launch.dynamicSharedBytes = gpuMatmulSmemBytes(c, p.operand);
   launch.args = {&A, &B, &C};
   std::vector<float> bias(size_t(p.n)), residual(size_t(p.batch * p.m * p.n));
   for (float &x : bias)

@@ -36,14 +36,12 @@ struct GpuConfigureKernels : PassWrapper<GpuConfigureKernels, OperationPass<Modu
     if (!kernels)
       return;
     ::nova::TargetDesc target = fixed;
-    if (!hasFixed) { // from the option; checked first (this library has no exceptions)
-      auto known = ::nova::known_targets();
-      if (std::find(known.begin(), known.end(), targetName.getValue()) == known.end() ||
-          targetName == "cuda" || targetName == "host" || !::nova::named_target(targetName).is_gpu()) {
+    if (!hasFixed) { // from the option
+      target = ::nova::builtin_gpu_target(targetName);
+      if (!target.is_gpu()) {
         top.emitError("nova-configure-gpu-kernels: '" + targetName + "' is not a built-in GPU target");
         return signalPassFailure();
       }
-      target = ::nova::named_target(targetName);
     }
     auto precision = top->getAttrOfType<StringAttr>(kMatmulPrecisionAttr);
     const bool bf16 = precision && precision.getValue() == "bf16";

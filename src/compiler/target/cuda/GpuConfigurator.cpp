@@ -84,7 +84,9 @@ constexpr double kMmaSyncOnHopper = 2.0 / 3.0;
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
 
-int64_t bytesOf(GpuOperand op) {
+} // namespace
+
+int64_t mlir::nova::operandBytes(GpuOperand op) {
   switch (op) {
   case GpuOperand::f16:
   case GpuOperand::bf16:
@@ -97,6 +99,18 @@ int64_t bytesOf(GpuOperand op) {
   }
   return 4;
 }
+
+FragmentLoad mlir::nova::lhsFragmentLoad(GpuOperand op, bool lhsTransposed) {
+  bool sixteen = op == GpuOperand::f16 || op == GpuOperand::bf16;
+  return !lhsTransposed ? FragmentLoad::ldmatrix : sixteen ? FragmentLoad::ldmatrix_trans : FragmentLoad::scalar;
+}
+
+FragmentLoad mlir::nova::rhsFragmentLoad(GpuOperand op, bool rhsTransposed) {
+  bool sixteen = op == GpuOperand::f16 || op == GpuOperand::bf16;
+  return rhsTransposed ? FragmentLoad::ldmatrix : sixteen ? FragmentLoad::ldmatrix_trans : FragmentLoad::scalar;
+}
+
+namespace {
 
 /// Flops per SM clock for this operand's multiplies on `t` (peak rate).
 double flopsPerClock(GpuOperand op, const ::nova::TargetDesc &t) {
@@ -189,7 +203,7 @@ int64_t mlir::nova::swizzleBytesForRow(int64_t rowBytes) {
 }
 
 int64_t mlir::nova::gpuMatmulSmemBytes(const GpuMatmulConfig &c, GpuOperand operand) {
-  int64_t stage = (c.blockM + c.blockN) * c.blockK * bytesOf(operand);
+  int64_t stage = (c.blockM + c.blockN) * c.blockK * operandBytes(operand);
   // wgmma/TMA: one 8-byte mbarrier per stage, aligned tiles (1024 bytes).
   int64_t extra = c.kind == GpuMmaKind::wgmma ? 1024 + 8 * c.stages : 0;
   return c.stages * stage + extra;
@@ -232,7 +246,7 @@ std::string GpuMatmulConfig::describe() const {
 }
 
 GpuMatmulConfig mlir::nova::configureGpuMatmul(const GpuMatmulProblem &p, const ::nova::TargetDesc &t) {
-  const int64_t es = bytesOf(p.operand);
+  const int64_t es = operandBytes(p.operand);
   const bool sixteen = p.operand == GpuOperand::f16 || p.operand == GpuOperand::bf16;
   const bool tensor = sixteen || p.operand == GpuOperand::tf32;
   const std::string opName = nameOf(p.operand);
@@ -264,8 +278,8 @@ GpuMatmulConfig mlir::nova::configureGpuMatmul(const GpuMatmulProblem &p, const 
   } else if (kind == GpuMmaKind::simt) {
     loadA = loadB = FragmentLoad::scalar;
   } else {
-    loadA = !p.lhsTransposed ? FragmentLoad::ldmatrix : sixteen ? FragmentLoad::ldmatrix_trans : FragmentLoad::scalar;
-    loadB = p.rhsTransposed ? FragmentLoad::ldmatrix : sixteen ? FragmentLoad::ldmatrix_trans : FragmentLoad::scalar;
+    loadA = lhsFragmentLoad(p.operand, p.lhsTransposed);
+    loadB = rhsFragmentLoad(p.operand, p.rhsTransposed);
   }
 
   // Candidate shapes: (blockM, blockN, warpM, warpN) and split-K.

@@ -88,7 +88,17 @@ struct GpuMatmulConfig {
 /// The decision for `problem` on the GPU `target` (target.is_gpu()).
 GpuMatmulConfig configureGpuMatmul(const GpuMatmulProblem &problem, const ::nova::TargetDesc &target);
 
-/// Shared-memory bytes the kernel of `config` allocates for `operand`.
+/// Bytes of one operand element (tf32 is stored as f32).
+int64_t operandBytes(GpuOperand operand);
+
+/// How mma.sync warps read each operand (notes/ptx-semantics.md §4): a
+/// K-contiguous tile by ldmatrix; an M/N-contiguous one by ldmatrix.trans
+/// for 16-bit elements, by scalar loads for tf32 (no b32 .trans exists).
+FragmentLoad lhsFragmentLoad(GpuOperand operand, bool lhsTransposed);
+FragmentLoad rhsFragmentLoad(GpuOperand operand, bool rhsTransposed);
+
+/// Shared-memory bytes the kernel of `config` allocates for `operand`
+/// (the dynamic shared memory its launch asks for).
 int64_t gpuMatmulSmemBytes(const GpuMatmulConfig &config, GpuOperand operand);
 
 /// The XOR swizzle span for shared-memory rows of `rowBytes` (the widest of

@@ -20,7 +20,6 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -940,11 +939,9 @@ private:
       return false;
     const Reg *A, *B, *C;
     std::vector<Reg> unpacked;
-    Type et;
     int64_t K;
     if (bf16Registers) {
       // Unpack the 6 i32 operands into a0..a7, b0..b3.
-      et = BFloat16Type::get(op->getContext());
       K = 16;
       unpacked.resize(3);
       unpacked[0].width = 8;
@@ -981,7 +978,7 @@ private:
       C = get(cValue);
       if (!A || !B || !C)
         return fail(op, "an MMA operand has no value");
-      et = cast<VectorType>(aValue.getType()).getElementType();
+      Type et = cast<VectorType>(aValue.getType()).getElementType();
       K = et.isF32() ? 8 : 16;
       if (et.isF32() && !tf32Enabled)
         return fail(op, "an f32 mma.sync without tf32Enabled (MLIR 19 cannot lower it)");
@@ -1019,7 +1016,6 @@ private:
           D.v[size_t(t * 4 + i)] = c[g + 8 * (i >> 1)][2 * tg + (i & 1)];
       }
     }
-    (void)et;
     ++report.mmas;
     return true;
   }

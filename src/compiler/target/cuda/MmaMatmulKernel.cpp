@@ -89,8 +89,6 @@ public:
   Value swizzle(Value row, Value chunk, Swizzle s) { return xori(chunk, shl(andi(shr(row, s.rs), s.rm), s.cs)); }
 };
 
-int64_t elementBytes(GpuOperand op) { return op == GpuOperand::tf32 ? 4 : 2; }
-
 Type elementType(GpuOperand op, MLIRContext *ctx) {
   switch (op) {
   case GpuOperand::f16:
@@ -104,8 +102,11 @@ Type elementType(GpuOperand op, MLIRContext *ctx) {
 
 } // namespace
 
-int64_t mlir::nova::mmaSyncMatmulSharedBytes(const GpuMatmulProblem &p, const GpuMatmulConfig &c) {
-  return c.stages * (c.blockM + c.blockN) * c.blockK * elementBytes(p.operand);
+gpu::GPUModuleOp mlir::nova::addKernelsModule(ModuleOp top) {
+  top->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(top.getContext()));
+  OpBuilder b(top.getContext());
+  b.setInsertionPointToEnd(top.getBody());
+  return b.create<gpu::GPUModuleOp>(top.getLoc(), "nova_kernels");
 }
 
 FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp module, StringRef name,
@@ -134,7 +135,7 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
   const bool edges = p.m % BM || p.n % BN || p.k % BK;
   if (WM % 16 || WN % 16 || BM != cfg.warpsM * WM || BN != cfg.warpsN * WN || S < 2 || p.batch < 1)
     return fail("the warps must tile the block in 16 x 16 steps, with at least 2 stages");
-  const int64_t es = elementBytes(p.operand), epc = 16 / es; // elements per 16-byte chunk
+  const int64_t es = operandBytes(p.operand), epc = 16 / es; // elements per 16-byte chunk
   const int64_t mmaK = sixteen ? 16 : 8;
   if (BK % mmaK)
     return fail("the K slab must be a multiple of the MMA's K");
@@ -157,30 +158,19 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
     t.swizzle = scalarReads ? Swizzle{0, 3, 1} : ldmatrixSwizzle(t.chunks);
     return t;
   };
-  const bool scalarA = !sixteen && p.lhsTransposed, scalarB = !sixteen && !p.rhsTransposed;
+  // Fragment loads by layout and width: the configurator's rule.
+  const bool scalarA = lhsFragmentLoad(p.operand, p.lhsTransposed) == FragmentLoad::scalar;
+  const bool scalarB = rhsFragmentLoad(p.operand, p.rhsTransposed) == FragmentLoad::scalar;
   const Tile tA = tileOf(p.lhsTransposed, BM, scalarA), tB = tileOf(!p.rhsTransposed, BN, scalarB);
   for (const Tile *t : {&tA, &tB})
     if (t->chunks < 1 || threads % t->chunks || (t->rows * t->chunks) % threads)
       return fail("the block's threads cannot copy its slabs in whole 16-byte chunks");
   if ((scalarA && tA.chunks < 8) || (scalarB && tB.chunks < 8))
     return fail("an M/N-contiguous tf32 tile needs rows of at least 128 bytes (32 elements)");
-  if (FragmentLoad want = !p.lhsTransposed ? FragmentLoad::ldmatrix
-                          : sixteen        ? FragmentLoad::ldmatrix_trans
-                                           : FragmentLoad::scalar;
-      cfg.loadA != want && cfg.instruction.size())
-    return fail(std::string("the configuration reads the lhs with ") + nameOf(cfg.loadA) + ", this layout needs " +
-                nameOf(want));
-  if (FragmentLoad want = p.rhsTransposed ? FragmentLoad::ldmatrix
-                          : sixteen       ? FragmentLoad::ldmatrix_trans
-                                          : FragmentLoad::scalar;
-      cfg.loadB != want && cfg.instruction.size())
-    return fail(std::string("the configuration reads the rhs with ") + nameOf(cfg.loadB) + ", this layout needs " +
-                nameOf(want));
-  const int64_t epcCheck = 16 / elementBytes(p.operand);
-  if ((p.lhsTransposed ? p.m : p.k) % epcCheck || (p.rhsTransposed ? p.k : p.n) % epcCheck)
+  if ((p.lhsTransposed ? p.m : p.k) % epc || (p.rhsTransposed ? p.k : p.n) % epc)
     return fail(llvm::formatv("each operand's contiguous extent ({0} of the lhs, {1} of the rhs) must be a "
                               "multiple of {2} elements (16-byte copies)",
-                              p.lhsTransposed ? p.m : p.k, p.rhsTransposed ? p.k : p.n, epcCheck)
+                              p.lhsTransposed ? p.m : p.k, p.rhsTransposed ? p.k : p.n, epc)
                     .str());
   const int64_t KT = (p.k + BK - 1) / BK;
 

@@ -68,8 +68,11 @@ FailureOr<gpu::GPUFuncOp> buildMmaSyncMatmulKernel(gpu::GPUModuleOp module, Stri
                                                     const MmaMatmulFaults &faults = {},
                                                     const MmaEpilogue &epilogue = {});
 
-/// The dynamic shared memory the kernel needs at launch, in bytes.
-int64_t mmaSyncMatmulSharedBytes(const GpuMatmulProblem &problem, const GpuMatmulConfig &config);
+/// Marks `top` as holding GPU modules and adds `gpu.module @nova_kernels`
+/// to it, for the kernels.
+gpu::GPUModuleOp addKernelsModule(ModuleOp top);
+
+// The dynamic shared memory a kernel needs at launch: gpuMatmulSmemBytes.
 
 } // namespace mlir::nova
 

@@ -75,15 +75,9 @@ struct TestMmaMatmul : PassWrapper<TestMmaMatmul, OperationPass<ModuleOp>> {
     epilogue.activation = activation == "relu"   ? MmaEpilogue::Activation::relu
                           : activation == "gelu" ? MmaEpilogue::Activation::gelu_tanh
                                                  : MmaEpilogue::Activation::none;
-    // Built without exceptions: check the name before named_target (which throws).
-    auto known = ::nova::known_targets();
-    if (target == "cuda" || target == "host" || std::find(known.begin(), known.end(), target) == known.end()) {
-      module.emitError("nova-test-mma-matmul: '" + target + "' is not a built-in GPU target");
-      return signalPassFailure();
-    }
-    ::nova::TargetDesc desc = ::nova::named_target(target);
+    ::nova::TargetDesc desc = ::nova::builtin_gpu_target(target);
     if (!desc.is_gpu()) {
-      module.emitError("nova-test-mma-matmul: '" + target + "' is not a GPU");
+      module.emitError("nova-test-mma-matmul: '" + target + "' is not a built-in GPU target");
       return signalPassFailure();
     }
     GpuMatmulConfig c = configureGpuMatmul(p, desc);
@@ -99,16 +93,8 @@ struct TestMmaMatmul : PassWrapper<TestMmaMatmul, OperationPass<ModuleOp>> {
       c.threads = 32 * warpsM * warpsN;
       c.tiles = ((p.m + blockM - 1) / blockM) * ((p.n + blockN - 1) / blockN);
     }
-    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(&getContext()));
-    OpBuilder b(module.getBodyRegion());
-    b.setInsertionPointToEnd(module.getBody());
-    auto kernels = b.create<gpu::GPUModuleOp>(module.getLoc(), "nova_kernels");
+    gpu::GPUModuleOp kernels = addKernelsModule(module);
     std::string error;
-    if (blockM) { // the fragment loads the layout needs (the configurator's rule)
-      bool sixteen = p.operand != GpuOperand::tf32;
-      c.loadA = !p.lhsTransposed ? FragmentLoad::ldmatrix : sixteen ? FragmentLoad::ldmatrix_trans : FragmentLoad::scalar;
-      c.loadB = p.rhsTransposed ? FragmentLoad::ldmatrix : sixteen ? FragmentLoad::ldmatrix_trans : FragmentLoad::scalar;
-    }
     if (failed(buildMmaSyncMatmulKernel(kernels, "matmul", p, c, error, {}, epilogue))) {
       module.emitError(error);
       return signalPassFailure();
