@@ -30,7 +30,7 @@
 namespace nova {
 
 /// Bumped whenever the byte layout or the kernel ABI changes.
-inline constexpr std::uint32_t executable_format_version = 4;
+inline constexpr std::uint32_t executable_format_version = 5;
 
 /// The compiler's version string; entries from another version are stale.
 std::string compiler_version();
@@ -57,12 +57,17 @@ struct KernelDesc {
   /// bytes it must move (each buffer it touches read or written once).
   std::uint64_t flops = 0;
   std::uint64_t bytes = 0;
+  /// GPU kernels: threads per block (1..1024) and dynamic shared memory
+  /// per block in bytes; 0 and 0 for the CPU.
+  std::uint32_t threads = 0;
+  std::uint32_t shared_bytes = 0;
   friend bool operator==(const KernelDesc&, const KernelDesc&) = default;
 };
 
 struct LaunchDesc {
   std::uint32_t kernel = 0;
-  /// Workgroups 0..workgroups-1 may run in any order, on any threads.
+  /// Workgroups 0..workgroups-1 may run in any order, on any threads (on
+  /// a GPU: the grid's blocks).
   std::uint64_t workgroups = 1;
   std::vector<BufferRef> args;
   friend bool operator==(const LaunchDesc&, const LaunchDesc&) = default;
@@ -97,7 +102,8 @@ struct ExecutableDesc {
   std::vector<KernelDesc> kernels;
   std::vector<LaunchDesc> launches;
   std::vector<CollectiveDesc> collectives;
-  /// "elf-shared-object" for the CPU.
+  /// "elf-shared-object" for the CPU; "ptx" (text, kernels `nova_<kernel>`
+  /// taking one device pointer per argument) for CUDA.
   std::string object_format;
   std::vector<std::uint8_t> object;
 

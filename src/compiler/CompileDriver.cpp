@@ -16,6 +16,7 @@
 #include "compiler/LaunchPlan.h"
 #include "compiler/interpreter/Interpreter.h"
 #include "compiler/target/cuda/CudaTarget.h"
+#include "compiler/target/cuda/GpuEmulatedExecutable.h"
 #include "compiler/transforms/Kernels.h"
 #include "runtime/disk_cache.hpp"
 
@@ -235,33 +236,21 @@ std::array<uint64_t, 2> mlir::nova::stepKey(ModuleOp traced, const ::nova::Targe
 
 namespace {
 
-/// A GPU target: the step's kernels are configured (NOVA_EXPLAIN prints each
-/// matmul's decision) but whole steps are not generated yet, which the
-/// error says.
-[[noreturn]] void failOnGpu(ModuleOp kernels, const ::nova::TargetDesc &target, const std::string &step) {
-  int total = 0, matmuls = 0;
+/// NOVA_EXPLAIN for a GPU target: each kernel's configuration and why
+/// (the GPU configurator's matmul decision, the threads it runs as).
+void explainGpuKernels(ModuleOp kernels, const ::nova::TargetDesc &target, const std::string &step) {
   std::string lines;
   llvm::raw_string_ostream os(lines);
-  if (kernels)
-    for (auto kernel : kernels.getOps<func::FuncOp>()) {
-      ++total;
-      auto config = mlir::nova::loweringConfig(kernel);
-      if (!config || !config.isGpuMatmul())
-        continue;
-      ++matmuls;
-      os << "  " << kernel.getSymName() << ": " << config << "\n";
-      if (auto why = kernel->getAttrOfType<ArrayAttr>(mlir::nova::kGpuWhyAttr))
-        for (Attribute line : why)
-          os << "    " << cast<StringAttr>(line).getValue() << "\n";
-    }
-  if (mlir::nova::explainEnabled())
-    llvm::errs() << "nova: step '" << step << "' for " << target.describe() << ": " << matmuls
-                 << " matmul kernels configured:\n"
-                 << lines;
-  throw ::nova::CompileError("nova: step '" + step + "': steps do not compile for GPU targets yet (" + target.cpu +
-                             "); its " + std::to_string(total) + " kernels were configured, " +
-                             std::to_string(matmuls) +
-                             " of them matmuls on the GPU configurator (NOVA_EXPLAIN=1 prints each decision)");
+  int total = 0;
+  for (auto kernel : kernels.getOps<func::FuncOp>()) {
+    ++total;
+    os << "  " << kernel.getSymName() << ": " << mlir::nova::loweringConfig(kernel) << "\n";
+    if (auto why = kernel->getAttrOfType<ArrayAttr>(mlir::nova::kGpuWhyAttr))
+      for (Attribute line : why)
+        os << "    " << cast<StringAttr>(line).getValue() << "\n";
+  }
+  llvm::errs() << "nova: step '" << step << "' for " << target.describe() << ": " << total << " GPU kernels:\n"
+               << lines;
 }
 
 } // namespace
@@ -269,7 +258,8 @@ namespace {
 ::nova::ExecutableDesc mlir::nova::compileToDescription(ModuleOp traced,
                                                         const StepSignature &signature,
                                                         const ::nova::TargetDesc &targetDesc,
-                                                        const PipelineOptions &options) {
+                                                        const PipelineOptions &options,
+                                                        OwningOpRef<ModuleOp> *gpuKernels) {
   loadCompilerDialects(*traced.getContext());
   CompileReport report;
   report.step = signature.name;
@@ -316,12 +306,6 @@ namespace {
       fail("building the launch plan failed: " + error, diags.text);
     report.add("launch plan", clock.lap());
   };
-  if (targetDesc.is_gpu()) {
-    // The kernels are configured for the GPU; generating them is to come.
-    if (failed(runKernelStages(work, *target, options)))
-      fail("lowering the step to kernels failed", diags.text);
-    failOnGpu(kernelsModule(work), targetDesc, signature.name);
-  }
   plan(work);
   if (budget && desc.arena_bytes > budget) {
     uint64_t first = desc.arena_bytes;
@@ -383,11 +367,15 @@ namespace {
   }
   if (explainEnabled())
     report.memoryLines = explainMemory(memory, desc, work->getAttrOfType<ArrayAttr>(kRematDecisionsAttr));
-  if (explainEnabled())
+  if (explainEnabled() && targetDesc.is_gpu())
+    explainGpuKernels(kernels, targetDesc, signature.name);
+  else if (explainEnabled())
     explainKernels(kernels, desc, targetDesc, report);
   if (failed(runCodegenStages(kernels, *target, options)))
     fail("generating code for the kernels failed", diags.text);
   report.add("kernel codegen (MLIR)", clock.lap());
+  if (gpuKernels)
+    *gpuKernels = OwningOpRef<ModuleOp>(kernels.clone());
   FailureOr<Artifact> artifact = target->emit(kernels, report, error);
   if (failed(artifact))
     fail("emitting object code failed: " + error, diags.text);
@@ -418,6 +406,16 @@ std::shared_ptr<::nova::Executable> mlir::nova::compileStep(OwningOpRef<ModuleOp
                                      signature.outputs, signature.aliases);
   }
   ::nova::TargetDesc target = ::nova::target_from_env();
+  if (target.is_gpu() && gpuEmulationRequested()) {
+    // NOVA_GPU=emulate: compiled here (the emulator needs the GPU IR, which
+    // no cache holds), run on the CPU launch by launch.
+    ::nova::detail::count_compile();
+    OwningOpRef<ModuleOp> gpuKernels;
+    ::nova::ExecutableDesc desc = compileToDescription(*traced, signature, target, options, &gpuKernels);
+    if (!gpuKernels)
+      throw ::nova::CompileError("nova: step '" + signature.name + "': the compiler kept no GPU kernels to emulate");
+    return makeEmulatedGpuExecutable(std::move(desc), std::move(gpuKernels));
+  }
   std::array<uint64_t, 2> key = stepKey(*traced, target);
   ::nova::detail::DiskCache disk(::nova::detail::disk_cache_config());
   auto fromDisk = [&]() -> std::shared_ptr<::nova::Executable> {

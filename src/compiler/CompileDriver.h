@@ -43,10 +43,13 @@ const std::string &compilerBuild();
 std::array<uint64_t, 2> stepKey(ModuleOp traced, const ::nova::TargetDesc &target);
 
 /// Compiles the traced module (which it transforms in place) for `target`.
-/// Throws ::nova::CompileError with the compiler's diagnostics.
+/// Throws ::nova::CompileError with the compiler's diagnostics. For a GPU
+/// target, `gpuKernels` (if given) receives the kernels as GPU IR before
+/// PTX: what the emulator runs.
 ::nova::ExecutableDesc compileToDescription(ModuleOp traced, const StepSignature &signature,
                                             const ::nova::TargetDesc &target,
-                                            const PipelineOptions &options);
+                                            const PipelineOptions &options,
+                                            OwningOpRef<ModuleOp> *gpuKernels = nullptr);
 
 /// The executable for a traced step: interpreted, loaded from the disk
 /// cache, or compiled (and published). Throws ::nova::CompileError.

@@ -3,6 +3,7 @@
 #include "compiler/Context.h"
 #include "compiler/dialect/NovaBufferization.h"
 #include "compiler/dialect/NovaDialect.h"
+#include "compiler/target/cuda/PtxEmitter.h"
 
 #include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -47,6 +48,7 @@ void mlir::nova::registerNovaCompilerDialects(DialectRegistry &registry) {
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
   registerAMXDialectTranslation(registry);
+  registerGpuCodegenDialects(registry); // the CUDA target's kernels and their translation
 }
 
 MLIRContext &mlir::nova::compilerContext() {

@@ -230,6 +230,8 @@ LogicalResult mlir::nova::buildLaunchPlan(func::FuncOp step, ModuleOp kernels,
     if (inserted) {
       KernelDescription about = describedKernel(kernel);
       desc.kernels.push_back({"nova_" + name.str(), about.summary, about.flops, about.bytes});
+      if (LoweringConfigAttr config = loweringConfig(kernel); config && config.isGpuThreads())
+        desc.kernels.back().threads = static_cast<uint32_t>(config.getTile()[0]);
     }
     ::nova::LaunchDesc l;
     l.kernel = it->second;

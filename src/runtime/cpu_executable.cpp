@@ -266,7 +266,9 @@ class UnloadableExecutable final : public Executable {
 /// Why this machine cannot run `desc`, or "".
 std::string cannot_run(const ExecutableDesc& desc) {
   if (desc.target.kind != DeviceKind::cpu)
-    return "nova: this executable is for a CUDA device; this runtime has no CUDA driver loaded";
+    return "nova: this executable is for a CUDA device (" + desc.target.describe() +
+           "); running steps on a GPU is not implemented yet (it can be saved, and NOVA_GPU=emulate runs "
+           "GPU steps on the CPU under the emulator)";
   std::vector<std::string> missing = missing_features(desc.target, host_target());
   if (missing.empty()) return "";
   std::string list;

@@ -144,6 +144,8 @@ std::vector<std::uint8_t> ExecutableDesc::serialize() const {
     body.put_string(k.summary);
     body.put<std::uint64_t>(k.flops);
     body.put<std::uint64_t>(k.bytes);
+    body.put<std::uint32_t>(k.threads);
+    body.put<std::uint32_t>(k.shared_bytes);
   }
   body.put<std::uint64_t>(launches.size());
   for (const auto& l : launches) {
@@ -207,6 +209,8 @@ ExecutableDesc ExecutableDesc::deserialize(std::span<const std::uint8_t> bytes, 
     k.summary = r.get_string("kernel summary");
     k.flops = r.get<std::uint64_t>("kernel flops");
     k.bytes = r.get<std::uint64_t>("kernel bytes");
+    k.threads = r.get<std::uint32_t>("kernel threads");
+    k.shared_bytes = r.get<std::uint32_t>("kernel shared bytes");
     d.kernels.push_back(std::move(k));
   }
   for (auto n = r.count("launches", 20); n > 0; --n) {
@@ -265,8 +269,13 @@ void ExecutableDesc::validate(const std::string& what) const {
       break;
     }
   };
-  for (const auto& k : kernels)
+  for (const auto& k : kernels) {
     if (k.symbol.empty()) fail("a kernel has no symbol");
+    bool gpu = target.kind != DeviceKind::cpu;
+    if (gpu ? k.threads < 1 || k.threads > 1024 : k.threads != 0 || k.shared_bytes != 0)
+      fail("kernel " + k.symbol + " has " + std::to_string(k.threads) + " threads a block on a " +
+           (gpu ? "GPU (1 to 1024)" : "CPU (none)"));
+  }
   for (std::size_t i = 0; i < launches.size(); ++i) {
     const auto& l = launches[i];
     std::string where = "launch " + std::to_string(i);

@@ -379,7 +379,7 @@ std::uint64_t current_target_hash() {
   // Per thread, re-derived only when one of the variables changes.
   struct Cached {
     bool valid = false;
-    std::string target, threads, bits;
+    std::string target, threads, bits, gpu;
     std::uint64_t hash = 0;
   };
   thread_local Cached cached;
@@ -387,9 +387,14 @@ std::uint64_t current_target_hash() {
     const char* v = std::getenv(name);
     return std::string(v ? v : "");
   };
-  std::string target = get("NOVA_TARGET"), threads = get("NOVA_NUM_THREADS"), bits = get("NOVA_VECTOR_BITS");
-  if (!cached.valid || target != cached.target || threads != cached.threads || bits != cached.bits) {
-    cached = {true, target, threads, bits, target_from_env().hash()};
+  std::string target = get("NOVA_TARGET"), threads = get("NOVA_NUM_THREADS"), bits = get("NOVA_VECTOR_BITS"),
+              gpu = get("NOVA_GPU");
+  if (!cached.valid || target != cached.target || threads != cached.threads || bits != cached.bits ||
+      gpu != cached.gpu) {
+    TargetDesc t = target_from_env();
+    // A GPU step run by the emulator (NOVA_GPU=emulate) is another executable.
+    std::uint64_t emulated = t.is_gpu() && gpu == "emulate" ? 0x656d756c61746564ull : 0;
+    cached = {true, target, threads, bits, gpu, t.hash() ^ emulated};
   }
   return cached.hash;
 }

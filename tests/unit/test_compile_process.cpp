@@ -92,25 +92,32 @@ TEST_CASE("the compiler process's own errors reach the caller with its message")
   CHECK(msg.find("64 bytes") != std::string::npos);
 }
 
-TEST_CASE("a step for a GPU target: its kernels configured, and a CompileError saying GPU steps do not compile yet") {
-  // The CUDA target configures each kernel (its matmul on the GPU
-  // configurator) and stops there: whole steps are not generated yet. In
-  // process and in the compiler process alike, the error names the target.
+TEST_CASE("a step for a GPU target compiles to PTX in process and in the compiler process; running it is a named error") {
+  // The CUDA target generates every kernel; the runtime does not run GPU
+  // steps yet, which the error says, naming the target. In process and in
+  // the compiler process alike, the description carries the PTX.
   for (const char* mode : {"inline", "process"}) {
     CAPTURE(mode);
     Env env;
     env.set("NOVA_CACHE", "off");
     env.unset("NOVA_COMPILE_TOOL");
+    env.unset("NOVA_GPU");
     env.set("NOVA_TARGET", "sm_80");
     std::string msg;
     try {
       run(env, mode, 5);
-    } catch (const nova::CompileError& e) {
+    } catch (const nova::Error& e) {
       msg = e.what();
     }
     INFO(msg);
-    CHECK(msg.find("steps do not compile for GPU targets yet (sm_80)") != std::string::npos);
-    CHECK(msg.find("1 of them matmuls on the GPU configurator") != std::string::npos);
+    CHECK(msg.find("this executable is for a CUDA device (sm_80") != std::string::npos);
+    env.set("NOVA_COMPILE", mode);
+    Tensor x = Tensor::randn({24, 24}, 1), w = Tensor::randn({24, 24}, 2);
+    auto exe = nova::jit(step_fn).executable(x, w);
+    REQUIRE(exe->description() != nullptr);
+    CHECK(exe->description()->object_format == "ptx");
+    std::string ptx(exe->description()->object.begin(), exe->description()->object.end());
+    CHECK(ptx.find(".target sm_80") != std::string::npos);
   }
 }
 

@@ -91,10 +91,10 @@ LogicalResult LoweringConfigAttr::verify(function_ref<InFlightDiagnostic()> emit
                                          ArrayRef<int64_t> registerTile) {
   const bool gpuMatmul = kind == "mma_sync_matmul" || kind == "wgmma_matmul" || kind == "simt_matmul";
   if (kind != "matmul" && kind != "amx_matmul" && kind != "loops" && kind != "serial" &&
-      kind != "attention" && kind != "rows" && !gpuMatmul)
+      kind != "attention" && kind != "rows" && kind != "gpu_threads" && !gpuMatmul)
     return emitError() << "#nova.lowering_config: unknown kind '" << kind
                        << "' (expected matmul, amx_matmul, attention, rows, loops, serial, "
-                          "mma_sync_matmul, wgmma_matmul or simt_matmul)";
+                          "mma_sync_matmul, wgmma_matmul, simt_matmul or gpu_threads)";
   if (gpuMatmul && (cacheTile.size() != 3 || registerTile.size() != 2 || tile.size() < 2))
     return emitError() << "#nova.lowering_config: " << kind
                        << " needs tile = [batch..., block rows, block columns], cache_tile = [k slab, "
@@ -115,6 +115,8 @@ LogicalResult LoweringConfigAttr::verify(function_ref<InFlightDiagnostic()> emit
                                cacheTile[0] % 32 != 0))
     return emitError() << "#nova.lowering_config: amx_matmul needs register_tile = [32, 32] and "
                           "cache_tile = [kc], kc a multiple of 32";
+  if (kind == "gpu_threads" && (tile.size() != 1 || tile[0] < 1 || tile[0] > 1024))
+    return emitError() << "#nova.lowering_config: gpu_threads needs tile = [threads per block], 1 to 1024";
   if (kind == "serial" && workgroups != 1)
     return emitError() << "#nova.lowering_config: a serial kernel runs as one workgroup";
   return success();

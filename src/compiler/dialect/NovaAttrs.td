@@ -66,6 +66,9 @@ def Nova_LoweringConfigAttr : AttrDef<Nova_Dialect, "LoweringConfig"> {
       return getKind() == "mma_sync_matmul" || getKind() == "wgmma_matmul" || getKind() == "simt_matmul";
     }
     bool isAmxMatmul() const { return getKind() == "amx_matmul"; }
+    /// A GPU kernel of scalar threads: workgroups = blocks, tile = [threads
+    /// per block] (GpuThreads.cpp).
+    bool isGpuThreads() const { return getKind() == "gpu_threads"; }
     bool isLoops() const { return getKind() == "loops"; }
     bool isAttention() const { return getKind() == "attention"; }
     bool isRows() const { return getKind() == "rows"; }

@@ -375,8 +375,22 @@ LogicalResult ReshapeOp::verify() {
 
 LogicalResult LaunchOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   Operation *kernel = symbolTable.lookupNearestSymbolFrom(*this, getKernelAttr());
-  if (!kernel)
-    return emitOpError("names kernel ") << getKernelAttr() << ", which does not exist";
+  if (!kernel) {
+    // After the CUDA target's codegen, kernel kN is the gpu.func nova_kN of
+    // a gpu.module inside the kernels module.
+    Operation *kernels =
+        symbolTable.lookupNearestSymbolFrom(*this, FlatSymbolRefAttr::get(getKernelAttr().getRootReference()));
+    std::string gpuName = ("nova_" + getKernelAttr().getLeafReference().getValue()).str();
+    bool found = false;
+    if (kernels && kernels->hasAttr("gpu.container_module"))
+      kernels->walk([&](Operation *op) {
+        auto name = op->getAttrOfType<StringAttr>(SymbolTable::getSymbolAttrName());
+        found |= name && name.getValue() == gpuName && op->getParentOp() != kernels;
+      });
+    if (!found)
+      return emitOpError("names kernel ") << getKernelAttr() << ", which does not exist";
+    return success();
+  }
   // Before codegen the kernel is a func.func(index, memref...); after it,
   // an LLVM function whose signature no longer shows the memrefs.
   auto func = dyn_cast<func::FuncOp>(kernel);

@@ -164,7 +164,7 @@ func.func @dropout_rate(%x: tensor<4xf32>, %s: tensor<i64>) {
 
 // -----
 
-// expected-error @+1 {{#nova.lowering_config: unknown kind 'fast' (expected matmul, amx_matmul, attention, rows, loops, serial, mma_sync_matmul, wgmma_matmul or simt_matmul)}}
+// expected-error @+1 {{#nova.lowering_config: unknown kind 'fast' (expected matmul, amx_matmul, attention, rows, loops, serial, mma_sync_matmul, wgmma_matmul, simt_matmul or gpu_threads)}}
 func.func private @k() attributes {c = #nova.lowering_config<fast, workgroups = 1, tile = [], register_tile = []>}
 
 // -----

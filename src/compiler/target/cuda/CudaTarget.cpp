@@ -1,13 +1,15 @@
-//===- CudaTarget.cpp - the CUDA target (in progress) --------------------===//
+//===- CudaTarget.cpp - the CUDA target ---------------------------------===//
 
 #include "compiler/target/cuda/CudaTarget.h"
 #include "compiler/target/cuda/GpuConfigurator.h"
+#include "compiler/target/cuda/PtxEmitter.h"
 #include "compiler/transforms/Kernels.h"
 #include "compiler/transforms/MatmulKernel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Pass/Pass.h"
+#include "mlir/Transforms/Passes.h"
 
 #include <algorithm>
 
@@ -94,11 +96,27 @@ void mlir::nova::registerGpuConfigureKernels() { PassRegistration<GpuConfigureKe
 
 void mlir::nova::CudaTarget::addConfigurePasses(OpPassManager &pm) const {
   pm.addPass(createGpuConfigureKernels(desc));
+  pm.addPass(createGpuThreadsConfigure(desc));
 }
 
-FailureOr<Artifact> mlir::nova::CudaTarget::emit(ModuleOp, CompileReport &, std::string &error) const {
-  error = "steps do not compile for GPU targets yet (" + desc.cpu +
-          "): their kernels are configured (NOVA_EXPLAIN=1 prints each matmul's decision), and only matmul "
-          "kernels are generated so far";
-  return failure();
+std::vector<mlir::nova::Stage> mlir::nova::CudaTarget::codegenStages() const {
+  auto threads = [](OpPassManager &pm) {
+    pm.addPass(createGpuMapThreads());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  };
+  auto gpu = [](OpPassManager &pm) { pm.addPass(createGpuOutlineKernels()); };
+  return {{"threads", threads}, {"gpu", gpu}};
+}
+
+FailureOr<Artifact> mlir::nova::CudaTarget::emit(ModuleOp kernels, CompileReport &report, std::string &error) const {
+  Stopwatch clock;
+  FailureOr<std::string> ptx = emitPtx(kernels, desc, error);
+  if (failed(ptx))
+    return failure();
+  report.add("PTX (MLIR to NVVM, LLVM NVPTX)", clock.lap());
+  Artifact artifact;
+  artifact.format = "ptx";
+  artifact.bytes.assign(ptx->begin(), ptx->end());
+  return artifact;
 }

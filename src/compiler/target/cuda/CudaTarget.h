@@ -19,7 +19,7 @@ class CudaTarget final : public Target {
 public:
   using Target::Target;
   void addConfigurePasses(OpPassManager &pm) const override;
-  std::vector<Stage> codegenStages() const override { return {}; }
+  std::vector<Stage> codegenStages() const override;
   FailureOr<Artifact> emit(ModuleOp kernels, CompileReport &report, std::string &error) const override;
 };
 
@@ -31,6 +31,12 @@ inline constexpr const char kGpuWhyAttr[] = "nova.gpu_why";
 /// #nova.lowering_config for the GPU (the pass CudaTarget adds).
 std::unique_ptr<Pass> createGpuConfigureKernels(const ::nova::TargetDesc &target);
 void registerGpuConfigureKernels();
+
+/// GpuThreads.cpp: every kernel as scalar GPU threads.
+std::unique_ptr<Pass> createGpuThreadsConfigure(const ::nova::TargetDesc &target);
+std::unique_ptr<Pass> createGpuMapThreads();
+std::unique_ptr<Pass> createGpuOutlineKernels();
+void registerGpuThreadsPasses();
 
 } // namespace mlir::nova
 

@@ -20,6 +20,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -73,8 +74,16 @@ struct MemrefDesc {
   int arg = -1;            ///< global: the argument's buffer
   int64_t byteOffset = 0;  ///< shared: into the block's shared memory
   SmallVector<int64_t> shape;
+  /// In elements; row-major unless a view's layout says otherwise.
+  SmallVector<int64_t> strides;
   Type element;
   int64_t elementBytes = 0;
+
+  void setRowMajor() {
+    strides.assign(shape.size(), 1);
+    for (int64_t i = int64_t(shape.size()) - 2; i >= 0; --i)
+      strides[size_t(i)] = strides[size_t(i + 1)] * shape[size_t(i + 1)];
+  }
 };
 
 int64_t bytesOf(Type t) {
@@ -96,20 +105,24 @@ public:
   Emulator(gpu::GPUFuncOp kernel, const EmulatorLaunch &launch, EmulatorReport &report)
       : kernel(kernel), launch(launch), report(report) {
     threads = launch.block[0] * launch.block[1] * launch.block[2];
+    for (std::vector<uint8_t> *arg : launch.args)
+      argMemory.emplace_back(arg->data(), arg->size());
+    if (launch.args.empty())
+      argMemory = launch.memory;
   }
 
   bool run() {
-    if (kernel.getNumArguments() != launch.args.size())
+    if (kernel.getNumArguments() != argMemory.size())
       return fail(kernel, llvm::formatv("the kernel takes {0} arguments, the launch gives {1}",
-                                        kernel.getNumArguments(), launch.args.size()));
+                                        kernel.getNumArguments(), argMemory.size()));
     for (auto [i, arg] : llvm::enumerate(kernel.getArguments())) {
       auto type = dyn_cast<MemRefType>(arg.getType());
       if (!type || !type.hasStaticShape() || !type.getLayout().isIdentity())
         return fail(kernel, "only static, identity-layout memref arguments are supported");
       int64_t bytes = type.getNumElements() * bytesOf(type.getElementType());
-      if (int64_t(launch.args[i]->size()) != bytes)
+      if (int64_t(argMemory[i].size()) != bytes)
         return fail(kernel, llvm::formatv("argument {0} holds {1} bytes, its type {2}", i,
-                                          launch.args[i]->size(), bytes));
+                                          argMemory[i].size(), bytes));
     }
     for (int64_t z = 0; z < launch.grid[2]; ++z)
       for (int64_t y = 0; y < launch.grid[1]; ++y)
@@ -126,6 +139,7 @@ private:
   gpu::GPUFuncOp kernel;
   const EmulatorLaunch &launch;
   EmulatorReport &report;
+  std::vector<std::span<uint8_t>> argMemory;
   int64_t threads = 0;
   std::array<int64_t, 3> blockId{};
 
@@ -203,6 +217,7 @@ private:
       d.space = Space::global;
       d.arg = int(i);
       d.shape.assign(type.getShape().begin(), type.getShape().end());
+      d.setRowMajor();
       d.element = type.getElementType();
       d.elementBytes = bytesOf(d.element);
       memrefs[ValueKey{arg}] = d;
@@ -228,14 +243,16 @@ private:
       int64_t need = i + 1 == indices.size() ? trailing : 1;
       if (x < 0 || x + need > extent)
         return fail(op, llvm::formatv("index {0} out of bounds: {1} (extent {2})", i, x, extent), t);
-      linear = linear * extent + x;
+      linear += x * d.strides[i];
     }
+    if (trailing > 1 && !d.strides.empty() && d.strides.back() != 1)
+      return fail(op, "a vector access along a strided dimension");
     byte = d.byteOffset + linear * d.elementBytes;
     return true;
   }
 
   uint8_t *bytesAt(Operation *op, const MemrefDesc &d, int64_t byte, int64_t count, int64_t t) {
-    std::vector<uint8_t> &buf = d.space == Space::shared ? shared : *launch.args[size_t(d.arg)];
+    std::span<uint8_t> buf = d.space == Space::shared ? std::span<uint8_t>(shared) : argMemory[size_t(d.arg)];
     if (byte < 0 || byte + count > int64_t(buf.size())) {
       fail(op, llvm::formatv("{0} access of {1} bytes at byte {2} is outside its {3} bytes",
                              d.space == Space::shared ? "a shared" : "a global", count, byte, buf.size()),
@@ -356,7 +373,7 @@ private:
 
   bool land(Operation *op, int64_t id) {
     AsyncCopy &c = copies[size_t(id)];
-    std::vector<uint8_t> &src = *launch.args[size_t(c.arg)];
+    std::span<uint8_t> src = argMemory[size_t(c.arg)];
     if (!sharedWrite(op, c.dstByte, c.bytes, c.thread, c.issueEpoch))
       return false;
     for (int64_t b = 0; b < c.bytes; ++b) {
@@ -411,12 +428,44 @@ private:
     if (!a || !b)
       return fail(op, "an operand has no value");
     Reg &r = def(op->getResult(0), a->width);
+    Type element = getElementTypeOrSelf(op->getResult(0).getType());
     for (int64_t t = 0; t < threads; ++t)
       if (active[size_t(t)])
         for (int64_t e = 0; e < a->width; ++e) {
           size_t i = size_t(t * a->width + e);
-          r.v[i] = f(a->v[i], b->v[i]);
+          r.v[i] = roundTo(element, f(a->v[i], b->v[i]));
         }
+    return true;
+  }
+
+  /// A value of a float type as that type holds it (other types as they are).
+  static double roundTo(Type t, double v) {
+    if (t.isF32())
+      return double(float(v));
+    if (t.isF16())
+      return fromHalfBits(toHalfBits(float(v)));
+    if (t.isBF16())
+      return fromBFloat16Bits(toBFloat16Bits(float(v)));
+    return v;
+  }
+
+  /// A view: the buffer of `source` through the static strides and offset
+  /// of `type` (a layout's offset counts from the buffer's start).
+  bool view(Operation *op, Value source, MemRefType type) {
+    auto it = memrefs.find(ValueKey{source});
+    if (it == memrefs.end())
+      return fail(op, "a view of a memref with no buffer");
+    SmallVector<int64_t> strides;
+    int64_t offset = 0;
+    if (it->second.space != Space::global || failed(getStridesAndOffset(type, strides, offset)) ||
+        !type.hasStaticShape() || ShapedType::isDynamic(offset) ||
+        llvm::any_of(strides, ShapedType::isDynamic))
+      return fail(op, "a view of shared memory, or with a dynamic shape or layout");
+    MemrefDesc d = it->second;
+    d.shape.assign(type.getShape().begin(), type.getShape().end());
+    d.strides.assign(strides.begin(), strides.end());
+    d.byteOffset = offset * d.elementBytes;
+    memrefs[ValueKey{op->getResult(0)}] = d;
     return true;
   }
 
@@ -478,14 +527,79 @@ private:
       return elementwise(op, [](double a, double b) { return double(ival(a) << ival(b)); });
     if (isa<arith::ShRUIOp, arith::ShRSIOp>(op))
       return elementwise(op, [](double a, double b) { return double(ival(a) >> ival(b)); });
+    // Float arithmetic in double, rounded to the result type (exact for
+    // f32 + - * / and sqrt: double holds every f32 result before rounding).
     if (isa<arith::AddFOp>(op))
-      return elementwise(op, [](double a, double b) { return double(float(a) + float(b)); });
+      return elementwise(op, [](double a, double b) { return a + b; });
     if (isa<arith::MulFOp>(op))
-      return elementwise(op, [](double a, double b) { return double(float(a) * float(b)); });
+      return elementwise(op, [](double a, double b) { return a * b; });
     if (isa<arith::SubFOp>(op))
-      return elementwise(op, [](double a, double b) { return double(float(a) - float(b)); });
+      return elementwise(op, [](double a, double b) { return a - b; });
     if (isa<arith::DivFOp>(op))
-      return elementwise(op, [](double a, double b) { return double(float(a) / float(b)); });
+      return elementwise(op, [](double a, double b) { return a / b; });
+    if (isa<arith::NegFOp>(op))
+      return elementwise(op, [](double a, double) { return -a; });
+    if (isa<arith::MinimumFOp>(op))
+      return elementwise(op, [](double a, double b) {
+        return std::isnan(a) || std::isnan(b) ? double(NAN) : std::min(a, b);
+      });
+    if (isa<arith::MinNumFOp>(op))
+      return elementwise(op, [](double a, double b) { return std::fmin(a, b); });
+    if (isa<math::SqrtOp>(op))
+      return elementwise(op, [](double a, double) { return std::sqrt(a); });
+    if (isa<math::RsqrtOp>(op))
+      return elementwise(op, [](double a, double) { return 1.0 / std::sqrt(a); });
+    if (isa<math::LogOp>(op))
+      return elementwise(op, [](double a, double) { return std::log(a); });
+    if (isa<math::AbsFOp>(op))
+      return elementwise(op, [](double a, double) { return std::fabs(a); });
+    if (isa<math::ErfOp>(op))
+      return elementwise(op, [](double a, double) { return std::erf(a); });
+    if (isa<math::PowFOp>(op))
+      return elementwise(op, [](double a, double b) { return std::pow(a, b); });
+    if (isa<arith::ExtFOp, arith::TruncFOp, arith::SIToFPOp, arith::UIToFPOp>(op))
+      return elementwise(op, [](double a, double) { return a; });
+    if (isa<arith::FPToSIOp, arith::FPToUIOp>(op))
+      return elementwise(op, [](double a, double) { return std::trunc(a); });
+    if (auto fma = dyn_cast<math::FmaOp>(op)) {
+      const Reg *a = get(fma.getA()), *b = get(fma.getB()), *c = get(fma.getC());
+      if (!a || !b || !c)
+        return fail(op, "an operand has no value");
+      Reg &r = def(fma, a->width);
+      Type element = getElementTypeOrSelf(fma.getType());
+      for (int64_t t = 0; t < threads; ++t)
+        if (active[size_t(t)])
+          for (int64_t e = 0; e < a->width; ++e) {
+            size_t i = size_t(t * a->width + e);
+            r.v[i] = roundTo(element, std::fma(a->v[i], b->v[i], c->v[i]));
+          }
+      return true;
+    }
+    if (auto cmp = dyn_cast<arith::CmpFOp>(op)) {
+      auto pred = cmp.getPredicate();
+      using P = arith::CmpFPredicate;
+      return elementwise(op, [pred](double a, double b) {
+        bool unordered = std::isnan(a) || std::isnan(b);
+        switch (pred) {
+        case P::OEQ: return double(!unordered && a == b);
+        case P::OGT: return double(!unordered && a > b);
+        case P::OGE: return double(!unordered && a >= b);
+        case P::OLT: return double(!unordered && a < b);
+        case P::OLE: return double(!unordered && a <= b);
+        case P::ONE: return double(!unordered && a != b);
+        case P::ORD: return double(!unordered);
+        case P::UEQ: return double(unordered || a == b);
+        case P::UGT: return double(unordered || a > b);
+        case P::UGE: return double(unordered || a >= b);
+        case P::ULT: return double(unordered || a < b);
+        case P::ULE: return double(unordered || a <= b);
+        case P::UNE: return double(unordered || a != b);
+        case P::UNO: return double(unordered);
+        case P::AlwaysTrue: return 1.0;
+        default: return 0.0;
+        }
+      });
+    }
     if (isa<arith::MaximumFOp>(op)) // NaN-propagating, as PTX max.NaN
       return elementwise(op, [](double a, double b) {
         return std::isnan(a) || std::isnan(b) ? double(NAN) : std::max(a, b);
@@ -493,9 +607,9 @@ private:
     if (isa<arith::MaxNumFOp>(op))
       return elementwise(op, [](double a, double b) { return std::fmax(a, b); });
     if (isa<math::TanhOp>(op))
-      return elementwise(op, [](double a, double) { return double(std::tanh(float(a))); });
+      return elementwise(op, [](double a, double) { return std::tanh(a); });
     if (isa<math::ExpOp>(op))
-      return elementwise(op, [](double a, double) { return double(std::exp(float(a))); });
+      return elementwise(op, [](double a, double) { return std::exp(a); });
     if (auto cmp = dyn_cast<arith::CmpIOp>(op)) {
       auto pred = cmp.getPredicate();
       return elementwise(op, [pred](double a, double b) {
@@ -573,6 +687,7 @@ private:
       MemrefDesc d;
       d.space = Space::shared;
       d.shape = {int64_t(shared.size())};
+      d.setRowMajor();
       d.element = IntegerType::get(op->getContext(), 8);
       d.elementBytes = 1;
       memrefs[ValueKey{dyn}] = d;
@@ -590,6 +705,7 @@ private:
       MemrefDesc d = it->second;
       d.byteOffset += int64_t(s);
       d.shape.assign(type.getShape().begin(), type.getShape().end());
+      d.setRowMajor();
       d.element = type.getElementType();
       d.elementBytes = bytesOf(d.element);
       if (d.byteOffset + type.getNumElements() * d.elementBytes > int64_t(shared.size()) &&
@@ -599,6 +715,18 @@ private:
       memrefs[ValueKey{view}] = d;
       return true;
     }
+    if (auto v = dyn_cast<memref::SubViewOp>(op))
+      return view(op, v.getSource(), v.getType());
+    if (auto v = dyn_cast<memref::ExpandShapeOp>(op))
+      return view(op, v.getSrc(), v.getResultType());
+    if (auto v = dyn_cast<memref::CollapseShapeOp>(op))
+      return view(op, v.getSrc(), v.getResultType());
+    if (auto v = dyn_cast<memref::TransposeOp>(op))
+      return view(op, v.getIn(), v.getType());
+    if (auto v = dyn_cast<memref::CastOp>(op))
+      return view(op, v.getSource(), cast<MemRefType>(v.getType()));
+    if (auto v = dyn_cast<memref::ReinterpretCastOp>(op))
+      return view(op, v.getSource(), v.getType());
     if (auto load = dyn_cast<memref::LoadOp>(op))
       return access(op, load.getMemRef(), load.getIndices(), load.getResult(), Value(), 1);
     if (auto store = dyn_cast<memref::StoreOp>(op))
@@ -686,7 +814,7 @@ private:
     for (int64_t t = 0; t < threads; ++t) {
       if (!active[size_t(t)])
         continue;
-      int64_t byte;
+      int64_t byte = 0;
       if (!address(op, d, indices, t, byte, n))
         return false;
       int64_t count = n * d.elementBytes;
@@ -1024,7 +1152,7 @@ private:
     const Reg *lb = get(loop.getLowerBound()), *ub = get(loop.getUpperBound()), *st = get(loop.getStep());
     if (!lb || !ub || !st)
       return fail(loop, "loop bounds have no value");
-    double l, u, s;
+    double l = 0, u = 0, s = 1;
     if (!isUniform(*lb, l) || !isUniform(*ub, u) || !isUniform(*st, s))
       return fail(loop, "loop bounds that differ between threads");
     SmallVector<Reg> carried;

@@ -16,7 +16,11 @@
 //     the same byte, one of them a write, with no gpu.barrier between them
 //     (a cp.async write counts from its issue to its landing) are reported;
 //   - ldmatrix rows must be 16-byte aligned, 16-byte cp.async naturally
-//     aligned, global accesses in bounds, barriers reached by every thread.
+//     aligned, global accesses in bounds, barriers reached by every thread;
+//   - views (subview, expand/collapse_shape, transpose, cast) address their
+//     buffer through the strides and offset of their static layout;
+//   - float arithmetic rounds to its element type (f32: each op rounded as
+//     the GPU's IEEE f32 ops are; math functions from the C library).
 // The first violation stops the run with a message naming the op, its
 // location, the block and the thread.
 //
@@ -29,6 +33,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -41,6 +46,9 @@ struct EmulatorLaunch {
   /// One buffer per memref argument: its elements, row-major, in the
   /// argument's element type (f16/bf16 as their 16-bit patterns).
   std::vector<std::vector<uint8_t> *> args;
+  /// Or (when `args` is empty) the arguments' bytes in place, which may
+  /// overlap: a step's arena.
+  std::vector<std::span<uint8_t>> memory;
 };
 
 struct EmulatorReport {

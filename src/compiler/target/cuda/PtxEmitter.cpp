@@ -70,7 +70,7 @@ FailureOr<std::string> mlir::nova::emitPtx(ModuleOp module, const ::nova::Target
       "convert-nvgpu-to-nvvm,convert-vector-to-scf,convert-scf-to-cf,convert-nvvm-to-llvm,"
       "expand-strided-metadata,nvvm-attach-target{chip=" + target.cpu + " features=" + ptxFeatures(target) +
       " O=3},lower-affine,convert-arith-to-llvm,convert-index-to-llvm{index-bitwidth=64},canonicalize,cse,"
-      "gpu.module(strip-debuginfo,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=true},canonicalize,cse,"
+      "gpu.module(strip-debuginfo,convert-math-to-llvm,convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=true},canonicalize,cse,"
       "reconcile-unrealized-casts)";
   if (failed(parsePassPipeline(pipeline, pm))) {
     error = "the PTX pipeline does not parse: " + pipeline;

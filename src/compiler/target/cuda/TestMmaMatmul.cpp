@@ -108,4 +108,5 @@ void mlir::nova::registerNovaGpuPasses() {
   PassRegistration<TestMmaMatmul>();
   registerGpuInlineMath();
   registerGpuConfigureKernels();
+  registerGpuThreadsPasses();
 }

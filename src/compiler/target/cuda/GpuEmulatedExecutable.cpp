@@ -1,0 +1,75 @@
+//===- GpuEmulatedExecutable.cpp - a GPU step run by the emulator --------===//
+
+#include "compiler/target/cuda/GpuEmulatedExecutable.h"
+#include "compiler/Context.h"
+#include "compiler/target/cuda/GpuEmulator.h"
+#include "nova/error.hpp"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+
+using namespace mlir;
+
+namespace {
+
+class EmulatedGpuExecutable final : public ::nova::Executable {
+public:
+  EmulatedGpuExecutable(::nova::ExecutableDesc desc, OwningOpRef<ModuleOp> kernels)
+      : Executable(desc.inputs, desc.outputs, desc.aliases), desc_(std::move(desc)), kernels_(std::move(kernels)) {
+    kernels_->walk([&](gpu::GPUFuncOp f) { funcs_[f.getName().str()] = f; });
+    for (const auto &k : desc_.kernels)
+      if (!funcs_.count(k.symbol))
+        throw ::nova::Error("nova: the GPU emulator has no kernel " + k.symbol);
+    if (!desc_.collectives.empty())
+      throw ::nova::Error("nova: the GPU emulator runs no collectives (a data-parallel step)");
+  }
+
+  std::string kind() const override { return "gpu-emulator"; }
+  const ::nova::ExecutableDesc *description() const override { return &desc_; }
+
+  void run(std::span<const ::nova::Tensor> inputs, std::span<::nova::Tensor> outputs) const override {
+    std::lock_guard<std::recursive_mutex> lock(mlir::nova::compilerMutex());
+    // Bytes no launch wrote read as NaN.
+    std::vector<uint8_t> arena(desc_.arena_bytes, 0xff);
+    for (size_t i = 0; i < desc_.launches.size(); ++i) {
+      const ::nova::LaunchDesc &l = desc_.launches[i];
+      const ::nova::KernelDesc &k = desc_.kernels[l.kernel];
+      mlir::nova::EmulatorLaunch launch;
+      launch.grid = {int64_t(l.workgroups), 1, 1};
+      launch.block = {int64_t(k.threads), 1, 1};
+      launch.dynamicSharedBytes = k.shared_bytes;
+      for (const ::nova::BufferRef &b : l.args) {
+        uint8_t *base = b.kind == ::nova::BufferRef::Kind::input    ? static_cast<uint8_t *>(inputs[b.index].raw_data())
+                        : b.kind == ::nova::BufferRef::Kind::output ? static_cast<uint8_t *>(outputs[b.index].raw_data())
+                                                                    : arena.data() + b.offset;
+        launch.memory.emplace_back(base, size_t(b.bytes));
+      }
+      mlir::nova::EmulatorReport report = mlir::nova::emulateKernel(funcs_.at(k.symbol), launch);
+      if (!report.ok)
+        throw ::nova::Error("nova: launch " + std::to_string(i) + " of " + std::to_string(desc_.launches.size()) +
+                            " (" + k.symbol + ", " + k.summary + ") failed under the GPU emulator: " + report.error);
+    }
+  }
+
+private:
+  ::nova::ExecutableDesc desc_;
+  OwningOpRef<ModuleOp> kernels_;
+  std::map<std::string, gpu::GPUFuncOp> funcs_;
+};
+
+} // namespace
+
+bool mlir::nova::gpuEmulationRequested() {
+  const char *v = std::getenv("NOVA_GPU");
+  return v && std::strcmp(v, "emulate") == 0;
+}
+
+std::shared_ptr<::nova::Executable> mlir::nova::makeEmulatedGpuExecutable(::nova::ExecutableDesc desc,
+                                                                         OwningOpRef<ModuleOp> kernels) {
+  return std::make_shared<EmulatedGpuExecutable>(std::move(desc), std::move(kernels));
+}

@@ -1,0 +1,49 @@
+// The CUDA target's general kernel form. nova-gpu-threads splits a kernel of
+// several compute ops (the matmul's fill, the matmul, its epilogue) into one
+// kernel each, launched in order, and shares each one's units of work out
+// over blocks of threads; a sum to a scalar has no parallel loop and runs
+// on one thread.
+// RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each | FileCheck %s
+// nova-gpu-map-threads and nova-gpu-outline-kernels then make each one a
+// gpu.func whose units are spread over the grid, guarded by unit < units.
+// RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each \
+// RUN:   | nova-opt -pass-pipeline='builtin.module(builtin.module(nova-gpu-map-threads,canonicalize,cse,nova-gpu-outline-kernels))' -verify-each \
+// RUN:   | FileCheck %s --check-prefix=GPU
+
+// CHECK-LABEL: func.func @mlp
+// CHECK: nova.launch @kernels::@k0_0(
+// CHECK-NEXT: nova.launch @kernels::@k0_1(
+// CHECK-NEXT: nova.launch @kernels::@k1(
+// CHECK: func.func @k0_0({{.*}}"threads: 600 points of its parallel loops (one unit a thread) over 3 blocks of 256"{{.*}}#nova.lowering_config<gpu_threads, workgroups = 3, tile = [256]
+// CHECK-NEXT: arith.constant
+// CHECK-NEXT: linalg.fill
+// CHECK-NEXT: return
+// CHECK: func.func @k0_1({{.*}}#nova.lowering_config<gpu_threads, workgroups = 3, tile = [256]
+// CHECK-NOT: linalg.fill
+// CHECK: linalg.generic {{.*}}nova.kernel = "matmul"
+// The epilogue fused into the sum: no parallel loop, one thread.
+// CHECK: func.func @k2({{.*}}"threads: no parallel loop (one thread) over 1 blocks of 1"{{.*}}#nova.lowering_config<gpu_threads, workgroups = 1, tile = [1]
+
+// GPU: module @kernels attributes {gpu.container_module}
+// GPU: gpu.module @nova_kernels
+// GPU: gpu.func @nova_k0_1(%{{.*}}: memref<200x3xf32>, %{{.*}}: memref<200x8xf32>, %{{.*}}: memref<8x3xf32>) kernel
+// GPU-SAME: known_block_size = array<i32: 256, 1, 1>
+// GPU: %[[T:.*]] = gpu.thread_id x
+// GPU: %[[B:.*]] = gpu.block_id x
+// GPU: %[[U:.*]] = arith.addi
+// GPU: arith.cmpi ult, %[[U]], %c600
+// GPU: scf.if
+// GPU: scf.for
+// GPU: gpu.return
+// GPU: gpu.func @nova_k2(
+// GPU-SAME: known_block_size = array<i32: 1, 1, 1>
+// GPU: arith.cmpi eq
+// GPU: scf.if
+func.func @mlp(%x: tensor<200x8xf32>, %w: tensor<8x3xf32>, %b: tensor<3xf32>) -> (tensor<200x3xf32>, tensor<f32>) {
+  %0 = nova.matmul %x, %w : tensor<200x8xf32>, tensor<8x3xf32>
+  %1 = nova.broadcast %b : tensor<3xf32> -> tensor<200x3xf32>
+  %2 = nova.add %0, %1 : tensor<200x3xf32>, tensor<200x3xf32>
+  %3 = nova.gelu %2 : tensor<200x3xf32>
+  %4 = nova.reduce_sum %3 {axes = array<i64: 0, 1>} : tensor<200x3xf32>
+  return %3, %4 : tensor<200x3xf32>, tensor<f32>
+}
