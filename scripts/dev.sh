@@ -61,7 +61,9 @@ else
   echo "== the sanitizer build (build-asan/: ASan + UBSan)"
   cmake -G Ninja -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DNOVA_SANITIZE=ON \
         -DNOVA_BUILD_BENCH=OFF >/dev/null
-  cmake --build build-asan -j "$(nproc)"
+  # The build runs instrumented code too (the ahead-of-time steps of
+  # tests/aot): the same ASAN_OPTIONS as the tests (below).
+  ASAN_OPTIONS=allow_user_poisoning=0 cmake --build build-asan -j "$(nproc)"
   echo "== running the tests under the sanitizers"
   # allow_user_poisoning=0: LLVM's BumpPtrAllocator poisons its slabs from our
   # instrumented inline copies while libMLIR's uninstrumented copies allocate
