@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/target/cuda/CudaTarget.h"
 #include "compiler/LaunchPlan.h"
 #include "compiler/transforms/Kernels.h"
 
@@ -230,8 +231,10 @@ LogicalResult mlir::nova::buildLaunchPlan(func::FuncOp step, ModuleOp kernels,
     if (inserted) {
       KernelDescription about = describedKernel(kernel);
       desc.kernels.push_back({"nova_" + name.str(), about.summary, about.flops, about.bytes});
-      if (LoweringConfigAttr config = loweringConfig(kernel); config && config.isGpuThreads())
-        desc.kernels.back().threads = static_cast<uint32_t>(config.getTile()[0]);
+      if (auto threads = kernel->getAttrOfType<IntegerAttr>(kGpuBlockThreadsAttr))
+        desc.kernels.back().threads = static_cast<uint32_t>(threads.getInt());
+      if (auto shared = kernel->getAttrOfType<IntegerAttr>(kGpuSharedBytesAttr))
+        desc.kernels.back().shared_bytes = static_cast<uint32_t>(shared.getInt());
     }
     ::nova::LaunchDesc l;
     l.kernel = it->second;

@@ -105,7 +105,8 @@ std::vector<mlir::nova::Stage> mlir::nova::CudaTarget::codegenStages() const {
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   };
-  auto gpu = [](OpPassManager &pm) { pm.addPass(createGpuOutlineKernels()); };
+  ::nova::TargetDesc target = desc;
+  auto gpu = [target](OpPassManager &pm) { pm.addPass(createGpuOutlineKernels(target)); };
   return {{"threads", threads}, {"gpu", gpu}};
 }
 

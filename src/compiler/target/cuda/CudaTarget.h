@@ -26,6 +26,12 @@ public:
 /// On each kernel the GPU configurator decided: its explanation, one line
 /// per string (NOVA_EXPLAIN).
 inline constexpr const char kGpuWhyAttr[] = "nova.gpu_why";
+/// A configured GPU kernel's threads per block and dynamic shared memory
+/// (bytes), for the launch plan's KernelDesc.
+inline constexpr const char kGpuBlockThreadsAttr[] = "nova.gpu_block_threads";
+inline constexpr const char kGpuSharedBytesAttr[] = "nova.gpu_shared_bytes";
+/// The operand type a step's mma.sync matmul kernel was planned with.
+inline constexpr const char kGpuOperandAttr[] = "nova.gpu_operand";
 
 /// --nova-configure-gpu-kernels{target=sm_90a}: each kernel's
 /// #nova.lowering_config for the GPU (the pass CudaTarget adds).
@@ -35,7 +41,7 @@ void registerGpuConfigureKernels();
 /// GpuThreads.cpp: every kernel as scalar GPU threads.
 std::unique_ptr<Pass> createGpuThreadsConfigure(const ::nova::TargetDesc &target);
 std::unique_ptr<Pass> createGpuMapThreads();
-std::unique_ptr<Pass> createGpuOutlineKernels();
+std::unique_ptr<Pass> createGpuOutlineKernels(const ::nova::TargetDesc &target);
 void registerGpuThreadsPasses();
 
 } // namespace mlir::nova

@@ -113,7 +113,7 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
                                                                 const GpuMatmulProblem &p,
                                                                 const GpuMatmulConfig &cfg, std::string &error,
                                                                 const MmaMatmulFaults &faults,
-                                                                const MmaEpilogue &epilogue) {
+                                                                const MmaEpilogue &epilogue, bool linearGrid) {
   auto fail = [&](const std::string &why) -> FailureOr<gpu::GPUFuncOp> {
     error = llvm::formatv("the mma.sync matmul kernel {0} ({1} x {2} x {3}, batch {4}, {5}{6}, {7}, {8}): {9}",
                           name, p.m, p.n, p.k, p.batch, p.lhsTransposed ? "T" : "N", p.rhsTransposed ? "T" : "N",
@@ -209,8 +209,11 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
   // 8-byte access (st.global.v2.f32) instead of two.
   if (p.n % 2 == 0)
     func->setAttr(kAlignedPairsAttr, b.getUnitAttr());
-  func.setKnownGridSizeAttr(
-      b.getDenseI32ArrayAttr({int32_t((p.n + BN - 1) / BN), int32_t((p.m + BM - 1) / BM), int32_t(p.batch)}));
+  const int64_t tilesN = (p.n + BN - 1) / BN, tilesM = (p.m + BM - 1) / BM;
+  if (linearGrid)
+    func.setKnownGridSizeAttr(b.getDenseI32ArrayAttr({int32_t(tilesN * tilesM * p.batch), 1, 1}));
+  else
+    func.setKnownGridSizeAttr(b.getDenseI32ArrayAttr({int32_t(tilesN), int32_t(tilesM), int32_t(p.batch)}));
   b.setInsertionPointToStart(&func.getBody().front());
   Value A = func.getArgument(0), B = func.getArgument(1), C = func.getArgument(2);
   Value biasArg = epilogue.bias ? func.getArgument(3) : Value();
@@ -226,8 +229,18 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
   Value sB = b.create<memref::ViewOp>(sBType, dyn, k.c(S * BM * BK * es), ValueRange{});
 
   Value tid = b.create<gpu::ThreadIdOp>(gpu::Dimension::x);
-  Value bx = b.create<gpu::BlockIdOp>(gpu::Dimension::x), by = b.create<gpu::BlockIdOp>(gpu::Dimension::y);
-  Value bz = batched ? b.create<gpu::BlockIdOp>(gpu::Dimension::z).getResult() : Value();
+  Value bx, by, bz;
+  if (linearGrid) {
+    Value id = b.create<gpu::BlockIdOp>(gpu::Dimension::x);
+    bx = k.rem(id, tilesN);
+    Value rest = k.div(id, tilesN);
+    by = batched ? k.rem(rest, tilesM) : rest;
+    bz = batched ? k.div(rest, tilesM) : Value();
+  } else {
+    bx = b.create<gpu::BlockIdOp>(gpu::Dimension::x);
+    by = b.create<gpu::BlockIdOp>(gpu::Dimension::y);
+    bz = batched ? b.create<gpu::BlockIdOp>(gpu::Dimension::z).getResult() : Value();
+  }
   Value lane = k.rem(tid, 32), warp = k.div(tid, 32);
   Value wm = k.div(warp, cfg.warpsN), wn = k.rem(warp, cfg.warpsN);
   Value g = k.shr(lane, 2), t = k.andi(lane, 3);
@@ -304,7 +317,7 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
   Value l16 = k.rem(lane, 16), lhi = k.div(lane, 16), l8 = k.rem(lane, 8), lq = k.div(lane, 8);
   const int64_t regsPer = 4 / es; // elements of one 32-bit register
   auto aFragType = VectorType::get({4, regsPer}, et);
-  auto pairType = VectorType::get({4, regsPer}, et), bFragType = VectorType::get({2, regsPer}, et);
+  auto pairType = VectorType::get({4, regsPer}, et);
   auto i32 = b.getI32Type();
   // bf16: registers as i32, one row at a time (a 2-D vector.bitcast is not lowered).
   auto registers = [&](Value v, int64_t rows) {

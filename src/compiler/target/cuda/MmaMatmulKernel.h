@@ -58,7 +58,9 @@ struct MmaMatmulFaults {
 /// On a kernel whose vector<2xf32> global accesses are 8-byte aligned.
 inline constexpr const char kAlignedPairsAttr[] = "nova.aligned_pairs";
 
-/// Adds the kernel `name` to `module`. Fails (with `error` naming the shapes
+/// Adds the kernel `name` to `module`. With `linearGrid`, its blocks are
+/// numbered along x only (tile column fastest, then row, then batch), as a
+/// step's launch plan gives them. Fails (with `error` naming the shapes
 /// and the config) for what it does not support yet: transposed operands,
 /// batches, shapes that are not multiples of the block tile, tiles the
 /// block's threads cannot copy in whole 16-byte chunks.
@@ -66,7 +68,8 @@ FailureOr<gpu::GPUFuncOp> buildMmaSyncMatmulKernel(gpu::GPUModuleOp module, Stri
                                                     const GpuMatmulProblem &problem,
                                                     const GpuMatmulConfig &config, std::string &error,
                                                     const MmaMatmulFaults &faults = {},
-                                                    const MmaEpilogue &epilogue = {});
+                                                    const MmaEpilogue &epilogue = {},
+                                                    bool linearGrid = false);
 
 /// Marks `top` as holding GPU modules and adds `gpu.module @nova_kernels`
 /// to it, for the kernels.

@@ -1,0 +1,180 @@
+//===- StepMmaMatmul.cpp - a step's matmul kernel as the mma.sync kernel ===//
+
+#include "compiler/target/cuda/StepMmaMatmul.h"
+#include "compiler/target/cuda/MmaMatmulKernel.h"
+#include "compiler/transforms/Kernels.h"
+#include "compiler/transforms/MatmulKernel.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::nova;
+
+namespace {
+
+/// Row-major strides of `shape`.
+SmallVector<int64_t> rowMajor(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t i = int64_t(shape.size()) - 2; i >= 0; --i)
+    strides[size_t(i)] = strides[size_t(i + 1)] * shape[size_t(i + 1)];
+  return strides;
+}
+
+/// The kernel argument (number, after the workgroup number) whose whole
+/// buffer `view` is: contiguous storage of its last two dims as they are
+/// or (`swapped`) exchanged, at offset 0, as many elements as its root.
+FailureOr<unsigned> wholeBufferArgument(func::FuncOp kernel, Value view, bool swapped) {
+  auto type = cast<MemRefType>(view.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset = 0;
+  if (type.getRank() < 2 || failed(getStridesAndOffset(type, strides, offset)) || offset != 0)
+    return failure();
+  SmallVector<int64_t> storage(type.getShape());
+  if (swapped)
+    std::swap(storage[storage.size() - 1], storage[storage.size() - 2]);
+  SmallVector<int64_t> expected = rowMajor(storage);
+  if (swapped)
+    std::swap(expected[expected.size() - 1], expected[expected.size() - 2]);
+  for (auto [dim, got, want] : llvm::zip(type.getShape(), strides, expected))
+    if (dim != 1 && got != want)
+      return failure();
+  auto root = dyn_cast<BlockArgument>(bufferRoot(view));
+  if (!root || root.getOwner() != &kernel.getBody().front() || root.getArgNumber() == 0)
+    return failure();
+  auto rootType = cast<MemRefType>(root.getType());
+  if (!rootType.getLayout().isIdentity() || rootType.getNumElements() != type.getNumElements())
+    return failure();
+  return root.getArgNumber() - 1;
+}
+
+struct Operands {
+  unsigned lhs, rhs, out;
+};
+
+FailureOr<Operands> operandArguments(func::FuncOp kernel, const MatmulOperands &m) {
+  FailureOr<unsigned> lhs = wholeBufferArgument(kernel, m.lhs, /*swapped=*/false);
+  FailureOr<unsigned> rhs = wholeBufferArgument(kernel, m.rhs, /*swapped=*/m.rhsColumns);
+  FailureOr<unsigned> out = wholeBufferArgument(kernel, m.out, /*swapped=*/false);
+  if (failed(lhs) || failed(rhs) || failed(out))
+    return failure();
+  return Operands{*lhs, *rhs, *out};
+}
+
+linalg::GenericOp matmulOf(func::FuncOp kernel) {
+  linalg::GenericOp found;
+  kernel.walk([&](linalg::GenericOp g) {
+    if (isTaggedMatmul(g))
+      found = g;
+  });
+  return found;
+}
+
+} // namespace
+
+FailureOr<StepMmaPlan> mlir::nova::planStepMmaMatmul(func::FuncOp kernel, const ::nova::TargetDesc &target,
+                                                     bool lowPrecision, std::string &why) {
+  linalg::GenericOp generic = matmulOf(kernel);
+  std::optional<MatmulOperands> m = generic ? matchMatmul(generic) : std::nullopt;
+  if (!m) {
+    why = "not a plain matmul";
+    return failure();
+  }
+  if (!m->prologueInputs.empty()) {
+    why = "its fused lhs prologue has no tensor-core form yet";
+    return failure();
+  }
+  Type lhs = cast<MemRefType>(m->lhs.getType()).getElementType();
+  Type rhs = cast<MemRefType>(m->rhs.getType()).getElementType();
+  const int64_t rank = m->outType.getRank();
+  if (cast<MemRefType>(m->lhs.getType()).getRank() != rank || cast<MemRefType>(m->rhs.getType()).getRank() != rank) {
+    why = "an operand broadcast over the batch";
+    return failure();
+  }
+  StepMmaPlan plan;
+  GpuMatmulProblem &p = plan.problem;
+  if (!m->outType.getElementType().isF32() || lhs != rhs) {
+    why = "its result is not f32, or its operands differ in type";
+    return failure();
+  }
+  if (lhs.isF16())
+    p.operand = GpuOperand::f16;
+  else if (lhs.isBF16())
+    p.operand = GpuOperand::bf16;
+  else if (lhs.isF32() && lowPrecision)
+    p.operand = GpuOperand::tf32;
+  else {
+    why = "f32 operands multiply in f32 unless the step allows a lower matmul precision";
+    return failure();
+  }
+  if (failed(operandArguments(kernel, *m))) {
+    why = "an operand is not the whole of a kernel buffer, stored row-major or transposed";
+    return failure();
+  }
+  p.batch = m->batch();
+  p.m = m->M;
+  p.n = m->N;
+  p.k = m->K;
+  p.lhsTransposed = m->transposeA;
+  p.rhsTransposed = m->rhsColumns;
+  p.allowWgmma = false; // not generated yet
+  p.allowSplitK = false;
+  plan.batched = m->batchRank > 0;
+  plan.config = configureGpuMatmul(p, target);
+  if (plan.config.kind != GpuMmaKind::mma_sync) {
+    why = "the configurator chose " + plan.config.instruction;
+    return failure();
+  }
+  // The generator's own refusals (16-byte chunks, tiles), tried on a scratch module.
+  OwningOpRef<ModuleOp> scratch = ModuleOp::create(kernel.getLoc());
+  gpu::GPUModuleOp module = addKernelsModule(*scratch);
+  std::string error;
+  if (failed(buildMmaSyncMatmulKernel(module, "trial", p, plan.config, error, {}, {}, /*linearGrid=*/true))) {
+    why = error;
+    return failure();
+  }
+  return plan;
+}
+
+FailureOr<gpu::GPUFuncOp> mlir::nova::buildStepMmaMatmul(gpu::GPUModuleOp module, StringRef name,
+                                                         func::FuncOp kernel, const StepMmaPlan &plan,
+                                                         std::string &error) {
+  linalg::GenericOp generic = matmulOf(kernel);
+  std::optional<MatmulOperands> m = generic ? matchMatmul(generic) : std::nullopt;
+  FailureOr<Operands> args = m ? operandArguments(kernel, *m) : FailureOr<Operands>(failure());
+  if (failed(args)) {
+    error = "kernel " + kernel.getSymName().str() + " is no longer the matmul it was planned as";
+    return failure();
+  }
+  FailureOr<gpu::GPUFuncOp> tile = buildMmaSyncMatmulKernel(module, (name + "_tile").str(), plan.problem, plan.config,
+                                                            error, {}, {}, /*linearGrid=*/true);
+  if (failed(tile))
+    return failure();
+  if (!tile->getBody().hasOneBlock()) {
+    error = "the mma.sync kernel has more than one block";
+    return failure();
+  }
+  Location loc = kernel.getLoc();
+  OpBuilder b(*tile);
+  SmallVector<Type> types(llvm::drop_begin(kernel.getBody().front().getArgumentTypes()));
+  auto func = b.create<gpu::GPUFuncOp>(loc, name, b.getFunctionType(types, {}));
+  for (NamedAttribute attr : (*tile)->getAttrs())
+    if (attr.getName() != SymbolTable::getSymbolAttrName() && attr.getName() != func.getFunctionTypeAttrName())
+      func->setAttr(attr.getName(), attr.getValue());
+  OpBuilder fb = OpBuilder::atBlockBegin(&func.getBody().front());
+  IRMapping map;
+  unsigned which[3] = {args->lhs, args->rhs, args->out};
+  for (unsigned i = 0; i < 3; ++i) {
+    auto want = cast<MemRefType>(tile->getArgument(i).getType());
+    Value cast = fb.create<memref::ReinterpretCastOp>(loc, want, func.getArgument(which[i]), /*offset=*/0,
+                                                      want.getShape(), rowMajor(want.getShape()));
+    map.map(tile->getArgument(i), cast);
+  }
+  for (Operation &op : tile->getBody().front())
+    fb.clone(op, map);
+  tile->erase();
+  return func;
+}

@@ -1,0 +1,51 @@
+//===- StepMmaMatmul.h - a step's matmul kernel as the mma.sync kernel -*- C++ -*-===//
+//
+// The bridge between a step's matmul kernel (a linalg matmul generic over
+// views of the kernel's buffers, nova-lower-to-linalg's form) and the
+// tensor-core kernel MmaMatmulKernel.cpp writes lane by lane:
+//   - planStepMmaMatmul: whether the kernel can be it, and with which
+//     problem and configuration (the GPU configurator's, mma.sync only);
+//     else why not, in words for NOVA_EXPLAIN;
+//   - buildStepMmaMatmul: the gpu.func `nova_<kernel>` taking the kernel's
+//     buffers in the launch's order, each reinterpreted as the operand the
+//     generated kernel expects (a contiguous reshape or the transposed
+//     storage the layout check allowed), its blocks numbered along x.
+// Operands: f16 and bf16 as they are; f32 as tf32 when the step allows a
+// lower matmul precision (nova.matmul_precision = bf16: tf32 keeps 10
+// mantissa bits, bf16 7, and reads the f32 operands in place). The result
+// is f32. A fused lhs prologue, other types and shapes the kernel refuses
+// (contiguous extents not whole 16-byte chunks) keep the scalar threads.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NOVA_COMPILER_TARGET_CUDA_STEPMMAMATMUL_H
+#define NOVA_COMPILER_TARGET_CUDA_STEPMMAMATMUL_H
+
+#include "compiler/target/cuda/GpuConfigurator.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+#include <string>
+
+namespace mlir::nova {
+
+struct StepMmaPlan {
+  GpuMatmulProblem problem;
+  GpuMatmulConfig config;
+  bool batched = false;
+};
+
+/// The plan for kernel `kernel` (one compute op, a tagged matmul), or
+/// failure with `why`. `lowPrecision`: the step allows bf16 matmuls.
+FailureOr<StepMmaPlan> planStepMmaMatmul(func::FuncOp kernel, const ::nova::TargetDesc &target,
+                                         bool lowPrecision, std::string &why);
+
+/// Adds gpu.func `name` to `module` for `kernel` as `plan` says; its
+/// arguments are the kernel's after the workgroup number.
+FailureOr<gpu::GPUFuncOp> buildStepMmaMatmul(gpu::GPUModuleOp module, StringRef name, func::FuncOp kernel,
+                                             const StepMmaPlan &plan, std::string &error);
+
+} // namespace mlir::nova
+
+#endif // NOVA_COMPILER_TARGET_CUDA_STEPMMAMATMUL_H
