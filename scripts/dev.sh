@@ -12,6 +12,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 mode=${1:-}
+# Each phase's start, with the seconds since this script began (CI's time
+# budget: where it goes).
+phase() { echo "== [${SECONDS} s] $*"; }
 case "$mode" in run|test) ;; *) echo "usage: $0 run|test" >&2; exit 2 ;; esac
 
 # Open MPI: data-parallel training across processes (mpirun -np N).
@@ -40,15 +43,15 @@ if [ "$mode" = test ] && ! command -v ptxas >/dev/null && [ ! -x /usr/local/cuda
   echo "== WARNING: no ptxas (CUDA toolkit at /usr/local/cuda): PTX is generated but not assembled"
 fi
 
-echo "== configuring and building (build/)"
+phase "configuring and building (build/)"
 cmake -G Ninja -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$(nproc)"
 
 if [ "$mode" = run ]; then
-  echo "== running examples/gpt_train (outputs in runs/gpt)"
+  phase "running examples/gpt_train (outputs in runs/gpt)"
   ./build/examples/gpt_train --out runs/gpt --sample 300
 else
-  echo "== running the tests"
+  phase "running the tests"
   (cd build && ctest --output-on-failure -j "$(nproc)" --output-junit ctest.xml)
   # The same suite built with ASan + UBSan (any report fails the test; the
   # canaries prove they are on). The package tests rebuild downstream
@@ -58,13 +61,13 @@ else
   # MPI processes of e2e:data_parallel and e2e:gpt_data_parallel (Open
   # MPI's own allocations, some in components it has unloaded, read as
   # leaks; the same code runs under ASan in the unit tests' loopback ranks).
-  echo "== the sanitizer build (build-asan/: ASan + UBSan)"
+  phase "the sanitizer build (build-asan/: ASan + UBSan)"
   cmake -G Ninja -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DNOVA_SANITIZE=ON \
         -DNOVA_BUILD_BENCH=OFF >/dev/null
   # The build runs instrumented code too (the ahead-of-time steps of
   # tests/aot): the same ASAN_OPTIONS as the tests (below).
   ASAN_OPTIONS=allow_user_poisoning=0 cmake --build build-asan -j "$(nproc)"
-  echo "== running the tests under the sanitizers"
+  phase "running the tests under the sanitizers"
   # allow_user_poisoning=0: LLVM's BumpPtrAllocator poisons its slabs from our
   # instrumented inline copies while libMLIR's uninstrumented copies allocate
   # from them unpoisoned: every MLIR attribute would read as use-after-poison.
@@ -73,14 +76,15 @@ else
      ctest --output-on-failure -j "$(nproc)" -E "^package:|^fuzz:graphs$|^switch:|^e2e:(gpt_)?data_parallel$" \
        --output-junit ctest.xml)
   # ThreadSanitizer over the runtime's threads (cache, pool, concurrent runs).
-  echo "== the thread-sanitizer build (build-tsan/: the runtime and its tests)"
+  phase "the thread-sanitizer build (build-tsan/: the runtime and its tests)"
   cmake -G Ninja -S . -B build-tsan -DCMAKE_BUILD_TYPE=Release -DNOVA_TSAN=ON \
         -DNOVA_BUILD_BENCH=OFF >/dev/null
   cmake --build build-tsan -j "$(nproc)" --target test_runtime tsan_canary
   (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -R "^runtime$|^sanitizers:tsan" \
      --output-junit ctest.xml)
   # The readers under libFuzzer (coverage-guided, ASan + UBSan), 20 s each.
-  echo "== the readers under libFuzzer (build-libfuzzer/)"
+  phase "the readers under libFuzzer (build-libfuzzer/)"
   tests/fuzz/libfuzzer.sh build-libfuzzer 20
   python3 scripts/reliability.py build build-asan build-tsan build-libfuzzer
+  phase "done"
 fi
