@@ -26,6 +26,7 @@
 #include "nova/profile.hpp"
 #include "nova/timeline.hpp"
 #include "profile_registry.hpp"
+#include "cuda_executable.hpp"
 #include "thread_pool.hpp"
 
 namespace nova {
@@ -265,10 +266,12 @@ class UnloadableExecutable final : public Executable {
 
 /// Why this machine cannot run `desc`, or "".
 std::string cannot_run(const ExecutableDesc& desc) {
-  if (desc.target.kind != DeviceKind::cpu)
-    return "nova: this executable is for a CUDA device (" + desc.target.describe() +
-           "); running steps on a GPU is not implemented yet (it can be saved, and NOVA_GPU=emulate runs "
-           "GPU steps on the CPU under the emulator)";
+  if (desc.target.kind != DeviceKind::cpu) {
+    std::string why = cannot_run_on_cuda(desc);
+    return why.empty() ? why
+                       : "nova: this executable is for a CUDA device (" + desc.target.describe() + "), and " + why +
+                             " (it can be saved; NOVA_GPU=emulate runs GPU steps on the CPU under the emulator)";
+  }
   std::vector<std::string> missing = missing_features(desc.target, host_target());
   if (missing.empty()) return "";
   std::string list;
@@ -296,6 +299,7 @@ void request_amx_state() {
 std::shared_ptr<Executable> load_executable(const ExecutableDesc& desc) {
   desc.validate();
   if (std::string why = cannot_run(desc); !why.empty()) throw Error(why);
+  if (desc.target.is_gpu()) return load_cuda_executable(desc);
   if (desc.target.has("amx_tile")) request_amx_state();
   if (!desc.launches.empty() && desc.object_format != "elf-shared-object")
     throw Error("nova: unknown object format '" + desc.object_format + "'");

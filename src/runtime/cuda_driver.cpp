@@ -47,7 +47,18 @@ Loaded load(const std::string& path) {
       !resolve(handle, "cuDeviceGetAttribute", d.cuDeviceGetAttribute, l.why) ||
       !resolve(handle, "cuDeviceTotalMem_v2", d.cuDeviceTotalMem, l.why) ||
       !resolve(handle, "cuGetErrorName", d.cuGetErrorName, l.why) ||
-      !resolve(handle, "cuGetErrorString", d.cuGetErrorString, l.why))
+      !resolve(handle, "cuGetErrorString", d.cuGetErrorString, l.why) ||
+      !resolve(handle, "cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain, l.why) ||
+      !resolve(handle, "cuCtxSetCurrent", d.cuCtxSetCurrent, l.why) ||
+      !resolve(handle, "cuCtxSynchronize", d.cuCtxSynchronize, l.why) ||
+      !resolve(handle, "cuModuleLoadData", d.cuModuleLoadData, l.why) ||
+      !resolve(handle, "cuModuleGetFunction", d.cuModuleGetFunction, l.why) ||
+      !resolve(handle, "cuFuncSetAttribute", d.cuFuncSetAttribute, l.why) ||
+      !resolve(handle, "cuMemAlloc_v2", d.cuMemAlloc, l.why) ||
+      !resolve(handle, "cuMemFree_v2", d.cuMemFree, l.why) ||
+      !resolve(handle, "cuMemcpyHtoD_v2", d.cuMemcpyHtoD, l.why) ||
+      !resolve(handle, "cuMemcpyDtoH_v2", d.cuMemcpyDtoH, l.why) ||
+      !resolve(handle, "cuLaunchKernel", d.cuLaunchKernel, l.why))
     return l; // the handle stays open: a process loads the driver once
   if (CUresult r = d.cuInit(0); r != 0) {
     l.why = "the CUDA driver did not initialize: " + describe_error(d, "cuInit", r);

@@ -5,12 +5,21 @@
 // the toolkit is present).
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 namespace nova::cuda {
 
 using CUresult = int;
 using CUdevice = int;
+using CUcontext = void*;
+using CUmodule = void*;
+using CUfunction = void*;
+using CUstream = void*;
+using CUdeviceptr = unsigned long long;
+
+/// CUfunction_attribute: the dynamic shared memory a kernel may be launched with.
+inline constexpr int kFuncMaxDynamicSharedSizeBytes = 8;
 
 /// CUdevice_attribute values used (cuda.h).
 enum Attribute : int {
@@ -42,6 +51,20 @@ struct Driver {
   CUresult (*cuDeviceTotalMem)(std::size_t* bytes, CUdevice device) = nullptr; // cuDeviceTotalMem_v2
   CUresult (*cuGetErrorName)(CUresult error, const char** name) = nullptr;
   CUresult (*cuGetErrorString)(CUresult error, const char** text) = nullptr;
+  // Running kernels (cuda_executable.cpp).
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext* context, CUdevice device) = nullptr;
+  CUresult (*cuCtxSetCurrent)(CUcontext context) = nullptr;
+  CUresult (*cuCtxSynchronize)() = nullptr;
+  CUresult (*cuModuleLoadData)(CUmodule* module, const void* image) = nullptr;
+  CUresult (*cuModuleGetFunction)(CUfunction* function, CUmodule module, const char* name) = nullptr;
+  CUresult (*cuFuncSetAttribute)(CUfunction function, int attribute, int value) = nullptr;
+  CUresult (*cuMemAlloc)(CUdeviceptr* pointer, std::size_t bytes) = nullptr;                       // _v2
+  CUresult (*cuMemFree)(CUdeviceptr pointer) = nullptr;                                            // _v2
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr to, const void* from, std::size_t bytes) = nullptr;         // _v2
+  CUresult (*cuMemcpyDtoH)(void* to, CUdeviceptr from, std::size_t bytes) = nullptr;               // _v2
+  CUresult (*cuLaunchKernel)(CUfunction function, unsigned gridX, unsigned gridY, unsigned gridZ, unsigned blockX,
+                             unsigned blockY, unsigned blockZ, unsigned sharedBytes, CUstream stream,
+                             void** params, void** extra) = nullptr;
 };
 
 /// The driver, loaded and initialized once per process; nullptr when it

@@ -2,7 +2,14 @@
  * NOVA_CUDA_DRIVER), so the runtime's driver paths run without a GPU.
  * Default: one H200 (its cuDeviceGetAttribute values as the driver reports
  * them). Built with -DFAKE_NO_DEVICE: cuInit fails as on a machine whose
- * driver sees no GPU. */
+ * driver sees no GPU.
+ * Running kernels: device memory is host memory; a module is its PTX text,
+ * whose ".entry <name>" lines are its functions; a launch is logged
+ * (fake_cuda_launches) and, for two kernels the tests write, executed one
+ * float per thread: "nova_fake_copy" (arg 0 = arg 1) and "nova_fake_inc"
+ * (arg 0 += 1). */
+#include <stdio.h>
+#include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -61,10 +68,67 @@ int cuDeviceTotalMem_v2(size_t* bytes, int d) {
   return 0;
 }
 int cuGetErrorName(int e, const char** s) {
-  *s = e == 100 ? "CUDA_ERROR_NO_DEVICE" : e == 101 ? "CUDA_ERROR_INVALID_DEVICE" : "CUDA_ERROR_INVALID_VALUE";
+  *s = e == 100 ? "CUDA_ERROR_NO_DEVICE" : e == 101 ? "CUDA_ERROR_INVALID_DEVICE" : e == 500 ? "CUDA_ERROR_NOT_FOUND"
+                                                                                      : "CUDA_ERROR_INVALID_VALUE";
   return 0;
 }
 int cuGetErrorString(int e, const char** s) {
-  *s = e == 100 ? "no CUDA-capable device is detected" : e == 101 ? "invalid device ordinal" : "invalid argument";
+  *s = e == 100 ? "no CUDA-capable device is detected" : e == 101 ? "invalid device ordinal"
+      : e == 500 ? "named symbol not found" : "invalid argument";
   return 0;
 }
+
+/* Running kernels. */
+typedef unsigned long long CUdeviceptr;
+static int primary_context;
+int cuDevicePrimaryCtxRetain(void** ctx, int d) { (void)d; *ctx = &primary_context; return 0; }
+int cuCtxSetCurrent(void* ctx) { return ctx == &primary_context ? 0 : 1; }
+int cuCtxSynchronize(void) { return 0; }
+int cuModuleLoadData(void** module, const void* image) {
+  *module = strdup((const char*)image);
+  return *module ? 0 : 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+}
+int cuModuleGetFunction(void** f, void* module, const char* name) {
+  char entry[256];
+  snprintf(entry, sizeof entry, ".entry %s(", name);
+  if (!strstr((const char*)module, entry)) return 500; /* CUDA_ERROR_NOT_FOUND */
+  *f = strdup(name);
+  return 0;
+}
+static int max_dynamic_shared;
+int cuFuncSetAttribute(void* f, int attribute, int value) {
+  (void)f;
+  if (attribute != 8 || value > 232448) return 1;
+  max_dynamic_shared = value;
+  return 0;
+}
+int cuMemAlloc_v2(CUdeviceptr* p, size_t bytes) {
+  void* m = calloc(1, bytes);
+  if (!m) return 2;
+  *p = (CUdeviceptr)(size_t)m;
+  return 0;
+}
+int cuMemFree_v2(CUdeviceptr p) { free((void*)(size_t)p); return 0; }
+int cuMemcpyHtoD_v2(CUdeviceptr to, const void* from, size_t bytes) { memcpy((void*)(size_t)to, from, bytes); return 0; }
+int cuMemcpyDtoH_v2(void* to, CUdeviceptr from, size_t bytes) { memcpy(to, (const void*)(size_t)from, bytes); return 0; }
+
+static char launch_log[8192];
+int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                   unsigned shared, void* stream, void** params, void** extra) {
+  (void)stream;
+  if (extra || gy != 1 || gz != 1 || by != 1 || bz != 1 || bx < 1 || bx > 1024) return 1;
+  const char* name = (const char*)f;
+  size_t used = strlen(launch_log);
+  snprintf(launch_log + used, sizeof launch_log - used, "%s<<<%u,%u,%u>>>;", name, gx, bx, shared);
+  size_t n = (size_t)gx * bx;
+  float* a = (float*)(size_t)*(CUdeviceptr*)params[0];
+  if (strcmp(name, "nova_fake_copy") == 0) {
+    const float* b = (const float*)(size_t)*(CUdeviceptr*)params[1];
+    for (size_t i = 0; i < n; ++i) a[i] = b[i];
+  } else if (strcmp(name, "nova_fake_inc") == 0) {
+    for (size_t i = 0; i < n; ++i) a[i] += 1.0f;
+  }
+  return 0;
+}
+/* For the tests: every launch so far, "name<<<blocks,threads,shared>>>;" each. */
+const char* fake_cuda_launches(void) { return launch_log; }

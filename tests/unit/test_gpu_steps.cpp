@@ -4,7 +4,7 @@
 // from) launch by launch under the lane-level emulator: the results and
 // several training steps match the float64 interpreter. Without it a GPU
 // step compiles to PTX that ptxas accepts (when the CUDA toolkit is here),
-// and running it says plainly that GPU steps do not run yet.
+// and running it on this machine (no GPU) is a named error.
 #include "testing.hpp"
 #include "scoped_env.hpp"
 

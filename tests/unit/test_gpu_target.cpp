@@ -4,12 +4,19 @@
 // run against a fake driver (no GPU here) and against none.
 #include <doctest/doctest.h>
 
+#include <dlfcn.h>
+
 #include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "nova/cuda.hpp"
 #include "nova/error.hpp"
 #include "nova/executable_desc.hpp"
 #include "nova/target.hpp"
+#include "nova/tensor.hpp"
 #include "scoped_env.hpp"
 
 #if defined(NOVA_HAVE_CUDA_H)
@@ -32,6 +39,8 @@ static_assert(int(nova::cuda::kMaxThreadsPerBlock) == int(CU_DEVICE_ATTRIBUTE_MA
 static_assert(int(nova::cuda::kMaxSharedMemoryPerBlock) == int(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK));
 static_assert(int(nova::cuda::kMaxRegistersPerBlock) == int(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK));
 static_assert(int(nova::cuda::kWarpSize) == int(CU_DEVICE_ATTRIBUTE_WARP_SIZE));
+static_assert(nova::cuda::kFuncMaxDynamicSharedSizeBytes == int(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES));
+static_assert(sizeof(nova::cuda::CUdeviceptr) == sizeof(CUdeviceptr));
 #endif
 
 namespace {
@@ -160,5 +169,75 @@ TEST_CASE("the CUDA driver: absent, present without a GPU, and a (fake) H200") {
     CHECK_THROWS_WITH_AS(nova::cuda_device_target(1), doctest::Contains("reports 1 GPU"), nova::Error);
     env.set("NOVA_TARGET", "cuda");
     CHECK(nova::target_from_env().cpu == "sm_90a");
+  }
+}
+
+namespace {
+
+/// A plan for the fake driver's two kernels (fake_cuda_driver.c), one float a
+/// thread: out = in + 1 through the arena, and a parameter updated in place.
+nova::ExecutableDesc fake_gpu_plan(std::int64_t n) {
+  using nova::BufferRef;
+  nova::ExecutableDesc d;
+  d.compiler_version = nova::compiler_version();
+  d.target = nova::named_target("h200");
+  d.inputs = {{nova::DType::f32, {n}}, {nova::DType::f32, {n}}};
+  d.outputs = {{nova::DType::f32, {n}}, {nova::DType::f32, {n}}};
+  d.aliases = {-1, 1};
+  const std::uint64_t bytes = static_cast<std::uint64_t>(n) * 4;
+  d.arena_bytes = 2 * bytes;
+  d.kernels = {{"nova_fake_copy", "copy", 0, 0, 32, 0}, {"nova_fake_inc", "inc", 0, 0, 32, 65536}};
+  const std::uint64_t blocks = static_cast<std::uint64_t>(n) / 32;
+  BufferRef in{BufferRef::Kind::input, 0, 0, bytes}, param{BufferRef::Kind::input, 1, 0, bytes};
+  BufferRef tmp{BufferRef::Kind::arena, 0, bytes, bytes}, out{BufferRef::Kind::output, 0, 0, bytes};
+  d.launches = {{0, blocks, {tmp, in}}, {1, blocks, {tmp}}, {0, blocks, {out, tmp}}, {1, blocks, {param}}};
+  const std::string ptx = ".version 8.0\n.target sm_90a\n.entry nova_fake_copy(\n.entry nova_fake_inc(\n";
+  d.object_format = "ptx";
+  d.object.assign(ptx.begin(), ptx.end());
+  d.validate();
+  return d;
+}
+
+} // namespace
+
+TEST_CASE("a GPU step through the (fake) CUDA driver: buffers, launches, in-place inputs; no GPU is a named error") {
+  nova::ExecutableDesc d = fake_gpu_plan(64);
+  nova::Tensor x = nova::Tensor::full({64}, 2.5, nova::DType::f32);
+  nova::Tensor w = nova::Tensor::full({64}, -1.0, nova::DType::f32);
+  {
+    nova_test::Env env;
+    env.set("NOVA_CUDA_DRIVER", NOVA_FAKE_CUDA);
+    std::shared_ptr<nova::Executable> exe = nova::load_or_describe(d);
+    REQUIRE(exe->kind() == "cuda");
+    std::vector<nova::Tensor> args{x, w};
+    std::vector<nova::Tensor> out = (*exe)(args);
+    CHECK(out[0].at({5}) == 3.5);  // x + 1, through the arena
+    CHECK(x.at({5}) == 2.5);       // the input itself untouched
+    CHECK(w.at({63}) == 0.0);      // updated in place: the aliased output is its input
+    CHECK(out[1].at({0}) == 0.0);
+    out = (*exe)(args);
+    CHECK(w.at({0}) == 1.0);       // a second step starts from the first's update
+    void* fake = dlopen(NOVA_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
+    REQUIRE(fake != nullptr);
+    auto launches = reinterpret_cast<const char* (*)()>(dlsym(fake, "fake_cuda_launches"));
+    REQUIRE(bool(launches));
+    std::string log = launches();
+    CHECK(log.find("nova_fake_copy<<<2,32,0>>>;nova_fake_inc<<<2,32,65536>>>;nova_fake_copy<<<2,32,0>>>;"
+                   "nova_fake_inc<<<2,32,65536>>>;") != std::string::npos);
+    dlclose(fake);
+    // A kernel the PTX does not hold: the driver call is named.
+    nova::ExecutableDesc missing = d;
+    missing.kernels[1].symbol = "nova_k9";
+    CHECK_THROWS_WITH_AS(nova::load_executable(missing),
+                         doctest::Contains("cuModuleGetFunction(nova_k9): CUDA_ERROR_NOT_FOUND"), nova::Error);
+  }
+  {
+    nova_test::Env env;
+    env.set("NOVA_CUDA_DRIVER", NOVA_FAKE_CUDA_NO_DEVICE);
+    std::shared_ptr<nova::Executable> exe = nova::load_or_describe(d);
+    CHECK(exe->kind() == "unloadable");
+    std::vector<nova::Tensor> args{x, w};
+    CHECK_THROWS_WITH_AS((*exe)(args), doctest::Contains("this executable is for a CUDA device"), nova::Error);
+    CHECK_THROWS_WITH_AS((*exe)(args), doctest::Contains("CUDA_ERROR_NO_DEVICE"), nova::Error);
   }
 }

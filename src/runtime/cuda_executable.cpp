@@ -1,0 +1,141 @@
+// cuda_executable.cpp - a step compiled for a CUDA GPU, run through the driver.
+//
+// The description's PTX is loaded once (cuModuleLoadData: the driver
+// assembles it for the device), each kernel looked up by its symbol and
+// allowed its dynamic shared memory; the arena and one device buffer per
+// step input and (not aliased) output are allocated once. A call copies the
+// inputs in, launches the plan in order on the default stream (grid =
+// the launch's workgroups along x, block = the kernel's threads; each
+// argument a device pointer: the bare-pointer ABI of the kernels), waits,
+// and copies the outputs out, and the inputs updated in place back into
+// their tensors. Calls of one executable are serialized (its buffers are
+// shared). Not yet: streams and events across calls, CUDA graphs, NCCL.
+#include "cuda_executable.hpp"
+
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cuda_driver.hpp"
+#include "nova/cuda.hpp"
+#include "nova/error.hpp"
+
+namespace nova {
+namespace {
+
+using cuda::CUdeviceptr;
+
+class CudaExecutable final : public Executable {
+ public:
+  explicit CudaExecutable(ExecutableDesc desc)
+      : Executable(desc.inputs, desc.outputs, desc.aliases), desc_(std::move(desc)) {
+    std::string why;
+    d_ = cuda::driver(&why);
+    if (!d_) throw Error("nova: " + why);
+    cuda::CUdevice device = 0;
+    check("cuDeviceGet", d_->cuDeviceGet(&device, 0));
+    check("cuDevicePrimaryCtxRetain", d_->cuDevicePrimaryCtxRetain(&context_, device));
+    check("cuCtxSetCurrent", d_->cuCtxSetCurrent(context_));
+    std::string ptx(desc_.object.begin(), desc_.object.end()); // NUL-terminated for the driver
+    check("cuModuleLoadData", d_->cuModuleLoadData(&module_, ptx.c_str()));
+    for (const KernelDesc& k : desc_.kernels) {
+      cuda::CUfunction f = nullptr;
+      check(("cuModuleGetFunction(" + k.symbol + ")").c_str(), d_->cuModuleGetFunction(&f, module_, k.symbol.c_str()));
+      if (k.shared_bytes > 48 * 1024)
+        check("cuFuncSetAttribute", d_->cuFuncSetAttribute(f, cuda::kFuncMaxDynamicSharedSizeBytes,
+                                                           static_cast<int>(k.shared_bytes)));
+      functions_.push_back(f);
+    }
+    arena_ = allocate(desc_.arena_bytes);
+    for (const auto& s : desc_.inputs) inputs_.push_back(allocate(bytes_of(s)));
+    for (std::size_t o = 0; o < desc_.outputs.size(); ++o)
+      outputs_.push_back(desc_.aliases[o] >= 0 ? 0 : allocate(bytes_of(desc_.outputs[o])));
+  }
+
+  ~CudaExecutable() override {
+    for (CUdeviceptr p : owned_) d_->cuMemFree(p);
+  }
+
+  std::string kind() const override { return "cuda"; }
+  const ExecutableDesc* description() const override { return &desc_; }
+
+  void run(std::span<const Tensor> inputs, std::span<Tensor> outputs) const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    check("cuCtxSetCurrent", d_->cuCtxSetCurrent(context_));
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      if (std::size_t n = bytes_of(desc_.inputs[i]))
+        check("cuMemcpyHtoD", d_->cuMemcpyHtoD(inputs_[i], inputs[i].raw_data(), n));
+    std::vector<CUdeviceptr> pointers;
+    std::vector<void*> params;
+    for (std::size_t i = 0; i < desc_.launches.size(); ++i) {
+      const LaunchDesc& l = desc_.launches[i];
+      const KernelDesc& k = desc_.kernels[l.kernel];
+      pointers.clear();
+      for (const BufferRef& b : l.args)
+        pointers.push_back(b.kind == BufferRef::Kind::input    ? inputs_[b.index]
+                           : b.kind == BufferRef::Kind::output ? outputs_[b.index]
+                                                               : arena_ + b.offset);
+      params.clear();
+      for (CUdeviceptr& p : pointers) params.push_back(&p);
+      check(("cuLaunchKernel(" + k.symbol + ")").c_str(),
+            d_->cuLaunchKernel(functions_[l.kernel], static_cast<unsigned>(l.workgroups), 1, 1, k.threads, 1, 1,
+                               k.shared_bytes, nullptr, params.data(), nullptr));
+    }
+    check("cuCtxSynchronize", d_->cuCtxSynchronize());
+    for (std::size_t o = 0; o < outputs.size(); ++o) {
+      int alias = desc_.aliases[o];
+      CUdeviceptr from = alias >= 0 ? inputs_[static_cast<std::size_t>(alias)] : outputs_[o];
+      if (std::size_t n = bytes_of(desc_.outputs[o]))
+        check("cuMemcpyDtoH", d_->cuMemcpyDtoH(outputs[o].raw_data(), from, n));
+    }
+  }
+
+ private:
+  static std::size_t bytes_of(const TensorSpec& s) {
+    return static_cast<std::size_t>(numel(s.shape)) * size_of(s.dtype);
+  }
+
+  void check(const char* call, cuda::CUresult r) const {
+    if (r != 0) throw Error("nova: running a step on " + desc_.target.describe() + ": " + cuda::describe_error(*d_, call, r));
+  }
+
+  CUdeviceptr allocate(std::size_t bytes) {
+    if (bytes == 0) return 0;
+    CUdeviceptr p = 0;
+    check("cuMemAlloc", d_->cuMemAlloc(&p, bytes));
+    owned_.push_back(p);
+    return p;
+  }
+
+  ExecutableDesc desc_;
+  const cuda::Driver* d_ = nullptr;
+  cuda::CUcontext context_ = nullptr;
+  cuda::CUmodule module_ = nullptr;
+  std::vector<cuda::CUfunction> functions_;
+  CUdeviceptr arena_ = 0;
+  std::vector<CUdeviceptr> inputs_, outputs_, owned_;
+  mutable std::mutex mutex_;
+};
+
+} // namespace
+
+std::string cannot_run_on_cuda(const ExecutableDesc& desc) {
+  std::string why;
+  if (!cuda_available(&why)) return why;
+  std::vector<std::string> missing = missing_features(desc.target, cuda_device_target(0));
+  if (missing.empty()) return "";
+  std::string list;
+  for (const auto& f : missing) list += (list.empty() ? "" : ", ") + f;
+  return "its GPU (" + cuda_device_target(0).describe() + ") lacks " + list;
+}
+
+std::shared_ptr<Executable> load_cuda_executable(const ExecutableDesc& desc) {
+  if (!desc.collectives.empty())
+    throw Error("nova: a data-parallel step on a GPU needs NCCL, which the runtime does not load yet");
+  if (!desc.launches.empty() && desc.object_format != "ptx")
+    throw Error("nova: unknown object format '" + desc.object_format + "' for a CUDA executable");
+  return std::make_shared<CudaExecutable>(desc);
+}
+
+} // namespace nova
