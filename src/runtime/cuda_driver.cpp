@@ -50,8 +50,10 @@ Loaded load(const std::string& path) {
       !resolve(handle, "cuGetErrorString", d.cuGetErrorString, l.why) ||
       !resolve(handle, "cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain, l.why) ||
       !resolve(handle, "cuCtxSetCurrent", d.cuCtxSetCurrent, l.why) ||
+      !resolve(handle, "cuDevicePrimaryCtxRelease_v2", d.cuDevicePrimaryCtxRelease, l.why) ||
       !resolve(handle, "cuCtxSynchronize", d.cuCtxSynchronize, l.why) ||
       !resolve(handle, "cuModuleLoadData", d.cuModuleLoadData, l.why) ||
+      !resolve(handle, "cuModuleUnload", d.cuModuleUnload, l.why) ||
       !resolve(handle, "cuModuleGetFunction", d.cuModuleGetFunction, l.why) ||
       !resolve(handle, "cuFuncSetAttribute", d.cuFuncSetAttribute, l.why) ||
       !resolve(handle, "cuMemAlloc_v2", d.cuMemAlloc, l.why) ||

@@ -33,29 +33,15 @@ class CudaExecutable final : public Executable {
     std::string why;
     d_ = cuda::driver(&why);
     if (!d_) throw Error("nova: " + why);
-    cuda::CUdevice device = 0;
-    check("cuDeviceGet", d_->cuDeviceGet(&device, 0));
-    check("cuDevicePrimaryCtxRetain", d_->cuDevicePrimaryCtxRetain(&context_, device));
-    check("cuCtxSetCurrent", d_->cuCtxSetCurrent(context_));
-    std::string ptx(desc_.object.begin(), desc_.object.end()); // NUL-terminated for the driver
-    check("cuModuleLoadData", d_->cuModuleLoadData(&module_, ptx.c_str()));
-    for (const KernelDesc& k : desc_.kernels) {
-      cuda::CUfunction f = nullptr;
-      check(("cuModuleGetFunction(" + k.symbol + ")").c_str(), d_->cuModuleGetFunction(&f, module_, k.symbol.c_str()));
-      if (k.shared_bytes > 48 * 1024)
-        check("cuFuncSetAttribute", d_->cuFuncSetAttribute(f, cuda::kFuncMaxDynamicSharedSizeBytes,
-                                                           static_cast<int>(k.shared_bytes)));
-      functions_.push_back(f);
+    try {
+      load();
+    } catch (...) {
+      release(); // no destructor runs for a constructor that throws
+      throw;
     }
-    arena_ = allocate(desc_.arena_bytes);
-    for (const auto& s : desc_.inputs) inputs_.push_back(allocate(bytes_of(s)));
-    for (std::size_t o = 0; o < desc_.outputs.size(); ++o)
-      outputs_.push_back(desc_.aliases[o] >= 0 ? 0 : allocate(bytes_of(desc_.outputs[o])));
   }
 
-  ~CudaExecutable() override {
-    for (CUdeviceptr p : owned_) d_->cuMemFree(p);
-  }
+  ~CudaExecutable() override { release(); }
 
   std::string kind() const override { return "cuda"; }
   const ExecutableDesc* description() const override { return &desc_; }
@@ -92,6 +78,37 @@ class CudaExecutable final : public Executable {
   }
 
  private:
+  void load() {
+    check("cuDeviceGet", d_->cuDeviceGet(&device_, 0));
+    check("cuDevicePrimaryCtxRetain", d_->cuDevicePrimaryCtxRetain(&context_, device_));
+    check("cuCtxSetCurrent", d_->cuCtxSetCurrent(context_));
+    std::string ptx(desc_.object.begin(), desc_.object.end()); // NUL-terminated for the driver
+    check("cuModuleLoadData", d_->cuModuleLoadData(&module_, ptx.c_str()));
+    for (const KernelDesc& k : desc_.kernels) {
+      cuda::CUfunction f = nullptr;
+      check(("cuModuleGetFunction(" + k.symbol + ")").c_str(), d_->cuModuleGetFunction(&f, module_, k.symbol.c_str()));
+      if (k.shared_bytes > 48 * 1024)
+        check("cuFuncSetAttribute", d_->cuFuncSetAttribute(f, cuda::kFuncMaxDynamicSharedSizeBytes,
+                                                           static_cast<int>(k.shared_bytes)));
+      functions_.push_back(f);
+    }
+    arena_ = allocate(desc_.arena_bytes);
+    for (const auto& s : desc_.inputs) inputs_.push_back(allocate(bytes_of(s)));
+    for (std::size_t o = 0; o < desc_.outputs.size(); ++o)
+      outputs_.push_back(desc_.aliases[o] >= 0 ? 0 : allocate(bytes_of(desc_.outputs[o])));
+  }
+
+  /// Everything load() took, in reverse; errors ignored (nothing to report them to).
+  void release() {
+    if (context_) d_->cuCtxSetCurrent(context_);
+    for (CUdeviceptr p : owned_) d_->cuMemFree(p);
+    owned_.clear();
+    if (module_) d_->cuModuleUnload(module_);
+    module_ = nullptr;
+    if (context_) d_->cuDevicePrimaryCtxRelease(device_);
+    context_ = nullptr;
+  }
+
   static std::size_t bytes_of(const TensorSpec& s) {
     return static_cast<std::size_t>(numel(s.shape)) * size_of(s.dtype);
   }
@@ -110,6 +127,7 @@ class CudaExecutable final : public Executable {
 
   ExecutableDesc desc_;
   const cuda::Driver* d_ = nullptr;
+  cuda::CUdevice device_ = 0;
   cuda::CUcontext context_ = nullptr;
   cuda::CUmodule module_ = nullptr;
   std::vector<cuda::CUfunction> functions_;

@@ -80,19 +80,37 @@ int cuGetErrorString(int e, const char** s) {
 
 /* Running kernels. */
 typedef unsigned long long CUdeviceptr;
-static int primary_context;
-int cuDevicePrimaryCtxRetain(void** ctx, int d) { (void)d; *ctx = &primary_context; return 0; }
+static int primary_context; /* retains not yet released */
+int cuDevicePrimaryCtxRetain(void** ctx, int d) { (void)d; ++primary_context; *ctx = &primary_context; return 0; }
+int cuDevicePrimaryCtxRelease_v2(int d) { (void)d; return primary_context-- > 0 ? 0 : 1; }
 int cuCtxSetCurrent(void* ctx) { return ctx == &primary_context ? 0 : 1; }
 int cuCtxSynchronize(void) { return 0; }
-int cuModuleLoadData(void** module, const void* image) {
-  *module = strdup((const char*)image);
-  return *module ? 0 : 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+/* A module: its text and the names of the functions looked up in it (a
+ * function handle points at its name), freed together by cuModuleUnload. */
+struct module { char* text; char names[64][128]; int count; };
+static int loaded_modules;
+int cuModuleLoadData(void** m, const void* image) {
+  struct module* mod = calloc(1, sizeof *mod);
+  if (!mod || !(mod->text = strdup((const char*)image))) return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+  ++loaded_modules;
+  *m = mod;
+  return 0;
 }
-int cuModuleGetFunction(void** f, void* module, const char* name) {
-  char entry[256];
+int cuModuleUnload(void* m) {
+  struct module* mod = m;
+  free(mod->text);
+  free(mod);
+  --loaded_modules;
+  return 0;
+}
+int cuModuleGetFunction(void** f, void* m, const char* name) {
+  struct module* mod = m;
+  char entry[160];
   snprintf(entry, sizeof entry, ".entry %s(", name);
-  if (!strstr((const char*)module, entry)) return 500; /* CUDA_ERROR_NOT_FOUND */
-  *f = strdup(name);
+  if (!strstr(mod->text, entry)) return 500; /* CUDA_ERROR_NOT_FOUND */
+  if (mod->count == 64 || strlen(name) >= 128) return 1;
+  strcpy(mod->names[mod->count], name);
+  *f = mod->names[mod->count++];
   return 0;
 }
 static int max_dynamic_shared;
@@ -130,5 +148,7 @@ int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
   }
   return 0;
 }
-/* For the tests: every launch so far, "name<<<blocks,threads,shared>>>;" each. */
+/* For the tests: every launch so far, "name<<<blocks,threads,shared>>>;" each,
+ * and what is still held (modules loaded, primary context retains). */
 const char* fake_cuda_launches(void) { return launch_log; }
+int fake_cuda_held(void) { return loaded_modules + primary_context; }

@@ -224,12 +224,19 @@ TEST_CASE("a GPU step through the (fake) CUDA driver: buffers, launches, in-plac
     std::string log = launches();
     CHECK(log.find("nova_fake_copy<<<2,32,0>>>;nova_fake_inc<<<2,32,65536>>>;nova_fake_copy<<<2,32,0>>>;"
                    "nova_fake_inc<<<2,32,65536>>>;") != std::string::npos);
-    dlclose(fake);
     // A kernel the PTX does not hold: the driver call is named.
     nova::ExecutableDesc missing = d;
     missing.kernels[1].symbol = "nova_k9";
     CHECK_THROWS_WITH_AS(nova::load_executable(missing),
                          doctest::Contains("cuModuleGetFunction(nova_k9): CUDA_ERROR_NOT_FOUND"), nova::Error);
+    // Modules and contexts are given back: by that failed load, and by the
+    // executable once it goes.
+    auto held = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cuda_held"));
+    REQUIRE(bool(held));
+    CHECK(held() == 2);
+    exe.reset();
+    CHECK(held() == 0);
+    dlclose(fake);
   }
   {
     nova_test::Env env;
