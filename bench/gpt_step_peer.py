@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch peer of bench/gpt_step: the same GPT, equations and optimizer.
 
-Usage: gpt_step_peer.py small|medium [steps] [eager|compile]. Prints
+Usage: gpt_step_peer.py small|medium [steps] [eager|compile] [cpu|cuda]. Prints
 "RESULT torch ..." and, first, what this PyTorch actually runs on (its BLAS,
 CPU kernel set, threads; for OpenBLAS the core type it chose).
 Same model as nova::nn::gpt_logits: token + position embeddings, pre-LN
@@ -76,12 +76,16 @@ def main():
     medium = len(sys.argv) > 1 and sys.argv[1] == "medium"
     steps = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     mode = sys.argv[3] if len(sys.argv) > 3 else "eager"
+    # cuda: the device check (bench/device/check.sh); step memory is then
+    # the GPU's peak allocated bytes over the steps, beyond the model's.
+    device = sys.argv[4] if len(sys.argv) > 4 else "cpu"
+    cuda = device == "cuda"
     vocab, context, d, layers, heads, B = (256, 256, 512, 8, 8, 8) if medium else (256, 128, 256, 4, 4, 16)
     layers = int(os.environ.get("NOVA_BENCH_LAYERS", layers))  # bench/gpt_fits.sh
     torch.set_num_threads(os.cpu_count() or 1)
     torch.manual_seed(0)
     rss_start = rss_mib()
-    model = GPT(vocab, context, d, layers, heads)
+    model = GPT(vocab, context, d, layers, heads).to(device)
     adamw = dict(lr=1e-3, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
     try:  # the fused update (one kernel for all parameters) where this torch has it
         opt = torch.optim.AdamW(model.parameters(), fused=True, **adamw)
@@ -90,17 +94,23 @@ def main():
         opt = torch.optim.AdamW(model.parameters(), **adamw)
         fused = False
     forward = torch.compile(model) if mode == "compile" else model
-    x = torch.randint(0, vocab, (B, context))
-    y = torch.randint(0, vocab, (B, context))
+    x = torch.randint(0, vocab, (B, context), device=device)
+    y = torch.randint(0, vocab, (B, context), device=device)
 
     # NOVA_MATMUL_PRECISION=bf16 (Nova's bf16 matmuls): the peer's own bf16
     # mode, CPU autocast (matmuls and linear layers in bf16 through oneDNN,
     # AMX where the CPU has it; the rest float32).
     bf16 = os.environ.get("NOVA_MATMUL_PRECISION") == "bf16"
+    if cuda:
+        # On a GPU Nova's bf16 setting runs float32 matmuls as tf32 (the
+        # tensor cores, float32 in memory): the peer's same mode.
+        torch.backends.cuda.matmul.allow_tf32 = bf16
+        torch.backends.cudnn.allow_tf32 = bf16
+        bf16 = False
 
     def step():
         opt.zero_grad(set_to_none=True)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16 and not cuda):
             loss = forward(x, y)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -108,15 +118,22 @@ def main():
         return loss
 
     print(f"peer: {peer_info.torch_loaded(torch)}, {mode}, AdamW {'fused' if fused else 'for-each'}"
-          f"{', autocast bf16' if bf16 else ''}", flush=True)
+          f"{', autocast bf16' if bf16 else ''}{', cuda tf32' if cuda and torch.backends.cuda.matmul.allow_tf32 else ''}"
+          f"{' on ' + torch.cuda.get_device_name() if cuda else ''}", flush=True)
     rss_init = rss_mib()
     for _ in range(2 if mode == "eager" else 3):  # compile happens here
         step()
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        rss_init = torch.cuda.memory_allocated() / 2**20
     t0 = time.perf_counter()
     for _ in range(steps):
         step()
+    if cuda:
+        torch.cuda.synchronize()
     secs = (time.perf_counter() - t0) / steps
-    peak = rss_mib("VmHWM")
+    peak = torch.cuda.max_memory_allocated() / 2**20 if cuda else rss_mib("VmHWM")
     n = sum(p.numel() for p in model.parameters())
     print(f"torch {mode} {'medium' if medium else 'small'}: params {n / 1e6:.2f}M, step {secs:.3f} s, "
           f"{B * context / secs:.0f} tokens/s, threads {torch.get_num_threads()}, "

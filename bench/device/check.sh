@@ -6,11 +6,17 @@
 #
 # Now: every generated matmul kernel (mma.sync, sm_90a PTX loaded by the
 # driver) against a float64 product (error bound per precision) and against
-# cuBLAS through PyTorch (TFLOP/s, ratio). Not yet: the wgmma kernel, the
-# other kernel kinds, and the MLP / GPT training steps (no CUDA target runs
-# a step yet).
+# cuBLAS through PyTorch (TFLOP/s, ratio); then the GPT training steps
+# (steps_check.py: run_steps, the runtime only, one step checked against the
+# CPU, then timed) against PyTorch eager on the same GPU (tokens/s, ratio).
+# Not yet: the wgmma kernel.
 set -eu
 cd "$(dirname "$0")"
 [ -f artifacts/manifest.tsv ] || { echo "check.sh: no artifacts/manifest.tsv: run bench/device/prepare.sh where LLVM is, and carry bench/device/artifacts"; exit 2; }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv,noheader || true
-exec python3 matmul_check.py artifacts
+status=0
+python3 matmul_check.py artifacts || status=$?
+if [ -d artifacts/steps ]; then
+  python3 steps_check.py artifacts 20 || status=$?
+fi
+exit $status

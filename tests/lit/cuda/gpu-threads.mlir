@@ -2,7 +2,7 @@
 // several compute ops (the matmul's fill, the matmul, its epilogue) into one
 // kernel each, launched in order, and shares each one's units of work out
 // over blocks of threads; a sum to a scalar has no parallel loop and runs
-// on one thread.
+// on one block, combined in shared memory.
 // RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each | FileCheck %s
 // nova-gpu-map-threads and nova-gpu-outline-kernels then make each one a
 // gpu.func whose units are spread over the grid, guarded by unit < units.
@@ -21,8 +21,10 @@
 // CHECK: func.func @k0_1({{.*}}#nova.lowering_config<gpu_threads, workgroups = 3, tile = [256]
 // CHECK-NOT: linalg.fill
 // CHECK: linalg.generic {{.*}}nova.kernel = "matmul"
-// The epilogue fused into the sum: no parallel loop, one thread.
-// CHECK: func.func @k2({{.*}}"threads: no parallel loop (one thread) over 1 blocks of 1"{{.*}}#nova.lowering_config<gpu_threads, workgroups = 1, tile = [1]
+// A 0-d fill: one thread. The epilogue fused into the sum: one block.
+// CHECK: func.func @k1({{.*}}"threads: no parallel loop (one thread) over 1 blocks of 1"{{.*}}#nova.lowering_config<gpu_threads, workgroups = 1, tile = [1]
+// CHECK: func.func @k2({{.*}}nova.gpu_shared_bytes = 1024 : i64, nova.gpu_why = ["threads: a reduction of 600 points (each thread's points folded in shared memory, then a tree) over 1 blocks of 256"]
+// CHECK-SAME: #nova.lowering_config<gpu_threads, workgroups = 1, tile = [256]
 
 // GPU: module @kernels attributes {gpu.container_module}
 // GPU: gpu.module @nova_kernels
@@ -35,10 +37,18 @@
 // GPU: scf.if
 // GPU: scf.for
 // GPU: gpu.return
-// GPU: gpu.func @nova_k2(
+// GPU: gpu.func @nova_k1(
 // GPU-SAME: known_block_size = array<i32: 1, 1, 1>
 // GPU: arith.cmpi eq
 // GPU: scf.if
+// The tree: 8 levels (128 ... 1), a barrier after the points and after each.
+// GPU: gpu.func @nova_k2(
+// GPU-SAME: known_block_size = array<i32: 256, 1, 1>
+// GPU: gpu.dynamic_shared_memory
+// GPU: memref.view {{.*}} to memref<256xf32, #gpu.address_space<workgroup>>
+// GPU-COUNT-9: gpu.barrier
+// GPU-NOT: gpu.barrier
+// GPU: gpu.return
 func.func @mlp(%x: tensor<200x8xf32>, %w: tensor<8x3xf32>, %b: tensor<3xf32>) -> (tensor<200x3xf32>, tensor<f32>) {
   %0 = nova.matmul %x, %w : tensor<200x8xf32>, tensor<8x3xf32>
   %1 = nova.broadcast %b : tensor<3xf32> -> tensor<200x3xf32>

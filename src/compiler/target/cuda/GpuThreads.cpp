@@ -12,7 +12,9 @@
 //     parallel loops (reductions run inside a thread), a LayerNorm's rows,
 //     an attention's (batch, head) pairs, a scatter-add's split columns
 //     (one block: rows in order, so no two threads add into one element),
-//     or one thread (an op with no parallel loop, e.g. a sum to a scalar).
+//     the points of a reduction with no parallel loop (a sum to a scalar)
+//     on one block, combined in shared memory (GpuBlockReduction.h), or
+//     one thread for what is left.
 //   nova-gpu-map-threads (codegen): the op becomes loops, the units spread
 //     over the grid: unit = (iteration * blocks + block) * threads + thread,
 //     guarded by unit < units; every loop bound stays uniform over a block.
@@ -27,6 +29,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/target/cuda/CudaTarget.h"
+#include "compiler/target/cuda/GpuBlockReduction.h"
 #include "compiler/target/cuda/GpuScalarKernels.h"
 #include "compiler/target/cuda/MmaMatmulKernel.h"
 #include "compiler/target/cuda/StepMmaMatmul.h"
@@ -95,9 +98,13 @@ std::optional<int64_t> tripCount(scf::ForOp loop) {
   return std::max<int64_t>(0, (*ub - *lb + *st - 1) / *st);
 }
 
+/// The threads of a block reduction's block (GpuBlockReduction.h), fewer
+/// (a power of two, at least a warp) for fewer points.
+constexpr int64_t kBlockReductionThreads = 256;
+
 /// How a compute op's work is shared out.
 struct Units {
-  enum Kind { points, splitColumns, one } kind = one;
+  enum Kind { points, splitColumns, block, one } kind = one;
   int64_t count = 1;
   std::string what;
 };
@@ -120,6 +127,14 @@ Units unitsOf(Operation *op) {
       }
     if (any && !ShapedType::isDynamic(n))
       return {Units::points, n, llvm::formatv("{0} points of its parallel loops", n)};
+    auto generic = dyn_cast<linalg::GenericOp>(op);
+    if (generic && isBlockReduction(generic, kBlockReductionThreads)) {
+      int64_t points = 1;
+      for (int64_t r : ranges)
+        points *= r;
+      if (points > 1)
+        return {Units::block, points, llvm::formatv("a reduction of {0} points", points)};
+    }
     return {Units::one, 1, "no parallel loop"};
   }
   if (scf::ForOp split = splitLoopIn(op))
@@ -237,7 +252,14 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
       }
       Units units = ops.size() == 1 ? unitsOf(ops[0]) : Units{Units::one, 1, "no compute op"};
       int64_t threads = 1, blocks = 1;
-      if (units.kind != Units::one) {
+      if (units.kind == Units::block) {
+        threads = 32;
+        while (threads < kBlockReductionThreads && threads < units.count)
+          threads *= 2;
+        int64_t shared = 0;
+        isBlockReduction(cast<linalg::GenericOp>(ops[0]), threads, &shared);
+        kernel->setAttr(kGpuSharedBytesAttr, i64(shared));
+      } else if (units.kind != Units::one) {
         threads = units.count >= 256 ? 256 : std::max<int64_t>(32, (units.count + 31) / 32 * 32);
         if (units.kind == Units::points)
           blocks = std::clamp<int64_t>((units.count + threads - 1) / threads, 1, maxBlocks);
@@ -253,40 +275,24 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
       }
       why.push_back(StringAttr::get(
           ctx, llvm::formatv("threads: {0} ({1}) over {2} blocks of {3}", units.what,
-                             units.kind == Units::one ? "one thread" : "one unit a thread", blocks, threads)));
+                             units.kind == Units::one     ? "one thread"
+                             : units.kind == Units::block ? "each thread's points folded in shared memory, then a tree"
+                                                          : "one unit a thread",
+                             blocks, threads)));
       kernel->setAttr(kGpuWhyAttr, ArrayAttr::get(ctx, why));
     }
   }
 };
 
-/// The index of this thread's unit in iteration `it` of the grid-stride
-/// loop, and the guard, around `body`.
+/// The thread's index in the grid, and constants.
 struct ThreadIndex {
   OpBuilder &b;
   Location l;
-  int64_t blocks, threads;
   Value thread, global;
 
   Value c(int64_t v) { return b.create<arith::ConstantIndexOp>(l, v); }
-
-  /// For each unit u < count given to this thread: body(u).
   void forEachUnit(int64_t count, int64_t perIteration, Value first, function_ref<void(Value)> body) {
-    int64_t iterations = (count + perIteration - 1) / perIteration;
-    auto guarded = [&](Value unit) {
-      Value inside = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, unit, c(count));
-      auto guard = b.create<scf::IfOp>(l, inside, /*withElseRegion=*/false);
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToStart(&guard.getThenRegion().front());
-      body(unit);
-    };
-    if (iterations <= 1) {
-      guarded(first);
-      return;
-    }
-    buildFor(b, l, c(0), c(iterations), c(1), {}, [&](Value it, ValueRange) {
-      guarded(b.create<arith::AddIOp>(l, b.create<arith::MulIOp>(l, it, c(perIteration)), first));
-      return SmallVector<Value>{};
-    });
+    forEachThreadUnit(b, l, count, perIteration, first, body);
   }
 };
 
@@ -318,7 +324,7 @@ LogicalResult mapKernel(func::FuncOp kernel, LoweringConfigAttr config) {
   Location l = op->getLoc();
   OpBuilder b(op);
   const int64_t blocks = config.getWorkgroups(), threads = config.getTile()[0];
-  ThreadIndex at{b, l, blocks, threads, {}, {}};
+  ThreadIndex at{b, l, {}, {}};
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(&kernel.getBody().front());
@@ -339,11 +345,14 @@ LogicalResult mapKernel(func::FuncOp kernel, LoweringConfigAttr config) {
     }
     return success();
   }
+  // A reduction with no parallel loop: one block, a tree in shared memory.
+  if (units.kind == Units::block)
+    return buildBlockReduction(cast<linalg::GenericOp>(op), at.thread, threads);
   // A scatter-add: its split loop over one block's threads.
   if (units.kind == Units::splitColumns) {
     scf::ForOp split = splitLoopIn(op);
     b.setInsertionPoint(split);
-    ThreadIndex inner{b, l, 1, threads, at.thread, at.thread};
+    ThreadIndex inner{b, l, at.thread, at.thread};
     inner.forEachUnit(units.count, threads, at.thread, [&](Value unit) {
       IRMapping map;
       Value iv = b.create<arith::AddIOp>(l, split.getLowerBound(), b.create<arith::MulIOp>(l, unit, split.getStep()));

@@ -1,0 +1,81 @@
+// make_steps.cpp - the training steps bench/device/check.sh runs on a GPU,
+// compiled here (where LLVM is) for NOVA_TARGET (a GPU, e.g. h200).
+//
+//   NOVA_TARGET=h200 make_steps OUT_DIR
+//
+// bench/gpt_step's small and medium GPT (AdamW 0.9/0.95, weight decay 0.1,
+// gradient clipping 1.0), each with float32 matmuls and with bf16 allowed
+// (on a GPU: tf32 tensor cores). For each, OUT_DIR gets
+//   <name>.nexe   the step for the GPU;
+//   <name>.step   one line: the model, batch, seeds and learning rate
+//                 run_steps rebuilds the inputs from (gpt_init, zero AdamW
+//                 state, the tokens' LCG: the same as here), then the loss
+//                 and the updated parameters' sum of squares one step on
+//                 this machine's CPU gives, which the GPU's must match.
+// The inputs are rebuilt there rather than carried: the medium GPT's
+// parameters and AdamW state alone are about 300 MB.
+#include <nova/aot.hpp>
+#include <nova/nova.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "steps.hpp"
+
+constexpr std::uint64_t kParamSeed = 20261202, kTokenSeed = 12345;
+
+int main(int argc, char** argv) try {
+  const char* target = std::getenv("NOVA_TARGET");
+  if (argc < 2 || !target) {
+    // (A CPU target works too: run_steps then runs the flow on this machine.)
+    std::fprintf(stderr, "usage: NOVA_TARGET=<a GPU, e.g. h200> make_steps OUT_DIR\n");
+    return 2;
+  }
+  const std::string gpu = target, dir = argv[1];
+  std::filesystem::create_directories(dir);
+  using nova::nn::GPTConfig;
+  struct Size {
+    const char* name;
+    GPTConfig c;
+    std::int64_t batch;
+  };
+  const Size sizes[] = {{"small", {.vocab = 256, .context = 128, .d_model = 256, .layers = 4, .heads = 4}, 16},
+                        {"medium", {.vocab = 256, .context = 256, .d_model = 512, .layers = 8, .heads = 8}, 8}};
+  for (const Size& size : sizes)
+    for (auto precision : {nova::MatmulPrecision::fp32, nova::MatmulPrecision::bf16}) {
+      nova::set_matmul_precision(precision);
+      const std::string name = std::string("gpt_") + size.name + "_" + std::string(nova::name_of(precision));
+      const GPTConfig c = size.c;
+      nova::Params params = nova::nn::gpt_init(c, kParamSeed);
+      nova::AdamW opt{.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1};
+      auto step = nova::train_step(
+          [](const nova::ParamExprs& p, auto x, auto y, GPTConfig c) { return nova::nn::gpt_loss(c, p, x, y); },
+          params, opt, {.clip_grad_norm = 1.0});
+      steps::StepFile f{c, size.batch, kParamSeed, kTokenSeed, opt.lr, 0, 0};
+      nova::Tensor x, y;
+      steps::tokens(f, x, y);
+      ::setenv("NOVA_TARGET", gpu.c_str(), 1);
+      auto on_gpu = step.executable(x, y, nova::static_arg(c));
+      nova::aot::save(*on_gpu, dir + "/" + name + ".nexe");
+      // One step on this machine's CPU, on the inputs run_steps rebuilds.
+      ::setenv("NOVA_TARGET", "host", 1);
+      auto on_cpu = step.executable(x, y, nova::static_arg(c));
+      std::vector<nova::Tensor> inputs = steps::inputs(f, on_cpu->input_specs());
+      std::vector<nova::Tensor> outputs = (*on_cpu)(inputs);
+      f.loss = outputs[0].at({});
+      f.params_sumsq = steps::params_sumsq(inputs, f);
+      steps::write(dir + "/" + name + ".step", f);
+      ::setenv("NOVA_TARGET", gpu.c_str(), 1);
+      std::printf("make_steps: %s for %s: %zu launches of %zu kernels, arena %.1f MiB; CPU loss %.6f\n", name.c_str(),
+                  gpu.c_str(), on_gpu->description()->launches.size(), on_gpu->description()->kernels.size(),
+                  double(on_gpu->description()->arena_bytes) / (1 << 20), f.loss);
+    }
+  nova::set_matmul_precision(nova::MatmulPrecision::fp32);
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "make_steps: %s\n", e.what());
+  return 1;
+}

@@ -1,0 +1,64 @@
+// run_steps.cpp - on the GPU machine, with the runtime only (no MLIR, no
+// LLVM): each training step make_steps compiled (DIR/<name>.nexe with its
+// <name>.step), its inputs rebuilt, one step checked against the CPU's loss
+// and updated parameters, then N more timed.
+//
+//   run_steps DIR [N]
+//
+// Prints per step: the loss and parameters' relative differences from the
+// CPU's, ms a step, tokens/s, the plan's arena; and "RESULT nova <name>
+// tokens_per_s=..." lines for check.sh. Exit 1 when a step differs by more
+// than its bound (f32 2e-4, bf16-allowed (tf32) 2e-2, relative), 2 on bad input.
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "nova/aot.hpp"
+#include "steps.hpp"
+
+int main(int argc, char** argv) try {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: run_steps DIR [N]\n");
+    return 2;
+  }
+  const int n = argc > 2 ? std::atoi(argv[2]) : 20;
+  int failures = 0, found = 0;
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(argv[1]))
+    if (e.path().extension() == ".nexe") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& path : files) {
+    ++found;
+    const std::string name = path.stem().string();
+    steps::StepFile f = steps::read(path.parent_path() / (name + ".step"));
+    std::shared_ptr<nova::Executable> exe = nova::aot::load(path.string());
+    std::vector<nova::Tensor> in = steps::inputs(f, exe->input_specs());
+    std::vector<nova::Tensor> out = (*exe)(in);
+    double loss = out[0].at({}), sumsq = steps::params_sumsq(in, f);
+    double dloss = std::abs(loss - f.loss) / std::abs(f.loss), dparams = std::abs(sumsq - f.params_sumsq) / f.params_sumsq;
+    const double bound = name.find("bf16") != std::string::npos ? 2e-2 : 2e-4;
+    const bool ok = dloss <= bound && dparams <= bound && std::isfinite(loss);
+    failures += !ok;
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) out = (*exe)(in);
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / n;
+    double tokens = double(f.batch * f.c.context) / (ms / 1e3);
+    std::printf("%-18s loss %.6f (CPU %.6f, rel %.1e), params rel %.1e %s; %.3f ms a step, %.0f tokens/s, arena %.1f MiB, "
+                "%zu launches\n",
+                name.c_str(), loss, f.loss, dloss, dparams, ok ? "ok" : "MISMATCH", ms, tokens,
+                double(exe->description()->arena_bytes) / (1 << 20), exe->description()->launches.size());
+    std::printf("RESULT nova %s tokens_per_s=%.1f ok=%d\n", name.c_str(), tokens, int(ok));
+  }
+  if (!found) {
+    std::fprintf(stderr, "run_steps: no .nexe in %s\n", argv[1]);
+    return 2;
+  }
+  return failures ? 1 : 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "run_steps: %s\n", e.what());
+  return 2;
+}

@@ -1,0 +1,209 @@
+//===- GpuBlockReduction.cpp - a reduction with no parallel loop on one block ===//
+
+#include "compiler/target/cuda/GpuBlockReduction.h"
+#include "compiler/transforms/Kernels.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+
+#include <limits>
+
+using namespace mlir;
+
+void mlir::nova::forEachThreadUnit(OpBuilder &b, Location l, int64_t count, int64_t perIteration, Value first,
+                                   function_ref<void(Value)> body) {
+  auto c = [&](int64_t v) { return b.create<arith::ConstantIndexOp>(l, v); };
+  int64_t iterations = (count + perIteration - 1) / perIteration;
+  auto guarded = [&](Value unit) {
+    Value inside = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, unit, c(count));
+    auto guard = b.create<scf::IfOp>(l, inside, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&guard.getThenRegion().front());
+    body(unit);
+  };
+  if (iterations <= 1) {
+    guarded(first);
+    return;
+  }
+  buildFor(b, l, c(0), c(iterations), c(1), {}, [&](Value it, ValueRange) {
+    guarded(b.create<arith::AddIOp>(l, b.create<arith::MulIOp>(l, it, c(perIteration)), first));
+    return SmallVector<Value>{};
+  });
+}
+
+namespace {
+
+/// The op folding scalar output `out` (a body argument) into its yielded
+/// value, or null.
+Operation *combinerOf(linalg::GenericOp op, unsigned output) {
+  Block &body = op.getRegion().front();
+  BlockArgument out = body.getArgument(op.getNumDpsInputs() + output);
+  Value yielded = body.getTerminator()->getOperand(output);
+  Operation *combine = yielded.getDefiningOp();
+  if (!combine || !out.hasOneUse() || combine->getNumOperands() != 2 ||
+      !isa<arith::AddFOp, arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp, arith::MinNumFOp>(combine) ||
+      (combine->getOperand(0) != out && combine->getOperand(1) != out))
+    return nullptr;
+  return combine;
+}
+
+double identityOf(Operation *combine) {
+  if (isa<arith::AddFOp>(combine))
+    return 0.0;
+  const double inf = std::numeric_limits<double>::infinity();
+  return isa<arith::MaximumFOp, arith::MaxNumFOp>(combine) ? -inf : inf;
+}
+
+bool readsThroughDimsAndConstants(AffineMap map) {
+  return llvm::all_of(map.getResults(), [](AffineExpr e) { return isa<AffineDimExpr, AffineConstantExpr>(e); });
+}
+
+} // namespace
+
+bool mlir::nova::isBlockReduction(linalg::GenericOp op, int64_t threads, int64_t *sharedBytes) {
+  if (!op.hasPureBufferSemantics() || op.getNumParallelLoops() != 0 || op.getNumLoops() == 0 ||
+      llvm::any_of(op.getStaticLoopRanges(), ShapedType::isDynamic))
+    return false;
+  int64_t bytes = 0;
+  for (auto [i, map] : llvm::enumerate(op.getIndexingMapsArray())) {
+    if (!readsThroughDimsAndConstants(map))
+      return false;
+    if (int64_t(i) < op.getNumDpsInputs())
+      continue;
+    unsigned output = unsigned(i - op.getNumDpsInputs());
+    auto type = dyn_cast<MemRefType>(op.getDpsInits()[output].getType());
+    if (!type || !type.getElementType().isIntOrFloat())
+      return false;
+    if (map.getNumResults() == 0) { // a scalar, folded
+      if (!combinerOf(op, output) || !isa<FloatType>(type.getElementType()))
+        return false;
+      bytes += threads * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+    } else if (!map.isPermutation()) { // written once a point
+      return false;
+    }
+  }
+  // linalg.index is read as the loop indices; nothing else may see them.
+  if (bytes == 0)
+    return false;
+  if (sharedBytes)
+    *sharedBytes = bytes;
+  return true;
+}
+
+LogicalResult mlir::nova::buildBlockReduction(linalg::GenericOp op, Value thread, int64_t threads) {
+  OpBuilder b(op);
+  Location l = op.getLoc();
+  auto c = [&](int64_t v) { return b.create<arith::ConstantIndexOp>(l, v); };
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  int64_t points = 1;
+  for (int64_t r : ranges)
+    points *= r;
+  const unsigned inputs = op.getNumDpsInputs();
+  Block &body = op.getRegion().front();
+  // One slot a thread for each folded scalar, in dynamic shared memory.
+  auto wg = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  Value dyn = b.create<gpu::DynamicSharedMemoryOp>(
+      l, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(), wg));
+  struct Folded {
+    unsigned output;
+    Operation *combine;
+    Value slots;
+  };
+  SmallVector<Folded> folded;
+  int64_t offset = 0;
+  for (unsigned o = 0; o < op.getNumDpsInits(); ++o) {
+    if (op.getIndexingMapsArray()[inputs + o].getNumResults() != 0)
+      continue;
+    Type element = cast<MemRefType>(op.getDpsInits()[o].getType()).getElementType();
+    auto type = MemRefType::get({threads}, element, MemRefLayoutAttrInterface(), wg);
+    Value slots = b.create<memref::ViewOp>(l, type, dyn, c(offset), ValueRange{});
+    offset += threads * std::max<int64_t>(1, element.getIntOrFloatBitWidth() / 8);
+    Operation *combine = combinerOf(op, o);
+    b.create<memref::StoreOp>(l, b.create<arith::ConstantOp>(l, b.getFloatAttr(element, identityOf(combine))), slots,
+                              thread);
+    folded.push_back({o, combine, slots});
+  }
+  auto slotsOf = [&](unsigned output) -> Value {
+    for (const Folded &f : folded)
+      if (f.output == output)
+        return f.slots;
+    return Value();
+  };
+  // Each thread's points.
+  forEachThreadUnit(b, l, points, threads, thread, [&](Value point) {
+    SmallVector<Value> ivs(ranges.size());
+    Value rest = point;
+    for (int64_t i = int64_t(ranges.size()) - 1; i >= 0; --i) {
+      ivs[size_t(i)] = i == 0 ? rest : b.create<arith::RemUIOp>(l, rest, c(ranges[size_t(i)])).getResult();
+      if (i > 0)
+        rest = b.create<arith::DivUIOp>(l, rest, c(ranges[size_t(i)]));
+    }
+    auto indices = [&](AffineMap map) {
+      SmallVector<Value> at;
+      for (AffineExpr e : map.getResults())
+        at.push_back(isa<AffineDimExpr>(e) ? ivs[cast<AffineDimExpr>(e).getPosition()]
+                                           : c(cast<AffineConstantExpr>(e).getValue()));
+      return at;
+    };
+    IRMapping map;
+    for (auto [i, operand] : llvm::enumerate(op->getOperands().take_front(inputs + op.getNumDpsInits()))) {
+      BlockArgument arg = body.getArgument(unsigned(i));
+      if (i >= inputs && slotsOf(unsigned(i - inputs))) {
+        map.map(arg, b.create<memref::LoadOp>(l, slotsOf(unsigned(i - inputs)), thread));
+        continue;
+      }
+      map.map(arg, b.create<memref::LoadOp>(l, operand, indices(op.getIndexingMapsArray()[i])));
+    }
+    for (Operation &inside : body.without_terminator()) {
+      if (auto index = dyn_cast<linalg::IndexOp>(inside)) {
+        map.map(index.getResult(), ivs[index.getDim()]);
+        continue;
+      }
+      b.clone(inside, map);
+    }
+    for (auto [o, yielded] : llvm::enumerate(body.getTerminator()->getOperands())) {
+      Value value = map.lookupOrDefault(yielded);
+      if (Value slots = slotsOf(unsigned(o)))
+        b.create<memref::StoreOp>(l, value, slots, thread);
+      else
+        b.create<memref::StoreOp>(l, value, op.getDpsInits()[o], indices(op.getIndexingMapsArray()[inputs + o]));
+    }
+  });
+  // The tree: slot t folds in slot t + s, for s = threads / 2, ..., 1.
+  b.create<gpu::BarrierOp>(l);
+  auto combineWith = [&](Operation *combine, Value x, Value y) {
+    OperationState state(l, combine->getName().getStringRef(), ValueRange{x, y}, TypeRange{x.getType()},
+                         combine->getAttrs());
+    return b.create(state)->getResult(0);
+  };
+  for (int64_t s = threads / 2; s >= 1; s /= 2) {
+    Value lower = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, thread, c(s));
+    auto guard = b.create<scf::IfOp>(l, lower, /*withElseRegion=*/false);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(&guard.getThenRegion().front());
+      Value partner = b.create<arith::AddIOp>(l, thread, c(s));
+      for (const Folded &f : folded) {
+        Value mine = b.create<memref::LoadOp>(l, f.slots, thread);
+        Value theirs = b.create<memref::LoadOp>(l, f.slots, partner);
+        b.create<memref::StoreOp>(l, combineWith(f.combine, mine, theirs), f.slots, thread);
+      }
+    }
+    b.create<gpu::BarrierOp>(l);
+  }
+  // Thread 0: the output's initial value folded with the total.
+  Value first = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, thread, c(0));
+  auto guard = b.create<scf::IfOp>(l, first, /*withElseRegion=*/false);
+  b.setInsertionPointToStart(&guard.getThenRegion().front());
+  for (const Folded &f : folded) {
+    Value out = op.getDpsInits()[f.output];
+    Value initial = b.create<memref::LoadOp>(l, out, ValueRange{});
+    Value total = b.create<memref::LoadOp>(l, f.slots, ValueRange{c(0)});
+    b.create<memref::StoreOp>(l, combineWith(f.combine, initial, total), out, ValueRange{});
+  }
+  op.erase();
+  return success();
+}
