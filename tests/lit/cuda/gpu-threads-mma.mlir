@@ -2,13 +2,16 @@
 // kernel becomes the mma.sync kernel with tf32 operands read in place,
 // configured by the GPU configurator (mma_sync_matmul, blocks along x,
 // threads and dynamic shared memory recorded for the launch plan); the
-// fill before it stays a scalar-thread kernel.
+// fill before it is dropped: the kernel writes every element of C.
 // RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each | FileCheck %s
 // RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each \
 // RUN:   | nova-opt -pass-pipeline='builtin.module(builtin.module(nova-gpu-map-threads,canonicalize,cse,nova-gpu-outline-kernels{target=sm_80}))' -verify-each \
 // RUN:   | FileCheck %s --check-prefix=GPU
 
-// CHECK: func.func @k0_0({{.*}}nova.gpu_block_threads = 256 : i64{{.*}}#nova.lowering_config<gpu_threads
+// CHECK-LABEL: func.func @mm
+// CHECK-NOT: @kernels::@k0_0
+// CHECK: nova.launch @kernels::@k0_1(
+// CHECK-NOT: func.func @k0_0(
 // CHECK: func.func @k0_1({{.*}}nova.gpu_block_threads = [[T:[0-9]+]] : i64, nova.gpu_operand = "tf32", nova.gpu_shared_bytes = [[S:[0-9]+]] : i64
 // CHECK-SAME: "generated as the mma.sync kernel over {{[0-9]+}} blocks (f32 operands as tf32
 // CHECK-SAME: #nova.lowering_config<mma_sync_matmul, workgroups = {{[0-9]+}}, tile = [{{[0-9]+}}, {{[0-9]+}}], cache_tile = [{{[0-9]+}}, {{[0-9]+}}, 1]

@@ -50,6 +50,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/Pass.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -281,6 +282,47 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
                              blocks, threads)));
       kernel->setAttr(kGpuWhyAttr, ArrayAttr::get(ctx, why));
     }
+    dropFillsBeforeMma(top, kernels, parts);
+  }
+
+  /// The fill a split matmul kernel begins with, when the mma.sync kernel
+  /// after it writes every element of the filled buffer: gone, kernel and
+  /// launches (the emulator's step tests would read the arena's NaN bytes
+  /// of any element it missed).
+  static void dropFillsBeforeMma(ModuleOp top, ModuleOp kernels, const llvm::StringMap<SmallVector<std::string>> &parts) {
+    SymbolTable symbols(kernels);
+    llvm::StringSet<> dropped;
+    auto writtenArgument = [](Operation *op, Value buffer) -> int {
+      auto arg = dyn_cast<BlockArgument>(bufferRoot(buffer));
+      return arg && arg.getOwner() == op->getBlock() ? int(arg.getArgNumber()) : -1;
+    };
+    for (const auto &entry : parts) {
+      const SmallVector<std::string> &names = entry.getValue();
+      for (size_t j = 0; j + 1 < names.size(); ++j) {
+        auto fillKernel = symbols.lookup<func::FuncOp>(names[j]);
+        auto mmaKernel = symbols.lookup<func::FuncOp>(names[j + 1]);
+        LoweringConfigAttr config = mmaKernel ? loweringConfig(mmaKernel) : LoweringConfigAttr();
+        if (!fillKernel || !config || config.getKind() != "mma_sync_matmul")
+          continue;
+        SmallVector<Operation *> fills = computeOps(fillKernel), matmuls = computeOps(mmaKernel);
+        auto fill = fills.size() == 1 ? dyn_cast<linalg::FillOp>(fills[0]) : linalg::FillOp();
+        auto matmul = matmuls.size() == 1 ? dyn_cast<linalg::GenericOp>(matmuls[0]) : linalg::GenericOp();
+        if (!fill || !matmul)
+          continue;
+        int filled = writtenArgument(fill, fill.getDpsInits()[0]);
+        if (filled < 0 || filled != writtenArgument(matmul, matmul.getDpsInits()[0]))
+          continue;
+        dropped.insert(names[j]);
+        fillKernel.erase();
+      }
+    }
+    SmallVector<LaunchOp> launches;
+    top.walk([&](LaunchOp launch) {
+      if (dropped.contains(launch.getKernelAttr().getLeafReference().getValue()))
+        launches.push_back(launch);
+    });
+    for (LaunchOp launch : launches)
+      launch.erase();
   }
 };
 
