@@ -64,7 +64,7 @@ class CudaExecutable final : public Executable {
                                                                : arena_ + b.offset);
       params.clear();
       for (CUdeviceptr& p : pointers) params.push_back(&p);
-      check(("cuLaunchKernel(" + k.symbol + ")").c_str(),
+      check("cuLaunchKernel", k.symbol,
             d_->cuLaunchKernel(functions_[l.kernel], static_cast<unsigned>(l.workgroups), 1, 1, k.threads, 1, 1,
                                k.shared_bytes, nullptr, params.data(), nullptr));
     }
@@ -86,7 +86,7 @@ class CudaExecutable final : public Executable {
     check("cuModuleLoadData", d_->cuModuleLoadData(&module_, ptx.c_str()));
     for (const KernelDesc& k : desc_.kernels) {
       cuda::CUfunction f = nullptr;
-      check(("cuModuleGetFunction(" + k.symbol + ")").c_str(), d_->cuModuleGetFunction(&f, module_, k.symbol.c_str()));
+      check("cuModuleGetFunction", k.symbol, d_->cuModuleGetFunction(&f, module_, k.symbol.c_str()));
       if (k.shared_bytes > 48 * 1024)
         check("cuFuncSetAttribute", d_->cuFuncSetAttribute(f, cuda::kFuncMaxDynamicSharedSizeBytes,
                                                            static_cast<int>(k.shared_bytes)));
@@ -115,6 +115,10 @@ class CudaExecutable final : public Executable {
 
   void check(const char* call, cuda::CUresult r) const {
     if (r != 0) throw Error("nova: running a step on " + desc_.target.describe() + ": " + cuda::describe_error(*d_, call, r));
+  }
+  /// A call about one kernel: its name in the message (built only on failure).
+  void check(const char* call, const std::string& kernel, cuda::CUresult r) const {
+    if (r != 0) check((std::string(call) + "(" + kernel + ")").c_str(), r);
   }
 
   CUdeviceptr allocate(std::size_t bytes) {

@@ -34,6 +34,18 @@ void mlir::nova::forEachThreadUnit(OpBuilder &b, Location l, int64_t count, int6
   });
 }
 
+SmallVector<Value> mlir::nova::delinearizeIndex(OpBuilder &b, Location l, Value linear, ArrayRef<int64_t> shape) {
+  SmallVector<Value> at(shape.size());
+  for (int64_t i = int64_t(shape.size()) - 1; i > 0; --i) {
+    Value extent = b.create<arith::ConstantIndexOp>(l, shape[size_t(i)]);
+    at[size_t(i)] = b.create<arith::RemUIOp>(l, linear, extent);
+    linear = b.create<arith::DivUIOp>(l, linear, extent);
+  }
+  if (!shape.empty())
+    at[0] = linear;
+  return at;
+}
+
 namespace {
 
 /// The op folding scalar output `out` (a body argument) into its yielded
@@ -85,8 +97,7 @@ bool mlir::nova::isBlockReduction(linalg::GenericOp op, int64_t threads, int64_t
       return false;
     }
   }
-  // linalg.index is read as the loop indices; nothing else may see them.
-  if (bytes == 0)
+  if (bytes == 0) // nothing folded: not a reduction to a scalar
     return false;
   if (sharedBytes)
     *sharedBytes = bytes;
@@ -134,13 +145,7 @@ LogicalResult mlir::nova::buildBlockReduction(linalg::GenericOp op, Value thread
   };
   // Each thread's points.
   forEachThreadUnit(b, l, points, threads, thread, [&](Value point) {
-    SmallVector<Value> ivs(ranges.size());
-    Value rest = point;
-    for (int64_t i = int64_t(ranges.size()) - 1; i >= 0; --i) {
-      ivs[size_t(i)] = i == 0 ? rest : b.create<arith::RemUIOp>(l, rest, c(ranges[size_t(i)])).getResult();
-      if (i > 0)
-        rest = b.create<arith::DivUIOp>(l, rest, c(ranges[size_t(i)]));
-    }
+    SmallVector<Value> ivs = delinearizeIndex(b, l, point, ranges);
     auto indices = [&](AffineMap map) {
       SmallVector<Value> at;
       for (AffineExpr e : map.getResults())

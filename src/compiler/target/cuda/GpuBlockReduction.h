@@ -30,6 +30,10 @@ namespace mlir::nova {
 void forEachThreadUnit(OpBuilder &b, Location l, int64_t count, int64_t perIteration, Value first,
                        function_ref<void(Value)> body);
 
+/// `linear` as row-major indices over `shape` (the first not bounded:
+/// arith remui/divui, which the emulator runs; no affine ops).
+SmallVector<Value> delinearizeIndex(OpBuilder &b, Location l, Value linear, ArrayRef<int64_t> shape);
+
 /// Whether `op` can run as a block reduction (no parallel loop; each
 /// output either written once a point, its map a permutation of the loops,
 /// or a scalar folded by one combiner; inputs read through loop dims and

@@ -18,6 +18,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -79,11 +80,7 @@ struct MemrefDesc {
   Type element;
   int64_t elementBytes = 0;
 
-  void setRowMajor() {
-    strides.assign(shape.size(), 1);
-    for (int64_t i = int64_t(shape.size()) - 2; i >= 0; --i)
-      strides[size_t(i)] = strides[size_t(i + 1)] * shape[size_t(i + 1)];
-  }
+  void setRowMajor() { strides = computeSuffixProduct(shape); }
 };
 
 int64_t bytesOf(Type t) {

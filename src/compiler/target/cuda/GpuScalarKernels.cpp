@@ -1,6 +1,7 @@
 //===- GpuScalarKernels.cpp - one GPU thread's LayerNorm row or attention head ===//
 
 #include "compiler/target/cuda/GpuScalarKernels.h"
+#include "compiler/target/cuda/GpuBlockReduction.h"
 #include "compiler/transforms/Kernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -46,27 +47,13 @@ struct Scalar {
   }
 };
 
-/// `linear` as the indices of the leading `shape.size()` dims (row-major).
-SmallVector<Value> delinearize(Scalar &s, Value linear, ArrayRef<int64_t> shape) {
-  SmallVector<Value> at(shape.size());
-  for (int64_t i = int64_t(shape.size()) - 1; i >= 0; --i) {
-    if (i == 0) {
-      at[0] = linear;
-      break;
-    }
-    at[i] = s.b.create<arith::RemUIOp>(s.l, linear, s.c(shape[i]));
-    linear = s.b.create<arith::DivUIOp>(s.l, linear, s.c(shape[i]));
-  }
-  return at;
-}
-
 } // namespace
 
 void mlir::nova::buildLayerNormRow(OpBuilder &b, LayerNormKernelOp op, Value row) {
   auto type = cast<MemRefType>(op.getInit().getType());
   Scalar s{b, op.getLoc(), type.getElementType()};
   const int64_t d = op.width();
-  SmallVector<Value> prefix = delinearize(s, row, type.getShape().drop_back());
+  SmallVector<Value> prefix = delinearizeIndex(b, s.l, row, type.getShape().drop_back());
   auto at = [&](Value column) {
     SmallVector<Value> idx(prefix);
     idx.push_back(column);

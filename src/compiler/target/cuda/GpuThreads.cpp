@@ -459,15 +459,10 @@ LogicalResult mapKernel(func::FuncOp kernel, LoweringConfigAttr config) {
   b.setInsertionPoint(outer);
   at.forEachUnit(count, perIteration, at.global, [&](Value unit) {
     IRMapping map;
-    Value rest = unit;
-    SmallVector<Value> ivs(trips.size());
-    for (int64_t i = int64_t(trips.size()) - 1; i >= 0; --i) {
-      Value position = i == 0 ? rest : b.create<arith::RemUIOp>(l, rest, at.c(trips[size_t(i)]));
-      if (i > 0)
-        rest = b.create<arith::DivUIOp>(l, rest, at.c(trips[size_t(i)]));
-      ivs[size_t(i)] = b.create<arith::AddIOp>(l, outer.getLowerBound()[size_t(i)],
-                                               b.create<arith::MulIOp>(l, position, outer.getStep()[size_t(i)]));
-    }
+    SmallVector<Value> ivs = delinearizeIndex(b, l, unit, trips);
+    for (auto [i, position] : llvm::enumerate(ivs))
+      position = b.create<arith::AddIOp>(l, outer.getLowerBound()[i],
+                                         b.create<arith::MulIOp>(l, position, outer.getStep()[i]));
     for (auto [iv, value] : llvm::zip(outer.getInductionVars(), ivs))
       map.map(iv, value);
     for (Operation &inside : outer.getBody()->without_terminator())
@@ -535,7 +530,7 @@ struct GpuOutlineKernels : PassWrapper<GpuOutlineKernels, OperationPass<ModuleOp
         auto operand = kernel->getAttrOfType<StringAttr>(kGpuOperandAttr);
         std::string why, error;
         FailureOr<StepMmaPlan> plan =
-            planStepMmaMatmul(kernel, target, operand && operand.getValue() == "tf32", why);
+            planStepMmaMatmul(kernel, target, operand && operand.getValue() == "tf32", why, /*tryBuilding=*/false);
         FailureOr<gpu::GPUFuncOp> built =
             succeeded(plan) ? buildStepMmaMatmul(gpuModule, ("nova_" + kernel.getSymName()).str(), kernel, *plan, error)
                             : FailureOr<gpu::GPUFuncOp>(failure());

@@ -6,6 +6,7 @@
 #include "compiler/transforms/MatmulKernel.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
 
@@ -15,14 +16,6 @@ using namespace mlir;
 using namespace mlir::nova;
 
 namespace {
-
-/// Row-major strides of `shape`.
-SmallVector<int64_t> rowMajor(ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> strides(shape.size(), 1);
-  for (int64_t i = int64_t(shape.size()) - 2; i >= 0; --i)
-    strides[size_t(i)] = strides[size_t(i + 1)] * shape[size_t(i + 1)];
-  return strides;
-}
 
 /// The kernel argument (number, after the workgroup number) whose whole
 /// buffer `view` is: contiguous storage of its last two dims as they are
@@ -36,7 +29,7 @@ FailureOr<unsigned> wholeBufferArgument(func::FuncOp kernel, Value view, bool sw
   SmallVector<int64_t> storage(type.getShape());
   if (swapped)
     std::swap(storage[storage.size() - 1], storage[storage.size() - 2]);
-  SmallVector<int64_t> expected = rowMajor(storage);
+  SmallVector<int64_t> expected = computeSuffixProduct(storage);
   if (swapped)
     std::swap(expected[expected.size() - 1], expected[expected.size() - 2]);
   for (auto [dim, got, want] : llvm::zip(type.getShape(), strides, expected))
@@ -76,7 +69,7 @@ linalg::GenericOp matmulOf(func::FuncOp kernel) {
 } // namespace
 
 FailureOr<StepMmaPlan> mlir::nova::planStepMmaMatmul(func::FuncOp kernel, const ::nova::TargetDesc &target,
-                                                     bool lowPrecision, std::string &why) {
+                                                     bool lowPrecision, std::string &why, bool tryBuilding) {
   linalg::GenericOp generic = matmulOf(kernel);
   std::optional<MatmulOperands> m = generic ? matchMatmul(generic) : std::nullopt;
   if (!m) {
@@ -129,6 +122,8 @@ FailureOr<StepMmaPlan> mlir::nova::planStepMmaMatmul(func::FuncOp kernel, const 
     return failure();
   }
   // The generator's own refusals (16-byte chunks, tiles), tried on a scratch module.
+  if (!tryBuilding)
+    return plan;
   OwningOpRef<ModuleOp> scratch = ModuleOp::create(kernel.getLoc());
   gpu::GPUModuleOp module = addKernelsModule(*scratch);
   std::string error;
@@ -170,7 +165,7 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildStepMmaMatmul(gpu::GPUModuleOp module
   for (unsigned i = 0; i < 3; ++i) {
     auto want = cast<MemRefType>(tile->getArgument(i).getType());
     Value cast = fb.create<memref::ReinterpretCastOp>(loc, want, func.getArgument(which[i]), /*offset=*/0,
-                                                      want.getShape(), rowMajor(want.getShape()));
+                                                      want.getShape(), computeSuffixProduct(want.getShape()));
     map.map(tile->getArgument(i), cast);
   }
   for (Operation &op : tile->getBody().front())

@@ -38,8 +38,10 @@ struct StepMmaPlan {
 
 /// The plan for kernel `kernel` (one compute op, a tagged matmul), or
 /// failure with `why`. `lowPrecision`: the step allows bf16 matmuls.
+/// `tryBuilding`: the generator tried on a scratch module (configuring);
+/// the codegen that builds it for real re-plans without.
 FailureOr<StepMmaPlan> planStepMmaMatmul(func::FuncOp kernel, const ::nova::TargetDesc &target,
-                                         bool lowPrecision, std::string &why);
+                                         bool lowPrecision, std::string &why, bool tryBuilding = true);
 
 /// Adds gpu.func `name` to `module` for `kernel` as `plan` says; its
 /// arguments are the kernel's after the workgroup number.
