@@ -82,7 +82,149 @@ double params_error(const nova::Params& got, const nova::Params& want) {
   return worst;
 }
 
+/// The PTX of kernel `symbol` (from its .entry to the next).
+std::string kernel_ptx(const std::string& ptx, const std::string& symbol) {
+  std::size_t at = ptx.find(".entry " + symbol + "(");
+  if (at == std::string::npos) return {};
+  std::size_t next = ptx.find(".entry ", at + 1);
+  return ptx.substr(at, next == std::string::npos ? std::string::npos : next - at);
+}
+
+const std::filesystem::path kPtxas = "/usr/local/cuda/bin/ptxas";
+
+/// What ptxas says when it does not assemble `ptx` for `chip` (its command
+/// and output); empty when it does.
+std::string ptxas_errors(const std::string& ptx, const std::string& chip) {
+  auto dir = std::filesystem::temp_directory_path() / ("nova-ptx-" + std::to_string(unique_number()));
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream(dir / "step.ptx") << ptx;
+  }
+  std::string cmd = kPtxas.string() + " -arch=" + chip + " " + (dir / "step.ptx").string() + " -o " +
+                    (dir / "step.cubin").string() + " 2>&1";
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, pipe)) out += buf;
+  int status = ::pclose(pipe);
+  std::filesystem::remove_all(dir);
+  return status == 0 ? std::string() : cmd + "\n" + out;
+}
+
+struct MatmulKernels {
+  int mma = 0, simt = 0, other = 0;
+};
+
+/// The description's matmul kernels by kind: the mma.sync kernel, the simt
+/// kernel (tiled in shared memory, with barriers), other (scalar threads).
+MatmulKernels matmul_kernels(const nova::ExecutableDesc& desc) {
+  std::string ptx(desc.object.begin(), desc.object.end());
+  MatmulKernels count;
+  for (const auto& k : desc.kernels) {
+    if (k.summary.find("matmul ") == std::string::npos) continue;
+    std::string body = kernel_ptx(ptx, k.symbol);
+    if (body.find("mma.sync") != std::string::npos) ++count.mma;
+    else if (body.find("bar.sync") != std::string::npos && k.shared_bytes > 0) ++count.simt;
+    else ++count.other;
+  }
+  return count;
+}
+
 } // namespace
+
+TEST_CASE("f32 and f64 matmuls run as the simt kernel, tiled in shared memory, on an emulated A100: 2-D, batched, transposed, tails") {
+  struct Case { nova::Shape a, b; nova::Transpose t; };
+  // Shapes that leave partial tiles and a partial K slab, several tiles,
+  // transposed operands (copied along their innermost dim) and a batch.
+  const std::vector<Case> cases = {
+      {{4, 8}, {8, 3}, nova::Transpose::none},         {{40, 37}, {37, 70}, nova::Transpose::none},
+      {{37, 40}, {70, 37}, nova::Transpose::both},     {{70, 21}, {21, 9}, nova::Transpose::none},
+      {{2, 17, 9}, {2, 9, 33}, nova::Transpose::none}, {{3, 9, 17}, {3, 33, 9}, nova::Transpose::both},
+  };
+  Env env;
+  env.set("NOVA_TARGET", "sm_80");
+  env.set("NOVA_GPU", "emulate");
+  auto mm = [](auto a, auto b, auto t) { return nova::matmul(a, b, t); };
+  for (const auto& c : cases)
+    for (DType dt : {DType::f32, DType::f64}) {
+      Gen g;
+      INFO("seed = ", g.seed, ", ", nova::to_string(c.a), " x ", nova::to_string(c.b), " t=",
+           static_cast<int>(c.t), ", ", nova::name_of(dt));
+      Tensor a = g.randn(c.a, dt), b = g.randn(c.b, dt);
+      CHECK(compare(mm, a, b, nova::static_arg(c.t)) <= (dt == DType::f32 ? 1e-5 : 1e-12));
+      const nova::ExecutableDesc* desc = nova::jit(mm).executable(a, b, nova::static_arg(c.t))->description();
+      REQUIRE(desc != nullptr);
+      MatmulKernels kinds = matmul_kernels(*desc);
+      CHECK(kinds.simt == 1);
+      CHECK(kinds.mma + kinds.other == 0);
+      // The fill before it is gone: its accumulators start from zero.
+      CHECK(desc->launches.size() == 1);
+    }
+}
+
+TEST_CASE("row reductions on an emulated A100, a warp per row: softmax, log-softmax, sums and maxima over the last dims match the interpreter") {
+  Env env;
+  env.set("NOVA_TARGET", "sm_80");
+  env.set("NOVA_GPU", "emulate");
+  Gen g;
+  INFO("seed = ", g.seed);
+  // 70 and 333 columns: lanes past the row's end; 37 rows over 8 warps a
+  // block: warps past the rows; [4, 6, 40] summed over its last two dims.
+  Tensor x = g.randn({37, 70}), wide = g.randn({9, 333}), cube = g.randn({4, 6, 40});
+  auto softmax = [](auto x) { return nova::softmax(x); };
+  auto log_softmax = [](auto x) { return nova::log_softmax(x); };
+  auto row_sums = [](auto x) { return nova::sum(x, {1}); };
+  auto row_max = [](auto x) { return nova::max(x, {-1}); };
+  auto plane_means = [](auto x) { return nova::mean(x, {1, 2}); };
+  // Columns summed over rows: the lanes would read down a column; a
+  // thread per column instead.
+  auto column_sums = [](auto x) { return nova::sum(x, {0}); };
+  CHECK(compare(softmax, x) <= 1e-5);
+  CHECK(compare(log_softmax, x) <= 1e-5);
+  CHECK(compare(row_sums, wide) <= 1e-5);
+  CHECK(compare(row_max, wide) <= 1e-5);
+  CHECK(compare(plane_means, cube) <= 1e-5);
+  CHECK(compare(column_sums, wide) <= 1e-5);
+  auto shuffles = [](const nova::ExecutableDesc* desc) {
+    std::string ptx(desc->object.begin(), desc->object.end());
+    return ptx.find("shfl.sync.bfly") != std::string::npos;
+  };
+  CHECK(shuffles(nova::jit(softmax).executable(x)->description()));
+  CHECK(shuffles(nova::jit(row_sums).executable(wide)->description()));
+  CHECK_FALSE(shuffles(nova::jit(column_sums).executable(wide)->description()));
+  if (std::filesystem::exists(kPtxas)) {
+    const nova::ExecutableDesc* desc = nova::jit(log_softmax).executable(x)->description();
+    CHECK(ptxas_errors(std::string(desc->object.begin(), desc->object.end()), "sm_80") == "");
+  }
+}
+
+TEST_CASE("causal attention on an emulated A100, a thread per row: forward and gradient match the interpreter, past one block of rows") {
+  // T = 270: the forward's rows over two blocks, the backward's query and
+  // key rows in two passes of one block's 256 threads; T = 13 with 3
+  // heads; a head of 72 columns (wider than a thread's registers take)
+  // keeps the kernel of a thread per (batch, head). f32 only: f64 exp has
+  // no NVVM lowering without libdevice.
+  struct Shape { std::int64_t B, T, d, heads; };
+  Env env;
+  env.set("NOVA_TARGET", "sm_80");
+  env.set("NOVA_GPU", "emulate");
+  auto fused = [](auto qkv, std::int64_t h) { return nova::causal_attention(qkv, h, 0.7); };
+  auto fused_grad = [](auto w, auto qkv, std::int64_t h) {
+    return nova::gradients(nova::sum(nova::causal_attention(qkv, h, 0.7) * w), {qkv})[0];
+  };
+  constexpr auto interp = nova::ExecMode::interpreted;
+  for (Shape s : {Shape{1, 270, 4, 1}, Shape{2, 13, 12, 3}, Shape{1, 6, 72, 1}})
+    for (DType dt : {DType::f32}) {
+      Gen g;
+      INFO("seed = ", g.seed, ", B ", s.B, " T ", s.T, " d ", s.d, " heads ", s.heads, ", ", nova::name_of(dt));
+      Tensor qkv = g.randn({s.B, s.T, 3 * s.d}, dt), w = g.randn({s.B, s.T, s.d}, dt);
+      auto heads = nova::static_arg(s.heads);
+      const double tol = dt == DType::f32 ? 1e-5 : 1e-12;
+      CHECK(rel_error(nova::jit(fused)(qkv, heads), nova::jit(fused, interp)(qkv, heads)) <= tol);
+      CHECK(rel_error(nova::jit(fused_grad)(w, qkv, heads), nova::jit(fused_grad, interp)(w, qkv, heads)) <= tol);
+    }
+}
 
 TEST_CASE("an MLP training step on an emulated A100 matches the interpreter over several AdamW steps") {
   Gen g;
@@ -139,8 +281,7 @@ TEST_CASE("a tiny GPT on an emulated H100: logits, losses and SGD updates (its g
 }
 
 TEST_CASE("a GPT training step compiles to PTX for sm_80, sm_86 and sm_90a, f32 and tf32 matmuls; ptxas accepts it; running it is a named error") {
-  const std::filesystem::path ptxas = "/usr/local/cuda/bin/ptxas";
-  const bool have_ptxas = std::filesystem::exists(ptxas);
+  const bool have_ptxas = std::filesystem::exists(kPtxas);
   if (!have_ptxas) MESSAGE("no ptxas at /usr/local/cuda/bin: the PTX is not assembled");
   nova::Params init = nova::nn::gpt_init(kGpt, 7);
   Tensor x = Tensor::empty({2, 8}, DType::i32), y = Tensor::empty({2, 8}, DType::i32);
@@ -177,30 +318,14 @@ TEST_CASE("a GPT training step compiles to PTX for sm_80, sm_86 and sm_90a, f32 
     // bf16 allowed: the f32 matmuls on the tensor cores as tf32.
     bool tensor_cores = ptx.find("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") != std::string::npos;
     CHECK(tensor_cores == (precision == nova::MatmulPrecision::bf16));
-    if (!have_ptxas) continue;
-    auto dir = std::filesystem::temp_directory_path() / ("nova-ptx-" + std::to_string(unique_number()));
-    std::filesystem::create_directories(dir);
-    {
-      std::ofstream(dir / "step.ptx") << ptx;
-    }
-    std::string cmd = ptxas.string() + " -arch=" + chip + " " + (dir / "step.ptx").string() + " -o " +
-                      (dir / "step.cubin").string() + " 2>&1";
-    FILE* pipe = ::popen(cmd.c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    std::string out;
-    char buf[512];
-    while (std::fgets(buf, sizeof buf, pipe)) out += buf;
-    int status = ::pclose(pipe);
-    INFO(cmd, "\n", out);
-    CHECK(status == 0);
-    std::filesystem::remove_all(dir);
+    if (have_ptxas) CHECK(ptxas_errors(ptx, chip) == "");
   }
 }
 
 TEST_CASE("with bf16 matmuls allowed, a GPT's matmuls run as the mma.sync kernel (tf32) on an emulated A100") {
   // f32 operands as tf32 (10 mantissa bits): within tf32's error of the
   // interpreter. Matmuls whose shapes the kernel refuses (the vocabulary's
-  // 11 columns are not whole 16-byte chunks) keep the scalar threads.
+  // 11 columns are not whole 16-byte chunks) run as the simt kernel in f32.
   Gen g;
   INFO("seed = ", g.seed);
   nova::Params init = nova::nn::gpt_init(kGpt, g.seed);
@@ -223,9 +348,8 @@ TEST_CASE("with bf16 matmuls allowed, a GPT's matmuls run as the mma.sync kernel
   CHECK(std::abs(got - want) <= 1e-3 * want);
   CHECK(update_error(params, reference, init) <= 5e-3);
   REQUIRE(desc != nullptr);
-  int mma = 0, scalar = 0;
-  for (const auto& k : desc->kernels) (k.shared_bytes > 0 ? mma : scalar)++;
-  INFO("mma.sync kernels: ", mma, ", scalar-thread kernels: ", scalar);
-  CHECK(mma >= 4);
-  CHECK(scalar > 0);
+  MatmulKernels kinds = matmul_kernels(*desc);
+  INFO("mma.sync matmul kernels: ", kinds.mma, ", simt: ", kinds.simt, ", scalar threads: ", kinds.other);
+  CHECK(kinds.mma >= 4);
+  CHECK(kinds.simt > 0);
 }

@@ -9,6 +9,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 
+#include "llvm/ADT/SmallBitVector.h"
+
 #include <limits>
 
 using namespace mlir;
@@ -209,6 +211,161 @@ LogicalResult mlir::nova::buildBlockReduction(linalg::GenericOp op, Value thread
     Value total = b.create<memref::LoadOp>(l, f.slots, ValueRange{c(0)});
     b.create<memref::StoreOp>(l, combineWith(f.combine, initial, total), out, ValueRange{});
   }
+  op.erase();
+  return success();
+}
+
+bool mlir::nova::isWarpReduction(linalg::GenericOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumParallelLoops() == 0 || op.getNumReductionLoops() == 0 ||
+      op.getNumDpsInputs() == 0 || llvm::any_of(op.getStaticLoopRanges(), ShapedType::isDynamic))
+    return false;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  int64_t reductionPoints = 1;
+  for (auto [range, iterator] : llvm::zip(ranges, iterators))
+    if (iterator == utils::IteratorType::reduction)
+      reductionPoints *= range;
+  if (reductionPoints < kWarpReductionMinPoints)
+    return false;
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  if (!llvm::all_of(maps, readsThroughDimsAndConstants))
+    return false;
+  // The first input's innermost index runs over a reduction loop.
+  AffineMap first = maps[0];
+  if (first.getNumResults() == 0)
+    return false;
+  auto innermost = dyn_cast<AffineDimExpr>(first.getResults().back());
+  if (!innermost || iterators[innermost.getPosition()] != utils::IteratorType::reduction)
+    return false;
+  const unsigned inputs = unsigned(op.getNumDpsInputs());
+  for (unsigned o = 0; o < op.getNumDpsInits(); ++o) {
+    AffineMap map = maps[inputs + o];
+    auto type = dyn_cast<MemRefType>(op.getDpsInits()[o].getType());
+    if (!type || !type.getElementType().isF32() || !combinerOf(op, o))
+      return false;
+    // Each parallel loop exactly once (and constants: a kept dim), no
+    // reduction loop: one element a point.
+    llvm::SmallBitVector seen(ranges.size());
+    for (AffineExpr e : map.getResults()) {
+      if (isa<AffineConstantExpr>(e))
+        continue;
+      auto d = cast<AffineDimExpr>(e);
+      if (iterators[d.getPosition()] != utils::IteratorType::parallel || seen.test(d.getPosition()))
+        return false;
+      seen.set(d.getPosition());
+    }
+    if (seen.count() != op.getNumParallelLoops())
+      return false;
+  }
+  return true;
+}
+
+LogicalResult mlir::nova::buildWarpReduction(linalg::GenericOp op, Value warp, Value lane, int64_t warps) {
+  OpBuilder b(op);
+  Location l = op.getLoc();
+  auto c = [&](int64_t v) -> Value { return b.create<arith::ConstantIndexOp>(l, v); };
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  SmallVector<int64_t> parallelExtents, reductionExtents;
+  SmallVector<unsigned> parallelDims, reductionDims;
+  for (auto [i, range] : llvm::enumerate(ranges)) {
+    bool parallel = iterators[i] == utils::IteratorType::parallel;
+    (parallel ? parallelExtents : reductionExtents).push_back(range);
+    (parallel ? parallelDims : reductionDims).push_back(unsigned(i));
+  }
+  int64_t points = 1, reductionPoints = 1;
+  for (int64_t e : parallelExtents)
+    points *= e;
+  for (int64_t e : reductionExtents)
+    reductionPoints *= e;
+  if (points == 0 || reductionPoints == 0)
+    return op.emitError("nova-gpu-map-threads: a warp reduction over no points");
+  const unsigned inputs = unsigned(op.getNumDpsInputs()), outputs = unsigned(op.getNumDpsInits());
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  Block &body = op.getRegion().front();
+  SmallVector<Operation *> combiners;
+  SmallVector<Value> identities;
+  for (unsigned o = 0; o < outputs; ++o) {
+    combiners.push_back(combinerOf(op, o));
+    Type element = cast<MemRefType>(op.getDpsInits()[o].getType()).getElementType();
+    identities.push_back(b.create<arith::ConstantOp>(l, b.getFloatAttr(element, identityOf(combiners.back()))));
+  }
+  auto combineWith = [&](Operation *combine, Value x, Value y) {
+    OperationState state(l, combine->getName().getStringRef(), ValueRange{x, y}, TypeRange{x.getType()},
+                         combine->getAttrs());
+    return b.create(state)->getResult(0);
+  };
+  const int64_t iterations = (points + warps - 1) / warps;
+  const int64_t laneSteps = (reductionPoints + 31) / 32;
+  buildFor(b, l, c(0), c(iterations), c(1), {}, [&](Value it, ValueRange) {
+    Value unit = b.create<arith::AddIOp>(l, b.create<arith::MulIOp>(l, it, c(warps)), warp);
+    Value inside = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, unit, c(points));
+    // Warps past the points run the last one's loads and store nothing.
+    Value clamped = b.create<arith::MinUIOp>(l, unit, c(points - 1));
+    SmallVector<Value> at = delinearizeIndex(b, l, clamped, parallelExtents);
+    SmallVector<Value> ivs(ranges.size());
+    for (auto [d, v] : llvm::zip(parallelDims, at))
+      ivs[d] = v;
+    auto indices = [&](AffineMap map) {
+      SmallVector<Value> idx;
+      for (AffineExpr e : map.getResults())
+        idx.push_back(isa<AffineDimExpr>(e) ? ivs[cast<AffineDimExpr>(e).getPosition()]
+                                           : c(cast<AffineConstantExpr>(e).getValue()));
+      return idx;
+    };
+    // Each lane's partials over reduction points lane, lane + 32, ...
+    scf::ForOp fold = buildFor(b, l, c(0), c(laneSteps), c(1), identities, [&](Value step, ValueRange partials) {
+      Value r = b.create<arith::AddIOp>(l, b.create<arith::MulIOp>(l, step, c(32)), lane);
+      Value take = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, r, c(reductionPoints));
+      auto branch = b.create<scf::IfOp>(l, ValueRange(partials).getTypes(), take, /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(&branch.getElseRegion().front());
+        b.create<scf::YieldOp>(l, partials);
+        b.setInsertionPointToStart(&branch.getThenRegion().front());
+        for (auto [d, v] : llvm::zip(reductionDims, delinearizeIndex(b, l, r, reductionExtents)))
+          ivs[d] = v;
+        IRMapping map;
+        for (unsigned i = 0; i < inputs; ++i)
+          map.map(body.getArgument(i), b.create<memref::LoadOp>(l, op.getDpsInputs()[i], indices(maps[i])));
+        for (unsigned o = 0; o < outputs; ++o)
+          map.map(body.getArgument(inputs + o), partials[o]);
+        for (Operation &inside : body.without_terminator()) {
+          if (auto index = dyn_cast<linalg::IndexOp>(inside)) {
+            map.map(index.getResult(), ivs[index.getDim()]);
+            continue;
+          }
+          b.clone(inside, map);
+        }
+        SmallVector<Value> next;
+        for (Value yielded : body.getTerminator()->getOperands())
+          next.push_back(map.lookupOrDefault(yielded));
+        b.create<scf::YieldOp>(l, next);
+      }
+      return SmallVector<Value>(branch.getResults());
+    });
+    // The warp's butterfly: every lane ends with the total.
+    SmallVector<Value> totals(fold.getResults());
+    Value width = b.create<arith::ConstantIntOp>(l, 32, 32);
+    for (int64_t offset = 16; offset >= 1; offset /= 2) {
+      Value off = b.create<arith::ConstantIntOp>(l, offset, 32);
+      for (unsigned o = 0; o < outputs; ++o) {
+        Value other = b.create<gpu::ShuffleOp>(l, totals[o], off, width, gpu::ShuffleMode::XOR).getShuffleResult();
+        totals[o] = combineWith(combiners[o], totals[o], other);
+      }
+    }
+    Value first = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, lane, c(0));
+    auto guard = b.create<scf::IfOp>(l, b.create<arith::AndIOp>(l, inside, first), /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&guard.getThenRegion().front());
+    for (unsigned o = 0; o < outputs; ++o) {
+      Value out = op.getDpsInits()[o];
+      SmallVector<Value> idx = indices(maps[inputs + o]);
+      Value initial = b.create<memref::LoadOp>(l, out, idx);
+      b.create<memref::StoreOp>(l, combineWith(combiners[o], initial, totals[o]), out, idx);
+    }
+    return SmallVector<Value>{};
+  });
   op.erase();
   return success();
 }

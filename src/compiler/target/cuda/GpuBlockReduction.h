@@ -1,4 +1,4 @@
-//===- GpuBlockReduction.h - a reduction with no parallel loop on one block -*- C++ -*-===//
+//===- GpuBlockReduction.h - reductions on a block or a warp -*- C++ -*-===//
 //
 // A structured op with no parallel loop (a sum to a scalar: a mean loss, a
 // gradient norm; often with an elementwise epilogue fused in that writes a
@@ -43,6 +43,29 @@ bool isBlockReduction(linalg::GenericOp op, int64_t threads, int64_t *sharedByte
 /// Replaces `op` (isBlockReduction) by its block reduction over `threads`
 /// threads (a power of two), `thread` the thread's index.
 LogicalResult buildBlockReduction(linalg::GenericOp op, Value thread, int64_t threads);
+
+/// Row reductions (a softmax's max and sum, a cross-entropy's, a mean over
+/// the last dim): a warp per point of the parallel loops. Each lane folds
+/// the reduction points lane, lane + 32, ... with the op's body into its
+/// partial of each output, the warp combines the partials in a butterfly
+/// of shuffles (xor 16 ... 1) with the body's combiner, and lane 0 folds
+/// the total into the output's value. Loop bounds are the same in every
+/// lane; lanes past the points run clamped and store nothing, so every
+/// shuffle has the whole warp.
+inline constexpr int64_t kWarpReductionMinPoints = 32;
+
+/// Whether `op` runs as warp reductions: parallel and reduction loops (at
+/// least kWarpReductionMinPoints reduction points), its first input's
+/// innermost index a reduction loop (the lanes' reads coalesce), every
+/// output f32, written once a parallel point (its indices the parallel
+/// loops, each once, and constants) and folded by one combiner
+/// (shuffles move 32-bit values), inputs read through loop dims and
+/// constants.
+bool isWarpReduction(linalg::GenericOp op);
+
+/// Replaces `op` (isWarpReduction) by its warp reductions: `warps` warps
+/// in the grid, this thread's global warp `warp` and its `lane`.
+LogicalResult buildWarpReduction(linalg::GenericOp op, Value warp, Value lane, int64_t warps);
 
 } // namespace mlir::nova
 

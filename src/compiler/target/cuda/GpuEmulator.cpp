@@ -650,6 +650,8 @@ private:
     }
     if (isa<arith::IndexCastOp, arith::IndexCastUIOp>(op))
       return elementwise(op, [](double a, double) { return a; });
+    if (auto shuffle = dyn_cast<gpu::ShuffleOp>(op))
+      return shuffleSync(shuffle);
     // Thread and block ids.
     if (auto id = dyn_cast<gpu::ThreadIdOp>(op)) {
       Reg &r = def(id, 1);
@@ -995,6 +997,35 @@ private:
     return true;
   }
 
+  /// shfl.sync with all 32 lanes taking part (the full mask gpu.shuffle
+  /// lowers to): each lane reads the value `offset` names in its warp, its
+  /// own where that lane is past `width` (valid false).
+  bool shuffleSync(gpu::ShuffleOp op) {
+    if (!warpsAligned(op))
+      return false;
+    const Reg *value = get(op.getValue()), *offset = get(op.getOffset()), *width = get(op.getWidth());
+    if (!value || !offset || !width || value->width != 1)
+      return fail(op, "a shuffle of a missing or vector value");
+    Reg &r = def(op.getShuffleResult(), 1);
+    Reg &valid = def(op.getValid(), 1);
+    for (int64_t t = 0; t < threads; ++t) {
+      const int64_t lane = t % 32, w = int64_t(width->v[size_t(t)]), o = int64_t(offset->v[size_t(t)]);
+      if (w != 32)
+        return fail(op, "a shuffle narrower than the warp", t);
+      int64_t from = lane;
+      switch (op.getMode()) {
+      case gpu::ShuffleMode::XOR: from = lane ^ o; break;
+      case gpu::ShuffleMode::DOWN: from = lane + o; break;
+      case gpu::ShuffleMode::UP: from = lane - o; break;
+      case gpu::ShuffleMode::IDX: from = o; break;
+      }
+      const bool inside = from >= 0 && from < w;
+      r.v[size_t(t)] = value->v[size_t(inside ? t - lane + from : t)];
+      valid.v[size_t(t)] = inside ? 1.0 : 0.0;
+    }
+    return true;
+  }
+
   bool ldmatrix(nvgpu::LdMatrixOp op) {
     if (!warpsAligned(op))
       return false;
@@ -1188,9 +1219,9 @@ private:
     return true;
   }
 
+  /// Both branches under the threads' masks; each result takes, thread by
+  /// thread, the value its branch yields.
   bool ifThen(scf::IfOp op) {
-    if (op.getNumResults() != 0)
-      return fail(op, "scf.if with results is not supported");
     const Reg *cond = get(op.getCondition());
     if (!cond)
       return fail(op, "the condition has no value");
@@ -1205,6 +1236,20 @@ private:
       }
       bool returned = false;
       bool ok = !any || runBlockOps(region.front(), {}, returned);
+      if (ok && any && op.getNumResults() > 0) {
+        for (auto [k, v] : llvm::enumerate(region.front().getTerminator()->getOperands())) {
+          const Reg *y = get(v);
+          if (!y) {
+            ok = fail(op, "a yielded value has none");
+            break;
+          }
+          Reg &r = def(op.getResult(unsigned(k)), y->width);
+          for (int64_t t = 0; t < threads; ++t)
+            if (active[size_t(t)])
+              for (int64_t e = 0; e < y->width; ++e)
+                r.v[size_t(t * y->width + e)] = y->v[size_t(t * y->width + e)];
+        }
+      }
       active = saved;
       return ok;
     };

@@ -17,6 +17,8 @@
 //     (a cp.async write counts from its issue to its landing) are reported;
 //   - ldmatrix rows must be 16-byte aligned, 16-byte cp.async naturally
 //     aligned, global accesses in bounds, barriers reached by every thread;
+//   - gpu.shuffle (shfl.sync, full mask) reads another lane of the warp;
+//     every lane of the block must take part;
 //   - views (subview, expand/collapse_shape, transpose, cast) address their
 //     buffer through the strides and offset of their static layout;
 //   - float arithmetic rounds to its element type (f32: each op rounded as

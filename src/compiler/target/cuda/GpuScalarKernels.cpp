@@ -5,8 +5,10 @@
 #include "compiler/transforms/Kernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include <limits>
 
@@ -153,5 +155,183 @@ void mlir::nova::buildAttentionHead(OpBuilder &b, AttentionKernelOp op, Value un
         s.accumulate(s.mul(p, s.load(grad, at(i, 0, c))), out, at(j, 2, c));
       });
     });
+  });
+}
+
+std::optional<mlir::nova::AttentionRowsPlan> mlir::nova::planAttentionRows(AttentionKernelOp op) {
+  if (op.headDim() > kAttentionRowsMaxHeadDim)
+    return std::nullopt;
+  const int64_t T = op.seq();
+  AttentionRowsPlan plan;
+  plan.threads = std::min<int64_t>(256, std::max<int64_t>(32, (T + 31) / 32 * 32));
+  const int64_t pairs = op.batch() * op.getHeads();
+  if (!op.getBackward()) {
+    plan.rowBlocks = (T + plan.threads - 1) / plan.threads;
+    plan.blocks = pairs * plan.rowBlocks;
+    return plan;
+  }
+  auto type = cast<MemRefType>(op.getInit().getType());
+  plan.blocks = pairs;
+  plan.sharedBytes = 3 * T * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  return plan;
+}
+
+void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const AttentionRowsPlan &plan, Value thread,
+                                    Value block) {
+  auto type = cast<MemRefType>(op.getInit().getType());
+  Scalar s{b, op.getLoc(), type.getElementType()};
+  Location l = s.l;
+  const int64_t T = op.seq(), d = op.model(), hd = op.headDim(), heads = op.getHeads(), threads = plan.threads;
+  Value pair = b.create<arith::DivUIOp>(l, block, s.c(plan.rowBlocks));
+  Value rowBlock = b.create<arith::RemUIOp>(l, block, s.c(plan.rowBlocks));
+  Value batch = b.create<arith::DivUIOp>(l, pair, s.c(heads));
+  Value column0 = b.create<arith::MulIOp>(l, b.create<arith::RemUIOp>(l, pair, s.c(heads)), s.c(hd));
+  Value qkv = op.getInputs()[0], out = op.getInit();
+  Value scale = s.f(op.getScale().convertToDouble());
+  auto at = [&](Value t, int64_t part, int64_t c) {
+    return SmallVector<Value>{batch, t, s.iadd(column0, c + part * d)};
+  };
+  auto exp = [&](Value x) -> Value { return b.create<math::ExpOp>(l, x); };
+  auto minIndex = [&](Value x, int64_t bound) -> Value { return b.create<arith::MinUIOp>(l, x, s.c(bound)); };
+  // Row t's head columns of part `part` of `m` (t clamped into the sequence:
+  // threads past its end load a real row and store nothing).
+  auto loadRow = [&](Value m, Value t, int64_t part) {
+    SmallVector<Value> row;
+    Value inside = minIndex(t, T - 1);
+    for (int64_t c = 0; c < hd; ++c)
+      row.push_back(s.load(m, at(inside, part, c)));
+    return row;
+  };
+  // sum_c x[c] * m[t, part, c], in column order (as the reference).
+  auto dot = [&](ArrayRef<Value> x, Value m, Value t, int64_t part) {
+    Value total = s.f(0.0);
+    for (int64_t c = 0; c < hd; ++c)
+      total = s.add(total, s.mul(x[size_t(c)], s.load(m, at(t, part, c))));
+    return total;
+  };
+  auto storeRow = [&](Value inside, ArrayRef<Value> row, Value t, int64_t part, Value divisor) {
+    auto guard = b.create<scf::IfOp>(l, inside, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&guard.getThenRegion().front());
+    for (int64_t c = 0; c < hd; ++c)
+      s.store(divisor ? s.div(row[size_t(c)], divisor) : row[size_t(c)], out, at(t, part, c));
+  };
+  // A loop over [lb, ub) whose bounds are the same in every thread of the
+  // block; `step` runs only where `take(iv)`, else the carried values pass.
+  auto maskedLoop = [&](Value lb, Value ub, SmallVector<Value> init, function_ref<Value(Value)> take,
+                        function_ref<SmallVector<Value>(Value, ValueRange)> step) {
+    return nova::buildFor(b, l, lb, ub, s.c(1), init, [&](Value iv, ValueRange carried) {
+      auto branch = b.create<scf::IfOp>(l, ValueRange(carried).getTypes(), take(iv), /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(&branch.getThenRegion().front());
+        b.create<scf::YieldOp>(l, step(iv, carried));
+        b.setInsertionPointToStart(&branch.getElseRegion().front());
+        b.create<scf::YieldOp>(l, carried);
+      }
+      return SmallVector<Value>(branch.getResults());
+    });
+  };
+  Value lowest = s.f(-std::numeric_limits<double>::infinity());
+  SmallVector<Value> zeros(size_t(hd), s.f(0.0));
+
+  if (!op.getBackward()) {
+    // Query row i: one pass, the running max m, sum l and output, rescaled
+    // by exp(m_old - m_new) as the max grows; out = acc / l.
+    Value first = b.create<arith::MulIOp>(l, rowBlock, s.c(threads));
+    Value i = s.iadd(first, thread);
+    Value inside = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, i, s.c(T));
+    SmallVector<Value> q = loadRow(qkv, i, 0);
+    SmallVector<Value> init{lowest, s.f(0.0)};
+    init.append(zeros);
+    scf::ForOp keys = maskedLoop(
+        s.c(0), minIndex(s.iadd(first, threads), T), init,
+        [&](Value j) { return b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ule, j, i); },
+        [&](Value j, ValueRange carried) {
+          Value score = s.mul(scale, dot(q, qkv, j, 1));
+          Value max = b.create<arith::MaximumFOp>(l, carried[0], score);
+          Value rescale = exp(s.sub(carried[0], max)), p = exp(s.sub(score, max));
+          SmallVector<Value> next{max, s.add(s.mul(carried[1], rescale), p)};
+          for (int64_t c = 0; c < hd; ++c)
+            next.push_back(s.add(s.mul(carried[size_t(2 + c)], rescale), s.mul(p, s.load(qkv, at(j, 2, c)))));
+          return next;
+        });
+    storeRow(inside, SmallVector<Value>(keys.getResults().drop_front(2)), i, 0, keys.getResult(1));
+    return;
+  }
+
+  // Backward. Shared statistics of each query row: max, sum, D.
+  auto wg = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  Value dyn = b.create<gpu::DynamicSharedMemoryOp>(
+      l, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(), wg));
+  Value stats = b.create<memref::ViewOp>(l, MemRefType::get({T, 3}, s.e, MemRefLayoutAttrInterface(), wg), dyn,
+                                         s.c(0), ValueRange{});
+  Value grad = op.getInputs()[1];
+  const int64_t iterations = (T + threads - 1) / threads;
+  // Query rows: max m, sum l and D = sum_j P_ij dP_ij (dP_ij = g_i . v_j)
+  // online in one pass; then dq_i = sum_j dS_ij k_j, dS_ij = scale P_ij
+  // (dP_ij - D).
+  s.loop(s.c(0), s.c(iterations), [&](Value it) {
+    Value first = b.create<arith::MulIOp>(l, it, s.c(threads));
+    Value i = s.iadd(first, thread);
+    Value inside = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, i, s.c(T));
+    SmallVector<Value> q = loadRow(qkv, i, 0), g = loadRow(grad, i, 0);
+    Value end = minIndex(s.iadd(first, threads), T);
+    auto causal = [&](Value j) { return b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ule, j, i); };
+    scf::ForOp pass = maskedLoop(s.c(0), end, {lowest, s.f(0.0), s.f(0.0)}, causal, [&](Value j, ValueRange c) {
+      Value score = s.mul(scale, dot(q, qkv, j, 1));
+      Value max = b.create<arith::MaximumFOp>(l, c[0], score);
+      Value rescale = exp(s.sub(c[0], max)), p = exp(s.sub(score, max));
+      return SmallVector<Value>{max, s.add(s.mul(c[1], rescale), p),
+                                s.add(s.mul(c[2], rescale), s.mul(p, dot(g, qkv, j, 2)))};
+    });
+    Value max = pass.getResult(0), total = pass.getResult(1), D = s.div(pass.getResult(2), total);
+    scf::ForOp dq = maskedLoop(s.c(0), end, zeros, causal, [&](Value j, ValueRange acc) {
+      Value p = s.div(exp(s.sub(s.mul(scale, dot(q, qkv, j, 1)), max)), total);
+      Value dS = s.mul(scale, s.mul(p, s.sub(dot(g, qkv, j, 2), D)));
+      SmallVector<Value> next;
+      for (int64_t c = 0; c < hd; ++c)
+        next.push_back(s.add(acc[size_t(c)], s.mul(dS, s.load(qkv, at(j, 1, c)))));
+      return next;
+    });
+    storeRow(inside, SmallVector<Value>(dq.getResults()), i, 0, Value());
+    auto guard = b.create<scf::IfOp>(l, inside, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard ig(b);
+    b.setInsertionPointToStart(&guard.getThenRegion().front());
+    for (auto [slot, value] : llvm::enumerate(SmallVector<Value>{max, total, D}))
+      s.store(value, stats, {i, s.c(int64_t(slot))});
+  });
+  b.create<gpu::BarrierOp>(l);
+  // Key rows: dk_j = sum_{i >= j} dS_ij q_i, dv_j = sum_{i >= j} P_ij g_i.
+  s.loop(s.c(0), s.c(iterations), [&](Value it) {
+    Value first = b.create<arith::MulIOp>(l, it, s.c(threads));
+    Value j = s.iadd(first, thread);
+    Value inside = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, j, s.c(T));
+    SmallVector<Value> k = loadRow(qkv, j, 1), v = loadRow(qkv, j, 2);
+    SmallVector<Value> init(zeros);
+    init.append(zeros);
+    scf::ForOp rows = maskedLoop(
+        first, s.c(T), init, [&](Value i) { return b.create<arith::CmpIOp>(l, arith::CmpIPredicate::uge, i, j); },
+        [&](Value i, ValueRange acc) {
+          Value score = s.f(0.0), dP = s.f(0.0);
+          SmallVector<Value> q, g;
+          for (int64_t c = 0; c < hd; ++c) {
+            q.push_back(s.load(qkv, at(i, 0, c)));
+            g.push_back(s.load(grad, at(i, 0, c)));
+            score = s.add(score, s.mul(q.back(), k[size_t(c)]));
+            dP = s.add(dP, s.mul(g.back(), v[size_t(c)]));
+          }
+          Value max = s.load(stats, {i, s.c(0)}), total = s.load(stats, {i, s.c(1)}), D = s.load(stats, {i, s.c(2)});
+          Value p = s.div(exp(s.sub(s.mul(scale, score), max)), total);
+          Value dS = s.mul(scale, s.mul(p, s.sub(dP, D)));
+          SmallVector<Value> next;
+          for (int64_t c = 0; c < hd; ++c)
+            next.push_back(s.add(acc[size_t(c)], s.mul(dS, q[size_t(c)])));
+          for (int64_t c = 0; c < hd; ++c)
+            next.push_back(s.add(acc[size_t(hd + c)], s.mul(p, g[size_t(c)])));
+          return next;
+        });
+    storeRow(inside, SmallVector<Value>(rows.getResults().take_front(hd)), j, 1, Value());
+    storeRow(inside, SmallVector<Value>(rows.getResults().drop_front(hd)), j, 2, Value());
   });
 }

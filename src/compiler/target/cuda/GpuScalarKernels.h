@@ -9,8 +9,14 @@
 //   - attention, one (batch, head): each query row's max and sum of
 //     exp(scale q.k - max) over its causal keys, then the output; backward
 //     dq, dk, dv of the head's columns (zeroed first, then accumulated row
-//     by row: no other thread writes them).
-// Correct first: no shared memory, no warp reductions yet.
+//     by row: no other thread writes them);
+//   - attention with a thread per row (heads of up to 64 columns): a
+//     query row's online softmax (running max, sum and output, rescaled
+//     as the max grows) in one pass over its keys; backward: per query
+//     row its statistics and D = sum_j P_ij dP_ij in one pass, dq in a
+//     second; per key row dk and dv from the rows' statistics in shared
+//     memory.
+// No warp reductions, no shared K/V tiles yet.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +27,8 @@
 
 #include "mlir/IR/Builders.h"
 
+#include <optional>
+
 namespace mlir::nova {
 
 /// Row `row` (of op.rows()) of a bufferized LayerNorm kernel, at b's
@@ -29,6 +37,27 @@ void buildLayerNormRow(OpBuilder &b, LayerNormKernelOp op, Value row);
 
 /// Work unit `unit` = batch * heads + head of a bufferized attention kernel.
 void buildAttentionHead(OpBuilder &b, AttentionKernelOp op, Value unit);
+
+/// Attention with a thread per row: the forward's blocks each take
+/// `threads` query rows of one (batch, head); the backward's one block a
+/// (batch, head), its threads first a query row each (dq, and the row's
+/// softmax statistics into shared memory), then, after a barrier, a key
+/// row each (dk, dv). A row's q (or k and v) and accumulators live in
+/// registers, so only heads of up to kAttentionRowsMaxHeadDim columns.
+inline constexpr int64_t kAttentionRowsMaxHeadDim = 64;
+
+struct AttentionRowsPlan {
+  int64_t threads = 0, blocks = 0, sharedBytes = 0;
+  /// Forward: blocks per (batch, head); backward: 1.
+  int64_t rowBlocks = 1;
+};
+
+/// The plan for `op`, or none when its heads are too wide.
+std::optional<AttentionRowsPlan> planAttentionRows(AttentionKernelOp op);
+
+/// `op`'s rows at b's insertion point, as `plan` says, for the thread
+/// `thread` of block `block`.
+void buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const AttentionRowsPlan &plan, Value thread, Value block);
 
 } // namespace mlir::nova
 

@@ -1,0 +1,298 @@
+//===- GpuSimtMatmul.cpp - a matmul on the CUDA cores, tiled in shared memory ===//
+
+#include "compiler/target/cuda/GpuSimtMatmul.h"
+#include "compiler/dialect/NovaDialect.h"
+#include "compiler/target/cuda/GpuBlockReduction.h"
+#include "compiler/transforms/Kernels.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+
+using namespace mlir;
+using namespace mlir::nova;
+
+namespace {
+
+std::optional<unsigned> dimOf(AffineExpr e) {
+  if (auto d = dyn_cast<AffineDimExpr>(e))
+    return d.getPosition();
+  return std::nullopt;
+}
+
+bool usesDim(AffineMap map, unsigned dim) {
+  return llvm::any_of(map.getResults(), [&](AffineExpr e) { return dimOf(e) == dim; });
+}
+
+/// Whether the operand read through `map` is copied with `fastDim` (a
+/// loop) varying fastest across threads: its innermost index.
+bool innermostIs(AffineMap map, unsigned dim) {
+  return map.getNumResults() > 0 && dimOf(map.getResults().back()) == dim;
+}
+
+int64_t elementBytes(Value v) {
+  return std::max<int64_t>(1, cast<MemRefType>(v.getType()).getElementTypeBitWidth() / 8);
+}
+
+int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+/// Shared tiles [blockK][blockM + 1] of the lhs and [blockK][blockN + 1] of
+/// the rhs, each in its element type, the second 16-byte aligned.
+struct SharedLayout {
+  int64_t lhsBytes = 0, rhsOffset = 0, total = 0;
+};
+
+SharedLayout sharedLayout(linalg::GenericOp op, const GpuMatmulConfig &c) {
+  SharedLayout s;
+  s.lhsBytes = c.blockK * (c.blockM + 1) * elementBytes(op.getDpsInputs()[0]);
+  s.rhsOffset = alignUp(s.lhsBytes, 16);
+  s.total = s.rhsOffset + c.blockK * (c.blockN + 1) * elementBytes(op.getDpsInputs()[1]);
+  return s;
+}
+
+} // namespace
+
+std::optional<SimtMatmul> mlir::nova::matchSimtMatmul(linalg::GenericOp op, std::string &why) {
+  auto no = [&](const char *reason) -> std::optional<SimtMatmul> {
+    why = reason;
+    return std::nullopt;
+  };
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
+    return no("not two operands and a result in buffers (a fused prologue?)");
+  if (op.getNumReductionLoops() != 1 || op.getNumParallelLoops() < 2)
+    return no("not one reduction loop under at least two parallel ones");
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (llvm::any_of(ranges, ShapedType::isDynamic))
+    return no("dynamic extents");
+  for (AffineMap map : op.getIndexingMapsArray())
+    if (!llvm::all_of(map.getResults(), [](AffineExpr e) { return isa<AffineDimExpr, AffineConstantExpr>(e); }))
+      return no("an operand read through an affine expression, not a loop or a constant");
+  bool hasIndex = false;
+  op.getRegion().walk([&](linalg::IndexOp) { hasIndex = true; });
+  if (hasIndex)
+    return no("its body reads loop indices");
+  for (Value v : op->getOperands())
+    if (!isa<FloatType>(cast<MemRefType>(v.getType()).getElementType()))
+      return no("an operand that is not floating point");
+  SimtMatmul s;
+  AffineMap out = op.getIndexingMapsArray()[2];
+  if (out.getNumResults() != op.getNumParallelLoops() || !out.isProjectedPermutation())
+    return no("its result is not written once for every point of the parallel loops");
+  for (auto [i, e] : llvm::enumerate(out.getResults())) {
+    unsigned d = *dimOf(e);
+    if (i + 2 < out.getNumResults())
+      s.batchDims.push_back(d);
+  }
+  s.m = *dimOf(out.getResults()[out.getNumResults() - 2]);
+  s.n = *dimOf(out.getResults().back());
+  for (auto [i, iterator] : llvm::enumerate(op.getIteratorTypesArray()))
+    if (iterator == utils::IteratorType::reduction)
+      s.k = unsigned(i);
+  AffineMap lhs = op.getIndexingMapsArray()[0], rhs = op.getIndexingMapsArray()[1];
+  if (!usesDim(lhs, s.m) || !usesDim(lhs, s.k) || usesDim(lhs, s.n) || !usesDim(rhs, s.k) || !usesDim(rhs, s.n) ||
+      usesDim(rhs, s.m))
+    return no("its operands are not (.., m, k) and (.., k, n)");
+  GpuMatmulProblem &p = s.problem;
+  for (unsigned d : s.batchDims)
+    p.batch *= ranges[d];
+  p.m = ranges[s.m];
+  p.n = ranges[s.n];
+  p.k = ranges[s.k];
+  p.operand = cast<MemRefType>(op.getDpsInits()[0].getType()).getElementType().isF64() ? GpuOperand::f64
+                                                                                      : GpuOperand::f32;
+  p.lhsTransposed = innermostIs(lhs, s.m);
+  p.rhsTransposed = innermostIs(rhs, s.k);
+  p.allowWgmma = false;
+  p.allowSplitK = false; // not generated
+  s.batched = !s.batchDims.empty();
+  return s;
+}
+
+int64_t mlir::nova::simtMatmulSharedBytes(linalg::GenericOp op, const GpuMatmulConfig &config) {
+  return sharedLayout(op, config).total;
+}
+
+GpuMatmulConfig mlir::nova::simtConfigFromLowering(LoweringConfigAttr config, int64_t threads) {
+  GpuMatmulConfig c;
+  c.kind = GpuMmaKind::simt;
+  ArrayRef<int64_t> tile = config.getTile();
+  c.blockM = tile[tile.size() - 2];
+  c.blockN = tile[tile.size() - 1];
+  c.blockK = config.getCacheTile()[0];
+  c.stages = config.getCacheTile()[1];
+  c.warpM = config.getRegisterTile()[0];
+  c.warpN = config.getRegisterTile()[1];
+  c.threads = threads;
+  c.tiles = config.getWorkgroups();
+  return c;
+}
+
+LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul &match, const GpuMatmulConfig &c,
+                                          FloatAttr init) {
+  const int64_t rowThreads = c.blockM / c.warpM, columnThreads = c.blockN / c.warpN;
+  if (c.blockM % c.warpM != 0 || c.blockN % c.warpN != 0 || rowThreads * columnThreads != c.threads || c.blockK < 1)
+    return op.emitError("nova-gpu-map-threads: the simt matmul config ")
+           << c.blockM << "x" << c.blockN << "x" << c.blockK << " with " << c.warpM << "x" << c.warpN
+           << " a thread does not give " << c.threads << " threads";
+  OpBuilder b(op);
+  Location l = op.getLoc();
+  auto cst = [&](int64_t v) -> Value { return b.create<arith::ConstantIndexOp>(l, v); };
+  const GpuMatmulProblem &p = match.problem;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  Value lhs = op.getDpsInputs()[0], rhs = op.getDpsInputs()[1], out = op.getDpsInits()[0];
+  Type lhsType = cast<MemRefType>(lhs.getType()).getElementType();
+  Type rhsType = cast<MemRefType>(rhs.getType()).getElementType();
+  Type accType = cast<MemRefType>(out.getType()).getElementType();
+  Block &body = op.getRegion().front();
+
+  // Which tile and which thread.
+  Value thread = b.create<gpu::ThreadIdOp>(l, gpu::Dimension::x);
+  Value block = b.create<gpu::BlockIdOp>(l, gpu::Dimension::x);
+  const int64_t tilesM = (p.m + c.blockM - 1) / c.blockM, tilesN = (p.n + c.blockN - 1) / c.blockN;
+  SmallVector<int64_t> grid;
+  for (unsigned d : match.batchDims)
+    grid.push_back(ranges[d]);
+  grid.push_back(tilesM);
+  grid.push_back(tilesN);
+  SmallVector<Value> tileAt = delinearizeIndex(b, l, block, grid);
+  Value m0 = b.create<arith::MulIOp>(l, tileAt[grid.size() - 2], cst(c.blockM));
+  Value n0 = b.create<arith::MulIOp>(l, tileAt[grid.size() - 1], cst(c.blockN));
+  Value tx = b.create<arith::RemUIOp>(l, thread, cst(columnThreads));
+  Value ty = b.create<arith::DivUIOp>(l, thread, cst(columnThreads));
+  // Loop values for an operand's indices (the loops it does not read: 0).
+  auto loopValues = [&](Value m, Value n, Value k) {
+    SmallVector<Value> dims(ranges.size(), cst(0));
+    for (auto [i, d] : llvm::enumerate(match.batchDims))
+      dims[d] = tileAt[i];
+    dims[match.m] = m;
+    dims[match.n] = n;
+    dims[match.k] = k;
+    return dims;
+  };
+  auto indices = [&](AffineMap map, ArrayRef<Value> dims) {
+    SmallVector<Value> at;
+    for (AffineExpr e : map.getResults())
+      at.push_back(isa<AffineDimExpr>(e) ? dims[cast<AffineDimExpr>(e).getPosition()]
+                                         : cst(cast<AffineConstantExpr>(e).getValue()));
+    return at;
+  };
+  auto below = [&](Value v, int64_t bound) {
+    return b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, v, cst(bound));
+  };
+  auto both = [&](Value x, Value y) -> Value { return b.create<arith::AndIOp>(l, x, y); };
+  // A value of `type` loaded where `inside`, else zero.
+  auto loadOrZero = [&](Value inside, Type type, function_ref<Value()> load) -> Value {
+    auto select = b.create<scf::IfOp>(l, TypeRange{type}, inside, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&select.getThenRegion().front());
+    b.create<scf::YieldOp>(l, load());
+    b.setInsertionPointToStart(&select.getElseRegion().front());
+    b.create<scf::YieldOp>(l, ValueRange{b.create<arith::ConstantOp>(l, b.getFloatAttr(type, 0.0)).getResult()});
+    return select.getResult(0);
+  };
+
+  // Shared tiles.
+  SharedLayout layout = sharedLayout(op, c);
+  auto wg = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  Value dyn = b.create<gpu::DynamicSharedMemoryOp>(
+      l, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(), wg));
+  Value lhsTile = b.create<memref::ViewOp>(
+      l, MemRefType::get({c.blockK, c.blockM + 1}, lhsType, MemRefLayoutAttrInterface(), wg), dyn, cst(0),
+      ValueRange{});
+  Value rhsTile = b.create<memref::ViewOp>(
+      l, MemRefType::get({c.blockK, c.blockN + 1}, rhsType, MemRefLayoutAttrInterface(), wg), dyn,
+      cst(layout.rhsOffset), ValueRange{});
+
+  // The accumulators: thread (ty, tx) owns (ty + i * rowThreads, tx + j * columnThreads).
+  SmallVector<Value> rows, columns;
+  for (int64_t i = 0; i < c.warpM; ++i)
+    rows.push_back(b.create<arith::AddIOp>(l, m0, b.create<arith::AddIOp>(l, ty, cst(i * rowThreads))));
+  for (int64_t j = 0; j < c.warpN; ++j)
+    columns.push_back(b.create<arith::AddIOp>(l, n0, b.create<arith::AddIOp>(l, tx, cst(j * columnThreads))));
+  SmallVector<Value> initial;
+  for (int64_t i = 0; i < c.warpM; ++i)
+    for (int64_t j = 0; j < c.warpN; ++j) {
+      if (init) {
+        initial.push_back(b.create<arith::ConstantOp>(l, b.getFloatAttr(accType, init.getValueAsDouble())));
+        continue;
+      }
+      Value inside = both(below(rows[size_t(i)], p.m), below(columns[size_t(j)], p.n));
+      initial.push_back(loadOrZero(inside, accType, [&] {
+        return b.create<memref::LoadOp>(l, out, indices(maps[2], loopValues(rows[size_t(i)], columns[size_t(j)],
+                                                                            cst(0))));
+      }));
+    }
+
+  // One operand's slab to shared memory: `extent` rows of the tile's
+  // non-K dim from `origin`, K from k0; consecutive threads along the
+  // operand's innermost index.
+  auto copySlab = [&](Value k0, Value tileBuffer, Value operand, AffineMap map, Type type, int64_t tileExtent,
+                      int64_t extent, Value origin, bool isLhs, bool kFastest) {
+    forEachThreadUnit(b, l, tileExtent * c.blockK, c.threads, thread, [&](Value unit) {
+      Value kk, rr;
+      if (kFastest) {
+        kk = b.create<arith::RemUIOp>(l, unit, cst(c.blockK));
+        rr = b.create<arith::DivUIOp>(l, unit, cst(c.blockK));
+      } else {
+        rr = b.create<arith::RemUIOp>(l, unit, cst(tileExtent));
+        kk = b.create<arith::DivUIOp>(l, unit, cst(tileExtent));
+      }
+      Value k = b.create<arith::AddIOp>(l, k0, kk);
+      Value r = b.create<arith::AddIOp>(l, origin, rr);
+      Value inside = both(below(k, p.k), below(r, extent));
+      Value value = loadOrZero(inside, type, [&] {
+        SmallVector<Value> dims = isLhs ? loopValues(r, cst(0), k) : loopValues(cst(0), r, k);
+        return b.create<memref::LoadOp>(l, operand, indices(map, dims));
+      });
+      b.create<memref::StoreOp>(l, value, tileBuffer, ValueRange{kk, rr});
+    });
+  };
+
+  const bool lhsKFastest = !p.lhsTransposed, rhsKFastest = p.rhsTransposed;
+  const int64_t slabs = (p.k + c.blockK - 1) / c.blockK;
+  scf::ForOp kLoop = buildFor(b, l, cst(0), cst(slabs), cst(1), initial, [&](Value slab, ValueRange accs) {
+    Value k0 = b.create<arith::MulIOp>(l, slab, cst(c.blockK));
+    copySlab(k0, lhsTile, lhs, maps[0], lhsType, c.blockM, p.m, m0, /*isLhs=*/true, lhsKFastest);
+    copySlab(k0, rhsTile, rhs, maps[1], rhsType, c.blockN, p.n, n0, /*isLhs=*/false, rhsKFastest);
+    b.create<gpu::BarrierOp>(l);
+    scf::ForOp inner = buildFor(b, l, cst(0), cst(c.blockK), cst(1), accs, [&](Value kk, ValueRange in) {
+      SmallVector<Value> a, bv;
+      for (int64_t i = 0; i < c.warpM; ++i)
+        a.push_back(b.create<memref::LoadOp>(
+            l, lhsTile, ValueRange{kk, b.create<arith::AddIOp>(l, ty, cst(i * rowThreads))}));
+      for (int64_t j = 0; j < c.warpN; ++j)
+        bv.push_back(b.create<memref::LoadOp>(
+            l, rhsTile, ValueRange{kk, b.create<arith::AddIOp>(l, tx, cst(j * columnThreads))}));
+      SmallVector<Value> next;
+      for (int64_t i = 0; i < c.warpM; ++i)
+        for (int64_t j = 0; j < c.warpN; ++j) {
+          IRMapping map;
+          map.map(body.getArgument(0), a[size_t(i)]);
+          map.map(body.getArgument(1), bv[size_t(j)]);
+          map.map(body.getArgument(2), in[size_t(i * c.warpN + j)]);
+          for (Operation &inside : body.without_terminator())
+            b.clone(inside, map);
+          next.push_back(map.lookupOrDefault(body.getTerminator()->getOperand(0)));
+        }
+      return next;
+    });
+    b.create<gpu::BarrierOp>(l);
+    return SmallVector<Value>(inner.getResults());
+  });
+
+  // The results in range.
+  for (int64_t i = 0; i < c.warpM; ++i)
+    for (int64_t j = 0; j < c.warpN; ++j) {
+      Value inside = both(below(rows[size_t(i)], p.m), below(columns[size_t(j)], p.n));
+      auto guard = b.create<scf::IfOp>(l, inside, /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(&guard.getThenRegion().front());
+      b.create<memref::StoreOp>(l, kLoop.getResult(unsigned(i * c.warpN + j)), out,
+                                indices(maps[2], loopValues(rows[size_t(i)], columns[size_t(j)], cst(0))));
+    }
+  op.erase();
+  return success();
+}

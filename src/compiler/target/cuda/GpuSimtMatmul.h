@@ -1,0 +1,74 @@
+//===- GpuSimtMatmul.h - a matmul on the CUDA cores, tiled in shared memory -*- C++ -*-===//
+//
+// The kernel a step's matmul gets on the GPU when no tensor-core kernel
+// takes it (f32 at full precision, f64, operands that are views): the
+// classic shared-memory tiled matmul on FMAs, in the configurator's simt
+// shape (GpuConfigurator.h: block tile blockM x blockN, K slab blockK, each
+// thread a warpM x warpN tile of accumulators in registers).
+//
+// Written over the matmul generic itself, so any operand the generic reads
+// through loop dims and constants works as it is: strided and transposed
+// views, a batch, an operand broadcast over the batch. Per block (one
+// blockM x blockN tile of one batch entry, blocks numbered along x: tile
+// column fastest, then row, then batch):
+//   for each K slab: the block's threads copy the lhs slab (blockM x blockK)
+//     and the rhs slab (blockK x blockN) to shared memory, consecutive
+//     threads along the operand's innermost dimension (coalesced), zeros
+//     past the edges; barrier; each thread folds the slab into its
+//     accumulators with the generic's own body (its casts, its multiply and
+//     add, in K order, as the reference); barrier;
+//   then each thread stores its in-range results.
+// Thread (ty, tx) owns rows ty + i * (blockM / warpM) and columns tx + j *
+// (blockN / warpN): a warp's shared reads are broadcasts or consecutive
+// words, its global stores consecutive. Shared rows are padded by one
+// element, so the column-wise copies of a transposed operand do not
+// conflict on banks.
+// The accumulators start from the result's values, or from the constant a
+// dropped fill would have written (kGpuMatmulInitAttr).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NOVA_COMPILER_TARGET_CUDA_GPUSIMTMATMUL_H
+#define NOVA_COMPILER_TARGET_CUDA_GPUSIMTMATMUL_H
+
+#include "compiler/target/cuda/GpuConfigurator.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::nova {
+
+/// On a simt_matmul kernel whose fill was dropped: the value the
+/// accumulators start from (a FloatAttr), instead of the result's.
+inline constexpr const char kGpuMatmulInitAttr[] = "nova.gpu_matmul_init";
+
+/// A matmul generic as the tiled kernel sees it: which loops are which.
+struct SimtMatmul {
+  SmallVector<unsigned> batchDims; ///< the result's leading loops, in order
+  unsigned m = 0, n = 0, k = 0;
+  GpuMatmulProblem problem;
+  bool batched = false;
+};
+
+/// Whether `op` (a tagged matmul: two inputs, one output, one reduction
+/// loop) can be the tiled kernel, and its problem for the configurator
+/// (operand f64 for an f64 result, else f32); else why not.
+std::optional<SimtMatmul> matchSimtMatmul(linalg::GenericOp op, std::string &why);
+
+/// The dynamic shared memory the kernel of `config` needs for `op`.
+int64_t simtMatmulSharedBytes(linalg::GenericOp op, const GpuMatmulConfig &config);
+
+/// Replaces `op` by the tiled kernel of `config` (a simt config for
+/// `match`'s problem); `init`: the accumulators' start (null: the result's).
+LogicalResult buildSimtMatmul(linalg::GenericOp op, const SimtMatmul &match, const GpuMatmulConfig &config,
+                              FloatAttr init);
+
+/// The configuration as nova-gpu-threads recorded it on the kernel (kind
+/// simt_matmul): blockM, blockN, blockK, warpM, warpN and the threads.
+GpuMatmulConfig simtConfigFromLowering(LoweringConfigAttr config, int64_t threads);
+
+} // namespace mlir::nova
+
+#endif // NOVA_COMPILER_TARGET_CUDA_GPUSIMTMATMUL_H

@@ -1,0 +1,44 @@
+// An f32 matmul at full precision (no tensor-core kernel takes it) becomes
+// the simt kernel: configured with the GPU configurator's simt shape
+// (simt_matmul, blocks along x, threads and dynamic shared memory recorded
+// for the launch plan); the zero fill before it is dropped, kernel and
+// launch, its value the accumulators' start (nova.gpu_matmul_init).
+// RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each | FileCheck %s
+// RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each \
+// RUN:   | nova-opt -pass-pipeline='builtin.module(builtin.module(nova-gpu-map-threads,canonicalize,cse,nova-gpu-outline-kernels{target=sm_80}))' -verify-each \
+// RUN:   | FileCheck %s --check-prefix=GPU
+
+// CHECK-LABEL: func.func @mm
+// CHECK-NOT: @kernels::@k0_0
+// CHECK: nova.launch @kernels::@k0_1(
+// CHECK-NOT: func.func @k0_0(
+// CHECK: func.func @k0_1({{.*}}nova.gpu_block_threads = [[T:[0-9]+]] : i64, nova.gpu_matmul_init = 0.000000e+00 : f32, nova.gpu_operand = "f32", nova.gpu_shared_bytes = [[S:[0-9]+]] : i64
+// CHECK-SAME: "generated as the simt kernel over [[B:[0-9]+]] blocks of [[T]] threads
+// CHECK-SAME: the mma.sync kernel does not take it (f32 operands multiply in f32
+// CHECK-SAME: #nova.lowering_config<simt_matmul, workgroups = [[B]], tile = [{{[0-9]+}}, {{[0-9]+}}], cache_tile = [16, 1, 1]
+
+// The kernel: K slabs of both operands into shared memory (the lhs tile
+// first, the rhs 16-byte aligned after it), a barrier, the slab folded into
+// the accumulators, a barrier; stores guarded by the result's extents.
+// GPU: gpu.func @nova_k0_1(%[[C:.*]]: memref<100x70xf32>, %[[A:.*]]: memref<100x40xf32>, %[[W:.*]]: memref<40x70xf32>) kernel
+// GPU-SAME: known_block_size = array<i32: [[T:[0-9]+]], 1, 1>
+// GPU: gpu.thread_id x
+// GPU: gpu.block_id x
+// GPU: gpu.dynamic_shared_memory
+// GPU: memref.view {{.*}} to memref<16x{{[0-9]+}}xf32, #gpu.address_space<workgroup>>
+// GPU: memref.view {{.*}} to memref<16x{{[0-9]+}}xf32, #gpu.address_space<workgroup>>
+// GPU: scf.for
+// GPU: memref.load %[[A]]
+// GPU: memref.load %[[W]]
+// GPU: gpu.barrier
+// GPU: scf.for
+// GPU: arith.mulf
+// GPU: arith.addf
+// GPU: gpu.barrier
+// GPU: arith.cmpi ult, {{.*}}, %c100
+// GPU: memref.store {{.*}}, %[[C]]
+// GPU: gpu.return
+func.func @mm(%x: tensor<100x40xf32>, %w: tensor<40x70xf32>) -> tensor<100x70xf32> {
+  %0 = nova.matmul %x, %w : tensor<100x40xf32>, tensor<40x70xf32>
+  return %0 : tensor<100x70xf32>
+}
