@@ -199,6 +199,37 @@ TEST_CASE("row reductions on an emulated A100, a warp per row: softmax, log-soft
   }
 }
 
+TEST_CASE("LayerNorm on an emulated A100, a warp per row: forward and gradients match the interpreter") {
+  // 70 columns: lanes past the row's end in the last step; 37 rows over 8
+  // warps a block: warps past the rows; 16 columns: a thread per row.
+  Env env;
+  env.set("NOVA_TARGET", "sm_80");
+  env.set("NOVA_GPU", "emulate");
+  auto norm = [](auto x, auto gamma, auto beta) { return nova::layer_norm(x, gamma, beta); };
+  auto norm_grads = [](auto w, auto x, auto gamma, auto beta) {
+    return nova::gradients(nova::sum(nova::layer_norm(x, gamma, beta) * w), {x, gamma, beta});
+  };
+  constexpr auto interp = nova::ExecMode::interpreted;
+  for (nova::Shape shape : std::vector<nova::Shape>{{37, 70}, {2, 3, 40}, {5, 16}}) {
+    Gen g;
+    INFO("seed = ", g.seed, ", x ", nova::to_string(shape));
+    const std::int64_t d = shape.back();
+    Tensor x = g.randn(shape), gamma = g.randn({d}), beta = g.randn({d}), w = g.randn(shape);
+    CHECK(compare(norm, x, gamma, beta) <= 1e-5);
+    std::vector<Tensor> got = nova::jit(norm_grads)(w, x, gamma, beta);
+    std::vector<Tensor> want = nova::jit(norm_grads, interp)(w, x, gamma, beta);
+    REQUIRE(got.size() == want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      CAPTURE(i);
+      CHECK(rel_error(got[i], want[i]) <= 1e-5);
+    }
+    const nova::ExecutableDesc* desc = nova::jit(norm).executable(x, gamma, beta)->description();
+    std::string ptx(desc->object.begin(), desc->object.end());
+    CHECK((ptx.find("shfl.sync.bfly") != std::string::npos) == (d >= 32));
+    if (d >= 32 && std::filesystem::exists(kPtxas)) CHECK(ptxas_errors(ptx, "sm_80") == "");
+  }
+}
+
 TEST_CASE("causal attention on an emulated A100, a thread per row: forward and gradient match the interpreter, past one block of rows") {
   // T = 270: the forward's rows over two blocks, the backward's query and
   // key rows in two passes of one block's 256 threads; T = 13 with 3

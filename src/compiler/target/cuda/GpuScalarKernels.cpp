@@ -335,3 +335,79 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
     storeRow(inside, SmallVector<Value>(rows.getResults().drop_front(hd)), j, 2, Value());
   });
 }
+
+bool mlir::nova::layerNormByWarps(LayerNormKernelOp op) {
+  return cast<MemRefType>(op.getInit().getType()).getElementType().isF32() && op.width() >= 32;
+}
+
+void mlir::nova::buildLayerNormWarpRows(OpBuilder &b, LayerNormKernelOp op, Value warp, Value lane, int64_t warps) {
+  auto type = cast<MemRefType>(op.getInit().getType());
+  Scalar s{b, op.getLoc(), type.getElementType()};
+  Location l = s.l;
+  const int64_t d = op.width(), rows = op.rows(), steps = (d + 31) / 32;
+  Value x = op.getInputs()[0], gamma = op.getInputs()[1], third = op.getInputs()[2], out = op.getInit();
+  Value invD = s.f(1.0 / double(d));
+  s.loop(s.c(0), s.c((rows + warps - 1) / warps), [&](Value it) {
+    Value unit = s.iadd(b.create<arith::MulIOp>(l, it, s.c(warps)), warp);
+    Value inside = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, unit, s.c(rows));
+    Value row = b.create<arith::MinUIOp>(l, unit, s.c(rows - 1));
+    SmallVector<Value> prefix = delinearizeIndex(b, l, row, type.getShape().drop_back());
+    auto at = [&](Value column) {
+      SmallVector<Value> idx(prefix);
+      idx.push_back(column);
+      return idx;
+    };
+    // Lane `lane`'s column at step `step`, clamped into the row, and
+    // whether it is one.
+    auto column = [&](Value step, Value &c, Value &take) {
+      Value raw = s.iadd(b.create<arith::MulIOp>(l, step, s.c(32)), lane);
+      take = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, raw, s.c(d));
+      c = b.create<arith::MinUIOp>(l, raw, s.c(d - 1));
+    };
+    // sum over the row's columns of term(column): the lanes' partials,
+    // then a butterfly (every lane ends with the total).
+    auto rowSum = [&](function_ref<Value(Value)> term) {
+      Value partial = nova::buildFor(b, l, s.c(0), s.c(steps), s.c(1), {s.f(0.0)}, [&](Value step, ValueRange acc) {
+                        Value c, take;
+                        column(step, c, take);
+                        Value v = b.create<arith::SelectOp>(l, take, term(c), s.f(0.0));
+                        return SmallVector<Value>{s.add(acc[0], v)};
+                      }).getResult(0);
+      Value width = b.create<arith::ConstantIntOp>(l, 32, 32);
+      for (int64_t offset = 16; offset >= 1; offset /= 2) {
+        Value off = b.create<arith::ConstantIntOp>(l, offset, 32);
+        partial = s.add(partial, b.create<gpu::ShuffleOp>(l, partial, off, width, gpu::ShuffleMode::XOR).getShuffleResult());
+      }
+      return partial;
+    };
+    auto eachColumn = [&](function_ref<void(Value)> body) {
+      s.loop(s.c(0), s.c(steps), [&](Value step) {
+        Value c, take;
+        column(step, c, take);
+        auto guard = b.create<scf::IfOp>(l, b.create<arith::AndIOp>(l, take, inside), /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(&guard.getThenRegion().front());
+        body(c);
+      });
+    };
+    Value mean = s.mul(rowSum([&](Value c) { return s.load(x, at(c)); }), invD);
+    Value var = s.mul(rowSum([&](Value c) {
+                        Value centered = s.sub(s.load(x, at(c)), mean);
+                        return s.mul(centered, centered);
+                      }),
+                      invD);
+    Value rstd = s.div(s.f(1.0), b.create<math::SqrtOp>(l, s.add(var, s.f(op.getEps().convertToDouble()))));
+    auto xhat = [&](Value c) { return s.mul(s.sub(s.load(x, at(c)), mean), rstd); };
+    if (!op.getBackward()) {
+      eachColumn([&](Value c) { s.store(s.add(s.mul(xhat(c), s.load(gamma, c)), s.load(third, c)), out, at(c)); });
+      return;
+    }
+    auto g = [&](Value c) { return s.mul(s.load(third, at(c)), s.load(gamma, c)); };
+    Value meanG = s.mul(rowSum(g), invD);
+    Value meanGx = s.mul(rowSum([&](Value c) { return s.mul(g(c), xhat(c)); }), invD);
+    eachColumn([&](Value c) {
+      Value centered = s.sub(g(c), meanG);
+      s.store(s.mul(s.sub(centered, s.mul(xhat(c), meanGx)), rstd), out, at(c));
+    });
+  });
+}

@@ -5,7 +5,8 @@
 // work, with the reference's formulas (the CPU's nova-vectorize-rows and
 // nova-vectorize-attention compute the same ones, vectorized):
 //   - a LayerNorm row: mean, two-pass variance, rstd; forward y or the
-//     input gradient dx;
+//     input gradient dx; by one thread, or (f32, 32 columns or more) by a
+//     warp, its sums in shuffles;
 //   - attention, one (batch, head): each query row's max and sum of
 //     exp(scale q.k - max) over its causal keys, then the output; backward
 //     dq, dk, dv of the head's columns (zeroed first, then accumulated row
@@ -34,6 +35,17 @@ namespace mlir::nova {
 /// Row `row` (of op.rows()) of a bufferized LayerNorm kernel, at b's
 /// insertion point.
 void buildLayerNormRow(OpBuilder &b, LayerNormKernelOp op, Value row);
+
+/// LayerNorm with a warp per row (f32 rows of at least 32 columns): each
+/// lane takes every 32nd column, the row's sums (mean, centered squares;
+/// backward: the gradient's two means) in a butterfly of shuffles, so the
+/// lanes' loads and stores are consecutive.
+bool layerNormByWarps(LayerNormKernelOp op);
+
+/// Rows of `op` (layerNormByWarps) for the grid's `warps` warps, this
+/// thread's global warp `warp` and `lane` (loop bounds the same in every
+/// lane: warps past the rows run the last one and store nothing).
+void buildLayerNormWarpRows(OpBuilder &b, LayerNormKernelOp op, Value warp, Value lane, int64_t warps);
 
 /// Work unit `unit` = batch * heads + head of a bufferized attention kernel.
 void buildAttentionHead(OpBuilder &b, AttentionKernelOp op, Value unit);

@@ -122,8 +122,12 @@ struct Units {
 };
 
 Units unitsOf(Operation *op) {
-  if (auto norm = dyn_cast<LayerNormKernelOp>(op))
+  if (auto norm = dyn_cast<LayerNormKernelOp>(op)) {
+    if (layerNormByWarps(norm))
+      return {Units::warps, norm.rows(),
+              llvm::formatv("{0} LayerNorm rows of {1}, a warp each", norm.rows(), norm.width())};
     return {Units::points, norm.rows(), llvm::formatv("{0} LayerNorm rows of {1}", norm.rows(), norm.width())};
+  }
   if (auto attention = dyn_cast<AttentionKernelOp>(op)) {
     int64_t n = attention.batch() * attention.getHeads();
     if (std::optional<AttentionRowsPlan> rows = planAttentionRows(attention))
@@ -315,7 +319,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
                              units.kind == Units::one             ? "one thread"
                              : units.kind == Units::block         ? "each thread's points folded in shared memory, then a tree"
                              : units.kind == Units::attentionRows ? "online softmax, a row's values in registers"
-                             : units.kind == Units::warps ? "each lane folds every 32nd reduction point, then a butterfly of shuffles"
+                             : units.kind == Units::warps ? "each lane takes every 32nd reduction point, sums in a butterfly of shuffles"
                                                                   : "one unit a thread",
                              blocks, threads)));
       kernel->setAttr(kGpuWhyAttr, ArrayAttr::get(ctx, why));
@@ -497,6 +501,11 @@ LogicalResult mapKernel(func::FuncOp kernel, LoweringConfigAttr config) {
     // The grid's warps in order (a block's threads are whole warps).
     Value warp = b.create<arith::DivUIOp>(l, at.global, at.c(32));
     Value lane = b.create<arith::RemUIOp>(l, at.thread, at.c(32));
+    if (auto norm = dyn_cast<LayerNormKernelOp>(op)) {
+      buildLayerNormWarpRows(b, norm, warp, lane, blocks * threads / 32);
+      op->erase();
+      return success();
+    }
     return buildWarpReduction(cast<linalg::GenericOp>(op), warp, lane, blocks * threads / 32);
   }
   // A reduction with no parallel loop: one block, a tree in shared memory.
