@@ -36,6 +36,15 @@ void mlir::nova::forEachThreadUnit(OpBuilder &b, Location l, int64_t count, int6
   });
 }
 
+Value mlir::nova::warpAllReduce(OpBuilder &b, Location l, Value value, function_ref<Value(Value, Value)> combine) {
+  Value width = b.create<arith::ConstantIntOp>(l, 32, 32);
+  for (int64_t offset = 16; offset >= 1; offset /= 2) {
+    Value off = b.create<arith::ConstantIntOp>(l, offset, 32);
+    value = combine(value, b.create<gpu::ShuffleOp>(l, value, off, width, gpu::ShuffleMode::XOR).getShuffleResult());
+  }
+  return value;
+}
+
 SmallVector<Value> mlir::nova::delinearizeIndex(OpBuilder &b, Location l, Value linear, ArrayRef<int64_t> shape) {
   SmallVector<Value> at(shape.size());
   for (int64_t i = int64_t(shape.size()) - 1; i > 0; --i) {
@@ -62,6 +71,13 @@ Operation *combinerOf(linalg::GenericOp op, unsigned output) {
       (combine->getOperand(0) != out && combine->getOperand(1) != out))
     return nullptr;
   return combine;
+}
+
+/// `combine` (a combiner of a body) applied to x and y at b's insertion point.
+Value combineLike(OpBuilder &b, Location l, Operation *combine, Value x, Value y) {
+  OperationState state(l, combine->getName().getStringRef(), ValueRange{x, y}, TypeRange{x.getType()},
+                       combine->getAttrs());
+  return b.create(state)->getResult(0);
 }
 
 double identityOf(Operation *combine) {
@@ -181,11 +197,6 @@ LogicalResult mlir::nova::buildBlockReduction(linalg::GenericOp op, Value thread
   });
   // The tree: slot t folds in slot t + s, for s = threads / 2, ..., 1.
   b.create<gpu::BarrierOp>(l);
-  auto combineWith = [&](Operation *combine, Value x, Value y) {
-    OperationState state(l, combine->getName().getStringRef(), ValueRange{x, y}, TypeRange{x.getType()},
-                         combine->getAttrs());
-    return b.create(state)->getResult(0);
-  };
   for (int64_t s = threads / 2; s >= 1; s /= 2) {
     Value lower = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, thread, c(s));
     auto guard = b.create<scf::IfOp>(l, lower, /*withElseRegion=*/false);
@@ -196,7 +207,7 @@ LogicalResult mlir::nova::buildBlockReduction(linalg::GenericOp op, Value thread
       for (const Folded &f : folded) {
         Value mine = b.create<memref::LoadOp>(l, f.slots, thread);
         Value theirs = b.create<memref::LoadOp>(l, f.slots, partner);
-        b.create<memref::StoreOp>(l, combineWith(f.combine, mine, theirs), f.slots, thread);
+        b.create<memref::StoreOp>(l, combineLike(b, l, f.combine, mine, theirs), f.slots, thread);
       }
     }
     b.create<gpu::BarrierOp>(l);
@@ -209,7 +220,7 @@ LogicalResult mlir::nova::buildBlockReduction(linalg::GenericOp op, Value thread
     Value out = op.getDpsInits()[f.output];
     Value initial = b.create<memref::LoadOp>(l, out, ValueRange{});
     Value total = b.create<memref::LoadOp>(l, f.slots, ValueRange{c(0)});
-    b.create<memref::StoreOp>(l, combineWith(f.combine, initial, total), out, ValueRange{});
+    b.create<memref::StoreOp>(l, combineLike(b, l, f.combine, initial, total), out, ValueRange{});
   }
   op.erase();
   return success();
@@ -290,11 +301,6 @@ LogicalResult mlir::nova::buildWarpReduction(linalg::GenericOp op, Value warp, V
     Type element = cast<MemRefType>(op.getDpsInits()[o].getType()).getElementType();
     identities.push_back(b.create<arith::ConstantOp>(l, b.getFloatAttr(element, identityOf(combiners.back()))));
   }
-  auto combineWith = [&](Operation *combine, Value x, Value y) {
-    OperationState state(l, combine->getName().getStringRef(), ValueRange{x, y}, TypeRange{x.getType()},
-                         combine->getAttrs());
-    return b.create(state)->getResult(0);
-  };
   const int64_t iterations = (points + warps - 1) / warps;
   const int64_t laneSteps = (reductionPoints + 31) / 32;
   buildFor(b, l, c(0), c(iterations), c(1), {}, [&](Value it, ValueRange) {
@@ -346,14 +352,9 @@ LogicalResult mlir::nova::buildWarpReduction(linalg::GenericOp op, Value warp, V
     });
     // The warp's butterfly: every lane ends with the total.
     SmallVector<Value> totals(fold.getResults());
-    Value width = b.create<arith::ConstantIntOp>(l, 32, 32);
-    for (int64_t offset = 16; offset >= 1; offset /= 2) {
-      Value off = b.create<arith::ConstantIntOp>(l, offset, 32);
-      for (unsigned o = 0; o < outputs; ++o) {
-        Value other = b.create<gpu::ShuffleOp>(l, totals[o], off, width, gpu::ShuffleMode::XOR).getShuffleResult();
-        totals[o] = combineWith(combiners[o], totals[o], other);
-      }
-    }
+    for (unsigned o = 0; o < outputs; ++o)
+      totals[o] = warpAllReduce(b, l, totals[o],
+                                [&](Value x, Value y) { return combineLike(b, l, combiners[o], x, y); });
     Value first = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, lane, c(0));
     auto guard = b.create<scf::IfOp>(l, b.create<arith::AndIOp>(l, inside, first), /*withElseRegion=*/false);
     OpBuilder::InsertionGuard g(b);
@@ -362,7 +363,7 @@ LogicalResult mlir::nova::buildWarpReduction(linalg::GenericOp op, Value warp, V
       Value out = op.getDpsInits()[o];
       SmallVector<Value> idx = indices(maps[inputs + o]);
       Value initial = b.create<memref::LoadOp>(l, out, idx);
-      b.create<memref::StoreOp>(l, combineWith(combiners[o], initial, totals[o]), out, idx);
+      b.create<memref::StoreOp>(l, combineLike(b, l, combiners[o], initial, totals[o]), out, idx);
     }
     return SmallVector<Value>{};
   });

@@ -30,6 +30,11 @@ namespace mlir::nova {
 void forEachThreadUnit(OpBuilder &b, Location l, int64_t count, int64_t perIteration, Value first,
                        function_ref<void(Value)> body);
 
+/// `value` combined over the 32 lanes of each warp, every lane ending with
+/// the total: a butterfly of shuffles (xor 16, 8, ... 1), `combine` at each
+/// level. Every lane of the block must reach it.
+Value warpAllReduce(OpBuilder &b, Location l, Value value, function_ref<Value(Value, Value)> combine);
+
 /// `linear` as row-major indices over `shape` (the first not bounded:
 /// arith remui/divui, which the emulator runs; no affine ops).
 SmallVector<Value> delinearizeIndex(OpBuilder &b, Location l, Value linear, ArrayRef<int64_t> shape);

@@ -373,12 +373,7 @@ void mlir::nova::buildLayerNormWarpRows(OpBuilder &b, LayerNormKernelOp op, Valu
                         Value v = b.create<arith::SelectOp>(l, take, term(c), s.f(0.0));
                         return SmallVector<Value>{s.add(acc[0], v)};
                       }).getResult(0);
-      Value width = b.create<arith::ConstantIntOp>(l, 32, 32);
-      for (int64_t offset = 16; offset >= 1; offset /= 2) {
-        Value off = b.create<arith::ConstantIntOp>(l, offset, 32);
-        partial = s.add(partial, b.create<gpu::ShuffleOp>(l, partial, off, width, gpu::ShuffleMode::XOR).getShuffleResult());
-      }
-      return partial;
+      return warpAllReduce(b, l, partial, [&](Value x, Value y) { return s.add(x, y); });
     };
     auto eachColumn = [&](function_ref<void(Value)> body) {
       s.loop(s.c(0), s.c(steps), [&](Value step) {
