@@ -8,18 +8,23 @@
 //     2^-8 more for tf32's truncated inputs);
 //   - the same kernel deliberately broken (no barrier after the wait, no
 //     barrier before a refill, a wait one group short, unswizzled reads):
-//     each one is caught.
+//     each one is caught;
+//   - the simt matmul kernel (f32 on FMAs) against float64, and without
+//     either of its barriers: caught.
 // Inputs come from a printed seed (NOVA_TEST_SEED overrides it).
 #include <doctest/doctest.h>
 
 #include "compiler/target/cuda/GpuConfigurator.h"
 #include "compiler/target/cuda/GpuEmulator.h"
+#include "compiler/target/cuda/GpuSimtMatmul.h"
 #include "compiler/target/cuda/MmaMatmulKernel.h"
 #include "compiler/target/cuda/PtxEmitter.h"
 #include "nova/target.hpp"
 #include "unit/test_seed.hpp"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -40,6 +45,7 @@ MLIRContext &context() {
   static MLIRContext *ctx = [] {
     DialectRegistry registry;
     registerGpuCodegenDialects(registry);
+    registry.insert<linalg::LinalgDialect>(); // the simt kernel is written over a matmul generic
     auto *c = new MLIRContext(registry);
     c->loadAllAvailableDialects();
     return c;
@@ -426,4 +432,126 @@ TEST_CASE("GPU emulator: a deliberately broken kernel fails it") {
   CHECK((!run.report.ok || run.worst > 0.1));
   MESSAGE("errors caught: no barrier after wait / no barrier at loop end / short wait; unswizzled worst "
           << run.worst);
+}
+
+namespace {
+
+struct SimtRun {
+  EmulatorReport report;
+  double worst = 0; ///< largest |got - want| / (|c0| + sum_k |a_ik b_kj|)
+  double bound = 0;
+  std::string config;
+};
+
+/// The simt kernel (GpuSimtMatmul.h) in the configurator's shape for sm_80,
+/// built over C[m][n] += A[m][k] B[k][n] in f32 (A stored k x m when
+/// `lhsTransposed`), run on random inputs against float64.
+SimtRun runSimtMatmul(int64_t m, int64_t n, int64_t k, bool lhsTransposed, const SimtMatmulFaults &faults = {}) {
+  SimtRun run;
+  MLIRContext &ctx = context();
+  Location loc = UnknownLoc::get(&ctx);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  gpu::GPUModuleOp kernels = addKernelsModule(*module);
+  OpBuilder b(kernels.getBodyRegion());
+  b.setInsertionPoint(kernels.getBody()->getTerminator());
+  Type f32 = b.getF32Type();
+  auto aType = MemRefType::get(lhsTransposed ? ArrayRef<int64_t>{k, m} : ArrayRef<int64_t>{m, k}, f32);
+  auto bType = MemRefType::get({k, n}, f32), cType = MemRefType::get({m, n}, f32);
+  auto func = b.create<gpu::GPUFuncOp>(loc, "simt", b.getFunctionType({cType, aType, bType}, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  Block &entry = func.getBody().front();
+  OpBuilder fb = OpBuilder::atBlockBegin(&entry);
+  AffineExpr dm, dn, dk;
+  bindDims(&ctx, dm, dn, dk);
+  SmallVector<AffineMap> maps{AffineMap::get(3, 0, lhsTransposed ? ArrayRef<AffineExpr>{dk, dm} : ArrayRef<AffineExpr>{dm, dk}, &ctx),
+                              AffineMap::get(3, 0, {dk, dn}, &ctx), AffineMap::get(3, 0, {dm, dn}, &ctx)};
+  SmallVector<utils::IteratorType> iterators{utils::IteratorType::parallel, utils::IteratorType::parallel,
+                                             utils::IteratorType::reduction};
+  auto generic = fb.create<linalg::GenericOp>(
+      loc, ValueRange{entry.getArgument(1), entry.getArgument(2)}, ValueRange{entry.getArgument(0)}, maps, iterators,
+      [](OpBuilder &nb, Location l, ValueRange args) {
+        Value product = nb.create<arith::MulFOp>(l, args[0], args[1]);
+        nb.create<linalg::YieldOp>(l, ValueRange{nb.create<arith::AddFOp>(l, args[2], product)});
+      });
+  fb.create<gpu::ReturnOp>(loc);
+  std::string why;
+  std::optional<SimtMatmul> match = matchSimtMatmul(generic, why);
+  REQUIRE_MESSAGE(match.has_value(), why);
+  GpuMatmulConfig c = configureGpuMatmul(match->problem, ::nova::builtin_gpu_target("sm_80"));
+  REQUIRE(c.kind == GpuMmaKind::simt);
+  c.stages = 1;
+  run.config = c.describe();
+  const int64_t shared = simtMatmulSharedBytes(generic, c);
+  REQUIRE(succeeded(buildSimtMatmul(generic, *match, c, FloatAttr(), faults)));
+  REQUIRE(succeeded(verify(*module)));
+
+  const uint64_t seed = nova_test::test_seed() ^ (uint64_t(m * 131 + n * 17 + k) << 21);
+  INFO("seed = ", seed);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> a(size_t(m * k)), bm(size_t(k * n)), c0(size_t(m * n));
+  for (float &x : a)
+    x = dist(rng);
+  for (float &x : bm)
+    x = dist(rng);
+  for (float &x : c0)
+    x = dist(rng);
+  auto bytes = [](const std::vector<float> &v) {
+    std::vector<uint8_t> out(v.size() * 4);
+    std::memcpy(out.data(), v.data(), out.size());
+    return out;
+  };
+  std::vector<uint8_t> A = bytes(a), B = bytes(bm), C = bytes(c0);
+  auto aAt = [&](int64_t i, int64_t kk) { return a[size_t(lhsTransposed ? kk * m + i : i * k + kk)]; };
+  EmulatorLaunch launch;
+  launch.grid = {(m + c.blockM - 1) / c.blockM * ((n + c.blockN - 1) / c.blockN), 1, 1};
+  launch.block = {c.threads, 1, 1};
+  launch.dynamicSharedBytes = shared;
+  launch.args = {&C, &A, &B};
+  run.report = emulateKernel(func, launch);
+  if (!run.report.ok)
+    return run;
+  run.bound = 2 * double(k + 1) * std::ldexp(1.0, -24);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double want = c0[size_t(i * n + j)], scale = std::abs(want);
+      for (int64_t kk = 0; kk < k; ++kk) {
+        double prod = double(aAt(i, kk)) * double(bm[size_t(kk * n + j)]);
+        want += prod;
+        scale += std::abs(prod);
+      }
+      float got;
+      std::memcpy(&got, C.data() + 4 * (i * n + j), 4);
+      run.worst = std::max(run.worst, std::abs(double(got) - want) / std::max(scale, 1e-30));
+    }
+  return run;
+}
+
+} // namespace
+
+TEST_CASE("GPU emulator: the simt matmul kernel against float64 (partial tiles, a transposed lhs), and broken") {
+  struct Shape {
+    int64_t m, n, k;
+    bool lhsTransposed;
+  };
+  for (Shape s : {Shape{70, 50, 40, false}, Shape{33, 65, 17, true}, Shape{128, 128, 64, false}}) {
+    CAPTURE(s.m);
+    CAPTURE(s.n);
+    CAPTURE(s.k);
+    SimtRun run = runSimtMatmul(s.m, s.n, s.k, s.lhsTransposed);
+    CAPTURE(run.config);
+    REQUIRE_MESSAGE(run.report.ok, run.report.error);
+    CHECK(run.worst <= run.bound);
+  }
+  // Three K slabs of 16: the copy of slab 1 overwrites what slab 0's reads
+  // still need without the second barrier.
+  SimtMatmulFaults noCopyBarrier, noSlabBarrier;
+  noCopyBarrier.noBarrierAfterCopy = true;
+  noSlabBarrier.noBarrierAfterSlab = true;
+  SimtRun run = runSimtMatmul(70, 50, 40, false, noCopyBarrier);
+  CHECK_FALSE(run.report.ok);
+  CHECK(run.report.error.find("with no barrier between (a missing gpu.barrier)") != std::string::npos);
+  run = runSimtMatmul(70, 50, 40, false, noSlabBarrier);
+  CHECK_FALSE(run.report.ok);
+  CHECK(run.report.error.find("before the buffer is refilled") != std::string::npos);
 }

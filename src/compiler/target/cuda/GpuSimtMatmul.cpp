@@ -130,7 +130,7 @@ GpuMatmulConfig mlir::nova::simtConfigFromLowering(LoweringConfigAttr config, in
 }
 
 LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul &match, const GpuMatmulConfig &c,
-                                          FloatAttr init) {
+                                          FloatAttr init, const SimtMatmulFaults &faults) {
   const int64_t rowThreads = c.blockM / c.warpM, columnThreads = c.blockN / c.warpN;
   if (c.blockM % c.warpM != 0 || c.blockN % c.warpN != 0 || rowThreads * columnThreads != c.threads || c.blockK < 1)
     return op.emitError("nova-gpu-map-threads: the simt matmul config ")
@@ -257,7 +257,8 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
     Value k0 = b.create<arith::MulIOp>(l, slab, cst(c.blockK));
     copySlab(k0, lhsTile, lhs, maps[0], lhsType, c.blockM, p.m, m0, /*isLhs=*/true, lhsKFastest);
     copySlab(k0, rhsTile, rhs, maps[1], rhsType, c.blockN, p.n, n0, /*isLhs=*/false, rhsKFastest);
-    b.create<gpu::BarrierOp>(l);
+    if (!faults.noBarrierAfterCopy)
+      b.create<gpu::BarrierOp>(l);
     scf::ForOp inner = buildFor(b, l, cst(0), cst(c.blockK), cst(1), accs, [&](Value kk, ValueRange in) {
       SmallVector<Value> a, bv;
       for (int64_t i = 0; i < c.warpM; ++i)
@@ -279,7 +280,8 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
         }
       return next;
     });
-    b.create<gpu::BarrierOp>(l);
+    if (!faults.noBarrierAfterSlab)
+      b.create<gpu::BarrierOp>(l);
     return SmallVector<Value>(inner.getResults());
   });
 

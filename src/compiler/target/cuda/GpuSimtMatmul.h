@@ -60,10 +60,18 @@ std::optional<SimtMatmul> matchSimtMatmul(linalg::GenericOp op, std::string &why
 /// The dynamic shared memory the kernel of `config` needs for `op`.
 int64_t simtMatmulSharedBytes(linalg::GenericOp op, const GpuMatmulConfig &config);
 
+/// Deliberate faults, for tests that the emulator catches what they break.
+struct SimtMatmulFaults {
+  /// No barrier between the slab's copy and its reads.
+  bool noBarrierAfterCopy = false;
+  /// No barrier between a slab's reads and the next slab's copy.
+  bool noBarrierAfterSlab = false;
+};
+
 /// Replaces `op` by the tiled kernel of `config` (a simt config for
 /// `match`'s problem); `init`: the accumulators' start (null: the result's).
 LogicalResult buildSimtMatmul(linalg::GenericOp op, const SimtMatmul &match, const GpuMatmulConfig &config,
-                              FloatAttr init);
+                              FloatAttr init, const SimtMatmulFaults &faults = {});
 
 /// The configuration as nova-gpu-threads recorded it on the kernel (kind
 /// simt_matmul): blockM, blockN, blockK, warpM, warpN and the threads.
