@@ -45,6 +45,45 @@ Value mlir::nova::warpAllReduce(OpBuilder &b, Location l, Value value, function_
   return value;
 }
 
+scf::ForOp mlir::nova::buildMaskedFor(OpBuilder &b, Location l, Value lb, Value ub, ValueRange init,
+                                      function_ref<Value(Value)> take,
+                                      function_ref<SmallVector<Value>(Value, ValueRange)> step) {
+  return buildFor(b, l, lb, ub, b.create<arith::ConstantIndexOp>(l, 1), init, [&](Value iv, ValueRange carried) {
+    auto branch = b.create<scf::IfOp>(l, carried.getTypes(), take(iv), /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(&branch.getThenRegion().front());
+      b.create<scf::YieldOp>(l, step(iv, carried));
+      b.setInsertionPointToStart(&branch.getElseRegion().front());
+      b.create<scf::YieldOp>(l, carried);
+    }
+    return SmallVector<Value>(branch.getResults());
+  });
+}
+
+SmallVector<Value> mlir::nova::indicesAt(OpBuilder &b, Location l, AffineMap map, ArrayRef<Value> loops) {
+  SmallVector<Value> at;
+  for (AffineExpr e : map.getResults())
+    at.push_back(isa<AffineDimExpr>(e)
+                     ? loops[cast<AffineDimExpr>(e).getPosition()]
+                     : b.create<arith::ConstantIndexOp>(l, cast<AffineConstantExpr>(e).getValue()).getResult());
+  return at;
+}
+
+SmallVector<Value> mlir::nova::cloneBodyAt(OpBuilder &b, Block &body, IRMapping &map, ArrayRef<Value> loops) {
+  for (Operation &inside : body.without_terminator()) {
+    if (auto index = dyn_cast<linalg::IndexOp>(inside)) {
+      map.map(index.getResult(), loops[index.getDim()]);
+      continue;
+    }
+    b.clone(inside, map);
+  }
+  SmallVector<Value> yielded;
+  for (Value v : body.getTerminator()->getOperands())
+    yielded.push_back(map.lookupOrDefault(v));
+  return yielded;
+}
+
 SmallVector<Value> mlir::nova::delinearizeIndex(OpBuilder &b, Location l, Value linear, ArrayRef<int64_t> shape) {
   SmallVector<Value> at(shape.size());
   for (int64_t i = int64_t(shape.size()) - 1; i > 0; --i) {
@@ -164,13 +203,7 @@ LogicalResult mlir::nova::buildBlockReduction(linalg::GenericOp op, Value thread
   // Each thread's points.
   forEachThreadUnit(b, l, points, threads, thread, [&](Value point) {
     SmallVector<Value> ivs = delinearizeIndex(b, l, point, ranges);
-    auto indices = [&](AffineMap map) {
-      SmallVector<Value> at;
-      for (AffineExpr e : map.getResults())
-        at.push_back(isa<AffineDimExpr>(e) ? ivs[cast<AffineDimExpr>(e).getPosition()]
-                                           : c(cast<AffineConstantExpr>(e).getValue()));
-      return at;
-    };
+    auto indices = [&](AffineMap map) { return indicesAt(b, l, map, ivs); };
     IRMapping map;
     for (auto [i, operand] : llvm::enumerate(op->getOperands().take_front(inputs + op.getNumDpsInits()))) {
       BlockArgument arg = body.getArgument(unsigned(i));
@@ -180,15 +213,7 @@ LogicalResult mlir::nova::buildBlockReduction(linalg::GenericOp op, Value thread
       }
       map.map(arg, b.create<memref::LoadOp>(l, operand, indices(op.getIndexingMapsArray()[i])));
     }
-    for (Operation &inside : body.without_terminator()) {
-      if (auto index = dyn_cast<linalg::IndexOp>(inside)) {
-        map.map(index.getResult(), ivs[index.getDim()]);
-        continue;
-      }
-      b.clone(inside, map);
-    }
-    for (auto [o, yielded] : llvm::enumerate(body.getTerminator()->getOperands())) {
-      Value value = map.lookupOrDefault(yielded);
+    for (auto [o, value] : llvm::enumerate(cloneBodyAt(b, body, map, ivs))) {
       if (Value slots = slotsOf(unsigned(o)))
         b.create<memref::StoreOp>(l, value, slots, thread);
       else
@@ -312,44 +337,26 @@ LogicalResult mlir::nova::buildWarpReduction(linalg::GenericOp op, Value warp, V
     SmallVector<Value> ivs(ranges.size());
     for (auto [d, v] : llvm::zip(parallelDims, at))
       ivs[d] = v;
-    auto indices = [&](AffineMap map) {
-      SmallVector<Value> idx;
-      for (AffineExpr e : map.getResults())
-        idx.push_back(isa<AffineDimExpr>(e) ? ivs[cast<AffineDimExpr>(e).getPosition()]
-                                           : c(cast<AffineConstantExpr>(e).getValue()));
-      return idx;
-    };
-    // Each lane's partials over reduction points lane, lane + 32, ...
-    scf::ForOp fold = buildFor(b, l, c(0), c(laneSteps), c(1), identities, [&](Value step, ValueRange partials) {
-      Value r = b.create<arith::AddIOp>(l, b.create<arith::MulIOp>(l, step, c(32)), lane);
-      Value take = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, r, c(reductionPoints));
-      auto branch = b.create<scf::IfOp>(l, ValueRange(partials).getTypes(), take, /*withElseRegion=*/true);
-      {
-        OpBuilder::InsertionGuard g(b);
-        b.setInsertionPointToStart(&branch.getElseRegion().front());
-        b.create<scf::YieldOp>(l, partials);
-        b.setInsertionPointToStart(&branch.getThenRegion().front());
-        for (auto [d, v] : llvm::zip(reductionDims, delinearizeIndex(b, l, r, reductionExtents)))
-          ivs[d] = v;
-        IRMapping map;
-        for (unsigned i = 0; i < inputs; ++i)
-          map.map(body.getArgument(i), b.create<memref::LoadOp>(l, op.getDpsInputs()[i], indices(maps[i])));
-        for (unsigned o = 0; o < outputs; ++o)
-          map.map(body.getArgument(inputs + o), partials[o]);
-        for (Operation &inside : body.without_terminator()) {
-          if (auto index = dyn_cast<linalg::IndexOp>(inside)) {
-            map.map(index.getResult(), ivs[index.getDim()]);
-            continue;
-          }
-          b.clone(inside, map);
-        }
-        SmallVector<Value> next;
-        for (Value yielded : body.getTerminator()->getOperands())
-          next.push_back(map.lookupOrDefault(yielded));
-        b.create<scf::YieldOp>(l, next);
-      }
-      return SmallVector<Value>(branch.getResults());
-    });
+    auto indices = [&](AffineMap map) { return indicesAt(b, l, map, ivs); };
+    // Each lane's partials over reduction points r = lane, lane + 32, ...
+    // (the loop runs over steps; r = step * 32 + lane).
+    Value r;
+    scf::ForOp fold = buildMaskedFor(
+        b, l, c(0), c(laneSteps), identities,
+        [&](Value step) {
+          r = b.create<arith::AddIOp>(l, b.create<arith::MulIOp>(l, step, c(32)), lane);
+          return b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, r, c(reductionPoints));
+        },
+        [&](Value, ValueRange partials) {
+          for (auto [d, v] : llvm::zip(reductionDims, delinearizeIndex(b, l, r, reductionExtents)))
+            ivs[d] = v;
+          IRMapping map;
+          for (unsigned i = 0; i < inputs; ++i)
+            map.map(body.getArgument(i), b.create<memref::LoadOp>(l, op.getDpsInputs()[i], indices(maps[i])));
+          for (unsigned o = 0; o < outputs; ++o)
+            map.map(body.getArgument(inputs + o), partials[o]);
+          return cloneBodyAt(b, body, map, ivs);
+        });
     // The warp's butterfly: every lane ends with the total.
     SmallVector<Value> totals(fold.getResults());
     for (unsigned o = 0; o < outputs; ++o)

@@ -18,6 +18,7 @@
 #define NOVA_COMPILER_TARGET_CUDA_GPUBLOCKREDUCTION_H
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include <cstdint>
 
@@ -34,6 +35,22 @@ void forEachThreadUnit(OpBuilder &b, Location l, int64_t count, int64_t perItera
 /// the total: a butterfly of shuffles (xor 16, 8, ... 1), `combine` at each
 /// level. Every lane of the block must reach it.
 Value warpAllReduce(OpBuilder &b, Location l, Value value, function_ref<Value(Value, Value)> combine);
+
+/// scf.for over [lb, ub) by 1 carrying `init`, whose bounds stay the same
+/// in every thread (the emulator requires uniform loops): `step` builds the
+/// iteration's new values only where `take(iv)` holds (an scf.if with
+/// results, built after `take(iv)`, so it may use what `take` built);
+/// elsewhere the carried values pass unchanged.
+scf::ForOp buildMaskedFor(OpBuilder &b, Location l, Value lb, Value ub, ValueRange init,
+                          function_ref<Value(Value)> take, function_ref<SmallVector<Value>(Value, ValueRange)> step);
+
+/// The indices an operand read through `map` (loop dims and constants)
+/// has at the loop values `loops` (no affine ops: the emulator runs arith).
+SmallVector<Value> indicesAt(OpBuilder &b, Location l, AffineMap map, ArrayRef<Value> loops);
+
+/// Clones `body`'s ops (a linalg body whose arguments `map` maps) at b's
+/// insertion point, linalg.index as `loops`; returns the values it yields.
+SmallVector<Value> cloneBodyAt(OpBuilder &b, Block &body, IRMapping &map, ArrayRef<Value> loops);
 
 /// `linear` as row-major indices over `shape` (the first not bounded:
 /// arith remui/divui, which the emulator runs; no affine ops).

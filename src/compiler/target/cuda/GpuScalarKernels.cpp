@@ -51,40 +51,56 @@ struct Scalar {
 
 } // namespace
 
-void mlir::nova::buildLayerNormRow(OpBuilder &b, LayerNormKernelOp op, Value row) {
-  auto type = cast<MemRefType>(op.getInit().getType());
-  Scalar s{b, op.getLoc(), type.getElementType()};
-  const int64_t d = op.width();
-  SmallVector<Value> prefix = delinearizeIndex(b, s.l, row, type.getShape().drop_back());
-  auto at = [&](Value column) {
-    SmallVector<Value> idx(prefix);
-    idx.push_back(column);
-    return idx;
-  };
+namespace {
+
+/// One LayerNorm row with the reference's formulas (mean, two-pass
+/// variance, rstd; forward y, or the input gradient dx), the row's
+/// columns visited as `rowSum` (a sum over them of term(column)) and
+/// `eachColumn` (body(column) for each) say: by one thread, or by a warp.
+void layerNormRowFormulas(Scalar &s, nova::LayerNormKernelOp op, function_ref<SmallVector<Value>(Value)> at,
+                          function_ref<Value(function_ref<Value(Value)>)> rowSum,
+                          function_ref<void(function_ref<void(Value)>)> eachColumn) {
   Value x = op.getInputs()[0], gamma = op.getInputs()[1], third = op.getInputs()[2], out = op.getInit();
-  Value zero = s.c(0), width = s.c(d), invD = s.f(1.0 / double(d));
-  Value mean = s.mul(s.sum(zero, width, [&](Value c) { return s.load(x, at(c)); }), invD);
-  Value var = s.mul(s.sum(zero, width,
-                          [&](Value c) {
-                            Value centered = s.sub(s.load(x, at(c)), mean);
-                            return s.mul(centered, centered);
-                          }),
+  Value invD = s.f(1.0 / double(op.width()));
+  Value mean = s.mul(rowSum([&](Value c) { return s.load(x, at(c)); }), invD);
+  Value var = s.mul(rowSum([&](Value c) {
+                      Value centered = s.sub(s.load(x, at(c)), mean);
+                      return s.mul(centered, centered);
+                    }),
                     invD);
-  Value rstd = s.div(s.f(1.0), b.create<math::SqrtOp>(s.l, s.add(var, s.f(op.getEps().convertToDouble()))));
+  Value rstd = s.div(s.f(1.0), s.b.create<math::SqrtOp>(s.l, s.add(var, s.f(op.getEps().convertToDouble()))));
   auto xhat = [&](Value c) { return s.mul(s.sub(s.load(x, at(c)), mean), rstd); };
   if (!op.getBackward()) {
-    s.loop(zero, width, [&](Value c) {
-      s.store(s.add(s.mul(xhat(c), s.load(gamma, c)), s.load(third, c)), out, at(c));
-    });
+    eachColumn([&](Value c) { s.store(s.add(s.mul(xhat(c), s.load(gamma, c)), s.load(third, c)), out, at(c)); });
     return;
   }
   auto g = [&](Value c) { return s.mul(s.load(third, at(c)), s.load(gamma, c)); };
-  Value meanG = s.mul(s.sum(zero, width, g), invD);
-  Value meanGx = s.mul(s.sum(zero, width, [&](Value c) { return s.mul(g(c), xhat(c)); }), invD);
-  s.loop(zero, width, [&](Value c) {
+  Value meanG = s.mul(rowSum(g), invD);
+  Value meanGx = s.mul(rowSum([&](Value c) { return s.mul(g(c), xhat(c)); }), invD);
+  eachColumn([&](Value c) {
     Value centered = s.sub(g(c), meanG);
     s.store(s.mul(s.sub(centered, s.mul(xhat(c), meanGx)), rstd), out, at(c));
   });
+}
+
+/// The indices of `column` in the row whose leading indices are `prefix`.
+SmallVector<Value> rowIndices(ArrayRef<Value> prefix, Value column) {
+  SmallVector<Value> idx(prefix);
+  idx.push_back(column);
+  return idx;
+}
+
+} // namespace
+
+void mlir::nova::buildLayerNormRow(OpBuilder &b, LayerNormKernelOp op, Value row) {
+  auto type = cast<MemRefType>(op.getInit().getType());
+  Scalar s{b, op.getLoc(), type.getElementType()};
+  SmallVector<Value> prefix = delinearizeIndex(b, s.l, row, type.getShape().drop_back());
+  Value zero = s.c(0), width = s.c(op.width());
+  layerNormRowFormulas(
+      s, op, [&](Value c) { return rowIndices(prefix, c); },
+      [&](function_ref<Value(Value)> term) { return s.sum(zero, width, term); },
+      [&](function_ref<void(Value)> body) { s.loop(zero, width, body); });
 }
 
 void mlir::nova::buildAttentionHead(OpBuilder &b, AttentionKernelOp op, Value unit) {
@@ -216,21 +232,11 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
     for (int64_t c = 0; c < hd; ++c)
       s.store(divisor ? s.div(row[size_t(c)], divisor) : row[size_t(c)], out, at(t, part, c));
   };
-  // A loop over [lb, ub) whose bounds are the same in every thread of the
-  // block; `step` runs only where `take(iv)`, else the carried values pass.
-  auto maskedLoop = [&](Value lb, Value ub, SmallVector<Value> init, function_ref<Value(Value)> take,
+  // Loops whose bounds are the same in every thread of the block, the
+  // causal mask a branch inside.
+  auto maskedLoop = [&](Value lb, Value ub, ValueRange init, function_ref<Value(Value)> take,
                         function_ref<SmallVector<Value>(Value, ValueRange)> step) {
-    return nova::buildFor(b, l, lb, ub, s.c(1), init, [&](Value iv, ValueRange carried) {
-      auto branch = b.create<scf::IfOp>(l, ValueRange(carried).getTypes(), take(iv), /*withElseRegion=*/true);
-      {
-        OpBuilder::InsertionGuard g(b);
-        b.setInsertionPointToStart(&branch.getThenRegion().front());
-        b.create<scf::YieldOp>(l, step(iv, carried));
-        b.setInsertionPointToStart(&branch.getElseRegion().front());
-        b.create<scf::YieldOp>(l, carried);
-      }
-      return SmallVector<Value>(branch.getResults());
-    });
+    return buildMaskedFor(b, l, lb, ub, init, take, step);
   };
   Value lowest = s.f(-std::numeric_limits<double>::infinity());
   SmallVector<Value> zeros(size_t(hd), s.f(0.0));
@@ -345,18 +351,11 @@ void mlir::nova::buildLayerNormWarpRows(OpBuilder &b, LayerNormKernelOp op, Valu
   Scalar s{b, op.getLoc(), type.getElementType()};
   Location l = s.l;
   const int64_t d = op.width(), rows = op.rows(), steps = (d + 31) / 32;
-  Value x = op.getInputs()[0], gamma = op.getInputs()[1], third = op.getInputs()[2], out = op.getInit();
-  Value invD = s.f(1.0 / double(d));
   s.loop(s.c(0), s.c((rows + warps - 1) / warps), [&](Value it) {
     Value unit = s.iadd(b.create<arith::MulIOp>(l, it, s.c(warps)), warp);
     Value inside = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, unit, s.c(rows));
     Value row = b.create<arith::MinUIOp>(l, unit, s.c(rows - 1));
     SmallVector<Value> prefix = delinearizeIndex(b, l, row, type.getShape().drop_back());
-    auto at = [&](Value column) {
-      SmallVector<Value> idx(prefix);
-      idx.push_back(column);
-      return idx;
-    };
     // Lane `lane`'s column at step `step`, clamped into the row, and
     // whether it is one.
     auto column = [&](Value step, Value &c, Value &take) {
@@ -364,45 +363,28 @@ void mlir::nova::buildLayerNormWarpRows(OpBuilder &b, LayerNormKernelOp op, Valu
       take = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, raw, s.c(d));
       c = b.create<arith::MinUIOp>(l, raw, s.c(d - 1));
     };
-    // sum over the row's columns of term(column): the lanes' partials,
-    // then a butterfly (every lane ends with the total).
-    auto rowSum = [&](function_ref<Value(Value)> term) {
-      Value partial = nova::buildFor(b, l, s.c(0), s.c(steps), s.c(1), {s.f(0.0)}, [&](Value step, ValueRange acc) {
-                        Value c, take;
-                        column(step, c, take);
-                        Value v = b.create<arith::SelectOp>(l, take, term(c), s.f(0.0));
-                        return SmallVector<Value>{s.add(acc[0], v)};
-                      }).getResult(0);
-      return warpAllReduce(b, l, partial, [&](Value x, Value y) { return s.add(x, y); });
-    };
-    auto eachColumn = [&](function_ref<void(Value)> body) {
-      s.loop(s.c(0), s.c(steps), [&](Value step) {
-        Value c, take;
-        column(step, c, take);
-        auto guard = b.create<scf::IfOp>(l, b.create<arith::AndIOp>(l, take, inside), /*withElseRegion=*/false);
-        OpBuilder::InsertionGuard g(b);
-        b.setInsertionPointToStart(&guard.getThenRegion().front());
-        body(c);
-      });
-    };
-    Value mean = s.mul(rowSum([&](Value c) { return s.load(x, at(c)); }), invD);
-    Value var = s.mul(rowSum([&](Value c) {
-                        Value centered = s.sub(s.load(x, at(c)), mean);
-                        return s.mul(centered, centered);
-                      }),
-                      invD);
-    Value rstd = s.div(s.f(1.0), b.create<math::SqrtOp>(l, s.add(var, s.f(op.getEps().convertToDouble()))));
-    auto xhat = [&](Value c) { return s.mul(s.sub(s.load(x, at(c)), mean), rstd); };
-    if (!op.getBackward()) {
-      eachColumn([&](Value c) { s.store(s.add(s.mul(xhat(c), s.load(gamma, c)), s.load(third, c)), out, at(c)); });
-      return;
-    }
-    auto g = [&](Value c) { return s.mul(s.load(third, at(c)), s.load(gamma, c)); };
-    Value meanG = s.mul(rowSum(g), invD);
-    Value meanGx = s.mul(rowSum([&](Value c) { return s.mul(g(c), xhat(c)); }), invD);
-    eachColumn([&](Value c) {
-      Value centered = s.sub(g(c), meanG);
-      s.store(s.mul(s.sub(centered, s.mul(xhat(c), meanGx)), rstd), out, at(c));
-    });
+    layerNormRowFormulas(
+        s, op, [&](Value c) { return rowIndices(prefix, c); },
+        // The lanes' partials, then a butterfly: every lane has the sum.
+        [&](function_ref<Value(Value)> term) {
+          Value partial =
+              nova::buildFor(b, l, s.c(0), s.c(steps), s.c(1), {s.f(0.0)}, [&](Value step, ValueRange acc) {
+                Value c, take;
+                column(step, c, take);
+                Value v = b.create<arith::SelectOp>(l, take, term(c), s.f(0.0));
+                return SmallVector<Value>{s.add(acc[0], v)};
+              }).getResult(0);
+          return warpAllReduce(b, l, partial, [&](Value x, Value y) { return s.add(x, y); });
+        },
+        [&](function_ref<void(Value)> body) {
+          s.loop(s.c(0), s.c(steps), [&](Value step) {
+            Value c, take;
+            column(step, c, take);
+            auto guard = b.create<scf::IfOp>(l, b.create<arith::AndIOp>(l, take, inside), /*withElseRegion=*/false);
+            OpBuilder::InsertionGuard g(b);
+            b.setInsertionPointToStart(&guard.getThenRegion().front());
+            body(c);
+          });
+        });
   });
 }

@@ -121,11 +121,9 @@ GpuMatmulConfig mlir::nova::simtConfigFromLowering(LoweringConfigAttr config, in
   c.blockM = tile[tile.size() - 2];
   c.blockN = tile[tile.size() - 1];
   c.blockK = config.getCacheTile()[0];
-  c.stages = config.getCacheTile()[1];
   c.warpM = config.getRegisterTile()[0];
   c.warpN = config.getRegisterTile()[1];
   c.threads = threads;
-  c.tiles = config.getWorkgroups();
   return c;
 }
 
@@ -172,13 +170,7 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
     dims[match.k] = k;
     return dims;
   };
-  auto indices = [&](AffineMap map, ArrayRef<Value> dims) {
-    SmallVector<Value> at;
-    for (AffineExpr e : map.getResults())
-      at.push_back(isa<AffineDimExpr>(e) ? dims[cast<AffineDimExpr>(e).getPosition()]
-                                         : cst(cast<AffineConstantExpr>(e).getValue()));
-    return at;
-  };
+  auto indices = [&](AffineMap map, ArrayRef<Value> dims) { return indicesAt(b, l, map, dims); };
   auto below = [&](Value v, int64_t bound) {
     return b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, v, cst(bound));
   };
@@ -274,9 +266,7 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
           map.map(body.getArgument(0), a[size_t(i)]);
           map.map(body.getArgument(1), bv[size_t(j)]);
           map.map(body.getArgument(2), in[size_t(i * c.warpN + j)]);
-          for (Operation &inside : body.without_terminator())
-            b.clone(inside, map);
-          next.push_back(map.lookupOrDefault(body.getTerminator()->getOperand(0)));
+          next.push_back(cloneBodyAt(b, body, map, /*loops=*/{})[0]); // no linalg.index (matchSimtMatmul)
         }
       return next;
     });

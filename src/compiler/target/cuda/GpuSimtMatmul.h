@@ -13,7 +13,7 @@
 // column fastest, then row, then batch):
 //   for each K slab: the block's threads copy the lhs slab (blockM x blockK)
 //     and the rhs slab (blockK x blockN) to shared memory, consecutive
-//     threads along the operand's innermost dimension (coalesced), zeros
+//     threads along the operand's innermost dimension (to coalesce), zeros
 //     past the edges; barrier; each thread folds the slab into its
 //     accumulators with the generic's own body (its casts, its multiply and
 //     add, in K order, as the reference); barrier;
@@ -21,8 +21,8 @@
 // Thread (ty, tx) owns rows ty + i * (blockM / warpM) and columns tx + j *
 // (blockN / warpN): a warp's shared reads are broadcasts or consecutive
 // words, its global stores consecutive. Shared rows are padded by one
-// element, so the column-wise copies of a transposed operand do not
-// conflict on banks.
+// element, so that by the bank arithmetic the column-wise copies of a
+// transposed operand do not conflict. None of this is measured on a GPU.
 // The accumulators start from the result's values, or from the constant a
 // dropped fill would have written (kGpuMatmulInitAttr).
 //
@@ -73,8 +73,9 @@ struct SimtMatmulFaults {
 LogicalResult buildSimtMatmul(linalg::GenericOp op, const SimtMatmul &match, const GpuMatmulConfig &config,
                               FloatAttr init, const SimtMatmulFaults &faults = {});
 
-/// The configuration as nova-gpu-threads recorded it on the kernel (kind
-/// simt_matmul): blockM, blockN, blockK, warpM, warpN and the threads.
+/// What the builder needs of the configuration nova-gpu-threads recorded
+/// on the kernel (kind simt_matmul): blockM, blockN, blockK, warpM, warpN
+/// and the threads.
 GpuMatmulConfig simtConfigFromLowering(LoweringConfigAttr config, int64_t threads);
 
 } // namespace mlir::nova

@@ -261,11 +261,9 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
         if (succeeded(plan)) {
           const GpuMatmulConfig &c = plan->config;
           const GpuMatmulProblem &p = plan->problem;
-          int64_t blocks = (p.n + c.blockN - 1) / c.blockN * ((p.m + c.blockM - 1) / c.blockM) * p.batch;
-          LoweringConfigAttr planned = toLoweringConfig(c, plan->batched, ctx);
-          kernel->setAttr(LoweringConfigAttr::name,
-                          LoweringConfigAttr::get(ctx, planned.getKind(), blocks, planned.getTile(),
-                                                  planned.getCacheTile(), planned.getRegisterTile()));
+          // A block a tile (the plan allows no split-K): workgroups = tiles.
+          const int64_t blocks = c.tiles;
+          kernel->setAttr(LoweringConfigAttr::name, toLoweringConfig(c, plan->batched, ctx));
           kernel->setAttr(kGpuBlockThreadsAttr, i64(c.threads));
           kernel->setAttr(kGpuSharedBytesAttr, i64(c.smemBytes));
           kernel->setAttr(kGpuOperandAttr, StringAttr::get(ctx, nameOf(p.operand)));
@@ -348,8 +346,8 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
     c.stages = 1; // one slab in shared memory at a time
     c.smemBytes = simtMatmulSharedBytes(matmul, c);
     const GpuMatmulProblem &p = match->problem;
-    int64_t blocks = (p.n + c.blockN - 1) / c.blockN * ((p.m + c.blockM - 1) / c.blockM) * p.batch;
-    c.tiles = blocks;
+    // A block a tile (the problem allows no split-K): workgroups = tiles.
+    const int64_t blocks = c.tiles;
     auto i64 = [&](int64_t v) { return IntegerAttr::get(IntegerType::get(ctx, 64), v); };
     kernel->setAttr(LoweringConfigAttr::name, toLoweringConfig(c, match->batched, ctx));
     kernel->setAttr(kGpuBlockThreadsAttr, i64(c.threads));
@@ -685,9 +683,11 @@ struct GpuOutlineKernels : PassWrapper<GpuOutlineKernels, OperationPass<ModuleOp
         continue;
       }
       const bool simt = config && config.getKind() == "simt_matmul";
-      if (!config || (!config.isGpuThreads() && !simt)) {
+      auto blockThreads = kernel->getAttrOfType<IntegerAttr>(kGpuBlockThreadsAttr);
+      if (!config || (!config.isGpuThreads() && !simt) || !blockThreads) {
         kernel.emitError("nova-gpu-outline-kernels: kernel ")
-            << kernel.getSymName() << " has no GPU kernel form (its config: " << config << ")";
+            << kernel.getSymName() << " has no GPU kernel form (its config: " << config
+            << (blockThreads ? "" : ", no nova.gpu_block_threads") << ")";
         return signalPassFailure();
       }
       Block &entry = kernel.getBody().front();
@@ -706,9 +706,7 @@ struct GpuOutlineKernels : PassWrapper<GpuOutlineKernels, OperationPass<ModuleOp
       b.setInsertionPoint(gpuModule.getBody()->getTerminator());
       auto gpuFunc = b.create<gpu::GPUFuncOp>(kernel.getLoc(), ("nova_" + kernel.getSymName()).str(), type);
       gpuFunc->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-      auto blockThreads = kernel->getAttrOfType<IntegerAttr>(kGpuBlockThreadsAttr);
-      const int32_t threads = int32_t(simt && blockThreads ? blockThreads.getInt() : config.getTile()[0]);
-      gpuFunc.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({threads, 1, 1}));
+      gpuFunc.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(blockThreads.getInt()), 1, 1}));
       gpuFunc->setAttr(LoweringConfigAttr::name, config);
       gpuFunc.getBody().front().erase();
       gpuFunc.getBody().takeBody(kernel.getBody());
