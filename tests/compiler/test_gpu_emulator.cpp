@@ -19,6 +19,7 @@
 #include "compiler/target/cuda/GpuSimtMatmul.h"
 #include "compiler/target/cuda/MmaMatmulKernel.h"
 #include "compiler/target/cuda/PtxEmitter.h"
+#include "compiler/target/cuda/WgmmaMatmulKernel.h"
 #include "nova/target.hpp"
 #include "unit/test_seed.hpp"
 
@@ -69,17 +70,28 @@ struct MatmulRun {
   std::string config;
 };
 
-/// Builds the kernel for `p` / `c`, runs it on random inputs and compares
-/// with float64.
+/// Builds the kernel for `p` / `c` (mma.sync, or TMA + wgmma for a wgmma
+/// config), runs it on random inputs and compares with float64.
 MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const MmaMatmulFaults &faults = {},
-                    const MmaEpilogue &epilogue = {}) {
+                    const MmaEpilogue &epilogue = {}, const WgmmaMatmulFaults &wgmmaFaults = {}) {
   MatmulRun run;
   run.config = c.describe();
   MLIRContext &ctx = context();
   OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
   gpu::GPUModuleOp kernels = addKernelsModule(*module);
   std::string error;
-  FailureOr<gpu::GPUFuncOp> kernel = buildMmaSyncMatmulKernel(kernels, "matmul", p, c, error, faults, epilogue);
+  FailureOr<gpu::GPUFuncOp> kernel = failure();
+  std::vector<TmaMap> maps;
+  if (c.kind == GpuMmaKind::wgmma) {
+    FailureOr<WgmmaMatmulKernel> built =
+        buildWgmmaMatmulKernel(kernels, "matmul", p, c, error, wgmmaFaults, epilogue);
+    if (succeeded(built)) {
+      kernel = built->func;
+      maps = built->maps;
+    }
+  } else {
+    kernel = buildMmaSyncMatmulKernel(kernels, "matmul", p, c, error, faults, epilogue);
+  }
   REQUIRE_MESSAGE(succeeded(kernel), error);
   REQUIRE(succeeded(verify(*module)));
 
@@ -121,9 +133,16 @@ MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const M
   }
   EmulatorLaunch launch;
   launch.grid = {(p.n + c.blockN - 1) / c.blockN, (p.m + c.blockM - 1) / c.blockM, p.batch};
-  launch.block = {32 * c.warpsM * c.warpsN, 1, 1};
+  launch.block = {c.threads, 1, 1};
   launch.dynamicSharedBytes = gpuMatmulSmemBytes(c, p.operand);
   launch.args = {&A, &B, &C};
+  if (!maps.empty()) {
+    // The maps read A and B; the kernel takes them where A and B would be.
+    launch.args = {nullptr, nullptr, &C};
+    for (const TmaMap &map : maps)
+      launch.tensorMaps[map.operand] = EmulatorTensorMap{map, map.operand == 0 ? std::span<uint8_t>(A)
+                                                                               : std::span<uint8_t>(B)};
+  }
   std::vector<float> bias(size_t(p.n)), residual(size_t(p.batch * p.m * p.n));
   for (float &x : bias)
     x = dist(rng);
@@ -554,4 +573,154 @@ TEST_CASE("GPU emulator: the simt matmul kernel against float64 (partial tiles, 
   run = runSimtMatmul(70, 50, 40, false, noSlabBarrier);
   CHECK_FALSE(run.report.ok);
   CHECK(run.report.error.find("before the buffer is refilled") != std::string::npos);
+}
+
+namespace {
+
+/// A wgmma configuration: `warpgroups` x 64 rows, `bn` columns, a `bk` slab.
+GpuMatmulConfig wgmmaBlock(GpuOperand op, int64_t warpgroups, int64_t bn, int64_t bk, int64_t stages) {
+  GpuMatmulConfig c;
+  c.kind = GpuMmaKind::wgmma;
+  c.blockM = 64 * warpgroups;
+  c.blockN = bn;
+  c.blockK = bk;
+  c.warpsM = warpgroups;
+  c.warpsN = 1;
+  c.warpM = 64;
+  c.warpN = bn;
+  c.stages = stages;
+  c.mmaM = 64;
+  c.mmaN = bn;
+  c.mmaK = op == GpuOperand::tf32 ? 8 : 16;
+  c.threads = 128 * warpgroups;
+  return c;
+}
+
+GpuMatmulProblem layout(GpuMatmulProblem p, bool lhsTransposed, bool rhsTransposed, int64_t batch = 1) {
+  p.lhsTransposed = lhsTransposed;
+  p.rhsTransposed = rhsTransposed;
+  p.batch = batch;
+  return p;
+}
+
+} // namespace
+
+TEST_CASE("GPU emulator: TMA and wgmma swizzle 16-byte chunks of 128-byte lines as the ISA's tables do") {
+  // 128B: chunk c of line r (in a 1024-byte-aligned pattern) is stored at chunk c ^ r;
+  // 64B: c ^ (r & 3) of c < 4; 32B: c ^ (r & 1) of c < 2; bytes inside a chunk stay.
+  for (int64_t r = 0; r < 8; ++r)
+    for (int64_t c = 0; c < 8; ++c) {
+      const int64_t a = 4096 + 128 * r + 16 * c + 5;
+      CHECK(swizzledAddress(a, 128) == 4096 + 128 * r + 16 * (c ^ r) + 5);
+      if (c < 4)
+        CHECK(swizzledAddress(a, 64) == 4096 + 128 * r + 16 * (c ^ (r & 3)) + 5);
+      if (c < 2)
+        CHECK(swizzledAddress(a, 32) == 4096 + 128 * r + 16 * (c ^ (r & 1)) + 5);
+      CHECK(swizzledAddress(a, 0) == a);
+    }
+}
+
+TEST_CASE("GPU emulator: the TMA + wgmma kernel matches float64 (f16, bf16, tf32; K- and MN-major operands)") {
+  struct Case {
+    GpuMatmulProblem p;
+    GpuMatmulConfig c;
+  };
+  const GpuOperand bf16 = GpuOperand::bf16, f16 = GpuOperand::f16, tf32 = GpuOperand::tf32;
+  std::vector<Case> cases = {
+      // NN: A K-major, B MN-major (imm-trans), 128-byte rows; two slabs, 2 stages.
+      {problem(128, 128, 128, bf16), wgmmaBlock(bf16, 1, 64, 64, 2)},
+      // Two warpgroups, three stages, B two 64-column boxes a slab.
+      {problem(128, 256, 192, bf16), wgmmaBlock(bf16, 2, 128, 64, 3)},
+      // TN (A MN-major) with a 32-element slab, NT (both K-major, the prologue fills every stage), TT.
+      {layout(problem(128, 128, 128, f16), true, false), wgmmaBlock(f16, 2, 64, 64, 2)},
+      {layout(problem(64, 64, 256, f16), false, true), wgmmaBlock(f16, 1, 64, 64, 4)},
+      {layout(problem(128, 64, 192, bf16), true, true), wgmmaBlock(bf16, 2, 64, 64, 2)},
+      // tf32 (both K-major), a narrow wgmma (n = 32).
+      {layout(problem(128, 64, 128, tf32), false, true), wgmmaBlock(tf32, 2, 64, 32, 3)},
+      {layout(problem(64, 32, 96, tf32), false, true), wgmmaBlock(tf32, 1, 32, 32, 2)},
+      // Edges: M, N and K not multiples of the block (TMA fills zeros past
+      // the tensor; the stores are guarded); a batch of 2.
+      {problem(100, 72, 40, bf16), wgmmaBlock(bf16, 2, 64, 64, 2)},
+      {layout(problem(96, 80, 72, f16), false, true), wgmmaBlock(f16, 1, 64, 64, 2)},
+      {layout(problem(64, 64, 100, tf32), false, true), wgmmaBlock(tf32, 1, 64, 32, 2)},
+      {layout(problem(64, 64, 128, bf16), false, false, 2), wgmmaBlock(bf16, 1, 64, 64, 2)},
+  };
+  for (const Case &cs : cases) {
+    GpuMatmulConfig c = cs.c;
+    c.smemBytes = gpuMatmulSmemBytes(c, cs.p.operand);
+    MatmulRun run = runMatmul(cs.p, c);
+    INFO(nameOf(cs.p.operand), " ", cs.p.m, "x", cs.p.n, "x", cs.p.k, " batch ", cs.p.batch,
+         cs.p.lhsTransposed ? " T" : " N", cs.p.rhsTransposed ? "T" : "N", ": ", run.config);
+    REQUIRE_MESSAGE(run.report.ok, run.report.error);
+    MESSAGE(std::string(nameOf(cs.p.operand)), " ", cs.p.m, "x", cs.p.n, "x", cs.p.k, ": worst |error| ", run.worst, " (bound ",
+            run.bound, "), ", run.report.wgmmas, " wgmmas, ", run.report.tmaLoads, " TMA loads");
+    CHECK(run.report.wgmmas > 0);
+    CHECK(run.report.tmaLoads > 0);
+    CHECK(run.worst <= run.bound);
+  }
+  // A slab of 64-byte rows is refused by name (MLIR 19 verifies only 128-byte swizzled boxes).
+  MLIRContext &ctx = context();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
+  std::string error;
+  CHECK(failed(buildWgmmaMatmulKernel(addKernelsModule(*module), "narrow", problem(64, 64, 64, bf16),
+                                      wgmmaBlock(bf16, 1, 64, 32, 2), error)));
+  CHECK(error.find("128 bytes of K") != std::string::npos);
+}
+
+TEST_CASE("GPU emulator: the wgmma kernel's fused epilogue and the configurator's sm_90a decisions") {
+  MmaEpilogue epilogue;
+  epilogue.scale = 0.5;
+  epilogue.bias = true;
+  epilogue.activation = MmaEpilogue::Activation::gelu_tanh;
+  epilogue.residual = true;
+  MatmulRun run = runMatmul(problem(128, 72, 64, GpuOperand::bf16), wgmmaBlock(GpuOperand::bf16, 2, 64, 64, 2), {},
+                            epilogue);
+  REQUIRE_MESSAGE(run.report.ok, run.report.error);
+  CHECK(run.worst <= run.bound);
+
+  const ::nova::TargetDesc h100 = ::nova::builtin_gpu_target("sm_90a");
+  for (auto [m, n, k, op, ta, tb] : {std::tuple{256, 256, 256, GpuOperand::bf16, false, false},
+                                    std::tuple{192, 320, 128, GpuOperand::f16, true, false},
+                                    std::tuple{128, 256, 96, GpuOperand::tf32, false, true}}) {
+    GpuMatmulProblem p = layout(problem(m, n, k, op), ta, tb);
+    p.allowWgmma = true;
+    GpuMatmulConfig c = configureGpuMatmul(p, h100);
+    INFO(c.describe());
+    REQUIRE(c.kind == GpuMmaKind::wgmma);
+    MatmulRun r = runMatmul(p, c);
+    REQUIRE_MESSAGE(r.report.ok, r.report.error);
+    CHECK(r.worst <= r.bound);
+  }
+}
+
+TEST_CASE("GPU emulator: a deliberately broken wgmma kernel fails it") {
+  const GpuMatmulProblem p = problem(128, 128, 192, GpuOperand::bf16);
+  const GpuMatmulConfig c = wgmmaBlock(GpuOperand::bf16, 2, 64, 64, 2);
+  auto broken = [&](auto set) {
+    WgmmaMatmulFaults f;
+    set(f);
+    return runMatmul(p, c, {}, {}, f);
+  };
+  MatmulRun noWait = broken([](WgmmaMatmulFaults &f) { f.noMbarrierWait = true; });
+  CHECK(!noWait.report.ok);
+  CHECK(noWait.report.error.find("not been waited for") != std::string::npos);
+  MatmulRun noBarrier = broken([](WgmmaMatmulFaults &f) { f.noBarrierBeforeRefill = true; });
+  CHECK(!noBarrier.report.ok);
+  CHECK(noBarrier.report.error.find("no barrier between") != std::string::npos);
+  MatmulRun noFinal = broken([](WgmmaMatmulFaults &f) { f.noFinalWgmmaWait = true; });
+  CHECK(!noFinal.report.ok);
+  CHECK(noFinal.report.error.find("wait_group") != std::string::npos);
+  MatmulRun noFence = broken([](WgmmaMatmulFaults &f) { f.noWgmmaFence = true; });
+  CHECK(!noFence.report.ok);
+  CHECK(noFence.report.error.find("wgmma.fence") != std::string::npos);
+  // A descriptor swizzle other than the one TMA wrote with reads the wrong
+  // elements (one slab: nothing else is in flight to trip over).
+  WgmmaMatmulFaults wrong;
+  wrong.wrongDescriptorSwizzle = true;
+  MatmulRun swizzle = runMatmul(problem(128, 128, 64, GpuOperand::bf16), c, {}, {}, wrong);
+  MESSAGE("errors caught: ", noWait.report.error, " / ", noBarrier.report.error, " / ", noFinal.report.error, " / ",
+          noFence.report.error, "; wrong swizzle: ", swizzle.report.ok ? "worst " + std::to_string(swizzle.worst)
+                                                                      : swizzle.report.error);
+  REQUIRE_MESSAGE(swizzle.report.ok, swizzle.report.error);
+  CHECK(swizzle.worst > 100 * swizzle.bound);
 }

@@ -265,8 +265,10 @@ GpuMatmulConfig mlir::nova::configureGpuMatmul(const GpuMatmulProblem &p, const 
   // K slab: 128-byte K-contiguous rows when K has two of them, else 64, else
   // the instruction's K.
   const int64_t mmaK = kind == GpuMmaKind::simt ? 1 : sixteen ? 16 : 8;
+  // wgmma: always 128 (its TMA boxes: MLIR 19 verifies a swizzled box only
+  // with 128-byte rows; TMA fills K past the matrix with zeros).
   int64_t blockK = 128 / es;
-  while (blockK > mmaK && p.k < 2 * blockK)
+  while (kind != GpuMmaKind::wgmma && blockK > mmaK && p.k < 2 * blockK)
     blockK /= 2;
   if (kind == GpuMmaKind::simt)
     blockK = p.operand == GpuOperand::f64 ? 8 : 16;

@@ -14,6 +14,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
@@ -28,6 +29,8 @@
 #include <cmath>
 #include <cstring>
 #include <deque>
+#include <functional>
+#include <numeric>
 #include <unordered_map>
 
 using namespace mlir;
@@ -89,6 +92,26 @@ int64_t bytesOf(Type t) {
   return std::max<int64_t>(1, t.getIntOrFloatBitWidth() / 8);
 }
 
+/// The shared-memory address of the dynamic shared memory's first byte: as
+/// behind a 16-byte static mbarrier group after the 1 KB the driver
+/// reserves, so kernels that need 1024-byte aligned tiles must round up.
+constexpr int64_t kSharedWindowBase = 1040;
+
+/// i64 values are held as their bit patterns in a double's bytes (a
+/// descriptor's high bits would not survive a conversion); index and i32
+/// values as numbers.
+bool isWide(Type t) { return t.isInteger(64); }
+uint64_t bitsOf(double d) {
+  uint64_t u;
+  std::memcpy(&u, &d, 8);
+  return u;
+}
+double ofBits(uint64_t u) {
+  double d;
+  std::memcpy(&d, &u, 8);
+  return d;
+}
+
 /// One in-flight cp.async.
 struct AsyncCopy {
   int64_t thread;
@@ -103,7 +126,7 @@ public:
       : kernel(kernel), launch(launch), report(report) {
     threads = launch.block[0] * launch.block[1] * launch.block[2];
     for (std::vector<uint8_t> *arg : launch.args)
-      argMemory.emplace_back(arg->data(), arg->size());
+      argMemory.emplace_back(arg ? std::span<uint8_t>(arg->data(), arg->size()) : std::span<uint8_t>());
     if (launch.args.empty())
       argMemory = launch.memory;
   }
@@ -113,6 +136,11 @@ public:
       return fail(kernel, llvm::formatv("the kernel takes {0} arguments, the launch gives {1}",
                                         kernel.getNumArguments(), argMemory.size()));
     for (auto [i, arg] : llvm::enumerate(kernel.getArguments())) {
+      if (isa<LLVM::LLVMPointerType>(arg.getType())) {
+        if (!launch.tensorMaps.count(int(i)))
+          return fail(kernel, llvm::formatv("pointer argument {0} is not given a tensor map", i));
+        continue;
+      }
       auto type = dyn_cast<MemRefType>(arg.getType());
       if (!type || !type.hasStaticShape() || !type.getLayout().isIdentity())
         return fail(kernel, "only static, identity-layout memref arguments are supported");
@@ -144,7 +172,17 @@ private:
   struct Reg {
     int64_t width = 1;
     std::vector<double> v;
+    /// When it was last defined (wgmma.fence ordering), and the wgmma
+    /// that produced it (-1: none), unfinished until a wait_group.
+    int64_t serial = 0, wgmma = -1;
+    bool fromWgmma = false;
   };
+  int64_t serialCounter = 0;
+  /// A value moved to another register (block arguments, results).
+  static void copyMeta(Reg &to, const Reg &from) {
+    to.wgmma = from.wgmma;
+    to.fromWgmma = from.fromWgmma;
+  }
   // Node-based maps: a Reg& or Reg* stays valid while others are added.
   struct ValueKey {
     Value v;
@@ -185,6 +223,9 @@ private:
       r.width = width;
       r.v.assign(size_t(threads * width), 0.0);
     }
+    r.serial = ++serialCounter;
+    r.wgmma = -1;
+    r.fromWgmma = false;
     return r;
   }
   const Reg *get(Value v) {
@@ -208,8 +249,11 @@ private:
     uncommitted.assign(size_t(threads), {});
     groups.assign(size_t(threads), {});
     active.assign(size_t(threads), 1);
+    resetHopper();
     for (auto [i, arg] : llvm::enumerate(kernel.getArguments())) {
-      auto type = cast<MemRefType>(arg.getType());
+      auto type = dyn_cast<MemRefType>(arg.getType());
+      if (!type)
+        continue; // a tensor map
       MemrefDesc d;
       d.space = Space::global;
       d.arg = int(i);
@@ -268,20 +312,30 @@ private:
                                       b, c.thread),
                     t);
       }
+      if (tmaPending[size_t(b)] >= 0)
+        return fail(op, llvm::formatv("reads shared byte {0} while a TMA load into it has not been waited for "
+                                      "(a missing mbarrier wait)",
+                                      b),
+                    t);
       if (writeEpoch[size_t(b)] == epoch && writeThread[size_t(b)] != t)
         return fail(op, llvm::formatv("reads shared byte {0} that thread {1} wrote with no barrier between "
                                       "(a missing gpu.barrier)",
                                       b, writeThread[size_t(b)]),
                     t);
-      if (readEpoch[size_t(b)] != epoch) {
-        readEpoch[size_t(b)] = int32_t(epoch);
-        readThread[size_t(b)] = int32_t(t);
-        manyReaders[size_t(b)] = 0;
-      } else if (readThread[size_t(b)] != t) {
-        manyReaders[size_t(b)] = 1;
-      }
+      stampRead(b, t);
     }
     return true;
+  }
+
+  /// Byte b read by thread t in this epoch (for the write-after-read check).
+  void stampRead(int64_t b, int64_t t) {
+    if (readEpoch[size_t(b)] != epoch) {
+      readEpoch[size_t(b)] = int32_t(epoch);
+      readThread[size_t(b)] = int32_t(t);
+      manyReaders[size_t(b)] = 0;
+    } else if (readThread[size_t(b)] != t) {
+      manyReaders[size_t(b)] = 1;
+    }
   }
 
   /// A write by thread t to shared bytes, ordered after every access of
@@ -289,9 +343,10 @@ private:
   bool sharedWrite(Operation *op, int64_t byte, int64_t count, int64_t t, int64_t since) {
     for (int64_t b = byte; b < byte + count; ++b) {
       if (readEpoch[size_t(b)] >= since && (manyReaders[size_t(b)] || readThread[size_t(b)] != t))
-        return fail(op, llvm::formatv("writes shared byte {0} that thread {1} read with no barrier between "
+        return fail(op, llvm::formatv("writes shared byte {0} that {1} read with no barrier between "
                                       "(a missing gpu.barrier before the buffer is refilled)",
-                                      b, readThread[size_t(b)] != t ? readThread[size_t(b)] : -1),
+                                      b, manyReaders[size_t(b)] ? std::string("other threads")
+                                                                : "thread " + std::to_string(readThread[size_t(b)])),
                     t);
       if (writeEpoch[size_t(b)] >= since && writeThread[size_t(b)] != t)
         return fail(op, llvm::formatv("writes shared byte {0} that thread {1} also wrote with no barrier between",
@@ -326,7 +381,7 @@ private:
     }
     int64_t i;
     std::memcpy(&i, p, 8);
-    return double(i);
+    return isWide(t) ? ofBits(uint64_t(i)) : double(i);
   }
 
   void storeElement(Type t, uint8_t *p, double v) {
@@ -342,7 +397,7 @@ private:
       int32_t i = int32_t(int64_t(v));
       std::memcpy(p, &i, 4);
     } else {
-      int64_t i = int64_t(v);
+      int64_t i = isWide(t) ? int64_t(bitsOf(v)) : int64_t(v);
       std::memcpy(p, &i, 8);
     }
   }
@@ -380,6 +435,469 @@ private:
     return true;
   }
 
+  // --- Hopper: mbarriers, TMA loads, wgmma ----------------------------------
+
+  /// One mbarrier object (ptx-semantics.md §7e).
+  struct MBarrier {
+    bool live = false, fenced = false;
+    int64_t initThread = -1, initEpoch = -1;
+    int64_t phase = 0, pending = 0, expected = 0, tx = 0;
+    std::vector<int64_t> inflight; ///< TMA loads completing on it
+  };
+  struct TmaLoad {
+    int64_t thread, map, dstAddress, issueEpoch;
+    SmallVector<int64_t> coords;
+  };
+  struct WgmmaRun {
+    /// Shared bytes it reads (element starts), per warpgroup's first thread.
+    std::vector<std::pair<int64_t, int64_t>> reads; ///< (byte, thread)
+    int64_t bytes = 0;
+    bool done = false;
+  };
+  std::unordered_map<ValueKey, std::vector<MBarrier>, ValueHash> mbarriers;
+  std::unordered_map<ValueKey, int64_t, ValueHash> tensorMapArgs; ///< map value -> kernel argument
+  std::vector<TmaLoad> tmaLoads;
+  std::vector<int32_t> tmaPending;   ///< per shared byte: the TMA load in flight into it, or -1
+  std::vector<int32_t> wgmmaReading; ///< per shared byte: unfinished wgmmas reading it
+  std::vector<WgmmaRun> wgmmaRuns;
+  std::vector<int64_t> wgmmaUncommitted;
+  std::deque<std::vector<int64_t>> wgmmaGroups;
+  int64_t wgmmaFenceSerial = -1, unfinishedWgmmas = 0;
+
+  void resetHopper() {
+    mbarriers.clear();
+    tensorMapArgs.clear();
+    tmaLoads.clear();
+    tmaPending.assign(shared.size(), -1);
+    wgmmaReading.assign(shared.size(), 0);
+    wgmmaRuns.clear();
+    wgmmaUncommitted.clear();
+    wgmmaGroups.clear();
+    wgmmaFenceSerial = -1;
+    unfinishedWgmmas = 0;
+  }
+
+  /// Whether thread t's predicate (absent: true) holds.
+  bool predicated(Value predicate, int64_t t) {
+    if (!predicate)
+      return true;
+    const Reg *p = get(predicate);
+    return p && p->v[size_t(t)] != 0;
+  }
+
+  MBarrier *barrierAt(Operation *op, Value group, Value index, int64_t t) {
+    auto it = mbarriers.find(ValueKey{group});
+    const Reg *i = get(index);
+    if (it == mbarriers.end() || !i) {
+      fail(op, "an mbarrier of no nvgpu.mbarrier.create", t);
+      return nullptr;
+    }
+    int64_t id = int64_t(i->v[size_t(t)]);
+    if (id < 0 || id >= int64_t(it->second.size())) {
+      fail(op, llvm::formatv("mbarrier {0} of a group of {1}", id, it->second.size()), t);
+      return nullptr;
+    }
+    return &it->second[size_t(id)];
+  }
+
+  /// A use of a live mbarrier, ordered after its init.
+  bool useBarrier(Operation *op, MBarrier &bar, int64_t t) {
+    if (!bar.live)
+      return fail(op, "uses an mbarrier that was not initialized", t);
+    if (bar.initThread != t && bar.initEpoch == epoch)
+      return fail(op, llvm::formatv("uses an mbarrier thread {0} initialized with no barrier between",
+                                    bar.initThread),
+                  t);
+    return true;
+  }
+
+  void completePhase(MBarrier &bar) {
+    if (bar.pending == 0 && bar.tx == 0) {
+      ++bar.phase;
+      bar.pending = bar.expected;
+    }
+  }
+
+  bool mbarrierInit(nvgpu::MBarrierInitOp op) {
+    const Reg *count = get(op.getCount());
+    for (int64_t t = 0; t < threads; ++t) {
+      if (!active[size_t(t)] || !predicated(op.getPredicate(), t))
+        continue;
+      MBarrier *bar = barrierAt(op, op.getBarriers(), op.getMbarId(), t);
+      if (!bar)
+        return false;
+      if (bar->live)
+        return fail(op, "initializes a live mbarrier again", t);
+      int64_t n = count ? int64_t(count->v[size_t(t)]) : 0;
+      if (n < 1 || n >= (int64_t(1) << 20))
+        return fail(op, llvm::formatv("an mbarrier count of {0}", n), t);
+      *bar = MBarrier{};
+      bar->live = true;
+      bar->initThread = t;
+      bar->initEpoch = epoch;
+      bar->pending = bar->expected = n;
+    }
+    return true;
+  }
+
+  bool arriveExpectTx(nvgpu::MBarrierArriveExpectTxOp op) {
+    const Reg *bytes = get(op.getTxcount());
+    for (int64_t t = 0; t < threads; ++t) {
+      if (!active[size_t(t)] || !predicated(op.getPredicate(), t))
+        continue;
+      MBarrier *bar = barrierAt(op, op.getBarriers(), op.getMbarId(), t);
+      if (!bar || !useBarrier(op, *bar, t))
+        return false;
+      bar->tx += bytes ? int64_t(bytes->v[size_t(t)]) : 0;
+      if (--bar->pending < 0)
+        return fail(op, "more arrivals on an mbarrier phase than its count", t);
+      completePhase(*bar);
+    }
+    return true;
+  }
+
+  bool tmaLoad(nvgpu::TmaAsyncLoadOp op) {
+    auto mapArg = tensorMapArgs.find(ValueKey{op.getTensorMapDescriptor()});
+    auto dst = memrefs.find(ValueKey{op.getDst()});
+    if (mapArg == tensorMapArgs.end() || !launch.tensorMaps.count(int(mapArg->second)))
+      return fail(op, "a TMA load through a tensor map the launch does not give");
+    if (dst == memrefs.end() || dst->second.space != Space::shared)
+      return fail(op, "a TMA load into something other than shared memory");
+    const TmaMap &map = launch.tensorMaps.at(int(mapArg->second)).map;
+    const int64_t rank = int64_t(map.dims.size()), bytes = map.boxBytes();
+    if (int64_t(op.getCoordinates().size()) != rank || int64_t(map.box.size()) != rank ||
+        int64_t(map.strides.size()) != rank - 1)
+      return fail(op, "the coordinates, the map's dims, strides and box disagree in rank");
+    if ((map.box[0] * map.elementBytes) % 16 || (map.swizzleBytes && map.box[0] * map.elementBytes > map.swizzleBytes))
+      return fail(op, llvm::formatv("a box row of {0} bytes (a multiple of 16, at most the {1}-byte swizzle)",
+                                    map.box[0] * map.elementBytes, map.swizzleBytes));
+    for (int64_t s : map.strides)
+      if (s % 16)
+        return fail(op, llvm::formatv("a global stride of {0} bytes (TMA needs multiples of 16)", s));
+    if (dst->second.shape.size() != size_t(rank) ||
+        std::accumulate(dst->second.shape.begin(), dst->second.shape.end(), int64_t(1), std::multiplies<>()) *
+                dst->second.elementBytes !=
+            bytes)
+      return fail(op, "the destination is not the map's box");
+    for (int64_t t = 0; t < threads; ++t) {
+      if (!active[size_t(t)] || !predicated(op.getPredicate(), t))
+        continue;
+      MBarrier *bar = barrierAt(op, op.getBarriers(), op.getMbarId(), t);
+      if (!bar || !useBarrier(op, *bar, t))
+        return false;
+      if (!bar->fenced)
+        return fail(op, "a TMA load completes on an mbarrier whose init was not fenced for the async proxy "
+                        "(fence.mbarrier_init)",
+                    t);
+      TmaLoad load{t, mapArg->second, kSharedWindowBase + dst->second.byteOffset, epoch, {}};
+      for (Value c : op.getCoordinates())
+        load.coords.push_back(int64_t(get(c)->v[size_t(t)]));
+      if (load.dstAddress % 128)
+        return fail(op, llvm::formatv("a TMA destination at shared address {0} (128-byte aligned)", load.dstAddress),
+                    t);
+      const int64_t first = load.dstAddress - kSharedWindowBase;
+      if (first < 0 || first + bytes > int64_t(shared.size()))
+        return fail(op, "a TMA box past the dynamic shared memory", t);
+      int64_t id = int64_t(tmaLoads.size());
+      // Each 128-byte line maps onto itself: the bytes in flight are [first, first + bytes).
+      for (int64_t b = first; b < first + bytes; ++b) {
+        if (tmaPending[size_t(b)] >= 0 || pending[size_t(b)] >= 0)
+          return fail(op, llvm::formatv("two asynchronous copies in flight write shared byte {0}", b), t);
+        tmaPending[size_t(b)] = int32_t(id);
+      }
+      tmaLoads.push_back(std::move(load));
+      bar->inflight.push_back(id);
+      ++report.tmaLoads;
+    }
+    return true;
+  }
+
+  /// TMA load `id` lands: its box, packed dim 0 fastest and swizzled, with
+  /// zeros past the tensor; then complete-tx on its mbarrier.
+  bool landTma(Operation *op, int64_t id, MBarrier &bar) {
+    const TmaLoad &load = tmaLoads[size_t(id)];
+    const EmulatorTensorMap &tm = launch.tensorMaps.at(int(load.map));
+    const TmaMap &map = tm.map;
+    const int64_t es = map.elementBytes, rank = int64_t(map.dims.size()), bytes = map.boxBytes();
+    const int64_t first = load.dstAddress - kSharedWindowBase;
+    if (!sharedWrite(op, first, bytes, load.thread, load.issueEpoch))
+      return false;
+    for (int64_t b = first; b < first + bytes; ++b)
+      if (wgmmaReading[size_t(b)] > 0)
+        return fail(op, llvm::formatv("a TMA load overwrites shared byte {0} that an unfinished wgmma reads", b),
+                    load.thread);
+    const int64_t elements = bytes / es;
+    for (int64_t e = 0; e < elements; ++e) {
+      int64_t rest = e, source = 0;
+      bool inside = true;
+      for (int64_t d = 0; d < rank; ++d) {
+        int64_t c = load.coords[size_t(d)] + rest % map.box[size_t(d)];
+        rest /= map.box[size_t(d)];
+        inside &= c >= 0 && c < map.dims[size_t(d)];
+        source += d == 0 ? c * es : c * map.strides[size_t(d - 1)];
+      }
+      const int64_t to = swizzledAddress(load.dstAddress + e * es, map.swizzleBytes) - kSharedWindowBase;
+      for (int64_t i = 0; i < es; ++i) {
+        if (inside && (source + i < 0 || source + i >= int64_t(tm.global.size())))
+          return fail(op, "a TMA element outside the mapped tensor's bytes", load.thread);
+        shared[size_t(to + i)] = inside ? tm.global[size_t(source + i)] : 0;
+      }
+    }
+    for (int64_t b = first; b < first + bytes; ++b) {
+      tmaPending[size_t(b)] = -1;
+      writeEpoch[size_t(b)] = -1; // ordered by the mbarrier wait, not by a block barrier
+    }
+    bar.tx -= bytes;
+    completePhase(bar);
+    return true;
+  }
+
+  bool tryWaitParity(nvgpu::MBarrierTryWaitParityOp op) {
+    const Reg *parity = get(op.getPhaseParity());
+    for (int64_t t = 0; t < threads; ++t) {
+      if (!active[size_t(t)])
+        continue;
+      MBarrier *bar = barrierAt(op, op.getBarriers(), op.getMbarId(), t);
+      if (!bar || !useBarrier(op, *bar, t))
+        return false;
+      // The loads it tracks land as late as they may: when a thread waits.
+      for (int64_t id : bar->inflight)
+        if (!landTma(op, id, *bar))
+          return false;
+      bar->inflight.clear();
+      const int64_t p = parity ? int64_t(parity->v[size_t(t)]) : 0;
+      if ((bar->phase & 1) == p)
+        return fail(op, llvm::formatv("waits forever on an mbarrier for phase parity {0}: phase {1}, {2} arrivals "
+                                      "and {3} transaction bytes outstanding",
+                                      p, bar->phase, bar->pending, bar->tx),
+                    t);
+    }
+    return true;
+  }
+
+  /// The byte of shared memory where wgmma reads element (x, k) of the
+  /// matrix `desc` describes (§7b, §7c): x is m for A, n for B.
+  static int64_t wgmmaAddress(uint64_t desc, bool kMajor, int64_t x, int64_t k, int64_t es) {
+    const int64_t start = int64_t(desc & 0x3FFF) << 4, lbo = int64_t((desc >> 16) & 0x3FFF) << 4,
+                  sbo = int64_t((desc >> 32) & 0x3FFF) << 4;
+    const int64_t mode = int64_t(desc >> 62), S = mode == 1 ? 128 : mode == 2 ? 64 : mode == 3 ? 32 : 0;
+    const int64_t T = 16 / es;
+    int64_t a;
+    if (kMajor)
+      a = S ? start + (x % 8) * S + (x / 8) * sbo + k * es
+            : start + (x % 8) * 16 + (x / 8) * sbo + (k % T) * es + (k / T) * lbo;
+    else
+      a = S ? start + (x % (S / es)) * es + (x / (S / es)) * lbo + (k % 8) * S + (k / 8) * sbo
+            : start + (x % T) * es + (x / T) * sbo + (k % 8) * 16 + (k / 8) * lbo;
+    return swizzledAddress(a, S);
+  }
+
+  /// wgmma.mma_async, each warpgroup's at once: D = A B + D in f32, k in
+  /// order; A and B from shared memory through descriptors. Its results are
+  /// unfinished (an error to read, chaining aside) until a wait_group.
+  bool wgmmaAsync(NVVM::WgmmaMmaAsyncOp op) {
+    if (!warpsAligned(op))
+      return false;
+    if (threads % 128)
+      return fail(op, "a wgmma in a block that is not whole warpgroups");
+    const Reg *C = get(op.getInouts()), *dA = get(op.getDescriptorA()), *dB = get(op.getDescriptorB());
+    if (!C || !dA || !dB)
+      return fail(op, "a wgmma operand has no value");
+    if (!C->fromWgmma && wgmmaFenceSerial < C->serial)
+      return fail(op, "a wgmma reads accumulators written since the last wgmma.fence (or with none before it)");
+    const int64_t M = op.getShape().getM(), N = op.getShape().getN(), K = op.getShape().getK();
+    const NVVM::WGMMATypes type = op.getTypeA();
+    const bool sixteen = type == NVVM::WGMMATypes::f16 || type == NVVM::WGMMATypes::bf16;
+    if (M != 64 || (sixteen ? K != 16 : K != 8) || (!sixteen && type != NVVM::WGMMATypes::tf32) ||
+        op.getTypeB() != type || op.getTypeD() != NVVM::WGMMATypes::f32 || C->width != N / 2)
+      return fail(op, "only m64nNk16 f16/bf16 and m64nNk8 tf32 wgmmas into f32 are emulated");
+    const bool aKMajor = op.getLayoutA() == NVVM::MMALayout::row, bKMajor = op.getLayoutB() == NVVM::MMALayout::col;
+    if (!sixteen && !(aKMajor && bKMajor))
+      return fail(op, "a transposed tf32 wgmma operand (only f16 and bf16 may be MN-major)");
+    const int64_t es = sixteen ? 2 : 4;
+    const bool scaleD = op.getScaleD() == NVVM::WGMMAScaleOut::one;
+    const double signA = op.getScaleA() == NVVM::WGMMAScaleIn::neg ? -1 : 1,
+                 signB = op.getScaleB() == NVVM::WGMMAScaleIn::neg ? -1 : 1;
+    const int64_t id = int64_t(wgmmaRuns.size());
+    wgmmaRuns.emplace_back();
+    Reg &D = def(op.getResult(), N / 2);
+    std::vector<float> a(size_t(64 * K)), bm(size_t(K * N)), c(size_t(64 * N));
+    for (int64_t w = 0; w < threads / 128; ++w) {
+      const int64_t t0 = w * 128;
+      uint64_t descA = bitsOf(dA->v[size_t(t0)]), descB = bitsOf(dB->v[size_t(t0)]);
+      for (int64_t t = t0; t < t0 + 128; ++t)
+        if (bitsOf(dA->v[size_t(t)]) != descA || bitsOf(dB->v[size_t(t)]) != descB)
+          return fail(op, "wgmma descriptors that differ within the warpgroup", t);
+      if (((descA >> 49) & 7) || ((descB >> 49) & 7))
+        return fail(op, "a wgmma descriptor with a base offset (tiles must start on 1024-byte boundaries)", t0);
+      auto element = [&](uint64_t desc, bool kMajor, int64_t x, int64_t k, float &value) {
+        const int64_t byte = wgmmaAddress(desc, kMajor, x, k, es) - kSharedWindowBase;
+        if (byte < 0 || byte + es > int64_t(shared.size()))
+          return fail(op, llvm::formatv("a wgmma operand at shared byte {0}, outside the {1} bytes", byte,
+                                        shared.size()),
+                      t0);
+        for (int64_t i = 0; i < es; ++i)
+          if (tmaPending[size_t(byte + i)] >= 0 || pending[size_t(byte + i)] >= 0)
+            return fail(op, llvm::formatv("a wgmma reads shared byte {0} while an asynchronous copy into it has not "
+                                          "been waited for (a missing mbarrier wait)",
+                                          byte + i),
+                        t0);
+        const uint8_t *p = shared.data() + byte;
+        if (sixteen) {
+          uint16_t bits;
+          std::memcpy(&bits, p, 2);
+          value = type == NVVM::WGMMATypes::f16 ? fromHalfBits(bits) : fromBFloat16Bits(bits);
+        } else {
+          float f;
+          std::memcpy(&f, p, 4);
+          value = tf32(f);
+        }
+        for (int64_t i = 0; i < es; ++i)
+          ++wgmmaReading[size_t(byte + i)];
+        wgmmaRuns[size_t(id)].reads.push_back({byte, t0});
+        return true;
+      };
+      for (int64_t m = 0; m < 64; ++m)
+        for (int64_t k = 0; k < K; ++k)
+          if (!element(descA, aKMajor, m, k, a[size_t(m * K + k)]))
+            return false;
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t k = 0; k < K; ++k)
+          if (!element(descB, bKMajor, n, k, bm[size_t(k * N + n)]))
+            return false;
+      // d_i of thread (warp q, lane g t): row 16 q + g + 8 ((i >> 1) & 1), column 8 (i >> 2) + 2 t + (i & 1).
+      auto at = [&](int64_t lane, int64_t i, int64_t q) {
+        return std::pair<int64_t, int64_t>{16 * q + (lane >> 2) + 8 * ((i >> 1) & 1), 8 * (i >> 2) + 2 * (lane & 3) + (i & 1)};
+      };
+      for (int64_t t = t0; t < t0 + 128; ++t)
+        for (int64_t i = 0; i < N / 2; ++i) {
+          auto [r, col] = at(t % 32, i, (t - t0) / 32);
+          c[size_t(r * N + col)] = scaleD ? float(C->v[size_t(t * C->width + i)]) : 0.0f;
+        }
+      for (int64_t m = 0; m < 64; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          float acc = c[size_t(m * N + n)];
+          for (int64_t k = 0; k < K; ++k)
+            acc = std::fma(float(signA * a[size_t(m * K + k)]), float(signB * bm[size_t(k * N + n)]), acc);
+          c[size_t(m * N + n)] = acc;
+        }
+      for (int64_t t = t0; t < t0 + 128; ++t)
+        for (int64_t i = 0; i < N / 2; ++i) {
+          auto [r, col] = at(t % 32, i, (t - t0) / 32);
+          D.v[size_t(t * D.width + i)] = c[size_t(r * N + col)];
+        }
+    }
+    wgmmaRuns[size_t(id)].bytes = es;
+    D.wgmma = id;
+    D.fromWgmma = true;
+    wgmmaUncommitted.push_back(id);
+    ++unfinishedWgmmas;
+    ++report.wgmmas;
+    return true;
+  }
+
+  /// wgmma.wait_group n: the groups older than the newest n finish; their
+  /// reads of shared memory count from now (a refill must come after a
+  /// barrier that follows this wait).
+  bool wgmmaWait(Operation *op, int64_t keep) {
+    if (!warpsAligned(op))
+      return false;
+    while (int64_t(wgmmaGroups.size()) > keep) {
+      for (int64_t id : wgmmaGroups.front()) {
+        WgmmaRun &run = wgmmaRuns[size_t(id)];
+        // Read by the warpgroup's four warps, each of which waits for itself.
+        for (auto [byte, t] : run.reads)
+          for (int64_t i = 0; i < run.bytes; ++i) {
+            --wgmmaReading[size_t(byte + i)];
+            for (int64_t warp = 0; warp < 4; ++warp)
+              stampRead(byte + i, t + 32 * warp);
+          }
+        run.reads.clear();
+        run.done = true;
+        --unfinishedWgmmas;
+      }
+      wgmmaGroups.pop_front();
+    }
+    return true;
+  }
+
+  /// Any op but a wgmma (which may chain accumulators) reading a value
+  /// of an unfinished wgmma.
+  bool unfinishedRead(Operation *op) {
+    if (isa<NVVM::WgmmaMmaAsyncOp>(op))
+      return true;
+    for (Value v : op->getOperands())
+      if (const Reg *r = get(v); r && r->wgmma >= 0 && !wgmmaRuns[size_t(r->wgmma)].done)
+        return fail(op, "reads the accumulators of a wgmma that no wgmma.wait_group has finished");
+    return true;
+  }
+
+  bool hopperStep(Operation *op, bool &handled) {
+    handled = true;
+    if (auto create = dyn_cast<nvgpu::MBarrierCreateOp>(op)) {
+      mbarriers[ValueKey{create.getBarriers()}].assign(create.getBarriers().getType().getNumBarriers(), MBarrier{});
+      return true;
+    }
+    if (auto init = dyn_cast<nvgpu::MBarrierInitOp>(op))
+      return mbarrierInit(init);
+    if (isa<NVVM::FenceMbarrierInitOp>(op)) {
+      for (auto &[key, group] : mbarriers)
+        for (MBarrier &bar : group)
+          if (bar.live && bar.initThread >= 0 && active[size_t(bar.initThread)])
+            bar.fenced = true;
+      return true;
+    }
+    if (auto arrive = dyn_cast<nvgpu::MBarrierArriveExpectTxOp>(op))
+      return arriveExpectTx(arrive);
+    if (auto load = dyn_cast<nvgpu::TmaAsyncLoadOp>(op))
+      return tmaLoad(load);
+    if (auto wait = dyn_cast<nvgpu::MBarrierTryWaitParityOp>(op))
+      return tryWaitParity(wait);
+    if (auto cast = dyn_cast<UnrealizedConversionCastOp>(op)) {
+      // An !llvm.ptr kernel argument seen as a tensor map.
+      auto arg = cast.getNumOperands() == 1 ? dyn_cast<BlockArgument>(cast.getOperand(0)) : BlockArgument();
+      if (!arg || arg.getOwner() != &kernel.getBody().front() ||
+          !isa<nvgpu::TensorMapDescriptorType>(cast.getResult(0).getType()))
+        return fail(op, "only kernel arguments cast to tensor maps are supported");
+      tensorMapArgs[ValueKey{cast.getResult(0)}] = arg.getArgNumber();
+      return true;
+    }
+    if (auto pointer = dyn_cast<memref::ExtractAlignedPointerAsIndexOp>(op)) {
+      auto it = memrefs.find(ValueKey{pointer.getSource()});
+      if (it == memrefs.end() || it->second.space != Space::shared)
+        return fail(op, "the address of a buffer other than shared memory");
+      Reg &r = def(pointer, 1);
+      std::fill(r.v.begin(), r.v.end(), double(kSharedWindowBase + it->second.byteOffset));
+      return true;
+    }
+    if (auto zero = dyn_cast<LLVM::ZeroOp>(op)) {
+      auto type = dyn_cast<LLVM::LLVMStructType>(zero.getType());
+      if (!type)
+        return fail(op, "only structs of zeros are supported");
+      def(zero, int64_t(type.getBody().size())); // zero-filled
+      return true;
+    }
+    if (isa<NVVM::WgmmaFenceAlignedOp>(op)) {
+      if (!warpsAligned(op))
+        return false;
+      wgmmaFenceSerial = ++serialCounter;
+      return true;
+    }
+    if (auto mma = dyn_cast<NVVM::WgmmaMmaAsyncOp>(op))
+      return wgmmaAsync(mma);
+    if (isa<NVVM::WgmmaGroupSyncAlignedOp>(op)) {
+      if (!warpsAligned(op))
+        return false;
+      wgmmaGroups.push_back(std::move(wgmmaUncommitted));
+      wgmmaUncommitted.clear();
+      return true;
+    }
+    if (auto wait = dyn_cast<NVVM::WgmmaWaitGroupSyncOp>(op))
+      return wgmmaWait(op, int64_t(wait.getGroup()));
+    handled = false;
+    return true;
+  }
+
   // --- the interpreter -----------------------------------------------------
 
   bool isUniform(const Reg &r, double &value) {
@@ -400,6 +918,7 @@ private:
     for (auto [i, arg] : llvm::enumerate(block.getArguments()))
       if (i < blockArgs.size()) {
         Reg &r = def(arg, blockArgs[i]->width);
+        copyMeta(r, *blockArgs[i]);
         for (int64_t t = 0; t < threads; ++t)
           if (active[size_t(t)])
             for (int64_t e = 0; e < r.width; ++e)
@@ -433,6 +952,19 @@ private:
           r.v[i] = roundTo(element, f(a->v[i], b->v[i]));
         }
     return true;
+  }
+
+  /// An integer op: operands and result as int64 (i64 values from and to
+  /// their bits).
+  template <typename F>
+  bool integer(Operation *op, F f) {
+    const bool wideIn = isWide(getElementTypeOrSelf(op->getOperand(0).getType())),
+               wideOut = isWide(getElementTypeOrSelf(op->getResult(0).getType()));
+    return elementwise(op, [&](double a, double b) {
+      int64_t x = wideIn ? int64_t(bitsOf(a)) : ival(a), y = wideIn ? int64_t(bitsOf(b)) : ival(b);
+      int64_t r = f(x, y);
+      return wideOut ? ofBits(uint64_t(r)) : double(r);
+    });
   }
 
   /// A value of a float type as that type holds it (other types as they are).
@@ -469,12 +1001,15 @@ private:
   static int64_t ival(double d) { return int64_t(d); }
 
   bool step(Operation *op) {
+    if (unfinishedWgmmas > 0 && !unfinishedRead(op))
+      return false;
     // Constants.
     if (auto c = dyn_cast<arith::ConstantOp>(op)) {
       Attribute value = c.getValue();
       if (auto i = dyn_cast<IntegerAttr>(value)) {
         Reg &r = def(c, 1);
-        std::fill(r.v.begin(), r.v.end(), double(i.getValue().getSExtValue()));
+        int64_t x = i.getValue().getSExtValue();
+        std::fill(r.v.begin(), r.v.end(), isWide(i.getType()) ? ofBits(uint64_t(x)) : double(x));
         return true;
       }
       if (auto f = dyn_cast<FloatAttr>(value)) {
@@ -499,31 +1034,33 @@ private:
       }
       return fail(op, "unsupported constant");
     }
-    // Integer arithmetic (index and i32; values stay exact in a double).
+    // Integer arithmetic (index and i32 exact as doubles, i64 as bits).
     if (isa<arith::AddIOp>(op))
-      return elementwise(op, [](double a, double b) { return double(ival(a) + ival(b)); });
+      return integer(op, [](int64_t a, int64_t b) { return a + b; });
     if (isa<arith::SubIOp>(op))
-      return elementwise(op, [](double a, double b) { return double(ival(a) - ival(b)); });
+      return integer(op, [](int64_t a, int64_t b) { return a - b; });
     if (isa<arith::MulIOp>(op))
-      return elementwise(op, [](double a, double b) { return double(ival(a) * ival(b)); });
+      return integer(op, [](int64_t a, int64_t b) { return a * b; });
     if (isa<arith::DivUIOp, arith::DivSIOp>(op)) {
       for (int64_t t = 0; t < threads; ++t)
         if (const Reg *b = get(op->getOperand(1)); b && active[size_t(t)] && b->v[size_t(t)] == 0)
           return fail(op, "division by zero", t);
-      return elementwise(op, [](double a, double b) { return double(ival(a) / ival(b)); });
+      return integer(op, [](int64_t a, int64_t b) { return a / b; });
     }
     if (isa<arith::RemUIOp, arith::RemSIOp>(op))
-      return elementwise(op, [](double a, double b) { return double(ival(a) % ival(b)); });
+      return integer(op, [](int64_t a, int64_t b) { return a % b; });
     if (isa<arith::AndIOp>(op))
-      return elementwise(op, [](double a, double b) { return double(ival(a) & ival(b)); });
+      return integer(op, [](int64_t a, int64_t b) { return a & b; });
     if (isa<arith::OrIOp>(op))
-      return elementwise(op, [](double a, double b) { return double(ival(a) | ival(b)); });
+      return integer(op, [](int64_t a, int64_t b) { return a | b; });
     if (isa<arith::XOrIOp>(op))
-      return elementwise(op, [](double a, double b) { return double(ival(a) ^ ival(b)); });
+      return integer(op, [](int64_t a, int64_t b) { return a ^ b; });
     if (isa<arith::ShLIOp>(op))
-      return elementwise(op, [](double a, double b) { return double(ival(a) << ival(b)); });
+      return integer(op, [](int64_t a, int64_t b) { return int64_t(uint64_t(a) << b); });
+    if (isa<arith::ShRUIOp>(op) && isWide(op->getResult(0).getType()))
+      return integer(op, [](int64_t a, int64_t b) { return int64_t(uint64_t(a) >> b); });
     if (isa<arith::ShRUIOp, arith::ShRSIOp>(op))
-      return elementwise(op, [](double a, double b) { return double(ival(a) >> ival(b)); });
+      return integer(op, [](int64_t a, int64_t b) { return a >> b; });
     // Float arithmetic in double, rounded to the result type (exact for
     // f32 + - * / and sqrt: double holds every f32 result before rounding).
     if (isa<arith::AddFOp>(op))
@@ -609,27 +1146,26 @@ private:
       return elementwise(op, [](double a, double) { return std::exp(a); });
     if (auto cmp = dyn_cast<arith::CmpIOp>(op)) {
       auto pred = cmp.getPredicate();
-      return elementwise(op, [pred](double a, double b) {
-        int64_t x = ival(a), y = ival(b);
+      return integer(op, [pred](int64_t x, int64_t y) -> int64_t {
         switch (pred) {
         case arith::CmpIPredicate::eq:
-          return double(x == y);
+          return int64_t(x == y);
         case arith::CmpIPredicate::ne:
-          return double(x != y);
+          return int64_t(x != y);
         case arith::CmpIPredicate::ult:
         case arith::CmpIPredicate::slt:
-          return double(x < y);
+          return int64_t(x < y);
         case arith::CmpIPredicate::ule:
         case arith::CmpIPredicate::sle:
-          return double(x <= y);
+          return int64_t(x <= y);
         case arith::CmpIPredicate::ugt:
         case arith::CmpIPredicate::sgt:
-          return double(x > y);
+          return int64_t(x > y);
         case arith::CmpIPredicate::uge:
         case arith::CmpIPredicate::sge:
-          return double(x >= y);
+          return int64_t(x >= y);
         }
-        return 0.0;
+        return 0;
       });
     }
     if (isa<arith::MinUIOp, arith::MinSIOp>(op))
@@ -649,7 +1185,7 @@ private:
       return true;
     }
     if (isa<arith::IndexCastOp, arith::IndexCastUIOp>(op))
-      return elementwise(op, [](double a, double) { return a; });
+      return integer(op, [](int64_t a, int64_t) { return a; });
     if (auto shuffle = dyn_cast<gpu::ShuffleOp>(op))
       return shuffleSync(shuffle);
     // Thread and block ids.
@@ -798,7 +1334,10 @@ private:
       return forLoop(loop);
     if (auto ifOp = dyn_cast<scf::IfOp>(op))
       return ifThen(ifOp);
-    return fail(op, "unsupported op");
+    bool handled = false;
+    if (!hopperStep(op, handled))
+      return false;
+    return handled || fail(op, "unsupported op");
   }
 
   bool access(Operation *op, Value memref, ValueRange indices, Value result, Value stored, int64_t n) {
@@ -976,8 +1515,8 @@ private:
       int64_t id = int64_t(copies.size());
       copies.push_back({t, src->second.arg, s, d, bytes, std::min(srcBytes, bytes), epoch});
       for (int64_t b = d; b < d + bytes; ++b) {
-        if (pending[size_t(b)] >= 0)
-          return fail(op, llvm::formatv("two cp.async in flight write shared byte {0}", b), t);
+        if (pending[size_t(b)] >= 0 || tmaPending[size_t(b)] >= 0)
+          return fail(op, llvm::formatv("two asynchronous copies in flight write shared byte {0}", b), t);
         pending[size_t(b)] = int32_t(id);
       }
       uncommitted[size_t(t)].push_back(id);
@@ -1211,6 +1750,7 @@ private:
     }
     for (auto [k, result] : llvm::enumerate(loop.getResults())) {
       Reg &r = def(result, carried[k].width);
+      copyMeta(r, carried[k]);
       for (int64_t t = 0; t < threads; ++t)
         if (active[size_t(t)])
           for (int64_t e = 0; e < r.width; ++e)
@@ -1244,6 +1784,7 @@ private:
             break;
           }
           Reg &r = def(op.getResult(unsigned(k)), y->width);
+          copyMeta(r, *y);
           for (int64_t t = 0; t < threads; ++t)
             if (active[size_t(t)])
               for (int64_t e = 0; e < y->width; ++e)

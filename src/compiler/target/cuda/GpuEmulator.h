@@ -21,6 +21,16 @@
 //     every lane of the block must take part;
 //   - views (subview, expand/collapse_shape, transpose, cast) address their
 //     buffer through the strides and offset of their static layout;
+//   - Hopper (§7): mbarriers (init published by fence.mbarrier_init and a
+//     barrier, arrive.expect_tx, phases and their parity waits), TMA loads
+//     that land, swizzled, only when a thread waits on their mbarrier (a
+//     read before that is reported, a wait that cannot complete too), and
+//     wgmma.mma_async reading both operands through shared-memory
+//     descriptors, its accumulators unreadable (chaining aside) until the
+//     wgmma.wait_group that covers it, a TMA refill of bytes it still reads
+//     reported, and a wgmma.fence required after accumulators are written;
+//     i64 values (descriptors) are exact; the dynamic shared memory starts
+//     at shared address 1040, not 1024-aligned, as behind a static mbarrier;
 //   - float arithmetic rounds to its element type (f32: each op rounded as
 //     the GPU's IEEE f32 ops are; math functions from the C library).
 // The first violation stops the run with a message naming the op, its
@@ -31,15 +41,25 @@
 #ifndef NOVA_COMPILER_TARGET_CUDA_GPUEMULATOR_H
 #define NOVA_COMPILER_TARGET_CUDA_GPUEMULATOR_H
 
+#include "compiler/target/cuda/TmaMap.h"
+
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <vector>
 
 namespace mlir::nova {
+
+/// A TMA tensor map (what cuTensorMapEncodeTiled would encode) and the
+/// global bytes of the tensor it maps.
+struct EmulatorTensorMap {
+  TmaMap map;
+  std::span<uint8_t> global;
+};
 
 struct EmulatorLaunch {
   std::array<int64_t, 3> grid{1, 1, 1};
@@ -51,6 +71,9 @@ struct EmulatorLaunch {
   /// Or (when `args` is empty) the arguments' bytes in place, which may
   /// overlap: a step's arena.
   std::vector<std::span<uint8_t>> memory;
+  /// The tensor maps of the kernel's !llvm.ptr arguments, by argument
+  /// index (their `args` entries are unused and may be null).
+  std::map<int, EmulatorTensorMap> tensorMaps;
 };
 
 struct EmulatorReport {
@@ -60,6 +83,8 @@ struct EmulatorReport {
   int64_t blocks = 0;
   /// Warp-level instructions executed (per warp), and barriers passed.
   int64_t mmas = 0, ldmatrices = 0, asyncCopies = 0, barriers = 0;
+  /// Warpgroup MMAs (per block-wide issue) and TMA loads.
+  int64_t wgmmas = 0, tmaLoads = 0;
 };
 
 EmulatorReport emulateKernel(gpu::GPUFuncOp kernel, const EmulatorLaunch &launch);

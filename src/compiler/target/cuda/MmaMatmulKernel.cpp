@@ -54,50 +54,15 @@ struct Swizzle {
   int64_t rs = 0, rm = 0, cs = 0;
 };
 
+/// chunk' = chunk ^ (((row >> rs) & rm) << cs).
+Value swizzleChunk(IndexMath &k, Value row, Value chunk, Swizzle s) {
+  return k.xori(chunk, k.shl(k.andi(k.shr(row, s.rs), s.rm), s.cs));
+}
+
 /// For rows of `chunks` 16-byte chunks read by ldmatrix (MLIR's formula).
 Swizzle ldmatrixSwizzle(int64_t chunks) {
   int64_t rowsPerLine = std::max<int64_t>(1, 8 / chunks);
   return {llvm::Log2_64(rowsPerLine), chunks - 1, 0};
-}
-
-/// Index arithmetic on `index` values, folding constants as it goes.
-class Kb {
-public:
-  explicit Kb(ImplicitLocOpBuilder &b) : b(b) {}
-  ImplicitLocOpBuilder &b;
-
-  Value c(int64_t v) { return b.create<arith::ConstantIndexOp>(v); }
-  Value add(Value x, int64_t v) { return v == 0 ? x : add(x, c(v)); }
-  Value add(Value x, Value y) { return b.create<arith::AddIOp>(x, y); }
-  Value mul(Value x, int64_t v) { return v == 1 ? x : b.create<arith::MulIOp>(x, c(v)).getResult(); }
-  Value div(Value x, int64_t v) {
-    if (v == 1)
-      return x;
-    if (llvm::isPowerOf2_64(v))
-      return b.create<arith::ShRUIOp>(x, c(llvm::Log2_64(v)));
-    return b.create<arith::DivUIOp>(x, c(v));
-  }
-  Value rem(Value x, int64_t v) {
-    if (llvm::isPowerOf2_64(v))
-      return b.create<arith::AndIOp>(x, c(v - 1));
-    return b.create<arith::RemUIOp>(x, c(v));
-  }
-  Value shr(Value x, int64_t v) { return v == 0 ? x : b.create<arith::ShRUIOp>(x, c(v)).getResult(); }
-  Value shl(Value x, int64_t v) { return v == 0 ? x : b.create<arith::ShLIOp>(x, c(v)).getResult(); }
-  Value andi(Value x, int64_t v) { return b.create<arith::AndIOp>(x, c(v)); }
-  Value xori(Value x, Value y) { return b.create<arith::XOrIOp>(x, y); }
-  Value swizzle(Value row, Value chunk, Swizzle s) { return xori(chunk, shl(andi(shr(row, s.rs), s.rm), s.cs)); }
-};
-
-Type elementType(GpuOperand op, MLIRContext *ctx) {
-  switch (op) {
-  case GpuOperand::f16:
-    return Float16Type::get(ctx);
-  case GpuOperand::bf16:
-    return BFloat16Type::get(ctx);
-  default:
-    return Float32Type::get(ctx);
-  }
 }
 
 } // namespace
@@ -182,8 +147,8 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
     b.setInsertionPoint(end); // gpu.module_end
   else
     b.setInsertionPointToEnd(module.getBody());
-  Kb k(b);
-  Type et = elementType(p.operand, ctx), f32 = b.getF32Type();
+  IndexMath k(b);
+  Type et = operandElementType(p.operand, ctx), f32 = b.getF32Type();
   const bool batched = p.batch > 1;
   auto global = [&](int64_t rows, int64_t cols, Type t) {
     SmallVector<int64_t> shape;
@@ -267,7 +232,7 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
     c.chunkCol = k.mul(chunk, epc);
     for (int64_t i = 0; i < tile.rows * tile.chunks / threads; ++i) {
       c.rows.push_back(k.add(k.div(tid, tile.chunks), i * (threads / tile.chunks)));
-      c.dstCols.push_back(k.mul(k.swizzle(c.rows.back(), chunk, tile.swizzle), epc));
+      c.dstCols.push_back(k.mul(swizzleChunk(k, c.rows.back(), chunk, tile.swizzle), epc));
     }
     return c;
   };
@@ -349,7 +314,7 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
   };
   // A shared element (row, col) of stage `stage`, swizzled (col in elements).
   auto swizzled = [&](const Tile &tile, Value row, Value chunk, bool unswizzled = false) {
-    return k.mul(unswizzled ? chunk : k.swizzle(row, chunk, tile.swizzle), epc);
+    return k.mul(unswizzled ? chunk : swizzleChunk(k, row, chunk, tile.swizzle), epc);
   };
   // Scalar fragment: `count` elements at (k, mn) pairs, as a vector<count x 1 x f32>.
   auto scalarFragment = [&](Value tile, const Tile &desc, Value stage, ArrayRef<std::pair<Value, Value>> at,
@@ -458,76 +423,23 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
   }
 
   // Epilogue: lane (g, t) holds rows g, g + 8 and columns 2t, 2t + 1 of each
-  // 16 x 8 tile: activation(scale x acc + bias) + residual, then stored.
-  // `v` is both columns (vector<2xf32>) or, at the matrix's last odd
-  // column, the first alone (f32).
-  auto constant = [&](Type type, double x) -> Value {
-    if (auto vt = dyn_cast<VectorType>(type))
-      return b.create<arith::ConstantOp>(vt, DenseElementsAttr::get(vt, b.getF32FloatAttr(float(x))));
-    return b.create<arith::ConstantOp>(b.getF32FloatAttr(float(x)));
-  };
-  auto finish = [&](Value v, Value row, Value col) {
-    Type type = v.getType();
-    bool pair = isa<VectorType>(type);
-    auto load = [&](Value memref, ValueRange idx) -> Value {
-      if (pair)
-        return b.create<vector::LoadOp>(cast<VectorType>(type), memref, idx);
-      return b.create<memref::LoadOp>(memref, idx);
-    };
-    if (epilogue.scale != 1.0)
-      v = b.create<arith::MulFOp>(v, constant(type, epilogue.scale));
-    if (epilogue.bias)
-      v = b.create<arith::AddFOp>(v, load(biasArg, ValueRange{col}));
-    switch (epilogue.activation) {
-    case MmaEpilogue::Activation::none:
-      break;
-    case MmaEpilogue::Activation::relu:
-      v = b.create<arith::MaximumFOp>(v, constant(type, 0.0));
-      break;
-    case MmaEpilogue::Activation::gelu_tanh: {
-      // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), as PyTorch's approximate="tanh".
-      Value x3 = b.create<arith::MulFOp>(b.create<arith::MulFOp>(v, v), v);
-      Value inner = b.create<arith::AddFOp>(v, b.create<arith::MulFOp>(x3, constant(type, 0.044715)));
-      Value th = b.create<math::TanhOp>(b.create<arith::MulFOp>(inner, constant(type, 0.7978845608028654)));
-      Value half = b.create<arith::MulFOp>(v, constant(type, 0.5));
-      v = b.create<arith::MulFOp>(half, b.create<arith::AddFOp>(th, constant(type, 1.0)));
-      break;
-    }
-    }
-    if (epilogue.residual)
-      v = b.create<arith::AddFOp>(v, load(residualArg, globalIndex(row, col)));
-    if (pair)
-      b.create<vector::StoreOp>(v, C, globalIndex(row, col));
-    else
-      b.create<memref::StoreOp>(v, C, globalIndex(row, col));
-  };
+  // 16 x 8 tile.
+  MatmulResultStore out;
+  out.c = C;
+  out.bias = biasArg;
+  out.residual = residualArg;
+  out.batch = bz;
+  out.m = p.m;
+  out.n = p.n;
+  out.edges = edges;
+  out.epilogue = epilogue;
   for (int64_t mi = 0; mi < MT; ++mi) {
     Value r = k.add(row0, k.add(k.add(k.mul(wm, WM), mi * 16), g));
-    Value r8 = k.add(r, 8);
     for (int64_t ni = 0; ni < NT; ++ni) {
       Value col = k.add(col0, k.add(k.add(k.mul(wn, WN), ni * 8), k.mul(t, 2)));
       Value acc = loop.getResult(mi * NT + ni);
-      for (int64_t half = 0; half < 2; ++half) {
-        Value rowVec = b.create<vector::ExtractOp>(acc, ArrayRef<int64_t>{half});
-        Value row = half ? r8 : r;
-        if (!edges) {
-          finish(rowVec, row, col);
-          continue;
-        }
-        // Both columns, the first alone, or nothing.
-        Value inRow = b.create<arith::CmpIOp>(arith::CmpIPredicate::ult, row, k.c(p.m));
-        Value both = b.create<arith::AndIOp>(
-            inRow, b.create<arith::CmpIOp>(arith::CmpIPredicate::ult, k.add(col, 1), k.c(p.n)));
-        auto ifBoth = b.create<scf::IfOp>(both, /*withElseRegion=*/true);
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(&ifBoth.getThenRegion().front());
-        finish(rowVec, row, col);
-        b.setInsertionPointToStart(&ifBoth.getElseRegion().front());
-        Value first = b.create<arith::AndIOp>(inRow, b.create<arith::CmpIOp>(arith::CmpIPredicate::ult, col, k.c(p.n)));
-        auto ifFirst = b.create<scf::IfOp>(first, /*withElseRegion=*/false);
-        b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
-        finish(b.create<vector::ExtractOp>(rowVec, ArrayRef<int64_t>{0}), row, col);
-      }
+      for (int64_t half = 0; half < 2; ++half)
+        out.storePair(k, b.create<vector::ExtractOp>(acc, ArrayRef<int64_t>{half}), half ? k.add(r, 8) : r, col);
     }
   }
   b.create<gpu::ReturnOp>();

@@ -23,6 +23,7 @@
 #define NOVA_COMPILER_TARGET_CUDA_MMAMATMULKERNEL_H
 
 #include "compiler/target/cuda/GpuConfigurator.h"
+#include "compiler/target/cuda/MatmulKernelParts.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
@@ -30,18 +31,7 @@
 
 namespace mlir::nova {
 
-/// What the kernel does to each result before storing it, on the
-/// accumulator fragments in registers:
-///   C = activation(scale x (A B) + bias[n]) + residual[m][n].
-/// The bias (memref<N x f32>) and the residual (f32, C's shape) are kernel
-/// arguments after C, in that order, when present.
-struct MmaEpilogue {
-  enum class Activation { none, relu, gelu_tanh };
-  double scale = 1.0;
-  bool bias = false;
-  Activation activation = Activation::none;
-  bool residual = false;
-};
+// The fused epilogue (MmaEpilogue) is MatmulKernelParts.h's.
 
 /// Deliberate faults, for tests that the emulator catches what they break.
 struct MmaMatmulFaults {

@@ -2,7 +2,8 @@
 //
 // --nova-test-mma-matmul="m=256 n=256 k=256 type=bf16 target=sm_80" adds a
 // gpu.module @nova_kernels with the mma.sync matmul kernel @matmul to the
-// module: the configurator's decision for that target, or the block given
+// module (with wgmma=true on sm_90a, the TMA + wgmma kernel where the
+// configurator picks it): the configurator's decision for that target, or the block given
 // (block-m, block-n, block-k, warps-m, warps-n, stages; all or none);
 // transpose-a / transpose-b; an epilogue (scale, bias, activation =
 // relu | gelu, residual). Lit tests check its IR and, through
@@ -13,6 +14,7 @@
 #include "compiler/target/cuda/CudaTarget.h"
 #include "compiler/target/cuda/GpuPasses.h"
 #include "compiler/target/cuda/MmaMatmulKernel.h"
+#include "compiler/target/cuda/WgmmaMatmulKernel.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -53,7 +55,8 @@ struct TestMmaMatmul : PassWrapper<TestMmaMatmul, OperationPass<ModuleOp>> {
       warpsN{*this, "warps-n", llvm::cl::init(0)}, stages{*this, "stages", llvm::cl::init(0)};
   Option<bool> transposeA{*this, "transpose-a", llvm::cl::init(false)},
       transposeB{*this, "transpose-b", llvm::cl::init(false)}, bias{*this, "bias", llvm::cl::init(false)},
-      residual{*this, "residual", llvm::cl::init(false)};
+      residual{*this, "residual", llvm::cl::init(false)},
+      wgmma{*this, "wgmma", llvm::cl::desc("allow the wgmma kernel (sm_90a)"), llvm::cl::init(false)};
   Option<std::string> activation{*this, "activation", llvm::cl::desc("none, relu or gelu"), llvm::cl::init("none")};
   Option<double> scale{*this, "scale", llvm::cl::init(1.0)};
 
@@ -64,7 +67,7 @@ struct TestMmaMatmul : PassWrapper<TestMmaMatmul, OperationPass<ModuleOp>> {
     p.n = n;
     p.k = k;
     p.operand = type == "bf16" ? GpuOperand::bf16 : type == "tf32" ? GpuOperand::tf32 : GpuOperand::f16;
-    p.allowWgmma = false;
+    p.allowWgmma = wgmma;
     p.allowSplitK = false;
     p.lhsTransposed = transposeA;
     p.rhsTransposed = transposeB;
@@ -87,15 +90,17 @@ struct TestMmaMatmul : PassWrapper<TestMmaMatmul, OperationPass<ModuleOp>> {
       c.blockK = blockK;
       c.warpsM = warpsM;
       c.warpsN = warpsN;
-      c.warpM = blockM / std::max<int64_t>(1, warpsM);
+      c.warpM = c.kind == GpuMmaKind::wgmma ? 64 : blockM / std::max<int64_t>(1, warpsM);
       c.warpN = blockN / std::max<int64_t>(1, warpsN);
+      c.mmaN = c.kind == GpuMmaKind::wgmma ? blockN : c.mmaN;
       c.stages = stages;
-      c.threads = 32 * warpsM * warpsN;
+      c.threads = (c.kind == GpuMmaKind::wgmma ? 128 : 32) * warpsM * warpsN;
       c.tiles = ((p.m + blockM - 1) / blockM) * ((p.n + blockN - 1) / blockN);
     }
     gpu::GPUModuleOp kernels = addKernelsModule(module);
     std::string error;
-    if (failed(buildMmaSyncMatmulKernel(kernels, "matmul", p, c, error, {}, epilogue))) {
+    if (c.kind == GpuMmaKind::wgmma ? failed(buildWgmmaMatmulKernel(kernels, "matmul", p, c, error, {}, epilogue))
+                                    : failed(buildMmaSyncMatmulKernel(kernels, "matmul", p, c, error, {}, epilogue))) {
       module.emitError(error);
       return signalPassFailure();
     }

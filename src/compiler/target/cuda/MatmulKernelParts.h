@@ -1,0 +1,78 @@
+//===- MatmulKernelParts.h - what the tensor-core matmul kernels share -*- C++ -*-===//
+//
+// The mma.sync kernel (MmaMatmulKernel.cpp) and the wgmma kernel
+// (WgmmaMatmulKernel.cpp) are written lane by lane with the same index
+// arithmetic, read the same operand types, and end the same way: each
+// thread holds pairs of adjacent result columns in f32 registers, which
+// the fused epilogue transforms and stores (guarded at the matrix's edges).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NOVA_COMPILER_TARGET_CUDA_MATMULKERNELPARTS_H
+#define NOVA_COMPILER_TARGET_CUDA_MATMULKERNELPARTS_H
+
+#include "compiler/target/cuda/GpuConfigurator.h"
+
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace mlir::nova {
+
+/// What the kernel does to each result before storing it, on the
+/// accumulators in registers:
+///   C = activation(scale x (A B) + bias[n]) + residual[m][n].
+/// The bias (memref<N x f32>) and the residual (f32, C's shape) are kernel
+/// arguments after C, in that order, when present.
+struct MmaEpilogue {
+  enum class Activation { none, relu, gelu_tanh };
+  double scale = 1.0;
+  bool bias = false;
+  Activation activation = Activation::none;
+  bool residual = false;
+};
+
+/// Index arithmetic on `index` values, folding the trivial cases.
+class IndexMath {
+public:
+  explicit IndexMath(ImplicitLocOpBuilder &b) : b(b) {}
+  ImplicitLocOpBuilder &b;
+
+  Value c(int64_t v);
+  Value add(Value x, int64_t v);
+  Value add(Value x, Value y);
+  Value mul(Value x, int64_t v);
+  Value mul(Value x, Value y);
+  Value div(Value x, int64_t v);
+  Value rem(Value x, int64_t v);
+  Value shr(Value x, int64_t v);
+  Value shl(Value x, int64_t v);
+  Value andi(Value x, int64_t v);
+  Value xori(Value x, Value y);
+  Value ult(Value x, int64_t v);
+};
+
+/// The element type a multiply reads (tf32 is stored as f32).
+Type operandElementType(GpuOperand operand, MLIRContext *ctx);
+
+/// Where and how the results go: C (f32, [batch,] m x n, row-major), the
+/// epilogue's bias and residual arguments (null when absent), the batch
+/// index (null when not batched), and whether tiles may cross the edges.
+struct MatmulResultStore {
+  Value c, bias, residual, batch;
+  int64_t m = 0, n = 0;
+  bool edges = false;
+  MmaEpilogue epilogue;
+
+  /// The indices of C (and the residual) at (row, col).
+  SmallVector<Value> at(Value row, Value col) const;
+  /// Stores `pair` (vector<2xf32>: columns col, col + 1 of `row`) through
+  /// the epilogue: both columns, at the matrix's last odd column the first
+  /// alone, past the matrix nothing.
+  void storePair(IndexMath &k, Value pair, Value row, Value col) const;
+
+private:
+  void finish(IndexMath &k, Value v, Value row, Value col) const;
+};
+
+} // namespace mlir::nova
+
+#endif // NOVA_COMPILER_TARGET_CUDA_MATMULKERNELPARTS_H

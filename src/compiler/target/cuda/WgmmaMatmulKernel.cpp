@@ -1,0 +1,365 @@
+//===- WgmmaMatmulKernel.cpp - the Hopper matmul kernel: TMA + wgmma -----===//
+//
+// Shared memory (dynamic, its base rounded up to 1024 bytes): `stages`
+// stages, each the A tile then the B tile of one K slab, as TMA lands them:
+// box after box, each box's rows packed (dim 0 fastest) and XOR-swizzled.
+//   K-major operand (K contiguous: A stored M x K, B stored N x K): one box
+//     {blockK, rows}; row x at x * 128: blockK x element bytes is 128, the
+//     swizzle width (MLIR 19 verifies no narrower swizzled box). Descriptor: SBO = 8 R, LBO unused; the k step
+//     kk starts kk x mmaK x element bytes further (inside the swizzled row).
+//   MN-major operand (16-bit only; M or N contiguous): boxes {64, blockK} of
+//     128-byte rows (k), one per 64 columns; descriptor SBO = 1024 (8 k rows),
+//     LBO = blockK x 128 (the next 64 columns); the k step kk starts
+//     kk x (mmaK / 8) x 1024 bytes further.
+// (ptx-semantics.md §7b, §7c; the descriptor's base offset is 0 because
+// every tile starts on a 1024-byte boundary.)
+// Fragments of the result (§7a): in warpgroup w's 64 rows, thread
+// (warp q, lane g t) holds d_i at row 16 q + g + 8 ((i >> 1) & 1), column
+// 8 (i >> 2) + 2 t + (i & 1): pairs of adjacent columns.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/target/cuda/WgmmaMatmulKernel.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::nova;
+
+namespace {
+
+/// One operand's tiles: how TMA lands them and how wgmma reads them.
+struct OperandTiles {
+  bool kMajor = true;
+  int64_t rows = 0;        ///< M or N extent of the block's tile
+  int64_t tileBytes = 0;   ///< per stage
+  int64_t boxBytes = 0;    ///< one TMA box
+  int64_t swizzle = 0;     ///< bytes: 128, 64 or 32
+  int64_t lbo = 16, sbo = 0;
+  int64_t kStepBytes = 0;  ///< descriptor start advance per k step
+  TmaMap map;
+};
+
+/// The descriptor's swizzle field (bits 62-63): 1 = 128B, 2 = 64B, 3 = 32B.
+int64_t swizzleMode(int64_t bytes) { return bytes == 128 ? 1 : bytes == 64 ? 2 : bytes == 32 ? 3 : 0; }
+
+/// The descriptor bits that do not depend on the start address.
+uint64_t descriptorHigh(int64_t lbo, int64_t sbo, int64_t swizzle) {
+  return (uint64_t((lbo >> 4) & 0x3FFF) << 16) | (uint64_t((sbo >> 4) & 0x3FFF) << 32) |
+         (uint64_t(swizzleMode(swizzle)) << 62);
+}
+
+nvgpu::TensorMapSwizzleKind tmaSwizzle(int64_t bytes) {
+  switch (bytes) {
+  case 128:
+    return nvgpu::TensorMapSwizzleKind::SWIZZLE_128B;
+  case 64:
+    return nvgpu::TensorMapSwizzleKind::SWIZZLE_64B;
+  case 32:
+    return nvgpu::TensorMapSwizzleKind::SWIZZLE_32B;
+  default:
+    return nvgpu::TensorMapSwizzleKind::SWIZZLE_NONE;
+  }
+}
+
+NVVM::WGMMATypes wgmmaType(GpuOperand op) {
+  return op == GpuOperand::f16 ? NVVM::WGMMATypes::f16 : op == GpuOperand::bf16 ? NVVM::WGMMATypes::bf16
+                                                                                : NVVM::WGMMATypes::tf32;
+}
+
+} // namespace
+
+FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp module, StringRef name,
+                                                                const GpuMatmulProblem &p, const GpuMatmulConfig &cfg,
+                                                                std::string &error, const WgmmaMatmulFaults &faults,
+                                                                const MmaEpilogue &epilogue, bool linearGrid) {
+  auto fail = [&](const std::string &why) -> FailureOr<WgmmaMatmulKernel> {
+    error = llvm::formatv("the wgmma matmul kernel {0} ({1} x {2} x {3}, batch {4}, {5}{6}, {7}, {8}): {9}", name,
+                          p.m, p.n, p.k, p.batch, p.lhsTransposed ? "T" : "N", p.rhsTransposed ? "T" : "N",
+                          nameOf(p.operand), cfg.describe(), why)
+                .str();
+    return failure();
+  };
+  const bool sixteen = p.operand == GpuOperand::f16 || p.operand == GpuOperand::bf16;
+  if (cfg.kind != GpuMmaKind::wgmma || !(sixteen || p.operand == GpuOperand::tf32))
+    return fail("not a wgmma configuration of f16, bf16 or tf32 operands");
+  if (cfg.splitK != 1)
+    return fail("split-K is not supported yet");
+  const int64_t WG = cfg.warpsM, BM = cfg.blockM, BN = cfg.blockN, BK = cfg.blockK, S = cfg.stages;
+  const int64_t es = operandBytes(p.operand), mmaK = sixteen ? 16 : 8;
+  if (WG < 1 || BM != 64 * WG || BN % 8 || BN < 8 || BN > 256 || S < 2 || p.batch < 1)
+    return fail("a block is 64-row warpgroups, 8 to 256 columns, at least 2 stages");
+  if (BK % mmaK)
+    return fail("the K slab must be a multiple of the wgmma's K");
+  const bool aKMajor = !p.lhsTransposed, bKMajor = p.rhsTransposed;
+  if (!sixteen && !(aKMajor && bKMajor))
+    return fail("tf32 operands must both be K-major (A stored M x K, B stored N x K)");
+  if ((p.lhsTransposed ? p.m : p.k) * es % 16 || (p.rhsTransposed ? p.k : p.n) * es % 16)
+    return fail(llvm::formatv("each operand's rows ({0} elements of the lhs, {1} of the rhs) must be whole 16-byte "
+                              "chunks (TMA's global strides)",
+                              p.lhsTransposed ? p.m : p.k, p.rhsTransposed ? p.k : p.n)
+                    .str());
+  const bool batched = p.batch > 1;
+  // Each operand's tiles and its tensor map (the operand as stored).
+  auto tilesOf = [&](int operand, bool kMajor, int64_t rows, int64_t mnExtent) -> FailureOr<OperandTiles> {
+    OperandTiles t;
+    t.kMajor = kMajor;
+    t.rows = rows;
+    t.tileBytes = rows * BK * es;
+    t.map.operand = operand;
+    t.map.elementBytes = es;
+    const int64_t contiguous = kMajor ? p.k : mnExtent, outer = kMajor ? mnExtent : p.k;
+    t.map.dims = {contiguous, outer};
+    t.map.strides = {contiguous * es};
+    if (batched) {
+      t.map.dims.push_back(p.batch);
+      t.map.strides.push_back(contiguous * outer * es);
+    }
+    if (kMajor) {
+      // 128-byte rows: MLIR 19's verifier takes a swizzled TMA box only
+      // with 128-byte rows (the hardware also has 64- and 32-byte ones).
+      t.swizzle = BK * es;
+      if (t.swizzle != 128)
+        return failure();
+      t.sbo = 8 * t.swizzle;
+      t.kStepBytes = mmaK * es;
+      t.map.box = {BK, rows};
+      t.boxBytes = t.tileBytes;
+    } else {
+      if (rows % 64 || BK % 8)
+        return failure();
+      t.swizzle = 128;
+      t.sbo = 1024;
+      t.lbo = BK * 128;
+      t.kStepBytes = (mmaK / 8) * 1024;
+      t.map.box = {64, BK};
+      t.boxBytes = BK * 128;
+    }
+    if (batched)
+      t.map.box.push_back(1);
+    t.map.swizzleBytes = t.swizzle;
+    return t;
+  };
+  FailureOr<OperandTiles> tA = tilesOf(0, aKMajor, 64 * WG, p.m), tB = tilesOf(1, bKMajor, BN, p.n);
+  if (failed(tA) || failed(tB))
+    return fail("a K slab must be 128 bytes of K (64 16-bit or 32 tf32 elements), an MN-major tile whole "
+                "64-column boxes");
+  const int64_t stageBytes = tA->tileBytes + tB->tileBytes;
+  if (S * stageBytes + 1023 > gpuMatmulSmemBytes(cfg, p.operand))
+    return fail("the stages do not fit the shared memory the configuration asks for");
+  const int64_t KT = (p.k + BK - 1) / BK;
+  const bool edges = p.m % BM || p.n % BN;
+
+  MLIRContext *ctx = module.getContext();
+  ctx->loadDialect<arith::ArithDialect, math::MathDialect, memref::MemRefDialect, scf::SCFDialect,
+                   vector::VectorDialect, nvgpu::NVGPUDialect, NVVM::NVVMDialect, LLVM::LLVMDialect>();
+  ImplicitLocOpBuilder b(module.getLoc(), ctx);
+  if (Operation *end = module.getBody()->getTerminator())
+    b.setInsertionPoint(end);
+  else
+    b.setInsertionPointToEnd(module.getBody());
+  IndexMath k(b);
+  Type et = operandElementType(p.operand, ctx), f32 = b.getF32Type(), i64 = b.getI64Type();
+  auto ptr = LLVM::LLVMPointerType::get(ctx);
+  SmallVector<int64_t> cShape;
+  if (batched)
+    cShape.push_back(p.batch);
+  cShape.append({p.m, p.n});
+  auto cType = MemRefType::get(cShape, f32);
+  SmallVector<Type> argTypes{ptr, ptr, cType};
+  if (epilogue.bias)
+    argTypes.push_back(MemRefType::get({p.n}, f32));
+  if (epilogue.residual)
+    argTypes.push_back(cType);
+  auto func = b.create<gpu::GPUFuncOp>(name, b.getFunctionType(argTypes, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  const int64_t threads = 128 * WG;
+  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
+  const int64_t tilesN = (p.n + BN - 1) / BN, tilesM = (p.m + BM - 1) / BM;
+  if (linearGrid)
+    func.setKnownGridSizeAttr(b.getDenseI32ArrayAttr({int32_t(tilesN * tilesM * p.batch), 1, 1}));
+  else
+    func.setKnownGridSizeAttr(b.getDenseI32ArrayAttr({int32_t(tilesN), int32_t(tilesM), int32_t(p.batch)}));
+  b.setInsertionPointToStart(&func.getBody().front());
+
+  // The tensor maps, typed as the boxes they land.
+  auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  auto boxType = [&](const OperandTiles &t) {
+    SmallVector<int64_t> shape;
+    for (auto d : llvm::reverse(t.map.box))
+      shape.push_back(d);
+    return MemRefType::get(shape, et, MemRefLayoutAttrInterface(), wg);
+  };
+  auto mapOf = [&](Value arg, const OperandTiles &t) -> Value {
+    auto type = nvgpu::TensorMapDescriptorType::get(ctx, boxType(t), tmaSwizzle(t.swizzle),
+                                                    nvgpu::TensorMapL2PromoKind::L2PROMO_NONE,
+                                                    nvgpu::TensorMapOOBKind::OOB_ZERO,
+                                                    nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
+    return b.create<UnrealizedConversionCastOp>(type, arg).getResult(0);
+  };
+  Value mapA = mapOf(func.getArgument(0), *tA), mapB = mapOf(func.getArgument(1), *tB);
+  MatmulResultStore out;
+  out.c = func.getArgument(2);
+  out.bias = epilogue.bias ? func.getArgument(3) : Value();
+  out.residual = epilogue.residual ? func.getArgument(epilogue.bias ? 4 : 3) : Value();
+  out.m = p.m;
+  out.n = p.n;
+  out.edges = edges;
+  out.epilogue = epilogue;
+
+  Value tid = b.create<gpu::ThreadIdOp>(gpu::Dimension::x);
+  Value bx, by, bz;
+  if (linearGrid) {
+    Value id = b.create<gpu::BlockIdOp>(gpu::Dimension::x);
+    bx = k.rem(id, tilesN);
+    Value rest = k.div(id, tilesN);
+    by = batched ? k.rem(rest, tilesM) : rest;
+    bz = batched ? k.div(rest, tilesM) : Value();
+  } else {
+    bx = b.create<gpu::BlockIdOp>(gpu::Dimension::x);
+    by = b.create<gpu::BlockIdOp>(gpu::Dimension::y);
+    bz = batched ? b.create<gpu::BlockIdOp>(gpu::Dimension::z).getResult() : Value();
+  }
+  out.batch = bz;
+  Value row0 = k.mul(by, BM), col0 = k.mul(bx, BN);
+  Value leader = b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, tid, k.c(0));
+
+  // One mbarrier a stage: the leader's arrive.expect_tx is its one arrival;
+  // the TMA loads' bytes complete its phase. The init is published to the
+  // async proxy (fence.mbarrier_init) and to the block (barrier).
+  auto barsType = nvgpu::MBarrierGroupType::get(ctx, wg, unsigned(S));
+  Value bars = b.create<nvgpu::MBarrierCreateOp>(barsType);
+  for (int64_t s = 0; s < S; ++s)
+    b.create<nvgpu::MBarrierInitOp>(bars, k.c(1), k.c(s), leader);
+  b.create<NVVM::FenceMbarrierInitOp>();
+  b.create<gpu::BarrierOp>();
+
+  // The tiles: the dynamic shared memory's base rounded up to 1024 bytes.
+  Value dyn = b.create<gpu::DynamicSharedMemoryOp>(MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                                                                   MemRefLayoutAttrInterface(), wg));
+  Value base = b.create<memref::ExtractAlignedPointerAsIndexOp>(dyn);
+  Value tiles = b.create<arith::AndIOp>(k.add(base, 1023), k.c(-1024));
+  Value pad = b.create<arith::SubIOp>(tiles, base);
+
+  // Slab kt into stage `stage`: the leader counts the bytes, then issues
+  // each box (coordinates fastest first, as the map's dims).
+  auto issueSlab = [&](Value kt, Value stage) {
+    Value k0 = k.mul(kt, BK);
+    b.create<nvgpu::MBarrierArriveExpectTxOp>(bars, k.c(stageBytes), stage, leader);
+    Value stageOffset = k.add(pad, k.mul(stage, stageBytes));
+    auto load = [&](Value map, const OperandTiles &t, int64_t tileOffset, Value mn0) {
+      for (int64_t j = 0; j < (t.kMajor ? 1 : t.rows / 64); ++j) {
+        Value dst = b.create<memref::ViewOp>(boxType(t), dyn, k.add(stageOffset, tileOffset + j * t.boxBytes),
+                                             ValueRange{});
+        SmallVector<Value> coords;
+        if (t.kMajor)
+          coords = {k0, mn0};
+        else
+          coords = {k.add(mn0, 64 * j), k0};
+        if (batched)
+          coords.push_back(bz);
+        b.create<nvgpu::TmaAsyncLoadOp>(dst, bars, map, coords, stage, /*multicastMask=*/Value(), leader);
+      }
+    };
+    load(mapA, *tA, 0, row0);
+    load(mapB, *tB, tA->tileBytes, col0);
+  };
+  for (int64_t s = 0; s < std::min(S, KT); ++s)
+    issueSlab(k.c(s), k.c(s));
+
+  // Descriptors of stage `stage`: start address (bits 0-13, 16-byte units)
+  // over constant LBO / SBO / swizzle bits.
+  auto descriptor = [&](Value address, const OperandTiles &t) -> Value {
+    int64_t swizzle = faults.wrongDescriptorSwizzle ? t.swizzle / 2 : t.swizzle;
+    Value a = b.create<arith::IndexCastOp>(i64, address);
+    Value field = b.create<arith::ShRUIOp>(b.create<arith::AndIOp>(a, b.create<arith::ConstantIntOp>(0x3FFFF, 64)),
+                                           b.create<arith::ConstantIntOp>(4, 64));
+    return b.create<arith::OrIOp>(
+        field, b.create<arith::ConstantIntOp>(int64_t(descriptorHigh(t.lbo, t.sbo, swizzle)), 64));
+  };
+  auto advance = [&](Value desc, int64_t bytes) -> Value {
+    if (bytes == 0)
+      return desc;
+    return b.create<arith::AddIOp>(desc, b.create<arith::ConstantIntOp>(bytes >> 4, 64));
+  };
+
+  // Warpgroup w: rows 64 w of the block; its A starts 64 w rows in.
+  Value warpgroup = k.div(tid, 128);
+  const int64_t accs = BN / 2;
+  auto accType = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(size_t(accs), f32));
+  Value zero = b.create<LLVM::ZeroOp>(accType);
+  const int64_t aWarpgroupBytes = aKMajor ? 64 * tA->swizzle : tA->boxBytes;
+
+  auto loop = b.create<scf::ForOp>(k.c(0), k.c(KT), k.c(1), ValueRange{zero});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value kt = loop.getInductionVar();
+    Value stage = k.rem(kt, S);
+    if (!faults.noMbarrierWait) {
+      // Use u = kt / S of the stage waits for its phase u to complete.
+      Value parity = b.create<arith::CmpIOp>(arith::CmpIPredicate::ne, k.andi(k.div(kt, S), 1), k.c(0));
+      b.create<nvgpu::MBarrierTryWaitParityOp>(bars, parity, k.c(10000000), stage);
+    }
+    Value stageAddress = k.add(tiles, k.mul(stage, stageBytes));
+    Value descA = descriptor(k.add(stageAddress, k.mul(warpgroup, aWarpgroupBytes)), *tA);
+    Value descB = descriptor(k.add(stageAddress, tA->tileBytes), *tB);
+    if (!faults.noWgmmaFence)
+      b.create<NVVM::WgmmaFenceAlignedOp>(); // the accumulators were written by other instructions
+    Value acc = loop.getRegionIterArgs()[0];
+    auto shape = NVVM::MMAShapeAttr::get(ctx, 64, int(BN), int(mmaK));
+    for (int64_t kk = 0; kk < BK / mmaK; ++kk)
+      acc = b.create<NVVM::WgmmaMmaAsyncOp>(
+          accType, acc, advance(descA, kk * tA->kStepBytes), advance(descB, kk * tB->kStepBytes), shape,
+          wgmmaType(p.operand), wgmmaType(p.operand), NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
+          NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, aKMajor ? NVVM::MMALayout::row : NVVM::MMALayout::col,
+          bKMajor ? NVVM::MMALayout::col : NVVM::MMALayout::row, NVVM::MMAIntOverflowAttr());
+    b.create<NVVM::WgmmaGroupSyncAlignedOp>();
+    // Slab kt - 1's group is done in this warpgroup; after the barrier, in
+    // all: its stage takes slab kt - 1 + S.
+    b.create<NVVM::WgmmaWaitGroupSyncOp>(1);
+    if (!faults.noBarrierBeforeRefill)
+      b.create<gpu::BarrierOp>();
+    Value refill = k.add(kt, S - 1);
+    Value more = b.create<arith::AndIOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, kt, k.c(1)),
+                                         k.ult(refill, KT));
+    auto ifOp = b.create<scf::IfOp>(more, /*withElseRegion=*/false);
+    {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      issueSlab(refill, k.rem(b.create<arith::SubIOp>(kt, k.c(1)), S));
+    }
+    b.create<scf::YieldOp>(acc);
+  }
+  if (!faults.noFinalWgmmaWait)
+    b.create<NVVM::WgmmaWaitGroupSyncOp>(0);
+
+  // Epilogue: thread (warp q of its warpgroup, lane g, t) holds the pairs
+  // (d_i, d_i+1), i = 4 j + 2 h: row 16 q + g + 8 h, columns 8 j + 2 t, + 1.
+  Value acc = loop.getResult(0);
+  Value lane = k.rem(tid, 32), q = k.rem(k.div(tid, 32), 4);
+  Value g = k.shr(lane, 2), t = k.andi(lane, 3);
+  Value rowBase = k.add(k.add(row0, k.mul(warpgroup, 64)), k.add(k.mul(q, 16), g));
+  Value colBase = k.add(col0, k.mul(t, 2));
+  auto pairType = VectorType::get({2}, f32);
+  Value zeroPair = b.create<arith::ConstantOp>(pairType, DenseElementsAttr::get(pairType, b.getF32FloatAttr(0)));
+  for (int64_t j = 0; j < BN / 8; ++j)
+    for (int64_t h = 0; h < 2; ++h) {
+      const int64_t i = 4 * j + 2 * h;
+      Value pair = zeroPair;
+      for (int64_t e = 0; e < 2; ++e)
+        pair = b.create<vector::InsertOp>(b.create<LLVM::ExtractValueOp>(acc, ArrayRef<int64_t>{i + e}), pair,
+                                          ArrayRef<int64_t>{e});
+      out.storePair(k, pair, k.add(rowBase, 8 * h), k.add(colBase, 8 * j));
+    }
+  b.create<gpu::ReturnOp>();
+  return WgmmaMatmulKernel{func, {tA->map, tB->map}};
+}

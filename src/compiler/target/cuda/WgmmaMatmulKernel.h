@@ -1,0 +1,77 @@
+//===- WgmmaMatmulKernel.h - the Hopper matmul kernel: TMA + wgmma -*- C++ -*-===//
+//
+// Builds the sm_90a matmul kernel a wgmma GpuMatmulConfig describes, as a
+// gpu.func at the level of the PTX it becomes (notes/ptx-semantics.md §7):
+//   - one thread per block issues the TMA loads (nvgpu.tma.async.load) of
+//     each K slab into a `stages`-deep ring of shared-memory tiles, the
+//     bytes counted on that stage's mbarrier (arrive.expect_tx);
+//   - every thread waits on the stage's mbarrier phase
+//     (mbarrier.try_wait.parity), then each warpgroup (4 warps, 64 rows of
+//     the block) multiplies the slab with wgmma.mma_async reading both
+//     operands from shared memory through 64-bit matrix descriptors that
+//     the kernel computes itself (start address, LBO, SBO, swizzle);
+//   - one wgmma group stays in flight: after committing slab kt's group a
+//     warpgroup waits for slab kt - 1's (wgmma.wait_group 1); a block
+//     barrier then frees that stage, which the TMA thread refills with slab
+//     kt - 1 + stages;
+//   - the accumulators (64 x blockN f32 a warpgroup, blockN / 2 registers a
+//     thread) go through the fused epilogue to global memory.
+// Tiles are written by TMA with the 128/64/32-byte swizzle of their rows and
+// read by wgmma with the same swizzle, both on absolute shared addresses, so
+// every tile starts on a 1024-byte boundary (the kernel rounds the dynamic
+// shared memory's base up; the launch asks for 1024 bytes more).
+//
+// Operands: f16 and bf16 in any layout (an M/N-contiguous operand is read
+// "MN-major", imm-trans); tf32 only K-major (A stored M x K, B stored N x
+// K: wgmma has no transposed tf32). Each operand reaches the kernel as a
+// TMA tensor map (an !llvm.ptr to the 128-byte CUtensorMap in global
+// memory), which the launcher encodes as `maps` says.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef NOVA_COMPILER_TARGET_CUDA_WGMMAMATMULKERNEL_H
+#define NOVA_COMPILER_TARGET_CUDA_WGMMAMATMULKERNEL_H
+
+#include "compiler/target/cuda/GpuConfigurator.h"
+#include "compiler/target/cuda/MatmulKernelParts.h"
+#include "compiler/target/cuda/TmaMap.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::nova {
+
+/// Deliberate faults, for tests that the emulator catches what they break.
+struct WgmmaMatmulFaults {
+  /// The slab multiplied without waiting on its mbarrier (TMA data in flight).
+  bool noMbarrierWait = false;
+  /// No block barrier between the wgmma reads of a stage and its refill.
+  bool noBarrierBeforeRefill = false;
+  /// No final wgmma.wait_group 0: the epilogue reads unfinished accumulators.
+  bool noFinalWgmmaWait = false;
+  /// The descriptors claim a swizzle narrower than the one TMA wrote with.
+  bool wrongDescriptorSwizzle = false;
+  /// No wgmma.fence before the first wgmma of the kernel.
+  bool noWgmmaFence = false;
+};
+
+struct WgmmaMatmulKernel {
+  gpu::GPUFuncOp func;
+  /// The tensor maps, for the kernel's first two arguments (A's, B's).
+  std::vector<TmaMap> maps;
+};
+
+/// Adds the kernel `name` to `module` (arguments: A's map, B's map, C, then
+/// the epilogue's bias and residual when present), or fails with `error`
+/// naming the shapes and the config. `linearGrid` as for the mma.sync
+/// kernel: blocks numbered along x only.
+FailureOr<WgmmaMatmulKernel> buildWgmmaMatmulKernel(gpu::GPUModuleOp module, StringRef name,
+                                                    const GpuMatmulProblem &problem, const GpuMatmulConfig &config,
+                                                    std::string &error, const WgmmaMatmulFaults &faults = {},
+                                                    const MmaEpilogue &epilogue = {}, bool linearGrid = false);
+
+} // namespace mlir::nova
+
+#endif // NOVA_COMPILER_TARGET_CUDA_WGMMAMATMULKERNEL_H

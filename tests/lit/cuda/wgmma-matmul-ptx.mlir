@@ -1,0 +1,30 @@
+// PTX of the TMA + wgmma matmul kernel (sm_90a, +ptx80) for bf16 NN, f16
+// TN (both operands read transposed by wgmma) and tf32 NT (K-major), from
+// MLIR's gpu-lower-to-nvvm-pipeline, assembled by ptxas for sm_90a.
+// REQUIRES: ptxas
+// RUN: nova-opt %s --nova-test-mma-matmul="m=512 n=512 k=512 type=bf16 target=sm_90a wgmma=true block-m=128 block-n=128 block-k=64 warps-m=2 warps-n=1 stages=4" --gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90a cubin-features=+ptx80 cubin-format=isa opt-level=3 kernel-bare-ptr-calling-convention=true" 2>/dev/null | %extract-ptx > %t.bf16.ptx
+// RUN: FileCheck %s --check-prefix=BF16 < %t.bf16.ptx
+// RUN: %ptxas -arch=sm_90a %t.bf16.ptx -o %t.bf16.cubin
+// BF16: .target sm_90a
+// BF16: .entry matmul(
+// BF16: mbarrier.init.shared.b64
+// BF16: fence.mbarrier_init.release.cluster;
+// BF16: mbarrier.arrive.expect_tx.shared.b64
+// BF16: cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes
+// BF16: mbarrier.try_wait.parity.shared.b64
+// BF16: wgmma.fence.sync.aligned;
+// imm-scale-a, imm-scale-b, imm-trans-a (A K-major: 0), imm-trans-b (B N-contiguous: 1).
+// BF16: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1,  1, 0,  1;
+// BF16: wgmma.commit_group.sync.aligned;
+// BF16: wgmma.wait_group.sync.aligned 1;
+// BF16: wgmma.wait_group.sync.aligned 0;
+
+// RUN: nova-opt %s --nova-test-mma-matmul="m=512 n=512 k=512 type=f16 transpose-a=true target=sm_90a wgmma=true block-m=128 block-n=256 block-k=64 warps-m=2 warps-n=1 stages=3" --gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90a cubin-features=+ptx80 cubin-format=isa opt-level=3 kernel-bare-ptr-calling-convention=true" 2>/dev/null | %extract-ptx > %t.f16.ptx
+// RUN: FileCheck %s --check-prefix=F16 < %t.f16.ptx
+// RUN: %ptxas -arch=sm_90a %t.f16.ptx -o %t.f16.cubin
+// F16: wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {{.*}}, p, 1,  1, 1,  1;
+
+// RUN: nova-opt %s --nova-test-mma-matmul="m=512 n=512 k=512 type=tf32 transpose-b=true target=sm_90a wgmma=true" --gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90a cubin-features=+ptx80 cubin-format=isa opt-level=3 kernel-bare-ptr-calling-convention=true" 2>/dev/null | %extract-ptx > %t.tf32.ptx
+// RUN: FileCheck %s --check-prefix=TF32 < %t.tf32.ptx
+// RUN: %ptxas -arch=sm_90a %t.tf32.ptx -o %t.tf32.cubin
+// TF32: wgmma.mma_async.sync.aligned.m64n{{[0-9]+}}k8.f32.tf32.tf32 {{.*}}, p, 1,  1;
