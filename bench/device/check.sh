@@ -4,12 +4,13 @@
 # that ran bench/device/prepare.sh. Prints one table, and writes it to
 # $OUT/device_check.tsv when $OUT is set.
 #
-# Now: every generated matmul kernel (mma.sync, sm_90a PTX loaded by the
-# driver) against a float64 product (error bound per precision) and against
-# cuBLAS through PyTorch (TFLOP/s, ratio); then the GPT training steps
-# (steps_check.py: run_steps, the runtime only, one step checked against the
-# CPU, then timed) against PyTorch eager on the same GPU (tokens/s, ratio).
-# Not yet: the wgmma kernel.
+# Now: every generated matmul kernel (sm_90a PTX loaded by the driver: TMA +
+# wgmma where the configurator picks it, mma.sync otherwise and where the
+# case says :mma) against a float64 product (error bound per precision) and
+# against cuBLAS through PyTorch (TFLOP/s, ratio); then the GPT training
+# steps (steps_check.py: run_steps, the runtime only, one step checked
+# against the CPU, then timed) against PyTorch eager on the same GPU
+# (tokens/s, ratio). The steps' matmuls are still mma.sync kernels.
 set -eu
 cd "$(dirname "$0")"
 [ -f artifacts/manifest.tsv ] || { echo "check.sh: no artifacts/manifest.tsv: run bench/device/prepare.sh where LLVM is, and carry bench/device/artifacts"; exit 2; }

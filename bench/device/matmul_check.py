@@ -3,7 +3,10 @@
 
 Reads artifacts/manifest.tsv (written by nova-gpu-kernels), loads each PTX
 through the CUDA driver (ctypes; the module JIT-assembles it for the GPU),
-launches it on PyTorch's stream with PyTorch's buffers, and:
+launches it on PyTorch's stream with PyTorch's buffers (a TMA + wgmma
+kernel takes A and B as tensor maps, which this script encodes with
+cuTensorMapEncodeTiled as the manifest says and copies to device memory),
+and:
   - checks it against a float64 product of the same inputs: the error
     relative to sum_k |a_ik b_kj| must be at most 2 (k 2^-24 + 2^-9 for tf32);
   - times it and torch.matmul (cuBLAS; TF32 allowed for tf32 cases; bf16/f16
@@ -22,6 +25,36 @@ import torch
 def check(result, what):
     if result != 0:
         raise RuntimeError(f"{what} failed: CUDA error {result}")
+
+
+# CUtensorMapDataType and CUtensorMapSwizzle (cuda.h); tf32 operands are f32 in memory.
+TMA_DATA_TYPE = {"f16": 6, "tf32": 7, "bf16": 9}
+TMA_SWIZZLE = {0: 0, 32: 1, 64: 2, 128: 3}
+
+
+def tensor_map(cuda, spec, tensor, typ, dev):
+    """Encodes one manifest map ("operand;dims;strides;box;swizzle") over
+    `tensor`'s memory; returns the 128-byte map in device memory."""
+    _, dims, strides, box, swizzle = spec.split(";")
+    dims = [int(x) for x in dims.split(",")]
+    strides = [int(x) for x in strides.split(",")] if strides else []
+    box = [int(x) for x in box.split(",")]
+    rank = len(dims)
+    raw = (ctypes.c_uint8 * 192)()  # a CUtensorMap is 128 bytes, 64-byte aligned
+    offset = (-ctypes.addressof(raw)) % 64
+    host = ctypes.c_void_p(ctypes.addressof(raw) + offset)
+    fn = cuda.cuTensorMapEncodeTiled
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p,
+                   ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64),
+                   ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint32),
+                   ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+    check(fn(host, TMA_DATA_TYPE[typ], rank, ctypes.c_void_p(tensor.data_ptr()),
+             (ctypes.c_uint64 * rank)(*dims), (ctypes.c_uint64 * max(1, rank - 1))(*(strides or [0])),
+             (ctypes.c_uint32 * rank)(*box), (ctypes.c_uint32 * rank)(*([1] * rank)),
+             0, TMA_SWIZZLE[int(swizzle)], 2, 0),  # no interleave, L2 promotion 128B, zero fill
+          "cuTensorMapEncodeTiled")
+    data = bytes(raw)[offset:offset + 128]
+    return torch.frombuffer(bytearray(data), dtype=torch.uint8).to(dev)
 
 
 def timed(fn, iters):
@@ -56,6 +89,7 @@ def main():
         name, ptx, typ, layout = f[0], f[1], f[2], f[3]
         m, n, k, gx, gy, gz, bx, smem = (int(x) for x in f[4:12])
         config = f[12]
+        tma = f[13] if len(f) > 13 else "-"
         module, func = ctypes.c_void_p(), ctypes.c_void_p()
         data = open(os.path.join(art, ptx), "rb").read() + b"\0"
         check(cuda.cuModuleLoadData(ctypes.byref(module), data), f"cuModuleLoadData({ptx})")
@@ -68,7 +102,15 @@ def main():
         a = a_stored.t() if layout[0] == "T" else a_stored
         b = b_stored.t() if layout[1] == "T" else b_stored
         c = torch.zeros((m, n), device=dev, dtype=torch.float32)
-        ptrs = [ctypes.c_uint64(t.data_ptr()) for t in (a_stored, b_stored, c)]
+        operands = [a_stored, b_stored]
+        maps = []
+        if tma != "-":
+            # The kernel reads A and B through tensor maps passed in their place.
+            for spec in tma.split("|"):
+                which = int(spec.split(";")[0])
+                maps.append(tensor_map(cuda, spec, (a_stored, b_stored)[which], typ, dev))
+            operands = maps
+        ptrs = [ctypes.c_uint64(t.data_ptr()) for t in (*operands, c)]
         params = (ctypes.c_void_p * 3)(*[ctypes.cast(ctypes.byref(p), ctypes.c_void_p) for p in ptrs])
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
 

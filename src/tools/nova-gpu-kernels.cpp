@@ -1,13 +1,19 @@
 //===- nova-gpu-kernels.cpp - PTX of GPU matmul kernels, for the device check -===//
 //
 //   nova-gpu-kernels TARGET OUT_DIR CASE...
-//     CASE = type:layout:MxNxK, e.g. bf16:NN:4096x4096x4096 (type f16, bf16
-//     or tf32; layout NN, NT, TN or TT: whether A, B are stored transposed)
+//     CASE = type:layout:MxNxK[:mma], e.g. bf16:NN:4096x4096x4096 (type f16,
+//     bf16 or tf32; layout NN, NT, TN or TT: whether A, B are stored
+//     transposed; :mma keeps the mma.sync kernel where wgmma would do)
 //
-// For each case: the configurator's decision for TARGET (mma.sync: the
-// kernel the generator writes), the kernel, its PTX (OUT_DIR/<name>.ptx),
-// and a line of OUT_DIR/manifest.tsv saying how to launch it:
-//   name ptx type layout m n k grid_x grid_y grid_z block_x shared_bytes config
+// For each case: the configurator's decision for TARGET (on sm_90a the TMA
+// + wgmma kernel where it applies, else mma.sync), the kernel, its PTX
+// (OUT_DIR/<name>.ptx), and a line of OUT_DIR/manifest.tsv saying how to
+// launch it:
+//   name ptx type layout m n k grid_x grid_y grid_z block_x shared_bytes config tma
+// where tma is "-" (the kernel takes A, B, C) or the two tensor maps the
+// launcher encodes and passes in place of A and B, "|"-separated, each
+// "operand;dims;strides;box;swizzle" with comma-separated lists (dims and
+// box in elements, fastest first; strides in bytes).
 // bench/device/matmul_check.py loads the PTX through the CUDA driver on a
 // machine without LLVM or MLIR and compares the kernel with cuBLAS.
 //
@@ -16,6 +22,7 @@
 #include "compiler/target/cuda/GpuConfigurator.h"
 #include "compiler/target/cuda/MmaMatmulKernel.h"
 #include "compiler/target/cuda/PtxEmitter.h"
+#include "compiler/target/cuda/WgmmaMatmulKernel.h"
 #include "nova/target.hpp"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -36,8 +43,8 @@ using namespace mlir::nova;
 namespace {
 
 int usage() {
-  std::fprintf(stderr, "usage: nova-gpu-kernels TARGET OUT_DIR type:layout:MxNxK...\n"
-                       "  type f16, bf16 or tf32; layout NN, NT, TN or TT\n");
+  std::fprintf(stderr, "usage: nova-gpu-kernels TARGET OUT_DIR type:layout:MxNxK[:mma]...\n"
+                       "  type f16, bf16 or tf32; layout NN, NT, TN or TT; :mma keeps mma.sync on sm_90a\n");
   return 2;
 }
 
@@ -68,13 +75,14 @@ int main(int argc, char **argv) {
   ctx.loadAllAvailableDialects();
   for (int i = 3; i < argc; ++i) {
     std::string spec = argv[i];
-    char type[8] = {}, layout[3] = {};
+    char type[8] = {}, layout[3] = {}, kind[8] = {};
     long long m = 0, n = 0, k = 0;
-    if (std::sscanf(spec.c_str(), "%7[a-z0-9]:%2[NT]:%lldx%lldx%lld", type, layout, &m, &n, &k) != 5 || m < 1 ||
-        n < 1 || k < 1) {
-      std::fprintf(stderr, "nova-gpu-kernels: '%s' is not type:layout:MxNxK\n", spec.c_str());
+    int fields = std::sscanf(spec.c_str(), "%7[a-z0-9]:%2[NT]:%lldx%lldx%lld:%7[a-z]", type, layout, &m, &n, &k, kind);
+    if (fields < 5 || m < 1 || n < 1 || k < 1 || (fields == 6 && std::string(kind) != "mma")) {
+      std::fprintf(stderr, "nova-gpu-kernels: '%s' is not type:layout:MxNxK[:mma]\n", spec.c_str());
       return 2;
     }
+    const bool mmaOnly = fields == 6;
     GpuMatmulProblem p;
     p.m = m;
     p.n = n;
@@ -87,14 +95,34 @@ int main(int argc, char **argv) {
     p.operand = t == "f16" ? GpuOperand::f16 : t == "bf16" ? GpuOperand::bf16 : GpuOperand::tf32;
     p.lhsTransposed = layout[0] == 'T';
     p.rhsTransposed = layout[1] == 'T';
-    p.allowWgmma = false; // the generator writes mma.sync kernels only
-    p.allowSplitK = false;
+    p.allowWgmma = !mmaOnly;
+    p.allowSplitK = false; // neither generator splits K yet
     GpuMatmulConfig config = configureGpuMatmul(p, target);
-    std::string name = t + "_" + layout + "_" + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+    const bool wgmma = config.kind == GpuMmaKind::wgmma;
+    std::string name = t + "_" + layout + "_" + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+                       (wgmma ? "_wgmma" : "_mma");
     OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
     gpu::GPUModuleOp kernels = addKernelsModule(*module);
-    std::string error;
-    if (failed(buildMmaSyncMatmulKernel(kernels, name, p, config, error)) || failed(verify(*module))) {
+    std::string error, tma = "-";
+    bool built = false;
+    if (wgmma) {
+      FailureOr<WgmmaMatmulKernel> kernel = buildWgmmaMatmulKernel(kernels, name, p, config, error);
+      if ((built = succeeded(kernel))) {
+        tma.clear();
+        auto list = [](const std::vector<int64_t> &v) {
+          std::string s;
+          for (int64_t x : v)
+            s += (s.empty() ? "" : ",") + std::to_string(x);
+          return s;
+        };
+        for (const TmaMap &map : kernel->maps)
+          tma += (tma.empty() ? "" : "|") + std::to_string(map.operand) + ";" + list(map.dims) + ";" +
+                 list(map.strides) + ";" + list(map.box) + ";" + std::to_string(map.swizzleBytes);
+      }
+    } else {
+      built = succeeded(buildMmaSyncMatmulKernel(kernels, name, p, config, error));
+    }
+    if (!built || failed(verify(*module))) {
       std::fprintf(stderr, "nova-gpu-kernels: %s\n", error.empty() ? "the kernel does not verify" : error.c_str());
       return 1;
     }
@@ -109,11 +137,11 @@ int main(int argc, char **argv) {
       return 1;
     }
     file << *ptx;
-    int64_t threads = 32 * config.warpsM * config.warpsN;
+    int64_t threads = config.threads;
     manifest << name << "\t" << name << ".ptx\t" << t << "\t" << layout << "\t" << m << "\t" << n << "\t" << k
              << "\t" << (n + config.blockN - 1) / config.blockN << "\t" << (m + config.blockM - 1) / config.blockM
              << "\t1\t" << threads << "\t" << gpuMatmulSmemBytes(config, p.operand) << "\t" << config.describe()
-             << "\n";
+             << "\t" << tma << "\n";
     std::fprintf(stderr, "%s: %s\n", name.c_str(), config.describe().c_str());
   }
   return 0;
