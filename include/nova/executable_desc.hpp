@@ -30,7 +30,7 @@
 namespace nova {
 
 /// Bumped whenever the byte layout or the kernel ABI changes.
-inline constexpr std::uint32_t executable_format_version = 5;
+inline constexpr std::uint32_t executable_format_version = 6;
 
 /// The compiler's version string; entries from another version are stale.
 std::string compiler_version();
@@ -48,6 +48,22 @@ struct BufferRef {
   friend bool operator==(const BufferRef&, const BufferRef&) = default;
 };
 
+/// A GPU kernel argument the runtime passes as a TMA tensor map: the
+/// device address of a 128-byte CUtensorMap it encodes (once, at load) over
+/// the launch's buffer for that argument, a tiled view of it.
+struct TensorMapDesc {
+  /// The kernel argument.
+  std::uint32_t arg = 0;
+  /// The elements (f32 also for tf32 operands).
+  DType dtype = DType::f32;
+  /// Elements per dimension and the box one load copies, fastest first;
+  /// bytes between indices of dimensions 1, 2, ... (dimension 0 is contiguous).
+  std::vector<std::uint64_t> dims, strides, box;
+  /// The box rows' swizzle in shared memory: 0, 32, 64 or 128 bytes.
+  std::uint32_t swizzle_bytes = 0;
+  friend bool operator==(const TensorMapDesc&, const TensorMapDesc&) = default;
+};
+
 struct KernelDesc {
   /// Exported symbol in the object code.
   std::string symbol;
@@ -61,6 +77,8 @@ struct KernelDesc {
   /// per block in bytes; 0 and 0 for the CPU.
   std::uint32_t threads = 0;
   std::uint32_t shared_bytes = 0;
+  /// GPU kernels: the arguments passed as TMA tensor maps (none for most).
+  std::vector<TensorMapDesc> tensor_maps;
   friend bool operator==(const KernelDesc&, const KernelDesc&) = default;
 };
 

@@ -62,6 +62,8 @@ Loaded load(const std::string& path) {
       !resolve(handle, "cuMemcpyDtoH_v2", d.cuMemcpyDtoH, l.why) ||
       !resolve(handle, "cuLaunchKernel", d.cuLaunchKernel, l.why))
     return l; // the handle stays open: a process loads the driver once
+  // Optional: a driver before CUDA 12 has no TMA.
+  d.cuTensorMapEncodeTiled = reinterpret_cast<decltype(d.cuTensorMapEncodeTiled)>(dlsym(handle, "cuTensorMapEncodeTiled"));
   if (CUresult r = d.cuInit(0); r != 0) {
     l.why = "the CUDA driver did not initialize: " + describe_error(d, "cuInit", r);
     return l;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace nova::cuda {
@@ -67,7 +68,20 @@ struct Driver {
   CUresult (*cuLaunchKernel)(CUfunction function, unsigned gridX, unsigned gridY, unsigned gridZ, unsigned blockX,
                              unsigned blockY, unsigned blockZ, unsigned sharedBytes, CUstream stream,
                              void** params, void** extra) = nullptr;
+  // TMA tensor maps (CUDA 12 drivers; null before: only steps with TMA
+  // kernels need it, and say so). `tensor_map` is a 64-byte aligned
+  // 128-byte CUtensorMap.
+  CUresult (*cuTensorMapEncodeTiled)(void* tensor_map, int data_type, std::uint32_t rank, void* global_address,
+                                     const std::uint64_t* global_dims, const std::uint64_t* global_strides,
+                                     const std::uint32_t* box, const std::uint32_t* element_strides, int interleave,
+                                     int swizzle, int l2_promotion, int oob_fill) = nullptr;
 };
+
+/// CUtensorMapDataType and CUtensorMapSwizzle values (cuda.h).
+inline constexpr int kTensorMapFloat32 = 7;
+constexpr int tensor_map_swizzle(std::uint32_t bytes) { return bytes == 32 ? 1 : bytes == 64 ? 2 : bytes == 128 ? 3 : 0; }
+/// CU_TENSOR_MAP_L2_PROMOTION_L2_128B.
+inline constexpr int kTensorMapL2Promotion128B = 2;
 
 /// The driver, loaded and initialized once per process; nullptr when it
 /// cannot be, with the reason in `why`.

@@ -8,8 +8,11 @@
 // the launch's workgroups along x, block = the kernel's threads; each
 // argument a device pointer: the bare-pointer ABI of the kernels), waits,
 // and copies the outputs out, and the inputs updated in place back into
-// their tensors. Calls of one executable are serialized (its buffers are
-// shared). Not yet: streams and events across calls, CUDA graphs, NCCL.
+// their tensors. Kernels that load with TMA take some arguments as tensor
+// maps: encoded once at load (cuTensorMapEncodeTiled) over the launch's
+// buffer, kept in device memory, passed by address. Calls of one
+// executable are serialized (its buffers are shared). Not yet: streams and
+// events across calls, CUDA graphs, NCCL.
 #include "cuda_executable.hpp"
 
 #include <cstring>
@@ -57,11 +60,7 @@ class CudaExecutable final : public Executable {
     for (std::size_t i = 0; i < desc_.launches.size(); ++i) {
       const LaunchDesc& l = desc_.launches[i];
       const KernelDesc& k = desc_.kernels[l.kernel];
-      pointers.clear();
-      for (const BufferRef& b : l.args)
-        pointers.push_back(b.kind == BufferRef::Kind::input    ? inputs_[b.index]
-                           : b.kind == BufferRef::Kind::output ? outputs_[b.index]
-                                                               : arena_ + b.offset);
+      pointers = args_[i];
       params.clear();
       for (CUdeviceptr& p : pointers) params.push_back(&p);
       check("cuLaunchKernel", k.symbol,
@@ -96,6 +95,42 @@ class CudaExecutable final : public Executable {
     for (const auto& s : desc_.inputs) inputs_.push_back(allocate(bytes_of(s)));
     for (std::size_t o = 0; o < desc_.outputs.size(); ++o)
       outputs_.push_back(desc_.aliases[o] >= 0 ? 0 : allocate(bytes_of(desc_.outputs[o])));
+    // Every launch's arguments; tensor maps over their buffers, encoded now
+    // (the buffers never move) into one device table.
+    struct alignas(64) Map {
+      unsigned char bytes[128];
+    };
+    std::vector<Map> maps;
+    std::vector<std::pair<std::size_t, std::size_t>> slots; // (launch, argument) of each map
+    for (std::size_t i = 0; i < desc_.launches.size(); ++i) {
+      const LaunchDesc& l = desc_.launches[i];
+      std::vector<CUdeviceptr> args;
+      for (const BufferRef& b : l.args)
+        args.push_back(b.kind == BufferRef::Kind::input    ? inputs_[b.index]
+                       : b.kind == BufferRef::Kind::output ? outputs_[b.index]
+                                                           : arena_ + b.offset);
+      for (const TensorMapDesc& m : desc_.kernels[l.kernel].tensor_maps) {
+        if (!d_->cuTensorMapEncodeTiled)
+          throw Error("nova: kernel " + desc_.kernels[l.kernel].symbol +
+                      " loads with TMA, and this CUDA driver has no cuTensorMapEncodeTiled (CUDA 12 or later needed)");
+        std::vector<std::uint32_t> box(m.box.begin(), m.box.end()), unit(m.box.size(), 1);
+        maps.emplace_back();
+        check("cuTensorMapEncodeTiled", desc_.kernels[l.kernel].symbol,
+              d_->cuTensorMapEncodeTiled(maps.back().bytes, cuda::kTensorMapFloat32,
+                                         static_cast<std::uint32_t>(m.dims.size()),
+                                         reinterpret_cast<void*>(static_cast<std::uintptr_t>(args[m.arg])),
+                                         m.dims.data(), m.strides.data(), box.data(), unit.data(), /*interleave=*/0,
+                                         cuda::tensor_map_swizzle(m.swizzle_bytes), cuda::kTensorMapL2Promotion128B,
+                                         /*oob_fill=*/0));
+        slots.push_back({i, m.arg});
+      }
+      args_.push_back(std::move(args));
+    }
+    if (!maps.empty()) {
+      CUdeviceptr table = allocate(maps.size() * sizeof(Map));
+      check("cuMemcpyHtoD", d_->cuMemcpyHtoD(table, maps.data(), maps.size() * sizeof(Map)));
+      for (std::size_t j = 0; j < slots.size(); ++j) args_[slots[j].first][slots[j].second] = table + j * sizeof(Map);
+    }
   }
 
   /// Everything load() took, in reverse; errors ignored (nothing to report them to).
@@ -137,6 +172,8 @@ class CudaExecutable final : public Executable {
   std::vector<cuda::CUfunction> functions_;
   CUdeviceptr arena_ = 0;
   std::vector<CUdeviceptr> inputs_, outputs_, owned_;
+  /// Each launch's arguments (tensor-map arguments: the map's address).
+  std::vector<std::vector<CUdeviceptr>> args_;
   mutable std::mutex mutex_;
 };
 

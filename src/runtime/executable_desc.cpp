@@ -146,6 +146,16 @@ std::vector<std::uint8_t> ExecutableDesc::serialize() const {
     body.put<std::uint64_t>(k.bytes);
     body.put<std::uint32_t>(k.threads);
     body.put<std::uint32_t>(k.shared_bytes);
+    body.put<std::uint64_t>(k.tensor_maps.size());
+    for (const auto& m : k.tensor_maps) {
+      body.put<std::uint32_t>(m.arg);
+      body.put<std::uint8_t>(static_cast<std::uint8_t>(m.dtype));
+      for (const auto* list : {&m.dims, &m.strides, &m.box}) {
+        body.put<std::uint64_t>(list->size());
+        for (std::uint64_t v : *list) body.put<std::uint64_t>(v);
+      }
+      body.put<std::uint32_t>(m.swizzle_bytes);
+    }
   }
   body.put<std::uint64_t>(launches.size());
   for (const auto& l : launches) {
@@ -211,6 +221,17 @@ ExecutableDesc ExecutableDesc::deserialize(std::span<const std::uint8_t> bytes, 
     k.bytes = r.get<std::uint64_t>("kernel bytes");
     k.threads = r.get<std::uint32_t>("kernel threads");
     k.shared_bytes = r.get<std::uint32_t>("kernel shared bytes");
+    for (auto n_maps = r.count("tensor maps", 12); n_maps > 0; --n_maps) {
+      TensorMapDesc m;
+      m.arg = r.get<std::uint32_t>("tensor map argument");
+      auto dtype = r.get<std::uint8_t>("tensor map dtype");
+      if (dtype > static_cast<std::uint8_t>(DType::i64)) r.fail("tensor map dtype " + std::to_string(dtype));
+      m.dtype = static_cast<DType>(dtype);
+      for (auto* list : {&m.dims, &m.strides, &m.box})
+        for (auto v = r.count("tensor map extents", 8); v > 0; --v) list->push_back(r.get<std::uint64_t>("tensor map extent"));
+      m.swizzle_bytes = r.get<std::uint32_t>("tensor map swizzle");
+      k.tensor_maps.push_back(std::move(m));
+    }
     d.kernels.push_back(std::move(k));
   }
   for (auto n = r.count("launches", 20); n > 0; --n) {
@@ -276,6 +297,28 @@ void ExecutableDesc::validate(const std::string& what) const {
       fail("kernel " + k.symbol + " has " + std::to_string(k.threads) + " threads a block on a " +
            (gpu ? "GPU (1 to 1024)" : "CPU (none)"));
   }
+  for (const auto& k : kernels)
+    for (const auto& m : k.tensor_maps) {
+      // What cuTensorMapEncodeTiled accepts, so that a bad description is
+      // refused here rather than by the driver (or by a TMA fault).
+      std::string where = "kernel " + k.symbol + "'s tensor map of argument " + std::to_string(m.arg);
+      const std::size_t rank = m.dims.size();
+      if (target.kind == DeviceKind::cpu) fail(where + " on a CPU");
+      if (rank < 1 || rank > 5 || m.box.size() != rank || m.strides.size() + 1 != rank)
+        fail(where + " has " + std::to_string(rank) + " dims, " + std::to_string(m.box.size()) + " box extents and " +
+             std::to_string(m.strides.size()) + " strides");
+      if (m.swizzle_bytes != 0 && m.swizzle_bytes != 32 && m.swizzle_bytes != 64 && m.swizzle_bytes != 128)
+        fail(where + " has a " + std::to_string(m.swizzle_bytes) + "-byte swizzle");
+      const std::uint64_t es = size_of(m.dtype);
+      for (std::size_t d = 0; d < rank; ++d) {
+        if (m.dims[d] < 1 || m.dims[d] > (std::uint64_t{1} << 32) || m.box[d] < 1 || m.box[d] > 256)
+          fail(where + ": dimension " + std::to_string(d) + " or its box is out of range");
+        if (d > 0 && (m.strides[d - 1] % 16 != 0 || m.strides[d - 1] >= (std::uint64_t{1} << 40)))
+          fail(where + ": stride " + std::to_string(d) + " is not a multiple of 16 bytes below 2^40");
+      }
+      if ((m.box[0] * es) % 16 != 0 || (m.swizzle_bytes != 0 && m.box[0] * es > m.swizzle_bytes))
+        fail(where + ": a box row of " + std::to_string(m.box[0] * es) + " bytes");
+    }
   for (std::size_t i = 0; i < launches.size(); ++i) {
     const auto& l = launches[i];
     std::string where = "launch " + std::to_string(i);
@@ -283,6 +326,16 @@ void ExecutableDesc::validate(const std::string& what) const {
     if (l.workgroups == 0) fail(where + " has no workgroups");
     if (l.args.size() > 4096) fail(where + " has " + std::to_string(l.args.size()) + " arguments");
     for (const auto& a : l.args) check_ref(a, where);
+    // A tensor map reads no byte past its argument's buffer.
+    for (const auto& m : kernels[l.kernel].tensor_maps) {
+      if (m.arg >= l.args.size()) fail(where + " has no argument " + std::to_string(m.arg) + " for its tensor map");
+      unsigned __int128 extent = m.dims[0] * size_of(m.dtype); // < 2^36; each term < 2^72
+      for (std::size_t d = 1; d < m.dims.size(); ++d)
+        extent += static_cast<unsigned __int128>(m.dims[d] - 1) * m.strides[d - 1];
+      if (extent > l.args[m.arg].bytes)
+        fail(where + "'s tensor map spans more than the " + std::to_string(l.args[m.arg].bytes) +
+             " bytes of its argument");
+    }
   }
   for (std::size_t i = 0; i < collectives.size(); ++i) {
     const auto& c = collectives[i];

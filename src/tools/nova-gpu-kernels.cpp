@@ -111,13 +111,21 @@ int main(int argc, char **argv) {
         tma.clear();
         auto list = [](const std::vector<int64_t> &v) {
           std::string s;
-          for (int64_t x : v)
-            s += (s.empty() ? "" : ",") + std::to_string(x);
+          for (int64_t x : v) {
+            if (!s.empty())
+              s += ",";
+            s += std::to_string(x);
+          }
           return s;
         };
-        for (const TmaMap &map : kernel->maps)
-          tma += (tma.empty() ? "" : "|") + std::to_string(map.operand) + ";" + list(map.dims) + ";" +
-                 list(map.strides) + ";" + list(map.box) + ";" + std::to_string(map.swizzleBytes);
+        for (const TmaMap &map : kernel->maps) {
+          if (!tma.empty())
+            tma += "|";
+          tma += std::to_string(map.operand);
+          for (const std::string &field : {list(map.dims), list(map.strides), list(map.box),
+                                           std::to_string(map.swizzleBytes)})
+            tma += ";" + field;
+        }
       }
     } else {
       built = succeeded(buildMmaSyncMatmulKernel(kernels, name, p, config, error));

@@ -7,7 +7,9 @@
  * whose ".entry <name>" lines are its functions; a launch is logged
  * (fake_cuda_launches) and, for two kernels the tests write, executed one
  * float per thread: "nova_fake_copy" (arg 0 = arg 1) and "nova_fake_inc"
- * (arg 0 += 1). */
+ * (arg 0 += 1); and "nova_fake_tma_copy": arg 1 = the tensor the TMA map in
+ * arg 0 covers, which cuTensorMapEncodeTiled "encodes" as its address and
+ * element count (dims[0] x dims[1]). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <stddef.h>
@@ -145,7 +147,26 @@ int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
     for (size_t i = 0; i < n; ++i) a[i] = b[i];
   } else if (strcmp(name, "nova_fake_inc") == 0) {
     for (size_t i = 0; i < n; ++i) a[i] += 1.0f;
+  } else if (strcmp(name, "nova_fake_tma_copy") == 0) {
+    const unsigned long long* map = (const unsigned long long*)a; /* arg 0: the map's device (= host) address */
+    float* out = (float*)(size_t)*(CUdeviceptr*)params[1];
+    const float* in = (const float*)(size_t)map[0];
+    for (unsigned long long i = 0; i < map[1]; ++i) out[i] = in[i];
   }
+  return 0;
+}
+/* A 2-D f32 map: its tensor's address and element count (the real driver's
+ * encoding is opaque); 64-byte aligned, as cuda.h's CUtensorMap. */
+int cuTensorMapEncodeTiled(void* map, int type, unsigned rank, void* address, const unsigned long long* dims,
+                           const unsigned long long* strides, const unsigned* box, const unsigned* element_strides,
+                           int interleave, int swizzle, int l2, int fill) {
+  (void)box; (void)element_strides; (void)interleave; (void)l2; (void)fill;
+  if (((size_t)map & 63) || type != 7 || rank != 2 || strides[0] != dims[0] * 4 || swizzle < 0 || swizzle > 3)
+    return 1;
+  unsigned long long* m = map;
+  memset(map, 0, 128);
+  m[0] = (unsigned long long)(size_t)address;
+  m[1] = dims[0] * dims[1];
   return 0;
 }
 /* For the tests: every launch so far, "name<<<blocks,threads,shared>>>;" each,

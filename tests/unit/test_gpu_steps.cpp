@@ -113,18 +113,20 @@ std::string ptxas_errors(const std::string& ptx, const std::string& chip) {
 }
 
 struct MatmulKernels {
-  int mma = 0, simt = 0, other = 0;
+  int mma = 0, wgmma = 0, simt = 0, other = 0;
 };
 
-/// The description's matmul kernels by kind: the mma.sync kernel, the simt
-/// kernel (tiled in shared memory, with barriers), other (scalar threads).
+/// The description's matmul kernels by kind: the mma.sync kernel, the TMA +
+/// wgmma kernel, the simt kernel (tiled in shared memory, with barriers),
+/// other (scalar threads).
 MatmulKernels matmul_kernels(const nova::ExecutableDesc& desc) {
   std::string ptx(desc.object.begin(), desc.object.end());
   MatmulKernels count;
   for (const auto& k : desc.kernels) {
     if (k.summary.find("matmul ") == std::string::npos) continue;
     std::string body = kernel_ptx(ptx, k.symbol);
-    if (body.find("mma.sync") != std::string::npos) ++count.mma;
+    if (body.find("wgmma.mma_async") != std::string::npos) ++count.wgmma;
+    else if (body.find("mma.sync") != std::string::npos) ++count.mma;
     else if (body.find("bar.sync") != std::string::npos && k.shared_bytes > 0) ++count.simt;
     else ++count.other;
   }
@@ -383,4 +385,52 @@ TEST_CASE("with bf16 matmuls allowed, a GPT's matmuls run as the mma.sync kernel
   INFO("mma.sync matmul kernels: ", kinds.mma, ", simt: ", kinds.simt, ", scalar threads: ", kinds.other);
   CHECK(kinds.mma >= 4);
   CHECK(kinds.simt > 0);
+}
+
+TEST_CASE("with bf16 matmuls allowed, K-major matmuls run as the TMA + wgmma kernel (tf32) on an emulated H100") {
+  // On sm_90a the configurator picks wgmma where both operands are stored
+  // K-contiguous (tf32 has no transposed wgmma): here the forward products
+  // with weights stored out x in (nn.Linear's layout). Their operands reach
+  // the kernel as TMA tensor maps over the step's buffers, which the
+  // emulator reads as the runtime would encode them. Within tf32's error of
+  // the interpreter over several AdamW steps, as the mma.sync kernel is.
+  auto linear_loss = [](const nova::ParamExprs& p, auto x, auto y) {
+    auto h = nova::tanh(nova::matmul(x, p["w1"], nova::Transpose::b));
+    auto out = nova::matmul(h, p["w2"], nova::Transpose::b);
+    return nova::mean((out - y) * (out - y));
+  };
+  Gen g;
+  INFO("seed = ", g.seed);
+  nova::Params init;
+  init.add("w1", g.randn({64, 32}, DType::f32));
+  init.add("w2", g.randn({16, 64}, DType::f32));
+  Tensor x = g.randn({96, 32}, DType::f32), y = g.randn({96, 16}, DType::f32);
+  nova::AdamW opt{.lr = 1e-2};
+  nova::Params reference = copy(init);
+  auto ref_step = nova::train_step(linear_loss, reference, opt, {.mode = nova::ExecMode::interpreted});
+  std::vector<double> want;
+  for (int i = 0; i < 3; ++i) want.push_back(ref_step(x, y));
+
+  Env env;
+  env.set("NOVA_TARGET", "sm_90a");
+  env.set("NOVA_GPU", "emulate");
+  Fp32AtExit restore;
+  nova::set_matmul_precision(nova::MatmulPrecision::bf16);
+  nova::Params params = copy(init);
+  auto step = nova::train_step(linear_loss, params, opt);
+  for (int i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    CHECK(std::abs(step(x, y) - want[static_cast<std::size_t>(i)]) <= 2e-3 * want[0]);
+  }
+  CHECK(params_error(params, reference) <= 2e-3);
+  const nova::ExecutableDesc* desc = step.executable(x, y)->description();
+  REQUIRE(desc != nullptr);
+  MatmulKernels kinds = matmul_kernels(*desc);
+  INFO("wgmma matmul kernels: ", kinds.wgmma, ", mma.sync: ", kinds.mma, ", simt: ", kinds.simt);
+  CHECK(kinds.wgmma == 2);
+  int maps = 0;
+  for (const auto& k : desc->kernels) maps += static_cast<int>(k.tensor_maps.size());
+  CHECK(maps == 2 * kinds.wgmma);
+  if (std::filesystem::exists(kPtxas))
+    CHECK(ptxas_errors(std::string(desc->object.begin(), desc->object.end()), "sm_90a") == "");
 }

@@ -41,6 +41,12 @@ static_assert(int(nova::cuda::kMaxRegistersPerBlock) == int(CU_DEVICE_ATTRIBUTE_
 static_assert(int(nova::cuda::kWarpSize) == int(CU_DEVICE_ATTRIBUTE_WARP_SIZE));
 static_assert(nova::cuda::kFuncMaxDynamicSharedSizeBytes == int(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES));
 static_assert(sizeof(nova::cuda::CUdeviceptr) == sizeof(CUdeviceptr));
+static_assert(nova::cuda::kTensorMapFloat32 == int(CU_TENSOR_MAP_DATA_TYPE_FLOAT32));
+static_assert(nova::cuda::kTensorMapL2Promotion128B == int(CU_TENSOR_MAP_L2_PROMOTION_L2_128B));
+static_assert(nova::cuda::tensor_map_swizzle(128) == int(CU_TENSOR_MAP_SWIZZLE_128B) &&
+              nova::cuda::tensor_map_swizzle(64) == int(CU_TENSOR_MAP_SWIZZLE_64B) &&
+              nova::cuda::tensor_map_swizzle(32) == int(CU_TENSOR_MAP_SWIZZLE_32B) &&
+              nova::cuda::tensor_map_swizzle(0) == int(CU_TENSOR_MAP_SWIZZLE_NONE));
 #endif
 
 namespace {
@@ -199,6 +205,52 @@ nova::ExecutableDesc fake_gpu_plan(std::int64_t n) {
 }
 
 } // namespace
+
+TEST_CASE("a GPU step whose kernel loads with TMA: the runtime encodes its tensor map over the launch's buffer") {
+  using nova::BufferRef;
+  nova::ExecutableDesc d;
+  d.compiler_version = nova::compiler_version();
+  d.target = nova::named_target("h200");
+  d.inputs = {{nova::DType::f32, {8, 32}}};
+  d.outputs = {{nova::DType::f32, {8, 32}}};
+  d.aliases = {-1};
+  nova::KernelDesc k{"nova_fake_tma_copy", "copy through a tensor map", 0, 0, 32, 0};
+  nova::TensorMapDesc map;
+  map.arg = 0;
+  map.dims = {32, 8};
+  map.strides = {128};
+  map.box = {32, 8};
+  map.swizzle_bytes = 128;
+  k.tensor_maps = {map};
+  d.kernels = {k};
+  d.launches = {{0, 1, {BufferRef{BufferRef::Kind::input, 0, 0, 1024}, BufferRef{BufferRef::Kind::output, 0, 0, 1024}}}};
+  const std::string ptx = ".version 8.0\n.target sm_90a\n.entry nova_fake_tma_copy(\n";
+  d.object_format = "ptx";
+  d.object.assign(ptx.begin(), ptx.end());
+  d.validate();
+  // The description round-trips with its map; a map past its buffer is refused.
+  CHECK(nova::ExecutableDesc::deserialize(d.serialize()) == d);
+  nova::ExecutableDesc past = d;
+  past.kernels[0].tensor_maps[0].dims = {32, 9};
+  CHECK_THROWS_WITH_AS(past.validate(), doctest::Contains("tensor map spans more than the 1024 bytes"),
+                       nova::FormatError);
+  nova::ExecutableDesc wide = d;
+  wide.kernels[0].tensor_maps[0].box = {64, 8}; // 256-byte rows under a 128-byte swizzle
+  CHECK_THROWS_WITH_AS(wide.validate(), doctest::Contains("a box row of 256 bytes"), nova::FormatError);
+
+  nova_test::Env env;
+  env.set("NOVA_CUDA_DRIVER", NOVA_FAKE_CUDA);
+  std::shared_ptr<nova::Executable> exe = nova::load_or_describe(d);
+  REQUIRE(exe->kind() == "cuda");
+  std::vector<float> values(256);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = float(i);
+  nova::Tensor x = nova::Tensor::from<float>({8, 32}, values);
+  std::vector<nova::Tensor> args{x};
+  std::vector<nova::Tensor> out = (*exe)(args);
+  CHECK(out[0].at({0, 0}) == 0.0);
+  CHECK(out[0].at({7, 31}) == 255.0);
+  CHECK(out[0].at({3, 5}) == 101.0);
+}
 
 TEST_CASE("a GPU step through the (fake) CUDA driver: buffers, launches, in-place inputs; no GPU is a named error") {
   nova::ExecutableDesc d = fake_gpu_plan(64);

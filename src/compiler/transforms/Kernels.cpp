@@ -25,6 +25,12 @@ bool mlir::nova::isTaggedMatmul(Operation *op) {
 
 Value mlir::nova::bufferRoot(Value v) {
   while (Operation *def = v.getDefiningOp()) {
+    // memref.transpose is a view too, without ViewLikeOpInterface in MLIR 19
+    // (nova-fold-transposes makes them).
+    if (auto transpose = dyn_cast<memref::TransposeOp>(def)) {
+      v = transpose.getIn();
+      continue;
+    }
     auto view = dyn_cast<ViewLikeOpInterface>(def);
     if (!view)
       break;

@@ -32,6 +32,11 @@ inline constexpr const char kGpuBlockThreadsAttr[] = "nova.gpu_block_threads";
 inline constexpr const char kGpuSharedBytesAttr[] = "nova.gpu_shared_bytes";
 /// The operand type a step's mma.sync matmul kernel was planned with.
 inline constexpr const char kGpuOperandAttr[] = "nova.gpu_operand";
+/// A step's wgmma matmul kernel: the arguments it takes as TMA tensor maps,
+/// one array each: [argument, element bytes, swizzle bytes, rank, dims...,
+/// strides (rank - 1)..., box...] (StepMmaMatmul.h; the launch plan's
+/// KernelDesc::tensor_maps).
+inline constexpr const char kGpuTensorMapsAttr[] = "nova.gpu_tensor_maps";
 
 /// --nova-configure-gpu-kernels{target=sm_90a}: each kernel's
 /// #nova.lowering_config for the GPU (the pass CudaTarget adds).

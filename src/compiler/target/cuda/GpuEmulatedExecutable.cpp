@@ -49,6 +49,16 @@ public:
                                                                     : arena.data() + b.offset;
         launch.memory.emplace_back(base, size_t(b.bytes));
       }
+      // What the runtime would encode with cuTensorMapEncodeTiled.
+      for (const ::nova::TensorMapDesc &m : k.tensor_maps) {
+        mlir::nova::TmaMap map;
+        map.elementBytes = int64_t(::nova::size_of(m.dtype));
+        map.dims.assign(m.dims.begin(), m.dims.end());
+        map.strides.assign(m.strides.begin(), m.strides.end());
+        map.box.assign(m.box.begin(), m.box.end());
+        map.swizzleBytes = m.swizzle_bytes;
+        launch.tensorMaps[int(m.arg)] = mlir::nova::EmulatorTensorMap{map, launch.memory[m.arg]};
+      }
       mlir::nova::EmulatorReport report = mlir::nova::emulateKernel(funcs_.at(k.symbol), launch);
       if (!report.ok)
         throw ::nova::Error("nova: launch " + std::to_string(i) + " of " + std::to_string(desc_.launches.size()) +

@@ -267,12 +267,20 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
           kernel->setAttr(kGpuBlockThreadsAttr, i64(c.threads));
           kernel->setAttr(kGpuSharedBytesAttr, i64(c.smemBytes));
           kernel->setAttr(kGpuOperandAttr, StringAttr::get(ctx, nameOf(p.operand)));
+          const bool wgmma = c.kind == GpuMmaKind::wgmma;
+          if (wgmma) {
+            SmallVector<Attribute> maps;
+            for (const SmallVector<int64_t> &map : tensorMapArrays(*plan))
+              maps.push_back(DenseI64ArrayAttr::get(ctx, map));
+            kernel->setAttr(kGpuTensorMapsAttr, ArrayAttr::get(ctx, maps));
+          }
           SmallVector<Attribute> why{StringAttr::get(
-              ctx, llvm::formatv("generated as the mma.sync kernel over {0} blocks{1}", blocks,
+              ctx, llvm::formatv("generated as the {0} kernel over {1} blocks{2}",
+                                 wgmma ? "TMA + wgmma" : "mma.sync", blocks,
                                  p.operand == GpuOperand::tf32
                                      ? " (f32 operands as tf32: the step allows bf16 matmuls, tf32 keeps more bits)"
                                      : ""))};
-          // The configurator's decision for the problem as generated (tf32, no wgmma).
+          // The configurator's decision for the problem as generated (tf32).
           for (const std::string &line : c.why)
             why.push_back(StringAttr::get(ctx, line));
           kernel->setAttr(kGpuWhyAttr, ArrayAttr::get(ctx, why));
@@ -386,7 +394,8 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
         auto fillKernel = symbols.lookup<func::FuncOp>(names[j]);
         auto matmulKernel = symbols.lookup<func::FuncOp>(names[j + 1]);
         LoweringConfigAttr config = matmulKernel ? loweringConfig(matmulKernel) : LoweringConfigAttr();
-        const bool mma = config && config.getKind() == "mma_sync_matmul";
+        // The tensor-core kernels write every element of their result.
+        const bool mma = config && (config.getKind() == "mma_sync_matmul" || config.getKind() == "wgmma_matmul");
         const bool simt = config && config.getKind() == "simt_matmul";
         if (!fillKernel || (!mma && !simt))
           continue;
@@ -665,7 +674,7 @@ struct GpuOutlineKernels : PassWrapper<GpuOutlineKernels, OperationPass<ModuleOp
     ::nova::TargetDesc target = hasFixed ? fixed : ::nova::builtin_gpu_target(targetName);
     for (func::FuncOp kernel : kernels) {
       LoweringConfigAttr config = loweringConfig(kernel);
-      if (config && config.getKind() == "mma_sync_matmul") {
+      if (config && (config.getKind() == "mma_sync_matmul" || config.getKind() == "wgmma_matmul")) {
         auto operand = kernel->getAttrOfType<StringAttr>(kGpuOperandAttr);
         std::string why, error;
         FailureOr<StepMmaPlan> plan =
@@ -674,7 +683,7 @@ struct GpuOutlineKernels : PassWrapper<GpuOutlineKernels, OperationPass<ModuleOp
             succeeded(plan) ? buildStepMmaMatmul(gpuModule, ("nova_" + kernel.getSymName()).str(), kernel, *plan, error)
                             : FailureOr<gpu::GPUFuncOp>(failure());
         if (failed(built)) {
-          kernel.emitError("nova-gpu-outline-kernels: the mma.sync kernel for ")
+          kernel.emitError("nova-gpu-outline-kernels: the tensor-core kernel for ")
               << kernel.getSymName() << ": " << (why.empty() ? error : why);
           return signalPassFailure();
         }

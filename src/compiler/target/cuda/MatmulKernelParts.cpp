@@ -118,3 +118,67 @@ void MatmulResultStore::storePair(IndexMath &k, Value pair, Value row, Value col
   b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
   finish(k, b.create<vector::ExtractOp>(pair, ArrayRef<int64_t>{0}), row, col);
 }
+
+MatmulKernelFrame mlir::nova::beginMatmulKernel(ImplicitLocOpBuilder &b, gpu::GPUModuleOp module, StringRef name,
+                                                const GpuMatmulProblem &p, Type aType, Type bType, int64_t blockM,
+                                                int64_t blockN, int64_t threads, const MmaEpilogue &epilogue,
+                                                bool linearGrid) {
+  if (Operation *end = module.getBody()->getTerminator())
+    b.setInsertionPoint(end); // gpu.module_end
+  else
+    b.setInsertionPointToEnd(module.getBody());
+  Type f32 = b.getF32Type();
+  const bool batched = p.batch > 1;
+  SmallVector<int64_t> cShape;
+  if (batched)
+    cShape.push_back(p.batch);
+  cShape.append({p.m, p.n});
+  auto cType = MemRefType::get(cShape, f32);
+  SmallVector<Type> argTypes{aType, bType, cType};
+  if (epilogue.bias)
+    argTypes.push_back(MemRefType::get({p.n}, f32));
+  if (epilogue.residual)
+    argTypes.push_back(cType);
+  MatmulKernelFrame frame;
+  auto func = frame.func = b.create<gpu::GPUFuncOp>(name, b.getFunctionType(argTypes, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
+  // Column pairs (2t, 2t + 1) of the result start on 8-byte boundaries when
+  // its rows have an even length: PtxEmitter may then move them as one
+  // 8-byte access (st.global.v2.f32) instead of two.
+  if (p.n % 2 == 0)
+    func->setAttr(kAlignedPairsAttr, b.getUnitAttr());
+  const int64_t tilesN = (p.n + blockN - 1) / blockN, tilesM = (p.m + blockM - 1) / blockM;
+  if (linearGrid)
+    func.setKnownGridSizeAttr(b.getDenseI32ArrayAttr({int32_t(tilesN * tilesM * p.batch), 1, 1}));
+  else
+    func.setKnownGridSizeAttr(b.getDenseI32ArrayAttr({int32_t(tilesN), int32_t(tilesM), int32_t(p.batch)}));
+  b.setInsertionPointToStart(&func.getBody().front());
+
+  IndexMath k(b);
+  frame.thread = b.create<gpu::ThreadIdOp>(gpu::Dimension::x);
+  Value bx, by, bz;
+  if (linearGrid) {
+    Value id = b.create<gpu::BlockIdOp>(gpu::Dimension::x);
+    bx = k.rem(id, tilesN);
+    Value rest = k.div(id, tilesN);
+    by = batched ? k.rem(rest, tilesM) : rest;
+    bz = batched ? k.div(rest, tilesM) : Value();
+  } else {
+    bx = b.create<gpu::BlockIdOp>(gpu::Dimension::x);
+    by = b.create<gpu::BlockIdOp>(gpu::Dimension::y);
+    bz = batched ? b.create<gpu::BlockIdOp>(gpu::Dimension::z).getResult() : Value();
+  }
+  frame.row0 = k.mul(by, blockM);
+  frame.col0 = k.mul(bx, blockN);
+  MatmulResultStore &out = frame.out;
+  out.c = func.getArgument(2);
+  out.bias = epilogue.bias ? func.getArgument(3) : Value();
+  out.residual = epilogue.residual ? func.getArgument(epilogue.bias ? 4 : 3) : Value();
+  out.batch = bz;
+  out.m = p.m;
+  out.n = p.n;
+  out.edges = p.m % blockM || p.n % blockN;
+  out.epilogue = epilogue;
+  return frame;
+}

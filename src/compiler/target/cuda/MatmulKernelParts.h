@@ -13,6 +13,7 @@
 
 #include "compiler/target/cuda/GpuConfigurator.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 namespace mlir::nova {
@@ -50,6 +51,9 @@ public:
   Value ult(Value x, int64_t v);
 };
 
+/// On a kernel whose vector<2xf32> global accesses are 8-byte aligned.
+inline constexpr const char kAlignedPairsAttr[] = "nova.aligned_pairs";
+
 /// The element type a multiply reads (tf32 is stored as f32).
 Type operandElementType(GpuOperand operand, MLIRContext *ctx);
 
@@ -72,6 +76,25 @@ struct MatmulResultStore {
 private:
   void finish(IndexMath &k, Value v, Value row, Value col) const;
 };
+
+/// A matmul kernel's function, its thread and its block's tile.
+struct MatmulKernelFrame {
+  gpu::GPUFuncOp func;
+  Value thread;
+  /// The block's first result row and column.
+  Value row0, col0;
+  MatmulResultStore out;
+};
+
+/// Adds gpu.func `name` to `module` for `p`, a blockM x blockN result tile
+/// a block of `threads`: arguments `aType` and `bType` (the operands, as
+/// the kernel reads them), C (f32, [batch,] m x n), then the epilogue's
+/// bias and residual; blocks along x (columns), y (rows), z (batch) or,
+/// with `linearGrid`, along x alone (column fastest, then row, then batch).
+/// Leaves `b` at the start of its body.
+MatmulKernelFrame beginMatmulKernel(ImplicitLocOpBuilder &b, gpu::GPUModuleOp module, StringRef name,
+                                    const GpuMatmulProblem &p, Type aType, Type bType, int64_t blockM,
+                                    int64_t blockN, int64_t threads, const MmaEpilogue &epilogue, bool linearGrid);
 
 } // namespace mlir::nova
 

@@ -143,10 +143,6 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
   ctx->loadDialect<arith::ArithDialect, math::MathDialect, memref::MemRefDialect, scf::SCFDialect,
                    vector::VectorDialect, nvgpu::NVGPUDialect, LLVM::LLVMDialect>();
   ImplicitLocOpBuilder b(module.getLoc(), ctx);
-  if (Operation *end = module.getBody()->getTerminator())
-    b.setInsertionPoint(end); // gpu.module_end
-  else
-    b.setInsertionPointToEnd(module.getBody());
   IndexMath k(b);
   Type et = operandElementType(p.operand, ctx), f32 = b.getF32Type();
   const bool batched = p.batch > 1;
@@ -160,29 +156,10 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
   };
   auto aType = p.lhsTransposed ? global(p.k, p.m, et) : global(p.m, p.k, et);
   auto bType = p.rhsTransposed ? global(p.n, p.k, et) : global(p.k, p.n, et);
-  auto cType = global(p.m, p.n, f32);
-  SmallVector<Type> argTypes{aType, bType, cType};
-  if (epilogue.bias)
-    argTypes.push_back(MemRefType::get({p.n}, f32));
-  if (epilogue.residual)
-    argTypes.push_back(cType);
-  auto func = b.create<gpu::GPUFuncOp>(name, b.getFunctionType(argTypes, {}));
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
-  // Column pairs (2t, 2t + 1) of the result start on 8-byte boundaries when
-  // its rows have an even length: PtxEmitter may then move them as one
-  // 8-byte access (st.global.v2.f32) instead of two.
-  if (p.n % 2 == 0)
-    func->setAttr(kAlignedPairsAttr, b.getUnitAttr());
-  const int64_t tilesN = (p.n + BN - 1) / BN, tilesM = (p.m + BM - 1) / BM;
-  if (linearGrid)
-    func.setKnownGridSizeAttr(b.getDenseI32ArrayAttr({int32_t(tilesN * tilesM * p.batch), 1, 1}));
-  else
-    func.setKnownGridSizeAttr(b.getDenseI32ArrayAttr({int32_t(tilesN), int32_t(tilesM), int32_t(p.batch)}));
-  b.setInsertionPointToStart(&func.getBody().front());
-  Value A = func.getArgument(0), B = func.getArgument(1), C = func.getArgument(2);
-  Value biasArg = epilogue.bias ? func.getArgument(3) : Value();
-  Value residualArg = epilogue.residual ? func.getArgument(epilogue.bias ? 4 : 3) : Value();
+  MatmulKernelFrame frame = beginMatmulKernel(b, module, name, p, aType, bType, BM, BN, threads, epilogue, linearGrid);
+  auto func = frame.func;
+  Value A = func.getArgument(0), B = func.getArgument(1);
+  Value tid = frame.thread, bz = frame.out.batch, row0 = frame.row0, col0 = frame.col0;
 
   // Shared memory: stages A tiles, then stages B tiles, in one dynamic buffer.
   auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
@@ -193,23 +170,9 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
   Value sA = b.create<memref::ViewOp>(sAType, dyn, k.c(0), ValueRange{});
   Value sB = b.create<memref::ViewOp>(sBType, dyn, k.c(S * BM * BK * es), ValueRange{});
 
-  Value tid = b.create<gpu::ThreadIdOp>(gpu::Dimension::x);
-  Value bx, by, bz;
-  if (linearGrid) {
-    Value id = b.create<gpu::BlockIdOp>(gpu::Dimension::x);
-    bx = k.rem(id, tilesN);
-    Value rest = k.div(id, tilesN);
-    by = batched ? k.rem(rest, tilesM) : rest;
-    bz = batched ? k.div(rest, tilesM) : Value();
-  } else {
-    bx = b.create<gpu::BlockIdOp>(gpu::Dimension::x);
-    by = b.create<gpu::BlockIdOp>(gpu::Dimension::y);
-    bz = batched ? b.create<gpu::BlockIdOp>(gpu::Dimension::z).getResult() : Value();
-  }
   Value lane = k.rem(tid, 32), warp = k.div(tid, 32);
   Value wm = k.div(warp, cfg.warpsN), wn = k.rem(warp, cfg.warpsN);
   Value g = k.shr(lane, 2), t = k.andi(lane, 3);
-  Value row0 = k.mul(by, BM), col0 = k.mul(bx, BN);
   auto globalIndex = [&](Value r, Value c) {
     SmallVector<Value> idx;
     if (batched)
@@ -424,15 +387,7 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
 
   // Epilogue: lane (g, t) holds rows g, g + 8 and columns 2t, 2t + 1 of each
   // 16 x 8 tile.
-  MatmulResultStore out;
-  out.c = C;
-  out.bias = biasArg;
-  out.residual = residualArg;
-  out.batch = bz;
-  out.m = p.m;
-  out.n = p.n;
-  out.edges = edges;
-  out.epilogue = epilogue;
+  const MatmulResultStore &out = frame.out;
   for (int64_t mi = 0; mi < MT; ++mi) {
     Value r = k.add(row0, k.add(k.add(k.mul(wm, WM), mi * 16), g));
     for (int64_t ni = 0; ni < NT; ++ni) {

@@ -45,9 +45,6 @@ struct MmaMatmulFaults {
   bool unswizzledRhsReads = false;
 };
 
-/// On a kernel whose vector<2xf32> global accesses are 8-byte aligned.
-inline constexpr const char kAlignedPairsAttr[] = "nova.aligned_pairs";
-
 /// Adds the kernel `name` to `module`. With `linearGrid`, its blocks are
 /// numbered along x only (tile column fastest, then row, then batch), as a
 /// step's launch plan gives them. Fails (with `error` naming the shapes

@@ -2,6 +2,7 @@
 
 #include "compiler/target/cuda/StepMmaMatmul.h"
 #include "compiler/target/cuda/MmaMatmulKernel.h"
+#include "compiler/target/cuda/WgmmaMatmulKernel.h"
 #include "compiler/transforms/Kernels.h"
 #include "compiler/transforms/MatmulKernel.h"
 
@@ -113,20 +114,40 @@ FailureOr<StepMmaPlan> mlir::nova::planStepMmaMatmul(func::FuncOp kernel, const 
   p.k = m->K;
   p.lhsTransposed = m->transposeA;
   p.rhsTransposed = m->rhsColumns;
-  p.allowWgmma = false; // not generated yet
+  Operands args = *operandArguments(kernel, *m);
+  // wgmma reads the operands through two tensor maps, one per argument.
+  p.allowWgmma = args.lhs != args.rhs;
   p.allowSplitK = false;
   plan.batched = m->batchRank > 0;
+  plan.lhsArgument = args.lhs;
+  plan.rhsArgument = args.rhs;
   plan.config = configureGpuMatmul(p, target);
-  if (plan.config.kind != GpuMmaKind::mma_sync) {
+  if (plan.config.kind != GpuMmaKind::mma_sync && plan.config.kind != GpuMmaKind::wgmma) {
     why = "the configurator chose " + plan.config.instruction;
     return failure();
   }
-  // The generator's own refusals (16-byte chunks, tiles), tried on a scratch module.
-  if (!tryBuilding)
+  // The generator's own refusals (16-byte chunks, tiles), tried on a scratch
+  // module; a wgmma kernel also gives its tensor maps.
+  if (!tryBuilding && plan.config.kind == GpuMmaKind::mma_sync)
     return plan;
   OwningOpRef<ModuleOp> scratch = ModuleOp::create(kernel.getLoc());
   gpu::GPUModuleOp module = addKernelsModule(*scratch);
   std::string error;
+  if (plan.config.kind == GpuMmaKind::wgmma) {
+    FailureOr<WgmmaMatmulKernel> trial =
+        buildWgmmaMatmulKernel(module, "trial", p, plan.config, error, {}, {}, /*linearGrid=*/true);
+    if (succeeded(trial)) {
+      plan.maps = trial->maps;
+      return plan;
+    }
+    // The mma.sync kernel, then.
+    p.allowWgmma = false;
+    plan.config = configureGpuMatmul(p, target);
+    if (plan.config.kind != GpuMmaKind::mma_sync) {
+      why = error;
+      return failure();
+    }
+  }
   if (failed(buildMmaSyncMatmulKernel(module, "trial", p, plan.config, error, {}, {}, /*linearGrid=*/true))) {
     why = error;
     return failure();
@@ -144,17 +165,28 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildStepMmaMatmul(gpu::GPUModuleOp module
     error = "kernel " + kernel.getSymName().str() + " is no longer the matmul it was planned as";
     return failure();
   }
-  FailureOr<gpu::GPUFuncOp> tile = buildMmaSyncMatmulKernel(module, (name + "_tile").str(), plan.problem, plan.config,
-                                                            error, {}, {}, /*linearGrid=*/true);
+  const bool wgmma = plan.config.kind == GpuMmaKind::wgmma;
+  FailureOr<gpu::GPUFuncOp> tile = failure();
+  if (wgmma) {
+    FailureOr<WgmmaMatmulKernel> built = buildWgmmaMatmulKernel(module, (name + "_tile").str(), plan.problem,
+                                                                plan.config, error, {}, {}, /*linearGrid=*/true);
+    if (succeeded(built))
+      tile = built->func;
+  } else {
+    tile = buildMmaSyncMatmulKernel(module, (name + "_tile").str(), plan.problem, plan.config, error, {}, {},
+                                    /*linearGrid=*/true);
+  }
   if (failed(tile))
     return failure();
   if (!tile->getBody().hasOneBlock()) {
-    error = "the mma.sync kernel has more than one block";
+    error = "the tensor-core kernel has more than one block";
     return failure();
   }
   Location loc = kernel.getLoc();
   OpBuilder b(*tile);
   SmallVector<Type> types(llvm::drop_begin(kernel.getBody().front().getArgumentTypes()));
+  if (wgmma) // the lhs and rhs buffers reach the kernel as their tensor maps
+    types[args->lhs] = types[args->rhs] = tile->getArgument(0).getType();
   auto func = b.create<gpu::GPUFuncOp>(loc, name, b.getFunctionType(types, {}));
   for (NamedAttribute attr : (*tile)->getAttrs())
     if (attr.getName() != SymbolTable::getSymbolAttrName() && attr.getName() != func.getFunctionTypeAttrName())
@@ -163,6 +195,10 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildStepMmaMatmul(gpu::GPUModuleOp module
   IRMapping map;
   unsigned which[3] = {args->lhs, args->rhs, args->out};
   for (unsigned i = 0; i < 3; ++i) {
+    if (wgmma && i < 2) {
+      map.map(tile->getArgument(i), func.getArgument(which[i]));
+      continue;
+    }
     auto want = cast<MemRefType>(tile->getArgument(i).getType());
     Value cast = fb.create<memref::ReinterpretCastOp>(loc, want, func.getArgument(which[i]), /*offset=*/0,
                                                       want.getShape(), computeSuffixProduct(want.getShape()));
@@ -172,4 +208,17 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildStepMmaMatmul(gpu::GPUModuleOp module
     fb.clone(op, map);
   tile->erase();
   return func;
+}
+
+SmallVector<SmallVector<int64_t>> mlir::nova::tensorMapArrays(const StepMmaPlan &plan) {
+  SmallVector<SmallVector<int64_t>> arrays;
+  for (const TmaMap &map : plan.maps) {
+    SmallVector<int64_t> a{map.operand == 0 ? plan.lhsArgument : plan.rhsArgument, map.elementBytes,
+                           map.swizzleBytes, int64_t(map.dims.size())};
+    a.append(map.dims.begin(), map.dims.end());
+    a.append(map.strides.begin(), map.strides.end());
+    a.append(map.box.begin(), map.box.end());
+    arrays.push_back(std::move(a));
+  }
+  return arrays;
 }

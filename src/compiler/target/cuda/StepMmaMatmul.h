@@ -1,8 +1,11 @@
-//===- StepMmaMatmul.h - a step's matmul kernel as the mma.sync kernel -*- C++ -*-===//
+//===- StepMmaMatmul.h - a step's matmul kernel as a tensor-core kernel -*- C++ -*-===//
 //
 // The bridge between a step's matmul kernel (a linalg matmul generic over
 // views of the kernel's buffers, nova-lower-to-linalg's form) and the
-// tensor-core kernel MmaMatmulKernel.cpp writes lane by lane:
+// tensor-core kernels written lane by lane: mma.sync (MmaMatmulKernel.cpp)
+// or, where the configurator picks it (sm_90a, K-major tf32 operands, two
+// different buffers), TMA + wgmma (WgmmaMatmulKernel.cpp), whose lhs and
+// rhs arguments become the TMA tensor maps the runtime encodes over them:
 //   - planStepMmaMatmul: whether the kernel can be it, and with which
 //     problem and configuration (the GPU configurator's, mma.sync only);
 //     else why not, in words for NOVA_EXPLAIN;
@@ -22,6 +25,7 @@
 #define NOVA_COMPILER_TARGET_CUDA_STEPMMAMATMUL_H
 
 #include "compiler/target/cuda/GpuConfigurator.h"
+#include "compiler/target/cuda/TmaMap.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -34,7 +38,14 @@ struct StepMmaPlan {
   GpuMatmulProblem problem;
   GpuMatmulConfig config;
   bool batched = false;
+  /// wgmma: the tensor maps, and the kernel arguments (after the workgroup
+  /// number) they replace: the lhs's and the rhs's buffers.
+  std::vector<TmaMap> maps;
+  unsigned lhsArgument = 0, rhsArgument = 0;
 };
+
+/// The plan's tensor maps as kGpuTensorMapsAttr's arrays.
+SmallVector<SmallVector<int64_t>> tensorMapArrays(const StepMmaPlan &plan);
 
 /// The plan for kernel `kernel` (one compute op, a tagged matmul), or
 /// failure with `why`. `lowPrecision`: the step allows bf16 matmuls.

@@ -156,39 +156,18 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
   if (S * stageBytes + 1023 > gpuMatmulSmemBytes(cfg, p.operand))
     return fail("the stages do not fit the shared memory the configuration asks for");
   const int64_t KT = (p.k + BK - 1) / BK;
-  const bool edges = p.m % BM || p.n % BN;
 
   MLIRContext *ctx = module.getContext();
   ctx->loadDialect<arith::ArithDialect, math::MathDialect, memref::MemRefDialect, scf::SCFDialect,
                    vector::VectorDialect, nvgpu::NVGPUDialect, NVVM::NVVMDialect, LLVM::LLVMDialect>();
   ImplicitLocOpBuilder b(module.getLoc(), ctx);
-  if (Operation *end = module.getBody()->getTerminator())
-    b.setInsertionPoint(end);
-  else
-    b.setInsertionPointToEnd(module.getBody());
   IndexMath k(b);
   Type et = operandElementType(p.operand, ctx), f32 = b.getF32Type(), i64 = b.getI64Type();
   auto ptr = LLVM::LLVMPointerType::get(ctx);
-  SmallVector<int64_t> cShape;
-  if (batched)
-    cShape.push_back(p.batch);
-  cShape.append({p.m, p.n});
-  auto cType = MemRefType::get(cShape, f32);
-  SmallVector<Type> argTypes{ptr, ptr, cType};
-  if (epilogue.bias)
-    argTypes.push_back(MemRefType::get({p.n}, f32));
-  if (epilogue.residual)
-    argTypes.push_back(cType);
-  auto func = b.create<gpu::GPUFuncOp>(name, b.getFunctionType(argTypes, {}));
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  const int64_t threads = 128 * WG;
-  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(threads), 1, 1}));
-  const int64_t tilesN = (p.n + BN - 1) / BN, tilesM = (p.m + BM - 1) / BM;
-  if (linearGrid)
-    func.setKnownGridSizeAttr(b.getDenseI32ArrayAttr({int32_t(tilesN * tilesM * p.batch), 1, 1}));
-  else
-    func.setKnownGridSizeAttr(b.getDenseI32ArrayAttr({int32_t(tilesN), int32_t(tilesM), int32_t(p.batch)}));
-  b.setInsertionPointToStart(&func.getBody().front());
+  MatmulKernelFrame frame = beginMatmulKernel(b, module, name, p, ptr, ptr, BM, BN, 128 * WG, epilogue, linearGrid);
+  gpu::GPUFuncOp func = frame.func;
+  const MatmulResultStore &out = frame.out;
+  Value tid = frame.thread, bz = out.batch, row0 = frame.row0, col0 = frame.col0;
 
   // The tensor maps, typed as the boxes they land.
   auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
@@ -206,30 +185,6 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     return b.create<UnrealizedConversionCastOp>(type, arg).getResult(0);
   };
   Value mapA = mapOf(func.getArgument(0), *tA), mapB = mapOf(func.getArgument(1), *tB);
-  MatmulResultStore out;
-  out.c = func.getArgument(2);
-  out.bias = epilogue.bias ? func.getArgument(3) : Value();
-  out.residual = epilogue.residual ? func.getArgument(epilogue.bias ? 4 : 3) : Value();
-  out.m = p.m;
-  out.n = p.n;
-  out.edges = edges;
-  out.epilogue = epilogue;
-
-  Value tid = b.create<gpu::ThreadIdOp>(gpu::Dimension::x);
-  Value bx, by, bz;
-  if (linearGrid) {
-    Value id = b.create<gpu::BlockIdOp>(gpu::Dimension::x);
-    bx = k.rem(id, tilesN);
-    Value rest = k.div(id, tilesN);
-    by = batched ? k.rem(rest, tilesM) : rest;
-    bz = batched ? k.div(rest, tilesM) : Value();
-  } else {
-    bx = b.create<gpu::BlockIdOp>(gpu::Dimension::x);
-    by = b.create<gpu::BlockIdOp>(gpu::Dimension::y);
-    bz = batched ? b.create<gpu::BlockIdOp>(gpu::Dimension::z).getResult() : Value();
-  }
-  out.batch = bz;
-  Value row0 = k.mul(by, BM), col0 = k.mul(bx, BN);
   Value leader = b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, tid, k.c(0));
 
   // One mbarrier a stage: the leader's arrive.expect_tx is its one arrival;
