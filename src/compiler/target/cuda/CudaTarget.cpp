@@ -72,7 +72,10 @@ struct GpuConfigureKernels : PassWrapper<GpuConfigureKernels, OperationPass<Modu
                                      : GpuOperand::f32;
       p.lhsTransposed = m->transposeA;
       p.rhsTransposed = m->rhsColumns;
-      p.allowWgmma = false; // the wgmma kernel is not generated yet
+      // The tensor-core decisions (mma.sync or wgmma) are the step
+      // planner's (StepMmaMatmul.h, in nova-gpu-threads), which re-plans
+      // every matmul it can build; this view is for the rest.
+      p.allowWgmma = false;
       p.allowSplitK = false;
       GpuMatmulConfig c = configureGpuMatmul(p, target);
       kernel->setAttr(LoweringConfigAttr::name, toLoweringConfig(c, m->batchRank > 0, ctx));
