@@ -16,6 +16,7 @@
 
 #include "compiler/target/cuda/GpuConfigurator.h"
 #include "compiler/target/cuda/GpuEmulator.h"
+#include "compiler/target/cuda/GpuPasses.h"
 #include "compiler/target/cuda/GpuSimtMatmul.h"
 #include "compiler/target/cuda/MmaMatmulKernel.h"
 #include "compiler/target/cuda/PtxEmitter.h"
@@ -26,11 +27,13 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 
 #include <cmath>
 #include <cstring>
@@ -723,4 +726,114 @@ TEST_CASE("GPU emulator: a deliberately broken wgmma kernel fails it") {
                                                                       : swizzle.report.error);
   REQUIRE_MESSAGE(swizzle.report.ok, swizzle.report.error);
   CHECK(swizzle.worst > 100 * swizzle.bound);
+}
+
+namespace {
+
+/// `math.<op>` on f64 inputs, one a thread, after nova-gpu-inline-math wrote
+/// it out in arith ops: what the GPU runs, run by the emulator.
+std::vector<double> runInlineF64Math(const std::string &op, const std::vector<double> &inputs) {
+  const size_t n = inputs.size();
+  std::string text = R"mlir(
+module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @f(%in: memref<Nxf64>, %out: memref<Nxf64>) kernel {
+      %t = gpu.thread_id x
+      %x = memref.load %in[%t] : memref<Nxf64>
+      %y = math.OP %x : f64
+      memref.store %y, %out[%t] : memref<Nxf64>
+      gpu.return
+    }
+  }
+}
+)mlir";
+  for (size_t at; (at = text.find("Nx")) != std::string::npos;)
+    text.replace(at, 2, std::to_string(n) + "x");
+  text.replace(text.find("OP"), 2, op);
+  MLIRContext &ctx = context();
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &ctx);
+  REQUIRE(module);
+  PassManager pm(&ctx);
+  pm.addPass(createGpuInlineMath());
+  REQUIRE(succeeded(pm.run(*module)));
+  gpu::GPUFuncOp f;
+  module->walk([&](gpu::GPUFuncOp g) { f = g; });
+  bool calls = false;
+  f.walk([&](Operation *o) { calls |= isa<math::ExpOp, math::LogOp, math::TanhOp, math::ErfOp>(o); });
+  CHECK_MESSAGE(!calls, "math." << op << " is still a math op (a libdevice call on the GPU)");
+  std::vector<uint8_t> in(n * 8), out(n * 8);
+  std::memcpy(in.data(), inputs.data(), in.size());
+  EmulatorLaunch launch;
+  launch.block = {int64_t(n), 1, 1};
+  launch.args = {&in, &out};
+  EmulatorReport report = emulateKernel(f, launch);
+  REQUIRE_MESSAGE(report.ok, report.error);
+  std::vector<double> result(n);
+  std::memcpy(result.data(), out.data(), out.size());
+  return result;
+}
+
+} // namespace
+
+TEST_CASE("GPU f64 math without libdevice: exp, log, tanh and erf within a few ulp of the C library") {
+  const uint64_t seed = nova_test::test_seed();
+  INFO("seed = ", seed);
+  std::mt19937_64 rng(seed);
+  auto uniform = [&](double lo, double hi, size_t count) {
+    std::uniform_real_distribution<double> d(lo, hi);
+    std::vector<double> v(count);
+    for (double &x : v)
+      x = d(rng);
+    return v;
+  };
+  const double inf = INFINITY, nan = NAN, tiny = 4.9406564584124654e-324;
+  struct Case {
+    std::string op;
+    double (*want)(double);
+    std::vector<double> inputs;
+    double ulps; ///< the bound, in units of the result's last place
+  };
+  std::vector<Case> cases = {
+      {"exp", [](double x) { return std::exp(x); }, uniform(-745, 709.7, 400), 4},
+      {"exp", [](double x) { return std::exp(x); }, uniform(-1, 1, 200), 4},
+      {"log", [](double x) { return std::log(x); }, uniform(1e-300, 1e300, 200), 4},
+      {"log", [](double x) { return std::log(x); }, uniform(0.5, 2.0, 200), 4},
+      {"tanh", [](double x) { return std::tanh(x); }, uniform(-25, 25, 300), 4},
+      {"tanh", [](double x) { return std::tanh(x); }, uniform(-0.4, 0.4, 300), 4},
+      {"erf", [](double x) { return std::erf(x); }, uniform(-7, 7, 400), 8},
+      {"erf", [](double x) { return std::erf(x); }, uniform(-0.5, 0.5, 200), 8},
+  };
+  // Edges: special values, the ends of the ranges, subnormals, the branch points.
+  for (double x : {0.0, -0.0, 1e-300, -1e-300, 709.78, 709.7827128933839, -745.13, -740.0, -708.5, 0.5, -0.5,
+                   0.34657, 0.3466, inf, -inf, nan})
+    cases[0].inputs.push_back(x);
+  for (double x : {1.0, 0.0, -0.0, -1.0, tiny, 2.2250738585072014e-308, 1e-310, 1.4142135623730951,
+                   1.4142135623730954, 0.7071067811865475, 1.0000000000000002, 0.9999999999999999, 1.7976931348623157e308,
+                   inf, -inf, nan})
+    cases[2].inputs.push_back(x);
+  for (double x : {0.0, -0.0, 1e-300, -1e-300, 0.17328, 0.17329, 21.9, 22.0, 22.1, 700.0, inf, -inf, nan})
+    cases[4].inputs.push_back(x);
+  for (double x : {0.0, -0.0, 1e-300, 1.9999999, 2.0, 2.0000001, 5.9, 6.0, -6.5, 27.0, inf, -inf, nan})
+    cases[6].inputs.push_back(x);
+  for (const Case &c : cases) {
+    std::vector<double> got = runInlineF64Math(c.op, c.inputs);
+    double worst = 0;
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+      const double x = c.inputs[i], want = c.want(x);
+      CAPTURE(c.op);
+      CAPTURE(x);
+      CAPTURE(got[i]);
+      CAPTURE(want);
+      if (std::isnan(want) || std::isinf(want) || want == 0) {
+        CHECK((std::isnan(want) ? std::isnan(got[i]) : got[i] == want));
+        continue;
+      }
+      // A subnormal result's last place is the smallest subnormal.
+      const double ulp = std::max(std::abs(std::nextafter(want, inf) - want), tiny);
+      const double err = std::abs(got[i] - want) / ulp;
+      worst = std::max(worst, err);
+      CHECK(err <= c.ulps);
+    }
+    MESSAGE("math.", c.op, " f64 over ", c.inputs.size(), " inputs: worst ", worst, " ulp");
+  }
 }

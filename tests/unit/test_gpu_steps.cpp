@@ -236,8 +236,7 @@ TEST_CASE("causal attention on an emulated A100, a thread per row: forward and g
   // T = 270: the forward's rows over two blocks, the backward's query and
   // key rows in two passes of one block's 256 threads; T = 13 with 3
   // heads; a head of 72 columns (wider than a thread's registers take)
-  // keeps the kernel of a thread per (batch, head). f32 only: f64 exp has
-  // no NVVM lowering without libdevice.
+  // keeps the kernel of a thread per (batch, head); f32 and f64.
   struct Shape { std::int64_t B, T, d, heads; };
   Env env;
   env.set("NOVA_TARGET", "sm_80");
@@ -248,7 +247,7 @@ TEST_CASE("causal attention on an emulated A100, a thread per row: forward and g
   };
   constexpr auto interp = nova::ExecMode::interpreted;
   for (Shape s : {Shape{1, 270, 4, 1}, Shape{2, 13, 12, 3}, Shape{1, 6, 72, 1}})
-    for (DType dt : {DType::f32}) {
+    for (DType dt : {DType::f32, DType::f64}) {
       Gen g;
       INFO("seed = ", g.seed, ", B ", s.B, " T ", s.T, " d ", s.d, " heads ", s.heads, ", ", nova::name_of(dt));
       Tensor qkv = g.randn({s.B, s.T, 3 * s.d}, dt), w = g.randn({s.B, s.T, s.d}, dt);
@@ -257,6 +256,32 @@ TEST_CASE("causal attention on an emulated A100, a thread per row: forward and g
       CHECK(rel_error(nova::jit(fused)(qkv, heads), nova::jit(fused, interp)(qkv, heads)) <= tol);
       CHECK(rel_error(nova::jit(fused_grad)(w, qkv, heads), nova::jit(fused_grad, interp)(w, qkv, heads)) <= tol);
     }
+}
+
+TEST_CASE("f64 steps for an A100: exp, log, tanh and erf written out (no libdevice); log-softmax, tanh, GELU and attention match the interpreter; ptxas accepts them") {
+  // The emulator runs the kernels as the configurator leaves them (math
+  // ops by the C library); the PTX has nova-gpu-inline-math's f64
+  // expansions (test_gpu_emulator.cpp checks those against the C library).
+  Env env;
+  env.set("NOVA_TARGET", "sm_80");
+  env.set("NOVA_GPU", "emulate");
+  Gen g;
+  INFO("seed = ", g.seed);
+  Tensor x = g.randn({9, 70}, DType::f64), qkv = g.randn({2, 13, 36}, DType::f64);
+  auto pointwise = [](auto x) {
+    return nova::log_softmax(x) + nova::tanh(x) + nova::gelu(x, nova::GeluApprox::none) + nova::exp(x * 0.1);
+  };
+  auto attention = [](auto qkv) { return nova::causal_attention(qkv, 3, 0.4); };
+  CHECK(compare(pointwise, x) <= 1e-12);
+  CHECK(compare(attention, qkv) <= 1e-12);
+  for (const nova::ExecutableDesc* desc :
+       {nova::jit(pointwise).executable(x)->description(), nova::jit(attention).executable(qkv)->description()}) {
+    REQUIRE(desc != nullptr);
+    std::string ptx(desc->object.begin(), desc->object.end());
+    CHECK(ptx.find("__nv_") == std::string::npos);
+    CHECK(ptx.find(".f64") != std::string::npos);
+    if (std::filesystem::exists(kPtxas)) CHECK(ptxas_errors(ptx, "sm_80") == "");
+  }
 }
 
 TEST_CASE("an MLP training step on an emulated A100 matches the interpreter over several AdamW steps") {

@@ -1091,10 +1091,27 @@ private:
       return elementwise(op, [](double a, double) { return std::erf(a); });
     if (isa<math::PowFOp>(op))
       return elementwise(op, [](double a, double b) { return std::pow(a, b); });
+    if (isa<arith::SIToFPOp, arith::UIToFPOp>(op) && isWide(getElementTypeOrSelf(op->getOperand(0).getType())))
+      return elementwise(op, [](double a, double) { return double(int64_t(bitsOf(a))); });
     if (isa<arith::ExtFOp, arith::TruncFOp, arith::SIToFPOp, arith::UIToFPOp>(op))
       return elementwise(op, [](double a, double) { return a; });
-    if (isa<arith::FPToSIOp, arith::FPToUIOp>(op))
-      return elementwise(op, [](double a, double) { return std::trunc(a); });
+    if (isa<arith::FPToSIOp, arith::FPToUIOp>(op)) {
+      const bool wide = isWide(getElementTypeOrSelf(op->getResult(0).getType()));
+      return elementwise(op, [wide](double a, double) {
+        return wide ? ofBits(uint64_t(int64_t(std::trunc(a)))) : std::trunc(a);
+      });
+    }
+    if (auto cast = dyn_cast<arith::BitcastOp>(op)) {
+      // f64 <-> i64: the same bits either way (i64 values are held as bits).
+      Type from = getElementTypeOrSelf(cast.getIn().getType()), to = getElementTypeOrSelf(cast.getType());
+      if (from.getIntOrFloatBitWidth() == 64)
+        return elementwise(op, [](double a, double) { return a; });
+      if (from.isF32() && to.isInteger(32))
+        return elementwise(op, [](double a, double) { return double(int32_t(bits32(a))); });
+      if (from.isInteger(32) && to.isF32())
+        return elementwise(op, [](double a, double) { return from32(uint32_t(int32_t(a))); });
+      return fail(op, "only 32- and 64-bit scalar bitcasts are supported");
+    }
     if (auto fma = dyn_cast<math::FmaOp>(op)) {
       const Reg *a = get(fma.getA()), *b = get(fma.getB()), *c = get(fma.getC());
       if (!a || !b || !c)
