@@ -62,7 +62,19 @@ Loaded load(const std::string& path) {
       !resolve(handle, "cuMemcpyDtoH_v2", d.cuMemcpyDtoH, l.why) ||
       !resolve(handle, "cuLaunchKernel", d.cuLaunchKernel, l.why))
     return l; // the handle stays open: a process loads the driver once
-  // Optional: a driver before CUDA 12 has no TMA.
+  // Optional: graphs (CUDA 11.4), TMA (CUDA 12).
+  auto optional = [&](const char* symbol, auto& slot) {
+    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(dlsym(handle, symbol));
+  };
+  optional("cuStreamCreate", d.cuStreamCreate);
+  optional("cuStreamDestroy_v2", d.cuStreamDestroy);
+  optional("cuStreamSynchronize", d.cuStreamSynchronize);
+  optional("cuStreamBeginCapture_v2", d.cuStreamBeginCapture);
+  optional("cuStreamEndCapture", d.cuStreamEndCapture);
+  optional("cuGraphInstantiateWithFlags", d.cuGraphInstantiateWithFlags);
+  optional("cuGraphLaunch", d.cuGraphLaunch);
+  optional("cuGraphExecDestroy", d.cuGraphExecDestroy);
+  optional("cuGraphDestroy", d.cuGraphDestroy);
   d.cuTensorMapEncodeTiled = reinterpret_cast<decltype(d.cuTensorMapEncodeTiled)>(dlsym(handle, "cuTensorMapEncodeTiled"));
   if (CUresult r = d.cuInit(0); r != 0) {
     l.why = "the CUDA driver did not initialize: " + describe_error(d, "cuInit", r);

@@ -17,6 +17,8 @@ using CUcontext = void*;
 using CUmodule = void*;
 using CUfunction = void*;
 using CUstream = void*;
+using CUgraph = void*;
+using CUgraphExec = void*;
 using CUdeviceptr = unsigned long long;
 
 /// CUfunction_attribute: the dynamic shared memory a kernel may be launched with.
@@ -68,6 +70,21 @@ struct Driver {
   CUresult (*cuLaunchKernel)(CUfunction function, unsigned gridX, unsigned gridY, unsigned gridZ, unsigned blockX,
                              unsigned blockY, unsigned blockZ, unsigned sharedBytes, CUstream stream,
                              void** params, void** extra) = nullptr;
+  // Streams and graphs (CUDA 11.4+; null when the driver has not all of
+  // them: the plan is then launched kernel by kernel on the default stream).
+  CUresult (*cuStreamCreate)(CUstream* stream, unsigned flags) = nullptr;
+  CUresult (*cuStreamDestroy)(CUstream stream) = nullptr;                                      // _v2
+  CUresult (*cuStreamSynchronize)(CUstream stream) = nullptr;
+  CUresult (*cuStreamBeginCapture)(CUstream stream, int mode) = nullptr;                       // _v2
+  CUresult (*cuStreamEndCapture)(CUstream stream, CUgraph* graph) = nullptr;
+  CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec* exec, CUgraph graph, unsigned long long flags) = nullptr;
+  CUresult (*cuGraphLaunch)(CUgraphExec exec, CUstream stream) = nullptr;
+  CUresult (*cuGraphExecDestroy)(CUgraphExec exec) = nullptr;
+  CUresult (*cuGraphDestroy)(CUgraph graph) = nullptr;
+  bool has_graphs() const {
+    return cuStreamCreate && cuStreamDestroy && cuStreamSynchronize && cuStreamBeginCapture && cuStreamEndCapture &&
+           cuGraphInstantiateWithFlags && cuGraphLaunch && cuGraphExecDestroy && cuGraphDestroy;
+  }
   // TMA tensor maps (CUDA 12 drivers; null before: only steps with TMA
   // kernels need it, and say so). `tensor_map` is a 64-byte aligned
   // 128-byte CUtensorMap.
@@ -76,6 +93,10 @@ struct Driver {
                                      const std::uint32_t* box, const std::uint32_t* element_strides, int interleave,
                                      int swizzle, int l2_promotion, int oob_fill) = nullptr;
 };
+
+/// CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: other threads' CUDA calls do not
+/// disturb a capture.
+inline constexpr int kCaptureModeThreadLocal = 1;
 
 /// CUtensorMapDataType and CUtensorMapSwizzle values (cuda.h).
 inline constexpr int kTensorMapFloat32 = 7;

@@ -10,11 +10,15 @@
 // and copies the outputs out, and the inputs updated in place back into
 // their tensors. Kernels that load with TMA take some arguments as tensor
 // maps: encoded once at load (cuTensorMapEncodeTiled) over the launch's
-// buffer, kept in device memory, passed by address. Calls of one
-// executable are serialized (its buffers are shared). Not yet: streams and
-// events across calls, CUDA graphs, NCCL.
+// buffer, kept in device memory, passed by address. The plan is captured
+// once, at load, into a CUDA graph on the executable's stream, and each
+// call replays it (one launch for the whole step instead of one per kernel;
+// NOVA_CUDA_GRAPH=0, or a driver without graphs, launches kernel by kernel
+// instead). Calls of one executable are serialized (its buffers are
+// shared). Not yet: events and overlap across calls, NCCL.
 #include "cuda_executable.hpp"
 
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -55,19 +59,15 @@ class CudaExecutable final : public Executable {
     for (std::size_t i = 0; i < inputs.size(); ++i)
       if (std::size_t n = bytes_of(desc_.inputs[i]))
         check("cuMemcpyHtoD", d_->cuMemcpyHtoD(inputs_[i], inputs[i].raw_data(), n));
-    std::vector<CUdeviceptr> pointers;
-    std::vector<void*> params;
-    for (std::size_t i = 0; i < desc_.launches.size(); ++i) {
-      const LaunchDesc& l = desc_.launches[i];
-      const KernelDesc& k = desc_.kernels[l.kernel];
-      pointers = args_[i];
-      params.clear();
-      for (CUdeviceptr& p : pointers) params.push_back(&p);
-      check("cuLaunchKernel", k.symbol,
-            d_->cuLaunchKernel(functions_[l.kernel], static_cast<unsigned>(l.workgroups), 1, 1, k.threads, 1, 1,
-                               k.shared_bytes, nullptr, params.data(), nullptr));
+    if (graph_exec_) {
+      // The copies above ran on the default stream, which the blocking
+      // stream waits for; the graph replays every launch of the plan.
+      check("cuGraphLaunch", d_->cuGraphLaunch(graph_exec_, stream_));
+      check("cuStreamSynchronize", d_->cuStreamSynchronize(stream_));
+    } else {
+      launch_plan(stream_);
+      check("cuCtxSynchronize", d_->cuCtxSynchronize());
     }
-    check("cuCtxSynchronize", d_->cuCtxSynchronize());
     for (std::size_t o = 0; o < outputs.size(); ++o) {
       int alias = desc_.aliases[o];
       CUdeviceptr from = alias >= 0 ? inputs_[static_cast<std::size_t>(alias)] : outputs_[o];
@@ -131,11 +131,53 @@ class CudaExecutable final : public Executable {
       check("cuMemcpyHtoD", d_->cuMemcpyHtoD(table, maps.data(), maps.size() * sizeof(Map)));
       for (std::size_t j = 0; j < slots.size(); ++j) args_[slots[j].first][slots[j].second] = table + j * sizeof(Map);
     }
+    capture_graph();
+  }
+
+  /// Every launch of the plan, in order, on `stream`.
+  void launch_plan(cuda::CUstream stream) const {
+    std::vector<CUdeviceptr> pointers;
+    std::vector<void*> params;
+    for (std::size_t i = 0; i < desc_.launches.size(); ++i) {
+      const LaunchDesc& l = desc_.launches[i];
+      const KernelDesc& k = desc_.kernels[l.kernel];
+      pointers = args_[i];
+      params.clear();
+      for (CUdeviceptr& p : pointers) params.push_back(&p);
+      check("cuLaunchKernel", k.symbol,
+            d_->cuLaunchKernel(functions_[l.kernel], static_cast<unsigned>(l.workgroups), 1, 1, k.threads, 1, 1,
+                               k.shared_bytes, stream, params.data(), nullptr));
+    }
+  }
+
+  /// The plan as a CUDA graph on a stream of its own, when the driver has
+  /// graphs and NOVA_CUDA_GRAPH is not 0.
+  void capture_graph() {
+    const char* env = std::getenv("NOVA_CUDA_GRAPH");
+    if (!d_->has_graphs() || (env && std::strcmp(env, "0") == 0) || desc_.launches.empty()) return;
+    check("cuStreamCreate", d_->cuStreamCreate(&stream_, 0));
+    check("cuStreamBeginCapture", d_->cuStreamBeginCapture(stream_, cuda::kCaptureModeThreadLocal));
+    try {
+      launch_plan(stream_);
+    } catch (...) {
+      cuda::CUgraph partial = nullptr;
+      d_->cuStreamEndCapture(stream_, &partial); // the stream leaves capture mode either way
+      if (partial) d_->cuGraphDestroy(partial);
+      throw;
+    }
+    check("cuStreamEndCapture", d_->cuStreamEndCapture(stream_, &graph_));
+    check("cuGraphInstantiateWithFlags", d_->cuGraphInstantiateWithFlags(&graph_exec_, graph_, 0));
   }
 
   /// Everything load() took, in reverse; errors ignored (nothing to report them to).
   void release() {
     if (context_) d_->cuCtxSetCurrent(context_);
+    if (graph_exec_) d_->cuGraphExecDestroy(graph_exec_);
+    graph_exec_ = nullptr;
+    if (graph_) d_->cuGraphDestroy(graph_);
+    graph_ = nullptr;
+    if (stream_) d_->cuStreamDestroy(stream_);
+    stream_ = nullptr;
     for (CUdeviceptr p : owned_) d_->cuMemFree(p);
     owned_.clear();
     if (module_) d_->cuModuleUnload(module_);
@@ -174,6 +216,11 @@ class CudaExecutable final : public Executable {
   std::vector<CUdeviceptr> inputs_, outputs_, owned_;
   /// Each launch's arguments (tensor-map arguments: the map's address).
   std::vector<std::vector<CUdeviceptr>> args_;
+  /// The plan's graph and the stream it replays on (null: kernel by kernel
+  /// on the default stream).
+  cuda::CUstream stream_ = nullptr;
+  cuda::CUgraph graph_ = nullptr;
+  cuda::CUgraphExec graph_exec_ = nullptr;
   mutable std::mutex mutex_;
 };
 

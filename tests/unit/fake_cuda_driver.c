@@ -9,7 +9,8 @@
  * float per thread: "nova_fake_copy" (arg 0 = arg 1) and "nova_fake_inc"
  * (arg 0 += 1); and "nova_fake_tma_copy": arg 1 = the tensor the TMA map in
  * arg 0 covers, which cuTensorMapEncodeTiled "encodes" as its address and
- * element count (dims[0] x dims[1]). */
+ * element count (dims[0] x dims[1]). Streams and graphs: a capture records
+ * launches, a graph launch runs them ("graph;" in the log). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <stddef.h>
@@ -132,27 +133,85 @@ int cuMemFree_v2(CUdeviceptr p) { free((void*)(size_t)p); return 0; }
 int cuMemcpyHtoD_v2(CUdeviceptr to, const void* from, size_t bytes) { memcpy((void*)(size_t)to, from, bytes); return 0; }
 int cuMemcpyDtoH_v2(void* to, CUdeviceptr from, size_t bytes) { memcpy(to, (const void*)(size_t)from, bytes); return 0; }
 
-static char launch_log[8192];
-int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                   unsigned shared, void* stream, void** params, void** extra) {
-  (void)stream;
-  if (extra || gy != 1 || gz != 1 || by != 1 || bz != 1 || bx < 1 || bx > 1024) return 1;
-  const char* name = (const char*)f;
+static char launch_log[16384];
+static void log_text(const char* text) {
   size_t used = strlen(launch_log);
-  snprintf(launch_log + used, sizeof launch_log - used, "%s<<<%u,%u,%u>>>;", name, gx, bx, shared);
-  size_t n = (size_t)gx * bx;
-  float* a = (float*)(size_t)*(CUdeviceptr*)params[0];
-  if (strcmp(name, "nova_fake_copy") == 0) {
-    const float* b = (const float*)(size_t)*(CUdeviceptr*)params[1];
+  snprintf(launch_log + used, sizeof launch_log - used, "%s", text);
+}
+/* One launch: its kernel (a function handle is its name), shape and the
+ * values of its (at most 2) pointer arguments. */
+struct launch { const char* name; unsigned gx, bx, shared; CUdeviceptr args[2]; };
+static void execute(const struct launch* l) {
+  char line[256];
+  snprintf(line, sizeof line, "%s<<<%u,%u,%u>>>;", l->name, l->gx, l->bx, l->shared);
+  log_text(line);
+  size_t n = (size_t)l->gx * l->bx;
+  float* a = (float*)(size_t)l->args[0];
+  if (strcmp(l->name, "nova_fake_copy") == 0) {
+    const float* b = (const float*)(size_t)l->args[1];
     for (size_t i = 0; i < n; ++i) a[i] = b[i];
-  } else if (strcmp(name, "nova_fake_inc") == 0) {
+  } else if (strcmp(l->name, "nova_fake_inc") == 0) {
     for (size_t i = 0; i < n; ++i) a[i] += 1.0f;
-  } else if (strcmp(name, "nova_fake_tma_copy") == 0) {
+  } else if (strcmp(l->name, "nova_fake_tma_copy") == 0) {
     const unsigned long long* map = (const unsigned long long*)a; /* arg 0: the map's device (= host) address */
-    float* out = (float*)(size_t)*(CUdeviceptr*)params[1];
+    float* out = (float*)(size_t)l->args[1];
     const float* in = (const float*)(size_t)map[0];
     for (unsigned long long i = 0; i < map[1]; ++i) out[i] = in[i];
   }
+}
+static int arguments_of(const char* name) { return strcmp(name, "nova_fake_inc") == 0 ? 1 : 2; }
+
+/* Streams and graphs: a capture records launches instead of running them;
+ * a graph is its launches, run in order by cuGraphLaunch (logged "graph;"). */
+struct graph { int count; struct launch launches[256]; };
+static struct graph* capture; /* the graph being captured, or null */
+static int stream_token, graphs_held, streams_held;
+int cuStreamCreate(void** stream, unsigned flags) { (void)flags; ++streams_held; *stream = &stream_token; return 0; }
+int cuStreamDestroy_v2(void* stream) { return stream == &stream_token && streams_held-- > 0 ? 0 : 1; }
+int cuStreamSynchronize(void* stream) { return stream == &stream_token ? 0 : 1; }
+int cuStreamBeginCapture_v2(void* stream, int mode) {
+  if (stream != &stream_token || capture || mode < 0 || mode > 2) return 1;
+  capture = calloc(1, sizeof *capture);
+  return capture ? 0 : 2;
+}
+int cuStreamEndCapture(void* stream, void** graph) {
+  if (stream != &stream_token || !capture) return 1;
+  *graph = capture;
+  capture = NULL;
+  ++graphs_held;
+  return 0;
+}
+int cuGraphInstantiateWithFlags(void** exec, void* graph, unsigned long long flags) {
+  (void)flags;
+  struct graph* copy = malloc(sizeof *copy);
+  if (!copy) return 2;
+  memcpy(copy, graph, sizeof *copy);
+  ++graphs_held;
+  *exec = copy;
+  return 0;
+}
+int cuGraphLaunch(void* exec, void* stream) {
+  if (stream != &stream_token) return 1;
+  const struct graph* g = exec;
+  log_text("graph;");
+  for (int i = 0; i < g->count; ++i) execute(&g->launches[i]);
+  return 0;
+}
+int cuGraphExecDestroy(void* exec) { free(exec); --graphs_held; return 0; }
+int cuGraphDestroy(void* graph) { free(graph); --graphs_held; return 0; }
+
+int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                   unsigned shared, void* stream, void** params, void** extra) {
+  if (extra || gy != 1 || gz != 1 || by != 1 || bz != 1 || bx < 1 || bx > 1024) return 1;
+  if (stream && stream != &stream_token) return 400; /* CUDA_ERROR_INVALID_HANDLE */
+  struct launch l = {(const char*)f, gx, bx, shared, {0, 0}};
+  for (int i = 0; i < arguments_of(l.name); ++i) l.args[i] = *(CUdeviceptr*)params[i]; /* values, as CUDA copies them */
+  if (capture && stream) {
+    if (capture->count == 256) return 2;
+    capture->launches[capture->count++] = l;
+    return 0;
+  }
+  execute(&l);
   return 0;
 }
 /* A 2-D f32 map: its tensor's address and element count (the real driver's
@@ -172,4 +231,4 @@ int cuTensorMapEncodeTiled(void* map, int type, unsigned rank, void* address, co
 /* For the tests: every launch so far, "name<<<blocks,threads,shared>>>;" each,
  * and what is still held (modules loaded, primary context retains). */
 const char* fake_cuda_launches(void) { return launch_log; }
-int fake_cuda_held(void) { return loaded_modules + primary_context; }
+int fake_cuda_held(void) { return loaded_modules + primary_context + graphs_held + streams_held; }

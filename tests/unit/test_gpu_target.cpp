@@ -42,6 +42,7 @@ static_assert(int(nova::cuda::kWarpSize) == int(CU_DEVICE_ATTRIBUTE_WARP_SIZE));
 static_assert(nova::cuda::kFuncMaxDynamicSharedSizeBytes == int(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES));
 static_assert(sizeof(nova::cuda::CUdeviceptr) == sizeof(CUdeviceptr));
 static_assert(nova::cuda::kTensorMapFloat32 == int(CU_TENSOR_MAP_DATA_TYPE_FLOAT32));
+static_assert(nova::cuda::kCaptureModeThreadLocal == int(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
 static_assert(nova::cuda::kTensorMapL2Promotion128B == int(CU_TENSOR_MAP_L2_PROMOTION_L2_128B));
 static_assert(nova::cuda::tensor_map_swizzle(128) == int(CU_TENSOR_MAP_SWIZZLE_128B) &&
               nova::cuda::tensor_map_swizzle(64) == int(CU_TENSOR_MAP_SWIZZLE_64B) &&
@@ -274,8 +275,10 @@ TEST_CASE("a GPU step through the (fake) CUDA driver: buffers, launches, in-plac
     auto launches = reinterpret_cast<const char* (*)()>(dlsym(fake, "fake_cuda_launches"));
     REQUIRE(bool(launches));
     std::string log = launches();
-    CHECK(log.find("nova_fake_copy<<<2,32,0>>>;nova_fake_inc<<<2,32,65536>>>;nova_fake_copy<<<2,32,0>>>;"
-                   "nova_fake_inc<<<2,32,65536>>>;") != std::string::npos);
+    // Each call replays the plan, captured at load, as one graph launch.
+    const std::string plan = "nova_fake_copy<<<2,32,0>>>;nova_fake_inc<<<2,32,65536>>>;nova_fake_copy<<<2,32,0>>>;"
+                             "nova_fake_inc<<<2,32,65536>>>;";
+    CHECK(log.find("graph;" + plan + "graph;" + plan) != std::string::npos);
     // A kernel the PTX does not hold: the driver call is named.
     nova::ExecutableDesc missing = d;
     missing.kernels[1].symbol = "nova_k9";
@@ -285,8 +288,18 @@ TEST_CASE("a GPU step through the (fake) CUDA driver: buffers, launches, in-plac
     // executable once it goes.
     auto held = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cuda_held"));
     REQUIRE(bool(held));
-    CHECK(held() == 2);
+    CHECK(held() == 5); // a module, a context, a stream, the graph and its executable form
     exe.reset();
+    CHECK(held() == 0);
+    // NOVA_CUDA_GRAPH=0: kernel by kernel, the same results.
+    env.set("NOVA_CUDA_GRAPH", "0");
+    std::size_t before = std::string(launches()).size();
+    nova::Tensor w2 = nova::Tensor::full({64}, -1.0, nova::DType::f32);
+    std::vector<nova::Tensor> args2{x, w2};
+    std::vector<nova::Tensor> direct = (*nova::load_or_describe(d))(args2);
+    CHECK(direct[0].at({5}) == 3.5);
+    CHECK(w2.at({63}) == 0.0);
+    CHECK(std::string(launches()).substr(before) == plan);
     CHECK(held() == 0);
     dlclose(fake);
   }
