@@ -14,8 +14,15 @@
 // once, at load, into a CUDA graph on the executable's stream, and each
 // call replays it (one launch for the whole step instead of one per kernel;
 // NOVA_CUDA_GRAPH=0, or a driver without graphs, launches kernel by kernel
-// instead). Calls of one executable are serialized (its buffers are
-// shared). Not yet: events and overlap across calls, NCCL.
+// instead). A data-parallel step sums its gradient buckets with NCCL on the
+// device buffers, each bucket's all-reduces enqueued on the stream where
+// the plan starts them (after its last gradient's launch), so the launches
+// after it wait for them by stream order; the communicator is made at the
+// first call from the calling thread's (rank, size, and the broadcast of
+// NCCL's unique id). Such a step launches kernel by kernel (no graph).
+// Calls of one executable are serialized (its buffers are shared). Not
+// yet: the sums on a stream of their own (overlap with the backward),
+// events across calls.
 #include "cuda_executable.hpp"
 
 #include <cstdlib>
@@ -25,7 +32,9 @@
 #include <vector>
 
 #include "cuda_driver.hpp"
+#include "nccl.hpp"
 #include "nova/cuda.hpp"
+#include "nova/distributed.hpp"
 #include "nova/error.hpp"
 
 namespace nova {
@@ -56,6 +65,15 @@ class CudaExecutable final : public Executable {
   void run(std::span<const Tensor> inputs, std::span<Tensor> outputs) const override {
     std::lock_guard<std::mutex> lock(mutex_);
     check("cuCtxSetCurrent", d_->cuCtxSetCurrent(context_));
+    std::shared_ptr<dist::Communicator> comm;
+    if (!desc_.collectives.empty()) {
+      comm = dist::communicator();
+      if (!comm)
+        throw DistError("nova: this step sums " + std::to_string(desc_.collectives.size()) +
+                        " buffer groups across data-parallel ranks, but the calling thread has no communicator "
+                        "(nova::dist::set_communicator)");
+      join_nccl(*comm);
+    }
     for (std::size_t i = 0; i < inputs.size(); ++i)
       if (std::size_t n = bytes_of(desc_.inputs[i]))
         check("cuMemcpyHtoD", d_->cuMemcpyHtoD(inputs_[i], inputs[i].raw_data(), n));
@@ -65,7 +83,7 @@ class CudaExecutable final : public Executable {
       check("cuGraphLaunch", d_->cuGraphLaunch(graph_exec_, stream_));
       check("cuStreamSynchronize", d_->cuStreamSynchronize(stream_));
     } else {
-      launch_plan(stream_);
+      launch_plan(stream_, comm != nullptr);
       check("cuCtxSynchronize", d_->cuCtxSynchronize());
     }
     for (std::size_t o = 0; o < outputs.size(); ++o) {
@@ -105,10 +123,7 @@ class CudaExecutable final : public Executable {
     for (std::size_t i = 0; i < desc_.launches.size(); ++i) {
       const LaunchDesc& l = desc_.launches[i];
       std::vector<CUdeviceptr> args;
-      for (const BufferRef& b : l.args)
-        args.push_back(b.kind == BufferRef::Kind::input    ? inputs_[b.index]
-                       : b.kind == BufferRef::Kind::output ? outputs_[b.index]
-                                                           : arena_ + b.offset);
+      for (const BufferRef& b : l.args) args.push_back(device_address(b));
       for (const TensorMapDesc& m : desc_.kernels[l.kernel].tensor_maps) {
         if (!d_->cuTensorMapEncodeTiled)
           throw Error("nova: kernel " + desc_.kernels[l.kernel].symbol +
@@ -134,11 +149,14 @@ class CudaExecutable final : public Executable {
     capture_graph();
   }
 
-  /// Every launch of the plan, in order, on `stream`.
-  void launch_plan(cuda::CUstream stream) const {
+  /// Every launch of the plan, in order, on `stream`; with `sums`, each
+  /// collective's all-reduces enqueued where the plan starts it.
+  void launch_plan(cuda::CUstream stream, bool sums = false) const {
     std::vector<CUdeviceptr> pointers;
     std::vector<void*> params;
-    for (std::size_t i = 0; i < desc_.launches.size(); ++i) {
+    for (std::size_t i = 0; i <= desc_.launches.size(); ++i) {
+      if (sums) all_reduces_at(i, stream);
+      if (i == desc_.launches.size()) break;
       const LaunchDesc& l = desc_.launches[i];
       const KernelDesc& k = desc_.kernels[l.kernel];
       pointers = args_[i];
@@ -150,11 +168,68 @@ class CudaExecutable final : public Executable {
     }
   }
 
+  /// The all-reduces (sums in place, one NCCL group a bucket) of the
+  /// collectives the plan starts after `i` launches.
+  void all_reduces_at(std::size_t i, cuda::CUstream stream) const {
+    for (const CollectiveDesc& c : desc_.collectives) {
+      if (c.after_launch != i) continue;
+      nccl_check("ncclGroupStart", n_->ncclGroupStart());
+      for (const BufferRef& b : c.buffers) {
+        CUdeviceptr p = device_address(b);
+        void* data = reinterpret_cast<void*>(static_cast<std::uintptr_t>(p));
+        nccl_check("ncclAllReduce",
+                   n_->ncclAllReduce(data, data, b.bytes / size_of(c.dtype),
+                                     c.dtype == DType::f64 ? nccl::kFloat64 : nccl::kFloat32, nccl::kSum, nccl_comm_,
+                                     stream));
+      }
+      nccl_check("ncclGroupEnd", n_->ncclGroupEnd());
+    }
+  }
+
+  /// This process's NCCL communicator for the group `comm` is one rank of:
+  /// made once, rank 0's unique id broadcast through `comm`.
+  void join_nccl(dist::Communicator& comm) const {
+    if (nccl_comm_) {
+      if (comm.rank() != nccl_rank_ || comm.size() != nccl_size_)
+        throw DistError("nova: this GPU step joined NCCL as rank " + std::to_string(nccl_rank_) + " of " +
+                        std::to_string(nccl_size_) + "; it is now called as rank " + std::to_string(comm.rank()) +
+                        " of " + std::to_string(comm.size()));
+      return;
+    }
+    std::string why;
+    n_ = nccl::library(&why);
+    if (!n_) throw Error("nova: a data-parallel step on " + desc_.target.describe() + ": " + why);
+    nccl::UniqueId id{};
+    std::vector<std::uint8_t> bytes(sizeof id.internal);
+    if (comm.rank() == 0) {
+      nccl_check("ncclGetUniqueId", n_->ncclGetUniqueId(&id));
+      std::memcpy(bytes.data(), id.internal, bytes.size());
+    }
+    comm.broadcast(bytes, 0);
+    if (bytes.size() != sizeof id.internal) throw DistError("nova: rank 0 sent an NCCL id of " + std::to_string(bytes.size()) + " bytes");
+    std::memcpy(id.internal, bytes.data(), bytes.size());
+    nccl_check("ncclCommInitRank", n_->ncclCommInitRank(&nccl_comm_, comm.size(), id, comm.rank()));
+    nccl_rank_ = comm.rank();
+    nccl_size_ = comm.size();
+  }
+
+  void nccl_check(const char* call, nccl::ncclResult r) const {
+    if (r != 0) throw DistError("nova: a data-parallel step on " + desc_.target.describe() + ": " + nccl::describe_error(*n_, call, r));
+  }
+
+  CUdeviceptr device_address(const BufferRef& b) const {
+    return b.kind == BufferRef::Kind::input    ? inputs_[b.index]
+           : b.kind == BufferRef::Kind::output ? outputs_[b.index]
+                                               : arena_ + b.offset;
+  }
+
   /// The plan as a CUDA graph on a stream of its own, when the driver has
-  /// graphs and NOVA_CUDA_GRAPH is not 0.
+  /// graphs and NOVA_CUDA_GRAPH is not 0 (and the step sums nothing across ranks).
   void capture_graph() {
     const char* env = std::getenv("NOVA_CUDA_GRAPH");
-    if (!d_->has_graphs() || (env && std::strcmp(env, "0") == 0) || desc_.launches.empty()) return;
+    if (!d_->has_graphs() || (env && std::strcmp(env, "0") == 0) || desc_.launches.empty() ||
+        !desc_.collectives.empty())
+      return;
     check("cuStreamCreate", d_->cuStreamCreate(&stream_, 0));
     check("cuStreamBeginCapture", d_->cuStreamBeginCapture(stream_, cuda::kCaptureModeThreadLocal));
     try {
@@ -172,6 +247,8 @@ class CudaExecutable final : public Executable {
   /// Everything load() took, in reverse; errors ignored (nothing to report them to).
   void release() {
     if (context_) d_->cuCtxSetCurrent(context_);
+    if (nccl_comm_) n_->ncclCommDestroy(nccl_comm_);
+    nccl_comm_ = nullptr;
     if (graph_exec_) d_->cuGraphExecDestroy(graph_exec_);
     graph_exec_ = nullptr;
     if (graph_) d_->cuGraphDestroy(graph_);
@@ -221,6 +298,11 @@ class CudaExecutable final : public Executable {
   cuda::CUstream stream_ = nullptr;
   cuda::CUgraph graph_ = nullptr;
   cuda::CUgraphExec graph_exec_ = nullptr;
+  /// Data-parallel steps: NCCL and this process's communicator (made at the
+  /// first call, under mutex_).
+  mutable const nccl::Library* n_ = nullptr;
+  mutable nccl::ncclComm nccl_comm_ = nullptr;
+  mutable int nccl_rank_ = -1, nccl_size_ = 0;
   mutable std::mutex mutex_;
 };
 
@@ -237,8 +319,6 @@ std::string cannot_run_on_cuda(const ExecutableDesc& desc) {
 }
 
 std::shared_ptr<Executable> load_cuda_executable(const ExecutableDesc& desc) {
-  if (!desc.collectives.empty())
-    throw Error("nova: a data-parallel step on a GPU needs NCCL, which the runtime does not load yet");
   if (!desc.launches.empty() && desc.object_format != "ptx")
     throw Error("nova: unknown object format '" + desc.object_format + "' for a CUDA executable");
   return std::make_shared<CudaExecutable>(desc);

@@ -10,7 +10,12 @@
  * (arg 0 += 1); and "nova_fake_tma_copy": arg 1 = the tensor the TMA map in
  * arg 0 covers, which cuTensorMapEncodeTiled "encodes" as its address and
  * element count (dims[0] x dims[1]). Streams and graphs: a capture records
- * launches, a graph launch runs them ("graph;" in the log). */
+ * launches, a graph launch runs them ("graph;" in the log).
+ * It is NCCL too (NOVA_NCCL_LIBRARY may name this library): communicators
+ * of one unique id are threads of this process, and an in-place f32/f64
+ * all-reduce sums the ranks' buffers in rank order ("allreduce(N);").
+ * Launches, graphs and sums may come from several threads at once. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stddef.h>
@@ -84,8 +89,8 @@ int cuGetErrorString(int e, const char** s) {
 /* Running kernels. */
 typedef unsigned long long CUdeviceptr;
 static int primary_context; /* retains not yet released */
-int cuDevicePrimaryCtxRetain(void** ctx, int d) { (void)d; ++primary_context; *ctx = &primary_context; return 0; }
-int cuDevicePrimaryCtxRelease_v2(int d) { (void)d; return primary_context-- > 0 ? 0 : 1; }
+int cuDevicePrimaryCtxRetain(void** ctx, int d) { (void)d; __atomic_add_fetch(&primary_context, 1, __ATOMIC_SEQ_CST); *ctx = &primary_context; return 0; }
+int cuDevicePrimaryCtxRelease_v2(int d) { (void)d; return __atomic_fetch_sub(&primary_context, 1, __ATOMIC_SEQ_CST) > 0 ? 0 : 1; }
 int cuCtxSetCurrent(void* ctx) { return ctx == &primary_context ? 0 : 1; }
 int cuCtxSynchronize(void) { return 0; }
 /* A module: its text and the names of the functions looked up in it (a
@@ -95,7 +100,7 @@ static int loaded_modules;
 int cuModuleLoadData(void** m, const void* image) {
   struct module* mod = calloc(1, sizeof *mod);
   if (!mod || !(mod->text = strdup((const char*)image))) return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
-  ++loaded_modules;
+  __atomic_add_fetch(&loaded_modules, 1, __ATOMIC_SEQ_CST);
   *m = mod;
   return 0;
 }
@@ -103,7 +108,7 @@ int cuModuleUnload(void* m) {
   struct module* mod = m;
   free(mod->text);
   free(mod);
-  --loaded_modules;
+  __atomic_sub_fetch(&loaded_modules, 1, __ATOMIC_SEQ_CST);
   return 0;
 }
 int cuModuleGetFunction(void** f, void* m, const char* name) {
@@ -134,9 +139,12 @@ int cuMemcpyHtoD_v2(CUdeviceptr to, const void* from, size_t bytes) { memcpy((vo
 int cuMemcpyDtoH_v2(void* to, CUdeviceptr from, size_t bytes) { memcpy(to, (const void*)(size_t)from, bytes); return 0; }
 
 static char launch_log[16384];
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static void log_text(const char* text) {
+  pthread_mutex_lock(&log_lock);
   size_t used = strlen(launch_log);
   snprintf(launch_log + used, sizeof launch_log - used, "%s", text);
+  pthread_mutex_unlock(&log_lock);
 }
 /* One launch: its kernel (a function handle is its name), shape and the
  * values of its (at most 2) pointer arguments. */
@@ -228,7 +236,98 @@ int cuTensorMapEncodeTiled(void* map, int type, unsigned rank, void* address, co
   m[1] = dims[0] * dims[1];
   return 0;
 }
+/* NCCL. */
+typedef struct { char internal[128]; } fake_nccl_id;
+struct nccl_group {
+  fake_nccl_id id;
+  int nranks, arrived, generation, failed;
+  void* buffers[16];
+  size_t count;
+  int dtype;
+  pthread_mutex_t lock;
+  pthread_cond_t done;
+};
+static struct nccl_group nccl_groups[8];
+static int nccl_group_count, nccl_comms_held;
+static pthread_mutex_t nccl_groups_lock = PTHREAD_MUTEX_INITIALIZER;
+struct nccl_comm { struct nccl_group* group; int rank; };
+int ncclGetUniqueId(fake_nccl_id* id) {
+  static int next;
+  memset(id, 0, sizeof *id);
+  snprintf(id->internal, sizeof id->internal, "fake-nccl-%d", __atomic_add_fetch(&next, 1, __ATOMIC_SEQ_CST));
+  return 0;
+}
+int ncclCommInitRank(void** comm, int nranks, fake_nccl_id id, int rank) {
+  if (nranks < 1 || nranks > 16 || rank < 0 || rank >= nranks) return 4; /* ncclInvalidArgument */
+  pthread_mutex_lock(&nccl_groups_lock);
+  struct nccl_group* g = NULL;
+  for (int i = 0; i < nccl_group_count; ++i)
+    if (memcmp(&nccl_groups[i].id, &id, sizeof id) == 0) g = &nccl_groups[i];
+  if (!g && nccl_group_count < 8) {
+    g = &nccl_groups[nccl_group_count++];
+    memset(g, 0, sizeof *g);
+    g->id = id;
+    g->nranks = nranks;
+    pthread_mutex_init(&g->lock, NULL);
+    pthread_cond_init(&g->done, NULL);
+  }
+  pthread_mutex_unlock(&nccl_groups_lock);
+  if (!g || g->nranks != nranks) return 4;
+  struct nccl_comm* c = malloc(sizeof *c);
+  if (!c) return 1;
+  c->group = g;
+  c->rank = rank;
+  __atomic_add_fetch(&nccl_comms_held, 1, __ATOMIC_SEQ_CST);
+  *comm = c;
+  return 0;
+}
+int ncclCommDestroy(void* comm) { free(comm); __atomic_sub_fetch(&nccl_comms_held, 1, __ATOMIC_SEQ_CST); return 0; }
+int ncclGroupStart(void) { return 0; }
+int ncclGroupEnd(void) { return 0; }
+const char* ncclGetErrorString(int r) { return r == 4 ? "invalid argument" : r == 5 ? "invalid usage" : "unhandled error"; }
+/* In place, f32 (7) or f64 (8), sum (0): blocks until every rank of the
+ * group has called it, then every buffer holds the rank-order sum. */
+int ncclAllReduce(const void* send, void* recv, size_t count, int dtype, int op, void* comm, void* stream) {
+  (void)stream;
+  if (send != recv || op != 0 || (dtype != 7 && dtype != 8)) return 5; /* ncclInvalidUsage */
+  struct nccl_comm* c = comm;
+  struct nccl_group* g = c->group;
+  pthread_mutex_lock(&g->lock);
+  int generation = g->generation;
+  if (g->arrived == 0) {
+    g->count = count;
+    g->dtype = dtype;
+  } else if (g->count != count || g->dtype != dtype) {
+    g->failed = 1;
+  }
+  g->buffers[c->rank] = recv;
+  if (++g->arrived == g->nranks) {
+    for (size_t i = 0; i < count && !g->failed; ++i) {
+      double sum = 0;
+      for (int r = 0; r < g->nranks; ++r)
+        sum += dtype == 7 ? (double)((float*)g->buffers[r])[i] : ((double*)g->buffers[r])[i];
+      for (int r = 0; r < g->nranks; ++r) {
+        if (dtype == 7) ((float*)g->buffers[r])[i] = (float)sum;
+        else ((double*)g->buffers[r])[i] = sum;
+      }
+    }
+    g->arrived = 0;
+    ++g->generation;
+    pthread_cond_broadcast(&g->done);
+  } else {
+    while (generation == g->generation) pthread_cond_wait(&g->done, &g->lock);
+  }
+  int failed = g->failed;
+  pthread_mutex_unlock(&g->lock);
+  if (c->rank == 0) {
+    char line[64];
+    snprintf(line, sizeof line, "allreduce(%zu);", count);
+    log_text(line);
+  }
+  return failed ? 5 : 0;
+}
+
 /* For the tests: every launch so far, "name<<<blocks,threads,shared>>>;" each,
  * and what is still held (modules loaded, primary context retains). */
 const char* fake_cuda_launches(void) { return launch_log; }
-int fake_cuda_held(void) { return loaded_modules + primary_context + graphs_held + streams_held; }
+int fake_cuda_held(void) { return loaded_modules + primary_context + graphs_held + streams_held + nccl_comms_held; }

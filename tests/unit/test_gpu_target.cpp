@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "nova/cuda.hpp"
+#include "nova/distributed.hpp"
 #include "nova/error.hpp"
 #include "nova/executable_desc.hpp"
 #include "nova/target.hpp"
@@ -43,6 +45,11 @@ static_assert(nova::cuda::kFuncMaxDynamicSharedSizeBytes == int(CU_FUNC_ATTRIBUT
 static_assert(sizeof(nova::cuda::CUdeviceptr) == sizeof(CUdeviceptr));
 static_assert(nova::cuda::kTensorMapFloat32 == int(CU_TENSOR_MAP_DATA_TYPE_FLOAT32));
 static_assert(nova::cuda::kCaptureModeThreadLocal == int(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+#include <nccl.h>
+#include "../../src/runtime/nccl.hpp"
+static_assert(nova::nccl::kFloat32 == int(ncclFloat32) && nova::nccl::kFloat64 == int(ncclFloat64) &&
+              nova::nccl::kSum == int(ncclSum));
+static_assert(sizeof(nova::nccl::UniqueId) == sizeof(ncclUniqueId));
 static_assert(nova::cuda::kTensorMapL2Promotion128B == int(CU_TENSOR_MAP_L2_PROMOTION_L2_128B));
 static_assert(nova::cuda::tensor_map_swizzle(128) == int(CU_TENSOR_MAP_SWIZZLE_128B) &&
               nova::cuda::tensor_map_swizzle(64) == int(CU_TENSOR_MAP_SWIZZLE_64B) &&
@@ -251,6 +258,65 @@ TEST_CASE("a GPU step whose kernel loads with TMA: the runtime encodes its tenso
   CHECK(out[0].at({0, 0}) == 0.0);
   CHECK(out[0].at({7, 31}) == 255.0);
   CHECK(out[0].at({3, 5}) == 101.0);
+}
+
+TEST_CASE("a data-parallel GPU step: its bucket summed across 2 ranks with NCCL (fake) where the plan starts it") {
+  // out = sum over ranks of (x_r + 1): the sum runs after the increment and
+  // before the copy out (stream order), on each rank's own device buffers.
+  using nova::BufferRef;
+  nova::ExecutableDesc d = fake_gpu_plan(64);
+  const std::uint64_t bytes = 64 * 4;
+  BufferRef in{BufferRef::Kind::input, 0, 0, bytes}, tmp{BufferRef::Kind::arena, 0, bytes, bytes},
+      out{BufferRef::Kind::output, 0, 0, bytes};
+  d.launches = {{0, 2, {tmp, in}}, {1, 2, {tmp}}, {0, 2, {out, tmp}}};
+  nova::CollectiveDesc sum;
+  sum.after_launch = 2;
+  sum.before_launch = 2;
+  sum.buffers = {tmp};
+  d.collectives = {sum};
+  d.validate();
+
+  nova_test::Env env;
+  env.set("NOVA_CUDA_DRIVER", NOVA_FAKE_CUDA);
+  env.set("NOVA_NCCL_LIBRARY", NOVA_FAKE_CUDA); // the fake driver is NCCL too
+  auto group = nova::dist::loopback_group(2, 30.0);
+  std::vector<std::vector<nova::Tensor>> outs(2);
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r)
+    ranks.emplace_back([&, r] {
+      try {
+        nova::dist::set_communicator(group[static_cast<std::size_t>(r)]);
+        std::shared_ptr<nova::Executable> exe = nova::load_or_describe(d);
+        nova::Tensor x = nova::Tensor::full({64}, r + 1.0, nova::DType::f32);
+        nova::Tensor w = nova::Tensor::full({64}, 0.0, nova::DType::f32);
+        std::vector<nova::Tensor> args{x, w};
+        outs[static_cast<std::size_t>(r)] = (*exe)(args);
+        outs[static_cast<std::size_t>(r)] = (*exe)(args); // a second step: the same communicator
+        nova::dist::set_communicator(nullptr);
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(r)] = e.what();
+      }
+    });
+  for (auto& t : ranks) t.join();
+  for (int r = 0; r < 2; ++r) {
+    CAPTURE(r);
+    REQUIRE(errors[static_cast<std::size_t>(r)] == "");
+    CHECK(outs[static_cast<std::size_t>(r)][0].at({0}) == 5.0); // (1 + 1) + (2 + 1)
+    CHECK(outs[static_cast<std::size_t>(r)][0].at({63}) == 5.0);
+  }
+  void* fake = dlopen(NOVA_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(fake != nullptr);
+  auto launches = reinterpret_cast<const char* (*)()>(dlsym(fake, "fake_cuda_launches"));
+  std::string log = launches();
+  CHECK(log.find("nova_fake_inc<<<2,32,65536>>>;allreduce(64);") != std::string::npos);
+  dlclose(fake);
+
+  // Without a communicator on the calling thread: a named error.
+  std::shared_ptr<nova::Executable> exe = nova::load_or_describe(d);
+  nova::Tensor x = nova::Tensor::full({64}, 1.0, nova::DType::f32), w = nova::Tensor::full({64}, 0.0, nova::DType::f32);
+  std::vector<nova::Tensor> args{x, w};
+  CHECK_THROWS_WITH_AS((*exe)(args), doctest::Contains("no communicator"), nova::DistError);
 }
 
 TEST_CASE("a GPU step through the (fake) CUDA driver: buffers, launches, in-place inputs; no GPU is a named error") {
