@@ -25,7 +25,11 @@
 // "MN-major", imm-trans); tf32 only K-major (A stored M x K, B stored N x
 // K: wgmma has no transposed tf32). Each operand reaches the kernel as a
 // TMA tensor map (an !llvm.ptr to the 128-byte CUtensorMap in global
-// memory), which the launcher encodes as `maps` says.
+// memory), which the launcher encodes as `maps` says. The argument is an
+// !llvm.ptr cast to !nvgpu.tensormap.descriptor inside: MLIR 19's
+// convert-gpu-to-nvvm cannot convert a gpu.func whose signature holds the
+// nvgpu type ("failed to legalize operation 'gpu.func'"); the cast pair
+// folds away after convert-nvgpu-to-nvvm.
 //
 //===----------------------------------------------------------------------===//
 
