@@ -96,6 +96,10 @@ class Communicator {
 void set_communicator(std::shared_ptr<Communicator> communicator);
 std::shared_ptr<Communicator> communicator();
 
+/// The calling thread's communicator for a step with `collectives` sums, or
+/// a DistError saying the step needs one (the runtime's executables call it).
+std::shared_ptr<Communicator> required_communicator(std::size_t collectives);
+
 /// Compile once for the whole group: on rank 0, `compile()` (which may find
 /// the step in a cache) and its executable description sent to every rank;
 /// on the others, rank 0's description loaded, once their own `stable_key`

@@ -106,11 +106,7 @@ class CpuExecutable final : public Executable {
   void run(std::span<const Tensor> inputs, std::span<Tensor> outputs) const override {
     std::shared_ptr<dist::Communicator> comm;
     if (!desc_.collectives.empty()) {
-      comm = dist::communicator();
-      if (!comm)
-        throw DistError("nova: this step sums " + std::to_string(desc_.collectives.size()) +
-                        " buffer groups across data-parallel ranks, but the calling thread has no communicator "
-                        "(nova::dist::set_communicator)");
+      comm = dist::required_communicator(desc_.collectives.size());
     }
     Arena arena = take_arena();
     std::byte* base = arena.get();

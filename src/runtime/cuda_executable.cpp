@@ -67,11 +67,7 @@ class CudaExecutable final : public Executable {
     check("cuCtxSetCurrent", d_->cuCtxSetCurrent(context_));
     std::shared_ptr<dist::Communicator> comm;
     if (!desc_.collectives.empty()) {
-      comm = dist::communicator();
-      if (!comm)
-        throw DistError("nova: this step sums " + std::to_string(desc_.collectives.size()) +
-                        " buffer groups across data-parallel ranks, but the calling thread has no communicator "
-                        "(nova::dist::set_communicator)");
+      comm = dist::required_communicator(desc_.collectives.size());
       join_nccl(*comm);
     }
     for (std::size_t i = 0; i < inputs.size(); ++i)

@@ -40,6 +40,14 @@ thread_local std::shared_ptr<Communicator> current_communicator;
 void set_communicator(std::shared_ptr<Communicator> communicator) { current_communicator = std::move(communicator); }
 std::shared_ptr<Communicator> communicator() { return current_communicator; }
 
+std::shared_ptr<Communicator> required_communicator(std::size_t collectives) {
+  if (!current_communicator)
+    throw DistError("nova: this step sums " + std::to_string(collectives) +
+                    " buffer groups across data-parallel ranks, but the calling thread has no communicator "
+                    "(nova::dist::set_communicator)");
+  return current_communicator;
+}
+
 namespace {
 
 std::string describe(std::size_t count, DType dtype) {

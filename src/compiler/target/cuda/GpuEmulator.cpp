@@ -518,14 +518,25 @@ private:
     }
   }
 
+  /// `f(t, bar)` for each active thread whose predicate holds, with the
+  /// mbarrier it names (used: live and ordered after its init, unless
+  /// `initializing`); stops at the first failure.
+  template <typename F>
+  bool forEachArrival(Operation *op, Value predicate, Value group, Value index, bool initializing, F f) {
+    for (int64_t t = 0; t < threads; ++t) {
+      if (!active[size_t(t)] || !predicated(predicate, t))
+        continue;
+      MBarrier *bar = barrierAt(op, group, index, t);
+      if (!bar || (!initializing && !useBarrier(op, *bar, t)) || !f(t, *bar))
+        return false;
+    }
+    return true;
+  }
+
   bool mbarrierInit(nvgpu::MBarrierInitOp op) {
     const Reg *count = get(op.getCount());
-    for (int64_t t = 0; t < threads; ++t) {
-      if (!active[size_t(t)] || !predicated(op.getPredicate(), t))
-        continue;
-      MBarrier *bar = barrierAt(op, op.getBarriers(), op.getMbarId(), t);
-      if (!bar)
-        return false;
+    return forEachArrival(op, op.getPredicate(), op.getBarriers(), op.getMbarId(), true, [&](int64_t t, MBarrier &b) {
+      MBarrier *bar = &b;
       if (bar->live)
         return fail(op, "initializes a live mbarrier again", t);
       int64_t n = count ? int64_t(count->v[size_t(t)]) : 0;
@@ -536,24 +547,19 @@ private:
       bar->initThread = t;
       bar->initEpoch = epoch;
       bar->pending = bar->expected = n;
-    }
-    return true;
+      return true;
+    });
   }
 
   bool arriveExpectTx(nvgpu::MBarrierArriveExpectTxOp op) {
     const Reg *bytes = get(op.getTxcount());
-    for (int64_t t = 0; t < threads; ++t) {
-      if (!active[size_t(t)] || !predicated(op.getPredicate(), t))
-        continue;
-      MBarrier *bar = barrierAt(op, op.getBarriers(), op.getMbarId(), t);
-      if (!bar || !useBarrier(op, *bar, t))
-        return false;
-      bar->tx += bytes ? int64_t(bytes->v[size_t(t)]) : 0;
-      if (--bar->pending < 0)
+    return forEachArrival(op, op.getPredicate(), op.getBarriers(), op.getMbarId(), false, [&](int64_t t, MBarrier &bar) {
+      bar.tx += bytes ? int64_t(bytes->v[size_t(t)]) : 0;
+      if (--bar.pending < 0)
         return fail(op, "more arrivals on an mbarrier phase than its count", t);
-      completePhase(*bar);
-    }
-    return true;
+      completePhase(bar);
+      return true;
+    });
   }
 
   bool tmaLoad(nvgpu::TmaAsyncLoadOp op) {
@@ -579,12 +585,8 @@ private:
                 dst->second.elementBytes !=
             bytes)
       return fail(op, "the destination is not the map's box");
-    for (int64_t t = 0; t < threads; ++t) {
-      if (!active[size_t(t)] || !predicated(op.getPredicate(), t))
-        continue;
-      MBarrier *bar = barrierAt(op, op.getBarriers(), op.getMbarId(), t);
-      if (!bar || !useBarrier(op, *bar, t))
-        return false;
+    return forEachArrival(op, op.getPredicate(), op.getBarriers(), op.getMbarId(), false, [&](int64_t t, MBarrier &b) {
+      MBarrier *bar = &b;
       if (!bar->fenced)
         return fail(op, "a TMA load completes on an mbarrier whose init was not fenced for the async proxy "
                         "(fence.mbarrier_init)",
@@ -608,8 +610,8 @@ private:
       tmaLoads.push_back(std::move(load));
       bar->inflight.push_back(id);
       ++report.tmaLoads;
-    }
-    return true;
+      return true;
+    });
   }
 
   /// TMA load `id` lands: its box, packed dim 0 fastest and swizzled, with

@@ -173,14 +173,8 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
   Value lane = k.rem(tid, 32), warp = k.div(tid, 32);
   Value wm = k.div(warp, cfg.warpsN), wn = k.rem(warp, cfg.warpsN);
   Value g = k.shr(lane, 2), t = k.andi(lane, 3);
-  auto globalIndex = [&](Value r, Value c) {
-    SmallVector<Value> idx;
-    if (batched)
-      idx.push_back(bz);
-    idx.push_back(r);
-    idx.push_back(c);
-    return idx;
-  };
+  // Indices of a [batch,] rows x columns operand (C's, and A's and B's as stored).
+  auto globalIndex = [&](Value r, Value c) { return frame.out.at(r, c); };
 
   // This thread's copies: chunk tid % chunks of rows tid / chunks + i x
   // (threads / chunks), the same in every slab; the slab moves the K
