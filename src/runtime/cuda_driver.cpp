@@ -75,6 +75,10 @@ Loaded load(const std::string& path) {
   optional("cuGraphLaunch", d.cuGraphLaunch);
   optional("cuGraphExecDestroy", d.cuGraphExecDestroy);
   optional("cuGraphDestroy", d.cuGraphDestroy);
+  optional("cuEventCreate", d.cuEventCreate);
+  optional("cuEventDestroy_v2", d.cuEventDestroy);
+  optional("cuEventRecord", d.cuEventRecord);
+  optional("cuStreamWaitEvent", d.cuStreamWaitEvent);
   d.cuTensorMapEncodeTiled = reinterpret_cast<decltype(d.cuTensorMapEncodeTiled)>(dlsym(handle, "cuTensorMapEncodeTiled"));
   if (CUresult r = d.cuInit(0); r != 0) {
     l.why = "the CUDA driver did not initialize: " + describe_error(d, "cuInit", r);

@@ -19,6 +19,7 @@ using CUfunction = void*;
 using CUstream = void*;
 using CUgraph = void*;
 using CUgraphExec = void*;
+using CUevent = void*;
 using CUdeviceptr = unsigned long long;
 
 /// CUfunction_attribute: the dynamic shared memory a kernel may be launched with.
@@ -81,6 +82,12 @@ struct Driver {
   CUresult (*cuGraphLaunch)(CUgraphExec exec, CUstream stream) = nullptr;
   CUresult (*cuGraphExecDestroy)(CUgraphExec exec) = nullptr;
   CUresult (*cuGraphDestroy)(CUgraph graph) = nullptr;
+  // Events (to order a second stream's work against the first).
+  CUresult (*cuEventCreate)(CUevent* event, unsigned flags) = nullptr;
+  CUresult (*cuEventDestroy)(CUevent event) = nullptr;                                         // _v2
+  CUresult (*cuEventRecord)(CUevent event, CUstream stream) = nullptr;
+  CUresult (*cuStreamWaitEvent)(CUstream stream, CUevent event, unsigned flags) = nullptr;
+  bool has_events() const { return cuEventCreate && cuEventDestroy && cuEventRecord && cuStreamWaitEvent; }
   bool has_graphs() const {
     return cuStreamCreate && cuStreamDestroy && cuStreamSynchronize && cuStreamBeginCapture && cuStreamEndCapture &&
            cuGraphInstantiateWithFlags && cuGraphLaunch && cuGraphExecDestroy && cuGraphDestroy;
@@ -93,6 +100,9 @@ struct Driver {
                                      const std::uint32_t* box, const std::uint32_t* element_strides, int interleave,
                                      int swizzle, int l2_promotion, int oob_fill) = nullptr;
 };
+
+/// CU_EVENT_DISABLE_TIMING: an event for ordering only.
+inline constexpr unsigned kEventDisableTiming = 2;
 
 /// CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: other threads' CUDA calls do not
 /// disturb a capture.

@@ -15,14 +15,14 @@
 // call replays it (one launch for the whole step instead of one per kernel;
 // NOVA_CUDA_GRAPH=0, or a driver without graphs, launches kernel by kernel
 // instead). A data-parallel step sums its gradient buckets with NCCL on the
-// device buffers, each bucket's all-reduces enqueued on the stream where
-// the plan starts them (after its last gradient's launch), so the launches
-// after it wait for them by stream order; the communicator is made at the
+// device buffers, on a stream of their own: each bucket's all-reduces wait
+// (an event) for the launch the plan starts them after, and the launch the
+// plan waits for them before waits (another event) for their end, so the
+// sums overlap the rest of the backward (a driver without streams and
+// events: both on one stream, in order). The communicator is made at the
 // first call from the calling thread's (rank, size, and the broadcast of
 // NCCL's unique id). Such a step launches kernel by kernel (no graph).
-// Calls of one executable are serialized (its buffers are shared). Not
-// yet: the sums on a stream of their own (overlap with the backward),
-// events across calls.
+// Calls of one executable are serialized (its buffers are shared).
 #include "cuda_executable.hpp"
 
 #include <cstdlib>
@@ -143,6 +143,7 @@ class CudaExecutable final : public Executable {
       for (std::size_t j = 0; j < slots.size(); ++j) args_[slots[j].first][slots[j].second] = table + j * sizeof(Map);
     }
     capture_graph();
+    prepare_sums();
   }
 
   /// Every launch of the plan, in order, on `stream`; with `sums`, each
@@ -164,11 +165,21 @@ class CudaExecutable final : public Executable {
     }
   }
 
-  /// The all-reduces (sums in place, one NCCL group a bucket) of the
-  /// collectives the plan starts after `i` launches.
+  /// Enqueues the all-reduces (sums in place, one NCCL group a bucket) of
+  /// the collectives the plan starts after `i` launches and, with the sums
+  /// on their own stream, makes `stream` wait for the ones the plan waits
+  /// for before launch `i`.
   void all_reduces_at(std::size_t i, cuda::CUstream stream) const {
-    for (const CollectiveDesc& c : desc_.collectives) {
+    const bool apart = sum_stream_ != nullptr;
+    for (std::size_t ci = 0; ci < desc_.collectives.size(); ++ci) {
+      const CollectiveDesc& c = desc_.collectives[ci];
       if (c.after_launch != i) continue;
+      cuda::CUstream on = stream;
+      if (apart) { // after the launches so far, on the sums' stream
+        check("cuEventRecord", d_->cuEventRecord(produced_[ci], stream));
+        check("cuStreamWaitEvent", d_->cuStreamWaitEvent(sum_stream_, produced_[ci], 0));
+        on = sum_stream_;
+      }
       nccl_check("ncclGroupStart", n_->ncclGroupStart());
       for (const BufferRef& b : c.buffers) {
         CUdeviceptr p = device_address(b);
@@ -176,10 +187,28 @@ class CudaExecutable final : public Executable {
         nccl_check("ncclAllReduce",
                    n_->ncclAllReduce(data, data, b.bytes / size_of(c.dtype),
                                      c.dtype == DType::f64 ? nccl::kFloat64 : nccl::kFloat32, nccl::kSum, nccl_comm_,
-                                     stream));
+                                     on));
       }
       nccl_check("ncclGroupEnd", n_->ncclGroupEnd());
+      if (apart) check("cuEventRecord", d_->cuEventRecord(summed_[ci], sum_stream_));
     }
+    if (!apart) return; // one stream: its order is the wait
+    for (std::size_t ci = 0; ci < desc_.collectives.size(); ++ci)
+      if (desc_.collectives[ci].before_launch == i)
+        check("cuStreamWaitEvent", d_->cuStreamWaitEvent(stream, summed_[ci], 0));
+  }
+
+  /// A data-parallel step's streams and events: the launches on stream_,
+  /// the sums on sum_stream_ (when the driver has streams and events).
+  void prepare_sums() {
+    if (desc_.collectives.empty() || !d_->has_graphs() || !d_->has_events()) return;
+    check("cuStreamCreate", d_->cuStreamCreate(&stream_, 0));
+    check("cuStreamCreate", d_->cuStreamCreate(&sum_stream_, 0));
+    for (std::size_t c = 0; c < desc_.collectives.size(); ++c)
+      for (auto* events : {&produced_, &summed_}) {
+        events->push_back(nullptr);
+        check("cuEventCreate", d_->cuEventCreate(&events->back(), cuda::kEventDisableTiming));
+      }
   }
 
   /// This process's NCCL communicator for the group `comm` is one rank of:
@@ -245,6 +274,13 @@ class CudaExecutable final : public Executable {
     if (context_) d_->cuCtxSetCurrent(context_);
     if (nccl_comm_) n_->ncclCommDestroy(nccl_comm_);
     nccl_comm_ = nullptr;
+    for (auto* events : {&produced_, &summed_}) {
+      for (cuda::CUevent e : *events)
+        if (e) d_->cuEventDestroy(e);
+      events->clear();
+    }
+    if (sum_stream_) d_->cuStreamDestroy(sum_stream_);
+    sum_stream_ = nullptr;
     if (graph_exec_) d_->cuGraphExecDestroy(graph_exec_);
     graph_exec_ = nullptr;
     if (graph_) d_->cuGraphDestroy(graph_);
@@ -299,6 +335,10 @@ class CudaExecutable final : public Executable {
   mutable const nccl::Library* n_ = nullptr;
   mutable nccl::ncclComm nccl_comm_ = nullptr;
   mutable int nccl_rank_ = -1, nccl_size_ = 0;
+  /// Their stream, and per collective the events that order it against
+  /// the launches: its buffers produced, its sums done (null: one stream).
+  cuda::CUstream sum_stream_ = nullptr;
+  std::vector<cuda::CUevent> produced_, summed_;
   mutable std::mutex mutex_;
 };
 

@@ -13,7 +13,8 @@
  * launches, a graph launch runs them ("graph;" in the log).
  * It is NCCL too (NOVA_NCCL_LIBRARY may name this library): communicators
  * of one unique id are threads of this process, and an in-place f32/f64
- * all-reduce sums the ranks' buffers in rank order ("allreduce(N);").
+ * all-reduce sums the ranks' buffers in rank order ("allreduce(N)@S;", S
+ * its stream's number; a stream waiting for an event logs "wait@S;").
  * Launches, graphs and sums may come from several threads at once. */
 #include <pthread.h>
 #include <stdio.h>
@@ -173,17 +174,55 @@ static int arguments_of(const char* name) { return strcmp(name, "nova_fake_inc")
  * a graph is its launches, run in order by cuGraphLaunch (logged "graph;"). */
 struct graph { int count; struct launch launches[256]; };
 static struct graph* capture; /* the graph being captured, or null */
-static int stream_token, graphs_held, streams_held;
-int cuStreamCreate(void** stream, unsigned flags) { (void)flags; ++streams_held; *stream = &stream_token; return 0; }
-int cuStreamDestroy_v2(void* stream) { return stream == &stream_token && streams_held-- > 0 ? 0 : 1; }
-int cuStreamSynchronize(void* stream) { return stream == &stream_token ? 0 : 1; }
+static int graphs_held, streams_held, events_held, next_stream_id;
+/* A stream: numbered from 1 in creation order (the default stream is 0). */
+struct fake_stream { unsigned magic; int id; };
+#define STREAM_MAGIC 0x5354524du
+static int is_stream(void* s) { return s && ((struct fake_stream*)s)->magic == STREAM_MAGIC; }
+static int stream_id(void* s) { return s ? ((struct fake_stream*)s)->id : 0; }
+int cuStreamCreate(void** stream, unsigned flags) {
+  (void)flags;
+  struct fake_stream* s = malloc(sizeof *s);
+  if (!s) return 2;
+  s->magic = STREAM_MAGIC;
+  s->id = __atomic_add_fetch(&next_stream_id, 1, __ATOMIC_SEQ_CST);
+  __atomic_add_fetch(&streams_held, 1, __ATOMIC_SEQ_CST);
+  *stream = s;
+  return 0;
+}
+int cuStreamDestroy_v2(void* stream) {
+  if (!is_stream(stream)) return 400;
+  ((struct fake_stream*)stream)->magic = 0;
+  free(stream);
+  __atomic_sub_fetch(&streams_held, 1, __ATOMIC_SEQ_CST);
+  return 0;
+}
+int cuStreamSynchronize(void* stream) { return is_stream(stream) ? 0 : 400; }
+/* Events: work here runs when it is enqueued, so an event orders nothing;
+ * a wait is logged with the waiting stream ("wait@N;"). */
+int cuEventCreate(void** event, unsigned flags) {
+  (void)flags;
+  *event = malloc(1);
+  if (!*event) return 2;
+  __atomic_add_fetch(&events_held, 1, __ATOMIC_SEQ_CST);
+  return 0;
+}
+int cuEventDestroy_v2(void* event) { free(event); __atomic_sub_fetch(&events_held, 1, __ATOMIC_SEQ_CST); return 0; }
+int cuEventRecord(void* event, void* stream) { return event && (!stream || is_stream(stream)) ? 0 : 400; }
+int cuStreamWaitEvent(void* stream, void* event, unsigned flags) {
+  if (!event || flags || (stream && !is_stream(stream))) return 400;
+  char line[32];
+  snprintf(line, sizeof line, "wait@%d;", stream_id(stream));
+  log_text(line);
+  return 0;
+}
 int cuStreamBeginCapture_v2(void* stream, int mode) {
-  if (stream != &stream_token || capture || mode < 0 || mode > 2) return 1;
+  if (!is_stream(stream) || capture || mode < 0 || mode > 2) return 1;
   capture = calloc(1, sizeof *capture);
   return capture ? 0 : 2;
 }
 int cuStreamEndCapture(void* stream, void** graph) {
-  if (stream != &stream_token || !capture) return 1;
+  if (!is_stream(stream) || !capture) return 1;
   *graph = capture;
   capture = NULL;
   ++graphs_held;
@@ -199,7 +238,7 @@ int cuGraphInstantiateWithFlags(void** exec, void* graph, unsigned long long fla
   return 0;
 }
 int cuGraphLaunch(void* exec, void* stream) {
-  if (stream != &stream_token) return 1;
+  if (!is_stream(stream)) return 1;
   const struct graph* g = exec;
   log_text("graph;");
   for (int i = 0; i < g->count; ++i) execute(&g->launches[i]);
@@ -211,7 +250,7 @@ int cuGraphDestroy(void* graph) { free(graph); --graphs_held; return 0; }
 int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                    unsigned shared, void* stream, void** params, void** extra) {
   if (extra || gy != 1 || gz != 1 || by != 1 || bz != 1 || bx < 1 || bx > 1024) return 1;
-  if (stream && stream != &stream_token) return 400; /* CUDA_ERROR_INVALID_HANDLE */
+  if (stream && !is_stream(stream)) return 400; /* CUDA_ERROR_INVALID_HANDLE */
   struct launch l = {(const char*)f, gx, bx, shared, {0, 0}};
   for (int i = 0; i < arguments_of(l.name); ++i) l.args[i] = *(CUdeviceptr*)params[i]; /* values, as CUDA copies them */
   if (capture && stream) {
@@ -288,8 +327,7 @@ const char* ncclGetErrorString(int r) { return r == 4 ? "invalid argument" : r =
 /* In place, f32 (7) or f64 (8), sum (0): blocks until every rank of the
  * group has called it, then every buffer holds the rank-order sum. */
 int ncclAllReduce(const void* send, void* recv, size_t count, int dtype, int op, void* comm, void* stream) {
-  (void)stream;
-  if (send != recv || op != 0 || (dtype != 7 && dtype != 8)) return 5; /* ncclInvalidUsage */
+  if ((stream && !is_stream(stream)) || send != recv || op != 0 || (dtype != 7 && dtype != 8)) return 5; /* ncclInvalidUsage */
   struct nccl_comm* c = comm;
   struct nccl_group* g = c->group;
   pthread_mutex_lock(&g->lock);
@@ -321,7 +359,7 @@ int ncclAllReduce(const void* send, void* recv, size_t count, int dtype, int op,
   pthread_mutex_unlock(&g->lock);
   if (c->rank == 0) {
     char line[64];
-    snprintf(line, sizeof line, "allreduce(%zu);", count);
+    snprintf(line, sizeof line, "allreduce(%zu)@%d;", count, stream_id(stream));
     log_text(line);
   }
   return failed ? 5 : 0;
@@ -330,4 +368,6 @@ int ncclAllReduce(const void* send, void* recv, size_t count, int dtype, int op,
 /* For the tests: every launch so far, "name<<<blocks,threads,shared>>>;" each,
  * and what is still held (modules loaded, primary context retains). */
 const char* fake_cuda_launches(void) { return launch_log; }
-int fake_cuda_held(void) { return loaded_modules + primary_context + graphs_held + streams_held + nccl_comms_held; }
+int fake_cuda_held(void) {
+  return loaded_modules + primary_context + graphs_held + streams_held + events_held + nccl_comms_held;
+}

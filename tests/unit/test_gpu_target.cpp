@@ -45,6 +45,7 @@ static_assert(nova::cuda::kFuncMaxDynamicSharedSizeBytes == int(CU_FUNC_ATTRIBUT
 static_assert(sizeof(nova::cuda::CUdeviceptr) == sizeof(CUdeviceptr));
 static_assert(nova::cuda::kTensorMapFloat32 == int(CU_TENSOR_MAP_DATA_TYPE_FLOAT32));
 static_assert(nova::cuda::kCaptureModeThreadLocal == int(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+static_assert(nova::cuda::kEventDisableTiming == unsigned(CU_EVENT_DISABLE_TIMING));
 #include <nccl.h>
 #include "../../src/runtime/nccl.hpp"
 static_assert(nova::nccl::kFloat32 == int(ncclFloat32) && nova::nccl::kFloat64 == int(ncclFloat64) &&
@@ -314,9 +315,38 @@ TEST_CASE("a data-parallel GPU step: its bucket summed across 2 ranks with NCCL 
   // two ranks' launches, so it cannot.
   std::string log = launches();
   std::size_t sums = 0;
-  for (std::size_t at = log.find("allreduce(64);"); at != std::string::npos; at = log.find("allreduce(64);", at + 1))
+  for (std::size_t at = log.find("allreduce(64)@"); at != std::string::npos; at = log.find("allreduce(64)@", at + 1))
     ++sums;
   CHECK(sums == 2);
+
+  // One rank: the log is in order. The sum's stream waits for the
+  // increment, the sum runs there, and the launches' stream waits for it
+  // before the copy out: "inc;wait@S;allreduce(64)@S;wait@L;copy".
+  {
+    auto one = nova::dist::loopback_group(1, 30.0);
+    nova::dist::set_communicator(one[0]);
+    std::shared_ptr<nova::Executable> exe = nova::load_or_describe(d);
+    std::size_t before = std::string(launches()).size();
+    nova::Tensor x = nova::Tensor::full({64}, 3.0, nova::DType::f32), w = nova::Tensor::full({64}, 0.0, nova::DType::f32);
+    std::vector<nova::Tensor> args{x, w};
+    std::vector<nova::Tensor> single = (*exe)(args);
+    CHECK(single[0].at({7}) == 4.0);
+    std::string run = std::string(launches()).substr(before);
+    INFO(run);
+    auto stream_at = [&](std::size_t at, std::size_t skip) { return run.substr(at + skip, run.find(';', at) - at - skip); };
+    const std::size_t sum = run.find("allreduce(64)@"), inc = run.find("nova_fake_inc");
+    REQUIRE(sum != std::string::npos);
+    const std::size_t before_sum = run.find("wait@", inc), after_sum = run.find("wait@", sum);
+    REQUIRE(after_sum != std::string::npos);
+    CHECK(inc < before_sum);
+    CHECK(before_sum < sum);
+    CHECK(after_sum < run.rfind("nova_fake_copy"));
+    CHECK(stream_at(before_sum, 5) == stream_at(sum, 14));
+    CHECK(stream_at(after_sum, 5) != stream_at(sum, 14));
+    nova::dist::set_communicator(nullptr);
+  }
+  auto held = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cuda_held"));
+  CHECK(held() == 0); // streams, events, NCCL communicators, modules, contexts
   dlclose(fake);
 
   // Without a communicator on the calling thread: a named error.
