@@ -25,6 +25,7 @@
 // Calls of one executable are serialized (its buffers are shared).
 #include "cuda_executable.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -256,17 +257,27 @@ class CudaExecutable final : public Executable {
         !desc_.collectives.empty())
       return;
     check("cuStreamCreate", d_->cuStreamCreate(&stream_, 0));
-    check("cuStreamBeginCapture", d_->cuStreamBeginCapture(stream_, cuda::kCaptureModeThreadLocal));
+    // A graph is only faster: if the driver will not capture or instantiate
+    // it, say so and launch kernel by kernel on the same stream.
+    bool capturing = false;
     try {
+      check("cuStreamBeginCapture", d_->cuStreamBeginCapture(stream_, cuda::kCaptureModeThreadLocal));
+      capturing = true;
       launch_plan(stream_);
-    } catch (...) {
-      cuda::CUgraph partial = nullptr;
-      d_->cuStreamEndCapture(stream_, &partial); // the stream leaves capture mode either way
-      if (partial) d_->cuGraphDestroy(partial);
-      throw;
+      capturing = false;
+      check("cuStreamEndCapture", d_->cuStreamEndCapture(stream_, &graph_));
+      check("cuGraphInstantiateWithFlags", d_->cuGraphInstantiateWithFlags(&graph_exec_, graph_, 0));
+    } catch (const Error& e) {
+      if (capturing) {
+        cuda::CUgraph partial = nullptr;
+        d_->cuStreamEndCapture(stream_, &partial); // the stream leaves capture mode either way
+        if (partial) d_->cuGraphDestroy(partial);
+      }
+      if (graph_) d_->cuGraphDestroy(graph_);
+      graph_ = nullptr;
+      graph_exec_ = nullptr;
+      std::fprintf(stderr, "%s; launching its kernels one by one instead of as a CUDA graph\n", e.what());
     }
-    check("cuStreamEndCapture", d_->cuStreamEndCapture(stream_, &graph_));
-    check("cuGraphInstantiateWithFlags", d_->cuGraphInstantiateWithFlags(&graph_exec_, graph_, 0));
   }
 
   /// Everything load() took, in reverse; errors ignored (nothing to report them to).

@@ -404,6 +404,17 @@ TEST_CASE("a GPU step through the (fake) CUDA driver: buffers, launches, in-plac
     CHECK(w2.at({63}) == 0.0);
     CHECK(std::string(launches()).substr(before) == plan);
     CHECK(held() == 0);
+    // A driver that captures but cannot instantiate the graph: kernel by
+    // kernel, the same results, nothing held after.
+    env.unset("NOVA_CUDA_GRAPH");
+    env.set("FAKE_CUDA_GRAPH_FAILS", "1");
+    before = std::string(launches()).size();
+    nova::Tensor w3 = nova::Tensor::full({64}, -1.0, nova::DType::f32);
+    std::vector<nova::Tensor> args3{x, w3};
+    std::vector<nova::Tensor> fallback = (*nova::load_or_describe(d))(args3);
+    CHECK(fallback[0].at({5}) == 3.5);
+    CHECK(std::string(launches()).substr(before) == plan);
+    CHECK(held() == 0);
     dlclose(fake);
   }
   {
