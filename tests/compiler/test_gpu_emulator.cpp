@@ -837,3 +837,141 @@ TEST_CASE("GPU f64 math without libdevice: exp, log, tanh and erf within a few u
     MESSAGE("math.", c.op, " f64 over ", c.inputs.size(), " inputs: worst ", worst, " ulp");
   }
 }
+
+TEST_CASE("GPU emulator: a wgmma reading what ordinary stores wrote needs fence.proxy.async") {
+  // 128 threads store A (64 x 16 f16) and B (8 x 16) into shared memory in
+  // wgmma's unswizzled K-major layout (8 x 8 core matrices: LBO 128 bytes
+  // between the two k halves, SBO 256 between 8-row groups; element (x, k)
+  // at (x/8) 128 + (k/8) 64 + (x%8) 8 + k%8), a barrier, then one
+  // m64n8k16 wgmma. Without fence.proxy.async between the stores and the
+  // wgmma the async proxy may not see them: the emulator stops it. With
+  // it, D = A B exactly (small integers).
+  auto run = [](bool fence, std::vector<float> &d) {
+    std::string text = R"mlir(
+module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @f(%out: memref<128x4xf32>) kernel attributes {known_block_size = array<i32: 128, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %c5 = arith.constant 5 : index
+      %c7 = arith.constant 7 : index
+      %c8 = arith.constant 8 : index
+      %c16 = arith.constant 16 : index
+      %c64 = arith.constant 64 : index
+      %c128 = arith.constant 128 : index
+      %c1023 = arith.constant 1023 : index
+      %c1024 = arith.constant 1024 : index
+      %cm1024 = arith.constant -1024 : index
+      %t = gpu.thread_id x
+      %dyn = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+      %base = memref.extract_aligned_pointer_as_index %dyn : memref<?xi8, #gpu.address_space<workgroup>> -> index
+      %up = arith.addi %base, %c1023 : index
+      %al = arith.andi %up, %cm1024 : index
+      %pad = arith.subi %al, %base : index
+      %tiles = memref.view %dyn[%pad][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1152xf16, #gpu.address_space<workgroup>>
+      scf.for %i = %c0 to %c8 step %c1 {
+        %i128 = arith.muli %i, %c128 : index
+        %el = arith.addi %t, %i128 : index
+        %x = arith.divui %el, %c16 : index
+        %k = arith.remui %el, %c16 : index
+        %s = arith.addi %x, %k : index
+        %m = arith.remui %s, %c5 : index
+        %mi = arith.index_cast %m : index to i32
+        %two = arith.constant 2 : i32
+        %vi = arith.subi %mi, %two : i32
+        %v = arith.sitofp %vi : i32 to f16
+        %x8 = arith.divui %x, %c8 : index
+        %xr = arith.remui %x, %c8 : index
+        %k8 = arith.divui %k, %c8 : index
+        %kr = arith.remui %k, %c8 : index
+        %p0 = arith.muli %x8, %c128 : index
+        %p1 = arith.muli %k8, %c64 : index
+        %p2 = arith.muli %xr, %c8 : index
+        %q0 = arith.addi %p0, %p1 : index
+        %q1 = arith.addi %q0, %p2 : index
+        %at = arith.addi %q1, %kr : index
+        memref.store %v, %tiles[%at] : memref<1152xf16, #gpu.address_space<workgroup>>
+      }
+      %n = arith.divui %t, %c16 : index
+      %kb = arith.remui %t, %c16 : index
+      %n3 = arith.muli %n, %c3 : index
+      %sb = arith.addi %n3, %kb : index
+      %mb = arith.remui %sb, %c7 : index
+      %mbi = arith.index_cast %mb : index to i32
+      %three = arith.constant 3 : i32
+      %vbi = arith.subi %mbi, %three : i32
+      %vb = arith.sitofp %vbi : i32 to f16
+      %kb8 = arith.divui %kb, %c8 : index
+      %kbr = arith.remui %kb, %c8 : index
+      %r0 = arith.muli %kb8, %c64 : index
+      %r1 = arith.muli %n, %c8 : index
+      %r2 = arith.addi %r0, %r1 : index
+      %r3 = arith.addi %r2, %kbr : index
+      %atb = arith.addi %r3, %c1024 : index
+      memref.store %vb, %tiles[%atb] : memref<1152xf16, #gpu.address_space<workgroup>>
+      gpu.barrier
+      FENCE
+      %a64 = arith.index_cast %al : index to i64
+      %mask = arith.constant 262143 : i64
+      %four = arith.constant 4 : i64
+      %masked = arith.andi %a64, %mask : i64
+      %field = arith.shrui %masked, %four : i64
+      %high = arith.constant 68720001024 : i64
+      %descA = arith.ori %field, %high : i64
+      %bstep = arith.constant 128 : i64
+      %descB = arith.addi %descA, %bstep : i64
+      %zero = llvm.mlir.zero : !llvm.struct<(f32, f32, f32, f32)>
+      nvvm.wgmma.fence.aligned
+      %d = nvvm.wgmma.mma_async %descA, %descB, %zero, #nvvm.shape<m = 64, n = 8, k = 16>, D [<f32>, #nvvm.wgmma_scale_out<one>], A [<f16>, #nvvm.wgmma_scale_in<one>, #nvvm.mma_layout<row>], B [<f16>, #nvvm.wgmma_scale_in<one>, #nvvm.mma_layout<col>] : !llvm.struct<(f32, f32, f32, f32)> -> !llvm.struct<(f32, f32, f32, f32)>
+      nvvm.wgmma.commit.group.sync.aligned
+      nvvm.wgmma.wait.group.sync.aligned 0
+      %d0 = llvm.extractvalue %d[0] : !llvm.struct<(f32, f32, f32, f32)>
+      %d1 = llvm.extractvalue %d[1] : !llvm.struct<(f32, f32, f32, f32)>
+      %d2 = llvm.extractvalue %d[2] : !llvm.struct<(f32, f32, f32, f32)>
+      %d3 = llvm.extractvalue %d[3] : !llvm.struct<(f32, f32, f32, f32)>
+      memref.store %d0, %out[%t, %c0] : memref<128x4xf32>
+      memref.store %d1, %out[%t, %c1] : memref<128x4xf32>
+      memref.store %d2, %out[%t, %c2] : memref<128x4xf32>
+      memref.store %d3, %out[%t, %c3] : memref<128x4xf32>
+      gpu.return
+    }
+  }
+}
+)mlir";
+    const std::string fenceOp = "nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}";
+    text.replace(text.find("FENCE"), 5, fence ? fenceOp : std::string());
+    OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context());
+    REQUIRE(module);
+    REQUIRE(succeeded(verify(*module)));
+    gpu::GPUFuncOp f;
+    module->walk([&](gpu::GPUFuncOp g) { f = g; });
+    std::vector<uint8_t> out(128 * 4 * 4);
+    EmulatorLaunch launch;
+    launch.block = {128, 1, 1};
+    launch.dynamicSharedBytes = 1024 + 2304;
+    launch.args = {&out};
+    EmulatorReport report = emulateKernel(f, launch);
+    d.resize(128 * 4);
+    std::memcpy(d.data(), out.data(), out.size());
+    return report;
+  };
+  std::vector<float> d;
+  EmulatorReport unfenced = run(false, d);
+  CHECK(!unfenced.ok);
+  CHECK(unfenced.error.find("no fence.proxy.async") != std::string::npos);
+  EmulatorReport fenced = run(true, d);
+  REQUIRE_MESSAGE(fenced.ok, fenced.error);
+  int wrong = 0;
+  for (int t = 0; t < 128; ++t)
+    for (int i = 0; i < 4; ++i) {
+      const int q = t / 32, g = (t % 32) / 4, t4 = t % 4;
+      const int row = 16 * q + g + 8 * ((i >> 1) & 1), col = 2 * t4 + (i & 1);
+      double want = 0;
+      for (int k = 0; k < 16; ++k)
+        want += double((row + k) % 5 - 2) * double((3 * col + k) % 7 - 3);
+      wrong += d[size_t(t * 4 + i)] != float(want);
+    }
+  CHECK(wrong == 0);
+}

@@ -354,6 +354,7 @@ private:
                     t);
       writeEpoch[size_t(b)] = int32_t(epoch);
       writeThread[size_t(b)] = int32_t(t);
+      genericWritten[size_t(b)] = 1;
     }
     return true;
   }
@@ -459,6 +460,10 @@ private:
   std::vector<TmaLoad> tmaLoads;
   std::vector<int32_t> tmaPending;   ///< per shared byte: the TMA load in flight into it, or -1
   std::vector<int32_t> wgmmaReading; ///< per shared byte: unfinished wgmmas reading it
+  /// Per shared byte: last written through the generic proxy (stores,
+  /// cp.async) with no fence.proxy.async since: the async proxy (wgmma)
+  /// may not see it.
+  std::vector<uint8_t> genericWritten;
   std::vector<WgmmaRun> wgmmaRuns;
   std::vector<int64_t> wgmmaUncommitted;
   std::deque<std::vector<int64_t>> wgmmaGroups;
@@ -470,6 +475,7 @@ private:
     tmaLoads.clear();
     tmaPending.assign(shared.size(), -1);
     wgmmaReading.assign(shared.size(), 0);
+    genericWritten.assign(shared.size(), 0);
     wgmmaRuns.clear();
     wgmmaUncommitted.clear();
     wgmmaGroups.clear();
@@ -648,6 +654,7 @@ private:
     for (int64_t b = first; b < first + bytes; ++b) {
       tmaPending[size_t(b)] = -1;
       writeEpoch[size_t(b)] = -1; // ordered by the mbarrier wait, not by a block barrier
+      genericWritten[size_t(b)] = 0; // written by the async proxy
     }
     bar.tx -= bytes;
     completePhase(bar);
@@ -738,12 +745,18 @@ private:
           return fail(op, llvm::formatv("a wgmma operand at shared byte {0}, outside the {1} bytes", byte,
                                         shared.size()),
                       t0);
-        for (int64_t i = 0; i < es; ++i)
+        for (int64_t i = 0; i < es; ++i) {
           if (tmaPending[size_t(byte + i)] >= 0 || pending[size_t(byte + i)] >= 0)
             return fail(op, llvm::formatv("a wgmma reads shared byte {0} while an asynchronous copy into it has not "
                                           "been waited for (a missing mbarrier wait)",
                                           byte + i),
                         t0);
+          if (genericWritten[size_t(byte + i)])
+            return fail(op, llvm::formatv("a wgmma reads shared byte {0}, written by ordinary stores with no "
+                                          "fence.proxy.async since (the async proxy may not see them)",
+                                          byte + i),
+                        t0);
+        }
         const uint8_t *p = shared.data() + byte;
         if (sixteen) {
           uint16_t bits;
@@ -877,6 +890,13 @@ private:
       if (!type)
         return fail(op, "only structs of zeros are supported");
       def(zero, int64_t(type.getBody().size())); // zero-filled
+      return true;
+    }
+    if (auto fence = dyn_cast<NVVM::FenceProxyOp>(op)) {
+      // Generic-proxy writes become visible to the async proxy (the whole
+      // block's: threads fence before the barrier that orders them).
+      if (fence.getKind() != NVVM::ProxyKind::alias)
+        std::fill(genericWritten.begin(), genericWritten.end(), 0);
       return true;
     }
     if (isa<NVVM::WgmmaFenceAlignedOp>(op)) {

@@ -28,7 +28,9 @@
 //     wgmma.mma_async reading both operands through shared-memory
 //     descriptors, its accumulators unreadable (chaining aside) until the
 //     wgmma.wait_group that covers it, a TMA refill of bytes it still reads
-//     reported, and a wgmma.fence required after accumulators are written;
+//     reported, a wgmma.fence required after accumulators are written, and
+//     fence.proxy.async between ordinary stores to shared memory and a
+//     wgmma that reads them;
 //     i64 values (descriptors) are exact; the dynamic shared memory starts
 //     at shared address 1040, not 1024-aligned, as behind a static mbarrier;
 //   - float arithmetic rounds to its element type (f32: each op rounded as
