@@ -43,7 +43,10 @@ static_assert(int(nova::cuda::kMaxRegistersPerBlock) == int(CU_DEVICE_ATTRIBUTE_
 static_assert(int(nova::cuda::kWarpSize) == int(CU_DEVICE_ATTRIBUTE_WARP_SIZE));
 static_assert(nova::cuda::kFuncMaxDynamicSharedSizeBytes == int(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES));
 static_assert(sizeof(nova::cuda::CUdeviceptr) == sizeof(CUdeviceptr));
-static_assert(nova::cuda::kTensorMapFloat32 == int(CU_TENSOR_MAP_DATA_TYPE_FLOAT32));
+static_assert(nova::cuda::kTensorMapFloat32 == int(CU_TENSOR_MAP_DATA_TYPE_FLOAT32) &&
+              nova::cuda::kTensorMapFloat64 == int(CU_TENSOR_MAP_DATA_TYPE_FLOAT64) &&
+              nova::cuda::kTensorMapInt32 == int(CU_TENSOR_MAP_DATA_TYPE_INT32) &&
+              nova::cuda::kTensorMapInt64 == int(CU_TENSOR_MAP_DATA_TYPE_INT64));
 static_assert(nova::cuda::kCaptureModeThreadLocal == int(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
 static_assert(nova::cuda::kEventDisableTiming == unsigned(CU_EVENT_DISABLE_TIMING));
 #include <nccl.h>
