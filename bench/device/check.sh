@@ -10,7 +10,8 @@
 # against cuBLAS through PyTorch (TFLOP/s, ratio); then the GPT training
 # steps (steps_check.py: run_steps, the runtime only, one step checked
 # against the CPU, then timed) against PyTorch eager on the same GPU
-# (tokens/s, ratio). The steps' matmuls are still mma.sync kernels.
+# (tokens/s, ratio), and a data-parallel small step with one rank (its
+# gradient sum through NCCL). The bf16 steps' NT matmuls are wgmma kernels.
 set -eu
 cd "$(dirname "$0")"
 [ -f artifacts/manifest.tsv ] || { echo "check.sh: no artifacts/manifest.tsv: run bench/device/prepare.sh where LLVM is, and carry bench/device/artifacts"; exit 2; }

@@ -14,7 +14,11 @@
 //                 this machine's CPU gives, which the GPU's must match.
 // The inputs are rebuilt there rather than carried: the medium GPT's
 // parameters and AdamW state alone are about 300 MB.
+// Also `dp1_small_fp32`: the small step compiled data-parallel for a group
+// of one rank (a loopback communicator), so its gradient sums run through
+// the data-parallel path (NCCL on a GPU) with a world size of 1.
 #include <nova/aot.hpp>
+#include <nova/distributed.hpp>
 #include <nova/nova.hpp>
 
 #include <cstdio>
@@ -44,35 +48,54 @@ int main(int argc, char** argv) try {
   };
   const Size sizes[] = {{"small", {.vocab = 256, .context = 128, .d_model = 256, .layers = 4, .heads = 4}, 16},
                         {"medium", {.vocab = 256, .context = 256, .d_model = 512, .layers = 8, .heads = 8}, 8}};
+  struct Variant {
+    const Size* size;
+    nova::MatmulPrecision precision;
+    bool data_parallel;
+  };
+  std::vector<Variant> variants;
   for (const Size& size : sizes)
-    for (auto precision : {nova::MatmulPrecision::fp32, nova::MatmulPrecision::bf16}) {
-      nova::set_matmul_precision(precision);
-      const std::string name = std::string("gpt_") + size.name + "_" + std::string(nova::name_of(precision));
-      const GPTConfig c = size.c;
-      nova::Params params = nova::nn::gpt_init(c, kParamSeed);
-      nova::AdamW opt{.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1};
-      auto step = nova::train_step(
-          [](const nova::ParamExprs& p, auto x, auto y, GPTConfig c) { return nova::nn::gpt_loss(c, p, x, y); },
-          params, opt, {.clip_grad_norm = 1.0});
-      steps::StepFile f{c, size.batch, kParamSeed, kTokenSeed, opt.lr, 0, 0};
-      nova::Tensor x, y;
-      steps::tokens(f, x, y);
-      ::setenv("NOVA_TARGET", gpu.c_str(), 1);
-      auto on_gpu = step.executable(x, y, nova::static_arg(c));
-      nova::aot::save(*on_gpu, dir + "/" + name + ".nexe");
-      // One step on this machine's CPU, on the inputs run_steps rebuilds.
-      ::setenv("NOVA_TARGET", "host", 1);
-      auto on_cpu = step.executable(x, y, nova::static_arg(c));
-      std::vector<nova::Tensor> inputs = steps::inputs(f, on_cpu->input_specs());
-      std::vector<nova::Tensor> outputs = (*on_cpu)(inputs);
-      f.loss = outputs[0].at({});
-      f.params_sumsq = steps::params_sumsq(inputs, f);
-      steps::write(dir + "/" + name + ".step", f);
-      ::setenv("NOVA_TARGET", gpu.c_str(), 1);
-      std::printf("make_steps: %s for %s: %zu launches of %zu kernels, arena %.1f MiB; CPU loss %.6f\n", name.c_str(),
-                  gpu.c_str(), on_gpu->description()->launches.size(), on_gpu->description()->kernels.size(),
-                  double(on_gpu->description()->arena_bytes) / (1 << 20), f.loss);
-    }
+    for (auto precision : {nova::MatmulPrecision::fp32, nova::MatmulPrecision::bf16})
+      variants.push_back({&size, precision, false});
+  variants.push_back({&sizes[0], nova::MatmulPrecision::fp32, true});
+  for (const Variant& v : variants) {
+    const Size& size = *v.size;
+    const auto precision = v.precision;
+    nova::set_matmul_precision(precision);
+    // A group of one: the step is traced data-parallel (its sums, world size 1).
+    auto group = v.data_parallel ? nova::dist::loopback_group(1)
+                                 : std::vector<std::shared_ptr<nova::dist::Communicator>>{};
+    nova::dist::set_communicator(v.data_parallel ? group[0] : nullptr);
+    const std::string name = std::string(v.data_parallel ? "dp1_" : "gpt_") + size.name + "_" +
+                             std::string(nova::name_of(precision));
+    const GPTConfig c = size.c;
+    nova::Params params = nova::nn::gpt_init(c, kParamSeed);
+    nova::AdamW opt{.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1};
+    auto step = nova::train_step(
+        [](const nova::ParamExprs& p, auto x, auto y, GPTConfig c) { return nova::nn::gpt_loss(c, p, x, y); },
+        params, opt, {.clip_grad_norm = 1.0});
+    steps::StepFile f{c, size.batch, kParamSeed, kTokenSeed, opt.lr, 0, 0};
+    nova::Tensor x, y;
+    steps::tokens(f, x, y);
+    ::setenv("NOVA_TARGET", gpu.c_str(), 1);
+    auto on_gpu = step.executable(x, y, nova::static_arg(c));
+    nova::aot::save(*on_gpu, dir + "/" + name + ".nexe");
+    // One step on this machine's CPU, on the inputs run_steps rebuilds.
+    ::setenv("NOVA_TARGET", "host", 1);
+    auto on_cpu = step.executable(x, y, nova::static_arg(c));
+    std::vector<nova::Tensor> inputs = steps::inputs(f, on_cpu->input_specs());
+    std::vector<nova::Tensor> outputs = (*on_cpu)(inputs);
+    f.loss = outputs[0].at({});
+    f.params_sumsq = steps::params_sumsq(inputs, f);
+    steps::write(dir + "/" + name + ".step", f);
+    ::setenv("NOVA_TARGET", gpu.c_str(), 1);
+    std::printf("make_steps: %s for %s: %zu launches of %zu kernels, %zu gradient sums, arena %.1f MiB; CPU loss "
+                "%.6f\n",
+                name.c_str(), gpu.c_str(), on_gpu->description()->launches.size(),
+                on_gpu->description()->kernels.size(), on_gpu->description()->collectives.size(),
+                double(on_gpu->description()->arena_bytes) / (1 << 20), f.loss);
+    nova::dist::set_communicator(nullptr);
+  }
   nova::set_matmul_precision(nova::MatmulPrecision::fp32);
   return 0;
 } catch (const std::exception& e) {

@@ -6,7 +6,8 @@
 //   run_steps DIR [N]
 //
 // Prints per step: the loss and parameters' relative differences from the
-// CPU's, ms a step, tokens/s, the plan's arena; and "RESULT nova <name>
+// CPU's, ms a step, tokens/s, the plan's arena (a data-parallel dp1_* step
+// with a communicator of one rank); and "RESULT nova <name>
 // tokens_per_s=..." lines for check.sh. Exit 1 when a step differs by more
 // than its bound (f32 2e-4, bf16-allowed (tf32) 2e-2, relative), 2 on bad input.
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include <string>
 
 #include "nova/aot.hpp"
+#include "nova/distributed.hpp"
 #include "steps.hpp"
 
 int main(int argc, char** argv) try {
@@ -36,6 +38,10 @@ int main(int argc, char** argv) try {
     const std::string name = path.stem().string();
     steps::StepFile f = steps::read(path.parent_path() / (name + ".step"));
     std::shared_ptr<nova::Executable> exe = nova::aot::load(path.string());
+    // A data-parallel step (dp1_*): a group of one rank, its sums through
+    // the data-parallel path (NCCL on a GPU).
+    auto group = nova::dist::loopback_group(1);
+    nova::dist::set_communicator(exe->description() && !exe->description()->collectives.empty() ? group[0] : nullptr);
     std::vector<nova::Tensor> in = steps::inputs(f, exe->input_specs());
     std::vector<nova::Tensor> out = (*exe)(in);
     double loss = out[0].at({}), sumsq = steps::params_sumsq(in, f);

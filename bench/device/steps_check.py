@@ -16,10 +16,31 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+def nccl_library():
+    """NCCL for the dp1_* step: the system's, else the one PyTorch's wheels bring."""
+    for candidate in ("/usr/lib/x86_64-linux-gnu/libnccl.so.2", "/usr/local/cuda/lib64/libnccl.so.2",
+                      "/usr/local/cuda/lib/libnccl.so.2"):
+        if os.path.exists(candidate):
+            return candidate
+    try:
+        import nvidia.nccl  # PyTorch's pip wheels
+        for root in nvidia.nccl.__path__:
+            path = os.path.join(root, "lib", "libnccl.so.2")
+            if os.path.exists(path):
+                return path
+    except ImportError:
+        pass
+    return None
+
+
 def main():
     art = sys.argv[1]
     n = sys.argv[2] if len(sys.argv) > 2 else "20"
     env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(art, "lib") + ":" + os.environ.get("LD_LIBRARY_PATH", ""))
+    nccl = nccl_library()
+    if nccl and "NOVA_NCCL_LIBRARY" not in env:
+        env["NOVA_NCCL_LIBRARY"] = nccl
+    print(f"# NCCL for the data-parallel step: {nccl or 'none found (the dp1 row will say so)'}", flush=True)
     run = subprocess.run([os.path.join(art, "bin", "run_steps"), os.path.join(art, "steps"), n], env=env,
                          capture_output=True, text=True)
     print(run.stdout + run.stderr, flush=True)
