@@ -3,6 +3,7 @@
 #include "compiler/target/cuda/GpuEmulatedExecutable.h"
 #include "compiler/Context.h"
 #include "compiler/target/cuda/GpuEmulator.h"
+#include "nova/distributed.hpp"
 #include "nova/error.hpp"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -25,30 +26,63 @@ public:
     for (const auto &k : desc_.kernels)
       if (!funcs_.count(k.symbol))
         throw ::nova::Error("nova: the GPU emulator has no kernel " + k.symbol);
-    if (!desc_.collectives.empty())
-      throw ::nova::Error("nova: the GPU emulator runs no collectives (a data-parallel step)");
   }
 
   std::string kind() const override { return "gpu-emulator"; }
   const ::nova::ExecutableDesc *description() const override { return &desc_; }
 
   void run(std::span<const ::nova::Tensor> inputs, std::span<::nova::Tensor> outputs) const override {
-    std::lock_guard<std::recursive_mutex> lock(mlir::nova::compilerMutex());
+    std::unique_lock<std::recursive_mutex> lock(mlir::nova::compilerMutex());
+    std::shared_ptr<::nova::dist::Communicator> comm;
+    if (!desc_.collectives.empty())
+      comm = ::nova::dist::required_communicator(desc_.collectives.size());
     // Bytes no launch wrote read as NaN.
     std::vector<uint8_t> arena(desc_.arena_bytes, 0xff);
+    auto address = [&](const ::nova::BufferRef &b) {
+      return b.kind == ::nova::BufferRef::Kind::input    ? static_cast<uint8_t *>(inputs[b.index].raw_data())
+             : b.kind == ::nova::BufferRef::Kind::output ? static_cast<uint8_t *>(outputs[b.index].raw_data())
+                                                         : arena.data() + b.offset;
+    };
+    // A data-parallel step's sums, on the host buffers, started and waited
+    // for where the plan says, as the CPU runtime does; the compiler's lock
+    // is let go while waiting, so that another rank's thread can run its
+    // launches up to its own start of the same sum.
+    std::vector<std::vector<::nova::dist::Communicator::Handle>> pending(desc_.collectives.size());
+    auto sums_at = [&](size_t i) {
+      for (size_t c = 0; c < desc_.collectives.size(); ++c) {
+        const ::nova::CollectiveDesc &col = desc_.collectives[c];
+        if (col.after_launch != i)
+          continue;
+        std::vector<::nova::dist::Communicator::Buffer> bucket;
+        for (const ::nova::BufferRef &b : col.buffers)
+          bucket.push_back({address(b), size_t(b.bytes / ::nova::size_of(col.dtype))});
+        pending[c] = comm->start_bucket_sum(bucket, col.dtype);
+      }
+      for (size_t c = 0; c < desc_.collectives.size(); ++c) {
+        if (desc_.collectives[c].before_launch != i)
+          continue;
+        lock.unlock();
+        try {
+          for (auto h : pending[c])
+            comm->wait(h);
+        } catch (...) {
+          lock.lock();
+          throw;
+        }
+        lock.lock();
+      }
+    };
     for (size_t i = 0; i < desc_.launches.size(); ++i) {
+      if (comm)
+        sums_at(i);
       const ::nova::LaunchDesc &l = desc_.launches[i];
       const ::nova::KernelDesc &k = desc_.kernels[l.kernel];
       mlir::nova::EmulatorLaunch launch;
       launch.grid = {int64_t(l.workgroups), 1, 1};
       launch.block = {int64_t(k.threads), 1, 1};
       launch.dynamicSharedBytes = k.shared_bytes;
-      for (const ::nova::BufferRef &b : l.args) {
-        uint8_t *base = b.kind == ::nova::BufferRef::Kind::input    ? static_cast<uint8_t *>(inputs[b.index].raw_data())
-                        : b.kind == ::nova::BufferRef::Kind::output ? static_cast<uint8_t *>(outputs[b.index].raw_data())
-                                                                    : arena.data() + b.offset;
-        launch.memory.emplace_back(base, size_t(b.bytes));
-      }
+      for (const ::nova::BufferRef &b : l.args)
+        launch.memory.emplace_back(address(b), size_t(b.bytes));
       // What the runtime would encode with cuTensorMapEncodeTiled.
       for (const ::nova::TensorMapDesc &m : k.tensor_maps) {
         mlir::nova::TmaMap map;
@@ -64,6 +98,8 @@ public:
         throw ::nova::Error("nova: launch " + std::to_string(i) + " of " + std::to_string(desc_.launches.size()) +
                             " (" + k.symbol + ", " + k.summary + ") failed under the GPU emulator: " + report.error);
     }
+    if (comm)
+      sums_at(desc_.launches.size());
   }
 
 private:
