@@ -38,6 +38,10 @@ class Executable {
   /// The description it was loaded from (what the disk cache and ahead-of-time
   /// builds store), or null for the interpreter.
   virtual const ExecutableDesc* description() const { return nullptr; }
+  /// Whether another process loading description() runs this same program
+  /// (what a data-parallel group shares from rank 0). Not the interpreter
+  /// (no description) nor the GPU emulator (it needs the compiler's IR).
+  virtual bool shareable() const { return description() != nullptr; }
 
   /// Runs the step. `inputs` are contiguous and match input_specs();
   /// `outputs` are contiguous, allocated and match output_specs(); an aliased

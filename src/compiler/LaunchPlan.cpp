@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/target/cuda/CudaTarget.h"
+#include "compiler/target/cuda/StepMmaMatmul.h"
 #include "compiler/LaunchPlan.h"
 #include "compiler/transforms/Kernels.h"
 
@@ -235,24 +236,12 @@ LogicalResult mlir::nova::buildLaunchPlan(func::FuncOp step, ModuleOp kernels,
         desc.kernels.back().threads = static_cast<uint32_t>(threads.getInt());
       if (auto shared = kernel->getAttrOfType<IntegerAttr>(kGpuSharedBytesAttr))
         desc.kernels.back().shared_bytes = static_cast<uint32_t>(shared.getInt());
-      if (auto maps = kernel->getAttrOfType<ArrayAttr>(kGpuTensorMapsAttr))
-        for (Attribute a : maps) {
-          // [argument, element bytes, swizzle, rank, dims..., strides..., box...]
-          ArrayRef<int64_t> v = cast<DenseI64ArrayAttr>(a).asArrayRef();
-          const size_t rank = v.size() > 3 ? size_t(v[3]) : 0;
-          if (rank < 1 || v.size() != 4 + 3 * rank - 1 || v[1] != 4) {
-            error = "kernel " + name.str() + " has a malformed or non-f32 tensor map";
-            return failure();
-          }
-          ::nova::TensorMapDesc m;
-          m.arg = static_cast<uint32_t>(v[0]);
-          m.dtype = ::nova::DType::f32;
-          m.swizzle_bytes = static_cast<uint32_t>(v[2]);
-          m.dims.assign(v.begin() + 4, v.begin() + 4 + rank);
-          m.strides.assign(v.begin() + 4 + rank, v.begin() + 4 + 2 * rank - 1);
-          m.box.assign(v.begin() + 4 + 2 * rank - 1, v.end());
-          desc.kernels.back().tensor_maps.push_back(std::move(m));
-        }
+      FailureOr<std::vector<::nova::TensorMapDesc>> maps = tensorMapsOf(kernel);
+      if (failed(maps)) {
+        error = "kernel " + name.str() + " has a malformed or non-f32 tensor map";
+        return failure();
+      }
+      desc.kernels.back().tensor_maps = std::move(*maps);
     }
     ::nova::LaunchDesc l;
     l.kernel = it->second;

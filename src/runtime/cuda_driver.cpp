@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 
+#include "dl_library.hpp"
 #include "gpu_target.hpp"
 #include "nova/cuda.hpp"
 #include "nova/error.hpp"
@@ -23,9 +24,7 @@ struct Loaded {
 
 template <typename F>
 bool resolve(void* handle, const char* symbol, F& slot, std::string& why) {
-  slot = reinterpret_cast<F>(dlsym(handle, symbol));
-  if (!slot) why = "the CUDA driver has no " + std::string(symbol);
-  return slot != nullptr;
+  return detail::resolve(handle, symbol, slot, why, "the CUDA driver");
 }
 
 Loaded load(const std::string& path) {
@@ -63,23 +62,21 @@ Loaded load(const std::string& path) {
       !resolve(handle, "cuLaunchKernel", d.cuLaunchKernel, l.why))
     return l; // the handle stays open: a process loads the driver once
   // Optional: graphs (CUDA 11.4), TMA (CUDA 12).
-  auto optional = [&](const char* symbol, auto& slot) {
-    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(dlsym(handle, symbol));
-  };
-  optional("cuStreamCreate", d.cuStreamCreate);
-  optional("cuStreamDestroy_v2", d.cuStreamDestroy);
-  optional("cuStreamSynchronize", d.cuStreamSynchronize);
-  optional("cuStreamBeginCapture_v2", d.cuStreamBeginCapture);
-  optional("cuStreamEndCapture", d.cuStreamEndCapture);
-  optional("cuGraphInstantiateWithFlags", d.cuGraphInstantiateWithFlags);
-  optional("cuGraphLaunch", d.cuGraphLaunch);
-  optional("cuGraphExecDestroy", d.cuGraphExecDestroy);
-  optional("cuGraphDestroy", d.cuGraphDestroy);
-  optional("cuEventCreate", d.cuEventCreate);
-  optional("cuEventDestroy_v2", d.cuEventDestroy);
-  optional("cuEventRecord", d.cuEventRecord);
-  optional("cuStreamWaitEvent", d.cuStreamWaitEvent);
-  d.cuTensorMapEncodeTiled = reinterpret_cast<decltype(d.cuTensorMapEncodeTiled)>(dlsym(handle, "cuTensorMapEncodeTiled"));
+  using detail::resolve_optional;
+  resolve_optional(handle, "cuStreamCreate", d.cuStreamCreate);
+  resolve_optional(handle, "cuStreamDestroy_v2", d.cuStreamDestroy);
+  resolve_optional(handle, "cuStreamSynchronize", d.cuStreamSynchronize);
+  resolve_optional(handle, "cuStreamBeginCapture_v2", d.cuStreamBeginCapture);
+  resolve_optional(handle, "cuStreamEndCapture", d.cuStreamEndCapture);
+  resolve_optional(handle, "cuGraphInstantiateWithFlags", d.cuGraphInstantiateWithFlags);
+  resolve_optional(handle, "cuGraphLaunch", d.cuGraphLaunch);
+  resolve_optional(handle, "cuGraphExecDestroy", d.cuGraphExecDestroy);
+  resolve_optional(handle, "cuGraphDestroy", d.cuGraphDestroy);
+  resolve_optional(handle, "cuEventCreate", d.cuEventCreate);
+  resolve_optional(handle, "cuEventDestroy_v2", d.cuEventDestroy);
+  resolve_optional(handle, "cuEventRecord", d.cuEventRecord);
+  resolve_optional(handle, "cuStreamWaitEvent", d.cuStreamWaitEvent);
+  resolve_optional(handle, "cuTensorMapEncodeTiled", d.cuTensorMapEncodeTiled);
   if (CUresult r = d.cuInit(0); r != 0) {
     l.why = "the CUDA driver did not initialize: " + describe_error(d, "cuInit", r);
     return l;
@@ -92,14 +89,7 @@ Loaded load(const std::string& path) {
 
 const Driver* driver(std::string* why) {
   // Once per library path (NOVA_CUDA_DRIVER may name another), never unloaded.
-  static std::mutex mutex;
-  static std::map<std::string, std::unique_ptr<Loaded>> loaded_by_path;
-  const char* override_path = std::getenv("NOVA_CUDA_DRIVER");
-  const std::string path = override_path && *override_path ? override_path : "libcuda.so.1";
-  std::lock_guard<std::mutex> lock(mutex);
-  auto& entry = loaded_by_path[path];
-  if (!entry) entry = std::make_unique<Loaded>(load(path));
-  const Loaded& loaded = *entry;
+  const Loaded& loaded = detail::load_once<Loaded>("NOVA_CUDA_DRIVER", "libcuda.so.1", load);
   if (!loaded.ok) {
     if (why) *why = loaded.why;
     return nullptr;

@@ -143,6 +143,13 @@ class CudaExecutable final : public Executable {
       check("cuMemcpyHtoD", d_->cuMemcpyHtoD(table, maps.data(), maps.size() * sizeof(Map)));
       for (std::size_t j = 0; j < slots.size(); ++j) args_[slots[j].first][slots[j].second] = table + j * sizeof(Map);
     }
+    // cuLaunchKernel's parameter arrays, made once: args_ no longer changes.
+    for (auto& args : args_) {
+      params_.emplace_back();
+      for (CUdeviceptr& p : args) params_.back().push_back(&p);
+    }
+    // The step's own stream (graph replays, or launches beside the sums).
+    if (d_->has_graphs()) check("cuStreamCreate", d_->cuStreamCreate(&stream_, 0));
     capture_graph();
     prepare_sums();
   }
@@ -150,19 +157,15 @@ class CudaExecutable final : public Executable {
   /// Every launch of the plan, in order, on `stream`; with `sums`, each
   /// collective's all-reduces enqueued where the plan starts it.
   void launch_plan(cuda::CUstream stream, bool sums = false) const {
-    std::vector<CUdeviceptr> pointers;
-    std::vector<void*> params;
     for (std::size_t i = 0; i <= desc_.launches.size(); ++i) {
       if (sums) all_reduces_at(i, stream);
       if (i == desc_.launches.size()) break;
       const LaunchDesc& l = desc_.launches[i];
       const KernelDesc& k = desc_.kernels[l.kernel];
-      pointers = args_[i];
-      params.clear();
-      for (CUdeviceptr& p : pointers) params.push_back(&p);
+      // The driver reads the parameters and does not write them.
       check("cuLaunchKernel", k.symbol,
             d_->cuLaunchKernel(functions_[l.kernel], static_cast<unsigned>(l.workgroups), 1, 1, k.threads, 1, 1,
-                               k.shared_bytes, stream, params.data(), nullptr));
+                               k.shared_bytes, stream, const_cast<void**>(params_[i].data()), nullptr));
     }
   }
 
@@ -202,8 +205,7 @@ class CudaExecutable final : public Executable {
   /// A data-parallel step's streams and events: the launches on stream_,
   /// the sums on sum_stream_ (when the driver has streams and events).
   void prepare_sums() {
-    if (desc_.collectives.empty() || !d_->has_graphs() || !d_->has_events()) return;
-    check("cuStreamCreate", d_->cuStreamCreate(&stream_, 0));
+    if (desc_.collectives.empty() || !stream_ || !d_->has_events()) return;
     check("cuStreamCreate", d_->cuStreamCreate(&sum_stream_, 0));
     for (std::size_t c = 0; c < desc_.collectives.size(); ++c)
       for (auto* events : {&produced_, &summed_}) {
@@ -263,10 +265,8 @@ class CudaExecutable final : public Executable {
   /// graphs and NOVA_CUDA_GRAPH is not 0 (and the step sums nothing across ranks).
   void capture_graph() {
     const char* env = std::getenv("NOVA_CUDA_GRAPH");
-    if (!d_->has_graphs() || (env && std::strcmp(env, "0") == 0) || desc_.launches.empty() ||
-        !desc_.collectives.empty())
+    if (!stream_ || (env && std::strcmp(env, "0") == 0) || desc_.launches.empty() || !desc_.collectives.empty())
       return;
-    check("cuStreamCreate", d_->cuStreamCreate(&stream_, 0));
     // A graph is only faster: if the driver will not capture or instantiate
     // it, say so and launch kernel by kernel on the same stream.
     bool capturing = false;
@@ -346,8 +346,9 @@ class CudaExecutable final : public Executable {
   std::vector<CUdeviceptr> inputs_, outputs_, owned_;
   /// Each launch's arguments (tensor-map arguments: the map's address).
   std::vector<std::vector<CUdeviceptr>> args_;
-  /// The plan's graph and the stream it replays on (null: kernel by kernel
-  /// on the default stream).
+  std::vector<std::vector<void*>> params_; ///< per launch, pointers to its args_
+  /// The step's stream (null: a driver without streams, the default
+  /// stream) and the plan's graph on it (null: kernel by kernel).
   cuda::CUstream stream_ = nullptr;
   cuda::CUgraph graph_ = nullptr;
   cuda::CUgraphExec graph_exec_ = nullptr;

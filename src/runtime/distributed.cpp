@@ -261,10 +261,7 @@ std::shared_ptr<Executable> agree_on_executable(Communicator& comm, std::array<s
     std::vector<std::uint8_t> body;
     try {
       exe = compile();
-      // Shared unless it runs only in the process that compiled it (the
-      // interpreter has no description; the GPU emulator needs the IR).
-      const ExecutableDesc* desc = exe->kind() == "gpu-emulator" ? nullptr : exe->description();
-      if (desc) {
+      if (const ExecutableDesc* desc = exe->shareable() ? exe->description() : nullptr) {
         tag = kDescription;
         put_u64(body, build.size());
         body.insert(body.end(), build.begin(), build.end());

@@ -1,12 +1,7 @@
 // nccl.cpp - loading NCCL (see nccl.hpp).
 #include "nccl.hpp"
 
-#include <dlfcn.h>
-
-#include <cstdlib>
-#include <map>
-#include <memory>
-#include <mutex>
+#include "dl_library.hpp"
 
 namespace nova::nccl {
 namespace {
@@ -27,11 +22,8 @@ Loaded load(const std::string& path) {
     return l;
   }
   Library& n = l.library;
-  auto resolve = [&](const char* symbol, auto& slot) {
-    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(dlsym(handle, symbol));
-    if (!slot && l.why.empty()) l.why = "NCCL (" + path + ") has no " + symbol;
-    return slot != nullptr;
-  };
+  const std::string name = "NCCL (" + path + ")";
+  auto resolve = [&](const char* symbol, auto& slot) { return detail::resolve(handle, symbol, slot, l.why, name); };
   l.ok = resolve("ncclGetUniqueId", n.ncclGetUniqueId) & resolve("ncclCommInitRank", n.ncclCommInitRank) &
          resolve("ncclCommDestroy", n.ncclCommDestroy) & resolve("ncclAllReduce", n.ncclAllReduce) &
          resolve("ncclGroupStart", n.ncclGroupStart) & resolve("ncclGroupEnd", n.ncclGroupEnd) &
@@ -42,18 +34,12 @@ Loaded load(const std::string& path) {
 } // namespace
 
 const Library* library(std::string* why) {
-  static std::mutex mutex;
-  static std::map<std::string, std::unique_ptr<Loaded>> loaded_by_path;
-  const char* override_path = std::getenv("NOVA_NCCL_LIBRARY");
-  const std::string path = override_path && *override_path ? override_path : "libnccl.so.2";
-  std::lock_guard<std::mutex> lock(mutex);
-  auto& entry = loaded_by_path[path];
-  if (!entry) entry = std::make_unique<Loaded>(load(path));
-  if (!entry->ok) {
-    if (why) *why = entry->why;
+  const Loaded& loaded = detail::load_once<Loaded>("NOVA_NCCL_LIBRARY", "libnccl.so.2", load);
+  if (!loaded.ok) {
+    if (why) *why = loaded.why;
     return nullptr;
   }
-  return &entry->library;
+  return &loaded.library;
 }
 
 std::string describe_error(const Library& l, const char* call, ncclResult r) {

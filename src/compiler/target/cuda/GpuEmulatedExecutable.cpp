@@ -30,6 +30,7 @@ public:
 
   std::string kind() const override { return "gpu-emulator"; }
   const ::nova::ExecutableDesc *description() const override { return &desc_; }
+  bool shareable() const override { return false; }
 
   void run(std::span<const ::nova::Tensor> inputs, std::span<::nova::Tensor> outputs) const override {
     std::unique_lock<std::recursive_mutex> lock(mlir::nova::compilerMutex());

@@ -69,6 +69,11 @@ using namespace mlir::nova;
 
 namespace {
 
+/// A matmul the step planner builds as a tensor-core kernel (StepMmaMatmul.h).
+bool isTensorCoreMatmul(LoweringConfigAttr config) {
+  return config.getKind() == "mma_sync_matmul" || config.getKind() == "wgmma_matmul";
+}
+
 /// The ops of a kernel body that compute (write memory); the rest (views,
 /// constants) are cloned wherever they are used.
 SmallVector<Operation *> computeOps(func::FuncOp kernel) {
@@ -268,12 +273,8 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
           kernel->setAttr(kGpuSharedBytesAttr, i64(c.smemBytes));
           kernel->setAttr(kGpuOperandAttr, StringAttr::get(ctx, nameOf(p.operand)));
           const bool wgmma = c.kind == GpuMmaKind::wgmma;
-          if (wgmma) {
-            SmallVector<Attribute> maps;
-            for (const SmallVector<int64_t> &map : tensorMapArrays(*plan))
-              maps.push_back(DenseI64ArrayAttr::get(ctx, map));
-            kernel->setAttr(kGpuTensorMapsAttr, ArrayAttr::get(ctx, maps));
-          }
+          if (wgmma)
+            kernel->setAttr(kGpuTensorMapsAttr, tensorMapsAttr(*plan, ctx));
           SmallVector<Attribute> why{StringAttr::get(
               ctx, llvm::formatv("generated as the {0} kernel over {1} blocks{2}",
                                  wgmma ? "TMA + wgmma" : "mma.sync", blocks,
@@ -395,7 +396,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
         auto matmulKernel = symbols.lookup<func::FuncOp>(names[j + 1]);
         LoweringConfigAttr config = matmulKernel ? loweringConfig(matmulKernel) : LoweringConfigAttr();
         // The tensor-core kernels write every element of their result.
-        const bool mma = config && (config.getKind() == "mma_sync_matmul" || config.getKind() == "wgmma_matmul");
+        const bool mma = config && isTensorCoreMatmul(config);
         const bool simt = config && config.getKind() == "simt_matmul";
         if (!fillKernel || (!mma && !simt))
           continue;
@@ -674,7 +675,7 @@ struct GpuOutlineKernels : PassWrapper<GpuOutlineKernels, OperationPass<ModuleOp
     ::nova::TargetDesc target = hasFixed ? fixed : ::nova::builtin_gpu_target(targetName);
     for (func::FuncOp kernel : kernels) {
       LoweringConfigAttr config = loweringConfig(kernel);
-      if (config && (config.getKind() == "mma_sync_matmul" || config.getKind() == "wgmma_matmul")) {
+      if (config && isTensorCoreMatmul(config)) {
         auto operand = kernel->getAttrOfType<StringAttr>(kGpuOperandAttr);
         std::string why, error;
         FailureOr<StepMmaPlan> plan =

@@ -1,6 +1,7 @@
 //===- StepMmaMatmul.cpp - a step's matmul kernel as the mma.sync kernel ===//
 
 #include "compiler/target/cuda/StepMmaMatmul.h"
+#include "compiler/target/cuda/CudaTarget.h"
 #include "compiler/target/cuda/MmaMatmulKernel.h"
 #include "compiler/target/cuda/WgmmaMatmulKernel.h"
 #include "compiler/transforms/Kernels.h"
@@ -104,7 +105,8 @@ FailureOr<StepMmaPlan> mlir::nova::planStepMmaMatmul(func::FuncOp kernel, const 
     why = "f32 operands multiply in f32 unless the step allows a lower matmul precision";
     return failure();
   }
-  if (failed(operandArguments(kernel, *m))) {
+  FailureOr<Operands> args = operandArguments(kernel, *m);
+  if (failed(args)) {
     why = "an operand is not the whole of a kernel buffer, stored row-major or transposed";
     return failure();
   }
@@ -114,13 +116,12 @@ FailureOr<StepMmaPlan> mlir::nova::planStepMmaMatmul(func::FuncOp kernel, const 
   p.k = m->K;
   p.lhsTransposed = m->transposeA;
   p.rhsTransposed = m->rhsColumns;
-  Operands args = *operandArguments(kernel, *m);
   // wgmma reads the operands through two tensor maps, one per argument.
-  p.allowWgmma = args.lhs != args.rhs;
+  p.allowWgmma = args->lhs != args->rhs;
   p.allowSplitK = false;
   plan.batched = m->batchRank > 0;
-  plan.lhsArgument = args.lhs;
-  plan.rhsArgument = args.rhs;
+  plan.lhsArgument = args->lhs;
+  plan.rhsArgument = args->rhs;
   plan.config = configureGpuMatmul(p, target);
   if (plan.config.kind != GpuMmaKind::mma_sync && plan.config.kind != GpuMmaKind::wgmma) {
     why = "the configurator chose " + plan.config.instruction;
@@ -210,15 +211,40 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildStepMmaMatmul(gpu::GPUModuleOp module
   return func;
 }
 
-SmallVector<SmallVector<int64_t>> mlir::nova::tensorMapArrays(const StepMmaPlan &plan) {
-  SmallVector<SmallVector<int64_t>> arrays;
+// The attribute: one i64 array a map, [argument, element bytes, swizzle,
+// rank, dims..., strides (rank - 1)..., box...].
+ArrayAttr mlir::nova::tensorMapsAttr(const StepMmaPlan &plan, MLIRContext *ctx) {
+  SmallVector<Attribute> arrays;
   for (const TmaMap &map : plan.maps) {
     SmallVector<int64_t> a{map.operand == 0 ? plan.lhsArgument : plan.rhsArgument, map.elementBytes,
                            map.swizzleBytes, int64_t(map.dims.size())};
     a.append(map.dims.begin(), map.dims.end());
     a.append(map.strides.begin(), map.strides.end());
     a.append(map.box.begin(), map.box.end());
-    arrays.push_back(std::move(a));
+    arrays.push_back(DenseI64ArrayAttr::get(ctx, a));
   }
-  return arrays;
+  return ArrayAttr::get(ctx, arrays);
+}
+
+FailureOr<std::vector<::nova::TensorMapDesc>> mlir::nova::tensorMapsOf(Operation *kernel) {
+  std::vector<::nova::TensorMapDesc> maps;
+  auto attr = kernel->getAttrOfType<ArrayAttr>(kGpuTensorMapsAttr);
+  if (!attr)
+    return maps;
+  for (Attribute a : attr) {
+    auto array = dyn_cast<DenseI64ArrayAttr>(a);
+    ArrayRef<int64_t> v = array ? array.asArrayRef() : ArrayRef<int64_t>();
+    const size_t rank = v.size() > 3 ? size_t(v[3]) : 0;
+    if (rank < 1 || v.size() != 4 + 3 * rank - 1 || v[1] != 4) // steps' operands are f32 (tf32)
+      return failure();
+    ::nova::TensorMapDesc m;
+    m.arg = static_cast<uint32_t>(v[0]);
+    m.dtype = ::nova::DType::f32;
+    m.swizzle_bytes = static_cast<uint32_t>(v[2]);
+    m.dims.assign(v.begin() + 4, v.begin() + 4 + rank);
+    m.strides.assign(v.begin() + 4 + rank, v.begin() + 4 + 2 * rank - 1);
+    m.box.assign(v.begin() + 4 + 2 * rank - 1, v.end());
+    maps.push_back(std::move(m));
+  }
+  return maps;
 }

@@ -26,6 +26,7 @@
 
 #include "compiler/target/cuda/GpuConfigurator.h"
 #include "compiler/target/cuda/TmaMap.h"
+#include "nova/executable_desc.hpp"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -44,8 +45,11 @@ struct StepMmaPlan {
   unsigned lhsArgument = 0, rhsArgument = 0;
 };
 
-/// The plan's tensor maps as kGpuTensorMapsAttr's arrays.
-SmallVector<SmallVector<int64_t>> tensorMapArrays(const StepMmaPlan &plan);
+/// The plan's tensor maps as the kernel's kGpuTensorMapsAttr, and back as
+/// the launch plan records them (failure: a malformed or non-f32 map). The
+/// attribute's layout is these two functions' alone.
+ArrayAttr tensorMapsAttr(const StepMmaPlan &plan, MLIRContext *ctx);
+FailureOr<std::vector<::nova::TensorMapDesc>> tensorMapsOf(Operation *kernel);
 
 /// The plan for kernel `kernel` (one compute op, a tagged matmul), or
 /// failure with `why`. `lowPrecision`: the step allows bf16 matmuls.
