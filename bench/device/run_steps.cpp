@@ -37,7 +37,10 @@ int main(int argc, char** argv) try {
     ++found;
     const std::string name = path.stem().string();
     steps::StepFile f = steps::read(path.parent_path() / (name + ".step"));
+    auto loading = std::chrono::steady_clock::now();
     std::shared_ptr<nova::Executable> exe = nova::aot::load(path.string());
+    const double load_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - loading).count();
     // A data-parallel step (dp1_*): a group of one rank, its sums through
     // the data-parallel path (NCCL on a GPU).
     auto group = nova::dist::loopback_group(1);
@@ -54,9 +57,9 @@ int main(int argc, char** argv) try {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / n;
     double tokens = double(f.batch * f.c.context) / (ms / 1e3);
     std::printf("%-18s loss %.6f (CPU %.6f, rel %.1e), params rel %.1e %s; %.3f ms a step, %.0f tokens/s, arena %.1f MiB, "
-                "%zu launches\n",
+                "%zu launches, loaded in %.0f ms\n",
                 name.c_str(), loss, f.loss, dloss, dparams, ok ? "ok" : "MISMATCH", ms, tokens,
-                double(exe->description()->arena_bytes) / (1 << 20), exe->description()->launches.size());
+                double(exe->description()->arena_bytes) / (1 << 20), exe->description()->launches.size(), load_ms);
     std::printf("RESULT nova %s tokens_per_s=%.1f ok=%d\n", name.c_str(), tokens, int(ok));
   }
   if (!found) {

@@ -36,7 +36,10 @@ def nccl_library():
 def main():
     art = sys.argv[1]
     n = sys.argv[2] if len(sys.argv) > 2 else "20"
-    env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(art, "lib") + ":" + os.environ.get("LD_LIBRARY_PATH", ""))
+    # NOVA_EXPLAIN: the runtime says whether each step's kernels came from
+    # its cubin or from its PTX (compiled by the driver), and how long that took.
+    env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(art, "lib") + ":" + os.environ.get("LD_LIBRARY_PATH", ""),
+               NOVA_EXPLAIN="1")
     nccl = nccl_library()
     if nccl and "NOVA_NCCL_LIBRARY" not in env:
         env["NOVA_NCCL_LIBRARY"] = nccl

@@ -30,7 +30,7 @@
 namespace nova {
 
 /// Bumped whenever the byte layout or the kernel ABI changes.
-inline constexpr std::uint32_t executable_format_version = 6;
+inline constexpr std::uint32_t executable_format_version = 7;
 
 /// The compiler's version string; entries from another version are stale.
 std::string compiler_version();
@@ -124,6 +124,12 @@ struct ExecutableDesc {
   /// taking one device pointer per argument) for CUDA.
   std::string object_format;
   std::vector<std::uint8_t> object;
+  /// The object assembled for the target's chip where the compiling machine
+  /// could: "cubin" (an ELF of `object`'s PTX by ptxas), which the CUDA
+  /// runtime loads first, falling back to the PTX where the driver refuses
+  /// it; or "" and empty.
+  std::string binary_format;
+  std::vector<std::uint8_t> binary;
 
   std::vector<std::uint8_t> serialize() const;
   /// Throws FormatError (prefixed with `what`, e.g. the file name) on any

@@ -376,11 +376,13 @@ void explainGpuKernels(ModuleOp kernels, const ::nova::TargetDesc &target, const
   report.add("kernel codegen (MLIR)", clock.lap());
   if (gpuKernels)
     *gpuKernels = OwningOpRef<ModuleOp>(kernels.clone());
-  FailureOr<Artifact> artifact = target->emit(kernels, report, error);
+  FailureOr<Artifact> artifact = target->emit(kernels, options, report, error);
   if (failed(artifact))
     fail("emitting object code failed: " + error, diags.text);
   desc.object_format = artifact->format;
   desc.object = std::move(artifact->bytes);
+  desc.binary_format = artifact->binaryFormat;
+  desc.binary = std::move(artifact->binary);
   desc.validate("the compiled step");
   report.launches = desc.launches.size();
   report.kernels = desc.kernels.size();
@@ -411,6 +413,7 @@ std::shared_ptr<::nova::Executable> mlir::nova::compileStep(OwningOpRef<ModuleOp
     // no cache holds), run on the CPU launch by launch.
     ::nova::detail::count_compile();
     OwningOpRef<ModuleOp> gpuKernels;
+    options.assembleGpuBinary = false; // no GPU loads it
     ::nova::ExecutableDesc desc = compileToDescription(*traced, signature, target, options, &gpuKernels);
     if (!gpuKernels)
       throw ::nova::CompileError("nova: step '" + signature.name + "': the compiler kept no GPU kernels to emulate");

@@ -18,8 +18,9 @@ double mlir::nova::CompileReport::total() const {
 std::string mlir::nova::CompileReport::format() const {
   char buf[256];
   std::string out;
-  std::snprintf(buf, sizeof buf, "nova: compiled %s for %s in %.3f s: %zu launches of %zu kernels",
-                step.c_str(), target.c_str(), total(), launches, kernels);
+  // The names are unbounded (a GPU target's description is long): not through buf.
+  out += "nova: compiled " + step + " for " + target;
+  std::snprintf(buf, sizeof buf, " in %.3f s: %zu launches of %zu kernels", total(), launches, kernels);
   out += buf;
   std::snprintf(buf, sizeof buf, ", %.1f KiB of code, %.1f MiB arena\n", objectBytes / 1024.0,
                 arenaBytes / (1024.0 * 1024.0));

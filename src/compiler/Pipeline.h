@@ -16,6 +16,9 @@ struct PipelineOptions {
   std::string dumpDir;
   /// Run the verifier after every pass (always on in tests and debug builds).
   bool verifyEachPass = true;
+  /// Assemble a GPU step's PTX into machine code for its chip when ptxas
+  /// is here (PtxAssembler.h); off for steps that only the emulator runs.
+  bool assembleGpuBinary = true;
 };
 
 /// Options from the environment: NOVA_DUMP_IR=<dir>.

@@ -1,7 +1,8 @@
 // cuda_executable.cpp - a step compiled for a CUDA GPU, run through the driver.
 //
-// The description's PTX is loaded once (cuModuleLoadData: the driver
-// assembles it for the device), each kernel looked up by its symbol and
+// The description's cubin is loaded once (cuModuleLoadData), or, where it
+// has none or the driver refuses it (another chip, an ELF newer than the
+// driver), its PTX, which the driver assembles for the device; each kernel looked up by its symbol and
 // allowed its dynamic shared memory; the arena and one device buffer per
 // step input and (not aliased) output are allocated once. A call copies the
 // inputs in, launches the plan in order on the default stream (grid =
@@ -25,6 +26,7 @@
 // Calls of one executable are serialized (its buffers are shared).
 #include "cuda_executable.hpp"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -37,6 +39,7 @@
 #include "nova/cuda.hpp"
 #include "nova/distributed.hpp"
 #include "nova/error.hpp"
+#include "nova/explain.hpp"
 
 namespace nova {
 namespace {
@@ -96,8 +99,7 @@ class CudaExecutable final : public Executable {
     check("cuDeviceGet", d_->cuDeviceGet(&device_, 0));
     check("cuDevicePrimaryCtxRetain", d_->cuDevicePrimaryCtxRetain(&context_, device_));
     check("cuCtxSetCurrent", d_->cuCtxSetCurrent(context_));
-    std::string ptx(desc_.object.begin(), desc_.object.end()); // NUL-terminated for the driver
-    check("cuModuleLoadData", d_->cuModuleLoadData(&module_, ptx.c_str()));
+    load_module();
     for (const KernelDesc& k : desc_.kernels) {
       cuda::CUfunction f = nullptr;
       check("cuModuleGetFunction", k.symbol, d_->cuModuleGetFunction(&f, module_, k.symbol.c_str()));
@@ -314,6 +316,34 @@ class CudaExecutable final : public Executable {
     module_ = nullptr;
     if (context_) d_->cuDevicePrimaryCtxRelease(device_);
     context_ = nullptr;
+  }
+
+  /// The cubin where the description has one and the driver takes it (the
+  /// device's chip, an ELF this driver knows), else the PTX, which the
+  /// driver compiles for the device now.
+  void load_module() {
+    auto start = std::chrono::steady_clock::now();
+    std::string refused;
+    if (desc_.binary_format == "cubin") {
+      cuda::CUresult r = d_->cuModuleLoadData(&module_, desc_.binary.data());
+      if (r != 0) {
+        module_ = nullptr;
+        refused = cuda::describe_error(*d_, "cuModuleLoadData", r);
+      }
+    }
+    if (!module_) {
+      std::string ptx(desc_.object.begin(), desc_.object.end()); // NUL-terminated for the driver
+      check("cuModuleLoadData", d_->cuModuleLoadData(&module_, ptx.c_str()));
+    }
+    const bool from_cubin = refused.empty() && desc_.binary_format == "cubin";
+    if (explain_enabled()) {
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      std::string from = from_cubin ? "its cubin for " + desc_.target.cpu
+                         : refused.empty()  ? "its PTX (no cubin), compiled by the driver,"
+                                            : "its PTX, compiled by the driver (the cubin for " + desc_.target.cpu +
+                                                 " was refused: " + refused + "),";
+      std::fprintf(stderr, "nova: %zu GPU kernels loaded from %s in %.1f ms\n", desc_.kernels.size(), from.c_str(), ms);
+    }
   }
 
   static std::size_t bytes_of(const TensorSpec& s) {

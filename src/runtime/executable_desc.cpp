@@ -175,6 +175,8 @@ std::vector<std::uint8_t> ExecutableDesc::serialize() const {
   }
   body.put_string(object_format);
   body.put_bytes(object);
+  body.put_string(binary_format);
+  body.put_bytes(binary);
 
   ByteWriter out;
   out.put_raw(kMagic, sizeof kMagic);
@@ -256,7 +258,9 @@ ExecutableDesc ExecutableDesc::deserialize(std::span<const std::uint8_t> bytes, 
   }
   d.object_format = r.get_string("object format");
   d.object = r.get_bytes("object code");
-  if (r.remaining() != 0) r.fail(std::to_string(r.remaining()) + " unread bytes after the object code");
+  d.binary_format = r.get_string("binary format");
+  d.binary = r.get_bytes("binary code");
+  if (r.remaining() != 0) r.fail(std::to_string(r.remaining()) + " unread bytes after the binary code");
   d.validate(what);
   return d;
 }
@@ -349,6 +353,17 @@ void ExecutableDesc::validate(const std::string& what) const {
     }
   }
   if (!launches.empty() && object.empty()) fail("launches but no object code");
+  if (binary_format.empty() != binary.empty())
+    fail(binary_format.empty() ? "binary code without a binary format" : "binary format '" + binary_format + "' without binary code");
+  if (!binary_format.empty()) {
+    if (binary_format != "cubin") fail("unknown binary format '" + binary_format + "'");
+    if (object_format != "ptx") fail("a cubin beside a '" + object_format + "' object (cubins are assembled from PTX)");
+    // An ELF for NVIDIA's EM_CUDA (190), little-endian 64-bit.
+    constexpr std::uint8_t kElf[] = {0x7f, 'E', 'L', 'F', 2, 1};
+    if (binary.size() < 64 || !std::equal(std::begin(kElf), std::end(kElf), binary.begin()) || binary[18] != 190 ||
+        binary[19] != 0)
+      fail("its cubin is not a 64-bit ELF for the CUDA architecture");
+  }
 }
 
 void write_executable_file(const std::string& path, const ExecutableDesc& desc) {

@@ -4,7 +4,9 @@
  * them). Built with -DFAKE_NO_DEVICE: cuInit fails as on a machine whose
  * driver sees no GPU.
  * Running kernels: device memory is host memory; a module is its PTX text,
- * whose ".entry <name>" lines are its functions; a launch is logged
+ * whose ".entry <name>" lines are its functions, or a cubin (an ELF), whose
+ * NUL-delimited names are (fake_cuda_refuse_cubins: refused as for another
+ * GPU); a launch is logged
  * (fake_cuda_launches) and, for two kernels the tests write, executed one
  * float per thread: "nova_fake_copy" (arg 0 = arg 1) and "nova_fake_inc"
  * (arg 0 += 1); and "nova_fake_tma_copy": arg 1 = the tensor the TMA map in
@@ -16,6 +18,7 @@
  * all-reduce sums the ranks' buffers in rank order ("allreduce(N)@S;", S
  * its stream's number; a stream waiting for an event logs "wait@S;").
  * Launches, graphs and sums may come from several threads at once. */
+#define _GNU_SOURCE /* memmem */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,12 +81,13 @@ int cuDeviceTotalMem_v2(size_t* bytes, int d) {
 }
 int cuGetErrorName(int e, const char** s) {
   *s = e == 100 ? "CUDA_ERROR_NO_DEVICE" : e == 101 ? "CUDA_ERROR_INVALID_DEVICE" : e == 500 ? "CUDA_ERROR_NOT_FOUND"
-                                                                                      : "CUDA_ERROR_INVALID_VALUE";
+      : e == 209 ? "CUDA_ERROR_NO_BINARY_FOR_GPU" : "CUDA_ERROR_INVALID_VALUE";
   return 0;
 }
 int cuGetErrorString(int e, const char** s) {
   *s = e == 100 ? "no CUDA-capable device is detected" : e == 101 ? "invalid device ordinal"
-      : e == 500 ? "named symbol not found" : "invalid argument";
+      : e == 500 ? "named symbol not found" : e == 209 ? "no kernel image is available for execution on the device"
+      : "invalid argument";
   return 0;
 }
 
@@ -96,12 +100,32 @@ int cuCtxSetCurrent(void* ctx) { return ctx == &primary_context ? 0 : 1; }
 int cuCtxSynchronize(void) { return 0; }
 /* A module: its text and the names of the functions looked up in it (a
  * function handle points at its name), freed together by cuModuleUnload. */
-struct module { char* text; char names[64][128]; int count; };
-static int loaded_modules;
+struct module { char* text; size_t size; int elf; char names[64][128]; int count; };
+static int loaded_modules, cubins_loaded, refuse_cubins;
 int cuModuleLoadData(void** m, const void* image) {
+  const unsigned char* bytes = image;
+  int elf = memcmp(bytes, "\x7f" "ELF", 4) == 0;
+  size_t size = strlen((const char*)image) + 1;
+  if (elf) {
+    /* A cubin: as long as its section headers reach (e_shoff + e_shnum x
+     * e_shentsize, at least its 64-byte header); its functions are the
+     * names in it ("\0name\0"). */
+    unsigned long long shoff;
+    unsigned short shentsize, shnum;
+    memcpy(&shoff, bytes + 40, 8);
+    memcpy(&shentsize, bytes + 58, 2);
+    memcpy(&shnum, bytes + 60, 2);
+    size = shoff + (size_t)shnum * shentsize;
+    if (size < 64) size = 64;
+    if (__atomic_load_n(&refuse_cubins, __ATOMIC_SEQ_CST)) return 209; /* CUDA_ERROR_NO_BINARY_FOR_GPU */
+  }
   struct module* mod = calloc(1, sizeof *mod);
-  if (!mod || !(mod->text = strdup((const char*)image))) return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+  if (!mod || !(mod->text = malloc(size))) return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+  memcpy(mod->text, image, size);
+  mod->size = size;
+  mod->elf = elf;
   __atomic_add_fetch(&loaded_modules, 1, __ATOMIC_SEQ_CST);
+  if (elf) __atomic_add_fetch(&cubins_loaded, 1, __ATOMIC_SEQ_CST);
   *m = mod;
   return 0;
 }
@@ -115,8 +139,8 @@ int cuModuleUnload(void* m) {
 int cuModuleGetFunction(void** f, void* m, const char* name) {
   struct module* mod = m;
   char entry[160];
-  snprintf(entry, sizeof entry, ".entry %s(", name);
-  if (!strstr(mod->text, entry)) return 500; /* CUDA_ERROR_NOT_FOUND */
+  int n = mod->elf ? snprintf(entry, sizeof entry, "%c%s%c", 0, name, 0) : snprintf(entry, sizeof entry, ".entry %s(", name);
+  if (!memmem(mod->text, mod->size, entry, (size_t)n)) return 500; /* CUDA_ERROR_NOT_FOUND */
   if (mod->count == 64 || strlen(name) >= 128) return 1;
   strcpy(mod->names[mod->count], name);
   *f = mod->names[mod->count++];
@@ -369,6 +393,10 @@ int ncclAllReduce(const void* send, void* recv, size_t count, int dtype, int op,
 /* For the tests: every launch so far, "name<<<blocks,threads,shared>>>;" each,
  * and what is still held (modules loaded, primary context retains). */
 const char* fake_cuda_launches(void) { return launch_log; }
+/* Cubins loaded so far; with refuse != 0 every cubin is refused as one for
+ * another GPU (CUDA_ERROR_NO_BINARY_FOR_GPU). */
+int fake_cuda_cubins_loaded(void) { return cubins_loaded; }
+void fake_cuda_refuse_cubins(int refuse) { __atomic_store_n(&refuse_cubins, refuse, __ATOMIC_SEQ_CST); }
 int fake_cuda_held(void) {
   return loaded_modules + primary_context + graphs_held + streams_held + events_held + nccl_comms_held;
 }

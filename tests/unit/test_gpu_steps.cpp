@@ -12,6 +12,8 @@
 #include <nova/executable_desc.hpp>
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -112,6 +114,16 @@ std::string ptxas_errors(const std::string& ptx, const std::string& chip) {
   int status = ::pclose(pipe);
   std::filesystem::remove_all(dir);
   return status == 0 ? std::string() : cmd + "\n" + out;
+}
+
+/// The SM a cubin is for, from its ELF header's e_flags (EF_CUDA_SM: bits
+/// 8-15 from ELF ABI version 8, CUDA 12.8's ptxas on; bits 0-7 before); -1
+/// if it is no CUDA ELF.
+int cubin_sm(const std::vector<std::uint8_t>& elf) {
+  if (elf.size() < 64 || elf[0] != 0x7f || elf[1] != 'E' || elf[18] != 190) return -1;
+  std::uint32_t flags = 0;
+  std::memcpy(&flags, elf.data() + 48, 4);
+  return static_cast<int>(elf[8] >= 8 ? (flags >> 8) & 0xff : flags & 0xff);
 }
 
 struct MatmulKernels {
@@ -378,7 +390,43 @@ TEST_CASE("a GPT training step compiles to PTX for sm_80, sm_86 and sm_90a, f32 
     // bf16 allowed: the f32 matmuls on the tensor cores as tf32.
     bool tensor_cores = ptx.find("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") != std::string::npos;
     CHECK(tensor_cores == (precision == nova::MatmulPrecision::bf16));
-    if (have_ptxas) CHECK(ptxas_errors(ptx, chip) == "");
+    // The compiler ran ptxas itself (NOVA_PTXAS, PATH, /usr/local/cuda):
+    // the cubin for the chip came with the PTX.
+    if (have_ptxas) {
+      CHECK(desc->binary_format == "cubin");
+      CHECK(cubin_sm(desc->binary) == std::atoi(chip + 3));
+    }
+  }
+}
+
+TEST_CASE("the cubin: none with NOVA_PTXAS=off; a ptxas that fails leaves the PTX alone (a warning, no error)") {
+  Gen g;
+  INFO("seed = ", g.seed);
+  // Another shape each time: the process's own cache keys no ptxas.
+  Tensor b = g.randn({40, 24});
+  auto mm = [](auto a, auto b) { return nova::relu(nova::matmul(a, b)); };
+  Env env;
+  env.set("NOVA_TARGET", "sm_86");
+  env.set("NOVA_CACHE", "off");
+  env.unset("NOVA_GPU");
+  std::int64_t rows = 48;
+  for (const char* ptxas : {"off", "/bin/false"}) {
+    CAPTURE(ptxas);
+    env.set("NOVA_PTXAS", ptxas);
+    Tensor a = g.randn({rows++, 40});
+    const nova::ExecutableDesc* desc = nova::jit(mm).executable(a, b)->description();
+    REQUIRE(desc != nullptr);
+    CHECK(desc->object_format == "ptx");
+    CHECK(desc->binary_format.empty());
+    CHECK(desc->binary.empty());
+  }
+  if (std::filesystem::exists(kPtxas)) {
+    env.set("NOVA_PTXAS", kPtxas.string());
+    Tensor a = g.randn({rows, 40});
+    const nova::ExecutableDesc* desc = nova::jit(mm).executable(a, b)->description();
+    REQUIRE(desc != nullptr);
+    CHECK(desc->binary_format == "cubin");
+    CHECK(cubin_sm(desc->binary) == 86);
   }
 }
 
@@ -420,7 +468,7 @@ TEST_CASE("with bf16 matmuls allowed, K-major matmuls run as the TMA + wgmma ker
   // with weights stored out x in (nn.Linear's layout). Their operands reach
   // the kernel as TMA tensor maps over the step's buffers, which the
   // emulator reads as the runtime would encode them. Within tf32's error of
-  // the interpreter over several AdamW steps, as the mma.sync kernel is.
+  // the interpreter over several SGD steps, as the mma.sync kernel is.
   auto linear_loss = [](const nova::ParamExprs& p, auto x, auto y) {
     auto h = nova::tanh(nova::matmul(x, p["w1"], nova::Transpose::b));
     auto out = nova::matmul(h, p["w2"], nova::Transpose::b);
@@ -432,7 +480,10 @@ TEST_CASE("with bf16 matmuls allowed, K-major matmuls run as the TMA + wgmma ker
   init.add("w1", g.randn({64, 32}, DType::f32));
   init.add("w2", g.randn({16, 64}, DType::f32));
   Tensor x = g.randn({96, 32}, DType::f32), y = g.randn({96, 16}, DType::f32);
-  nova::AdamW opt{.lr = 1e-2};
+  // SGD: its updates are the gradients, so tf32's error shows in them in
+  // proportion. (AdamW's first updates are lr x sign(gradient): a gradient
+  // element near zero whose sign tf32 flips moves by 2 lr, on some seeds.)
+  nova::SGD opt{.lr = 1e-2};
   nova::Params reference = copy(init);
   auto ref_step = nova::train_step(linear_loss, reference, opt, {.mode = nova::ExecMode::interpreted});
   std::vector<double> want;
@@ -449,7 +500,7 @@ TEST_CASE("with bf16 matmuls allowed, K-major matmuls run as the TMA + wgmma ker
     CAPTURE(i);
     CHECK(std::abs(step(x, y) - want[static_cast<std::size_t>(i)]) <= 2e-3 * want[0]);
   }
-  CHECK(params_error(params, reference) <= 2e-3);
+  CHECK(update_error(params, reference, init) <= 5e-3);
   const nova::ExecutableDesc* desc = step.executable(x, y)->description();
   REQUIRE(desc != nullptr);
   MatmulKernels kinds = matmul_kernels(*desc);

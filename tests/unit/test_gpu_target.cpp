@@ -6,8 +6,10 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
@@ -357,6 +359,80 @@ TEST_CASE("a data-parallel GPU step: its bucket summed across 2 ranks with NCCL 
   nova::Tensor x = nova::Tensor::full({64}, 1.0, nova::DType::f32), w = nova::Tensor::full({64}, 0.0, nova::DType::f32);
   std::vector<nova::Tensor> args{x, w};
   CHECK_THROWS_WITH_AS((*exe)(args), doctest::Contains("no communicator"), nova::DistError);
+}
+
+/// A stand-in cubin for the fake driver: a 64-bit little-endian ELF header
+/// for EM_CUDA (190), then the functions' names, NUL-delimited.
+static std::vector<std::uint8_t> fake_cubin(const std::vector<std::string>& functions) {
+  std::vector<std::uint8_t> elf(64, 0);
+  const std::uint8_t ident[] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
+  std::copy(std::begin(ident), std::end(ident), elf.begin());
+  elf[16] = 2;   // ET_EXEC
+  elf[18] = 190; // EM_CUDA
+  elf.push_back(0);
+  for (const std::string& f : functions) {
+    elf.insert(elf.end(), f.begin(), f.end());
+    elf.push_back(0);
+  }
+  const std::uint64_t end = elf.size(); // e_shoff: where the (no) section headers start
+  std::memcpy(elf.data() + 40, &end, 8);
+  return elf;
+}
+
+TEST_CASE("a GPU step with a cubin: loaded from it; from its PTX where the driver refuses it; a cubin that is no CUDA ELF is refused by name") {
+  nova::ExecutableDesc d = fake_gpu_plan(64);
+  d.binary_format = "cubin";
+  d.binary = fake_cubin({"nova_fake_copy", "nova_fake_inc"});
+  d.validate();
+  CHECK(nova::ExecutableDesc::deserialize(d.serialize()) == d);
+  // What validate() refuses.
+  nova::ExecutableDesc bad = d;
+  bad.binary[18] = 62; // EM_X86_64
+  CHECK_THROWS_WITH_AS(bad.validate(), doctest::Contains("its cubin is not a 64-bit ELF for the CUDA architecture"),
+                       nova::FormatError);
+  bad = d;
+  bad.binary_format = "fatbin";
+  CHECK_THROWS_WITH_AS(bad.validate(), doctest::Contains("unknown binary format 'fatbin'"), nova::FormatError);
+  bad = d;
+  bad.binary_format.clear();
+  CHECK_THROWS_WITH_AS(bad.validate(), doctest::Contains("binary code without a binary format"), nova::FormatError);
+  bad = d;
+  bad.object_format = "elf-shared-object";
+  CHECK_THROWS_WITH_AS(bad.validate(), doctest::Contains("a cubin beside a 'elf-shared-object' object"),
+                       nova::FormatError);
+
+  nova_test::Env env;
+  env.set("NOVA_CUDA_DRIVER", NOVA_FAKE_CUDA);
+  nova::Tensor x = nova::Tensor::full({64}, 2.5, nova::DType::f32);
+  auto run = [&](const nova::ExecutableDesc& desc) {
+    nova::Tensor w = nova::Tensor::full({64}, -1.0, nova::DType::f32);
+    std::vector<nova::Tensor> args{x, w};
+    std::vector<nova::Tensor> out = (*nova::load_executable(desc))(args);
+    CHECK(out[0].at({5}) == 3.5);
+    CHECK(w.at({63}) == 0.0);
+  };
+  run(d); // loads the driver, so that the fake's counters can be found
+  void* fake = dlopen(NOVA_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(fake != nullptr);
+  auto cubins = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cuda_cubins_loaded"));
+  auto refuse = reinterpret_cast<void (*)(int)>(dlsym(fake, "fake_cuda_refuse_cubins"));
+  auto held = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cuda_held"));
+  REQUIRE((cubins && refuse && held));
+  const int first = cubins();
+  CHECK(first >= 1);
+  run(d);
+  CHECK(cubins() == first + 1);
+  // A driver that refuses it (another GPU, an ELF newer than it): the PTX.
+  refuse(1);
+  run(d);
+  refuse(0);
+  CHECK(cubins() == first + 1);
+  // A cubin the driver takes but without a kernel: the call is named, as for PTX.
+  nova::ExecutableDesc missing = d;
+  missing.binary = fake_cubin({"nova_fake_copy"});
+  CHECK_THROWS_WITH_AS(nova::load_executable(missing),
+                       doctest::Contains("cuModuleGetFunction(nova_fake_inc): CUDA_ERROR_NOT_FOUND"), nova::Error);
+  CHECK(held() == 0);
 }
 
 TEST_CASE("a GPU step through the (fake) CUDA driver: buffers, launches, in-place inputs; no GPU is a named error") {

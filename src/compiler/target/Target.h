@@ -38,7 +38,13 @@ struct Stage {
 struct Artifact {
   std::string format;
   std::vector<uint8_t> bytes;
+  /// Machine code the object was assembled into, where the compiling
+  /// machine could ("cubin" for PTX), or empty.
+  std::string binaryFormat;
+  std::vector<uint8_t> binary;
 };
+
+struct PipelineOptions;
 
 class Target {
 public:
@@ -55,8 +61,8 @@ public:
   /// Object code for the lowered kernels module, exporting each kernel's
   /// entry (nova_<kernel>); its phases go into `report`. On failure,
   /// `error` says why.
-  virtual FailureOr<Artifact> emit(ModuleOp kernels, CompileReport &report,
-                                   std::string &error) const = 0;
+  virtual FailureOr<Artifact> emit(ModuleOp kernels, const PipelineOptions &options,
+                                   CompileReport &report, std::string &error) const = 0;
 
 protected:
   ::nova::TargetDesc desc;

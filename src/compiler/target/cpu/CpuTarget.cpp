@@ -89,6 +89,7 @@ std::vector<mlir::nova::Stage> mlir::nova::CpuTarget::codegenStages() const {
 }
 
 FailureOr<mlir::nova::Artifact> mlir::nova::CpuTarget::emit(ModuleOp kernels,
+                                                           const PipelineOptions &,
                                                            CompileReport &report,
                                                            std::string &error) const {
   return emitCpuSharedObject(kernels, desc, report, error);

@@ -18,7 +18,7 @@ public:
   using Target::Target;
   void addConfigurePasses(OpPassManager &pm) const override;
   std::vector<Stage> codegenStages() const override;
-  FailureOr<Artifact> emit(ModuleOp kernels, CompileReport &report,
+  FailureOr<Artifact> emit(ModuleOp kernels, const PipelineOptions &options, CompileReport &report,
                            std::string &error) const override;
 };
 

@@ -2,6 +2,8 @@
 
 #include "compiler/target/cuda/CudaTarget.h"
 #include "compiler/target/cuda/GpuConfigurator.h"
+#include "compiler/Pipeline.h"
+#include "compiler/target/cuda/PtxAssembler.h"
 #include "compiler/target/cuda/PtxEmitter.h"
 #include "compiler/transforms/Kernels.h"
 #include "compiler/transforms/MatmulKernel.h"
@@ -113,14 +115,53 @@ std::vector<mlir::nova::Stage> mlir::nova::CudaTarget::codegenStages() const {
   return {{"threads", threads}, {"gpu", gpu}};
 }
 
-FailureOr<Artifact> mlir::nova::CudaTarget::emit(ModuleOp kernels, CompileReport &report, std::string &error) const {
+FailureOr<Artifact> mlir::nova::CudaTarget::emit(ModuleOp kernels, const PipelineOptions &options,
+                                                 CompileReport &report, std::string &error) const {
   Stopwatch clock;
   FailureOr<std::string> ptx = emitPtx(kernels, desc, error);
   if (failed(ptx))
     return failure();
-  report.add("PTX (MLIR to NVVM, LLVM NVPTX)", clock.lap());
+  // A named string: GCC 12 warns (-Warray-bounds, wrongly) on the literal
+  // made a temporary std::string here.
+  static const std::string kPtxPhase = "PTX (MLIR to NVVM, LLVM NVPTX)";
+  report.add(kPtxPhase, clock.lap());
   Artifact artifact;
   artifact.format = "ptx";
   artifact.bytes.assign(ptx->begin(), ptx->end());
+  report.objectBytes = artifact.bytes.size();
+  std::optional<std::string> ptxas = options.assembleGpuBinary ? findPtxas() : std::nullopt;
+  if (!ptxas)
+    return artifact;
+  std::string why;
+  FailureOr<Cubin> cubin = assemblePtx(*ptxas, *ptx, desc.cpu, why);
+  report.add("cubin (ptxas " + desc.cpu + ")", clock.lap());
+  if (failed(cubin)) {
+    // The PTX stays: the driver compiles it at load (and says what it
+    // thinks of it). A ptxas older than the PTX ISA lands here too.
+    llvm::errs() << "nova: warning: the step's PTX was not assembled into a cubin, so the driver will "
+                    "compile it at each load: "
+                 << why;
+    return artifact;
+  }
+  artifact.binaryFormat = "cubin";
+  artifact.binary = std::move(cubin->bytes);
+  report.objectBytes += artifact.binary.size();
+  if (explainEnabled()) {
+    const PtxasKernelInfo *most = nullptr;
+    std::string spills;
+    for (const PtxasKernelInfo &k : cubin->kernels) {
+      if (!most || k.registers > most->registers)
+        most = &k;
+      if (k.spillStoreBytes || k.spillLoadBytes)
+        spills += " " + k.name + " (" + std::to_string(k.spillStoreBytes) + " B stored, " +
+                  std::to_string(k.spillLoadBytes) + " B loaded)";
+    }
+    std::string line = "  cubin for " + desc.cpu + " by " + *ptxas + ": " + std::to_string(artifact.binary.size()) +
+                       " bytes, " + std::to_string(cubin->kernels.size()) + " kernels";
+    if (most)
+      line += ", most registers " + std::to_string(most->registers) + " (" + most->name + ")";
+    line += spills.empty() ? ", no spills\n" : ", spills:" + spills + "\n";
+    report.kernelLines += line;
+  }
   return artifact;
 }

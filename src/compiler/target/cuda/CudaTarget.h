@@ -1,10 +1,10 @@
-//===- CudaTarget.h - the CUDA target (in progress) -------------*- C++ -*-===//
+//===- CudaTarget.h - the CUDA target ---------------------------*- C++ -*-===//
 //
-// So far: the shared stages run for a GPU description, and each kernel is
-// configured for it (matmuls by GpuConfigurator.h; every other kernel is
-// `serial` until its GPU kernel exists). Code for whole steps is not
-// generated yet: emit() says so. MmaMatmulKernel.h / PtxEmitter.h generate
-// matmul kernels on their own (nova-gpu-kernels, the device check).
+// The shared stages run for a GPU description; each kernel is configured
+// for it (matmuls by GpuConfigurator.h, the rest as GPU threads by
+// GpuThreads.cpp, tensor-core matmuls re-planned by StepMmaMatmul.h),
+// outlined to a gpu.func, and emitted as PTX (PtxEmitter.h), plus the cubin
+// for the chip where ptxas is here (PtxAssembler.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,7 +20,8 @@ public:
   using Target::Target;
   void addConfigurePasses(OpPassManager &pm) const override;
   std::vector<Stage> codegenStages() const override;
-  FailureOr<Artifact> emit(ModuleOp kernels, CompileReport &report, std::string &error) const override;
+  FailureOr<Artifact> emit(ModuleOp kernels, const PipelineOptions &options, CompileReport &report,
+                           std::string &error) const override;
 };
 
 /// On each kernel the GPU configurator decided: its explanation, one line
