@@ -32,3 +32,22 @@ cp "$build/bench/run_steps" bench/device/artifacts/bin/
 ldd "$build/bench/run_steps" | awk '/libnova_runtime|libxxhash|libstdc\+\+|libgcc_s/ {print $3}' |
   xargs -I{} cp {} bench/device/artifacts/lib/
 echo "bench/device/artifacts: $(du -sh bench/device/artifacts | cut -f1) for $target"
+# The steps' load path as check.sh takes it (the cubin, each kernel's
+# function, tensor maps, the graph capture, NCCL for dp1) through the tests'
+# fake driver, which runs none of the real kernels: every step must load
+# and launch here (exit 1 = losses that differ, expected), or the device's
+# minutes would go on a failure this machine can see.
+fake="$build/tests/libnova_fake_cuda.so"
+if [ -f "$fake" ]; then
+  rc=0
+  NOVA_CUDA_DRIVER="$fake" NOVA_NCCL_LIBRARY="$fake" LD_LIBRARY_PATH=bench/device/artifacts/lib \
+    bench/device/artifacts/bin/run_steps bench/device/artifacts/steps 1 >/tmp/nova-prepare-smoke.txt 2>&1 || rc=$?
+  loaded=$(grep -c '^RESULT nova' /tmp/nova-prepare-smoke.txt || true)
+  steps=$(ls bench/device/artifacts/steps/*.nexe | wc -l)
+  if [ "$rc" -gt 1 ] || [ "$loaded" != "$steps" ]; then
+    cat /tmp/nova-prepare-smoke.txt
+    echo "prepare.sh: only $loaded of $steps steps loaded and launched through the fake CUDA driver"
+    exit 1
+  fi
+  echo "the $steps steps load and launch through the fake CUDA driver ($fake)"
+fi

@@ -100,7 +100,7 @@ int cuCtxSetCurrent(void* ctx) { return ctx == &primary_context ? 0 : 1; }
 int cuCtxSynchronize(void) { return 0; }
 /* A module: its text and the names of the functions looked up in it (a
  * function handle points at its name), freed together by cuModuleUnload. */
-struct module { char* text; size_t size; int elf; char names[64][128]; int count; };
+struct module { char* text; size_t size; int elf; char names[512][128]; int count; };
 static int loaded_modules, cubins_loaded, refuse_cubins;
 int cuModuleLoadData(void** m, const void* image) {
   const unsigned char* bytes = image;
@@ -141,7 +141,7 @@ int cuModuleGetFunction(void** f, void* m, const char* name) {
   char entry[160];
   int n = mod->elf ? snprintf(entry, sizeof entry, "%c%s%c", 0, name, 0) : snprintf(entry, sizeof entry, ".entry %s(", name);
   if (!memmem(mod->text, mod->size, entry, (size_t)n)) return 500; /* CUDA_ERROR_NOT_FOUND */
-  if (mod->count == 64 || strlen(name) >= 128) return 1;
+  if (mod->count == 512 || strlen(name) >= 128) return 1;
   strcpy(mod->names[mod->count], name);
   *f = mod->names[mod->count++];
   return 0;
@@ -192,11 +192,16 @@ static void execute(const struct launch* l) {
     for (unsigned long long i = 0; i < map[1]; ++i) out[i] = in[i];
   }
 }
-static int arguments_of(const char* name) { return strcmp(name, "nova_fake_inc") == 0 ? 1 : 2; }
+/* The arguments of the kernels it runs; any other kernel (a compiled step's,
+ * whose real code the fake cannot run) is logged only, its arguments unread. */
+static int arguments_of(const char* name) {
+  return strcmp(name, "nova_fake_inc") == 0 ? 1
+      : strcmp(name, "nova_fake_copy") == 0 || strcmp(name, "nova_fake_tma_copy") == 0 ? 2 : 0;
+}
 
 /* Streams and graphs: a capture records launches instead of running them;
  * a graph is its launches, run in order by cuGraphLaunch (logged "graph;"). */
-struct graph { int count; struct launch launches[256]; };
+struct graph { int count; struct launch launches[2048]; };
 static struct graph* capture; /* the graph being captured, or null */
 static int graphs_held, streams_held, events_held, next_stream_id;
 /* A stream: numbered from 1 in creation order (the default stream is 0). */
@@ -279,25 +284,29 @@ int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
   struct launch l = {(const char*)f, gx, bx, shared, {0, 0}};
   for (int i = 0; i < arguments_of(l.name); ++i) l.args[i] = *(CUdeviceptr*)params[i]; /* values, as CUDA copies them */
   if (capture && stream) {
-    if (capture->count == 256) return 2;
+    if (capture->count == 2048) return 2;
     capture->launches[capture->count++] = l;
     return 0;
   }
   execute(&l);
   return 0;
 }
-/* A 2-D f32 map: its tensor's address and element count (the real driver's
- * encoding is opaque); 64-byte aligned, as cuda.h's CUtensorMap. */
+/* A map: its tensor's address and element count (the real driver's
+ * encoding is opaque); 64-byte aligned, as cuda.h's CUtensorMap; strides
+ * multiples of 16 bytes, the first at least a row of dims[0] elements. */
 int cuTensorMapEncodeTiled(void* map, int type, unsigned rank, void* address, const unsigned long long* dims,
                            const unsigned long long* strides, const unsigned* box, const unsigned* element_strides,
                            int interleave, int swizzle, int l2, int fill) {
   (void)box; (void)element_strides; (void)interleave; (void)l2; (void)fill;
-  if (((size_t)map & 63) || type != 7 || rank != 2 || strides[0] != dims[0] * 4 || swizzle < 0 || swizzle > 3)
-    return 1;
+  static const unsigned element_bytes[13] = {1, 2, 4, 4, 8, 8, 2, 4, 8, 2, 4, 4, 4}; /* CUtensorMapDataType */
+  if (((size_t)map & 63) || type < 0 || type > 12 || rank < 1 || rank > 5 || swizzle < 0 || swizzle > 3) return 1;
+  for (unsigned d = 1; d < rank; ++d)
+    if (strides[d - 1] % 16 || (d == 1 && strides[0] < dims[0] * element_bytes[type])) return 1;
   unsigned long long* m = map;
   memset(map, 0, 128);
   m[0] = (unsigned long long)(size_t)address;
-  m[1] = dims[0] * dims[1];
+  m[1] = dims[0];
+  for (unsigned d = 1; d < rank; ++d) m[1] *= dims[d];
   return 0;
 }
 /* NCCL. */
