@@ -4,14 +4,18 @@
 # that ran bench/device/prepare.sh. Prints one table, and writes it to
 # $OUT/device_check.tsv when $OUT is set.
 #
-# Now: every generated matmul kernel (sm_90a PTX loaded by the driver: TMA +
-# wgmma where the configurator picks it, mma.sync otherwise and where the
-# case says :mma) against a float64 product (error bound per precision) and
+# Now: every generated matmul kernel (its sm_90a cubin, or its PTX where the
+# driver refuses the cubin: TMA + wgmma where the configurator picks it,
+# mma.sync otherwise and where the case says :mma) against a float64
+# product (error bound per precision) and
 # against cuBLAS through PyTorch (TFLOP/s, ratio); then the GPT training
 # steps (steps_check.py: run_steps, the runtime only, one step checked
 # against the CPU, then timed) against PyTorch eager on the same GPU
 # (tokens/s, ratio), and a data-parallel small step with one rank (its
 # gradient sum through NCCL). The bf16 steps' NT matmuls are wgmma kernels.
+# Every matmul case and every step runs in a process of its own with a
+# timeout (NOVA_CASE_TIMEOUT_S, default 60; NOVA_STEP_TIMEOUT_S, 120): one
+# that hangs or faults is a HUNG / FAILED row and the rest still run.
 set -eu
 cd "$(dirname "$0")"
 [ -f artifacts/manifest.tsv ] || { echo "check.sh: no artifacts/manifest.tsv: run bench/device/prepare.sh where LLVM is, and carry bench/device/artifacts"; exit 2; }

@@ -12,14 +12,31 @@ and:
   - times it and torch.matmul (cuBLAS; TF32 allowed for tf32 cases; bf16/f16
     products return bf16/f16 there, f32 from Nova) with CUDA events, best of
     the median of 3 groups, and prints TFLOP/s and the ratio.
+The kernel is loaded from its cubin (ptxas on the preparing machine) where
+prepare.sh made one and the driver takes it, else from its PTX.
+
+The cases run in a child process that the parent watches: a kernel that
+hangs (a wait that never completes) or faults (which poisons the CUDA
+context) costs its own row, "HUNG" or "FAILED", and a fresh child goes on
+with the next case, so one broken kernel cannot take the rest of the table
+or the device's minutes with it.
 """
 import ctypes
-import math
 import os
+import select
 import statistics
+import subprocess
 import sys
+import tempfile
+import time
 
-import torch
+torch = None  # imported by the child only: the supervising parent needs no PyTorch
+
+# Seconds a case may take (the first one also starts CUDA and PyTorch).
+CASE_TIMEOUT_S = float(os.environ.get("NOVA_CASE_TIMEOUT_S", "60"))
+START_TIMEOUT_S = 180.0
+HEADER = ("kernel", "max_rel_err", "bound", "ok", "nova_ms", "cublas_ms", "nova_TFLOPs", "cublas_TFLOPs",
+          "nova/cublas", "config")
 
 
 def check(result, what):
@@ -70,29 +87,42 @@ def timed(fn, iters):
     return statistics.median(samples) / 1e3  # seconds
 
 
-def main():
-    art = sys.argv[1] if len(sys.argv) > 1 else "artifacts"
-    torch.manual_seed(int(os.environ.get("NOVA_TEST_SEED", "20261201")))
+def load_module(cuda, art, ptx):
+    """The case's cubin where there is one and the driver takes it, else its PTX; and which."""
+    module = ctypes.c_void_p()
+    cubin = os.path.join(art, ptx[:-len(".ptx")] + ".cubin")
+    if os.path.exists(cubin) and cuda.cuModuleLoadData(ctypes.byref(module), open(cubin, "rb").read()) == 0:
+        return module, "cubin"
+    data = open(os.path.join(art, ptx), "rb").read() + b"\0"
+    check(cuda.cuModuleLoadData(ctypes.byref(module), data), f"cuModuleLoadData({ptx})")
+    return module, "ptx"
+
+
+def run_cases(art, first):
+    """The child: the manifest's cases from `first` on, each announced
+    ("START i") and reported ("ROW i ...") on stdout; an error ends it."""
+    global torch
+    import torch
+    torch.manual_seed(int(os.environ.get("NOVA_TEST_SEED", "20261201")) + first)
     dev = torch.device("cuda")
     torch.zeros(1, device=dev)  # the primary context, current on this thread
     cuda = ctypes.CDLL("libcuda.so.1")
     check(cuda.cuInit(0), "cuInit")
-    print(f"# {torch.cuda.get_device_name()} | torch {torch.__version__} | CUDA {torch.version.cuda} | "
-          f"seed {os.environ.get('NOVA_TEST_SEED', '20261201')}")
-    header = ("kernel", "max_rel_err", "bound", "ok", "nova_ms", "cublas_ms", "nova_TFLOPs", "cublas_TFLOPs",
-              "nova/cublas", "config")
-    rows = [header]
-    print("\t".join(header))
-    failures = 0
-    for line in open(os.path.join(art, "manifest.tsv")):
-        f = line.rstrip("\n").split("\t")
+    if first == 0:
+        print(f"# {torch.cuda.get_device_name()} | torch {torch.__version__} | CUDA {torch.version.cuda} | "
+              f"seed {os.environ.get('NOVA_TEST_SEED', '20261201')} | at most {CASE_TIMEOUT_S:.0f} s a case",
+              flush=True)
+    for i, line in enumerate(open(os.path.join(art, "manifest.tsv")).read().splitlines()):
+        if i < first:
+            continue
+        print(f"START\t{i}", flush=True)
+        f = line.split("\t")
         name, ptx, typ, layout = f[0], f[1], f[2], f[3]
         m, n, k, gx, gy, gz, bx, smem = (int(x) for x in f[4:12])
         config = f[12]
         tma = f[13] if len(f) > 13 else "-"
-        module, func = ctypes.c_void_p(), ctypes.c_void_p()
-        data = open(os.path.join(art, ptx), "rb").read() + b"\0"
-        check(cuda.cuModuleLoadData(ctypes.byref(module), data), f"cuModuleLoadData({ptx})")
+        func = ctypes.c_void_p()
+        module, source = load_module(cuda, art, ptx)
         check(cuda.cuModuleGetFunction(ctypes.byref(func), module, name.encode()), "cuModuleGetFunction")
         # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
         check(cuda.cuFuncSetAttribute(func, 8, smem), "cuFuncSetAttribute(dynamic shared memory)")
@@ -103,13 +133,10 @@ def main():
         b = b_stored.t() if layout[1] == "T" else b_stored
         c = torch.zeros((m, n), device=dev, dtype=torch.float32)
         operands = [a_stored, b_stored]
-        maps = []
         if tma != "-":
             # The kernel reads A and B through tensor maps passed in their place.
-            for spec in tma.split("|"):
-                which = int(spec.split(";")[0])
-                maps.append(tensor_map(cuda, spec, (a_stored, b_stored)[which], typ, dev))
-            operands = maps
+            operands = [tensor_map(cuda, spec, (a_stored, b_stored)[int(spec.split(";")[0])], typ, dev)
+                        for spec in tma.split("|")]
         ptrs = [ctypes.c_uint64(t.data_ptr()) for t in (*operands, c)]
         params = (ctypes.c_void_p * 3)(*[ctypes.cast(ctypes.byref(p), ctypes.c_void_p) for p in ptrs])
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
@@ -123,8 +150,6 @@ def main():
         scale = a.double().abs() @ b.double().abs()
         err = ((c.double() - ref).abs() / scale.clamp_min(1e-30)).max().item()
         bound = 2 * (k * 2.0**-24 + (2.0**-9 if typ == "tf32" else 0.0))
-        ok = err <= bound
-        failures += 0 if ok else 1
         torch.backends.cuda.matmul.allow_tf32 = typ == "tf32"
         peer = lambda: torch.matmul(a, b)
         flops = 2.0 * m * n * k
@@ -132,17 +157,85 @@ def main():
         for fn in (nova, peer):
             fn()
         t_nova, t_peer = timed(nova, iters), timed(peer, iters)
-        row = (name, f"{err:.3e}", f"{bound:.3e}", "yes" if ok else "NO", f"{t_nova * 1e3:.3f}",
+        row = (name, f"{err:.3e}", f"{bound:.3e}", "yes" if err <= bound else "NO", f"{t_nova * 1e3:.3f}",
                f"{t_peer * 1e3:.3f}", f"{flops / t_nova / 1e12:.1f}", f"{flops / t_peer / 1e12:.1f}",
-               f"{t_peer / t_nova:.3f}", config)
+               f"{t_peer / t_nova:.3f}", f"{config} ({source})")
+        print("ROW\t" + str(i) + "\t" + "\t".join(row), flush=True)
+        check(cuda.cuModuleUnload(module), "cuModuleUnload")
+    return 0
+
+
+def supervise(names, report, child_command, case_timeout=CASE_TIMEOUT_S, start_timeout=START_TIMEOUT_S):
+    """Runs the cases in children (child_command(first): the command running
+    them from case `first` on) until every case is reported; `report(i, row)`
+    gets each child's row, or a HUNG / FAILED string for the case a child
+    hung or died on."""
+
+    def last_error(err):
+        err.seek(0)
+        lines = err.read().strip().splitlines()
+        return "FAILED: " + (lines[-1][-160:] if lines else "no message")
+
+    first = 0
+    while first < len(names):
+        with tempfile.TemporaryFile(mode="w+") as err:
+            child = subprocess.Popen(child_command(first), stdout=subprocess.PIPE, stderr=err)
+            fd = child.stdout.fileno()
+            pending = b""  # read, not yet a whole line (select sees the pipe, not Python's buffers)
+            current, deadline, ended = first, time.monotonic() + start_timeout, False
+            while not ended:
+                ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+                if not ready:  # the case (or the start) took too long: a hang
+                    child.kill()
+                    child.wait()
+                    if current is not None:
+                        report(current, f"HUNG (> {case_timeout:.0f} s)")
+                        first = current + 1
+                    break
+                chunk = os.read(fd, 65536)
+                ended = not chunk
+                *lines, pending = (pending + chunk).split(b"\n")
+                for raw in lines:
+                    f = raw.decode(errors="replace").split("\t")
+                    if f[0] == "START":
+                        current, deadline = int(f[1]), time.monotonic() + case_timeout
+                    elif f[0] == "ROW":
+                        # Reported: a failure before the next START (its module's
+                        # unload, say) costs no case; the next child starts after it.
+                        report(int(f[1]), tuple(f[2:]))
+                        current, first, deadline = None, int(f[1]) + 1, time.monotonic() + case_timeout
+                    else:
+                        print(raw.decode(errors="replace"), flush=True)
+                if ended:  # the child ended: done, or an error on its case
+                    if child.wait() == 0:
+                        first = len(names)
+                    elif current is not None:
+                        report(current, last_error(err))
+                        first = current + 1
+            child.stdout.close()
+
+def main():
+    art = sys.argv[1] if len(sys.argv) > 1 else "artifacts"
+    if len(sys.argv) > 3 and sys.argv[2] == "--from":
+        return run_cases(art, int(sys.argv[3]))
+    names = [line.split("\t")[0] for line in open(os.path.join(art, "manifest.tsv")).read().splitlines()]
+    rows = [HEADER]
+    print("\t".join(HEADER), flush=True)
+    failures = 0
+
+    def report(i, result):
+        nonlocal failures
+        row = result if isinstance(result, tuple) else (names[i], "-", "-", result) + ("-",) * 6
+        failures += 0 if row[3] == "yes" else 1
         rows.append(row)
         print("\t".join(row), flush=True)
-        check(cuda.cuModuleUnload(module), "cuModuleUnload")
+
+    supervise(names, report, lambda first: [sys.executable, os.path.abspath(__file__), art, "--from", str(first)])
     out = os.environ.get("OUT")
     if out:
         with open(os.path.join(out, "device_check.tsv"), "w") as fh:
             fh.write("\n".join("\t".join(r) for r in rows) + "\n")
-    print(f"# {len(rows) - 1} kernels, {failures} outside their error bound")
+    print(f"# {len(rows) - 1} kernels, {failures} outside their error bound, hung or failed")
     return 1 if failures else 0
 
 

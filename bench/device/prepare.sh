@@ -22,6 +22,14 @@ rm -rf bench/device/artifacts
   bf16:NN:4096x4096x4096:mma tf32:NT:4096x4096x4096:mma \
   bf16:NT:4096x4096x4096 bf16:TN:4096x4096x4096 f16:NN:4096x4096x4096 bf16:NN:1000x1000x1000 \
   bf16:NN:8192x3072x768 bf16:NT:8192x768x3072 bf16:TN:768x3072x8192
+# Each kernel's cubin too, where ptxas is here, as a step carries its own
+# (matmul_check.py loads it first, the PTX where the driver refuses it).
+ptxas=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)
+if [ -x "$ptxas" ]; then
+  for ptx in bench/device/artifacts/*.ptx; do
+    "$ptxas" -O3 -arch="$target" "$ptx" -o "${ptx%.ptx}.cubin"
+  done
+fi
 # The GPT training steps (make_steps: small and medium, f32 and bf16-allowed
 # matmuls) and run_steps with the libraries it needs there (the runtime,
 # xxhash, the C++ library it was built with).

@@ -3,7 +3,7 @@
 // <name>.step), its inputs rebuilt, one step checked against the CPU's loss
 // and updated parameters, then N more timed.
 //
-//   run_steps DIR [N]
+//   run_steps DIR [N [NAME]]     (NAME: only DIR/NAME.nexe)
 //
 // Prints per step: the loss and parameters' relative differences from the
 // CPU's, ms a step, tokens/s, the plan's arena (a data-parallel dp1_* step
@@ -24,14 +24,14 @@
 
 int main(int argc, char** argv) try {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: run_steps DIR [N]\n");
+    std::fprintf(stderr, "usage: run_steps DIR [N [NAME]]\n");
     return 2;
   }
   const int n = argc > 2 ? std::atoi(argv[2]) : 20;
   int failures = 0, found = 0;
   std::vector<std::filesystem::path> files;
   for (const auto& e : std::filesystem::directory_iterator(argv[1]))
-    if (e.path().extension() == ".nexe") files.push_back(e.path());
+    if (e.path().extension() == ".nexe" && (argc < 4 || e.path().stem() == argv[3])) files.push_back(e.path());
   std::sort(files.begin(), files.end());
   for (const auto& path : files) {
     ++found;

@@ -2,8 +2,9 @@
 """Nova's GPT training steps on the GPU against PyTorch eager on the same GPU.
 
 Usage: steps_check.py ARTIFACTS [N]. Runs ARTIFACTS/bin/run_steps (the
-runtime only) on ARTIFACTS/steps (make_steps compiled them), which checks one
-step against the CPU and times N more; then bench/gpt_step_peer.py on cuda
+runtime only) on each step of ARTIFACTS/steps (make_steps compiled them), in
+a process of its own with a timeout, which checks one step against the CPU
+and times N more; then bench/gpt_step_peer.py on cuda
 for each model, with float32 matmuls and with tf32 allowed (Nova's bf16
 setting on a GPU), AdamW fused. Prints one table: tokens/s each side and
 Nova / PyTorch; writes it to $OUT/device_steps.tsv when $OUT is set.
@@ -14,6 +15,9 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# Seconds one step's check (load, one checked step, N timed) and one peer may take.
+STEP_TIMEOUT_S = float(os.environ.get("NOVA_STEP_TIMEOUT_S", "120"))
+PEER_TIMEOUT_S = 300.0
 
 
 def nccl_library():
@@ -33,6 +37,18 @@ def nccl_library():
     return None
 
 
+def run(command, env, timeout):
+    """(stdout, stderr, what went wrong or None): a command that hangs is
+    killed at `timeout` seconds, so one broken step costs only its row."""
+    try:
+        r = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
+        return r.stdout, r.stderr, None if r.returncode in (0, 1) else f"exit {r.returncode}"
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+        return out, err, f"HUNG (> {timeout:.0f} s)"
+
+
 def main():
     art = sys.argv[1]
     n = sys.argv[2] if len(sys.argv) > 2 else "20"
@@ -44,21 +60,32 @@ def main():
     if nccl and "NOVA_NCCL_LIBRARY" not in env:
         env["NOVA_NCCL_LIBRARY"] = nccl
     print(f"# NCCL for the data-parallel step: {nccl or 'none found (the dp1 row will say so)'}", flush=True)
-    run = subprocess.run([os.path.join(art, "bin", "run_steps"), os.path.join(art, "steps"), n], env=env,
-                         capture_output=True, text=True)
-    print(run.stdout + run.stderr, flush=True)
-    nova = {}
-    for m in re.finditer(r"^RESULT nova (\S+) tokens_per_s=(\S+) ok=(\d)", run.stdout, re.M):
-        nova[m.group(1)] = (float(m.group(2)), m.group(3) == "1")
-    rows = []
-    for name, (tokens, ok) in sorted(nova.items()):
+    names = sorted(f[:-len(".nexe")] for f in os.listdir(os.path.join(art, "steps")) if f.endswith(".nexe"))
+    rows, peers, failures = [], {}, 0
+    for name in names:
+        # Each step in its own process: a step that hangs or faults (which
+        # poisons the CUDA context) costs its own row.
+        out, err, trouble = run([os.path.join(art, "bin", "run_steps"), os.path.join(art, "steps"), n, name], env,
+                                STEP_TIMEOUT_S)
+        print(out + err, flush=True)
+        m = re.search(r"^RESULT nova (\S+) tokens_per_s=(\S+) ok=(\d)", out, re.M)
+        if not m:
+            last = (err.strip().splitlines() or ["no message"])[-1][-160:]
+            rows.append((name, trouble or "FAILED", float("nan"), float("nan"), float("nan")))
+            print(f"# {name}: {trouble or 'FAILED'}: {last}", flush=True)
+            failures += 1
+            continue
+        tokens, ok = float(m.group(2)), m.group(3) == "1"
+        failures += 0 if ok else 1
         _, size, precision = name.split("_")
-        peer_env = dict(os.environ, NOVA_MATMUL_PRECISION=precision)
-        peer = subprocess.run([sys.executable, os.path.join(HERE, "..", "gpt_step_peer.py"), size, n, "eager", "cuda"],
-                              env=peer_env, capture_output=True, text=True)
-        print(peer.stdout + peer.stderr, flush=True)
-        m = re.search(r"RESULT torch tokens_per_s=(\S+) step_mib=(\S+)", peer.stdout)
-        torch_tokens = float(m.group(1)) if m else float("nan")
+        if (size, precision) not in peers:
+            peer_env = dict(os.environ, NOVA_MATMUL_PRECISION=precision)
+            pout, perr, ptrouble = run([sys.executable, os.path.join(HERE, "..", "gpt_step_peer.py"), size, n, "eager",
+                                        "cuda"], peer_env, PEER_TIMEOUT_S)
+            print(pout + perr + (f"# peer {size} {precision}: {ptrouble}\n" if ptrouble else ""), flush=True)
+            pm = re.search(r"RESULT torch tokens_per_s=(\S+) step_mib=(\S+)", pout)
+            peers[(size, precision)] = float(pm.group(1)) if pm else float("nan")
+        torch_tokens = peers[(size, precision)]
         rows.append((name, "ok" if ok else "MISMATCH", tokens, torch_tokens, tokens / torch_tokens))
     header = "step\tcheck\tnova tokens/s\ttorch eager tokens/s\tnova/torch"
     lines = [header] + [f"{r[0]}\t{r[1]}\t{r[2]:.0f}\t{r[3]:.0f}\t{r[4]:.3f}" for r in rows]
@@ -66,7 +93,7 @@ def main():
     if os.environ.get("OUT"):
         with open(os.path.join(os.environ["OUT"], "device_steps.tsv"), "w") as f:
             f.write("\n".join(lines) + "\n")
-    return run.returncode
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":
