@@ -124,7 +124,10 @@ MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const M
       for (int64_t j = 0; j < p.n; ++j)
         bStored[size_t(p.rhsTransposed ? (z * p.n + j) * p.k + k : (z * p.k + k) * p.n + j)] = bAt(z, k, j);
   }
-  std::vector<uint8_t> A, B, C(size_t(p.batch * p.m * p.n * 4), 0);
+  // Split-K: C is the parts' partial products, summed here in part order
+  // in f32 (as the step's sum kernel does).
+  const int64_t layers = c.splitK > 1 ? c.splitK : p.batch;
+  std::vector<uint8_t> A, B, C(size_t(layers * p.m * p.n * 4), 0);
   if (sixteen) {
     A = halves(aStored, bf16);
     B = halves(bStored, bf16);
@@ -135,7 +138,7 @@ MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const M
     std::memcpy(B.data(), bStored.data(), B.size());
   }
   EmulatorLaunch launch;
-  launch.grid = {(p.n + c.blockN - 1) / c.blockN, (p.m + c.blockM - 1) / c.blockM, p.batch};
+  launch.grid = {(p.n + c.blockN - 1) / c.blockN, (p.m + c.blockM - 1) / c.blockM, layers};
   launch.block = {c.threads, 1, 1};
   launch.dynamicSharedBytes = gpuMatmulSmemBytes(c, p.operand);
   launch.args = {&A, &B, &C};
@@ -174,8 +177,12 @@ MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const M
           want += prod;
           scale += std::abs(prod);
         }
-        float got;
-        std::memcpy(&got, C.data() + 4 * ((z * p.m + i) * p.n + j), 4);
+        float got = 0;
+        for (int64_t part = 0; part < (c.splitK > 1 ? c.splitK : 1); ++part) {
+          float partial;
+          std::memcpy(&partial, C.data() + 4 * (((z + part) * p.m + i) * p.n + j), 4);
+          got += partial;
+        }
         // The epilogue in float64; its f32 steps add a few ulp of the values
         // they see (counted in `scale`), and GELU's slope is at most 1.13.
         double y = epilogue.scale * want + (epilogue.bias ? double(bias[size_t(j)]) : 0.0);
@@ -429,6 +436,52 @@ TEST_CASE("GPU emulator: the configurator's own decisions compute the product") 
     REQUIRE_MESSAGE(run.report.ok, run.report.error);
     CHECK(run.worst <= run.bound);
   }
+}
+
+TEST_CASE("GPU emulator: split-K: each part of K a block, the partial products summing to the product") {
+  struct Case {
+    GpuOperand op;
+    int64_t m, n, k, bm, bn, bk, wm, wn, stages, split;
+    bool ta, tb;
+  };
+  for (Case c : {Case{GpuOperand::bf16, 128, 128, 512, 64, 64, 32, 2, 2, 3, 4, false, false},
+                 Case{GpuOperand::tf32, 128, 64, 384, 64, 64, 32, 2, 2, 2, 3, true, false}, // dW = X^T dY's layout
+                 Case{GpuOperand::f16, 96, 80, 200, 64, 64, 32, 2, 2, 4, 2, false, true},  // edges, a partial slab
+                 Case{GpuOperand::tf32, 64, 64, 160, 64, 64, 32, 2, 2, 2, 4, false, false}, // 5 slabs over 4 parts:
+                                                                                            // 2, 2, 1 and none
+                 Case{GpuOperand::bf16, 64, 128, 1024, 64, 128, 64, 2, 2, 4, 8, true, true}}) {
+    CAPTURE(std::string(nameOf(c.op)));
+    CAPTURE(c.m);
+    CAPTURE(c.n);
+    CAPTURE(c.k);
+    CAPTURE(c.split);
+    GpuMatmulProblem p = problem(c.m, c.n, c.k, c.op);
+    p.lhsTransposed = c.ta;
+    p.rhsTransposed = c.tb;
+    GpuMatmulConfig config = block(c.op, c.bm, c.bn, c.bk, c.wm, c.wn, c.stages);
+    config.splitK = c.split;
+    MatmulRun run = runMatmul(p, config);
+    CAPTURE(run.config);
+    REQUIRE_MESSAGE(run.report.ok, run.report.error);
+    CHECK(run.worst <= run.bound);
+    MESSAGE(std::string(nameOf(c.op)) << " " << c.m << "x" << c.n << "x" << c.k << " in " << c.split
+                         << " parts: worst |error| " << run.worst << " (bound " << run.bound << ")");
+  }
+  // The kernel refuses what it cannot split: a batch, an epilogue.
+  MLIRContext &ctx = context();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
+  gpu::GPUModuleOp kernels = addKernelsModule(*module);
+  GpuMatmulConfig config = block(GpuOperand::bf16, 64, 64, 32, 2, 2, 2);
+  config.splitK = 2;
+  std::string error;
+  GpuMatmulProblem batched = problem(64, 64, 256, GpuOperand::bf16);
+  batched.batch = 2;
+  CHECK(failed(buildMmaSyncMatmulKernel(kernels, "batched", batched, config, error)));
+  CHECK(error.find("split-K takes one product with no epilogue") != std::string::npos);
+  MmaEpilogue relu;
+  relu.activation = MmaEpilogue::Activation::relu;
+  CHECK(failed(buildMmaSyncMatmulKernel(kernels, "relu", problem(64, 64, 256, GpuOperand::bf16), config, error, {},
+                                        relu)));
 }
 
 TEST_CASE("GPU emulator: a deliberately broken kernel fails it") {

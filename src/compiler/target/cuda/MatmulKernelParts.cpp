@@ -119,19 +119,28 @@ void MatmulResultStore::storePair(IndexMath &k, Value pair, Value row, Value col
   finish(k, b.create<vector::ExtractOp>(pair, ArrayRef<int64_t>{0}), row, col);
 }
 
+SmallVector<Value> MatmulKernelFrame::operandAt(Value row, Value col) const {
+  if (split)
+    return {row, col};
+  return out.at(row, col);
+}
+
 MatmulKernelFrame mlir::nova::beginMatmulKernel(ImplicitLocOpBuilder &b, gpu::GPUModuleOp module, StringRef name,
                                                 const GpuMatmulProblem &p, Type aType, Type bType, int64_t blockM,
                                                 int64_t blockN, int64_t threads, const MmaEpilogue &epilogue,
-                                                bool linearGrid) {
+                                                bool linearGrid, int64_t splitK) {
   if (Operation *end = module.getBody()->getTerminator())
     b.setInsertionPoint(end); // gpu.module_end
   else
     b.setInsertionPointToEnd(module.getBody());
   Type f32 = b.getF32Type();
-  const bool batched = p.batch > 1;
+  // The grid's third index: the batch, or the part of K (split-K has no batch).
+  const bool split = splitK > 1;
+  const bool batched = p.batch > 1 || split;
+  const int64_t layers = split ? splitK : p.batch;
   SmallVector<int64_t> cShape;
   if (batched)
-    cShape.push_back(p.batch);
+    cShape.push_back(layers);
   cShape.append({p.m, p.n});
   auto cType = MemRefType::get(cShape, f32);
   SmallVector<Type> argTypes{aType, bType, cType};
@@ -150,9 +159,9 @@ MatmulKernelFrame mlir::nova::beginMatmulKernel(ImplicitLocOpBuilder &b, gpu::GP
     func->setAttr(kAlignedPairsAttr, b.getUnitAttr());
   const int64_t tilesN = (p.n + blockN - 1) / blockN, tilesM = (p.m + blockM - 1) / blockM;
   if (linearGrid)
-    func.setKnownGridSizeAttr(b.getDenseI32ArrayAttr({int32_t(tilesN * tilesM * p.batch), 1, 1}));
+    func.setKnownGridSizeAttr(b.getDenseI32ArrayAttr({int32_t(tilesN * tilesM * layers), 1, 1}));
   else
-    func.setKnownGridSizeAttr(b.getDenseI32ArrayAttr({int32_t(tilesN), int32_t(tilesM), int32_t(p.batch)}));
+    func.setKnownGridSizeAttr(b.getDenseI32ArrayAttr({int32_t(tilesN), int32_t(tilesM), int32_t(layers)}));
   b.setInsertionPointToStart(&func.getBody().front());
 
   IndexMath k(b);
@@ -176,6 +185,7 @@ MatmulKernelFrame mlir::nova::beginMatmulKernel(ImplicitLocOpBuilder &b, gpu::GP
   out.bias = epilogue.bias ? func.getArgument(3) : Value();
   out.residual = epilogue.residual ? func.getArgument(epilogue.bias ? 4 : 3) : Value();
   out.batch = bz;
+  frame.split = split ? bz : Value();
   out.m = p.m;
   out.n = p.n;
   out.edges = p.m % blockM || p.n % blockN;

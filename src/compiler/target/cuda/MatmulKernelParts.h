@@ -83,7 +83,14 @@ struct MatmulKernelFrame {
   Value thread;
   /// The block's first result row and column.
   Value row0, col0;
+  /// Split-K: the block's part of K (null without), which also indexes the
+  /// partial products' first dimension (out.batch).
+  Value split;
   MatmulResultStore out;
+
+  /// The indices of an operand as stored, [batch,] row, col (a split is no
+  /// batch of the operands).
+  SmallVector<Value> operandAt(Value row, Value col) const;
 };
 
 /// Adds gpu.func `name` to `module` for `p`, a blockM x blockN result tile
@@ -91,10 +98,14 @@ struct MatmulKernelFrame {
 /// the kernel reads them), C (f32, [batch,] m x n), then the epilogue's
 /// bias and residual; blocks along x (columns), y (rows), z (batch) or,
 /// with `linearGrid`, along x alone (column fastest, then row, then batch).
+/// With `splitK` > 1 (no batch, no epilogue) the blocks' z (or slowest)
+/// index is their part of K, and C is the partial products, splitK x m x
+/// n, one m x n slice a part, which the caller sums.
 /// Leaves `b` at the start of its body.
 MatmulKernelFrame beginMatmulKernel(ImplicitLocOpBuilder &b, gpu::GPUModuleOp module, StringRef name,
                                     const GpuMatmulProblem &p, Type aType, Type bType, int64_t blockM,
-                                    int64_t blockN, int64_t threads, const MmaEpilogue &epilogue, bool linearGrid);
+                                    int64_t blockN, int64_t threads, const MmaEpilogue &epilogue, bool linearGrid,
+                                    int64_t splitK = 1);
 
 } // namespace mlir::nova
 

@@ -89,8 +89,10 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
   const bool sixteen = p.operand == GpuOperand::f16 || p.operand == GpuOperand::bf16;
   if (cfg.kind != GpuMmaKind::mma_sync || !(sixteen || p.operand == GpuOperand::tf32))
     return fail("not an mma.sync configuration of f16, bf16 or tf32 operands");
-  if (cfg.splitK != 1)
-    return fail("split-K is not supported yet");
+  const bool anyEpilogue = epilogue.scale != 1.0 || epilogue.bias || epilogue.residual ||
+                           epilogue.activation != MmaEpilogue::Activation::none;
+  if (cfg.splitK < 1 || (cfg.splitK > 1 && (p.batch > 1 || anyEpilogue)))
+    return fail("split-K takes one product with no epilogue (its partial products are summed afterwards)");
   const int64_t BM = cfg.blockM, BN = cfg.blockN, BK = cfg.blockK, S = cfg.stages;
   const int64_t WM = cfg.warpM, WN = cfg.warpN;
   const int64_t threads = 32 * cfg.warpsM * cfg.warpsN;
@@ -138,6 +140,10 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
                               p.lhsTransposed ? p.m : p.k, p.rhsTransposed ? p.k : p.n, epc)
                     .str());
   const int64_t KT = (p.k + BK - 1) / BK;
+  // Split-K: part s of the blockK slabs is [s x perSplit, (s + 1) x perSplit)
+  // of them (the configurator's split: ceil(K / splitK) rounded up to
+  // blockK), fewer for the last part, none for parts past K.
+  const int64_t perSplit = (KT + cfg.splitK - 1) / cfg.splitK;
 
   MLIRContext *ctx = module.getContext();
   ctx->loadDialect<arith::ArithDialect, math::MathDialect, memref::MemRefDialect, scf::SCFDialect,
@@ -156,10 +162,11 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
   };
   auto aType = p.lhsTransposed ? global(p.k, p.m, et) : global(p.m, p.k, et);
   auto bType = p.rhsTransposed ? global(p.n, p.k, et) : global(p.k, p.n, et);
-  MatmulKernelFrame frame = beginMatmulKernel(b, module, name, p, aType, bType, BM, BN, threads, epilogue, linearGrid);
+  MatmulKernelFrame frame =
+      beginMatmulKernel(b, module, name, p, aType, bType, BM, BN, threads, epilogue, linearGrid, cfg.splitK);
   auto func = frame.func;
   Value A = func.getArgument(0), B = func.getArgument(1);
-  Value tid = frame.thread, bz = frame.out.batch, row0 = frame.row0, col0 = frame.col0;
+  Value tid = frame.thread, row0 = frame.row0, col0 = frame.col0;
 
   // Shared memory: stages A tiles, then stages B tiles, in one dynamic buffer.
   auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
@@ -174,7 +181,14 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
   Value wm = k.div(warp, cfg.warpsN), wn = k.rem(warp, cfg.warpsN);
   Value g = k.shr(lane, 2), t = k.andi(lane, 3);
   // Indices of a [batch,] rows x columns operand (C's, and A's and B's as stored).
-  auto globalIndex = [&](Value r, Value c) { return frame.out.at(r, c); };
+  auto globalIndex = [&](Value r, Value c) { return frame.operandAt(r, c); };
+  // This block's slabs: kt0 + [0, slabs) (all KT without split-K).
+  Value kt0 = k.c(0), slabs = k.c(KT);
+  if (frame.split) {
+    kt0 = k.mul(frame.split, perSplit);
+    Value left = b.create<arith::SubIOp>(k.c(KT), kt0);
+    slabs = b.create<arith::MaxSIOp>(k.c(0), b.create<arith::MinSIOp>(left, k.c(perSplit)));
+  }
 
   // This thread's copies: chunk tid % chunks of rows tid / chunks + i x
   // (threads / chunks), the same in every slab; the slab moves the K
@@ -226,6 +240,18 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
   // Prologue: slabs 0 .. S-2, one group each (empty past the last slab, so
   // that wait_group S-1 in the loop always means "slab kt has landed").
   for (int64_t s = 0; s + 1 < S; ++s) {
+    if (frame.split) {
+      // How many slabs this part has is known at run time only: a group
+      // either way.
+      auto ifOp = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::slt, k.c(s), slabs),
+                                      /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      b.create<nvgpu::DeviceAsyncCreateGroupOp>(tokenType, issueSlab(k.add(kt0, s), k.c(s)));
+      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+      b.create<nvgpu::DeviceAsyncCreateGroupOp>(tokenType, ValueRange{});
+      continue;
+    }
     SmallVector<Value> tokens;
     if (s < KT)
       tokens = issueSlab(k.c(s), k.c(s));
@@ -292,19 +318,19 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
                                                             ArrayRef<int64_t>{2, regsPer}, ArrayRef<int64_t>{1, 1}));
   };
 
-  auto loop = b.create<scf::ForOp>(k.c(0), k.c(KT), k.c(1), inits);
+  auto loop = b.create<scf::ForOp>(k.c(0), slabs, k.c(1), inits);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
-    Value kt = loop.getInductionVar();
+    Value kt = loop.getInductionVar(); // the block's own slab number
     Value stage = k.rem(kt, S);
     Value next = k.add(kt, S - 1);
-    Value more = b.create<arith::CmpIOp>(arith::CmpIPredicate::ult, next, k.c(KT));
+    Value more = b.create<arith::CmpIOp>(arith::CmpIPredicate::ult, next, slabs);
     auto ifOp = b.create<scf::IfOp>(more, /*withElseRegion=*/false);
     {
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-      issueSlab(next, k.rem(next, S));
+      issueSlab(frame.split ? k.add(kt0, next) : next, k.rem(next, S));
     }
     // The copies just issued (none in the last S-1 iterations) are one group;
     // waiting until at most S-1 groups are pending means slab kt has landed
