@@ -467,6 +467,40 @@ TEST_CASE("with bf16 matmuls allowed, a GPT's matmuls run as the mma.sync kernel
   CHECK(kinds.simt > 0);
 }
 
+/// Trains `loss` from `init` for `steps` SGD steps on (x, y) with the
+/// interpreter and on an emulated `target` with bf16 matmuls allowed (f32
+/// operands as tf32): the losses within 2e-3 of the first, the updates
+/// within 5e-3 of the largest (tf32 keeps 10 mantissa bits). SGD: its
+/// updates are the gradients, so tf32's error shows in them in proportion
+/// (AdamW's first updates are lr x sign(gradient): a gradient element near
+/// zero whose sign tf32 flips moves by 2 lr, on some seeds). Returns the
+/// GPU step's description.
+template <class Loss>
+nova::ExecutableDesc train_tf32_against_interpreter(Loss loss, const nova::Params& init, const Tensor& x,
+                                                    const Tensor& y, const char* target, int steps) {
+  nova::SGD opt{.lr = 1e-2};
+  nova::Params reference = copy(init);
+  auto ref_step = nova::train_step(loss, reference, opt, {.mode = nova::ExecMode::interpreted});
+  std::vector<double> want;
+  for (int i = 0; i < steps; ++i) want.push_back(ref_step(x, y));
+
+  Env env;
+  env.set("NOVA_TARGET", target);
+  env.set("NOVA_GPU", "emulate");
+  Fp32AtExit restore;
+  nova::set_matmul_precision(nova::MatmulPrecision::bf16);
+  nova::Params params = copy(init);
+  auto step = nova::train_step(loss, params, opt);
+  for (int i = 0; i < steps; ++i) {
+    CAPTURE(i);
+    CHECK(std::abs(step(x, y) - want[static_cast<std::size_t>(i)]) <= 2e-3 * want[0]);
+  }
+  CHECK(update_error(params, reference, init) <= 5e-3);
+  const nova::ExecutableDesc* desc = step.executable(x, y)->description();
+  REQUIRE(desc != nullptr);
+  return *desc;
+}
+
 TEST_CASE("with bf16 matmuls allowed, K-major matmuls run as the TMA + wgmma kernel (tf32) on an emulated H100") {
   // On sm_90a the configurator picks wgmma where both operands are stored
   // K-contiguous (tf32 has no transposed wgmma): here the forward products
@@ -485,29 +519,8 @@ TEST_CASE("with bf16 matmuls allowed, K-major matmuls run as the TMA + wgmma ker
   init.add("w1", g.randn({64, 32}, DType::f32));
   init.add("w2", g.randn({16, 64}, DType::f32));
   Tensor x = g.randn({96, 32}, DType::f32), y = g.randn({96, 16}, DType::f32);
-  // SGD: its updates are the gradients, so tf32's error shows in them in
-  // proportion. (AdamW's first updates are lr x sign(gradient): a gradient
-  // element near zero whose sign tf32 flips moves by 2 lr, on some seeds.)
-  nova::SGD opt{.lr = 1e-2};
-  nova::Params reference = copy(init);
-  auto ref_step = nova::train_step(linear_loss, reference, opt, {.mode = nova::ExecMode::interpreted});
-  std::vector<double> want;
-  for (int i = 0; i < 3; ++i) want.push_back(ref_step(x, y));
-
-  Env env;
-  env.set("NOVA_TARGET", "sm_90a");
-  env.set("NOVA_GPU", "emulate");
-  Fp32AtExit restore;
-  nova::set_matmul_precision(nova::MatmulPrecision::bf16);
-  nova::Params params = copy(init);
-  auto step = nova::train_step(linear_loss, params, opt);
-  for (int i = 0; i < 3; ++i) {
-    CAPTURE(i);
-    CHECK(std::abs(step(x, y) - want[static_cast<std::size_t>(i)]) <= 2e-3 * want[0]);
-  }
-  CHECK(update_error(params, reference, init) <= 5e-3);
-  const nova::ExecutableDesc* desc = step.executable(x, y)->description();
-  REQUIRE(desc != nullptr);
+  const nova::ExecutableDesc trained = train_tf32_against_interpreter(linear_loss, init, x, y, "sm_90a", 3);
+  const nova::ExecutableDesc* desc = &trained;
   MatmulKernels kinds = matmul_kernels(*desc);
   INFO("wgmma matmul kernels: ", kinds.wgmma, ", mma.sync: ", kinds.mma, ", simt: ", kinds.simt);
   CHECK(kinds.wgmma == 2);
@@ -516,6 +529,37 @@ TEST_CASE("with bf16 matmuls allowed, K-major matmuls run as the TMA + wgmma ker
   CHECK(maps == 2 * kinds.wgmma);
   if (std::filesystem::exists(kPtxas))
     CHECK(ptxas_errors(std::string(desc->object.begin(), desc->object.end()), "sm_90a") == "");
+}
+
+TEST_CASE("split-K on an emulated A100: a weight gradient over 2048 tokens sums its parts' partial products; the updates match the interpreter") {
+  // dW = x^T (2 / N) (x w - y): 32 x 64, K = 2048 tokens. Two tiles for 108
+  // SMs: the configurator splits K, the kernel writes each part's partial
+  // products into a workspace of the arena, and a sum kernel adds them.
+  auto linear_loss = [](const nova::ParamExprs& p, auto x, auto y) {
+    auto out = nova::matmul(x, p["w"]);
+    return nova::mean((out - y) * (out - y));
+  };
+  Gen g;
+  INFO("seed = ", g.seed);
+  nova::Params init;
+  init.add("w", g.randn({32, 64}, DType::f32));
+  Tensor x = g.randn({2048, 32}, DType::f32), y = g.randn({2048, 64}, DType::f32);
+  const nova::ExecutableDesc trained = train_tf32_against_interpreter(linear_loss, init, x, y, "sm_80", 2);
+  const nova::ExecutableDesc* desc = &trained;
+  int sums = 0;
+  for (const auto& l : desc->launches) {
+    const std::string& symbol = desc->kernels[l.kernel].symbol;
+    if (symbol.size() > 4 && symbol.compare(symbol.size() - 4, 4, "_sum") == 0) {
+      ++sums;
+      // Its workspace (parts x 32 x 64) and the gradient.
+      REQUIRE(l.args.size() == 2);
+      CHECK(l.args[0].bytes % (32 * 64 * 4) == 0);
+      CHECK(l.args[0].bytes / (32 * 64 * 4) >= 2);
+      CHECK(l.args[1].bytes == 32 * 64 * 4);
+      MESSAGE("split-K into ", l.args[0].bytes / (32 * 64 * 4), " parts");
+    }
+  }
+  CHECK(sums == 1);
 }
 
 TEST_CASE("data parallel on an emulated A100: 2 ranks on half the batch each reach 1 rank's parameters on all of it") {

@@ -33,6 +33,10 @@ inline constexpr const char kGpuBlockThreadsAttr[] = "nova.gpu_block_threads";
 inline constexpr const char kGpuSharedBytesAttr[] = "nova.gpu_shared_bytes";
 /// The operand type a step's mma.sync matmul kernel was planned with.
 inline constexpr const char kGpuOperandAttr[] = "nova.gpu_operand";
+/// A step's mma.sync matmul kernel split across K into this many parts:
+/// its last argument is their partial products (parts x m x n f32), which
+/// the kernel `<name>_sum` launched after it adds into the result.
+inline constexpr const char kGpuSplitKAttr[] = "nova.gpu_split_k";
 /// A step's wgmma matmul kernel: the arguments it takes as TMA tensor maps,
 /// one array each: [argument, element bytes, swizzle bytes, rank, dims...,
 /// strides (rank - 1)..., box...] (StepMmaMatmul.h; the launch plan's

@@ -118,11 +118,28 @@ FailureOr<StepMmaPlan> mlir::nova::planStepMmaMatmul(func::FuncOp kernel, const 
   p.rhsTransposed = m->rhsColumns;
   // wgmma reads the operands through two tensor maps, one per argument.
   p.allowWgmma = args->lhs != args->rhs;
-  p.allowSplitK = false;
+  // Split-K: a workspace for the partial products and a kernel summing
+  // them into the result, which must be its whole m x n buffer.
+  auto outType = cast<MemRefType>(kernel.getArgument(args->out + 1).getType());
+  auto splitGiven = kernel->getAttrOfType<IntegerAttr>(kGpuSplitKAttr);
+  p.allowSplitK = splitGiven || (tryBuilding && p.batch == 1 && outType.getShape() == ArrayRef<int64_t>{p.m, p.n});
   plan.batched = m->batchRank > 0;
   plan.lhsArgument = args->lhs;
   plan.rhsArgument = args->rhs;
+  plan.outArgument = args->out;
   plan.config = configureGpuMatmul(p, target);
+  if (plan.config.kind == GpuMmaKind::wgmma && plan.config.splitK > 1) {
+    // The wgmma kernel does not split K: rather wgmma over all of K than
+    // mma.sync split.
+    p.allowSplitK = false;
+    plan.config = configureGpuMatmul(p, target);
+  }
+  if (splitGiven && plan.config.splitK != splitGiven.getInt()) {
+    why = llvm::formatv("configured split across K into {0} parts, now {1}", splitGiven.getInt(),
+                        plan.config.splitK)
+              .str();
+    return failure();
+  }
   if (plan.config.kind != GpuMmaKind::mma_sync && plan.config.kind != GpuMmaKind::wgmma) {
     why = "the configurator chose " + plan.config.instruction;
     return failure();
@@ -194,7 +211,10 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildStepMmaMatmul(gpu::GPUModuleOp module
       func->setAttr(attr.getName(), attr.getValue());
   OpBuilder fb = OpBuilder::atBlockBegin(&func.getBody().front());
   IRMapping map;
-  unsigned which[3] = {args->lhs, args->rhs, args->out};
+  // Split-K: the partial products go to the last argument (the sum kernel
+  // launched after this one writes the result).
+  const unsigned out = plan.config.splitK > 1 ? unsigned(types.size() - 1) : args->out;
+  unsigned which[3] = {args->lhs, args->rhs, out};
   for (unsigned i = 0; i < 3; ++i) {
     if (wgmma && i < 2) {
       map.map(tile->getArgument(i), func.getArgument(which[i]));

@@ -42,7 +42,7 @@ struct StepMmaPlan {
   /// wgmma: the tensor maps, and the kernel arguments (after the workgroup
   /// number) they replace: the lhs's and the rhs's buffers.
   std::vector<TmaMap> maps;
-  unsigned lhsArgument = 0, rhsArgument = 0;
+  unsigned lhsArgument = 0, rhsArgument = 0, outArgument = 0;
 };
 
 /// The plan's tensor maps as the kernel's kGpuTensorMapsAttr, and back as
@@ -54,12 +54,17 @@ FailureOr<std::vector<::nova::TensorMapDesc>> tensorMapsOf(Operation *kernel);
 /// The plan for kernel `kernel` (one compute op, a tagged matmul), or
 /// failure with `why`. `lowPrecision`: the step allows bf16 matmuls.
 /// `tryBuilding`: the generator tried on a scratch module (configuring);
-/// the codegen that builds it for real re-plans without.
+/// the codegen that builds it for real re-plans without. Split-K (the
+/// configurator's choice, mma.sync only) is allowed when configuring a
+/// product with no batch whose result is its whole m x n buffer, and kept
+/// at codegen where the kernel carries kGpuSplitKAttr (GpuThreads.cpp adds
+/// the partial products' workspace and sum kernel in between).
 FailureOr<StepMmaPlan> planStepMmaMatmul(func::FuncOp kernel, const ::nova::TargetDesc &target,
                                          bool lowPrecision, std::string &why, bool tryBuilding = true);
 
 /// Adds gpu.func `name` to `module` for `kernel` as `plan` says; its
-/// arguments are the kernel's after the workgroup number.
+/// arguments are the kernel's after the workgroup number (split-K: the
+/// last is where the partial products go).
 FailureOr<gpu::GPUFuncOp> buildStepMmaMatmul(gpu::GPUModuleOp module, StringRef name, func::FuncOp kernel,
                                              const StepMmaPlan &plan, std::string &error);
 

@@ -52,7 +52,9 @@ struct TestMmaMatmul : PassWrapper<TestMmaMatmul, OperationPass<ModuleOp>> {
   Option<std::string> target{*this, "target", llvm::cl::desc("a NOVA_TARGET GPU name"), llvm::cl::init("sm_80")};
   Option<int64_t> blockM{*this, "block-m", llvm::cl::init(0)}, blockN{*this, "block-n", llvm::cl::init(0)},
       blockK{*this, "block-k", llvm::cl::init(0)}, warpsM{*this, "warps-m", llvm::cl::init(0)},
-      warpsN{*this, "warps-n", llvm::cl::init(0)}, stages{*this, "stages", llvm::cl::init(0)};
+      warpsN{*this, "warps-n", llvm::cl::init(0)}, stages{*this, "stages", llvm::cl::init(0)},
+      splitK{*this, "split-k", llvm::cl::desc("parts of K (mma.sync; the configurator's when 0)"),
+             llvm::cl::init(0)};
   Option<bool> transposeA{*this, "transpose-a", llvm::cl::init(false)},
       transposeB{*this, "transpose-b", llvm::cl::init(false)}, bias{*this, "bias", llvm::cl::init(false)},
       residual{*this, "residual", llvm::cl::init(false)},
@@ -97,6 +99,8 @@ struct TestMmaMatmul : PassWrapper<TestMmaMatmul, OperationPass<ModuleOp>> {
       c.threads = (c.kind == GpuMmaKind::wgmma ? 128 : 32) * warpsM * warpsN;
       c.tiles = ((p.m + blockM - 1) / blockM) * ((p.n + blockN - 1) / blockN);
     }
+    if (splitK)
+      c.splitK = splitK;
     gpu::GPUModuleOp kernels = addKernelsModule(module);
     std::string error;
     if (c.kind == GpuMmaKind::wgmma ? failed(buildWgmmaMatmulKernel(kernels, "matmul", p, c, error, {}, epilogue))
