@@ -121,6 +121,7 @@ def run_cases(art, first):
         m, n, k, gx, gy, gz, bx, smem = (int(x) for x in f[4:12])
         config = f[12]
         tma = f[13] if len(f) > 13 else "-"
+        parts = int(f[14]) if len(f) > 14 else 1  # split-K: C is the parts' partial products
         func = ctypes.c_void_p()
         module, source = load_module(cuda, art, ptx)
         check(cuda.cuModuleGetFunction(ctypes.byref(func), module, name.encode()), "cuModuleGetFunction")
@@ -131,18 +132,21 @@ def run_cases(art, first):
         b_stored = torch.randn((n, k) if layout[1] == "T" else (k, n), device=dev).to(dtype)
         a = a_stored.t() if layout[0] == "T" else a_stored
         b = b_stored.t() if layout[1] == "T" else b_stored
-        c = torch.zeros((m, n), device=dev, dtype=torch.float32)
+        partials = torch.zeros((parts, m, n), device=dev, dtype=torch.float32)
+        c = partials[0] if parts == 1 else torch.zeros((m, n), device=dev, dtype=torch.float32)
         operands = [a_stored, b_stored]
         if tma != "-":
             # The kernel reads A and B through tensor maps passed in their place.
             operands = [tensor_map(cuda, spec, (a_stored, b_stored)[int(spec.split(";")[0])], typ, dev)
                         for spec in tma.split("|")]
-        ptrs = [ctypes.c_uint64(t.data_ptr()) for t in (*operands, c)]
+        ptrs = [ctypes.c_uint64(t.data_ptr()) for t in (*operands, partials)]
         params = (ctypes.c_void_p * 3)(*[ctypes.cast(ctypes.byref(p), ctypes.c_void_p) for p in ptrs])
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
 
         def nova():
             check(cuda.cuLaunchKernel(func, gx, gy, gz, bx, 1, 1, smem, stream, params, None), "cuLaunchKernel")
+            if parts > 1:  # the parts summed in order, as a step's sum kernel does (timed with the kernel)
+                torch.sum(partials, 0, out=c)
 
         nova()
         torch.cuda.synchronize()

@@ -14,14 +14,17 @@ rm -rf bench/device/artifacts
 # Square TF32 and BF16 products at the sizes the issue names (on sm_90a
 # bf16 and K-major tf32 (NT) take the TMA + wgmma kernel, tf32 NN mma.sync;
 # ":mma" keeps mma.sync for the comparison), transposed operands, an edge
-# shape, and the GPT's layer products (tokens x features).
+# shape, the GPT's layer products (tokens x features), and two weight
+# gradients over many tokens that the configurator splits across K (16 and
+# 4 parts; the launcher sums the parts).
 "$build/bin/nova-gpu-kernels" "$target" bench/device/artifacts \
   tf32:NN:1024x1024x1024 tf32:NN:2048x2048x2048 tf32:NN:4096x4096x4096 tf32:NN:8192x8192x8192 \
   tf32:NT:1024x1024x1024 tf32:NT:2048x2048x2048 tf32:NT:4096x4096x4096 tf32:NT:8192x8192x8192 \
   bf16:NN:1024x1024x1024 bf16:NN:2048x2048x2048 bf16:NN:4096x4096x4096 bf16:NN:8192x8192x8192 \
   bf16:NN:4096x4096x4096:mma tf32:NT:4096x4096x4096:mma \
   bf16:NT:4096x4096x4096 bf16:TN:4096x4096x4096 f16:NN:4096x4096x4096 bf16:NN:1000x1000x1000 \
-  bf16:NN:8192x3072x768 bf16:NT:8192x768x3072 bf16:TN:768x3072x8192
+  bf16:NN:8192x3072x768 bf16:NT:8192x768x3072 bf16:TN:768x3072x8192 \
+  tf32:TN:256x256x16384 tf32:TN:1024x1024x16384
 # Each kernel's cubin too, where ptxas is here, as a step carries its own
 # (matmul_check.py loads it first, the PTX where the driver refuses it).
 ptxas=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)

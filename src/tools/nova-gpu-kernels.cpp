@@ -9,11 +9,13 @@
 // + wgmma kernel where it applies, else mma.sync), the kernel, its PTX
 // (OUT_DIR/<name>.ptx), and a line of OUT_DIR/manifest.tsv saying how to
 // launch it:
-//   name ptx type layout m n k grid_x grid_y grid_z block_x shared_bytes config tma
+//   name ptx type layout m n k grid_x grid_y grid_z block_x shared_bytes config tma parts
 // where tma is "-" (the kernel takes A, B, C) or the two tensor maps the
 // launcher encodes and passes in place of A and B, "|"-separated, each
 // "operand;dims;strides;box;swizzle" with comma-separated lists (dims and
-// box in elements, fastest first; strides in bytes).
+// box in elements, fastest first; strides in bytes), and parts is how many
+// parts the configurator split K into (mma.sync): C is then parts x m x n,
+// the parts' partial products (grid_z = parts), for the launcher to sum.
 // bench/device/matmul_check.py loads the PTX through the CUDA driver on a
 // machine without LLVM or MLIR and compares the kernel with cuBLAS.
 //
@@ -96,7 +98,7 @@ int main(int argc, char **argv) {
     p.lhsTransposed = layout[0] == 'T';
     p.rhsTransposed = layout[1] == 'T';
     p.allowWgmma = !mmaOnly;
-    p.allowSplitK = false; // neither generator splits K yet
+    p.allowSplitK = true; // the configurator's choice (mma.sync only)
     GpuMatmulConfig config = configureGpuMatmul(p, target);
     const bool wgmma = config.kind == GpuMmaKind::wgmma;
     std::string name = t + "_" + layout + "_" + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
@@ -148,8 +150,8 @@ int main(int argc, char **argv) {
     int64_t threads = config.threads;
     manifest << name << "\t" << name << ".ptx\t" << t << "\t" << layout << "\t" << m << "\t" << n << "\t" << k
              << "\t" << (n + config.blockN - 1) / config.blockN << "\t" << (m + config.blockM - 1) / config.blockM
-             << "\t1\t" << threads << "\t" << gpuMatmulSmemBytes(config, p.operand) << "\t" << config.describe()
-             << "\t" << tma << "\n";
+             << "\t" << config.splitK << "\t" << threads << "\t" << gpuMatmulSmemBytes(config, p.operand) << "\t"
+             << config.describe() << "\t" << tma << "\t" << config.splitK << "\n";
     std::fprintf(stderr, "%s: %s\n", name.c_str(), config.describe().c_str());
   }
   return 0;

@@ -317,7 +317,8 @@ GpuMatmulConfig mlir::nova::configureGpuMatmul(const GpuMatmulProblem &p, const 
           }
   }
   std::vector<int64_t> splits = {1};
-  if (p.allowSplitK)
+  // The wgmma kernel does not split K (its TMA pipeline runs all of it).
+  if (p.allowSplitK && kind != GpuMmaKind::wgmma)
     for (int64_t s : {2, 4, 8, 16})
       if (p.k / s >= 4 * blockK)
         splits.push_back(s);

@@ -128,12 +128,6 @@ FailureOr<StepMmaPlan> mlir::nova::planStepMmaMatmul(func::FuncOp kernel, const 
   plan.rhsArgument = args->rhs;
   plan.outArgument = args->out;
   plan.config = configureGpuMatmul(p, target);
-  if (plan.config.kind == GpuMmaKind::wgmma && plan.config.splitK > 1) {
-    // The wgmma kernel does not split K: rather wgmma over all of K than
-    // mma.sync split.
-    p.allowSplitK = false;
-    plan.config = configureGpuMatmul(p, target);
-  }
   if (splitGiven && plan.config.splitK != splitGiven.getInt()) {
     why = llvm::formatv("configured split across K into {0} parts, now {1}", splitGiven.getInt(),
                         plan.config.splitK)
