@@ -15,6 +15,7 @@
 
 #include "bytes.hpp"
 #include "file_io.hpp"
+#include "tensor_map.hpp"
 #include "gpu_target.hpp"
 
 namespace nova {
@@ -306,22 +307,9 @@ void ExecutableDesc::validate(const std::string& what) const {
       // What cuTensorMapEncodeTiled accepts, so that a bad description is
       // refused here rather than by the driver (or by a TMA fault).
       std::string where = "kernel " + k.symbol + "'s tensor map of argument " + std::to_string(m.arg);
-      const std::size_t rank = m.dims.size();
       if (target.kind == DeviceKind::cpu) fail(where + " on a CPU");
-      if (rank < 1 || rank > 5 || m.box.size() != rank || m.strides.size() + 1 != rank)
-        fail(where + " has " + std::to_string(rank) + " dims, " + std::to_string(m.box.size()) + " box extents and " +
-             std::to_string(m.strides.size()) + " strides");
-      if (m.swizzle_bytes != 0 && m.swizzle_bytes != 32 && m.swizzle_bytes != 64 && m.swizzle_bytes != 128)
-        fail(where + " has a " + std::to_string(m.swizzle_bytes) + "-byte swizzle");
-      const std::uint64_t es = size_of(m.dtype);
-      for (std::size_t d = 0; d < rank; ++d) {
-        if (m.dims[d] < 1 || m.dims[d] > (std::uint64_t{1} << 32) || m.box[d] < 1 || m.box[d] > 256)
-          fail(where + ": dimension " + std::to_string(d) + " or its box is out of range");
-        if (d > 0 && (m.strides[d - 1] % 16 != 0 || m.strides[d - 1] >= (std::uint64_t{1} << 40)))
-          fail(where + ": stride " + std::to_string(d) + " is not a multiple of 16 bytes below 2^40");
-      }
-      if ((m.box[0] * es) % 16 != 0 || (m.swizzle_bytes != 0 && m.box[0] * es > m.swizzle_bytes))
-        fail(where + ": a box row of " + std::to_string(m.box[0] * es) + " bytes");
+      std::string problem = detail::tensor_map_problem(m.dims, m.strides, m.box, size_of(m.dtype), m.swizzle_bytes);
+      if (!problem.empty()) fail(where + ": " + problem);
     }
   for (std::size_t i = 0; i < launches.size(); ++i) {
     const auto& l = launches[i];

@@ -37,6 +37,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 
@@ -76,7 +77,8 @@ struct MatmulRun {
 /// Builds the kernel for `p` / `c` (mma.sync, or TMA + wgmma for a wgmma
 /// config), runs it on random inputs and compares with float64.
 MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const MmaMatmulFaults &faults = {},
-                    const MmaEpilogue &epilogue = {}, const WgmmaMatmulFaults &wgmmaFaults = {}) {
+                    const MmaEpilogue &epilogue = {}, const WgmmaMatmulFaults &wgmmaFaults = {},
+                    const std::function<void(std::vector<TmaMap> &)> &editMaps = {}) {
   MatmulRun run;
   run.config = c.describe();
   MLIRContext &ctx = context();
@@ -97,6 +99,8 @@ MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const M
   }
   REQUIRE_MESSAGE(succeeded(kernel), error);
   REQUIRE(succeeded(verify(*module)));
+  if (editMaps)
+    editMaps(maps);
 
   const uint64_t seed = nova_test::test_seed() ^ (uint64_t(p.m * 131 + p.n * 17 + p.k) << 20);
   INFO("seed = ", seed);
@@ -779,6 +783,12 @@ TEST_CASE("GPU emulator: a deliberately broken wgmma kernel fails it") {
                                                                       : swizzle.report.error);
   REQUIRE_MESSAGE(swizzle.report.ok, swizzle.report.error);
   CHECK(swizzle.worst > 100 * swizzle.bound);
+  // A map the driver would not encode (a row stride off the 16-byte grid)
+  // is refused as the runtime refuses it in a description.
+  MatmulRun badStride = runMatmul(problem(128, 128, 64, GpuOperand::bf16), c, {}, {}, {},
+                                  [](std::vector<TmaMap> &maps) { maps[0].strides[0] += 4; });
+  CHECK(!badStride.report.ok);
+  CHECK(badStride.report.error.find("a tensor map cuTensorMapEncodeTiled refuses: stride 1 of") != std::string::npos);
 }
 
 namespace {

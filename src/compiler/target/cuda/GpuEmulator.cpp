@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/target/cuda/GpuEmulator.h"
+#include "runtime/tensor_map.hpp"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -577,15 +578,14 @@ private:
       return fail(op, "a TMA load into something other than shared memory");
     const TmaMap &map = launch.tensorMaps.at(int(mapArg->second)).map;
     const int64_t rank = int64_t(map.dims.size()), bytes = map.boxBytes();
-    if (int64_t(op.getCoordinates().size()) != rank || int64_t(map.box.size()) != rank ||
-        int64_t(map.strides.size()) != rank - 1)
-      return fail(op, "the coordinates, the map's dims, strides and box disagree in rank");
-    if ((map.box[0] * map.elementBytes) % 16 || (map.swizzleBytes && map.box[0] * map.elementBytes > map.swizzleBytes))
-      return fail(op, llvm::formatv("a box row of {0} bytes (a multiple of 16, at most the {1}-byte swizzle)",
-                                    map.box[0] * map.elementBytes, map.swizzleBytes));
-    for (int64_t s : map.strides)
-      if (s % 16)
-        return fail(op, llvm::formatv("a global stride of {0} bytes (TMA needs multiples of 16)", s));
+    if (int64_t(op.getCoordinates().size()) != rank)
+      return fail(op, "the coordinates and the map disagree in rank");
+    // What the driver would refuse to encode (the runtime's own check).
+    auto u64 = [](const std::vector<int64_t> &v) { return std::vector<uint64_t>(v.begin(), v.end()); };
+    std::string problem = ::nova::detail::tensor_map_problem(u64(map.dims), u64(map.strides), u64(map.box),
+                                                             uint64_t(map.elementBytes), uint64_t(map.swizzleBytes));
+    if (!problem.empty())
+      return fail(op, "a tensor map cuTensorMapEncodeTiled refuses: " + problem);
     if (dst->second.shape.size() != size_t(rank) ||
         std::accumulate(dst->second.shape.begin(), dst->second.shape.end(), int64_t(1), std::multiplies<>()) *
                 dst->second.elementBytes !=
