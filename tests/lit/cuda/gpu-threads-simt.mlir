@@ -2,7 +2,7 @@
 // the simt kernel: configured with the GPU configurator's simt shape
 // (simt_matmul, blocks along x, threads and dynamic shared memory recorded
 // for the launch plan); the zero fill before it is dropped, kernel and
-// launch, its value the accumulators' start (nova.gpu_matmul_init).
+// launch, its value the accumulators' start (nova.gpu_output_init).
 // RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each | FileCheck %s
 // RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each \
 // RUN:   | nova-opt -pass-pipeline='builtin.module(builtin.module(nova-gpu-map-threads,canonicalize,cse,nova-gpu-outline-kernels{target=sm_80}))' -verify-each \
@@ -12,7 +12,7 @@
 // CHECK-NOT: @kernels::@k0_0
 // CHECK: nova.launch @kernels::@k0_1(
 // CHECK-NOT: func.func @k0_0(
-// CHECK: func.func @k0_1({{.*}}nova.gpu_block_threads = [[T:[0-9]+]] : i64, nova.gpu_matmul_init = 0.000000e+00 : f32, nova.gpu_operand = "f32", nova.gpu_shared_bytes = [[S:[0-9]+]] : i64
+// CHECK: func.func @k0_1({{.*}}nova.gpu_block_threads = [[T:[0-9]+]] : i64, nova.gpu_operand = "f32", nova.gpu_output_init = 0.000000e+00 : f32, nova.gpu_shared_bytes = [[S:[0-9]+]] : i64
 // CHECK-SAME: "generated as the simt kernel over [[B:[0-9]+]] blocks of [[T]] threads
 // CHECK-SAME: the mma.sync kernel does not take it (f32 operands multiply in f32
 // CHECK-SAME: #nova.lowering_config<simt_matmul, workgroups = [[B]], tile = [{{[0-9]+}}, {{[0-9]+}}], cache_tile = [16, 1, 1]

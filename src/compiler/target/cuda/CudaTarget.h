@@ -33,6 +33,11 @@ inline constexpr const char kGpuBlockThreadsAttr[] = "nova.gpu_block_threads";
 inline constexpr const char kGpuSharedBytesAttr[] = "nova.gpu_shared_bytes";
 /// The operand type a step's mma.sync matmul kernel was planned with.
 inline constexpr const char kGpuOperandAttr[] = "nova.gpu_operand";
+/// On a kernel whose output's fill was dropped (GpuThreads.cpp): the value
+/// (a FloatAttr) its one output starts from instead of the buffer's: a
+/// simt matmul's accumulators, each point's element stored before its
+/// reduction loops, a block's or a warp's total folded into it.
+inline constexpr const char kGpuOutputInitAttr[] = "nova.gpu_output_init";
 /// A step's mma.sync matmul kernel split across K into this many parts:
 /// its last argument is their partial products (parts x m x n f32), which
 /// the kernel `<name>_sum` launched after it adds into the result.

@@ -161,7 +161,7 @@ bool mlir::nova::isBlockReduction(linalg::GenericOp op, int64_t threads, int64_t
   return true;
 }
 
-LogicalResult mlir::nova::buildBlockReduction(linalg::GenericOp op, Value thread, int64_t threads) {
+LogicalResult mlir::nova::buildBlockReduction(linalg::GenericOp op, Value thread, int64_t threads, FloatAttr init) {
   OpBuilder b(op);
   Location l = op.getLoc();
   auto c = [&](int64_t v) { return b.create<arith::ConstantIndexOp>(l, v); };
@@ -243,7 +243,8 @@ LogicalResult mlir::nova::buildBlockReduction(linalg::GenericOp op, Value thread
   b.setInsertionPointToStart(&guard.getThenRegion().front());
   for (const Folded &f : folded) {
     Value out = op.getDpsInits()[f.output];
-    Value initial = b.create<memref::LoadOp>(l, out, ValueRange{});
+    Value initial = init ? b.create<arith::ConstantOp>(l, init).getResult()
+                         : b.create<memref::LoadOp>(l, out, ValueRange{}).getResult();
     Value total = b.create<memref::LoadOp>(l, f.slots, ValueRange{c(0)});
     b.create<memref::StoreOp>(l, combineLike(b, l, f.combine, initial, total), out, ValueRange{});
   }
@@ -296,7 +297,7 @@ bool mlir::nova::isWarpReduction(linalg::GenericOp op) {
   return true;
 }
 
-LogicalResult mlir::nova::buildWarpReduction(linalg::GenericOp op, Value warp, Value lane, int64_t warps) {
+LogicalResult mlir::nova::buildWarpReduction(linalg::GenericOp op, Value warp, Value lane, int64_t warps, FloatAttr init) {
   OpBuilder b(op);
   Location l = op.getLoc();
   auto c = [&](int64_t v) -> Value { return b.create<arith::ConstantIndexOp>(l, v); };
@@ -369,7 +370,8 @@ LogicalResult mlir::nova::buildWarpReduction(linalg::GenericOp op, Value warp, V
     for (unsigned o = 0; o < outputs; ++o) {
       Value out = op.getDpsInits()[o];
       SmallVector<Value> idx = indices(maps[inputs + o]);
-      Value initial = b.create<memref::LoadOp>(l, out, idx);
+      Value initial = init ? b.create<arith::ConstantOp>(l, init).getResult()
+                           : b.create<memref::LoadOp>(l, out, idx).getResult();
       b.create<memref::StoreOp>(l, combineLike(b, l, combiners[o], initial, totals[o]), out, idx);
     }
     return SmallVector<Value>{};

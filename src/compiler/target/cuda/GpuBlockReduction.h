@@ -63,8 +63,10 @@ SmallVector<Value> delinearizeIndex(OpBuilder &b, Location l, Value linear, Arra
 bool isBlockReduction(linalg::GenericOp op, int64_t threads, int64_t *sharedBytes = nullptr);
 
 /// Replaces `op` (isBlockReduction) by its block reduction over `threads`
-/// threads (a power of two), `thread` the thread's index.
-LogicalResult buildBlockReduction(linalg::GenericOp op, Value thread, int64_t threads);
+/// threads (a power of two), `thread` the thread's index. With `init`, the
+/// folded outputs start from it instead of their buffers' values (the fill
+/// that wrote it is gone).
+LogicalResult buildBlockReduction(linalg::GenericOp op, Value thread, int64_t threads, FloatAttr init = {});
 
 /// Row reductions (a softmax's max and sum, a cross-entropy's, a mean over
 /// the last dim): a warp per point of the parallel loops. Each lane folds
@@ -86,8 +88,9 @@ inline constexpr int64_t kWarpReductionMinPoints = 32;
 bool isWarpReduction(linalg::GenericOp op);
 
 /// Replaces `op` (isWarpReduction) by its warp reductions: `warps` warps
-/// in the grid, this thread's global warp `warp` and its `lane`.
-LogicalResult buildWarpReduction(linalg::GenericOp op, Value warp, Value lane, int64_t warps);
+/// in the grid, this thread's global warp `warp` and its `lane`. With
+/// `init`, the outputs start from it instead of their buffers' values.
+LogicalResult buildWarpReduction(linalg::GenericOp op, Value warp, Value lane, int64_t warps, FloatAttr init = {});
 
 } // namespace mlir::nova
 

@@ -24,7 +24,7 @@
 // element, so that by the bank arithmetic the column-wise copies of a
 // transposed operand do not conflict. None of this is measured on a GPU.
 // The accumulators start from the result's values, or from the constant a
-// dropped fill would have written (kGpuMatmulInitAttr).
+// dropped fill would have written (kGpuOutputInitAttr).
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,9 +40,6 @@
 
 namespace mlir::nova {
 
-/// On a simt_matmul kernel whose fill was dropped: the value the
-/// accumulators start from (a FloatAttr), instead of the result's.
-inline constexpr const char kGpuMatmulInitAttr[] = "nova.gpu_matmul_init";
 
 /// A matmul generic as the tiled kernel sees it: which loops are which.
 struct SimtMatmul {
