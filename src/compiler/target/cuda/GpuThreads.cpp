@@ -343,27 +343,34 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
                              blocks, threads)));
       kernel->setAttr(kGpuWhyAttr, ArrayAttr::get(ctx, why));
     }
-    dropFillsBeforeMatmuls(top, kernels, parts);
-    dropFillsBeforeReductions(top, kernels);
+    dropFillsBeforeTheirReaders(top, kernels);
   }
 
-  /// A fill launched right before the gpu_threads kernel that reads the
-  /// buffer it filled (nothing but allocations between), gone: that
-  /// kernel's one output starts from the fill's constant instead
-  /// (kGpuOutputInitAttr), where every element of the whole buffer is one
-  /// unit's alone: points whose output indices are the parallel loops, each
-  /// once; a block reduction's scalar; warp rows. The kernel is cloned
-  /// (`<name>_init<n>`) for the launches that lose their fill, so that
-  /// others keep theirs; kernels left with no launch go. A quarter of a
-  /// GPT step's launches were such fills (58 of 233 in gpt_train --short).
-  static void dropFillsBeforeReductions(ModuleOp top, ModuleOp kernels) {
+  /// A fill launched right before the kernel that writes the buffer it
+  /// filled (nothing but allocations between), gone, where that kernel
+  /// makes the fill's work its own:
+  ///   - the mma.sync and wgmma kernels write every element of their result
+  ///     from zero (a zero fill; with split-K the sum kernel writes it);
+  ///   - the simt kernel's accumulators start from the constant
+  ///     (kGpuOutputInitAttr) when it writes the whole buffer;
+  ///   - a gpu_threads reduction's one output starts from it, where each
+  ///     element of the whole buffer is one unit's alone: points whose
+  ///     output indices are the parallel loops, each once; warp rows; a
+  ///     block reduction's scalar.
+  /// A kernel taking the constant gets it in place when every launch of it
+  /// lost the same fill, else a clone (`<name>_init<i>`) for those that
+  /// did; kernels left with no launch go. The emulator's step tests would
+  /// read the arena's NaN bytes of any element missed. A quarter of a GPT
+  /// step's launches were fills before reductions (58 of 233 in
+  /// gpt_train --short).
+  static void dropFillsBeforeTheirReaders(ModuleOp top, ModuleOp kernels) {
     SymbolTable symbols(kernels);
     MLIRContext *ctx = top.getContext();
     auto kernelOf = [&](LaunchOp launch) {
       return symbols.lookup<func::FuncOp>(launch.getKernelAttr().getLeafReference().getValue());
     };
     auto elements = [](Value v) { return cast<MemRefType>(v.getType()).getNumElements(); };
-    // The argument (after the workgroup) a value is the whole buffer of.
+    // The argument (after the workgroup) whose whole buffer a value is.
     auto wholeArgument = [&](Operation *op, Value view) -> std::optional<unsigned> {
       auto arg = dyn_cast<BlockArgument>(bufferRoot(view));
       if (!arg || arg.getOwner() != op->getBlock() || arg.getArgNumber() == 0 || elements(view) != elements(arg))
@@ -382,16 +389,34 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
         return std::nullopt;
       return std::make_pair(*arg, value);
     };
-    // A gpu_threads kernel whose one output can start from a constant: the
-    // argument it writes.
-    auto startsFromConstant = [&](func::FuncOp k) -> std::optional<unsigned> {
+    // What a kernel does with a fill of `value` before it: the argument it
+    // writes all of, and whether it must be told the constant.
+    struct Reader {
+      unsigned argument;
+      bool takesConstant;
+    };
+    auto readerOf = [&](func::FuncOp k, FloatAttr value) -> std::optional<Reader> {
       LoweringConfigAttr config = loweringConfig(k);
       SmallVector<Operation *> ops = computeOps(k);
       auto generic = ops.size() == 1 ? dyn_cast<linalg::GenericOp>(ops[0]) : linalg::GenericOp();
-      if (!config || !config.isGpuThreads() || !generic || generic.getNumDpsInits() != 1 ||
-          k->hasAttr(kGpuOutputInitAttr))
+      if (!config || !generic || generic.getNumDpsInits() != 1 || k->hasAttr(kGpuOutputInitAttr))
         return std::nullopt;
       Value out = generic.getDpsInits()[0];
+      if (isTensorCoreMatmul(config)) {
+        // The kernel takes whole buffers (StepMmaMatmul.cpp).
+        auto arg = dyn_cast<BlockArgument>(bufferRoot(out));
+        if (!value.getValue().isZero() || !arg || arg.getOwner() != generic->getBlock())
+          return std::nullopt;
+        return Reader{arg.getArgNumber() - 1, false};
+      }
+      if (config.getKind() == "simt_matmul") {
+        std::optional<unsigned> arg = wholeArgument(generic, out);
+        if (!arg)
+          return std::nullopt;
+        return Reader{*arg, true};
+      }
+      if (!config.isGpuThreads())
+        return std::nullopt;
       Units units = unitsOf(generic);
       AffineMap map = generic.getIndexingMapsArray().back();
       bool owned = false;
@@ -413,14 +438,19 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
       } else if (units.kind == Units::warps) {
         owned = elements(out) == units.count; // isWarpReduction: the parallel loops, each once, and constants
       }
-      if (!owned)
+      std::optional<unsigned> arg = owned ? wholeArgument(generic, out) : std::nullopt;
+      if (!arg)
         return std::nullopt;
-      return wholeArgument(generic, out);
+      return Reader{*arg, true};
     };
-    std::map<std::pair<std::string, uint64_t>, std::string> clones; // (kernel, value bits) -> clone
-    SmallVector<LaunchOp> dropped;
+    struct Match {
+      LaunchOp fill, reader;
+      FloatAttr value;
+      bool takesConstant;
+    };
+    SmallVector<Match> matches;
     for (auto step : top.getOps<func::FuncOp>())
-      for (Block &block : step.getBody()) {
+      for (Block &block : step.getBody())
         for (Operation &op : block) {
           auto fillLaunch = dyn_cast<LaunchOp>(&op);
           if (!fillLaunch)
@@ -430,33 +460,48 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
             next = next->getNextNode();
           auto readerLaunch = dyn_cast_or_null<LaunchOp>(next);
           func::FuncOp fillKernel = kernelOf(fillLaunch);
-          func::FuncOp reader = readerLaunch ? kernelOf(readerLaunch) : func::FuncOp();
-          if (!fillKernel || !reader)
+          func::FuncOp readerKernel = readerLaunch ? kernelOf(readerLaunch) : func::FuncOp();
+          std::optional<std::pair<unsigned, FloatAttr>> fill =
+              fillKernel && readerKernel ? fillOf(fillKernel) : std::nullopt;
+          std::optional<Reader> reader = fill ? readerOf(readerKernel, fill->second) : std::nullopt;
+          if (!reader || readerLaunch.getBuffers()[reader->argument] != fillLaunch.getBuffers()[fill->first] ||
+              fill->second.getType() !=
+                  cast<MemRefType>(fillLaunch.getBuffers()[fill->first].getType()).getElementType())
             continue;
-          std::optional<std::pair<unsigned, FloatAttr>> fill = fillOf(fillKernel);
-          std::optional<unsigned> written = fill ? startsFromConstant(reader) : std::nullopt;
-          if (!written || readerLaunch.getBuffers()[*written] != fillLaunch.getBuffers()[fill->first])
-            continue;
-          Type element = cast<MemRefType>(readerLaunch.getBuffers()[*written].getType()).getElementType();
-          if (fill->second.getType() != element)
-            continue;
-          auto key = std::make_pair(reader.getSymName().str(),
-                                    fill->second.getValue().bitcastToAPInt().getZExtValue());
-          auto [it, inserted] = clones.try_emplace(key, "");
-          if (inserted) {
-            auto clone = cast<func::FuncOp>(OpBuilder(reader).clone(*reader));
-            it->second = (reader.getSymName() + "_init" + Twine(clones.size() - 1)).str();
-            clone.setSymName(it->second);
-            clone->setAttr(kGpuOutputInitAttr, fill->second);
-            symbols.insert(clone);
-          }
-          readerLaunch.setKernelAttr(
-              SymbolRefAttr::get(ctx, kKernelsModuleName, {FlatSymbolRefAttr::get(ctx, it->second)}));
-          dropped.push_back(fillLaunch);
+          matches.push_back({fillLaunch, readerLaunch, fill->second, reader->takesConstant});
         }
+    // Readers told the constant: in place when all their launches lost the
+    // same fill, else a clone a constant.
+    llvm::StringMap<unsigned> launchCount;
+    top.walk([&](LaunchOp launch) { ++launchCount[launch.getKernelAttr().getLeafReference().getValue()]; });
+    llvm::StringMap<SmallVector<Match *>> byReader;
+    for (Match &m : matches)
+      if (m.takesConstant)
+        byReader[m.reader.getKernelAttr().getLeafReference().getValue()].push_back(&m);
+    unsigned clones = 0;
+    for (auto &[name, list] : byReader) {
+      func::FuncOp reader = symbols.lookup<func::FuncOp>(name);
+      const bool allSame = list.size() == launchCount.lookup(name) &&
+                           llvm::all_of(list, [&](Match *m) { return m->value == list.front()->value; });
+      if (allSame) {
+        reader->setAttr(kGpuOutputInitAttr, list.front()->value);
+        continue;
       }
-    for (LaunchOp launch : dropped)
-      launch.erase();
+      llvm::DenseMap<Attribute, StringAttr> cloneOf;
+      for (Match *m : list) {
+        StringAttr &cloneName = cloneOf[m->value];
+        if (!cloneName) {
+          auto clone = cast<func::FuncOp>(OpBuilder(reader).clone(*reader));
+          clone.setSymName((name + "_init" + Twine(clones++)).str());
+          clone->setAttr(kGpuOutputInitAttr, m->value);
+          symbols.insert(clone);
+          cloneName = clone.getSymNameAttr();
+        }
+        m->reader.setKernelAttr(SymbolRefAttr::get(ctx, kKernelsModuleName, {FlatSymbolRefAttr::get(cloneName)}));
+      }
+    }
+    for (Match &m : matches)
+      m.fill.erase();
     // Kernels no launch names any more.
     llvm::StringSet<> launched;
     top.walk([&](LaunchOp launch) { launched.insert(launch.getKernelAttr().getLeafReference().getValue()); });
@@ -559,66 +604,6 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
       why.push_back(StringAttr::get(ctx, line));
     kernel->setAttr(kGpuWhyAttr, ArrayAttr::get(ctx, why));
     return true;
-  }
-
-  /// The fill a split matmul kernel begins with, gone (kernel and launch)
-  /// when the matmul kernel after it covers the filled buffer: the mma.sync
-  /// kernel writes every element of its result from zero (a zero fill
-  /// only); the simt kernel's accumulators start from the fill's constant
-  /// instead (kGpuOutputInitAttr) when it writes the whole buffer the fill
-  /// wrote. The emulator's step tests would read the arena's NaN bytes of
-  /// any element missed.
-  static void dropFillsBeforeMatmuls(ModuleOp top, ModuleOp kernels,
-                                     const llvm::StringMap<SmallVector<std::string>> &parts) {
-    SymbolTable symbols(kernels);
-    llvm::StringSet<> dropped;
-    auto writtenArgument = [](Operation *op, Value buffer) -> int {
-      auto arg = dyn_cast<BlockArgument>(bufferRoot(buffer));
-      return arg && arg.getOwner() == op->getBlock() ? int(arg.getArgNumber()) : -1;
-    };
-    auto elements = [](Value v) { return cast<MemRefType>(v.getType()).getNumElements(); };
-    for (const auto &entry : parts) {
-      const SmallVector<std::string> &names = entry.getValue();
-      for (size_t j = 0; j + 1 < names.size(); ++j) {
-        auto fillKernel = symbols.lookup<func::FuncOp>(names[j]);
-        auto matmulKernel = symbols.lookup<func::FuncOp>(names[j + 1]);
-        LoweringConfigAttr config = matmulKernel ? loweringConfig(matmulKernel) : LoweringConfigAttr();
-        // The tensor-core kernels write every element of their result.
-        const bool mma = config && isTensorCoreMatmul(config);
-        const bool simt = config && config.getKind() == "simt_matmul";
-        if (!fillKernel || (!mma && !simt))
-          continue;
-        SmallVector<Operation *> fills = computeOps(fillKernel), matmuls = computeOps(matmulKernel);
-        auto fill = fills.size() == 1 ? dyn_cast<linalg::FillOp>(fills[0]) : linalg::FillOp();
-        auto matmul = matmuls.size() == 1 ? dyn_cast<linalg::GenericOp>(matmuls[0]) : linalg::GenericOp();
-        FloatAttr value;
-        if (!fill || !matmul || !matchPattern(fill.value(), m_Constant(&value)))
-          continue;
-        Value filledBuffer = fill.getDpsInits()[0], result = matmul.getDpsInits()[0];
-        int filled = writtenArgument(fill, filledBuffer);
-        if (filled < 0 || filled != writtenArgument(matmul, result))
-          continue;
-        if (mma && !value.getValue().isZero())
-          continue;
-        if (simt) {
-          // The matmul writes each element of its result once; the result
-          // must be all the fill wrote.
-          if (elements(result) != elements(filledBuffer) ||
-              elements(result) != elements(bufferRoot(result)))
-            continue;
-          matmulKernel->setAttr(kGpuOutputInitAttr, value);
-        }
-        dropped.insert(names[j]);
-        fillKernel.erase();
-      }
-    }
-    SmallVector<LaunchOp> launches;
-    top.walk([&](LaunchOp launch) {
-      if (dropped.contains(launch.getKernelAttr().getLeafReference().getValue()))
-        launches.push_back(launch);
-    });
-    for (LaunchOp launch : launches)
-      launch.erase();
   }
 };
 
