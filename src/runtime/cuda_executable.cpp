@@ -22,7 +22,7 @@
 // sums overlap the rest of the backward (a driver without streams and
 // events: both on one stream, in order). The communicator is made at the
 // first call from the calling thread's (rank, size, and the broadcast of
-// NCCL's unique id). Such a step launches kernel by kernel (no graph).
+// NCCL's unique id); its graph is captured then, the all-reduces in it.
 // Calls of one executable are serialized (its buffers are shared).
 #include "cuda_executable.hpp"
 
@@ -73,6 +73,7 @@ class CudaExecutable final : public Executable {
     if (!desc_.collectives.empty()) {
       comm = dist::required_communicator(desc_.collectives.size());
       join_nccl(*comm);
+      if (!graph_tried_) capture_graph(); // the sums' NCCL kernels in it too
     }
     for (std::size_t i = 0; i < inputs.size(); ++i)
       if (std::size_t n = bytes_of(desc_.inputs[i]))
@@ -264,18 +265,24 @@ class CudaExecutable final : public Executable {
   }
 
   /// The plan as a CUDA graph on a stream of its own, when the driver has
-  /// graphs and NOVA_CUDA_GRAPH is not 0 (and the step sums nothing across ranks).
-  void capture_graph() {
+  /// graphs and NOVA_CUDA_GRAPH is not 0. A data-parallel step's is
+  /// captured at its first call, once its NCCL communicator exists: its
+  /// sums' all-reduces enqueued on their own stream, which the capture
+  /// takes in through the events that order it (NCCL records its kernels
+  /// into the graph), so each replay runs them where the plan says.
+  void capture_graph() const {
     const char* env = std::getenv("NOVA_CUDA_GRAPH");
-    if (!stream_ || (env && std::strcmp(env, "0") == 0) || desc_.launches.empty() || !desc_.collectives.empty())
-      return;
+    const bool sums = !desc_.collectives.empty();
+    if (sums && !nccl_comm_) return; // at the first call
+    graph_tried_ = true;
+    if (!stream_ || (env && std::strcmp(env, "0") == 0) || desc_.launches.empty()) return;
     // A graph is only faster: if the driver will not capture or instantiate
     // it, say so and launch kernel by kernel on the same stream.
     bool capturing = false;
     try {
       check("cuStreamBeginCapture", d_->cuStreamBeginCapture(stream_, cuda::kCaptureModeThreadLocal));
       capturing = true;
-      launch_plan(stream_);
+      launch_plan(stream_, sums);
       capturing = false;
       check("cuStreamEndCapture", d_->cuStreamEndCapture(stream_, &graph_));
       check("cuGraphInstantiateWithFlags", d_->cuGraphInstantiateWithFlags(&graph_exec_, graph_, 0));
@@ -380,8 +387,11 @@ class CudaExecutable final : public Executable {
   /// The step's stream (null: a driver without streams, the default
   /// stream) and the plan's graph on it (null: kernel by kernel).
   cuda::CUstream stream_ = nullptr;
-  cuda::CUgraph graph_ = nullptr;
-  cuda::CUgraphExec graph_exec_ = nullptr;
+  /// The plan as a CUDA graph (a data-parallel step's is captured at its
+  /// first call, once its NCCL communicator exists).
+  mutable cuda::CUgraph graph_ = nullptr;
+  mutable cuda::CUgraphExec graph_exec_ = nullptr;
+  mutable bool graph_tried_ = false;
   /// Data-parallel steps: NCCL and this process's communicator (made at the
   /// first call, under mutex_).
   mutable const nccl::Library* n_ = nullptr;

@@ -174,7 +174,7 @@ static void log_text(const char* text) {
 /* One launch: its kernel (a function handle is its name), shape and the
  * values of its (at most 2) pointer arguments. */
 struct launch { const char* name; unsigned gx, bx, shared; CUdeviceptr args[2]; };
-static void execute(const struct launch* l) {
+static void execute_kernel(const struct launch* l) {
   char line[256];
   snprintf(line, sizeof line, "%s<<<%u,%u,%u>>>;", l->name, l->gx, l->bx, l->shared);
   log_text(line);
@@ -199,10 +199,40 @@ static int arguments_of(const char* name) {
       : strcmp(name, "nova_fake_copy") == 0 || strcmp(name, "nova_fake_tma_copy") == 0 ? 2 : 0;
 }
 
-/* Streams and graphs: a capture records launches instead of running them;
- * a graph is its launches, run in order by cuGraphLaunch (logged "graph;"). */
-struct graph { int count; struct launch launches[2048]; };
-static struct graph* capture; /* the graph being captured, or null */
+/* Streams and graphs: a capture records what is enqueued on any stream of
+ * the capturing thread instead of running it (kernels, stream waits, NCCL
+ * all-reduces: a data-parallel step's graph forks to the sums' stream and
+ * joins back through events); a graph is that, run in order by
+ * cuGraphLaunch (logged "graph;"). */
+enum node_kind { node_kernel, node_wait, node_all_reduce };
+struct node {
+  enum node_kind kind;
+  struct launch launch;      /* node_kernel */
+  int stream;                /* node_wait, node_all_reduce: the stream's number */
+  void* buffer;              /* node_all_reduce */
+  size_t count;
+  int dtype;
+  void* comm;
+};
+struct graph { int count; struct node nodes[2048]; };
+static __thread struct graph* capture; /* this thread's graph being captured, or null */
+static int all_reduce(void* buffer, size_t count, int dtype, void* comm, int stream);
+static void execute(const struct node* n) {
+  char line[32];
+  switch (n->kind) {
+  case node_kernel: execute_kernel(&n->launch); break;
+  case node_wait:
+    snprintf(line, sizeof line, "wait@%d;", n->stream);
+    log_text(line);
+    break;
+  case node_all_reduce: all_reduce(n->buffer, n->count, n->dtype, n->comm, n->stream); break;
+  }
+}
+static int record(struct node n) {
+  if (capture->count == 2048) return 2;
+  capture->nodes[capture->count++] = n;
+  return 0;
+}
 static int graphs_held, streams_held, events_held, next_stream_id;
 /* A stream: numbered from 1 in creation order (the default stream is 0). */
 struct fake_stream { unsigned magic; int id; };
@@ -240,6 +270,10 @@ int cuEventDestroy_v2(void* event) { free(event); __atomic_sub_fetch(&events_hel
 int cuEventRecord(void* event, void* stream) { return event && (!stream || is_stream(stream)) ? 0 : 400; }
 int cuStreamWaitEvent(void* stream, void* event, unsigned flags) {
   if (!event || flags || (stream && !is_stream(stream))) return 400;
+  if (capture) {
+    struct node n = {node_wait, {0}, stream_id(stream), NULL, 0, 0, NULL};
+    return record(n);
+  }
   char line[32];
   snprintf(line, sizeof line, "wait@%d;", stream_id(stream));
   log_text(line);
@@ -254,7 +288,7 @@ int cuStreamEndCapture(void* stream, void** graph) {
   if (!is_stream(stream) || !capture) return 1;
   *graph = capture;
   capture = NULL;
-  ++graphs_held;
+  __atomic_add_fetch(&graphs_held, 1, __ATOMIC_SEQ_CST);
   return 0;
 }
 int cuGraphInstantiateWithFlags(void** exec, void* graph, unsigned long long flags) {
@@ -263,7 +297,7 @@ int cuGraphInstantiateWithFlags(void** exec, void* graph, unsigned long long fla
   struct graph* copy = malloc(sizeof *copy);
   if (!copy) return 2;
   memcpy(copy, graph, sizeof *copy);
-  ++graphs_held;
+  __atomic_add_fetch(&graphs_held, 1, __ATOMIC_SEQ_CST);
   *exec = copy;
   return 0;
 }
@@ -271,11 +305,11 @@ int cuGraphLaunch(void* exec, void* stream) {
   if (!is_stream(stream)) return 1;
   const struct graph* g = exec;
   log_text("graph;");
-  for (int i = 0; i < g->count; ++i) execute(&g->launches[i]);
+  for (int i = 0; i < g->count; ++i) execute(&g->nodes[i]);
   return 0;
 }
-int cuGraphExecDestroy(void* exec) { free(exec); --graphs_held; return 0; }
-int cuGraphDestroy(void* graph) { free(graph); --graphs_held; return 0; }
+int cuGraphExecDestroy(void* exec) { free(exec); __atomic_sub_fetch(&graphs_held, 1, __ATOMIC_SEQ_CST); return 0; }
+int cuGraphDestroy(void* graph) { free(graph); __atomic_sub_fetch(&graphs_held, 1, __ATOMIC_SEQ_CST); return 0; }
 
 int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                    unsigned shared, void* stream, void** params, void** extra) {
@@ -284,11 +318,10 @@ int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
   struct launch l = {(const char*)f, gx, bx, shared, {0, 0}};
   for (int i = 0; i < arguments_of(l.name); ++i) l.args[i] = *(CUdeviceptr*)params[i]; /* values, as CUDA copies them */
   if (capture && stream) {
-    if (capture->count == 2048) return 2;
-    capture->launches[capture->count++] = l;
-    return 0;
+    struct node n = {node_kernel, l, stream_id(stream), NULL, 0, 0, NULL};
+    return record(n);
   }
-  execute(&l);
+  execute_kernel(&l);
   return 0;
 }
 /* A map: its tensor's address and element count (the real driver's
@@ -362,6 +395,13 @@ const char* ncclGetErrorString(int r) { return r == 4 ? "invalid argument" : r =
  * group has called it, then every buffer holds the rank-order sum. */
 int ncclAllReduce(const void* send, void* recv, size_t count, int dtype, int op, void* comm, void* stream) {
   if ((stream && !is_stream(stream)) || send != recv || op != 0 || (dtype != 7 && dtype != 8)) return 5; /* ncclInvalidUsage */
+  if (capture && stream) { /* captured: it runs at each replay */
+    struct node n = {node_all_reduce, {0}, stream_id(stream), recv, count, dtype, comm};
+    return record(n) ? 1 : 0;
+  }
+  return all_reduce(recv, count, dtype, comm, stream_id(stream));
+}
+static int all_reduce(void* recv, size_t count, int dtype, void* comm, int stream) {
   struct nccl_comm* c = comm;
   struct nccl_group* g = c->group;
   pthread_mutex_lock(&g->lock);
@@ -393,7 +433,7 @@ int ncclAllReduce(const void* send, void* recv, size_t count, int dtype, int op,
   pthread_mutex_unlock(&g->lock);
   if (c->rank == 0) {
     char line[64];
-    snprintf(line, sizeof line, "allreduce(%zu)@%d;", count, stream_id(stream));
+    snprintf(line, sizeof line, "allreduce(%zu)@%d;", count, stream);
     log_text(line);
   }
   return failed ? 5 : 0;

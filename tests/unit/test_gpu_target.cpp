@@ -266,7 +266,7 @@ TEST_CASE("a GPU step whose kernel loads with TMA: the runtime encodes its tenso
   CHECK(out[0].at({3, 5}) == 101.0);
 }
 
-TEST_CASE("a data-parallel GPU step: its bucket summed across 2 ranks with NCCL (fake) where the plan starts it") {
+TEST_CASE("a data-parallel GPU step: its bucket summed across 2 ranks with NCCL (fake) where the plan starts it, in its CUDA graph") {
   // out = sum over ranks of (x_r + 1) only if the sum runs after the
   // increment and before the copy out (stream order), on each rank's own
   // device buffers.
@@ -315,19 +315,25 @@ TEST_CASE("a data-parallel GPU step: its bucket summed across 2 ranks with NCCL 
   void* fake = dlopen(NOVA_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
   REQUIRE(fake != nullptr);
   auto launches = reinterpret_cast<const char* (*)()>(dlsym(fake, "fake_cuda_launches"));
-  // One sum a step (rank 0 logs it). Where it ran is what the results show
-  // (after the increment, before the copy out); the log interleaves the
-  // two ranks' launches, so it cannot.
+  // One sum a step (rank 0 logs it), each rank replaying its step's CUDA
+  // graph with the sum in it. Where it ran is what the results show (after
+  // the increment, before the copy out); the log interleaves the two
+  // ranks' launches, so it cannot.
   std::string log = launches();
   std::size_t sums = 0;
   for (std::size_t at = log.find("allreduce(64)@"); at != std::string::npos; at = log.find("allreduce(64)@", at + 1))
     ++sums;
   CHECK(sums == 2);
+  CHECK(log.find("graph;") != std::string::npos);
 
   // One rank: the log is in order. The sum's stream waits for the
   // increment, the sum runs there, and the launches' stream waits for it
-  // before the copy out: "inc;wait@S;allreduce(64)@S;wait@L;copy".
-  {
+  // before the copy out: "inc;wait@S;allreduce(64)@S;wait@L;copy", replayed
+  // from the step's CUDA graph (captured at the first call, the sum in it)
+  // and, with NOVA_CUDA_GRAPH=0, enqueued kernel by kernel.
+  for (const char* graph : {"1", "0"}) {
+    CAPTURE(graph);
+    env.set("NOVA_CUDA_GRAPH", graph);
     auto one = nova::dist::loopback_group(1, 30.0);
     nova::dist::set_communicator(one[0]);
     std::shared_ptr<nova::Executable> exe = nova::load_or_describe(d);
@@ -348,8 +354,17 @@ TEST_CASE("a data-parallel GPU step: its bucket summed across 2 ranks with NCCL 
     CHECK(after_sum < run.rfind("nova_fake_copy"));
     CHECK(stream_at(before_sum, 5) == stream_at(sum, 14));
     CHECK(stream_at(after_sum, 5) != stream_at(sum, 14));
+    CHECK((run.find("graph;") == 0) == (std::string(graph) == "1"));
+    // A second step replays it.
+    std::size_t second = std::string(launches()).size();
+    single = (*exe)(args);
+    CHECK(single[0].at({7}) == 4.0);
+    run = std::string(launches()).substr(second);
+    CHECK(run.find("allreduce(64)@") != std::string::npos);
+    CHECK((run.find("graph;") == 0) == (std::string(graph) == "1"));
     nova::dist::set_communicator(nullptr);
   }
+  env.unset("NOVA_CUDA_GRAPH");
   auto held = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cuda_held"));
   CHECK(held() == 0); // streams, events, NCCL communicators, modules, contexts
   dlclose(fake);
