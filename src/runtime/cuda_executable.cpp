@@ -2,8 +2,8 @@
 //
 // The description's cubin is loaded once (cuModuleLoadData), or, where it
 // has none or the driver refuses it (another chip, an ELF newer than the
-// driver), its PTX, which the driver assembles for the device; each kernel looked up by its symbol and
-// allowed its dynamic shared memory; the arena and one device buffer per
+// driver), its PTX, which the driver assembles for the device; each kernel
+// looked up by its symbol and allowed its dynamic shared memory; the arena and one device buffer per
 // step input and (not aliased) output are allocated once. A call copies the
 // inputs in, launches the plan in order on the default stream (grid =
 // the launch's workgroups along x, block = the kernel's threads; each

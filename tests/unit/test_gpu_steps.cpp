@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 
 using nova::DType;
@@ -531,26 +532,30 @@ TEST_CASE("with bf16 matmuls allowed, K-major matmuls run as the TMA + wgmma ker
     CHECK(ptxas_errors(std::string(desc->object.begin(), desc->object.end()), "sm_90a") == "");
 }
 
-TEST_CASE("split-K on an emulated A100: a weight gradient over 2048 tokens sums its parts' partial products; the updates match the interpreter") {
-  // dW = x^T (2 / N) (x w - y): 32 x 64, K = 2048 tokens. Two tiles for 108
-  // SMs: the configurator splits K, the kernel writes each part's partial
-  // products into a workspace of the arena, and a sum kernel adds them.
+TEST_CASE("split-K on an emulated A100: weight gradients over 2048 tokens sum their parts' partial products; the updates match the interpreter") {
+  // dW1 = x^T d and dW2 = tanh(x)^T d, d = (2 / N) (out - y): 32 x 64 each,
+  // K = 2048 tokens. Two tiles for 108 SMs: the configurator splits K; the
+  // two products are one kernel launched twice, each launch with its own
+  // workspace in the arena and its own sum kernel launch after it.
   auto linear_loss = [](const nova::ParamExprs& p, auto x, auto y) {
-    auto out = nova::matmul(x, p["w"]);
+    auto out = nova::matmul(x, p["w1"]) + nova::matmul(nova::tanh(x), p["w2"]);
     return nova::mean((out - y) * (out - y));
   };
   Gen g;
   INFO("seed = ", g.seed);
   nova::Params init;
-  init.add("w", g.randn({32, 64}, DType::f32));
+  init.add("w1", g.randn({32, 64}, DType::f32));
+  init.add("w2", g.randn({32, 64}, DType::f32));
   Tensor x = g.randn({2048, 32}, DType::f32), y = g.randn({2048, 64}, DType::f32);
   const nova::ExecutableDesc trained = train_tf32_against_interpreter(linear_loss, init, x, y, "sm_80", 2);
   const nova::ExecutableDesc* desc = &trained;
   int sums = 0;
+  std::set<std::uint32_t> sumKernels;
   for (const auto& l : desc->launches) {
     const std::string& symbol = desc->kernels[l.kernel].symbol;
     if (symbol.size() > 4 && symbol.compare(symbol.size() - 4, 4, "_sum") == 0) {
       ++sums;
+      sumKernels.insert(l.kernel);
       // Its workspace (parts x 32 x 64) and the gradient.
       REQUIRE(l.args.size() == 2);
       CHECK(l.args[0].bytes % (32 * 64 * 4) == 0);
@@ -559,7 +564,8 @@ TEST_CASE("split-K on an emulated A100: a weight gradient over 2048 tokens sums 
       MESSAGE("split-K into ", l.args[0].bytes / (32 * 64 * 4), " parts");
     }
   }
-  CHECK(sums == 1);
+  CHECK(sums == 2);
+  CHECK(sumKernels.size() == 1);
 }
 
 TEST_CASE("data parallel on an emulated A100: 2 ranks on half the batch each reach 1 rank's parameters on all of it") {

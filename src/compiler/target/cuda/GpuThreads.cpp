@@ -72,7 +72,6 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
-#include <map>
 
 using namespace mlir;
 using namespace mlir::nova;
