@@ -327,6 +327,12 @@ TEST_CASE("an MLP training step on an emulated A100 matches the interpreter over
   }
   CHECK(step.executable(x, y)->kind() == "gpu-emulator");
   CHECK(params_error(params, reference) <= 1e-5);
+  // The parameters' AdamW updates (independent) run side by side in one launch.
+  const nova::ExecutableDesc* desc = step.executable(x, y)->description();
+  REQUIRE(desc != nullptr);
+  int side = 0;
+  for (const auto& k : desc->kernels) side += k.symbol.find("_side") != std::string::npos;
+  CHECK(side >= 1);
 }
 
 TEST_CASE("a tiny GPT on an emulated H100: logits, losses and SGD updates (its gradients) match the interpreter within fp32 bounds") {

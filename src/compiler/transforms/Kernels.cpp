@@ -359,8 +359,9 @@ mlir::nova::KernelDescription mlir::nova::describeKernel(func::FuncOp kernel) {
 }
 
 
-void mlir::nova::recordDescription(func::FuncOp kernel) {
-  KernelDescription d = describeKernel(kernel);
+void mlir::nova::recordDescription(func::FuncOp kernel) { recordDescription(kernel, describeKernel(kernel)); }
+
+void mlir::nova::recordDescription(func::FuncOp kernel, const KernelDescription &d) {
   Builder b(kernel.getContext());
   kernel->setAttr(kSummaryAttr, b.getStringAttr(d.summary));
   kernel->setAttr(kWorkAttr, b.getDenseI64ArrayAttr({static_cast<int64_t>(d.flops),

@@ -123,6 +123,8 @@ KernelDescription describeKernel(func::FuncOp kernel);
 /// taken before nova-distribute-workgroups tiles the op), or computed now.
 KernelDescription describedKernel(func::FuncOp kernel);
 void recordDescription(func::FuncOp kernel);
+/// Records `d` as the kernel's description (a kernel made of others).
+void recordDescription(func::FuncOp kernel, const KernelDescription &d);
 
 /// The nova::named_scope path an op was traced under ("block0/attention"):
 /// the first name in its location, else in its body's; "" if none.

@@ -3,10 +3,10 @@
 // kernel each, launched in order, and shares each one's units of work out
 // over blocks of threads; a sum to a scalar has no parallel loop and runs
 // on one block, combined in shared memory; the matmul is the simt kernel.
-// RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each | FileCheck %s
+// RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80 side-by-side=0" -verify-each | FileCheck %s
 // nova-gpu-map-threads and nova-gpu-outline-kernels then make each one a
 // gpu.func whose units are spread over the grid, guarded by unit < units.
-// RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each \
+// RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80 side-by-side=0" -verify-each \
 // RUN:   | nova-opt -pass-pipeline='builtin.module(builtin.module(nova-gpu-map-threads,canonicalize,cse,nova-gpu-outline-kernels))' -verify-each \
 // RUN:   | FileCheck %s --check-prefix=GPU
 

@@ -38,6 +38,12 @@ inline constexpr const char kGpuOperandAttr[] = "nova.gpu_operand";
 /// simt matmul's accumulators, each point's element stored before its
 /// reduction loops, a block's or a warp's total folded into it.
 inline constexpr const char kGpuOutputInitAttr[] = "nova.gpu_output_init";
+/// A kernel of independent structured ops side by side (GpuThreads.cpp):
+/// each op's blocks, in order (a block's index selects its op).
+inline constexpr const char kGpuSideBySideAttr[] = "nova.gpu_side_by_side";
+/// ... and each op's output start (a FloatAttr, kGpuOutputInitAttr's, or a
+/// UnitAttr for none).
+inline constexpr const char kGpuSideBySideInitsAttr[] = "nova.gpu_side_by_side_inits";
 /// A step's mma.sync matmul kernel split across K into this many parts:
 /// its last argument is their partial products (parts x m x n f32), which
 /// the kernel `<name>_sum` launched after it adds into the result.

@@ -38,7 +38,9 @@
 // products into a workspace each of its launches allocates (parts x m x n,
 // its last argument), and a kernel `<name>_sum`, launched right after,
 // adds them into the result in part order (scalar threads, one element
-// each).
+// each). Last, independent kernels launched one after another (points or
+// block reductions: an optimizer's per-parameter updates and sums of
+// squares) become one launch side by side, a block's index selecting its op.
 //
 //===----------------------------------------------------------------------===//
 
@@ -201,6 +203,9 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
   }
   Option<std::string> targetName{*this, "target", llvm::cl::desc("a built-in GPU target (sm_80, ..., h200)"),
                                  llvm::cl::init("sm_90a")};
+  Option<bool> sideBySide{*this, "side-by-side",
+                          llvm::cl::desc("fuse independent launches side by side (lit tests of single kernels: 0)"),
+                          llvm::cl::init(true)};
   ::nova::TargetDesc fixed;
   bool hasFixed = false;
 
@@ -343,6 +348,156 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
       kernel->setAttr(kGpuWhyAttr, ArrayAttr::get(ctx, why));
     }
     dropFillsBeforeTheirReaders(top, kernels);
+    if (sideBySide)
+      fuseSideBySide(top, kernels, maxBlocks);
+    eraseUnlaunchedKernels(top, kernels);
+  }
+
+  /// Kernels no launch names any more.
+  static void eraseUnlaunchedKernels(ModuleOp top, ModuleOp kernels) {
+    llvm::StringSet<> launched;
+    top.walk([&](LaunchOp launch) { launched.insert(launch.getKernelAttr().getLeafReference().getValue()); });
+    for (auto kernel : llvm::make_early_inc_range(kernels.getOps<func::FuncOp>()))
+      if (!launched.contains(kernel.getSymName()))
+        kernel.erase();
+  }
+
+  /// Independent kernels launched one after another (nothing but
+  /// allocations between), each a structured op's points or a block
+  /// reduction as gpu_threads, become one launch of a kernel holding them
+  /// side by side (kGpuSideBySideAttr), each over blocks of its own (a block
+  /// reduction: one), with their output starts (kGpuSideBySideInitsAttr): an
+  /// optimizer's per-parameter updates, gradient clipping's per-parameter
+  /// sums of squares, a backward's separate bias gradients. A kernel
+  /// joins a run when no buffer one writes is another's; the launch goes
+  /// where the run's last one was (every operand allocated by then).
+  static void fuseSideBySide(ModuleOp top, ModuleOp kernels, int64_t maxBlocks) {
+    constexpr int64_t kThreads = 256;
+    SymbolTable symbols(kernels);
+    MLIRContext *ctx = top.getContext();
+    struct Member {
+      LaunchOp launch;
+      func::FuncOp kernel;
+      int64_t units; ///< points; 0: a block reduction (one block)
+      int64_t sharedBytes;
+      SmallVector<Value> writes;
+    };
+    auto memberOf = [&](LaunchOp launch) -> std::optional<Member> {
+      auto k = symbols.lookup<func::FuncOp>(launch.getKernelAttr().getLeafReference().getValue());
+      LoweringConfigAttr config = k ? loweringConfig(k) : LoweringConfigAttr();
+      SmallVector<Operation *> ops = k ? computeOps(k) : SmallVector<Operation *>();
+      auto generic = ops.size() == 1 ? dyn_cast<linalg::GenericOp>(ops[0]) : linalg::GenericOp();
+      if (!config || !config.isGpuThreads() || !generic || k->hasAttr(kGpuSideBySideAttr))
+        return std::nullopt;
+      Units units = unitsOf(generic);
+      int64_t shared = 0;
+      if (units.kind == Units::block && !isBlockReduction(generic, kThreads, &shared))
+        return std::nullopt;
+      if (units.kind != Units::points && units.kind != Units::block)
+        return std::nullopt;
+      Member m{launch, k, units.kind == Units::block ? 0 : units.count, shared, {}};
+      for (Value out : generic.getDpsInits()) {
+        auto arg = dyn_cast<BlockArgument>(bufferRoot(out));
+        if (!arg || arg.getOwner() != generic->getBlock() || arg.getArgNumber() == 0)
+          return std::nullopt;
+        m.writes.push_back(launch.getBuffers()[arg.getArgNumber() - 1]);
+      }
+      return m;
+    };
+    auto independent = [](Member a, Member b) {
+      for (Value w : a.writes)
+        if (llvm::is_contained(b.launch.getBuffers(), w))
+          return false;
+      for (Value w : b.writes)
+        if (llvm::is_contained(a.launch.getBuffers(), w))
+          return false;
+      return true;
+    };
+    SmallVector<SmallVector<Member>> runs;
+    for (auto step : top.getOps<func::FuncOp>())
+      for (Block &block : step.getBody()) {
+        SmallVector<Member> run;
+        auto flush = [&] {
+          if (run.size() >= 2)
+            runs.push_back(run);
+          run.clear();
+        };
+        for (Operation &op : block) {
+          if (isa<memref::AllocOp>(op))
+            continue;
+          auto launch = dyn_cast<LaunchOp>(&op);
+          std::optional<Member> m = launch ? memberOf(launch) : std::nullopt;
+          if (m && llvm::all_of(run, [&](const Member &r) { return independent(r, *m); })) {
+            run.push_back(*m);
+            continue;
+          }
+          flush();
+          if (m)
+            run.push_back(*m);
+        }
+        flush();
+      }
+    for (auto [index, run] : llvm::enumerate(runs)) {
+      Location loc = run.back().launch.getLoc();
+      SmallVector<Type> types{IndexType::get(ctx)};
+      SmallVector<Value> operands;
+      SmallVector<int64_t> parts;
+      SmallVector<Attribute> inits;
+      int64_t shared = 0;
+      KernelDescription about{"", 0, 0};
+      for (Member m : run) {
+        llvm::append_range(types, llvm::drop_begin(m.kernel.getArgumentTypes()));
+        llvm::append_range(operands, m.launch.getBuffers());
+        parts.push_back(std::clamp<int64_t>((m.units + kThreads - 1) / kThreads, 1, maxBlocks));
+        Attribute init = m.kernel->getAttr(kGpuOutputInitAttr);
+        inits.push_back(init ? init : UnitAttr::get(ctx));
+        shared = std::max(shared, m.sharedBytes);
+        KernelDescription d = describedKernel(m.kernel);
+        about.flops += d.flops;
+        about.bytes += d.bytes;
+        if (about.summary.empty())
+          about.summary = d.summary;
+      }
+      about.summary = llvm::formatv("{0} kernels side by side: {1}, ...", run.size(), about.summary).str();
+      OpBuilder kb(ctx);
+      kb.setInsertionPointToEnd(kernels.getBody());
+      std::string name = (run.front().kernel.getSymName() + "_side" + Twine(index)).str();
+      auto fused = kb.create<func::FuncOp>(loc, name, kb.getFunctionType(types, {}));
+      Block *entry = fused.addEntryBlock();
+      OpBuilder fb = OpBuilder::atBlockEnd(entry);
+      unsigned next = 1;
+      for (Member m : run) {
+        Block &body = m.kernel.getBody().front();
+        IRMapping map;
+        map.map(body.getArgument(0), entry->getArgument(0));
+        for (unsigned j = 1; j < body.getNumArguments(); ++j)
+          map.map(body.getArgument(j), entry->getArgument(next++));
+        for (Operation &op : body.without_terminator())
+          fb.clone(op, map);
+      }
+      fb.create<func::ReturnOp>(loc);
+      int64_t blocks = 0;
+      for (int64_t p : parts)
+        blocks += p;
+      fused->setAttr(LoweringConfigAttr::name,
+                     LoweringConfigAttr::get(ctx, "gpu_threads", blocks, {kThreads}, {}, {}));
+      fused->setAttr(kGpuBlockThreadsAttr, IntegerAttr::get(IntegerType::get(ctx, 64), kThreads));
+      fused->setAttr(kGpuSideBySideAttr, DenseI64ArrayAttr::get(ctx, parts));
+      fused->setAttr(kGpuSideBySideInitsAttr, ArrayAttr::get(ctx, inits));
+      if (shared > 0) // the block reductions' slots: one op a block, so the largest
+        fused->setAttr(kGpuSharedBytesAttr, IntegerAttr::get(IntegerType::get(ctx, 64), shared));
+      fused->setAttr(kGpuWhyAttr,
+                     ArrayAttr::get(ctx, {StringAttr::get(ctx, llvm::formatv("threads: {0} independent kernels side "
+                                                                             "by side, each over its own blocks (a "
+                                                                             "block reduction one; {1} in all) of {2}",
+                                                                             run.size(), blocks, kThreads))}));
+      recordDescription(fused, about);
+      OpBuilder lb(run.back().launch);
+      lb.create<LaunchOp>(loc, SymbolRefAttr::get(ctx, kKernelsModuleName, {FlatSymbolRefAttr::get(ctx, name)}),
+                          operands);
+      for (Member m : run)
+        m.launch.erase();
+    }
   }
 
   /// A fill launched right before the kernel that writes the buffer it
@@ -358,7 +513,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
   ///     block reduction's scalar.
   /// A kernel taking the constant gets it in place when every launch of it
   /// lost the same fill, else a clone (`<name>_init<i>`) for those that
-  /// did; kernels left with no launch go. The emulator's step tests would
+  /// did (kernels left with no launch go afterwards). The emulator's step tests would
   /// read the arena's NaN bytes of any element missed. A quarter of a GPT
   /// step's launches were fills before reductions (58 of 233 in
   /// gpt_train --short).
@@ -501,12 +656,6 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
     }
     for (Match &m : matches)
       m.fill.erase();
-    // Kernels no launch names any more.
-    llvm::StringSet<> launched;
-    top.walk([&](LaunchOp launch) { launched.insert(launch.getKernelAttr().getLeafReference().getValue()); });
-    for (auto kernel : llvm::make_early_inc_range(kernels.getOps<func::FuncOp>()))
-      if (!launched.contains(kernel.getSymName()))
-        kernel.erase();
   }
 
   /// Split-K for `kernel`, planned with plan.config.splitK parts: the
@@ -633,7 +782,133 @@ void parallelToFor(scf::ParallelOp parallel) {
   parallel.erase();
 }
 
+/// A structured op's points, one unit a thread: `at.global` the thread's
+/// first unit, `perIteration` the threads sharing them; with `init`, each
+/// unit stores it into its output element first.
+LogicalResult mapPoints(func::FuncOp kernel, linalg::LinalgOp linalgOp, const Units &units, ThreadIndex &at,
+                        int64_t perIteration, FloatAttr init) {
+  IRRewriter rewriter(kernel.getContext());
+  OpBuilder &b = at.b;
+  Location l = linalgOp.getLoc();
+  Operation *op = linalgOp;
+  // Parallel loops first, so that one scf.parallel holds every unit.
+  if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
+    SmallVector<unsigned> order;
+    for (auto [i, iterator] : llvm::enumerate(generic.getIteratorTypesArray()))
+      if (iterator == utils::IteratorType::parallel)
+        order.push_back(unsigned(i));
+    for (auto [i, iterator] : llvm::enumerate(generic.getIteratorTypesArray()))
+      if (iterator != utils::IteratorType::parallel)
+        order.push_back(unsigned(i));
+    bool identity = llvm::all_of(llvm::enumerate(order), [](auto p) { return p.index() == p.value(); });
+    if (!identity) {
+      rewriter.setInsertionPoint(generic);
+      FailureOr<linalg::GenericOp> swapped = linalg::interchangeGenericOp(rewriter, generic, order);
+      if (failed(swapped))
+        return generic.emitError("nova-gpu-map-threads: cannot put the parallel loops first");
+      linalgOp = cast<linalg::LinalgOp>(swapped->getOperation());
+    }
+  }
+  // With an init: each unit stores it into its output element first (the
+  // output's indices are the parallel loops, which come first, each once).
+  Value initOut;
+  AffineMap initMap;
+  if (init) {
+    initOut = linalgOp.getDpsInitOperand(0)->get();
+    initMap = linalgOp.getIndexingMapsArray().back();
+  }
+  const unsigned allLoops = linalgOp.getNumLoops();
+  rewriter.setInsertionPoint(linalgOp);
+  FailureOr<linalg::LinalgLoops> loops = linalg::linalgOpToParallelLoops(rewriter, linalgOp);
+  if (failed(loops) || loops->empty())
+    return linalgOp->emitError("nova-gpu-map-threads: cannot lower to parallel loops");
+  rewriter.eraseOp(linalgOp);
+  auto outer = dyn_cast<scf::ParallelOp>(loops->front());
+  if (!outer)
+    return kernel.emitError("nova-gpu-map-threads: the outermost loop is not parallel");
+  SmallVector<int64_t> trips;
+  int64_t count = 1;
+  for (auto [lb, ub, st] : llvm::zip(outer.getLowerBound(), outer.getUpperBound(), outer.getStep())) {
+    auto lo = getConstantIntValue(lb), hi = getConstantIntValue(ub), step = getConstantIntValue(st);
+    if (!lo || !hi || !step || *step <= 0)
+      return kernel.emitError("nova-gpu-map-threads: a parallel loop with dynamic bounds");
+    trips.push_back((*hi - *lo + *step - 1) / *step);
+    count *= trips.back();
+  }
+  if (count != units.count)
+    return kernel.emitError("nova-gpu-map-threads: ") << count << " parallel points, configured for "
+                                                      << units.count;
+  b.setInsertionPoint(outer);
+  at.forEachUnit(count, perIteration, at.global, [&](Value unit) {
+    IRMapping map;
+    SmallVector<Value> ivs = delinearizeIndex(b, l, unit, trips);
+    for (auto [i, position] : llvm::enumerate(ivs))
+      position = b.create<arith::AddIOp>(l, outer.getLowerBound()[i],
+                                         b.create<arith::MulIOp>(l, position, outer.getStep()[i]));
+    for (auto [iv, value] : llvm::zip(outer.getInductionVars(), ivs))
+      map.map(iv, value);
+    if (init) {
+      SmallVector<Value> loopsAt(ivs);
+      loopsAt.resize(allLoops, at.c(0)); // reduction loops: not in the output's indices
+      b.create<memref::StoreOp>(l, b.create<arith::ConstantOp>(l, init), initOut, indicesAt(b, l, initMap, loopsAt));
+    }
+    for (Operation &inside : outer.getBody()->without_terminator())
+      b.clone(inside, map);
+  });
+  outer.erase();
+  SmallVector<scf::ParallelOp> nested;
+  kernel.walk([&](scf::ParallelOp p) { nested.push_back(p); });
+  for (scf::ParallelOp p : llvm::reverse(nested))
+    parallelToFor(p);
+  return success();
+}
+
+/// A kernel of independent ops side by side (kGpuSideBySideAttr: each
+/// op's blocks, in order): a block runs the op its index falls to, over that
+/// op's own blocks, as points.
+LogicalResult mapSideBySide(func::FuncOp kernel, LoweringConfigAttr config, ArrayRef<int64_t> parts) {
+  SmallVector<Operation *> ops = computeOps(kernel);
+  auto inits = kernel->getAttrOfType<ArrayAttr>(kGpuSideBySideInitsAttr);
+  if (ops.size() != parts.size() || !inits || inits.size() != parts.size())
+    return kernel.emitError("nova-gpu-map-threads: ") << ops.size() << " ops side by side, " << parts.size()
+                                                      << " block ranges";
+  const int64_t threads = config.getTile()[0];
+  Location l = kernel.getLoc();
+  OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
+  auto c = [&](int64_t v) -> Value { return b.create<arith::ConstantIndexOp>(l, v); };
+  Value thread = b.create<gpu::ThreadIdOp>(l, gpu::Dimension::x);
+  Value block = b.create<gpu::BlockIdOp>(l, gpu::Dimension::x);
+  int64_t first = 0;
+  for (auto [op, blocks, initAttr] : llvm::zip(ops, parts, inits)) {
+    auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+    Units units = unitsOf(op);
+    auto init = dyn_cast<FloatAttr>(initAttr);
+    if (!linalgOp || (units.kind != Units::points && units.kind != Units::block))
+      return op->emitError("nova-gpu-map-threads: only structured ops' points and block reductions run side by side");
+    b.setInsertionPoint(op);
+    Value from = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::uge, block, c(first));
+    Value below = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, block, c(first + blocks));
+    auto mine = b.create<scf::IfOp>(l, b.create<arith::AndIOp>(l, from, below), /*withElseRegion=*/false);
+    op->moveBefore(mine.thenBlock()->getTerminator());
+    b.setInsertionPoint(op);
+    if (units.kind == Units::block) { // its one block: the branch is the whole block's
+      if (failed(buildBlockReduction(cast<linalg::GenericOp>(op), thread, threads, init)))
+        return failure();
+      first += blocks;
+      continue;
+    }
+    Value local = b.create<arith::SubIOp>(l, block, c(first));
+    ThreadIndex at{b, l, thread, b.create<arith::AddIOp>(l, b.create<arith::MulIOp>(l, local, c(threads)), thread)};
+    if (failed(mapPoints(kernel, linalgOp, units, at, blocks * threads, init)))
+      return failure();
+    first += blocks;
+  }
+  return success();
+}
+
 LogicalResult mapKernel(func::FuncOp kernel, LoweringConfigAttr config) {
+  if (auto parts = kernel->getAttrOfType<DenseI64ArrayAttr>(kGpuSideBySideAttr))
+    return mapSideBySide(kernel, config, parts.asArrayRef());
   SmallVector<Operation *> ops = computeOps(kernel);
   if (ops.size() > 1)
     return kernel.emitError("nova-gpu-map-threads: a gpu_threads kernel holds ") << ops.size()
@@ -720,77 +995,7 @@ LogicalResult mapKernel(func::FuncOp kernel, LoweringConfigAttr config) {
     op->erase();
     return success();
   }
-  auto linalgOp = cast<linalg::LinalgOp>(op);
-  // Parallel loops first, so that one scf.parallel holds every unit.
-  if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
-    SmallVector<unsigned> order;
-    for (auto [i, iterator] : llvm::enumerate(generic.getIteratorTypesArray()))
-      if (iterator == utils::IteratorType::parallel)
-        order.push_back(unsigned(i));
-    for (auto [i, iterator] : llvm::enumerate(generic.getIteratorTypesArray()))
-      if (iterator != utils::IteratorType::parallel)
-        order.push_back(unsigned(i));
-    bool identity = llvm::all_of(llvm::enumerate(order), [](auto p) { return p.index() == p.value(); });
-    if (!identity) {
-      rewriter.setInsertionPoint(generic);
-      FailureOr<linalg::GenericOp> swapped = linalg::interchangeGenericOp(rewriter, generic, order);
-      if (failed(swapped))
-        return generic.emitError("nova-gpu-map-threads: cannot put the parallel loops first");
-      linalgOp = cast<linalg::LinalgOp>(swapped->getOperation());
-    }
-  }
-  // With an init: each unit stores it into its output element first (the
-  // output's indices are the parallel loops, which come first, each once).
-  Value initOut;
-  AffineMap initMap;
-  if (init) {
-    initOut = linalgOp.getDpsInitOperand(0)->get();
-    initMap = linalgOp.getIndexingMapsArray().back();
-  }
-  const unsigned allLoops = linalgOp.getNumLoops();
-  rewriter.setInsertionPoint(linalgOp);
-  FailureOr<linalg::LinalgLoops> loops = linalg::linalgOpToParallelLoops(rewriter, linalgOp);
-  if (failed(loops) || loops->empty())
-    return linalgOp->emitError("nova-gpu-map-threads: cannot lower to parallel loops");
-  rewriter.eraseOp(linalgOp);
-  auto outer = dyn_cast<scf::ParallelOp>(loops->front());
-  if (!outer)
-    return kernel.emitError("nova-gpu-map-threads: the outermost loop is not parallel");
-  SmallVector<int64_t> trips;
-  int64_t count = 1;
-  for (auto [lb, ub, st] : llvm::zip(outer.getLowerBound(), outer.getUpperBound(), outer.getStep())) {
-    auto lo = getConstantIntValue(lb), hi = getConstantIntValue(ub), step = getConstantIntValue(st);
-    if (!lo || !hi || !step || *step <= 0)
-      return kernel.emitError("nova-gpu-map-threads: a parallel loop with dynamic bounds");
-    trips.push_back((*hi - *lo + *step - 1) / *step);
-    count *= trips.back();
-  }
-  if (count != units.count)
-    return kernel.emitError("nova-gpu-map-threads: ") << count << " parallel points, configured for "
-                                                      << units.count;
-  b.setInsertionPoint(outer);
-  at.forEachUnit(count, perIteration, at.global, [&](Value unit) {
-    IRMapping map;
-    SmallVector<Value> ivs = delinearizeIndex(b, l, unit, trips);
-    for (auto [i, position] : llvm::enumerate(ivs))
-      position = b.create<arith::AddIOp>(l, outer.getLowerBound()[i],
-                                         b.create<arith::MulIOp>(l, position, outer.getStep()[i]));
-    for (auto [iv, value] : llvm::zip(outer.getInductionVars(), ivs))
-      map.map(iv, value);
-    if (init) {
-      SmallVector<Value> loopsAt(ivs);
-      loopsAt.resize(allLoops, at.c(0)); // reduction loops: not in the output's indices
-      b.create<memref::StoreOp>(l, b.create<arith::ConstantOp>(l, init), initOut, indicesAt(b, l, initMap, loopsAt));
-    }
-    for (Operation &inside : outer.getBody()->without_terminator())
-      b.clone(inside, map);
-  });
-  outer.erase();
-  SmallVector<scf::ParallelOp> nested;
-  kernel.walk([&](scf::ParallelOp p) { nested.push_back(p); });
-  for (scf::ParallelOp p : llvm::reverse(nested))
-    parallelToFor(p);
-  return success();
+  return mapPoints(kernel, cast<linalg::LinalgOp>(op), units, at, perIteration, init);
 }
 
 LogicalResult mapSimtMatmul(func::FuncOp kernel, LoweringConfigAttr config) {

@@ -1,0 +1,55 @@
+// Independent kernels launched one after another become one launch of a
+// kernel holding them side by side, each over blocks of its own: two
+// parameter updates (points: 300 and 320 of them, 2 blocks of 256 each)
+// and a sum of squares (a block reduction: one block, its output starting
+// from its dropped fill's 0). A block's index selects its op; the block
+// reduction's barriers sit in a branch the whole block takes.
+// RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each | FileCheck %s
+// RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each \
+// RUN:   | nova-opt -pass-pipeline='builtin.module(builtin.module(nova-gpu-map-threads,canonicalize,cse,nova-gpu-outline-kernels{target=sm_80}))' -verify-each \
+// RUN:   | FileCheck %s --check-prefix=GPU
+
+// CHECK-LABEL: func.func @updates
+// CHECK-NEXT: nova.launch @kernels::@[[K:k[0-9]+_side0]](%arg0, %arg1, %arg5, %arg2, %arg3, %arg6, %arg4, %arg7)
+// CHECK-NEXT: return
+// CHECK: func.func @[[K]](
+// CHECK-SAME: nova.gpu_block_threads = 256 : i64, nova.gpu_shared_bytes = 1024 : i64
+// CHECK-SAME: nova.gpu_side_by_side = array<i64: 2, 2, 1>, nova.gpu_side_by_side_inits = [unit, unit, 0.000000e+00 : f32]
+// CHECK-SAME: "threads: 3 independent kernels side by side, each over its own blocks (a block reduction one; 5 in all) of 256"
+// CHECK-SAME: #nova.lowering_config<gpu_threads, workgroups = 5, tile = [256]
+// CHECK-SAME: nova.summary = "3 kernels side by side:
+// CHECK: linalg.generic {{.*}} ins(%arg1, %arg2 : memref<300xf32>, memref<300xf32>) outs(%arg3 : memref<300xf32>)
+// CHECK: linalg.generic {{.*}} ins(%arg4, %arg5 : memref<40x8xf32>, memref<40x8xf32>) outs(%arg6 : memref<40x8xf32>)
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction"]} ins(%arg7 : memref<1000xf32>) outs(%arg8 : memref<f32>)
+// CHECK-NOT: linalg.generic
+// CHECK: return
+
+// GPU: gpu.func @nova_[[K:k[0-9]+_side0]](
+// GPU: %[[B:.*]] = gpu.block_id x
+// GPU: arith.cmpi uge, %[[B]], %c0
+// GPU: arith.cmpi ult, %[[B]], %c2
+// GPU: scf.if
+// GPU: arith.cmpi ult, %{{.*}}, %c300
+// GPU: arith.cmpi uge, %[[B]], %c2
+// GPU: arith.cmpi ult, %[[B]], %c4
+// GPU: scf.if
+// GPU: arith.subi %[[B]], %c2
+// GPU: arith.cmpi ult, %{{.*}}, %c320
+// GPU: arith.cmpi uge, %[[B]], %c4
+// GPU: arith.cmpi ult, %[[B]], %c5
+// GPU: scf.if
+// GPU: gpu.barrier
+// GPU: memref.store %{{.*}}, %{{.*}}[] : memref<f32>
+// GPU: gpu.return
+func.func @updates(%a: tensor<300xf32>, %ga: tensor<300xf32>, %b: tensor<40x8xf32>, %gb: tensor<40x8xf32>, %c: tensor<1000xf32>) -> (tensor<300xf32>, tensor<40x8xf32>, tensor<f32>) {
+  %s = nova.constant 0.5 : tensor<f32>
+  %sa = nova.broadcast %s : tensor<f32> -> tensor<300xf32>
+  %da = nova.mul %ga, %sa : tensor<300xf32>, tensor<300xf32>
+  %na = nova.sub %a, %da : tensor<300xf32>, tensor<300xf32>
+  %sb = nova.broadcast %s : tensor<f32> -> tensor<40x8xf32>
+  %db = nova.mul %gb, %sb : tensor<40x8xf32>, tensor<40x8xf32>
+  %nb = nova.sub %b, %db : tensor<40x8xf32>, tensor<40x8xf32>
+  %sq = nova.mul %c, %c : tensor<1000xf32>, tensor<1000xf32>
+  %t = nova.reduce_sum %sq {axes = array<i64: 0>} : tensor<1000xf32>
+  return %na, %nb, %t : tensor<300xf32>, tensor<40x8xf32>, tensor<f32>
+}
