@@ -526,16 +526,15 @@ TEST_CASE("with bf16 matmuls allowed, K-major matmuls run as the TMA + wgmma ker
   init.add("w1", g.randn({64, 32}, DType::f32));
   init.add("w2", g.randn({16, 64}, DType::f32));
   Tensor x = g.randn({96, 32}, DType::f32), y = g.randn({96, 16}, DType::f32);
-  const nova::ExecutableDesc trained = train_tf32_against_interpreter(linear_loss, init, x, y, "sm_90a", 3);
-  const nova::ExecutableDesc* desc = &trained;
-  MatmulKernels kinds = matmul_kernels(*desc);
+  const nova::ExecutableDesc desc = train_tf32_against_interpreter(linear_loss, init, x, y, "sm_90a", 3);
+  MatmulKernels kinds = matmul_kernels(desc);
   INFO("wgmma matmul kernels: ", kinds.wgmma, ", mma.sync: ", kinds.mma, ", simt: ", kinds.simt);
   CHECK(kinds.wgmma == 2);
   int maps = 0;
-  for (const auto& k : desc->kernels) maps += static_cast<int>(k.tensor_maps.size());
+  for (const auto& k : desc.kernels) maps += static_cast<int>(k.tensor_maps.size());
   CHECK(maps == 2 * kinds.wgmma);
   if (std::filesystem::exists(kPtxas))
-    CHECK(ptxas_errors(std::string(desc->object.begin(), desc->object.end()), "sm_90a") == "");
+    CHECK(ptxas_errors(std::string(desc.object.begin(), desc.object.end()), "sm_90a") == "");
 }
 
 TEST_CASE("split-K on an emulated A100: weight gradients over 2048 tokens sum their parts' partial products; the updates match the interpreter") {
@@ -553,12 +552,11 @@ TEST_CASE("split-K on an emulated A100: weight gradients over 2048 tokens sum th
   init.add("w1", g.randn({32, 64}, DType::f32));
   init.add("w2", g.randn({32, 64}, DType::f32));
   Tensor x = g.randn({2048, 32}, DType::f32), y = g.randn({2048, 64}, DType::f32);
-  const nova::ExecutableDesc trained = train_tf32_against_interpreter(linear_loss, init, x, y, "sm_80", 2);
-  const nova::ExecutableDesc* desc = &trained;
+  const nova::ExecutableDesc desc = train_tf32_against_interpreter(linear_loss, init, x, y, "sm_80", 2);
   int sums = 0;
   std::set<std::uint32_t> sumKernels;
-  for (const auto& l : desc->launches) {
-    const std::string& symbol = desc->kernels[l.kernel].symbol;
+  for (const auto& l : desc.launches) {
+    const std::string& symbol = desc.kernels[l.kernel].symbol;
     if (symbol.size() > 4 && symbol.compare(symbol.size() - 4, 4, "_sum") == 0) {
       ++sums;
       sumKernels.insert(l.kernel);

@@ -85,6 +85,18 @@ bool isTensorCoreMatmul(LoweringConfigAttr config) {
   return config.getKind() == "mma_sync_matmul" || config.getKind() == "wgmma_matmul";
 }
 
+/// The kernel argument (numbered after the workgroup number) whose buffer
+/// `view` (in `op`'s block, the kernel's entry) is a view of; with `whole`,
+/// only if the view is all of it.
+std::optional<unsigned> argumentOf(Operation *op, Value view, bool whole = false) {
+  auto arg = dyn_cast<BlockArgument>(bufferRoot(view));
+  if (!arg || arg.getOwner() != op->getBlock() || arg.getArgNumber() == 0)
+    return std::nullopt;
+  if (whole && cast<MemRefType>(view.getType()).getNumElements() != cast<MemRefType>(arg.getType()).getNumElements())
+    return std::nullopt;
+  return arg.getArgNumber() - 1;
+}
+
 /// The ops of a kernel body that compute (write memory); the rest (views,
 /// constants) are cloned wherever they are used.
 SmallVector<Operation *> computeOps(func::FuncOp kernel) {
@@ -380,7 +392,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
       func::FuncOp kernel;
       int64_t units; ///< points; 0: a block reduction (one block)
       int64_t sharedBytes;
-      SmallVector<Value> writes;
+      SmallVector<Value> buffers, writes;
     };
     auto memberOf = [&](LaunchOp launch) -> std::optional<Member> {
       auto k = symbols.lookup<func::FuncOp>(launch.getKernelAttr().getLeafReference().getValue());
@@ -395,21 +407,22 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
         return std::nullopt;
       if (units.kind != Units::points && units.kind != Units::block)
         return std::nullopt;
-      Member m{launch, k, units.kind == Units::block ? 0 : units.count, shared, {}};
+      Member m{launch, k, units.kind == Units::block ? 0 : units.count, shared, {}, {}};
+      m.buffers.assign(launch.getBuffers().begin(), launch.getBuffers().end());
       for (Value out : generic.getDpsInits()) {
-        auto arg = dyn_cast<BlockArgument>(bufferRoot(out));
-        if (!arg || arg.getOwner() != generic->getBlock() || arg.getArgNumber() == 0)
+        std::optional<unsigned> arg = argumentOf(generic, out);
+        if (!arg)
           return std::nullopt;
-        m.writes.push_back(launch.getBuffers()[arg.getArgNumber() - 1]);
+        m.writes.push_back(m.buffers[*arg]);
       }
       return m;
     };
-    auto independent = [](Member a, Member b) {
+    auto independent = [](const Member &a, const Member &b) {
       for (Value w : a.writes)
-        if (llvm::is_contained(b.launch.getBuffers(), w))
+        if (llvm::is_contained(b.buffers, w))
           return false;
       for (Value w : b.writes)
-        if (llvm::is_contained(a.launch.getBuffers(), w))
+        if (llvm::is_contained(a.buffers, w))
           return false;
       return true;
     };
@@ -438,16 +451,16 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
         flush();
       }
     for (auto [index, run] : llvm::enumerate(runs)) {
-      Location loc = run.back().launch.getLoc();
+      Location loc = run.back().launch->getLoc();
       SmallVector<Type> types{IndexType::get(ctx)};
       SmallVector<Value> operands;
       SmallVector<int64_t> parts;
       SmallVector<Attribute> inits;
       int64_t shared = 0;
       KernelDescription about{"", 0, 0};
-      for (Member m : run) {
+      for (Member &m : run) {
         llvm::append_range(types, llvm::drop_begin(m.kernel.getArgumentTypes()));
-        llvm::append_range(operands, m.launch.getBuffers());
+        llvm::append_range(operands, m.buffers);
         parts.push_back(std::clamp<int64_t>((m.units + kThreads - 1) / kThreads, 1, maxBlocks));
         Attribute init = m.kernel->getAttr(kGpuOutputInitAttr);
         inits.push_back(init ? init : UnitAttr::get(ctx));
@@ -466,7 +479,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
       Block *entry = fused.addEntryBlock();
       OpBuilder fb = OpBuilder::atBlockEnd(entry);
       unsigned next = 1;
-      for (Member m : run) {
+      for (Member &m : run) {
         Block &body = m.kernel.getBody().front();
         IRMapping map;
         map.map(body.getArgument(0), entry->getArgument(0));
@@ -495,7 +508,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
       OpBuilder lb(run.back().launch);
       lb.create<LaunchOp>(loc, SymbolRefAttr::get(ctx, kKernelsModuleName, {FlatSymbolRefAttr::get(ctx, name)}),
                           operands);
-      for (Member m : run)
+      for (Member &m : run)
         m.launch.erase();
     }
   }
@@ -524,13 +537,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
       return symbols.lookup<func::FuncOp>(launch.getKernelAttr().getLeafReference().getValue());
     };
     auto elements = [](Value v) { return cast<MemRefType>(v.getType()).getNumElements(); };
-    // The argument (after the workgroup) whose whole buffer a value is.
-    auto wholeArgument = [&](Operation *op, Value view) -> std::optional<unsigned> {
-      auto arg = dyn_cast<BlockArgument>(bufferRoot(view));
-      if (!arg || arg.getOwner() != op->getBlock() || arg.getArgNumber() == 0 || elements(view) != elements(arg))
-        return std::nullopt;
-      return arg.getArgNumber() - 1;
-    };
+    auto wholeArgument = [](Operation *op, Value view) { return argumentOf(op, view, /*whole=*/true); };
     // A kernel that is one constant fill of a whole argument.
     auto fillOf = [&](func::FuncOp k) -> std::optional<std::pair<unsigned, FloatAttr>> {
       SmallVector<Operation *> ops = computeOps(k);
@@ -558,10 +565,10 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
       Value out = generic.getDpsInits()[0];
       if (isTensorCoreMatmul(config)) {
         // The kernel takes whole buffers (StepMmaMatmul.cpp).
-        auto arg = dyn_cast<BlockArgument>(bufferRoot(out));
-        if (!value.getValue().isZero() || !arg || arg.getOwner() != generic->getBlock())
+        std::optional<unsigned> arg = argumentOf(generic, out);
+        if (!value.getValue().isZero() || !arg)
           return std::nullopt;
-        return Reader{arg.getArgNumber() - 1, false};
+        return Reader{*arg, false};
       }
       if (config.getKind() == "simt_matmul") {
         std::optional<unsigned> arg = wholeArgument(generic, out);

@@ -38,7 +38,10 @@ std::optional<std::string> mlir::nova::findPtxas() {
   return std::nullopt;
 }
 
-std::vector<PtxasKernelInfo> mlir::nova::parsePtxasLog(llvm::StringRef log) {
+namespace {
+
+/// The kernels' resource usage parsed from ptxas -v's log.
+std::vector<PtxasKernelInfo> parsePtxasLog(llvm::StringRef log) {
   // ptxas info    : Function properties for nova_k3
   //     0 bytes stack frame, 820 bytes spill stores, 896 bytes spill loads
   // ptxas info    : Used 255 registers, used 1 barriers, ...
@@ -71,6 +74,8 @@ std::vector<PtxasKernelInfo> mlir::nova::parsePtxasLog(llvm::StringRef log) {
   }
   return kernels;
 }
+
+} // namespace
 
 FailureOr<Cubin> mlir::nova::assemblePtx(llvm::StringRef ptxas, llvm::StringRef ptx,
                                          llvm::StringRef chip, std::string &error) {

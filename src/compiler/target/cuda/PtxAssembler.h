@@ -45,9 +45,6 @@ struct Cubin {
 FailureOr<Cubin> assemblePtx(llvm::StringRef ptxas, llvm::StringRef ptx, llvm::StringRef chip,
                              std::string &error);
 
-/// The kernels' resource usage parsed from ptxas -v's log.
-std::vector<PtxasKernelInfo> parsePtxasLog(llvm::StringRef log);
-
 } // namespace mlir::nova
 
 #endif // NOVA_COMPILER_TARGET_CUDA_PTXASSEMBLER_H
