@@ -62,7 +62,11 @@ else
   # MPI's own allocations, some in components it has unloaded, read as
   # leaks; the same code runs under ASan in the unit tests' loopback ranks).
   phase "the sanitizer build (build-asan/: ASan + UBSan)"
+  # -O1 (ASan's usual level): on this 2-core VM the cold instrumented build
+  # took 1782 s of compiler time against at least 2175 s at -O3, and its
+  # tests 264 s against 216 s: about 150 s less in all.
   cmake -G Ninja -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DNOVA_SANITIZE=ON \
+        -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" -DCMAKE_C_FLAGS_RELEASE="-O1 -DNDEBUG" \
         -DNOVA_BUILD_BENCH=OFF >/dev/null
   # The build runs instrumented code too (the ahead-of-time steps of
   # tests/aot): the same ASAN_OPTIONS as the tests (below).
