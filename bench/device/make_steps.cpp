@@ -1,7 +1,9 @@
 // make_steps.cpp - the training steps bench/device/check.sh runs on a GPU,
 // compiled here (where LLVM is) for NOVA_TARGET (a GPU, e.g. h200).
 //
-//   NOVA_TARGET=h200 make_steps OUT_DIR
+//   NOVA_TARGET=h200 [NOVA_REQUIRE_CUBIN=1] make_steps OUT_DIR
+// (NOVA_REQUIRE_CUBIN=1: fail where a step carries no cubin: prepare.sh sets
+// it where ptxas is, so a step ptxas refused is seen here, not on the GPU.)
 //
 // bench/gpt_step's small and medium GPT (AdamW 0.9/0.95, weight decay 0.1,
 // gradient clipping 1.0), each with float32 matmuls and with bf16 allowed
@@ -24,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -89,11 +92,16 @@ int main(int argc, char** argv) try {
     f.params_sumsq = steps::params_sumsq(inputs, f);
     steps::write(dir + "/" + name + ".step", f);
     ::setenv("NOVA_TARGET", gpu.c_str(), 1);
-    std::printf("make_steps: %s for %s: %zu launches of %zu kernels, %zu gradient sums, arena %.1f MiB; CPU loss "
-                "%.6f\n",
+    const std::string& format = on_gpu->description()->binary_format;
+    std::printf("make_steps: %s for %s: %zu launches of %zu kernels, %zu gradient sums, arena %.1f MiB, %s; CPU "
+                "loss %.6f\n",
                 name.c_str(), gpu.c_str(), on_gpu->description()->launches.size(),
                 on_gpu->description()->kernels.size(), on_gpu->description()->collectives.size(),
-                double(on_gpu->description()->arena_bytes) / (1 << 20), f.loss);
+                double(on_gpu->description()->arena_bytes) / (1 << 20),
+                format.empty() ? "PTX only" : (format + " and PTX").c_str(), f.loss);
+    const char* require = std::getenv("NOVA_REQUIRE_CUBIN");
+    if (require && std::string(require) == "1" && format.empty())
+      throw std::runtime_error(name + " carries no cubin: ptxas refused its PTX (its warning above says why)");
     nova::dist::set_communicator(nullptr);
   }
   nova::set_matmul_precision(nova::MatmulPrecision::fp32);

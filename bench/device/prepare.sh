@@ -37,7 +37,13 @@ fi
 # matmuls) and run_steps with the libraries it needs there (the runtime,
 # xxhash, the C++ library it was built with).
 cmake --build "$build" --target make_steps run_steps >/dev/null
-NOVA_CACHE=off NOVA_TARGET="$target" "$build/bench/make_steps" bench/device/artifacts/steps
+# Where ptxas is here every step must carry its cubin: a step whose PTX
+# ptxas refused (e.g. a kernel over 4352 bytes of parameters) would fail
+# the same way in the device's driver.
+require_cubin=0
+[ -x "$ptxas" ] && require_cubin=1
+NOVA_CACHE=off NOVA_TARGET="$target" NOVA_REQUIRE_CUBIN=$require_cubin "$build/bench/make_steps" \
+  bench/device/artifacts/steps
 mkdir -p bench/device/artifacts/bin bench/device/artifacts/lib
 cp "$build/bench/run_steps" bench/device/artifacts/bin/
 ldd "$build/bench/run_steps" | awk '/libnova_runtime|libxxhash|libstdc\+\+|libgcc_s/ {print $3}' |

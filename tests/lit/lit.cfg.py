@@ -22,5 +22,7 @@ if ptxas:
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
 config.substitutions.append(("%extract-ptx", sys.executable + " " + os.path.join(config.test_source_root, "cuda", "extract_ptx.py")))
+config.substitutions.append(("%python", sys.executable))
 config.excludes.append("extract_ptx.py")
+config.excludes.append("many_updates.py")
 config.excludes.append("templates")

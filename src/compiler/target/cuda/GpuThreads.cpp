@@ -70,6 +70,7 @@
 #include "mlir/Pass/Pass.h"
 
 #include "llvm/ADT/SmallBitVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -383,8 +384,23 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
   /// sums of squares, a backward's separate bias gradients. A kernel
   /// joins a run when no buffer one writes is another's; the launch goes
   /// where the run's last one was (every operand allocated by then).
+  ///
+  /// One launch holds all its members' buffers at once: a buffer an early
+  /// member last uses can no longer give its bytes to one a later member
+  /// first uses, as the launch plan gives them when they are separate
+  /// launches. So a member whose new buffers (first used by it) would
+  /// overlap more than kOverlapBytes of such buffers starts a new run: a
+  /// run adds at most that much to the arena (the optimizer's updates and
+  /// the clipping sums make no buffer or a scalar one; bf16 backward's
+  /// casts and bias gradients make large ones).
+  ///
+  /// A kernel's parameters (8 bytes each: bare pointers, the block index)
+  /// must fit ptxas's 4352 bytes (PTX ISA before 8.1), so a run of a big
+  /// model's optimizer updates is cut into several launches.
   static void fuseSideBySide(ModuleOp top, ModuleOp kernels, int64_t maxBlocks) {
     constexpr int64_t kThreads = 256;
+    constexpr int64_t kOverlapBytes = 64 << 10;
+    constexpr int64_t kMaxParameterBytes = 4352, kParameterBytes = 8;
     SymbolTable symbols(kernels);
     MLIRContext *ctx = top.getContext();
     struct Member {
@@ -393,6 +409,17 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
       int64_t units; ///< points; 0: a block reduction (one block)
       int64_t sharedBytes;
       SmallVector<Value> buffers, writes;
+      /// Bytes of the arena buffers it uses first and of those it uses last.
+      int64_t bornBytes = 0, dyingBytes = 0;
+    };
+    // Whether `buffer`'s uses (but its dealloc) all lie after, or all
+    // before, `launch` in its block.
+    auto allUses = [](Value buffer, LaunchOp launch, bool after) {
+      return llvm::all_of(buffer.getUsers(), [&](Operation *user) {
+        if (user == launch || isa<memref::DeallocOp>(user) || user->getBlock() != launch->getBlock())
+          return true;
+        return after ? launch->isBeforeInBlock(user) : user->isBeforeInBlock(launch);
+      });
     };
     auto memberOf = [&](LaunchOp launch) -> std::optional<Member> {
       auto k = symbols.lookup<func::FuncOp>(launch.getKernelAttr().getLeafReference().getValue());
@@ -409,6 +436,18 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
         return std::nullopt;
       Member m{launch, k, units.kind == Units::block ? 0 : units.count, shared, {}, {}};
       m.buffers.assign(launch.getBuffers().begin(), launch.getBuffers().end());
+      llvm::SmallPtrSet<Value, 8> seen;
+      for (Value buffer : m.buffers) {
+        auto type = dyn_cast<MemRefType>(buffer.getType());
+        if (!buffer.getDefiningOp<memref::AllocOp>() || !type || !type.hasStaticShape() ||
+            !seen.insert(buffer).second)
+          continue;
+        int64_t bytes = type.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+        if (allUses(buffer, launch, /*after=*/true))
+          m.bornBytes += bytes;
+        if (allUses(buffer, launch, /*after=*/false))
+          m.dyingBytes += bytes;
+      }
       for (Value out : generic.getDpsInits()) {
         std::optional<unsigned> arg = argumentOf(generic, out);
         if (!arg)
@@ -430,23 +469,39 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
     for (auto step : top.getOps<func::FuncOp>())
       for (Block &block : step.getBody()) {
         SmallVector<Member> run;
+        // The run's buffers last used by its members so far, and the bytes
+        // its later members first use (which those could have given).
+        int64_t dying = 0, overlap = 0;
+        // The fused kernel's parameters: the block index, then the members'.
+        int64_t parameters = 1;
+        auto join = [&](const Member &m) {
+          if (dying > 0)
+            overlap += m.bornBytes;
+          dying += m.dyingBytes;
+          parameters += int64_t(m.buffers.size());
+          run.push_back(m);
+        };
         auto flush = [&] {
           if (run.size() >= 2)
             runs.push_back(run);
           run.clear();
+          dying = overlap = 0;
+          parameters = 1;
         };
         for (Operation &op : block) {
           if (isa<memref::AllocOp>(op))
             continue;
           auto launch = dyn_cast<LaunchOp>(&op);
           std::optional<Member> m = launch ? memberOf(launch) : std::nullopt;
-          if (m && llvm::all_of(run, [&](const Member &r) { return independent(r, *m); })) {
-            run.push_back(*m);
+          if (m && llvm::all_of(run, [&](const Member &r) { return independent(r, *m); }) &&
+              (dying == 0 || overlap + m->bornBytes <= kOverlapBytes) &&
+              (parameters + int64_t(m->buffers.size())) * kParameterBytes <= kMaxParameterBytes) {
+            join(*m);
             continue;
           }
           flush();
           if (m)
-            run.push_back(*m);
+            join(*m);
         }
         flush();
       }
