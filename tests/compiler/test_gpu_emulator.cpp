@@ -652,7 +652,7 @@ GpuMatmulConfig wgmmaBlock(GpuOperand op, int64_t warpgroups, int64_t bn, int64_
   c.mmaM = 64;
   c.mmaN = bn;
   c.mmaK = op == GpuOperand::tf32 ? 8 : 16;
-  c.threads = 128 * warpgroups;
+  c.threads = wgmmaBlockThreads(warpgroups);
   return c;
 }
 
@@ -764,9 +764,17 @@ TEST_CASE("GPU emulator: a deliberately broken wgmma kernel fails it") {
   MatmulRun noWait = broken([](WgmmaMatmulFaults &f) { f.noMbarrierWait = true; });
   CHECK(!noWait.report.ok);
   CHECK(noWait.report.error.find("not been waited for") != std::string::npos);
-  MatmulRun noBarrier = broken([](WgmmaMatmulFaults &f) { f.noBarrierBeforeRefill = true; });
-  CHECK(!noBarrier.report.ok);
-  CHECK(noBarrier.report.error.find("no barrier between") != std::string::npos);
+  // The producer runs ahead of its consumers: it arms a stage's full
+  // barrier again before the stage's first load completed its phase.
+  MatmulRun noRelease = broken([](WgmmaMatmulFaults &f) { f.noStageRelease = true; });
+  CHECK(!noRelease.report.ok);
+  CHECK(noRelease.report.error.find("more arrivals on an mbarrier phase than its count") != std::string::npos);
+  // A stage released before the wgmmas reading it finished: its refill
+  // lands on bytes they still read.
+  MatmulRun early = broken([](WgmmaMatmulFaults &f) { f.releaseBeforeWgmmaWait = true; });
+  CHECK(!early.report.ok);
+  CHECK(early.report.error.find("overwrites shared byte") != std::string::npos);
+  CHECK(early.report.error.find("that an unfinished wgmma reads") != std::string::npos);
   MatmulRun noFinal = broken([](WgmmaMatmulFaults &f) { f.noFinalWgmmaWait = true; });
   CHECK(!noFinal.report.ok);
   CHECK(noFinal.report.error.find("wait_group") != std::string::npos);
@@ -778,7 +786,8 @@ TEST_CASE("GPU emulator: a deliberately broken wgmma kernel fails it") {
   WgmmaMatmulFaults wrong;
   wrong.wrongDescriptorSwizzle = true;
   MatmulRun swizzle = runMatmul(problem(128, 128, 64, GpuOperand::bf16), c, {}, {}, wrong);
-  MESSAGE("errors caught: ", noWait.report.error, " / ", noBarrier.report.error, " / ", noFinal.report.error, " / ",
+  MESSAGE("errors caught: ", noWait.report.error, " / ", noRelease.report.error, " / ", early.report.error, " / ",
+          noFinal.report.error, " / ",
           noFence.report.error, "; wrong swizzle: ", swizzle.report.ok ? "worst " + std::to_string(swizzle.worst)
                                                                       : swizzle.report.error);
   REQUIRE_MESSAGE(swizzle.report.ok, swizzle.report.error);
@@ -1037,4 +1046,125 @@ module attributes {gpu.container_module} {
       wrong += d[size_t(t * 4 + i)] != float(want);
     }
   CHECK(wrong == 0);
+}
+
+TEST_CASE("GPU emulator: a producer warp and its consumers meet only at mbarriers (each side a context)") {
+  // Warp 1's first thread produces values 1..N into a ring of two shared
+  // slots: it waits for a slot's release (`empty`, from its third value
+  // on), stores, arrives on the slot's `full`. Warp 0 consumes: waits for
+  // `full`, adds the slot to its sum, releases it (32 arrivals). Sum
+  // 1 + ... + N = N (N + 1) / 2. The variants break the handshake.
+  constexpr int64_t kValues = 7;
+  auto run = [&](const std::string &variant, float &sum) {
+    std::string text = R"mlir(
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @ring(%out: memref<32xf32>) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c32 = arith.constant 32 : index
+      %cN = arith.constant N_VALUES : index
+      %ticks = arith.constant 1000 : index
+      %t = gpu.thread_id x
+      %first = arith.cmpi eq, %t, %c0 : index
+      %full = nvgpu.mbarrier.create -> !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+      %empty = nvgpu.mbarrier.create -> !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+      nvgpu.mbarrier.init %full[%c0], %c1, predicate = %first : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+      nvgpu.mbarrier.init %full[%c1], %c1, predicate = %first : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+      nvgpu.mbarrier.init %empty[%c0], %c32, predicate = %first : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+      nvgpu.mbarrier.init %empty[%c1], %c32, predicate = %first : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+      gpu.barrier
+      %dyn = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+      %slots = memref.view %dyn[%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<2xf32, #gpu.address_space<workgroup>>
+      %producer = arith.cmpi uge, %t, %c32 : index
+      scf.if %producer {
+        %issuer = arith.cmpi eq, %t, %c32 : index
+        scf.if %issuer {
+          scf.for %i = %c0 to %cN step %c1 {
+            %s = arith.remui %i, %c2 : index
+            %reuse = arith.cmpi uge, %i, %c2 : index
+            scf.if %reuse {
+              %u = arith.divui %i, %c2 : index
+              %u1 = arith.addi %u, %c1 : index
+              %pb = arith.andi %u1, %c1 : index
+              %p = arith.cmpi ne, %pb, %c0 : index
+              PRODUCER_WAIT
+            }
+            %i1 = arith.addi %i, %c1 : index
+            %ii = arith.index_cast %i1 : index to i32
+            %v = arith.sitofp %ii : i32 to f32
+            memref.store %v, %slots[%s] : memref<2xf32, #gpu.address_space<workgroup>>
+            %tok = nvgpu.mbarrier.arrive %full[%s] : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 2> -> !nvgpu.mbarrier.token
+          }
+        }
+      } else {
+        %zero = arith.constant 0.0 : f32
+        %sum = scf.for %i = %c0 to %cN step %c1 iter_args(%acc = %zero) -> (f32) {
+          %s = arith.remui %i, %c2 : index
+          %u = arith.divui %i, %c2 : index
+          %pb = arith.andi %u, %c1 : index
+          CONSUMER_PARITY
+          nvgpu.mbarrier.try_wait.parity %full[%s], %p, %ticks : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+          EARLY_RELEASE
+          %v = memref.load %slots[%s] : memref<2xf32, #gpu.address_space<workgroup>>
+          LATE_RELEASE
+          %next = arith.addf %acc, %v : f32
+          scf.yield %next : f32
+        }
+        memref.store %sum, %out[%t] : memref<32xf32>
+      }
+      gpu.return
+    }
+  }
+}
+)mlir";
+    const std::string release = "%tok = nvgpu.mbarrier.arrive %empty[%s] : !nvgpu.mbarrier.group<memorySpace = "
+                                "#gpu.address_space<workgroup>, num_barriers = 2> -> !nvgpu.mbarrier.token";
+    const std::string wait = "nvgpu.mbarrier.try_wait.parity %empty[%s], %p, %ticks : !nvgpu.mbarrier.group<"
+                             "memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>";
+    auto put = [&](const std::string &key, const std::string &with) { text.replace(text.find(key), key.size(), with); };
+    put("N_VALUES", std::to_string(kValues));
+    put("PRODUCER_WAIT", variant == "no producer wait" ? "" : wait);
+    put("CONSUMER_PARITY", variant == "wrong parity" ? "%p = arith.cmpi eq, %pb, %c0 : index"
+                                                     : "%p = arith.cmpi ne, %pb, %c0 : index");
+    put("EARLY_RELEASE", variant == "early release" ? release : "");
+    put("LATE_RELEASE", variant == "early release" ? "" : release);
+    OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context());
+    REQUIRE(module);
+    REQUIRE(succeeded(verify(*module)));
+    gpu::GPUFuncOp f;
+    module->walk([&](gpu::GPUFuncOp g) { f = g; });
+    std::vector<uint8_t> out(32 * 4);
+    EmulatorLaunch launch;
+    launch.block = {64, 1, 1};
+    launch.dynamicSharedBytes = 8;
+    launch.args = {&out};
+    EmulatorReport report = emulateKernel(f, launch);
+    std::memcpy(&sum, out.data() + 4 * 5, 4); // consumer thread 5's
+    MESSAGE(variant, ": ", report.ok ? "ok, sum " + std::to_string(sum) : report.error);
+    return report;
+  };
+  float sum = 0;
+  EmulatorReport ok = run("as written", sum);
+  REQUIRE_MESSAGE(ok.ok, ok.error);
+  CHECK(sum == float(kValues * (kValues + 1) / 2));
+  // The producer runs through without waiting for releases: a slot's full
+  // barrier passes phases the consumers never saw, and they wait for one
+  // that will not come back, after the producer finished.
+  EmulatorReport noWait = run("no producer wait", sum);
+  CHECK(!noWait.ok);
+  CHECK(noWait.error.find("waits forever on an mbarrier") != std::string::npos);
+  CHECK(noWait.error.find("the block's other warps have finished") != std::string::npos);
+  // The consumers release a slot before reading it: the producer's next
+  // store to it is not ordered after their read.
+  EmulatorReport early = run("early release", sum);
+  CHECK(!early.ok);
+  CHECK(early.error.find("read with no barrier between") != std::string::npos);
+  CHECK(early.error.find("no mbarrier phase completed after the read") != std::string::npos);
+  // The consumers wait for the wrong phase: each side waits for the other.
+  EmulatorReport deadlock = run("wrong parity", sum);
+  CHECK(!deadlock.ok);
+  CHECK(deadlock.error.find("waits forever on an mbarrier") != std::string::npos);
+  CHECK(deadlock.error.find("a deadlock") != std::string::npos);
 }

@@ -204,8 +204,9 @@ int64_t mlir::nova::swizzleBytesForRow(int64_t rowBytes) {
 
 int64_t mlir::nova::gpuMatmulSmemBytes(const GpuMatmulConfig &c, GpuOperand operand) {
   int64_t stage = (c.blockM + c.blockN) * c.blockK * operandBytes(operand);
-  // wgmma/TMA: one 8-byte mbarrier per stage, aligned tiles (1024 bytes).
-  int64_t extra = c.kind == GpuMmaKind::wgmma ? 1024 + 8 * c.stages : 0;
+  // wgmma/TMA: two 8-byte mbarriers per stage (full, empty), aligned tiles
+  // (1024 bytes).
+  int64_t extra = c.kind == GpuMmaKind::wgmma ? 1024 + 16 * c.stages : 0;
   return c.stages * stage + extra;
 }
 
@@ -350,7 +351,7 @@ GpuMatmulConfig mlir::nova::configureGpuMatmul(const GpuMatmulProblem &p, const 
       if (kind == GpuMmaKind::wgmma) {
         c.warpsM = s.bm / 64;
         c.warpsN = 1;
-        c.threads = 128 * c.warpsM;
+        c.threads = wgmmaBlockThreads(c.warpsM);
         c.mmaM = 64;
         c.mmaN = s.bn;
         c.mmaK = sixteen ? 16 : 8;
@@ -414,7 +415,8 @@ GpuMatmulConfig mlir::nova::configureGpuMatmul(const GpuMatmulProblem &p, const 
         // An SM's tensor cores (and FMA pipes) sit in kSubPartitions
         // quarters, each fed by the warps scheduled on it: fewer resident
         // warps than quarters leave some idle.
-        double warps = double(resident * c.threads / 32);
+        // (wgmma: the consumer warpgroups' warps; the producer's issue loads.)
+        double warps = double(resident * (kind == GpuMmaKind::wgmma ? 4 * c.warpsM : c.threads / 32));
         double busy = std::min(1.0, warps / kSubPartitions);
         double mma = 2.0 * s.bm * s.bn * blockK / (rate * busy);
         double smem = smemPerSlab / kSmemBytesPerClock;

@@ -85,6 +85,10 @@ struct GpuMatmulConfig {
   std::string describe() const;
 };
 
+/// Threads of a wgmma kernel's block: its consumer warpgroups and the
+/// producer warpgroup that issues the TMA loads.
+inline int64_t wgmmaBlockThreads(int64_t consumerWarpgroups) { return 128 * (consumerWarpgroups + 1); }
+
 /// The decision for `problem` on the GPU `target` (target.is_gpu()).
 GpuMatmulConfig configureGpuMatmul(const GpuMatmulProblem &problem, const ::nova::TargetDesc &target);
 

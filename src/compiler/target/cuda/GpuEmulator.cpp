@@ -28,10 +28,13 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <mutex>
 #include <numeric>
+#include <thread>
 #include <unordered_map>
 
 using namespace mlir;
@@ -118,7 +121,7 @@ struct AsyncCopy {
   int64_t thread;
   int arg;
   int64_t srcByte, dstByte, bytes, srcBytes; ///< srcBytes < bytes: the rest is zero-filled
-  int64_t issueEpoch;
+  int64_t issueEpoch, issueAcquired;
 };
 
 class Emulator {
@@ -199,6 +202,16 @@ private:
   std::vector<int32_t> writeThread, writeEpoch, readThread, readEpoch, pending;
   std::vector<uint8_t> manyReaders;
   int64_t epoch = 0;
+  // Ordering by mbarriers (a warp-specialized kernel has no block barrier
+  // between a stage's reads and its refill): every shared access takes a
+  // tick; a thread that has waited for an mbarrier phase is ordered after
+  // every access before the phase completed (acquired: that tick), so an
+  // access of a byte whose last other access ticked before it is ordered.
+  // (A phase orders all the block's earlier accesses, not just its
+  // arrivals': the emulator runs one context at a time, and the other
+  // checks: wgmma reads in flight, copies in flight, catch early releases.)
+  std::vector<int64_t> readTick, writeTick, acquired;
+  int64_t tick = 0;
   std::vector<AsyncCopy> copies;
   std::vector<std::vector<int64_t>> uncommitted; ///< per thread: copy ids
   std::vector<std::deque<std::vector<int64_t>>> groups; ///< per thread: committed groups, oldest first
@@ -246,6 +259,10 @@ private:
     pending.assign(n, -1);
     manyReaders.assign(n, 0);
     epoch = 0;
+    readTick.assign(n, 0);
+    writeTick.assign(n, 0);
+    acquired.assign(size_t(threads), 0);
+    tick = 0;
     copies.clear();
     uncommitted.assign(size_t(threads), {});
     groups.assign(size_t(threads), {});
@@ -318,7 +335,7 @@ private:
                                       "(a missing mbarrier wait)",
                                       b),
                     t);
-      if (writeEpoch[size_t(b)] == epoch && writeThread[size_t(b)] != t)
+      if (writeEpoch[size_t(b)] == epoch && writeThread[size_t(b)] != t && writeTick[size_t(b)] >= acquired[size_t(t)])
         return fail(op, llvm::formatv("reads shared byte {0} that thread {1} wrote with no barrier between "
                                       "(a missing gpu.barrier)",
                                       b, writeThread[size_t(b)]),
@@ -330,6 +347,7 @@ private:
 
   /// Byte b read by thread t in this epoch (for the write-after-read check).
   void stampRead(int64_t b, int64_t t) {
+    readTick[size_t(b)] = ++tick;
     if (readEpoch[size_t(b)] != epoch) {
       readEpoch[size_t(b)] = int32_t(epoch);
       readThread[size_t(b)] = int32_t(t);
@@ -340,20 +358,24 @@ private:
   }
 
   /// A write by thread t to shared bytes, ordered after every access of
-  /// epochs before `since` (a plain store: since = epoch).
-  bool sharedWrite(Operation *op, int64_t byte, int64_t count, int64_t t, int64_t since) {
+  /// epochs before `since` (a plain store: since = epoch) and every access
+  /// that ticked before `ordered` (what t had acquired when it issued it).
+  bool sharedWrite(Operation *op, int64_t byte, int64_t count, int64_t t, int64_t since, int64_t ordered) {
     for (int64_t b = byte; b < byte + count; ++b) {
-      if (readEpoch[size_t(b)] >= since && (manyReaders[size_t(b)] || readThread[size_t(b)] != t))
+      if (readEpoch[size_t(b)] >= since && readTick[size_t(b)] >= ordered &&
+          (manyReaders[size_t(b)] || readThread[size_t(b)] != t))
         return fail(op, llvm::formatv("writes shared byte {0} that {1} read with no barrier between "
-                                      "(a missing gpu.barrier before the buffer is refilled)",
+                                      "(a missing gpu.barrier before the buffer is refilled, or no mbarrier "
+                                      "phase completed after the read that the writer waited for)",
                                       b, manyReaders[size_t(b)] ? std::string("other threads")
                                                                 : "thread " + std::to_string(readThread[size_t(b)])),
                     t);
-      if (writeEpoch[size_t(b)] >= since && writeThread[size_t(b)] != t)
+      if (writeEpoch[size_t(b)] >= since && writeTick[size_t(b)] >= ordered && writeThread[size_t(b)] != t)
         return fail(op, llvm::formatv("writes shared byte {0} that thread {1} also wrote with no barrier between",
                                       b, writeThread[size_t(b)]),
                     t);
       writeEpoch[size_t(b)] = int32_t(epoch);
+      writeTick[size_t(b)] = ++tick;
       writeThread[size_t(b)] = int32_t(t);
       genericWritten[size_t(b)] = 1;
     }
@@ -428,7 +450,7 @@ private:
   bool land(Operation *op, int64_t id) {
     AsyncCopy &c = copies[size_t(id)];
     std::span<uint8_t> src = argMemory[size_t(c.arg)];
-    if (!sharedWrite(op, c.dstByte, c.bytes, c.thread, c.issueEpoch))
+    if (!sharedWrite(op, c.dstByte, c.bytes, c.thread, c.issueEpoch, c.issueAcquired))
       return false;
     for (int64_t b = 0; b < c.bytes; ++b) {
       shared[size_t(c.dstByte + b)] = b < c.srcBytes ? src[size_t(c.srcByte + b)] : 0;
@@ -444,10 +466,11 @@ private:
     bool live = false, fenced = false;
     int64_t initThread = -1, initEpoch = -1;
     int64_t phase = 0, pending = 0, expected = 0, tx = 0;
+    int64_t completedTick = 0; ///< when its last phase completed
     std::vector<int64_t> inflight; ///< TMA loads completing on it
   };
   struct TmaLoad {
-    int64_t thread, map, dstAddress, issueEpoch;
+    int64_t thread, map, dstAddress, issueEpoch, issueAcquired;
     SmallVector<int64_t> coords;
   };
   struct WgmmaRun {
@@ -522,6 +545,8 @@ private:
     if (bar.pending == 0 && bar.tx == 0) {
       ++bar.phase;
       bar.pending = bar.expected;
+      bar.completedTick = ++tick;
+      ++phasesCompleted;
     }
   }
 
@@ -554,6 +579,18 @@ private:
       bar->initThread = t;
       bar->initEpoch = epoch;
       bar->pending = bar->expected = n;
+      return true;
+    });
+  }
+
+  /// mbarrier.arrive (no transaction bytes): a consumer releasing a stage.
+  bool arrive(nvgpu::MBarrierArriveOp op) {
+    Reg &token = def(op.getToken(), 1);
+    (void)token;
+    return forEachArrival(op, Value(), op.getBarriers(), op.getMbarId(), false, [&](int64_t t, MBarrier &bar) {
+      if (--bar.pending < 0)
+        return fail(op, "more arrivals on an mbarrier phase than its count", t);
+      completePhase(bar);
       return true;
     });
   }
@@ -597,7 +634,7 @@ private:
         return fail(op, "a TMA load completes on an mbarrier whose init was not fenced for the async proxy "
                         "(fence.mbarrier_init)",
                     t);
-      TmaLoad load{t, mapArg->second, kSharedWindowBase + dst->second.byteOffset, epoch, {}};
+      TmaLoad load{t, mapArg->second, kSharedWindowBase + dst->second.byteOffset, epoch, acquired[size_t(t)], {}};
       for (Value c : op.getCoordinates())
         load.coords.push_back(int64_t(get(c)->v[size_t(t)]));
       if (load.dstAddress % 128)
@@ -628,7 +665,7 @@ private:
     const TmaMap &map = tm.map;
     const int64_t es = map.elementBytes, rank = int64_t(map.dims.size()), bytes = map.boxBytes();
     const int64_t first = load.dstAddress - kSharedWindowBase;
-    if (!sharedWrite(op, first, bytes, load.thread, load.issueEpoch))
+    if (!sharedWrite(op, first, bytes, load.thread, load.issueEpoch, load.issueAcquired))
       return false;
     for (int64_t b = first; b < first + bytes; ++b)
       if (wgmmaReading[size_t(b)] > 0)
@@ -661,27 +698,55 @@ private:
     return true;
   }
 
+  /// mbarrier.try_wait.parity by every active thread. Where a phase has
+  /// not completed and another context can run (a producer warpgroup and
+  /// its consumers), the baton passes to it and the wait is tried again;
+  /// a wait that no phase completion helped since is a deadlock.
   bool tryWaitParity(nvgpu::MBarrierTryWaitParityOp op) {
     const Reg *parity = get(op.getPhaseParity());
-    for (int64_t t = 0; t < threads; ++t) {
-      if (!active[size_t(t)])
-        continue;
-      MBarrier *bar = barrierAt(op, op.getBarriers(), op.getMbarId(), t);
-      if (!bar || !useBarrier(op, *bar, t))
-        return false;
-      // The loads it tracks land as late as they may: when a thread waits.
-      for (int64_t id : bar->inflight)
-        if (!landTma(op, id, *bar))
+    int64_t stalledAt = -1;
+    for (;;) {
+      MBarrier *blocked = nullptr;
+      int64_t blockedThread = -1, blockedParity = 0;
+      for (int64_t t = 0; t < threads && !blocked; ++t) {
+        if (!active[size_t(t)])
+          continue;
+        MBarrier *bar = barrierAt(op, op.getBarriers(), op.getMbarId(), t);
+        if (!bar || !useBarrier(op, *bar, t))
           return false;
-      bar->inflight.clear();
-      const int64_t p = parity ? int64_t(parity->v[size_t(t)]) : 0;
-      if ((bar->phase & 1) == p)
-        return fail(op, llvm::formatv("waits forever on an mbarrier for phase parity {0}: phase {1}, {2} arrivals "
-                                      "and {3} transaction bytes outstanding",
-                                      p, bar->phase, bar->pending, bar->tx),
-                    t);
+        // The loads it tracks land as late as they may: when a thread waits.
+        for (int64_t id : bar->inflight)
+          if (!landTma(op, id, *bar))
+            return false;
+        bar->inflight.clear();
+        const int64_t p = parity ? int64_t(parity->v[size_t(t)]) : 0;
+        if ((bar->phase & 1) == p) {
+          blocked = bar;
+          blockedThread = t;
+          blockedParity = p;
+        }
+      }
+      if (!blocked) {
+        for (int64_t t = 0; t < threads; ++t)
+          if (active[size_t(t)])
+            acquired[size_t(t)] =
+                std::max(acquired[size_t(t)], barrierAt(op, op.getBarriers(), op.getMbarId(), t)->completedTick);
+        return true;
+      }
+      const bool otherRuns = contexts && !contexts->done[1 - runningContext];
+      if (!otherRuns || stalledAt == phasesCompleted)
+        return fail(op,
+                    llvm::formatv("waits forever on an mbarrier for phase parity {0}: phase {1}, {2} arrivals and "
+                                  "{3} transaction bytes outstanding{4}",
+                                  blockedParity, blocked->phase, blocked->pending, blocked->tx,
+                                  contexts ? (otherRuns ? " (the block's other warps wait too: a deadlock)"
+                                                        : " (the block's other warps have finished)")
+                                           : ""),
+                    blockedThread);
+      stalledAt = phasesCompleted;
+      if (!yieldContext())
+        return false;
     }
-    return true;
   }
 
   /// The byte of shared memory where wgmma reads element (x, k) of the
@@ -705,10 +770,8 @@ private:
   /// order; A and B from shared memory through descriptors. Its results are
   /// unfinished (an error to read, chaining aside) until a wait_group.
   bool wgmmaAsync(NVVM::WgmmaMmaAsyncOp op) {
-    if (!warpsAligned(op))
+    if (!warpgroupsAligned(op))
       return false;
-    if (threads % 128)
-      return fail(op, "a wgmma in a block that is not whole warpgroups");
     const Reg *C = get(op.getInouts()), *dA = get(op.getDescriptorA()), *dB = get(op.getDescriptorB());
     if (!C || !dA || !dB)
       return fail(op, "a wgmma operand has no value");
@@ -733,6 +796,8 @@ private:
     std::vector<float> a(size_t(64 * K)), bm(size_t(K * N)), c(size_t(64 * N));
     for (int64_t w = 0; w < threads / 128; ++w) {
       const int64_t t0 = w * 128;
+      if (!active[size_t(t0)])
+        continue;
       uint64_t descA = bitsOf(dA->v[size_t(t0)]), descB = bitsOf(dB->v[size_t(t0)]);
       for (int64_t t = t0; t < t0 + 128; ++t)
         if (bitsOf(dA->v[size_t(t)]) != descA || bitsOf(dB->v[size_t(t)]) != descB)
@@ -815,7 +880,7 @@ private:
   /// reads of shared memory count from now (a refill must come after a
   /// barrier that follows this wait).
   bool wgmmaWait(Operation *op, int64_t keep) {
-    if (!warpsAligned(op))
+    if (!warpgroupsAligned(op))
       return false;
     while (int64_t(wgmmaGroups.size()) > keep) {
       for (int64_t id : wgmmaGroups.front()) {
@@ -864,6 +929,8 @@ private:
     }
     if (auto arrive = dyn_cast<nvgpu::MBarrierArriveExpectTxOp>(op))
       return arriveExpectTx(arrive);
+    if (auto release = dyn_cast<nvgpu::MBarrierArriveOp>(op))
+      return arrive(release);
     if (auto load = dyn_cast<nvgpu::TmaAsyncLoadOp>(op))
       return tmaLoad(load);
     if (auto wait = dyn_cast<nvgpu::MBarrierTryWaitParityOp>(op))
@@ -900,7 +967,7 @@ private:
       return true;
     }
     if (isa<NVVM::WgmmaFenceAlignedOp>(op)) {
-      if (!warpsAligned(op))
+      if (!warpgroupsAligned(op))
         return false;
       wgmmaFenceSerial = ++serialCounter;
       return true;
@@ -908,7 +975,7 @@ private:
     if (auto mma = dyn_cast<NVVM::WgmmaMmaAsyncOp>(op))
       return wgmmaAsync(mma);
     if (isa<NVVM::WgmmaGroupSyncAlignedOp>(op)) {
-      if (!warpsAligned(op))
+      if (!warpgroupsAligned(op))
         return false;
       wgmmaGroups.push_back(std::move(wgmmaUncommitted));
       wgmmaUncommitted.clear();
@@ -918,6 +985,89 @@ private:
       return wgmmaWait(op, int64_t(wait.getGroup()));
     handled = false;
     return true;
+  }
+
+  // --- warps that wait on each other -----------------------------------------
+  //
+  // A divergent scf.if whose branches wait on mbarriers (a warp-specialized
+  // kernel: a producer warpgroup issuing TMA loads, consumer warpgroups
+  // releasing stages) runs each branch as a context of its own, one at a
+  // time: the then-branch first, and a wait for a phase that has not
+  // completed passes the baton to the other (tryWaitParity). Each context
+  // is an OS thread for its own interpreter stack; the emulator's state is
+  // touched only by the one holding the baton (handed over under the
+  // mutex), so a run is deterministic.
+  struct Contexts {
+    std::mutex mutex;
+    std::condition_variable turnChanged;
+    int turn = 0;
+    bool done[2] = {false, false};
+    bool abandoned = false;
+    std::vector<char> mask[2];
+  };
+  Contexts *contexts = nullptr;
+  int runningContext = -1;
+  int64_t phasesCompleted = 0;
+  llvm::DenseMap<Operation *, bool> waitsInside;
+
+  /// Passes the baton to the other context; false: the run was abandoned
+  /// (the other failed).
+  bool yieldContext() {
+    Contexts &c = *contexts;
+    const int me = runningContext;
+    std::unique_lock lock(c.mutex);
+    c.mask[me] = active;
+    c.turn = 1 - me;
+    c.turnChanged.notify_all();
+    c.turnChanged.wait(lock, [&] { return c.turn == me || c.abandoned; });
+    if (c.abandoned)
+      return false;
+    runningContext = me;
+    active = c.mask[me];
+    return true;
+  }
+
+  bool hasWaits(scf::IfOp op) {
+    auto [it, inserted] = waitsInside.try_emplace(op, false);
+    if (inserted)
+      it->second = op->walk([](nvgpu::MBarrierTryWaitParityOp) { return WalkResult::interrupt(); }).wasInterrupted();
+    return it->second;
+  }
+
+  /// Both branches of `op` (no results) as contexts under their masks.
+  bool runAsContexts(scf::IfOp op, std::vector<char> thenMask, std::vector<char> elseMask) {
+    Contexts c;
+    c.mask[0] = std::move(thenMask);
+    c.mask[1] = std::move(elseMask);
+    contexts = &c;
+    bool ok[2] = {true, true};
+    auto run = [&](int me) {
+      bool start;
+      {
+        std::unique_lock lock(c.mutex);
+        c.turnChanged.wait(lock, [&] { return c.turn == me || c.abandoned; });
+        start = !c.abandoned;
+      }
+      if (start) {
+        runningContext = me;
+        active = c.mask[me];
+        bool returned = false;
+        ok[me] = runBlockOps((me == 0 ? op.getThenRegion() : op.getElseRegion()).front(), {}, returned);
+      } else {
+        ok[me] = false;
+      }
+      std::lock_guard lock(c.mutex);
+      c.done[me] = true;
+      c.abandoned |= !ok[me];
+      c.turn = 1 - me;
+      c.turnChanged.notify_all();
+    };
+    std::thread other(run, 0);
+    run(1);
+    other.join();
+    contexts = nullptr;
+    runningContext = -1;
+    return ok[0] && ok[1];
   }
 
   // --- the interpreter -----------------------------------------------------
@@ -1396,7 +1546,7 @@ private:
         return false;
       int64_t count = n * d.elementBytes;
       if (d.space == Space::shared &&
-          !(out ? sharedRead(op, byte, count, t) : sharedWrite(op, byte, count, t, epoch)))
+          !(out ? sharedRead(op, byte, count, t) : sharedWrite(op, byte, count, t, epoch, acquired[size_t(t)])))
         return false;
       uint8_t *p = bytesAt(op, d, byte, count, t);
       if (!p)
@@ -1552,7 +1702,7 @@ private:
         return false;
       int64_t srcBytes = srcElements ? int64_t(srcElements->v[size_t(t)]) * dst->second.elementBytes : bytes;
       int64_t id = int64_t(copies.size());
-      copies.push_back({t, src->second.arg, s, d, bytes, std::min(srcBytes, bytes), epoch});
+      copies.push_back({t, src->second.arg, s, d, bytes, std::min(srcBytes, bytes), epoch, acquired[size_t(t)]});
       for (int64_t b = d; b < d + bytes; ++b) {
         if (pending[size_t(b)] >= 0 || tmaPending[size_t(b)] >= 0)
           return fail(op, llvm::formatv("two asynchronous copies in flight write shared byte {0}", b), t);
@@ -1566,6 +1716,23 @@ private:
   }
 
   /// Warps whose lanes are all active (the .sync.aligned instructions need them).
+  /// A warpgroup instruction (wgmma.*.sync.aligned): each warpgroup of the
+  /// block takes part whole or not at all (a producer warpgroup may be
+  /// elsewhere), and some does.
+  bool warpgroupsAligned(Operation *op) {
+    if (threads % 128)
+      return fail(op, "a warpgroup instruction in a block that is not whole warpgroups");
+    bool any = false;
+    for (int64_t w = 0; w < threads / 128; ++w) {
+      const bool first = active[size_t(w * 128)];
+      any |= first;
+      for (int64_t t = w * 128; t < w * 128 + 128; ++t)
+        if (bool(active[size_t(t)]) != first)
+          return fail(op, "a .sync.aligned warpgroup instruction with some of its warpgroup's threads inactive", t);
+    }
+    return any || fail(op, "a warpgroup instruction with no thread active");
+  }
+
   bool warpsAligned(Operation *op) {
     if (threads % 32)
       return fail(op, "a warp instruction in a block that is not whole warps");
@@ -1805,6 +1972,21 @@ private:
     if (!cond)
       return fail(op, "the condition has no value");
     std::vector<char> saved = active;
+    if (!contexts && op.getNumResults() == 0 && !op.getElseRegion().empty() && hasWaits(op)) {
+      std::vector<char> thenMask(saved.size()), elseMask(saved.size());
+      bool anyThen = false, anyElse = false;
+      for (int64_t t = 0; t < threads; ++t) {
+        thenMask[size_t(t)] = saved[size_t(t)] && cond->v[size_t(t)] != 0;
+        elseMask[size_t(t)] = saved[size_t(t)] && cond->v[size_t(t)] == 0;
+        anyThen |= bool(thenMask[size_t(t)]);
+        anyElse |= bool(elseMask[size_t(t)]);
+      }
+      if (anyThen && anyElse) {
+        bool ok = runAsContexts(op, std::move(thenMask), std::move(elseMask));
+        active = saved;
+        return ok;
+      }
+    }
     auto runUnder = [&](Region &region, bool when) {
       if (region.empty())
         return true;

@@ -96,7 +96,7 @@ struct TestMmaMatmul : PassWrapper<TestMmaMatmul, OperationPass<ModuleOp>> {
       c.warpN = blockN / std::max<int64_t>(1, warpsN);
       c.mmaN = c.kind == GpuMmaKind::wgmma ? blockN : c.mmaN;
       c.stages = stages;
-      c.threads = (c.kind == GpuMmaKind::wgmma ? 128 : 32) * warpsM * warpsN;
+      c.threads = c.kind == GpuMmaKind::wgmma ? wgmmaBlockThreads(warpsM) : 32 * warpsM * warpsN;
       c.tiles = ((p.m + blockM - 1) / blockM) * ((p.n + blockN - 1) / blockN);
     }
     if (splitK)

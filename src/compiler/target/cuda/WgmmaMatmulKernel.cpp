@@ -99,6 +99,10 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     return fail("a block is 64-row warpgroups, 8 to 256 columns, at least 2 stages");
   if (BK % mmaK)
     return fail("the K slab must be a multiple of the wgmma's K");
+  if (cfg.threads != wgmmaBlockThreads(WG))
+    return fail(llvm::formatv("a block of {0} consumer warpgroups and a producer is {1} threads, not {2}", WG,
+                              wgmmaBlockThreads(WG), cfg.threads)
+                    .str());
   const bool aKMajor = !p.lhsTransposed, bKMajor = p.rhsTransposed;
   if (!sixteen && !(aKMajor && bKMajor))
     return fail("tf32 operands must both be K-major (A stored M x K, B stored N x K)");
@@ -164,7 +168,8 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
   IndexMath k(b);
   Type et = operandElementType(p.operand, ctx), f32 = b.getF32Type(), i64 = b.getI64Type();
   auto ptr = LLVM::LLVMPointerType::get(ctx);
-  MatmulKernelFrame frame = beginMatmulKernel(b, module, name, p, ptr, ptr, BM, BN, 128 * WG, epilogue, linearGrid);
+  MatmulKernelFrame frame =
+      beginMatmulKernel(b, module, name, p, ptr, ptr, BM, BN, wgmmaBlockThreads(WG), epilogue, linearGrid);
   gpu::GPUFuncOp func = frame.func;
   const MatmulResultStore &out = frame.out;
   Value tid = frame.thread, bz = out.batch, row0 = frame.row0, col0 = frame.col0;
@@ -187,13 +192,19 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
   Value mapA = mapOf(func.getArgument(0), *tA), mapB = mapOf(func.getArgument(1), *tB);
   Value leader = b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, tid, k.c(0));
 
-  // One mbarrier a stage: the leader's arrive.expect_tx is its one arrival;
-  // the TMA loads' bytes complete its phase. The init is published to the
-  // async proxy (fence.mbarrier_init) and to the block (barrier).
+  // Two mbarriers a stage. full[s]: the producer's arrive.expect_tx is its
+  // one arrival, the TMA loads' bytes complete its phase; empty[s]: one
+  // thread of each consumer warpgroup arrives once the warpgroup's wgmmas
+  // reading the stage are done (wgmma.wait_group waits for the warpgroup's
+  // whole operations; CUTLASS's consumer release does the same).
+  // The inits are published to the async proxy (fence.mbarrier_init) and
+  // to the block (the one block barrier).
   auto barsType = nvgpu::MBarrierGroupType::get(ctx, wg, unsigned(S));
-  Value bars = b.create<nvgpu::MBarrierCreateOp>(barsType);
-  for (int64_t s = 0; s < S; ++s)
-    b.create<nvgpu::MBarrierInitOp>(bars, k.c(1), k.c(s), leader);
+  Value full = b.create<nvgpu::MBarrierCreateOp>(barsType), empty = b.create<nvgpu::MBarrierCreateOp>(barsType);
+  for (int64_t s = 0; s < S; ++s) {
+    b.create<nvgpu::MBarrierInitOp>(full, k.c(1), k.c(s), leader);
+    b.create<nvgpu::MBarrierInitOp>(empty, k.c(WG), k.c(s), leader);
+  }
   b.create<NVVM::FenceMbarrierInitOp>();
   b.create<gpu::BarrierOp>();
 
@@ -203,12 +214,37 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
   Value base = b.create<memref::ExtractAlignedPointerAsIndexOp>(dyn);
   Value tiles = b.create<arith::AndIOp>(k.add(base, 1023), k.c(-1024));
   Value pad = b.create<arith::SubIOp>(tiles, base);
+  // Use u = kt / S of a stage: its full phase u, then its empty phase u.
+  auto useParity = [&](Value kt, int64_t ahead) {
+    return b.create<arith::CmpIOp>(arith::CmpIPredicate::ne, k.andi(k.add(k.div(kt, S), ahead), 1), k.c(0));
+  };
 
-  // Slab kt into stage `stage`: the leader counts the bytes, then issues
-  // each box (coordinates fastest first, as the map's dims).
-  auto issueSlab = [&](Value kt, Value stage) {
+  // Warpgroups 0 .. WG - 1 consume (rows 64 w of the block), warpgroup WG
+  // produces: one of its threads runs the TMA pipeline.
+  Value warpgroup = k.div(tid, 128);
+  auto roles = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, warpgroup, k.c(WG)),
+                                   /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&roles.getThenRegion().front());
+    auto issuer = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, tid, k.c(128 * WG)),
+                                      /*withElseRegion=*/false);
+    b.setInsertionPointToStart(&issuer.getThenRegion().front());
+    // Slab kt into stage kt % S once its consumers released its use
+    // kt / S - 1: count the bytes, then issue each box (coordinates fastest
+    // first, as the map's dims).
+    auto produce = b.create<scf::ForOp>(k.c(0), k.c(KT), k.c(1));
+    b.setInsertionPointToStart(produce.getBody());
+    Value kt = produce.getInductionVar(), stage = k.rem(kt, S);
+    if (!faults.noStageRelease) {
+      auto reuse = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, kt, k.c(S)),
+                                       /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(&reuse.getThenRegion().front());
+      b.create<nvgpu::MBarrierTryWaitParityOp>(empty, useParity(kt, 1), k.c(10000000), stage);
+    }
     Value k0 = k.mul(kt, BK);
-    b.create<nvgpu::MBarrierArriveExpectTxOp>(bars, k.c(stageBytes), stage, leader);
+    b.create<nvgpu::MBarrierArriveExpectTxOp>(full, k.c(stageBytes), stage, Value());
     Value stageOffset = k.add(pad, k.mul(stage, stageBytes));
     auto load = [&](Value map, const OperandTiles &t, int64_t tileOffset, Value mn0) {
       for (int64_t j = 0; j < (t.kMajor ? 1 : t.rows / 64); ++j) {
@@ -221,14 +257,13 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
           coords = {k.add(mn0, 64 * j), k0};
         if (batched)
           coords.push_back(bz);
-        b.create<nvgpu::TmaAsyncLoadOp>(dst, bars, map, coords, stage, /*multicastMask=*/Value(), leader);
+        b.create<nvgpu::TmaAsyncLoadOp>(dst, full, map, coords, stage, /*multicastMask=*/Value(), Value());
       }
     };
     load(mapA, *tA, 0, row0);
     load(mapB, *tB, tA->tileBytes, col0);
-  };
-  for (int64_t s = 0; s < std::min(S, KT); ++s)
-    issueSlab(k.c(s), k.c(s));
+  }
+  b.setInsertionPointToStart(&roles.getElseRegion().front());
 
   // Descriptors of stage `stage`: start address (bits 0-13, 16-byte units)
   // over constant LBO / SBO / swizzle bits.
@@ -246,8 +281,7 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     return b.create<arith::AddIOp>(desc, b.create<arith::ConstantIntOp>(bytes >> 4, 64));
   };
 
-  // Warpgroup w: rows 64 w of the block; its A starts 64 w rows in.
-  Value warpgroup = k.div(tid, 128);
+  // Consumer warpgroup w: rows 64 w of the block; its A starts 64 w rows in.
   const int64_t accs = BN / 2;
   auto accType = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(size_t(accs), f32));
   Value zero = b.create<LLVM::ZeroOp>(accType);
@@ -259,11 +293,8 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     b.setInsertionPointToStart(loop.getBody());
     Value kt = loop.getInductionVar();
     Value stage = k.rem(kt, S);
-    if (!faults.noMbarrierWait) {
-      // Use u = kt / S of the stage waits for its phase u to complete.
-      Value parity = b.create<arith::CmpIOp>(arith::CmpIPredicate::ne, k.andi(k.div(kt, S), 1), k.c(0));
-      b.create<nvgpu::MBarrierTryWaitParityOp>(bars, parity, k.c(10000000), stage);
-    }
+    if (!faults.noMbarrierWait)
+      b.create<nvgpu::MBarrierTryWaitParityOp>(full, useParity(kt, 0), k.c(10000000), stage);
     Value stageAddress = k.add(tiles, k.mul(stage, stageBytes));
     Value descA = descriptor(k.add(stageAddress, k.mul(warpgroup, aWarpgroupBytes)), *tA);
     Value descB = descriptor(k.add(stageAddress, tA->tileBytes), *tB);
@@ -278,19 +309,18 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
           NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, aKMajor ? NVVM::MMALayout::row : NVVM::MMALayout::col,
           bKMajor ? NVVM::MMALayout::col : NVVM::MMALayout::row, NVVM::MMAIntOverflowAttr());
     b.create<NVVM::WgmmaGroupSyncAlignedOp>();
-    // Slab kt - 1's group is done in this warpgroup; after the barrier, in
-    // all: its stage takes slab kt - 1 + S.
-    b.create<NVVM::WgmmaWaitGroupSyncOp>(1);
-    if (!faults.noBarrierBeforeRefill)
-      b.create<gpu::BarrierOp>();
-    Value refill = k.add(kt, S - 1);
-    Value more = b.create<arith::AndIOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, kt, k.c(1)),
-                                         k.ult(refill, KT));
-    auto ifOp = b.create<scf::IfOp>(more, /*withElseRegion=*/false);
+    // Slab kt - 1's group is done in this warpgroup: its first thread
+    // releases the stage (the producer refills it once every consumer
+    // warpgroup has).
+    b.create<NVVM::WgmmaWaitGroupSyncOp>(faults.releaseBeforeWgmmaWait ? 2 : 1);
+    Value releases = b.create<arith::AndIOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, kt, k.c(1)),
+                                             b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, k.rem(tid, 128), k.c(0)));
+    auto release = b.create<scf::IfOp>(releases, /*withElseRegion=*/false);
     {
       OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-      issueSlab(refill, k.rem(b.create<arith::SubIOp>(kt, k.c(1)), S));
+      b.setInsertionPointToStart(&release.getThenRegion().front());
+      b.create<nvgpu::MBarrierArriveOp>(nvgpu::MBarrierTokenType::get(ctx), empty,
+                                        k.rem(b.create<arith::SubIOp>(kt, k.c(1)), S));
     }
     b.create<scf::YieldOp>(acc);
   }
@@ -315,6 +345,7 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
                                           ArrayRef<int64_t>{e});
       out.storePair(k, pair, k.add(rowBase, 8 * h), k.add(colBase, 8 * j));
     }
+  b.setInsertionPointAfter(roles);
   b.create<gpu::ReturnOp>();
   return WgmmaMatmulKernel{func, {tA->map, tB->map}};
 }

@@ -1,19 +1,24 @@
 //===- WgmmaMatmulKernel.h - the Hopper matmul kernel: TMA + wgmma -*- C++ -*-===//
 //
 // Builds the sm_90a matmul kernel a wgmma GpuMatmulConfig describes, as a
-// gpu.func at the level of the PTX it becomes (notes/ptx-semantics.md §7):
-//   - one thread per block issues the TMA loads (nvgpu.tma.async.load) of
-//     each K slab into a `stages`-deep ring of shared-memory tiles, the
-//     bytes counted on that stage's mbarrier (arrive.expect_tx);
-//   - every thread waits on the stage's mbarrier phase
-//     (mbarrier.try_wait.parity), then each warpgroup (4 warps, 64 rows of
-//     the block) multiplies the slab with wgmma.mma_async reading both
-//     operands from shared memory through 64-bit matrix descriptors that
-//     the kernel computes itself (start address, LBO, SBO, swizzle);
+// gpu.func at the level of the PTX it becomes (notes/ptx-semantics.md §7).
+// It is warp-specialized, as CUTLASS's and cuBLAS's Hopper kernels are: the
+// block is `warpsM` consumer warpgroups (64 rows of the block each) and one
+// producer warpgroup (wgmmaBlockThreads), which meet only at mbarriers, so
+// neither waits for the block:
+//   - one producer thread runs the K loop's loads: it waits until the
+//     consumers released a stage (its `empty` mbarrier), counts the slab's
+//     bytes on the stage's `full` mbarrier (arrive.expect_tx) and issues its
+//     TMA loads (nvgpu.tma.async.load) into that stage of a `stages`-deep
+//     ring of shared-memory tiles;
+//   - each consumer warpgroup waits for the stage's `full` phase
+//     (mbarrier.try_wait.parity), then multiplies the slab with
+//     wgmma.mma_async reading both operands from shared memory through
+//     64-bit matrix descriptors that the kernel computes itself (start
+//     address, LBO, SBO, swizzle);
 //   - one wgmma group stays in flight: after committing slab kt's group a
-//     warpgroup waits for slab kt - 1's (wgmma.wait_group 1); a block
-//     barrier then frees that stage, which the TMA thread refills with slab
-//     kt - 1 + stages;
+//     warpgroup waits for slab kt - 1's (wgmma.wait_group 1), and its
+//     first thread arrives on that stage's `empty` mbarrier;
 //   - the accumulators (64 x blockN f32 a warpgroup, blockN / 2 registers a
 //     thread) go through the fused epilogue to global memory.
 // Tiles are written by TMA with the 128/64/32-byte swizzle of their rows and
@@ -51,8 +56,11 @@ namespace mlir::nova {
 struct WgmmaMatmulFaults {
   /// The slab multiplied without waiting on its mbarrier (TMA data in flight).
   bool noMbarrierWait = false;
-  /// No block barrier between the wgmma reads of a stage and its refill.
-  bool noBarrierBeforeRefill = false;
+  /// The producer refills a stage without waiting for its consumers' release.
+  bool noStageRelease = false;
+  /// The consumers release a stage while its wgmmas may still read it
+  /// (wgmma.wait_group 2 before the release instead of 1).
+  bool releaseBeforeWgmmaWait = false;
   /// No final wgmma.wait_group 0: the epilogue reads unfinished accumulators.
   bool noFinalWgmmaWait = false;
   /// The descriptors claim a swizzle narrower than the one TMA wrote with.
