@@ -38,6 +38,10 @@ inline constexpr const char kGpuOperandAttr[] = "nova.gpu_operand";
 /// simt matmul's accumulators, each point's element stored before its
 /// reduction loops, a block's or a warp's total folded into it.
 inline constexpr const char kGpuOutputInitAttr[] = "nova.gpu_output_init";
+/// The most bytes of parameters a CUDA kernel may take (ptxas, PTX ISA
+/// before 8.1; every Nova kernel parameter is 8 bytes).
+inline constexpr int64_t kMaxKernelParameterBytes = 4352;
+
 /// A kernel of independent structured ops side by side (GpuThreads.cpp):
 /// each op's blocks, in order (a block's index selects its op).
 inline constexpr const char kGpuSideBySideAttr[] = "nova.gpu_side_by_side";

@@ -400,7 +400,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
   static void fuseSideBySide(ModuleOp top, ModuleOp kernels, int64_t maxBlocks) {
     constexpr int64_t kThreads = 256;
     constexpr int64_t kOverlapBytes = 64 << 10;
-    constexpr int64_t kMaxParameterBytes = 4352, kParameterBytes = 8;
+    constexpr int64_t kMaxParameterBytes = kMaxKernelParameterBytes, kParameterBytes = 8;
     SymbolTable symbols(kernels);
     MLIRContext *ctx = top.getContext();
     struct Member {
@@ -1182,6 +1182,19 @@ struct GpuOutlineKernels : PassWrapper<GpuOutlineKernels, OperationPass<ModuleOp
           ret.erase();
         }
       kernel.erase();
+    }
+    // ptxas refuses a kernel whose parameters pass 4352 bytes (PTX ISA
+    // before 8.1): say so here, naming it, rather than ship PTX that no
+    // driver loads. (Every parameter is 8 bytes: bare pointers, tensor
+    // maps' addresses, index values.)
+    for (auto gpuFunc : gpuModule.getOps<gpu::GPUFuncOp>()) {
+      const int64_t bytes = 8 * int64_t(gpuFunc.getNumArguments());
+      if (bytes > kMaxKernelParameterBytes) {
+        gpuFunc.emitError("nova-gpu-outline-kernels: kernel ")
+            << gpuFunc.getName() << " takes " << gpuFunc.getNumArguments() << " parameters (" << bytes
+            << " bytes); a CUDA kernel's parameters may be at most " << kMaxKernelParameterBytes << " bytes";
+        return signalPassFailure();
+      }
     }
   }
 };
