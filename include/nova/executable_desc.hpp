@@ -48,6 +48,14 @@ struct BufferRef {
   friend bool operator==(const BufferRef&, const BufferRef&) = default;
 };
 
+/// What a tensor map's elements are. The byte a description stores:
+/// DType's numbers for its types, then the 16-bit floats a step's bf16 (or
+/// f16) matmul operands are.
+enum class MapElement : std::uint8_t { f32 = 0, f64 = 1, i32 = 2, i64 = 3, bf16 = 4, f16 = 5 };
+constexpr std::size_t size_of(MapElement e) {
+  return e == MapElement::f64 || e == MapElement::i64 ? 8 : e == MapElement::bf16 || e == MapElement::f16 ? 2 : 4;
+}
+
 /// A GPU kernel argument the runtime passes as a TMA tensor map: the
 /// device address of a 128-byte CUtensorMap it encodes (once, at load) over
 /// the launch's buffer for that argument, a tiled view of it.
@@ -55,7 +63,7 @@ struct TensorMapDesc {
   /// The kernel argument.
   std::uint32_t arg = 0;
   /// The elements (f32 also for tf32 operands).
-  DType dtype = DType::f32;
+  MapElement element = MapElement::f32;
   /// Elements per dimension and the box one load copies, fastest first;
   /// bytes between indices of dimensions 1, 2, ... (dimension 0 is contiguous).
   std::vector<std::uint64_t> dims, strides, box;

@@ -1,12 +1,17 @@
 // precision.hpp - how compiled steps multiply float32 matrices.
 //
-// Like torch.set_float32_matmul_precision: fp32 (the default) multiplies in
-// float32; bf16 rounds both matmul operands to bfloat16 and accumulates in
-// float32 (about 3 significant digits per product: relative errors near
-// 1e-2 against float64, where fp32 gives 1e-6), on the CPU's AMX tiles when
-// it has them (amx_bf16), many times the float32 FMA rate. Everything else
+// Like torch.set_float32_matmul_precision: fp32 (the default, "highest")
+// multiplies in float32; tf32 ("high") lets a GPU's tensor cores read the
+// float32 operands as tf32 (10 mantissa bits, float32 sums: relative
+// errors near 1e-3); bf16 ("medium") rounds both matmul operands to
+// bfloat16 and accumulates in float32 (about 3 significant digits per
+// product: relative errors near 1e-2 against float64, where fp32 gives
+// 1e-6): on the CPU's AMX tiles when it has them (amx_bf16), on a GPU's
+// tensor cores from bf16 copies of the operands (twice tf32's rate, and on
+// sm_90a wgmma whatever the operands' layout). Everything else
 // (elementwise ops, reductions, the optimizer, the parameters themselves)
-// stays float32. A CPU without AMX runs bf16 steps in float32.
+// stays float32. A CPU runs tf32 steps, and without AMX bf16 steps, in
+// float32.
 //
 // The precision is part of every step's cache key (in process and on disk):
 // a change takes effect at the next call of each step, which compiles again.
@@ -17,13 +22,13 @@
 
 namespace nova {
 
-enum class MatmulPrecision : std::uint8_t { fp32, bf16 };
+enum class MatmulPrecision : std::uint8_t { fp32, bf16, tf32 };
 
 /// For every step compiled from now on, in every thread.
 void set_matmul_precision(MatmulPrecision precision);
 
 /// The current setting: set_matmul_precision's last value, else
-/// $NOVA_MATMUL_PRECISION (fp32 or bf16), else fp32.
+/// $NOVA_MATMUL_PRECISION (fp32, tf32 or bf16), else fp32.
 MatmulPrecision matmul_precision();
 
 std::string_view name_of(MatmulPrecision precision);

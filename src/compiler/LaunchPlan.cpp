@@ -238,7 +238,7 @@ LogicalResult mlir::nova::buildLaunchPlan(func::FuncOp step, ModuleOp kernels,
         desc.kernels.back().shared_bytes = static_cast<uint32_t>(shared.getInt());
       FailureOr<std::vector<::nova::TensorMapDesc>> maps = tensorMapsOf(kernel);
       if (failed(maps)) {
-        error = "kernel " + name.str() + " has a malformed or non-f32 tensor map";
+        error = "kernel " + name.str() + " has a malformed tensor map (f32, bf16 or f16 elements)";
         return failure();
       }
       desc.kernels.back().tensor_maps = std::move(*maps);

@@ -88,6 +88,7 @@ void addBufferizeStage(OpPassManager &pm) {
 
 void addKernelStage(OpPassManager &pm, const mlir::nova::Target &target) {
   pm.addPass(mlir::nova::createNovaFoldTransposes());
+  target.addBeforeOutliningPasses(pm);
   pm.addPass(mlir::nova::createNovaOutlineKernels());
   pm.addPass(mlir::nova::createNovaDedupKernels());
   // Data parallel: each bucket of gradients summed over the ranks while the

@@ -109,7 +109,8 @@ inline constexpr unsigned kEventDisableTiming = 2;
 inline constexpr int kCaptureModeThreadLocal = 1;
 
 /// CUtensorMapDataType and CUtensorMapSwizzle values (cuda.h).
-inline constexpr int kTensorMapInt32 = 3, kTensorMapInt64 = 5, kTensorMapFloat32 = 7, kTensorMapFloat64 = 8;
+inline constexpr int kTensorMapInt32 = 3, kTensorMapInt64 = 5, kTensorMapFloat16 = 6, kTensorMapFloat32 = 7,
+                     kTensorMapFloat64 = 8, kTensorMapBfloat16 = 9;
 constexpr int tensor_map_swizzle(std::uint32_t bytes) { return bytes == 32 ? 1 : bytes == 64 ? 2 : bytes == 128 ? 3 : 0; }
 /// CU_TENSOR_MAP_L2_PROMOTION_L2_128B.
 inline constexpr int kTensorMapL2Promotion128B = 2;

@@ -131,7 +131,7 @@ class CudaExecutable final : public Executable {
         std::vector<std::uint32_t> box(m.box.begin(), m.box.end()), unit(m.box.size(), 1);
         maps.emplace_back();
         check("cuTensorMapEncodeTiled", desc_.kernels[l.kernel].symbol,
-              d_->cuTensorMapEncodeTiled(maps.back().bytes, tensor_map_type(m.dtype),
+              d_->cuTensorMapEncodeTiled(maps.back().bytes, tensor_map_type(m.element),
                                          static_cast<std::uint32_t>(m.dims.size()),
                                          reinterpret_cast<void*>(static_cast<std::uintptr_t>(args[m.arg])),
                                          m.dims.data(), m.strides.data(), box.data(), unit.data(), /*interleave=*/0,
@@ -248,12 +248,14 @@ class CudaExecutable final : public Executable {
     if (r != 0) throw DistError("nova: a data-parallel step on " + desc_.target.describe() + ": " + nccl::describe_error(*n_, call, r));
   }
 
-  static int tensor_map_type(DType t) {
+  static int tensor_map_type(MapElement t) {
     switch (t) {
-    case DType::f32: return cuda::kTensorMapFloat32; // also tf32 operands
-    case DType::f64: return cuda::kTensorMapFloat64;
-    case DType::i32: return cuda::kTensorMapInt32;
-    case DType::i64: return cuda::kTensorMapInt64;
+    case MapElement::f32: return cuda::kTensorMapFloat32; // also tf32 operands
+    case MapElement::f64: return cuda::kTensorMapFloat64;
+    case MapElement::i32: return cuda::kTensorMapInt32;
+    case MapElement::i64: return cuda::kTensorMapInt64;
+    case MapElement::bf16: return cuda::kTensorMapBfloat16;
+    case MapElement::f16: return cuda::kTensorMapFloat16;
     }
     return cuda::kTensorMapFloat32;
   }

@@ -150,7 +150,7 @@ std::vector<std::uint8_t> ExecutableDesc::serialize() const {
     body.put<std::uint64_t>(k.tensor_maps.size());
     for (const auto& m : k.tensor_maps) {
       body.put<std::uint32_t>(m.arg);
-      body.put<std::uint8_t>(static_cast<std::uint8_t>(m.dtype));
+      body.put<std::uint8_t>(static_cast<std::uint8_t>(m.element));
       for (const auto* list : {&m.dims, &m.strides, &m.box}) {
         body.put<std::uint64_t>(list->size());
         for (std::uint64_t v : *list) body.put<std::uint64_t>(v);
@@ -227,9 +227,9 @@ ExecutableDesc ExecutableDesc::deserialize(std::span<const std::uint8_t> bytes, 
     for (auto n_maps = r.count("tensor maps", 12); n_maps > 0; --n_maps) {
       TensorMapDesc m;
       m.arg = r.get<std::uint32_t>("tensor map argument");
-      auto dtype = r.get<std::uint8_t>("tensor map dtype");
-      if (dtype > static_cast<std::uint8_t>(DType::i64)) r.fail("tensor map dtype " + std::to_string(dtype));
-      m.dtype = static_cast<DType>(dtype);
+      auto element = r.get<std::uint8_t>("tensor map element");
+      if (element > static_cast<std::uint8_t>(MapElement::f16)) r.fail("tensor map element " + std::to_string(element));
+      m.element = static_cast<MapElement>(element);
       for (auto* list : {&m.dims, &m.strides, &m.box})
         for (auto v = r.count("tensor map extents", 8); v > 0; --v) list->push_back(r.get<std::uint64_t>("tensor map extent"));
       m.swizzle_bytes = r.get<std::uint32_t>("tensor map swizzle");
@@ -308,7 +308,7 @@ void ExecutableDesc::validate(const std::string& what) const {
       // refused here rather than by the driver (or by a TMA fault).
       std::string where = "kernel " + k.symbol + "'s tensor map of argument " + std::to_string(m.arg);
       if (target.kind == DeviceKind::cpu) fail(where + " on a CPU");
-      std::string problem = detail::tensor_map_problem(m.dims, m.strides, m.box, size_of(m.dtype), m.swizzle_bytes);
+      std::string problem = detail::tensor_map_problem(m.dims, m.strides, m.box, size_of(m.element), m.swizzle_bytes);
       if (!problem.empty()) fail(where + ": " + problem);
     }
   for (std::size_t i = 0; i < launches.size(); ++i) {
@@ -321,7 +321,7 @@ void ExecutableDesc::validate(const std::string& what) const {
     // A tensor map reads no byte past its argument's buffer.
     for (const auto& m : kernels[l.kernel].tensor_maps) {
       if (m.arg >= l.args.size()) fail(where + " has no argument " + std::to_string(m.arg) + " for its tensor map");
-      unsigned __int128 extent = m.dims[0] * size_of(m.dtype); // < 2^36; each term < 2^72
+      unsigned __int128 extent = m.dims[0] * size_of(m.element); // < 2^36; each term < 2^72
       for (std::size_t d = 1; d < m.dims.size(); ++d)
         extent += static_cast<unsigned __int128>(m.dims[d] - 1) * m.strides[d - 1];
       if (extent > l.args[m.arg].bytes)

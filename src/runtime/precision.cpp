@@ -15,7 +15,8 @@ MatmulPrecision from_env() {
   const char* v = std::getenv("NOVA_MATMUL_PRECISION");
   if (!v || !*v || std::string_view(v) == "fp32") return MatmulPrecision::fp32;
   if (std::string_view(v) == "bf16") return MatmulPrecision::bf16;
-  throw Error("nova: NOVA_MATMUL_PRECISION is '" + std::string(v) + "'; use fp32 or bf16");
+  if (std::string_view(v) == "tf32") return MatmulPrecision::tf32;
+  throw Error("nova: NOVA_MATMUL_PRECISION is '" + std::string(v) + "'; use fp32, tf32 or bf16");
 }
 
 std::atomic<int>& setting() {
@@ -30,7 +31,7 @@ void set_matmul_precision(MatmulPrecision precision) { setting().store(static_ca
 MatmulPrecision matmul_precision() { return static_cast<MatmulPrecision>(setting().load()); }
 
 std::string_view name_of(MatmulPrecision precision) {
-  return precision == MatmulPrecision::bf16 ? "bf16" : "fp32";
+  return precision == MatmulPrecision::bf16 ? "bf16" : precision == MatmulPrecision::tf32 ? "tf32" : "fp32";
 }
 
 } // namespace nova

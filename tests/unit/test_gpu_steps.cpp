@@ -364,14 +364,14 @@ TEST_CASE("a tiny GPT on an emulated H100: logits, losses and SGD updates (its g
   CHECK(update_error(params, reference, init) <= 1e-5);
 }
 
-TEST_CASE("a GPT training step compiles to PTX for sm_80, sm_86 and sm_90a, f32 and tf32 matmuls; ptxas accepts it; running it is a named error") {
+TEST_CASE("a GPT training step compiles to PTX for sm_80, sm_86 and sm_90a, f32, tf32 and bf16 matmuls; ptxas accepts it; running it is a named error") {
   const bool have_ptxas = std::filesystem::exists(kPtxas);
   if (!have_ptxas) MESSAGE("no ptxas at /usr/local/cuda/bin: the PTX is not assembled");
   nova::Params init = nova::nn::gpt_init(kGpt, 7);
   Tensor x = Tensor::empty({2, 8}, DType::i32), y = Tensor::empty({2, 8}, DType::i32);
   tokens(x, y);
   for (const char* chip : {"sm_80", "sm_86", "sm_90a"})
-  for (auto precision : {nova::MatmulPrecision::fp32, nova::MatmulPrecision::bf16}) {
+  for (auto precision : {nova::MatmulPrecision::fp32, nova::MatmulPrecision::tf32, nova::MatmulPrecision::bf16}) {
     CAPTURE(chip);
     CAPTURE(nova::name_of(precision));
     Fp32AtExit restore;
@@ -399,9 +399,14 @@ TEST_CASE("a GPT training step compiles to PTX for sm_80, sm_86 and sm_90a, f32 
     std::string ptx(desc->object.begin(), desc->object.end());
     CHECK(ptx.find(".target " + std::string(chip)) != std::string::npos);
     CHECK(ptx.find(".entry " + desc->kernels[0].symbol) != std::string::npos);
-    // bf16 allowed: the f32 matmuls on the tensor cores as tf32.
-    bool tensor_cores = ptx.find("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") != std::string::npos;
-    CHECK(tensor_cores == (precision == nova::MatmulPrecision::bf16));
+    // tf32: the f32 matmuls on the tensor cores as tf32; bf16: on bf16
+    // copies of their operands (wgmma on sm_90a, mma.sync elsewhere), the
+    // copies rounded to nearest even.
+    const bool tf32 = ptx.find(".f32.tf32.tf32") != std::string::npos; // mma.sync m16n8k8, wgmma k8
+    const bool bf16 = ptx.find(".f32.bf16.bf16") != std::string::npos; // mma.sync m16n8k16, wgmma k16
+    CHECK(tf32 == (precision == nova::MatmulPrecision::tf32));
+    CHECK(bf16 == (precision == nova::MatmulPrecision::bf16));
+    CHECK((ptx.find("cvt.rn.bf16.f32") != std::string::npos) == (precision == nova::MatmulPrecision::bf16));
     // The compiler ran ptxas itself (NOVA_PTXAS, PATH, /usr/local/cuda):
     // the cubin for the chip came with the PTX.
     if (have_ptxas) {
@@ -442,7 +447,7 @@ TEST_CASE("the cubin: none with NOVA_PTXAS=off; a ptxas that fails leaves the PT
   }
 }
 
-TEST_CASE("with bf16 matmuls allowed, a GPT's matmuls run as the mma.sync kernel (tf32) on an emulated A100") {
+TEST_CASE("with tf32 matmuls, a GPT's matmuls run as the mma.sync kernel (tf32) on an emulated A100") {
   // f32 operands as tf32 (10 mantissa bits): within tf32's error of the
   // interpreter. Matmuls whose shapes the kernel refuses (the vocabulary's
   // 11 columns are not whole 16-byte chunks) run as the simt kernel in f32.
@@ -460,7 +465,7 @@ TEST_CASE("with bf16 matmuls allowed, a GPT's matmuls run as the mma.sync kernel
   env.set("NOVA_TARGET", "sm_80");
   env.set("NOVA_GPU", "emulate");
   Fp32AtExit restore;
-  nova::set_matmul_precision(nova::MatmulPrecision::bf16);
+  nova::set_matmul_precision(nova::MatmulPrecision::tf32);
   nova::Params params = copy(init);
   auto step = nova::train_step(gpt_loss, params, opt);
   double got = step(x, y, nova::static_arg(kGpt));
@@ -474,8 +479,69 @@ TEST_CASE("with bf16 matmuls allowed, a GPT's matmuls run as the mma.sync kernel
   CHECK(kinds.simt > 0);
 }
 
+TEST_CASE("with bf16 matmuls, a GPT's products read bf16 copies of their operands: wgmma on an emulated H100, mma.sync on an A100") {
+  // Each product's f32 operands are rounded into bf16 buffers before it
+  // (nova-gpu-bf16-operands) and the tensor cores read those in any layout
+  // (wgmma takes an M/N-contiguous bf16 operand, not a tf32 one): every
+  // product the tf32 path left to mma.sync on sm_90a is a wgmma now.
+  // Within bf16's error of the interpreter (8 mantissa bits: 1e-2 of the
+  // loss over 2 SGD steps, 5e-2 of the largest update).
+  Gen g;
+  INFO("seed = ", g.seed);
+  nova::Params init = nova::nn::gpt_init(kGpt, g.seed);
+  Tensor x = Tensor::empty({2, 8}, DType::i32), y = Tensor::empty({2, 8}, DType::i32);
+  tokens(x, y);
+  nova::SGD opt{.lr = 0.5};
+  nova::Params reference = copy(init);
+  auto ref_step = nova::train_step(gpt_loss, reference, opt, {.mode = nova::ExecMode::interpreted});
+  std::vector<double> want;
+  for (int i = 0; i < 2; ++i) want.push_back(ref_step(x, y, nova::static_arg(kGpt)));
+  for (const char* chip : {"sm_90a", "sm_80"}) {
+    CAPTURE(chip);
+    Env env;
+    env.set("NOVA_TARGET", chip);
+    env.set("NOVA_GPU", "emulate");
+    Fp32AtExit restore;
+    nova::set_matmul_precision(nova::MatmulPrecision::bf16);
+    nova::Params params = copy(init);
+    auto step = nova::train_step(gpt_loss, params, opt);
+    for (int i = 0; i < 2; ++i) {
+      CAPTURE(i);
+      double got = step(x, y, nova::static_arg(kGpt));
+      MESSAGE(std::string(chip), " step ", i, ": loss ", got, ", interpreter ", want[static_cast<std::size_t>(i)]);
+      CHECK(std::abs(got - want[static_cast<std::size_t>(i)]) <= 1e-2 * want[0]);
+    }
+    const double error = update_error(params, reference, init);
+    MESSAGE(std::string(chip), ": largest update error ", error, " of the largest update");
+    CHECK(error <= 5e-2);
+    // Not fp32's either: the copies round.
+    CHECK(error > 1e-6);
+    const nova::ExecutableDesc* desc = step.executable(x, y, nova::static_arg(kGpt))->description();
+    REQUIRE(desc != nullptr);
+    MatmulKernels kinds = matmul_kernels(*desc);
+    INFO("wgmma: ", kinds.wgmma, ", mma.sync: ", kinds.mma, ", simt: ", kinds.simt, ", scalar: ", kinds.other);
+    std::string ptx(desc->object.begin(), desc->object.end());
+    CHECK(ptx.find("cvt.rn.bf16.f32") != std::string::npos);
+    CHECK(ptx.find(".f32.tf32.tf32") == std::string::npos);
+    if (std::string(chip) == "sm_90a") {
+      CHECK(kinds.wgmma >= 8);
+      CHECK(kinds.mma == 0);
+    } else {
+      CHECK(kinds.mma >= 8);
+      CHECK(kinds.wgmma == 0);
+    }
+    int tensor_maps = 0;
+    for (const auto& k : desc->kernels)
+      for (const auto& m : k.tensor_maps) {
+        ++tensor_maps;
+        CHECK(m.element == nova::MapElement::bf16);
+      }
+    CHECK((tensor_maps > 0) == (std::string(chip) == "sm_90a"));
+  }
+}
+
 /// Trains `loss` from `init` for `steps` SGD steps on (x, y) with the
-/// interpreter and on an emulated `target` with bf16 matmuls allowed (f32
+/// interpreter and on an emulated `target` with tf32 matmuls (f32
 /// operands as tf32): the losses within 2e-3 of the first, the updates
 /// within 5e-3 of the largest (tf32 keeps 10 mantissa bits). SGD: its
 /// updates are the gradients, so tf32's error shows in them in proportion
@@ -495,7 +561,7 @@ nova::ExecutableDesc train_tf32_against_interpreter(Loss loss, const nova::Param
   env.set("NOVA_TARGET", target);
   env.set("NOVA_GPU", "emulate");
   Fp32AtExit restore;
-  nova::set_matmul_precision(nova::MatmulPrecision::bf16);
+  nova::set_matmul_precision(nova::MatmulPrecision::tf32);
   nova::Params params = copy(init);
   auto step = nova::train_step(loss, params, opt);
   for (int i = 0; i < steps; ++i) {
@@ -508,7 +574,7 @@ nova::ExecutableDesc train_tf32_against_interpreter(Loss loss, const nova::Param
   return *desc;
 }
 
-TEST_CASE("with bf16 matmuls allowed, K-major matmuls run as the TMA + wgmma kernel (tf32) on an emulated H100") {
+TEST_CASE("with tf32 matmuls, K-major matmuls run as the TMA + wgmma kernel (tf32) on an emulated H100") {
   // On sm_90a the configurator picks wgmma where both operands are stored
   // K-contiguous (tf32 has no transposed wgmma): here the forward products
   // with weights stored out x in (nn.Linear's layout). Their operands reach

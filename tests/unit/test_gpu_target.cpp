@@ -251,6 +251,20 @@ TEST_CASE("a GPU step whose kernel loads with TMA: the runtime encodes its tenso
   nova::ExecutableDesc wide = d;
   wide.kernels[0].tensor_maps[0].box = {64, 8}; // 256-byte rows under a 128-byte swizzle
   CHECK_THROWS_WITH_AS(wide.validate(), doctest::Contains("a box row of 256 bytes"), nova::FormatError);
+  // A map of bf16 elements (a step's bf16 operand copies): 2 bytes each, so
+  // 64 of them make the 128-byte row; it round-trips; an element byte past
+  // f16 is refused.
+  nova::ExecutableDesc half = d;
+  half.kernels[0].tensor_maps[0].element = nova::MapElement::bf16;
+  half.kernels[0].tensor_maps[0].dims = {64, 8};
+  half.kernels[0].tensor_maps[0].box = {64, 8};
+  half.validate();
+  std::vector<std::uint8_t> bytes = half.serialize();
+  CHECK(nova::ExecutableDesc::deserialize(bytes) == half);
+  CHECK(nova::size_of(nova::MapElement::bf16) == 2);
+  nova::ExecutableDesc wider = half;
+  wider.kernels[0].tensor_maps[0].box = {128, 8};
+  CHECK_THROWS_WITH_AS(wider.validate(), doctest::Contains("a box row of 256 bytes"), nova::FormatError);
 
   nova_test::Env env;
   env.set("NOVA_CUDA_DRIVER", NOVA_FAKE_CUDA);

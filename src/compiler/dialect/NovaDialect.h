@@ -37,9 +37,11 @@ namespace mlir::nova {
 /// lowering marks the column loop of its row updates.
 inline constexpr llvm::StringLiteral kSplitLoopAttr = "nova.split_loop";
 
-/// A string attribute on the traced step's module, "bf16" when the user
-/// asked for bfloat16 matmuls (nova/precision.hpp); absent means fp32. The
-/// configurator gives float32 matmuls the AMX kernel when the target has it.
+/// A string attribute on the traced step's module, "tf32" or "bf16" when
+/// the user asked for tf32 or bfloat16 matmuls (nova/precision.hpp); absent
+/// means fp32. The CPU configurator gives bf16 matmuls the AMX kernel when
+/// the target has it; a GPU's tensor cores read f32 operands as tf32, or
+/// bf16 copies of them (nova-gpu-bf16-operands).
 inline constexpr llvm::StringLiteral kMatmulPrecisionAttr = "nova.matmul_precision";
 
 /// An integer attribute on the traced step's module: how much

@@ -59,7 +59,15 @@ std::optional<mlir::nova::MatmulOperands> mlir::nova::matchMatmul(linalg::Generi
   // Anything but out + lhs * rhs in the body is a fused lhs producer (one
   // input or more: FuseMatmulPrologue.cpp).
   Block &body = op.getRegion().front();
-  bool plain = inputs == 2 && body.getOperations().size() == 3;
+  // out + lhs * rhs, or out + ext(lhs) * ext(rhs) of narrower operands
+  // (bf16 copies: nova-gpu-bf16-operands).
+  auto widened = [&] {
+    if (body.getOperations().size() != 5)
+      return false;
+    auto first = dyn_cast<arith::ExtFOp>(body.front()), second = dyn_cast<arith::ExtFOp>(*++body.begin());
+    return first && second && first.getIn() == body.getArgument(0) && second.getIn() == body.getArgument(1);
+  };
+  bool plain = inputs == 2 && (body.getOperations().size() == 3 || widened());
   if (!plain) {
     if (!prologueBodyMatches(op))
       return std::nullopt;

@@ -49,6 +49,7 @@ struct GpuConfigureKernels : PassWrapper<GpuConfigureKernels, OperationPass<Modu
     }
     auto precision = top->getAttrOfType<StringAttr>(kMatmulPrecisionAttr);
     const bool bf16 = precision && precision.getValue() == "bf16";
+    const bool tf32 = precision && precision.getValue() == "tf32";
     MLIRContext *ctx = &getContext();
     for (auto kernel : kernels.getOps<func::FuncOp>()) {
       Operation *root = kernelRoot(kernel);
@@ -66,11 +67,12 @@ struct GpuConfigureKernels : PassWrapper<GpuConfigureKernels, OperationPass<Modu
       p.k = m->K;
       Type element = cast<MemRefType>(m->lhs.getType()).getElementType();
       // float32 multiplies in float32 (CUDA cores) unless the step asked
-      // for bf16 (nova::set_matmul_precision), as PyTorch's default does.
+      // for tf32 or bf16 (nova::set_matmul_precision), as PyTorch's default does.
       p.operand = element.isF64()    ? GpuOperand::f64
                   : element.isF16()  ? GpuOperand::f16
                   : element.isBF16() ? GpuOperand::bf16
                   : bf16             ? GpuOperand::bf16
+                  : tf32             ? GpuOperand::tf32
                                      : GpuOperand::f32;
       p.lhsTransposed = m->transposeA;
       p.rhsTransposed = m->rhsColumns;
@@ -98,6 +100,10 @@ std::unique_ptr<Pass> mlir::nova::createGpuConfigureKernels(const ::nova::Target
 }
 
 void mlir::nova::registerGpuConfigureKernels() { PassRegistration<GpuConfigureKernels>(); }
+
+void mlir::nova::CudaTarget::addBeforeOutliningPasses(OpPassManager &pm) const {
+  pm.addPass(createGpuBf16Operands(desc));
+}
 
 void mlir::nova::CudaTarget::addConfigurePasses(OpPassManager &pm) const {
   pm.addPass(createGpuConfigureKernels(desc));

@@ -18,6 +18,7 @@ namespace mlir::nova {
 class CudaTarget final : public Target {
 public:
   using Target::Target;
+  void addBeforeOutliningPasses(OpPassManager &pm) const override;
   void addConfigurePasses(OpPassManager &pm) const override;
   std::vector<Stage> codegenStages() const override;
   FailureOr<Artifact> emit(ModuleOp kernels, const PipelineOptions &options, CompileReport &report,
@@ -62,6 +63,12 @@ inline constexpr const char kGpuTensorMapsAttr[] = "nova.gpu_tensor_maps";
 /// #nova.lowering_config for the GPU (the pass CudaTarget adds).
 std::unique_ptr<Pass> createGpuConfigureKernels(const ::nova::TargetDesc &target);
 void registerGpuConfigureKernels();
+
+/// --nova-gpu-bf16-operands{target=sm_90a} (GpuBf16Operands.cpp): with bf16
+/// matmuls asked for, each product that tensor cores can take reads bf16
+/// copies of its f32 operands.
+std::unique_ptr<Pass> createGpuBf16Operands(const ::nova::TargetDesc &target);
+void registerGpuBf16Operands();
 
 /// GpuThreads.cpp: every kernel as scalar GPU threads.
 std::unique_ptr<Pass> createGpuThreadsConfigure(const ::nova::TargetDesc &target);

@@ -87,7 +87,7 @@ public:
       // What the runtime would encode with cuTensorMapEncodeTiled.
       for (const ::nova::TensorMapDesc &m : k.tensor_maps) {
         mlir::nova::TmaMap map;
-        map.elementBytes = int64_t(::nova::size_of(m.dtype));
+        map.elementBytes = int64_t(::nova::size_of(m.element));
         map.dims.assign(m.dims.begin(), m.dims.end());
         map.strides.assign(m.strides.begin(), m.strides.end());
         map.box.assign(m.box.begin(), m.box.end());

@@ -283,7 +283,9 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
     MLIRContext *ctx = &getContext();
     const int64_t maxBlocks = std::max<int64_t>(1, target.multiprocessors) * 32;
     auto precision = top->getAttrOfType<StringAttr>(kMatmulPrecisionAttr);
-    const bool lowPrecision = precision && precision.getValue() == "bf16";
+    // tf32 (and bf16, for a product that kept f32 operands): f32 operands
+    // read as tf32 by the tensor cores.
+    const bool lowPrecision = precision && (precision.getValue() == "tf32" || precision.getValue() == "bf16");
     auto i64 = [&](int64_t v) { return IntegerAttr::get(IntegerType::get(ctx, 64), v); };
     for (auto kernel : kernels.getOps<func::FuncOp>()) {
       SmallVector<Operation *> ops = computeOps(kernel);
@@ -308,7 +310,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
               ctx, llvm::formatv("generated as the {0} kernel over {1} blocks{2}",
                                  wgmma ? "TMA + wgmma" : "mma.sync", blocks,
                                  p.operand == GpuOperand::tf32
-                                     ? " (f32 operands as tf32: the step allows bf16 matmuls, tf32 keeps more bits)"
+                                     ? " (f32 operands as tf32, as the step's matmul precision allows)"
                                      : ""))};
           // The configurator's decision for the problem as generated (tf32).
           for (const std::string &line : c.why)

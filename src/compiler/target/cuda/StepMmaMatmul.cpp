@@ -249,11 +249,15 @@ FailureOr<std::vector<::nova::TensorMapDesc>> mlir::nova::tensorMapsOf(Operation
     auto array = dyn_cast<DenseI64ArrayAttr>(a);
     ArrayRef<int64_t> v = array ? array.asArrayRef() : ArrayRef<int64_t>();
     const size_t rank = v.size() > 3 ? size_t(v[3]) : 0;
-    if (rank < 1 || v.size() != 4 + 3 * rank - 1 || v[1] != 4) // steps' operands are f32 (tf32)
+    if (rank < 1 || v.size() != 4 + 3 * rank - 1 || (v[1] != 4 && v[1] != 2))
       return failure();
+    // Steps' operands: f32 (read as tf32), or bf16 / f16 copies (2 bytes).
+    auto operand = kernel->getAttrOfType<StringAttr>(kGpuOperandAttr);
     ::nova::TensorMapDesc m;
     m.arg = static_cast<uint32_t>(v[0]);
-    m.dtype = ::nova::DType::f32;
+    m.element = v[1] == 4                                  ? ::nova::MapElement::f32
+                : operand && operand.getValue() == "f16" ? ::nova::MapElement::f16
+                                                         : ::nova::MapElement::bf16;
     m.swizzle_bytes = static_cast<uint32_t>(v[2]);
     m.dims.assign(v.begin() + 4, v.begin() + 4 + rank);
     m.strides.assign(v.begin() + 4 + rank, v.begin() + 4 + 2 * rank - 1);

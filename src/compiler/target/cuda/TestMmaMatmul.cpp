@@ -117,5 +117,6 @@ void mlir::nova::registerNovaGpuPasses() {
   PassRegistration<TestMmaMatmul>();
   registerGpuInlineMath();
   registerGpuConfigureKernels();
+  registerGpuBf16Operands();
   registerGpuThreadsPasses();
 }
