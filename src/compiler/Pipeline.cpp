@@ -56,11 +56,12 @@ void addGraphStage(OpPassManager &pm) {
   pm.addPass(createCSEPass());
 }
 
-void addLinalgStage(OpPassManager &pm) {
+void addLinalgStage(OpPassManager &pm, const mlir::nova::Target &target) {
   // Before lowering (on the nova ops, after the graph stage's CSE).
   pm.addPass(mlir::nova::createNovaRematerialize());
   pm.addPass(mlir::nova::createNovaLowerToLinalg());
   pm.addPass(createCanonicalizerPass());
+  target.addBeforeFusionPasses(pm);
   pm.addPass(mlir::nova::createNovaFuseElementwise());
   pm.addPass(mlir::nova::createNovaFuseMatmulPrologue());
   pm.addPass(mlir::nova::createNovaMergeDisjointSums());
@@ -88,7 +89,6 @@ void addBufferizeStage(OpPassManager &pm) {
 
 void addKernelStage(OpPassManager &pm, const mlir::nova::Target &target) {
   pm.addPass(mlir::nova::createNovaFoldTransposes());
-  target.addBeforeOutliningPasses(pm);
   pm.addPass(mlir::nova::createNovaOutlineKernels());
   pm.addPass(mlir::nova::createNovaDedupKernels());
   // Data parallel: each bucket of gradients summed over the ranks while the
@@ -102,7 +102,7 @@ void addKernelStage(OpPassManager &pm, const mlir::nova::Target &target) {
 
 std::vector<Stage> kernelStages(const mlir::nova::Target &target) {
   return {
-      {"linalg", addLinalgStage},
+      {"linalg", [&target](OpPassManager &pm) { addLinalgStage(pm, target); }},
       {"bufferized", addBufferizeStage},
       {"kernels", [&target](OpPassManager &pm) { addKernelStage(pm, target); }},
   };

@@ -447,40 +447,63 @@ TEST_CASE("the cubin: none with NOVA_PTXAS=off; a ptxas that fails leaves the PT
   }
 }
 
+/// The tiny GPT from `seed` trained `steps` SGD steps (lr 0.5) by the
+/// interpreter and on an emulated `chip` at `precision`: the largest loss
+/// difference relative to the first loss, the update error
+/// (update_error), and the GPU step's description.
+struct GptAgainstInterpreter {
+  double loss_error = 0, update_error = 0;
+  nova::ExecutableDesc desc;
+};
+GptAgainstInterpreter gpt_against_interpreter(std::uint64_t seed, const char* chip, nova::MatmulPrecision precision,
+                                              int steps) {
+  nova::Params init = nova::nn::gpt_init(kGpt, seed);
+  Tensor x = Tensor::empty({2, 8}, DType::i32), y = Tensor::empty({2, 8}, DType::i32);
+  tokens(x, y);
+  nova::SGD opt{.lr = 0.5};
+  nova::Params reference = copy(init);
+  auto ref_step = nova::train_step(gpt_loss, reference, opt, {.mode = nova::ExecMode::interpreted});
+  Env env;
+  env.set("NOVA_TARGET", chip);
+  env.set("NOVA_GPU", "emulate");
+  Fp32AtExit restore;
+  nova::set_matmul_precision(precision);
+  nova::Params params = copy(init);
+  auto step = nova::train_step(gpt_loss, params, opt);
+  GptAgainstInterpreter r;
+  double first = 0;
+  for (int i = 0; i < steps; ++i) {
+    const double want = ref_step(x, y, nova::static_arg(kGpt));
+    const double got = step(x, y, nova::static_arg(kGpt));
+    if (i == 0) first = want;
+    MESSAGE(std::string(chip), " ", nova::name_of(precision), " step ", i, ": loss ", got, ", interpreter ", want);
+    r.loss_error = std::max(r.loss_error, std::abs(got - want) / first);
+  }
+  r.update_error = update_error(params, reference, init);
+  MESSAGE(std::string(chip), " ", nova::name_of(precision), ": largest update error ", r.update_error, " of the largest update");
+  const nova::ExecutableDesc* desc = step.executable(x, y, nova::static_arg(kGpt))->description();
+  REQUIRE(desc != nullptr);
+  r.desc = *desc;
+  return r;
+}
+
 TEST_CASE("with tf32 matmuls, a GPT's matmuls run as the mma.sync kernel (tf32) on an emulated A100") {
   // f32 operands as tf32 (10 mantissa bits): within tf32's error of the
   // interpreter. Matmuls whose shapes the kernel refuses (the vocabulary's
   // 11 columns are not whole 16-byte chunks) run as the simt kernel in f32.
   Gen g;
   INFO("seed = ", g.seed);
-  nova::Params init = nova::nn::gpt_init(kGpt, g.seed);
-  Tensor x = Tensor::empty({2, 8}, DType::i32), y = Tensor::empty({2, 8}, DType::i32);
-  tokens(x, y);
-  nova::SGD opt{.lr = 0.5};
-  nova::Params reference = copy(init);
-  auto ref_step = nova::train_step(gpt_loss, reference, opt, {.mode = nova::ExecMode::interpreted});
-  double want = ref_step(x, y, nova::static_arg(kGpt));
-
-  Env env;
-  env.set("NOVA_TARGET", "sm_80");
-  env.set("NOVA_GPU", "emulate");
-  Fp32AtExit restore;
-  nova::set_matmul_precision(nova::MatmulPrecision::tf32);
-  nova::Params params = copy(init);
-  auto step = nova::train_step(gpt_loss, params, opt);
-  double got = step(x, y, nova::static_arg(kGpt));
-  const nova::ExecutableDesc* desc = step.executable(x, y, nova::static_arg(kGpt))->description();
-  CHECK(std::abs(got - want) <= 1e-3 * want);
-  CHECK(update_error(params, reference, init) <= 5e-3);
-  REQUIRE(desc != nullptr);
-  MatmulKernels kinds = matmul_kernels(*desc);
+  GptAgainstInterpreter r = gpt_against_interpreter(g.seed, "sm_80", nova::MatmulPrecision::tf32, 1);
+  CHECK(r.loss_error <= 1e-3);
+  CHECK(r.update_error <= 5e-3);
+  MatmulKernels kinds = matmul_kernels(r.desc);
   INFO("mma.sync matmul kernels: ", kinds.mma, ", simt: ", kinds.simt, ", scalar threads: ", kinds.other);
   CHECK(kinds.mma >= 4);
   CHECK(kinds.simt > 0);
 }
 
 TEST_CASE("with bf16 matmuls, a GPT's products read bf16 copies of their operands: wgmma on an emulated H100, mma.sync on an A100") {
-  // Each product's f32 operands are rounded into bf16 buffers before it
+  // Each f32 value a product reads is rounded once into a bf16 buffer
   // (nova-gpu-bf16-operands) and the tensor cores read those in any layout
   // (wgmma takes an M/N-contiguous bf16 operand, not a tf32 one): every
   // product the tf32 path left to mma.sync on sm_90a is a wgmma now.
@@ -488,39 +511,15 @@ TEST_CASE("with bf16 matmuls, a GPT's products read bf16 copies of their operand
   // loss over 2 SGD steps, 5e-2 of the largest update).
   Gen g;
   INFO("seed = ", g.seed);
-  nova::Params init = nova::nn::gpt_init(kGpt, g.seed);
-  Tensor x = Tensor::empty({2, 8}, DType::i32), y = Tensor::empty({2, 8}, DType::i32);
-  tokens(x, y);
-  nova::SGD opt{.lr = 0.5};
-  nova::Params reference = copy(init);
-  auto ref_step = nova::train_step(gpt_loss, reference, opt, {.mode = nova::ExecMode::interpreted});
-  std::vector<double> want;
-  for (int i = 0; i < 2; ++i) want.push_back(ref_step(x, y, nova::static_arg(kGpt)));
   for (const char* chip : {"sm_90a", "sm_80"}) {
     CAPTURE(chip);
-    Env env;
-    env.set("NOVA_TARGET", chip);
-    env.set("NOVA_GPU", "emulate");
-    Fp32AtExit restore;
-    nova::set_matmul_precision(nova::MatmulPrecision::bf16);
-    nova::Params params = copy(init);
-    auto step = nova::train_step(gpt_loss, params, opt);
-    for (int i = 0; i < 2; ++i) {
-      CAPTURE(i);
-      double got = step(x, y, nova::static_arg(kGpt));
-      MESSAGE(std::string(chip), " step ", i, ": loss ", got, ", interpreter ", want[static_cast<std::size_t>(i)]);
-      CHECK(std::abs(got - want[static_cast<std::size_t>(i)]) <= 1e-2 * want[0]);
-    }
-    const double error = update_error(params, reference, init);
-    MESSAGE(std::string(chip), ": largest update error ", error, " of the largest update");
-    CHECK(error <= 5e-2);
-    // Not fp32's either: the copies round.
-    CHECK(error > 1e-6);
-    const nova::ExecutableDesc* desc = step.executable(x, y, nova::static_arg(kGpt))->description();
-    REQUIRE(desc != nullptr);
-    MatmulKernels kinds = matmul_kernels(*desc);
+    GptAgainstInterpreter r = gpt_against_interpreter(g.seed, chip, nova::MatmulPrecision::bf16, 2);
+    CHECK(r.loss_error <= 1e-2);
+    CHECK(r.update_error <= 5e-2);
+    CHECK(r.update_error > 1e-6); // not fp32's either: the copies round
+    MatmulKernels kinds = matmul_kernels(r.desc);
     INFO("wgmma: ", kinds.wgmma, ", mma.sync: ", kinds.mma, ", simt: ", kinds.simt, ", scalar: ", kinds.other);
-    std::string ptx(desc->object.begin(), desc->object.end());
+    std::string ptx(r.desc.object.begin(), r.desc.object.end());
     CHECK(ptx.find("cvt.rn.bf16.f32") != std::string::npos);
     CHECK(ptx.find(".f32.tf32.tf32") == std::string::npos);
     if (std::string(chip) == "sm_90a") {
@@ -531,7 +530,7 @@ TEST_CASE("with bf16 matmuls, a GPT's products read bf16 copies of their operand
       CHECK(kinds.wgmma == 0);
     }
     int tensor_maps = 0;
-    for (const auto& k : desc->kernels)
+    for (const auto& k : r.desc.kernels)
       for (const auto& m : k.tensor_maps) {
         ++tensor_maps;
         CHECK(m.element == nova::MapElement::bf16);

@@ -53,9 +53,9 @@ public:
 
   const ::nova::TargetDesc &description() const { return desc; }
 
-  /// Passes on the bufferized step before its ops are outlined into
-  /// kernels (run on the top module); none by default.
-  virtual void addBeforeOutliningPasses(OpPassManager &) const {}
+  /// Passes on the step's linalg ops on tensors before elementwise fusion
+  /// (run on the top module); none by default.
+  virtual void addBeforeFusionPasses(OpPassManager &) const {}
   /// Passes after outlining and deduplication that configure and distribute
   /// each kernel (run on the top module).
   virtual void addConfigurePasses(OpPassManager &pm) const = 0;

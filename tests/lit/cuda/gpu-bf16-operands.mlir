@@ -1,17 +1,23 @@
 // With bf16 matmuls asked for (nova.matmul_precision = "bf16") a GPU
-// product reads bf16 copies of its f32 operands (nova-gpu-bf16-operands,
-// before outlining): each operand rounded (arith.truncf) into a new
-// row-major bf16 buffer, the two copies one launch side by side, the
-// product's body widening them (arith.extf) for its f32 sums, planned as a
-// bf16 tensor-core kernel. The product's result and its ReLU stay f32.
+// product reads bf16 copies of its f32 operands (nova-gpu-bf16-operands, on
+// tensors before elementwise fusion): each f32 value a product reads is
+// rounded (arith.truncf) once, into a bf16 buffer both products share; the
+// tanh that made %t fuses into its rounding, so %t never exists in f32; the
+// three copies run as one launch side by side; each product's body widens
+// its operands (arith.extf) for its f32 sums and is planned as a bf16
+// tensor-core kernel.
 // RUN: env NOVA_TARGET=sm_80 nova-opt %s -nova-lower-to-kernels -verify-each | FileCheck %s
 
-// CHECK-LABEL: func.func @linear
-// CHECK-DAG: %[[LHS:.*]] = memref.alloc() {{.*}} : memref<64x32xbf16>
-// CHECK-DAG: %[[RHS:.*]] = memref.alloc() {{.*}} : memref<32x48xbf16>
-// CHECK: nova.launch @kernels::@[[COPIES:k[0-9]+_side[0-9]+]](%arg0, %[[LHS]], %arg1, %[[RHS]])
-// CHECK-NEXT: nova.launch @kernels::@[[MM:k[0-9_]+]](%{{.*}}, %[[LHS]], %[[RHS]],
-// CHECK: func.func @[[MM]](
+// The step allocates the three copies and nothing else.
+// CHECK-LABEL: func.func @shared
+// CHECK-NEXT: memref.alloc() {{.*}} : memref<32x16xbf16>
+// CHECK-NEXT: memref.alloc() {{.*}} : memref<32x48xbf16>
+// CHECK-NEXT: memref.alloc() {{.*}} : memref<64x32xbf16>
+// CHECK-NEXT: nova.launch @kernels::@[[COPIES:k[0-9]+_side[0-9]+]](%arg2, %[[V:.*]], %arg1, %[[W:.*]], %arg0, %[[T:[a-z_0-9]+]])
+// CHECK-NEXT: nova.launch @kernels::@[[MM1:k[0-9_]+]](%arg3, %[[T]], %[[W]])
+// CHECK-NEXT: nova.launch @kernels::@[[MM2:k[0-9_]+]](%arg4, %[[T]], %[[V]])
+// CHECK-NEXT: return
+// CHECK: func.func @[[MM1]](
 // CHECK-SAME: nova.gpu_operand = "bf16"
 // CHECK-SAME: #nova.lowering_config<mma_sync_matmul
 // CHECK: ins(%{{.*}}, %{{.*}} : memref<64x32xbf16>, memref<32x48xbf16>) outs(%{{.*}} : memref<64x48xf32>)
@@ -23,10 +29,13 @@
 // CHECK: func.func @[[COPIES]](
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: %[[TANH:.*]] = math.tanh %{{.*}} : f32
+// CHECK-NEXT: arith.truncf %[[TANH]] : f32 to bf16
 module attributes {nova.matmul_precision = "bf16"} {
-  func.func @linear(%x: tensor<64x32xf32>, %w: tensor<32x48xf32>) -> tensor<64x48xf32> {
-    %y = nova.matmul %x, %w : tensor<64x32xf32>, tensor<32x48xf32>
-    %r = nova.relu %y : tensor<64x48xf32>
-    return %r : tensor<64x48xf32>
+  func.func @shared(%x: tensor<64x32xf32>, %w: tensor<32x48xf32>, %v: tensor<32x16xf32>) -> (tensor<64x48xf32>, tensor<64x16xf32>) {
+    %t = nova.tanh %x : tensor<64x32xf32>
+    %a = nova.matmul %t, %w : tensor<64x32xf32>, tensor<32x48xf32>
+    %b = nova.matmul %t, %v : tensor<64x32xf32>, tensor<32x16xf32>
+    return %a, %b : tensor<64x48xf32>, tensor<64x16xf32>
   }
 }

@@ -101,7 +101,7 @@ std::unique_ptr<Pass> mlir::nova::createGpuConfigureKernels(const ::nova::Target
 
 void mlir::nova::registerGpuConfigureKernels() { PassRegistration<GpuConfigureKernels>(); }
 
-void mlir::nova::CudaTarget::addBeforeOutliningPasses(OpPassManager &pm) const {
+void mlir::nova::CudaTarget::addBeforeFusionPasses(OpPassManager &pm) const {
   pm.addPass(createGpuBf16Operands(desc));
 }
 

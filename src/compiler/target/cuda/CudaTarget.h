@@ -18,7 +18,7 @@ namespace mlir::nova {
 class CudaTarget final : public Target {
 public:
   using Target::Target;
-  void addBeforeOutliningPasses(OpPassManager &pm) const override;
+  void addBeforeFusionPasses(OpPassManager &pm) const override;
   void addConfigurePasses(OpPassManager &pm) const override;
   std::vector<Stage> codegenStages() const override;
   FailureOr<Artifact> emit(ModuleOp kernels, const PipelineOptions &options, CompileReport &report,

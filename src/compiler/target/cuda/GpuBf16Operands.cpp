@@ -2,34 +2,35 @@
 //
 // nova-gpu-bf16-operands: with bf16 matmuls asked for
 // (nova::set_matmul_precision, the module's nova.matmul_precision = "bf16")
-// and a GPU whose tensor cores take bf16, each product of f32 operands that
-// a tensor-core kernel could run reads bf16 copies of them instead: before
-// it (and before the fill of its result), each operand is rounded into a
-// new bf16 buffer of its logical shape, row-major, by an elementwise
-// linalg.generic (arith.truncf: round to nearest even), and the product's
-// body widens them back (arith.extf) for its f32 sums. That is what the
-// precision promises ("rounds both matmul operands to bfloat16"), at twice
-// tf32's tensor-core rate, and a bf16 operand reaches wgmma in any layout
-// (tf32 only K-major) and mma.sync through ldmatrix(.trans). The copies are
-// kernels of their own after outlining (a product's two run side by side),
-// and their buffers live from the copy to the product.
+// and a GPU whose tensor cores take bf16, each product of f32 operands reads
+// bf16 copies of them instead: each f32 value a product reads is rounded
+// once (an elementwise linalg.generic of arith.truncf, round to nearest
+// even, right after the value is made) into a bf16 tensor of its shape,
+// which every product reading the value shares (a layer's input serves its
+// forward product and its weight gradient; a weight its forward product
+// and its input gradient), and the product's body widens its operands back
+// (arith.extf) for its f32 sums. That is what the precision promises
+// ("rounds both matmul operands to bfloat16"), at twice tf32's tensor-core
+// rate, and a bf16 operand reaches wgmma in any layout (tf32 only K-major).
 //
-// Left as they are: products with a fused lhs prologue, an operand
-// broadcast over the batch, non-f32 operands or results (the tensor-core
-// kernels take none of them), and every product on a GPU without bf16
-// tensor cores.
+// It runs on tensors, before elementwise fusion: a value that only products
+// read is then made in bf16 by its producer (the rounding fused into it),
+// and never exists in f32; one that other ops read too keeps both.
+//
+// Left as they are: products whose operands or result are not f32, an
+// operand broadcast over the batch (the tensor-core kernels take neither),
+// and every product on a GPU without bf16 tensor cores.
 //
 //===----------------------------------------------------------------------===//
 
 #include "compiler/dialect/NovaDialect.h"
 #include "compiler/target/cuda/CudaTarget.h"
 #include "compiler/transforms/Kernels.h"
-#include "compiler/transforms/MatmulKernel.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Pass/Pass.h"
 
 using namespace mlir;
@@ -37,33 +38,47 @@ using namespace mlir::nova;
 
 namespace {
 
-/// Whether the product `m` is one a tensor-core kernel could run from bf16
-/// copies of its operands.
-bool convertible(const MatmulOperands &m) {
-  if (!m.prologueInputs.empty() || !m.outType.getElementType().isF32())
+/// A product of two f32 tensors of its result's rank into an f32 tensor:
+/// out + lhs * rhs.
+bool convertible(linalg::GenericOp op) {
+  if (!isTaggedMatmul(op) || !op.hasPureTensorSemantics() || op.getNumDpsInputs() != 2 ||
+      op.getNumDpsInits() != 1)
     return false;
-  for (Value operand : {m.lhs, m.rhs}) {
-    auto type = cast<MemRefType>(operand.getType());
-    if (!type.getElementType().isF32() || type.getRank() != m.outType.getRank())
+  Block &body = op.getRegion().front();
+  auto mul = dyn_cast<arith::MulFOp>(body.front());
+  if (body.getOperations().size() != 3 || !mul || mul.getLhs() != body.getArgument(0) ||
+      mul.getRhs() != body.getArgument(1))
+    return false;
+  auto out = dyn_cast<RankedTensorType>(op.getDpsInits()[0].getType());
+  if (!out || !out.getElementType().isF32() || !out.hasStaticShape())
+    return false;
+  for (Value operand : op.getDpsInputs()) {
+    auto type = dyn_cast<RankedTensorType>(operand.getType());
+    if (!type || !type.getElementType().isF32() || !type.hasStaticShape() || type.getRank() != out.getRank())
       return false;
   }
   return true;
 }
 
-/// A new row-major bf16 buffer holding `source` rounded, made before `at`.
-Value roundedCopy(OpBuilder &b, Location loc, Value source) {
-  auto type = cast<MemRefType>(source.getType());
-  auto bf16Type = MemRefType::get(type.getShape(), b.getBF16Type());
-  Value copy = b.create<memref::AllocOp>(loc, bf16Type, b.getI64IntegerAttr(64));
+/// `source` rounded to a bf16 tensor of its shape, made right after it.
+Value roundedCopy(Value source) {
+  auto type = cast<RankedTensorType>(source.getType());
+  OpBuilder b(source.getContext());
+  if (Operation *def = source.getDefiningOp())
+    b.setInsertionPointAfter(def);
+  else
+    b.setInsertionPointToStart(cast<BlockArgument>(source).getOwner());
+  Location loc = source.getLoc();
+  Value empty = b.create<tensor::EmptyOp>(loc, type.getShape(), b.getBF16Type());
   const unsigned rank = unsigned(type.getRank());
   AffineMap identity = b.getMultiDimIdentityMap(rank);
-  b.create<linalg::GenericOp>(loc, ValueRange{source}, ValueRange{copy}, ArrayRef<AffineMap>{identity, identity},
-                              SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
-                              [&](OpBuilder &nb, Location l, ValueRange args) {
-                                Value rounded = nb.create<arith::TruncFOp>(l, nb.getBF16Type(), args[0]);
-                                nb.create<linalg::YieldOp>(l, rounded);
-                              });
-  return copy;
+  auto copy = b.create<linalg::GenericOp>(
+      loc, TypeRange{empty.getType()}, ValueRange{source}, ValueRange{empty}, ArrayRef<AffineMap>{identity, identity},
+      SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        nb.create<linalg::YieldOp>(l, ValueRange{nb.create<arith::TruncFOp>(l, nb.getBF16Type(), args[0])});
+      });
+  return copy.getResult(0);
 }
 
 struct GpuBf16Operands : PassWrapper<GpuBf16Operands, OperationPass<ModuleOp>> {
@@ -80,7 +95,7 @@ struct GpuBf16Operands : PassWrapper<GpuBf16Operands, OperationPass<ModuleOp>> {
     return "With bf16 matmuls asked for, GPU products read bf16 copies of their f32 operands";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<arith::ArithDialect, linalg::LinalgDialect, memref::MemRefDialect>();
+    registry.insert<arith::ArithDialect, linalg::LinalgDialect, tensor::TensorDialect>();
   }
 
   void runOnOperation() override {
@@ -89,33 +104,30 @@ struct GpuBf16Operands : PassWrapper<GpuBf16Operands, OperationPass<ModuleOp>> {
     const ::nova::TargetDesc target = hasFixed ? fixed : ::nova::builtin_gpu_target(targetName);
     if (!precision || precision.getValue() != "bf16" || !target.has("mma.sync.bf16"))
       return;
-    SmallVector<linalg::GenericOp> products;
-    for (auto step : top.getOps<func::FuncOp>())
+    for (auto step : top.getOps<func::FuncOp>()) {
+      SmallVector<linalg::GenericOp> products;
       step.walk([&](linalg::GenericOp op) {
-        if (isTaggedMatmul(op))
+        if (convertible(op))
           products.push_back(op);
       });
-    for (linalg::GenericOp op : products) {
-      std::optional<MatmulOperands> m = matchMatmul(op);
-      if (!m || !convertible(*m))
-        continue;
-      // Before the product's result fill, which stays its neighbour.
-      Operation *at = op;
-      if (auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
-          fill && fill.hasPureBufferSemantics() && fill.getDpsInits()[0] == m->out)
-        at = fill;
-      OpBuilder b(at);
-      Value lhs = roundedCopy(b, op.getLoc(), m->lhs);
-      Value rhs = m->rhs == m->lhs ? lhs : roundedCopy(b, op.getLoc(), m->rhs);
-      op->setOperand(0, lhs);
-      op->setOperand(1, rhs);
-      Block &body = op.getRegion().front();
-      OpBuilder bb = OpBuilder::atBlockBegin(&body);
-      for (unsigned i = 0; i < 2; ++i) {
-        BlockArgument arg = body.getArgument(i);
-        arg.setType(bb.getBF16Type());
-        auto widened = bb.create<arith::ExtFOp>(op.getLoc(), bb.getF32Type(), arg);
-        arg.replaceAllUsesExcept(widened, widened);
+      // One copy a value, shared by every product reading it.
+      llvm::DenseMap<Value, Value> copies;
+      for (linalg::GenericOp op : products) {
+        for (unsigned i = 0; i < 2; ++i) {
+          Value source = op.getDpsInputs()[i];
+          auto [it, inserted] = copies.try_emplace(source, Value());
+          if (inserted)
+            it->second = roundedCopy(source);
+          op->setOperand(i, it->second);
+        }
+        Block &body = op.getRegion().front();
+        OpBuilder bb = OpBuilder::atBlockBegin(&body);
+        for (unsigned i = 0; i < 2; ++i) {
+          BlockArgument arg = body.getArgument(i);
+          arg.setType(bb.getBF16Type());
+          auto widened = bb.create<arith::ExtFOp>(op.getLoc(), bb.getF32Type(), arg);
+          arg.replaceAllUsesExcept(widened, widened);
+        }
       }
     }
   }
