@@ -97,20 +97,21 @@ def main():
     x = torch.randint(0, vocab, (B, context), device=device)
     y = torch.randint(0, vocab, (B, context), device=device)
 
-    # NOVA_MATMUL_PRECISION=bf16 (Nova's bf16 matmuls): the peer's own bf16
-    # mode, CPU autocast (matmuls and linear layers in bf16 through oneDNN,
-    # AMX where the CPU has it; the rest float32).
-    bf16 = os.environ.get("NOVA_MATMUL_PRECISION") == "bf16"
+    # NOVA_MATMUL_PRECISION=bf16 (Nova's bf16 matmuls: both operands rounded
+    # to bf16, float32 sums): the peer's own bf16 mode, autocast (matmuls and
+    # linear layers in bf16: on the CPU through oneDNN, AMX where the CPU has
+    # it; on a GPU its tensor cores; the rest float32). tf32 (Nova's tensor
+    # cores read float32 operands as tf32; a CPU runs float32): on a GPU the
+    # peer's same mode, allow_tf32.
+    precision = os.environ.get("NOVA_MATMUL_PRECISION", "fp32")
+    bf16 = precision == "bf16"
     if cuda:
-        # On a GPU Nova's bf16 setting runs float32 matmuls as tf32 (the
-        # tensor cores, float32 in memory): the peer's same mode.
-        torch.backends.cuda.matmul.allow_tf32 = bf16
-        torch.backends.cudnn.allow_tf32 = bf16
-        bf16 = False
+        torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+        torch.backends.cudnn.allow_tf32 = precision == "tf32"
 
     def step():
         opt.zero_grad(set_to_none=True)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16 and not cuda):
+        with torch.autocast("cuda" if cuda else "cpu", dtype=torch.bfloat16, enabled=bf16):
             loss = forward(x, y)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
