@@ -7,8 +7,9 @@
 // bfloat16 and accumulates in float32 (about 3 significant digits per
 // product: relative errors near 1e-2 against float64, where fp32 gives
 // 1e-6): on the CPU's AMX tiles when it has them (amx_bf16), on a GPU's
-// tensor cores from bf16 copies of the operands (twice tf32's rate, and on
-// sm_90a wgmma whatever the operands' layout). Everything else
+// tensor cores from bf16 copies of the operands (twice tf32's peak rate
+// by the data sheets, not measured here; on sm_90a wgmma whatever the
+// operands' layout). Everything else
 // (elementwise ops, reductions, the optimizer, the parameters themselves)
 // stays float32. A CPU runs tf32 steps, and without AMX bf16 steps, in
 // float32.

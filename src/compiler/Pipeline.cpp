@@ -63,7 +63,8 @@ void addLinalgStage(OpPassManager &pm, const mlir::nova::Target &target) {
   pm.addPass(createCanonicalizerPass());
   target.addBeforeFusionPasses(pm);
   pm.addPass(mlir::nova::createNovaFuseElementwise());
-  pm.addPass(mlir::nova::createNovaFuseMatmulPrologue());
+  if (target.fusesMatmulPrologues())
+    pm.addPass(mlir::nova::createNovaFuseMatmulPrologue());
   pm.addPass(mlir::nova::createNovaMergeDisjointSums());
   pm.addPass(mlir::nova::createNovaReuseDyingInputs());
   // No CSE here: it would merge equal tensor.empty ops, and empty-tensor

@@ -56,6 +56,10 @@ public:
   /// Passes on the step's linalg ops on tensors before elementwise fusion
   /// (run on the top module); none by default.
   virtual void addBeforeFusionPasses(OpPassManager &) const {}
+  /// Whether the linalg stage fuses an elementwise producer of a matmul's
+  /// lhs into it (FuseMatmulPrologue.cpp): the CPU's register kernels
+  /// compute it as they pack the lhs; no GPU matmul kernel takes one.
+  virtual bool fusesMatmulPrologues() const { return true; }
   /// Passes after outlining and deduplication that configure and distribute
   /// each kernel (run on the top module).
   virtual void addConfigurePasses(OpPassManager &pm) const = 0;

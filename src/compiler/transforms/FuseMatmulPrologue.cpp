@@ -122,10 +122,8 @@ LogicalResult fuse(linalg::GenericOp matmul) {
 
 struct FuseMatmulPrologue : mlir::nova::impl::NovaFuseMatmulPrologueBase<FuseMatmulPrologue> {
   void runOnOperation() override {
-    // bf16 matmuls (AMX) pack their lhs their own way, and tensor-core
-    // kernels (tf32, bf16 on a GPU) take no prologue: not fused there.
-    if (auto p = getOperation()->getAttrOfType<StringAttr>(nova::kMatmulPrecisionAttr);
-        p && (p.getValue() == "bf16" || p.getValue() == "tf32"))
+    // bf16 matmuls (AMX) pack their lhs their own way: not fused there.
+    if (auto p = getOperation()->getAttrOfType<StringAttr>(nova::kMatmulPrecisionAttr); p && p.getValue() == "bf16")
       return;
     SmallVector<linalg::GenericOp> matmuls;
     getOperation().walk([&](linalg::GenericOp op) {

@@ -19,6 +19,7 @@ class CudaTarget final : public Target {
 public:
   using Target::Target;
   void addBeforeFusionPasses(OpPassManager &pm) const override;
+  bool fusesMatmulPrologues() const override { return false; }
   void addConfigurePasses(OpPassManager &pm) const override;
   std::vector<Stage> codegenStages() const override;
   FailureOr<Artifact> emit(ModuleOp kernels, const PipelineOptions &options, CompileReport &report,
@@ -40,8 +41,9 @@ inline constexpr const char kGpuOperandAttr[] = "nova.gpu_operand";
 /// reduction loops, a block's or a warp's total folded into it.
 inline constexpr const char kGpuOutputInitAttr[] = "nova.gpu_output_init";
 /// The most bytes of parameters a CUDA kernel may take (ptxas, PTX ISA
-/// before 8.1; every Nova kernel parameter is 8 bytes).
-inline constexpr int64_t kMaxKernelParameterBytes = 4352;
+/// before 8.1), and the bytes of each of a Nova kernel's (bare pointers,
+/// tensor maps' addresses, index values).
+inline constexpr int64_t kMaxKernelParameterBytes = 4352, kKernelParameterBytes = 8;
 
 /// A kernel of independent structured ops side by side (GpuThreads.cpp):
 /// each op's blocks, in order (a block's index selects its op).

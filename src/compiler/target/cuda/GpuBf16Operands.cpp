@@ -10,8 +10,9 @@
 // forward product and its weight gradient; a weight its forward product
 // and its input gradient), and the product's body widens its operands back
 // (arith.extf) for its f32 sums. That is what the precision promises
-// ("rounds both matmul operands to bfloat16"), at twice tf32's tensor-core
-// rate, and a bf16 operand reaches wgmma in any layout (tf32 only K-major).
+// ("rounds both matmul operands to bfloat16"), at twice tf32's peak rate
+// (by the data sheets), and a bf16 operand reaches wgmma in any layout
+// (tf32 only K-major).
 //
 // It runs on tensors, before elementwise fusion: a value that only products
 // read is then made in bf16 by its producer (the rounding fused into it),

@@ -585,8 +585,7 @@ private:
 
   /// mbarrier.arrive (no transaction bytes): a consumer releasing a stage.
   bool arrive(nvgpu::MBarrierArriveOp op) {
-    Reg &token = def(op.getToken(), 1);
-    (void)token;
+    def(op.getToken(), 1); // the state token: nothing reads it
     return forEachArrival(op, Value(), op.getBarriers(), op.getMbarId(), false, [&](int64_t t, MBarrier &bar) {
       if (--bar.pending < 0)
         return fail(op, "more arrivals on an mbarrier phase than its count", t);

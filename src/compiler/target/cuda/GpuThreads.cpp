@@ -402,7 +402,6 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
   static void fuseSideBySide(ModuleOp top, ModuleOp kernels, int64_t maxBlocks) {
     constexpr int64_t kThreads = 256;
     constexpr int64_t kOverlapBytes = 64 << 10;
-    constexpr int64_t kMaxParameterBytes = kMaxKernelParameterBytes, kParameterBytes = 8;
     SymbolTable symbols(kernels);
     MLIRContext *ctx = top.getContext();
     struct Member {
@@ -497,7 +496,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
           std::optional<Member> m = launch ? memberOf(launch) : std::nullopt;
           if (m && llvm::all_of(run, [&](const Member &r) { return independent(r, *m); }) &&
               (dying == 0 || overlap + m->bornBytes <= kOverlapBytes) &&
-              (parameters + int64_t(m->buffers.size())) * kParameterBytes <= kMaxParameterBytes) {
+              (parameters + int64_t(m->buffers.size())) * kKernelParameterBytes <= kMaxKernelParameterBytes) {
             join(*m);
             continue;
           }
@@ -1187,10 +1186,9 @@ struct GpuOutlineKernels : PassWrapper<GpuOutlineKernels, OperationPass<ModuleOp
     }
     // ptxas refuses a kernel whose parameters pass 4352 bytes (PTX ISA
     // before 8.1): say so here, naming it, rather than ship PTX that no
-    // driver loads. (Every parameter is 8 bytes: bare pointers, tensor
-    // maps' addresses, index values.)
+    // driver loads.
     for (auto gpuFunc : gpuModule.getOps<gpu::GPUFuncOp>()) {
-      const int64_t bytes = 8 * int64_t(gpuFunc.getNumArguments());
+      const int64_t bytes = kKernelParameterBytes * int64_t(gpuFunc.getNumArguments());
       if (bytes > kMaxKernelParameterBytes) {
         gpuFunc.emitError("nova-gpu-outline-kernels: kernel ")
             << gpuFunc.getName() << " takes " << gpuFunc.getNumArguments() << " parameters (" << bytes
