@@ -40,9 +40,16 @@ TensorSpec get_spec(ByteReader& r) {
   s.dtype = static_cast<DType>(dtype);
   auto rank = r.count("rank", 8);
   if (rank > kMaxRank) r.fail("rank " + std::to_string(rank) + " is above " + std::to_string(kMaxRank));
+  // Each dimension and their product at most 2^40 elements, so that
+  // numel() and the byte counts from it cannot overflow (libFuzzer found a
+  // rank-2 shape of 2^32-sized dimensions that did).
+  constexpr std::int64_t kMaxElements = std::int64_t{1} << 40;
+  std::int64_t elements = 1;
   for (std::uint64_t i = 0; i < rank; ++i) {
     auto d = r.get<std::int64_t>("dim");
-    if (d < 0 || d > (std::int64_t{1} << 40)) r.fail("dimension " + std::to_string(d) + " out of range");
+    if (d < 0 || d > kMaxElements) r.fail("dimension " + std::to_string(d) + " out of range");
+    if (d != 0 && elements > kMaxElements / d) r.fail("a tensor of more than 2^40 elements");
+    elements *= d;
     s.shape.push_back(d);
   }
   return s;
