@@ -258,8 +258,9 @@ void explainGpuKernels(ModuleOp kernels, const ::nova::TargetDesc &target, const
 ::nova::ExecutableDesc mlir::nova::compileToDescription(ModuleOp traced,
                                                         const StepSignature &signature,
                                                         const ::nova::TargetDesc &targetDesc,
-                                                        const PipelineOptions &options,
+                                                        const PipelineOptions &stepOptions,
                                                         OwningOpRef<ModuleOp> *gpuKernels) {
+  const PipelineOptions options = pipelineOptionsForStep(stepOptions, signature.name);
   loadCompilerDialects(*traced.getContext());
   CompileReport report;
   report.step = signature.name;
@@ -401,7 +402,7 @@ std::shared_ptr<::nova::Executable> mlir::nova::compileStep(OwningOpRef<ModuleOp
     DiagnosticCollector diags(traced->getContext());
     if (failed(verify(*traced)))
       fail("the traced step does not verify", diags.text);
-    if (failed(runGraphStage(*traced, options)))
+    if (failed(runGraphStage(*traced, pipelineOptionsForStep(options, signature.name))))
       fail("differentiating the step failed", diags.text);
     ::nova::detail::count_compile();
     return makeInterpreterExecutable(std::move(traced), signature.name, signature.inputs,

@@ -1,7 +1,7 @@
 //===- Pipeline.cpp - every stage of the compiler, in order ------*- C++ -*-===//
 //
 // Read this file to know the compiler. Each stage is a list of passes; the IR
-// after each stage can be dumped (NOVA_DUMP_IR=<dir>) and the verifier runs
+// after each stage can be dumped (NOVA_DUMP_IR=<dir>, a folder per step) and the verifier runs
 // after every pass.
 //
 // Shared by every target:
@@ -139,6 +139,12 @@ mlir::nova::PipelineOptions mlir::nova::pipelineOptionsFromEnv() {
   PipelineOptions options;
   if (const char *dir = std::getenv("NOVA_DUMP_IR"))
     options.dumpDir = dir;
+  return options;
+}
+
+mlir::nova::PipelineOptions mlir::nova::pipelineOptionsForStep(PipelineOptions options, StringRef step) {
+  if (!options.dumpDir.empty())
+    options.dumpDir += "/" + step.str();
   return options;
 }
 

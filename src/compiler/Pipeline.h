@@ -24,6 +24,11 @@ struct PipelineOptions {
 /// Options from the environment: NOVA_DUMP_IR=<dir>.
 PipelineOptions pipelineOptionsFromEnv();
 
+/// `options` for compiling the step `step`: its dumps go to <dir>/<step>/,
+/// so that a program's later steps (an evaluation step after the training
+/// step) do not overwrite them.
+PipelineOptions pipelineOptionsForStep(PipelineOptions options, llvm::StringRef step);
+
 /// Stage "graph": autodiff and clean-up, still in the nova dialect (what the
 /// interpreter runs). On failure the diagnostics went to the context.
 LogicalResult runGraphStage(ModuleOp module, const PipelineOptions &options);

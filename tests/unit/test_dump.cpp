@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include <tuple>
+#include <vector>
 
 namespace fs = std::filesystem;
 
@@ -30,9 +31,18 @@ struct DumpScope {
     if (had_cache) ::setenv("NOVA_CACHE", cache_value.c_str(), 1);
     else ::unsetenv("NOVA_CACHE");
   }
+  /// The folder of the one step compiled (NOVA_DUMP_IR=<dir> writes
+  /// <dir>/<step>/<N>-<stage>.mlir).
+  fs::path step_dir() const {
+    std::vector<fs::path> steps;
+    for (const auto& entry : fs::directory_iterator(dir)) steps.push_back(entry.path());
+    REQUIRE(steps.size() == 1);
+    REQUIRE(fs::is_directory(steps[0]));
+    return steps[0];
+  }
   std::string read(const char* stage) const {
     std::stringstream text;
-    text << std::ifstream(dir / (std::string(stage) + ".mlir")).rdbuf();
+    text << std::ifstream(step_dir() / (std::string(stage) + ".mlir")).rdbuf();
     return text.str();
   }
   ~DumpScope() {
@@ -51,7 +61,7 @@ TEST_CASE("NOVA_DUMP_IR writes one file per pipeline stage") {
   dump.restore();
   for (const char* stage :
        {"1-nova", "2-graph", "3-linalg", "4-bufferized", "5-kernels", "6-loops", "7-llvm"}) {
-    fs::path file = dump.dir / (std::string(stage) + ".mlir");
+    fs::path file = dump.step_dir() / (std::string(stage) + ".mlir");
     INFO(file.string());
     REQUIRE(fs::exists(file));
     std::string text = dump.read(stage);
