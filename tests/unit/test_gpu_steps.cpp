@@ -539,6 +539,60 @@ TEST_CASE("with bf16 matmuls, a GPT's products read bf16 copies of their operand
   }
 }
 
+TEST_CASE("with bf16 matmuls, LayerNorm, attention and tanh write their products' bf16 operands themselves, and a weight's one copy serves its transpose, on an emulated A100") {
+  // nova-gpu-bf16-operands looks through the reshape from [B, T, d] to
+  // [B*T, d] (the copy fuses into tanh; a forward LayerNorm and attention
+  // kernel round at their stores) and through a transpose (the input
+  // gradient's W^T is a view of a copy of W): no transpose runs, and the
+  // copies left are the step arguments' (w, dy). A head wider than 64
+  // columns runs the attention kernel that accumulates into its result:
+  // that one stays f32 and is copied. Within bf16's error (1e-2) of the
+  // interpreter; d = 40: LayerNorm a warp per row, d = 16: a thread per row.
+  struct Case { std::int64_t d, heads; bool attention_in_bf16; };
+  Env env;
+  env.set("NOVA_TARGET", "sm_80");
+  env.set("NOVA_GPU", "emulate");
+  Fp32AtExit restore;
+  nova::set_matmul_precision(nova::MatmulPrecision::bf16);
+  auto f = [](auto x, auto gamma, auto beta, auto qkv, auto w, auto dy, std::int64_t heads) {
+    const std::int64_t d = x.dim(2);
+    auto rows = [&](const auto& e) { return nova::reshape(e, {-1, d}); };
+    return std::make_tuple(nova::matmul(rows(nova::layer_norm(x, gamma, beta)), w),
+                           nova::matmul(rows(nova::causal_attention(qkv, heads, 0.5)), w),
+                           nova::matmul(rows(nova::tanh(x)), w), nova::matmul(dy, nova::transpose(w)));
+  };
+  for (Case c : {Case{40, 2, true}, Case{16, 1, true}, Case{72, 1, false}}) {
+    Gen g;
+    INFO("seed = ", g.seed, ", d ", c.d, ", heads ", c.heads);
+    const std::int64_t B = 2, T = 12;
+    Tensor x = g.randn({B, T, c.d}), gamma = g.randn({c.d}), beta = g.randn({c.d}), qkv = g.randn({B, T, 3 * c.d}),
+           w = g.randn({c.d, c.d}), dy = g.randn({B * T, c.d});
+    auto heads = nova::static_arg(c.heads);
+    auto [g0, g1, g2, g3] = nova::jit(f)(x, gamma, beta, qkv, w, dy, heads);
+    auto [w0, w1, w2, w3] = nova::jit(f, nova::ExecMode::interpreted)(x, gamma, beta, qkv, w, dy, heads);
+    std::vector<Tensor> got{g0, g1, g2, g3}, want{w0, w1, w2, w3};
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      CAPTURE(i);
+      CHECK(rel_error(got[i], want[i]) <= 1e-2);
+      CHECK(rel_error(got[i], want[i]) > 1e-7); // rounded: not f32's result
+    }
+    const nova::ExecutableDesc* desc = nova::jit(f).executable(x, gamma, beta, qkv, w, dy, heads)->description();
+    REQUIRE(desc != nullptr);
+    std::string all;
+    for (const auto& k : desc->kernels) all += k.summary + "\n";
+    INFO(all);
+    // A kernel's summary names its result's element.
+    CHECK(all.find("nova.layer_norm_kernel 2x12x" + std::to_string(c.d) + " bf16") != std::string::npos);
+    CHECK((all.find("nova.attention_kernel 2x12x" + std::to_string(c.d) + " bf16") != std::string::npos) ==
+          c.attention_in_bf16);
+    CHECK(all.find("transpose") == std::string::npos);
+    // LayerNorm, attention, the 4 products and their step arguments' copies
+    // (w's before each product, dy's beside one; tanh fused beside one;
+    // the f32 attention's copy beside one): 10.
+    CHECK(desc->launches.size() == 10u);
+  }
+}
+
 /// Trains `loss` from `init` for `steps` SGD steps on (x, y) with the
 /// interpreter and on an emulated `target` with tf32 matmuls (f32
 /// operands as tf32): the losses within 2e-3 of the first, the updates

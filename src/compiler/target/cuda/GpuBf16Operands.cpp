@@ -16,7 +16,14 @@
 //
 // It runs on tensors, before elementwise fusion: a value that only products
 // read is then made in bf16 by its producer (the rounding fused into it),
-// and never exists in f32; one that other ops read too keeps both.
+// and never exists in f32; one that other ops read too keeps both. A
+// product reading a reshape or a transpose of a value (a [B, T, d]
+// activation read as [B*T, d]; a weight's transpose in its input
+// gradient) reads the same rearrangement of the value's copy: the copy
+// stays fusable into the producer, and a weight has one copy, its
+// transpose a view of it (nova-fold-transposes). A forward LayerNorm or attention
+// kernel (not elementwise) whose result only products read writes its
+// result in bf16 itself (writesEachResultOnce, GpuScalarKernels.h).
 //
 // Left as they are: products whose operands or result are not f32, an
 // operand broadcast over the batch (the tensor-core kernels take neither),
@@ -26,13 +33,19 @@
 
 #include "compiler/dialect/NovaDialect.h"
 #include "compiler/target/cuda/CudaTarget.h"
+#include "compiler/target/cuda/GpuScalarKernels.h"
 #include "compiler/transforms/Kernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
 #include "mlir/Pass/Pass.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <algorithm>
 
 using namespace mlir;
 using namespace mlir::nova;
@@ -61,11 +74,37 @@ bool convertible(linalg::GenericOp op) {
   return true;
 }
 
-/// `source` rounded to a bf16 tensor of its shape, made right after it.
-Value roundedCopy(Value source) {
+/// Whether `op` only rearranges its first operand's elements: a reshape
+/// (tensor.collapse_shape, expand_shape) or a transpose (which
+/// nova-fold-transposes makes a view of a product's operand).
+bool rearranges(Operation *op) {
+  if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(op))
+    return true;
+  auto transpose = dyn_cast<linalg::TransposeOp>(op);
+  return transpose && transpose.hasPureTensorSemantics();
+}
+
+/// The value `v` rearranges (rearranges()), and the rearranging ops from
+/// it to `v`, first to last.
+Value rearrangedRoot(Value v, SmallVectorImpl<Operation *> &chain) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (!rearranges(def))
+      break;
+    chain.push_back(def);
+    v = def->getOperand(0);
+  }
+  std::reverse(chain.begin(), chain.end());
+  return v;
+}
+
+/// `source` rounded to a bf16 tensor of its shape, made right before
+/// `before` if given, else right after `source`.
+Value roundedCopy(Value source, Operation *before) {
   auto type = cast<RankedTensorType>(source.getType());
   OpBuilder b(source.getContext());
-  if (Operation *def = source.getDefiningOp())
+  if (before)
+    b.setInsertionPoint(before);
+  else if (Operation *def = source.getDefiningOp())
     b.setInsertionPointAfter(def);
   else
     b.setInsertionPointToStart(cast<BlockArgument>(source).getOwner());
@@ -80,6 +119,54 @@ Value roundedCopy(Value source) {
         nb.create<linalg::YieldOp>(l, ValueRange{nb.create<arith::TruncFOp>(l, nb.getBF16Type(), args[0])});
       });
   return copy.getResult(0);
+}
+
+/// `copy` (a bf16 copy of a chain's root) rearranged as `chain`
+/// rearranges the root, right after the copy.
+Value rearrangedLike(Value copy, ArrayRef<Operation *> chain) {
+  OpBuilder b = OpBuilder::atBlockBegin(copy.getParentBlock());
+  b.setInsertionPointAfterValue(copy);
+  for (Operation *op : chain) {
+    auto type = cast<RankedTensorType>(op->getResult(0).getType());
+    if (auto transpose = dyn_cast<linalg::TransposeOp>(op)) {
+      Value empty = b.create<tensor::EmptyOp>(op->getLoc(), type.getShape(), b.getBF16Type());
+      copy = b.create<linalg::TransposeOp>(op->getLoc(), copy, empty, transpose.getPermutation())->getResult(0);
+      continue;
+    }
+    IRMapping map;
+    map.map(op->getOperand(0), copy);
+    Operation *clone = b.clone(*op, map);
+    clone->getResult(0).setType(RankedTensorType::get(type.getShape(), b.getBF16Type()));
+    copy = clone->getResult(0);
+  }
+  return copy;
+}
+
+/// Erases `op`, unused, and the tensor.empty it alone used (a
+/// transpose's init).
+void eraseRearrangement(Operation *op) {
+  SmallVector<Value> operands(op->getOperands());
+  op->erase();
+  for (Value operand : operands)
+    if (auto empty = operand.getDefiningOp<tensor::EmptyOp>(); empty && empty->use_empty())
+      empty->erase();
+}
+
+/// The kernel op making `result` (destination style, its init a
+/// tensor.empty) makes `copy`, its bf16 rounding, instead.
+void writeInBf16(OpResult result, Value copy) {
+  auto op = cast<DestinationStyleOpInterface>(result.getOwner());
+  OpOperand *init = op.getTiedOpOperand(result);
+  auto type = cast<RankedTensorType>(result.getType());
+  OpBuilder b(result.getOwner());
+  Value empty = b.create<tensor::EmptyOp>(result.getOwner()->getLoc(), type.getShape(), b.getBF16Type());
+  Value old = init->get();
+  init->set(empty);
+  result.setType(empty.getType());
+  copy.replaceAllUsesWith(result);
+  copy.getDefiningOp()->erase();
+  if (Operation *def = old.getDefiningOp(); def && def->use_empty())
+    def->erase();
 }
 
 struct GpuBf16Operands : PassWrapper<GpuBf16Operands, OperationPass<ModuleOp>> {
@@ -111,14 +198,35 @@ struct GpuBf16Operands : PassWrapper<GpuBf16Operands, OperationPass<ModuleOp>> {
         if (convertible(op))
           products.push_back(op);
       });
-      // One copy a value, shared by every product reading it.
-      llvm::DenseMap<Value, Value> copies;
+      // One copy a value, shared by every product reading it, also through
+      // a reshape or a transpose: the copy is of the value itself (so that
+      // its producer can make it in bf16), rearranged again for the
+      // product. A step argument (a weight) is copied right before each
+      // product reading it instead: one copy shared by a forward product
+      // and an input gradient's would live across the forward's peak (2
+      // bytes a parameter; make_steps' medium GPT for sm_90a: 362.5 MiB
+      // shared, 316.5 MiB a copy a product, for 58 launches more).
+      using Key = std::pair<Value, Operation *>; // value, reader (args only)
+      llvm::DenseMap<Key, Value> rootCopies, copies;
+      llvm::SetVector<Operation *> rearranged; // f32 values, maybe dead after
       for (linalg::GenericOp op : products) {
         for (unsigned i = 0; i < 2; ++i) {
           Value source = op.getDpsInputs()[i];
-          auto [it, inserted] = copies.try_emplace(source, Value());
-          if (inserted)
-            it->second = roundedCopy(source);
+          SmallVector<Operation *> chain;
+          Value root = rearrangedRoot(source, chain);
+          Operation *reader = isa<BlockArgument>(root) ? op.getOperation() : nullptr;
+          // Before the product's fill, which fuses into the product.
+          Operation *before = reader;
+          if (auto fill = op.getDpsInits()[0].getDefiningOp<linalg::FillOp>(); fill && reader)
+            before = fill;
+          auto [it, inserted] = copies.try_emplace(Key{source, reader}, Value());
+          if (inserted) {
+            auto [rit, rootInserted] = rootCopies.try_emplace(Key{root, reader}, Value());
+            if (rootInserted)
+              rit->second = roundedCopy(root, before);
+            it->second = rearrangedLike(rit->second, chain);
+            rearranged.insert(chain.begin(), chain.end());
+          }
           op->setOperand(i, it->second);
         }
         Block &body = op.getRegion().front();
@@ -130,6 +238,15 @@ struct GpuBf16Operands : PassWrapper<GpuBf16Operands, OperationPass<ModuleOp>> {
           arg.replaceAllUsesExcept(widened, widened);
         }
       }
+      // The f32 rearrangements only products read are gone, last first.
+      for (Operation *op : llvm::reverse(rearranged))
+        if (op->use_empty())
+          eraseRearrangement(op);
+      // A forward LayerNorm or attention kernel whose result only the
+      // copy reads writes the bf16 copy itself.
+      for (auto [key, copy] : rootCopies)
+        if (Value root = key.first; root.hasOneUse() && root.getDefiningOp() && writesEachResultOnce(root.getDefiningOp()))
+          writeInBf16(cast<OpResult>(root), copy);
     }
   }
 };

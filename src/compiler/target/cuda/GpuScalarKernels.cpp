@@ -31,7 +31,14 @@ struct Scalar {
   Value iadd(Value x, Value y) { return b.create<arith::AddIOp>(l, x, y); }
   Value iadd(Value x, int64_t y) { return y == 0 ? x : iadd(x, c(y)); }
   Value load(Value m, ValueRange at) { return b.create<memref::LoadOp>(l, m, at); }
-  void store(Value v, Value m, ValueRange at) { b.create<memref::StoreOp>(l, v, m, at); }
+  /// m[at] = v, rounded to m's element where that is narrower (a forward
+  /// kernel's bf16 result, writesEachResultOnce).
+  void store(Value v, Value m, ValueRange at) {
+    Type element = cast<MemRefType>(m.getType()).getElementType();
+    if (element != v.getType())
+      v = b.create<arith::TruncFOp>(l, element, v);
+    b.create<memref::StoreOp>(l, v, m, at);
+  }
   /// m[at] += v.
   void accumulate(Value v, Value m, ValueRange at) { store(add(load(m, at), v), m, at); }
 
@@ -48,6 +55,10 @@ struct Scalar {
     });
   }
 };
+
+/// The element a kernel computes in: its (first) input's. Its result may
+/// be narrower (writesEachResultOnce).
+Type computeType(Operation *op) { return cast<ShapedType>(op->getOperand(0).getType()).getElementType(); }
 
 } // namespace
 
@@ -94,7 +105,7 @@ SmallVector<Value> rowIndices(ArrayRef<Value> prefix, Value column) {
 
 void mlir::nova::buildLayerNormRow(OpBuilder &b, LayerNormKernelOp op, Value row) {
   auto type = cast<MemRefType>(op.getInit().getType());
-  Scalar s{b, op.getLoc(), type.getElementType()};
+  Scalar s{b, op.getLoc(), computeType(op)};
   SmallVector<Value> prefix = delinearizeIndex(b, s.l, row, type.getShape().drop_back());
   Value zero = s.c(0), width = s.c(op.width());
   layerNormRowFormulas(
@@ -104,8 +115,7 @@ void mlir::nova::buildLayerNormRow(OpBuilder &b, LayerNormKernelOp op, Value row
 }
 
 void mlir::nova::buildAttentionHead(OpBuilder &b, AttentionKernelOp op, Value unit) {
-  auto type = cast<MemRefType>(op.getInit().getType());
-  Scalar s{b, op.getLoc(), type.getElementType()};
+  Scalar s{b, op.getLoc(), computeType(op)};
   const int64_t T = op.seq(), d = op.model(), hd = op.headDim(), heads = op.getHeads();
   Value batch = b.create<arith::DivUIOp>(s.l, unit, s.c(heads));
   Value head = b.create<arith::RemUIOp>(s.l, unit, s.c(heads));
@@ -186,16 +196,14 @@ std::optional<mlir::nova::AttentionRowsPlan> mlir::nova::planAttentionRows(Atten
     plan.blocks = pairs * plan.rowBlocks;
     return plan;
   }
-  auto type = cast<MemRefType>(op.getInit().getType());
   plan.blocks = pairs;
-  plan.sharedBytes = 3 * T * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  plan.sharedBytes = 3 * T * std::max<int64_t>(1, computeType(op).getIntOrFloatBitWidth() / 8);
   return plan;
 }
 
 void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const AttentionRowsPlan &plan, Value thread,
                                     Value block) {
-  auto type = cast<MemRefType>(op.getInit().getType());
-  Scalar s{b, op.getLoc(), type.getElementType()};
+  Scalar s{b, op.getLoc(), computeType(op)};
   Location l = s.l;
   const int64_t T = op.seq(), d = op.model(), hd = op.headDim(), heads = op.getHeads(), threads = plan.threads;
   Value pair = b.create<arith::DivUIOp>(l, block, s.c(plan.rowBlocks));
@@ -343,12 +351,12 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
 }
 
 bool mlir::nova::layerNormByWarps(LayerNormKernelOp op) {
-  return cast<MemRefType>(op.getInit().getType()).getElementType().isF32() && op.width() >= 32;
+  return computeType(op).isF32() && op.width() >= 32;
 }
 
 void mlir::nova::buildLayerNormWarpRows(OpBuilder &b, LayerNormKernelOp op, Value warp, Value lane, int64_t warps) {
   auto type = cast<MemRefType>(op.getInit().getType());
-  Scalar s{b, op.getLoc(), type.getElementType()};
+  Scalar s{b, op.getLoc(), computeType(op)};
   Location l = s.l;
   const int64_t d = op.width(), rows = op.rows(), steps = (d + 31) / 32;
   s.loop(s.c(0), s.c((rows + warps - 1) / warps), [&](Value it) {
@@ -387,4 +395,12 @@ void mlir::nova::buildLayerNormWarpRows(OpBuilder &b, LayerNormKernelOp op, Valu
           });
         });
   });
+}
+
+bool mlir::nova::writesEachResultOnce(Operation *op) {
+  if (auto norm = dyn_cast<LayerNormKernelOp>(op))
+    return !norm.getBackward();
+  if (auto attention = dyn_cast<AttentionKernelOp>(op))
+    return !attention.getBackward() && attention.headDim() <= kAttentionRowsMaxHeadDim;
+  return false;
 }

@@ -17,7 +17,9 @@
 //     row its statistics and D = sum_j P_ij dP_ij in one pass, dq in a
 //     second; per key row dk and dv from the rows' statistics in shared
 //     memory.
-// No warp reductions, no shared K/V tiles yet.
+// They compute in their inputs' element; a forward kernel's result may be
+// bf16 (writesEachResultOnce), rounded at its stores.
+// No shared K/V tiles yet.
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,6 +72,14 @@ std::optional<AttentionRowsPlan> planAttentionRows(AttentionKernelOp op);
 /// `op`'s rows at b's insertion point, as `plan` says, for the thread
 /// `thread` of block `block`.
 void buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const AttentionRowsPlan &plan, Value thread, Value block);
+
+/// Whether `op`'s GPU kernel (a forward LayerNorm, or a forward attention
+/// with a thread per row) computes in its inputs' element and writes each
+/// element of its result once, so that its init may be narrower than its
+/// inputs (a bf16 result the products read, GpuBf16Operands.cpp): each
+/// element rounded once at its store. (The other forms accumulate into
+/// their result.)
+bool writesEachResultOnce(Operation *op);
 
 } // namespace mlir::nova
 
