@@ -187,17 +187,30 @@ void mlir::nova::buildAttentionHead(OpBuilder &b, AttentionKernelOp op, Value un
 std::optional<mlir::nova::AttentionRowsPlan> mlir::nova::planAttentionRows(AttentionKernelOp op) {
   if (op.headDim() > kAttentionRowsMaxHeadDim)
     return std::nullopt;
-  const int64_t T = op.seq();
+  const int64_t T = op.seq(), hd = op.headDim();
+  const int64_t bytes = std::max<int64_t>(1, computeType(op).getIntOrFloatBitWidth() / 8);
+  const int64_t rows32 = std::max<int64_t>(32, (T + 31) / 32 * 32);
   AttentionRowsPlan plan;
-  plan.threads = std::min<int64_t>(256, std::max<int64_t>(32, (T + 31) / 32 * 32));
+  // Key (backward: also query) rows a tile: two tiles of kAttentionTileBytes
+  // at most, no more rows than the sequence (rounded up to 8).
+  plan.tileRows = std::clamp<int64_t>(kAttentionTileBytes / (hd * bytes), 8, 64);
+  plan.tileRows = std::min(plan.tileRows, (T + 7) / 8 * 8);
+  const int64_t tiles = 2 * plan.tileRows * hd * bytes;
   const int64_t pairs = op.batch() * op.getHeads();
   if (!op.getBackward()) {
+    // 128 rows a block: a GPT's (batch, head) pairs times its row blocks
+    // fill a GPU's SMs where 256 would leave half of them idle (8 x 8
+    // pairs of 256 rows: 64 blocks against an H100's 132 SMs).
+    plan.threads = std::min<int64_t>(kAttentionForwardRows, rows32);
     plan.rowBlocks = (T + plan.threads - 1) / plan.threads;
     plan.blocks = pairs * plan.rowBlocks;
+    plan.sharedBytes = tiles;
     return plan;
   }
+  plan.threads = std::min<int64_t>(256, rows32);
   plan.blocks = pairs;
-  plan.sharedBytes = 3 * T * std::max<int64_t>(1, computeType(op).getIntOrFloatBitWidth() / 8);
+  plan.statsBytes = (3 * T * bytes + 15) / 16 * 16;
+  plan.sharedBytes = plan.statsBytes + tiles;
   return plan;
 }
 
@@ -206,6 +219,8 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
   Scalar s{b, op.getLoc(), computeType(op)};
   Location l = s.l;
   const int64_t T = op.seq(), d = op.model(), hd = op.headDim(), heads = op.getHeads(), threads = plan.threads;
+  const int64_t tileRows = plan.tileRows;
+  const int64_t bytes = std::max<int64_t>(1, s.e.getIntOrFloatBitWidth() / 8);
   Value pair = b.create<arith::DivUIOp>(l, block, s.c(plan.rowBlocks));
   Value rowBlock = b.create<arith::RemUIOp>(l, block, s.c(plan.rowBlocks));
   Value batch = b.create<arith::DivUIOp>(l, pair, s.c(heads));
@@ -226,13 +241,6 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
       row.push_back(s.load(m, at(inside, part, c)));
     return row;
   };
-  // sum_c x[c] * m[t, part, c], in column order (as the reference).
-  auto dot = [&](ArrayRef<Value> x, Value m, Value t, int64_t part) {
-    Value total = s.f(0.0);
-    for (int64_t c = 0; c < hd; ++c)
-      total = s.add(total, s.mul(x[size_t(c)], s.load(m, at(t, part, c))));
-    return total;
-  };
   auto storeRow = [&](Value inside, ArrayRef<Value> row, Value t, int64_t part, Value divisor) {
     auto guard = b.create<scf::IfOp>(l, inside, /*withElseRegion=*/false);
     OpBuilder::InsertionGuard g(b);
@@ -249,25 +257,92 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
   Value lowest = s.f(-std::numeric_limits<double>::infinity());
   SmallVector<Value> zeros(size_t(hd), s.f(0.0));
 
+  // Shared memory: (backward) the query rows' statistics, then two tiles
+  // of tileRows rows of a head's columns.
+  auto wg = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  Value dyn = b.create<gpu::DynamicSharedMemoryOp>(
+      l, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(), wg));
+  auto view = [&](int64_t offset, ArrayRef<int64_t> shape) -> Value {
+    return b.create<memref::ViewOp>(l, MemRefType::get(shape, s.e, MemRefLayoutAttrInterface(), wg), dyn,
+                                    s.c(offset), ValueRange{});
+  };
+  Value tileA = view(plan.statsBytes, {tileRows, hd});
+  Value tileB = view(plan.statsBytes + tileRows * hd * bytes, {tileRows, hd});
+  // The block's threads copy rows [r0, r0 + tileRows) of part `partA` of
+  // `a` into tileA and of `partB` of `m` into tileB (rows clamped into the
+  // sequence), consecutive threads consecutive columns; then a barrier.
+  auto fillTiles = [&](Value r0, Value a, int64_t partA, Value m, int64_t partB) {
+    const int64_t elements = tileRows * hd, rounds = (elements + threads - 1) / threads;
+    s.loop(s.c(0), s.c(rounds), [&](Value round) {
+      Value e = s.iadd(b.create<arith::MulIOp>(l, round, s.c(threads)), thread);
+      auto copy = [&] {
+        Value r = b.create<arith::DivUIOp>(l, e, s.c(hd)), c = b.create<arith::RemUIOp>(l, e, s.c(hd));
+        Value row = minIndex(s.iadd(r0, r), T - 1);
+        Value columnA = s.iadd(s.iadd(column0, c), partA * d), columnB = s.iadd(s.iadd(column0, c), partB * d);
+        s.store(s.load(a, {batch, row, columnA}), tileA, {r, c});
+        s.store(s.load(m, {batch, row, columnB}), tileB, {r, c});
+      };
+      if (elements % threads == 0) {
+        copy();
+        return;
+      }
+      auto guard = b.create<scf::IfOp>(l, b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, e, s.c(elements)),
+                                       /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(&guard.getThenRegion().front());
+      copy();
+    });
+    b.create<gpu::BarrierOp>(l);
+  };
+  // Over the tiles of rows [lb, ub) (bounds the same in every thread):
+  // fills them (fillTiles' arguments), then step(row, its index in the
+  // tiles, carried) for each row that take(row) admits; a barrier before
+  // the next tile overwrites them.
+  auto overTiles = [&](Value lb, Value ub, ValueRange init, Value a, int64_t partA, Value m, int64_t partB,
+                       function_ref<Value(Value)> take,
+                       function_ref<SmallVector<Value>(Value, Value, ValueRange)> step) {
+    Value count = b.create<arith::DivUIOp>(l, s.iadd(b.create<arith::SubIOp>(l, ub, lb), tileRows - 1),
+                                           s.c(tileRows));
+    return nova::buildFor(b, l, s.c(0), count, s.c(1), init, [&](Value t, ValueRange carried) {
+      Value r0 = s.iadd(lb, b.create<arith::MulIOp>(l, t, s.c(tileRows)));
+      fillTiles(r0, a, partA, m, partB);
+      Value end = b.create<arith::MinUIOp>(l, s.iadd(r0, tileRows), ub);
+      scf::ForOp rows = maskedLoop(r0, end, carried, take, [&](Value r, ValueRange acc) {
+        return step(r, b.create<arith::SubIOp>(l, r, r0), acc);
+      });
+      b.create<gpu::BarrierOp>(l);
+      return SmallVector<Value>(rows.getResults());
+    });
+  };
+  // sum_c x[c] * tile[r, c], in column order (as the reference).
+  auto dot = [&](ArrayRef<Value> x, Value tile, Value r) {
+    Value total = s.f(0.0);
+    for (int64_t c = 0; c < hd; ++c)
+      total = s.add(total, s.mul(x[size_t(c)], s.load(tile, {r, s.c(c)})));
+    return total;
+  };
+
   if (!op.getBackward()) {
-    // Query row i: one pass, the running max m, sum l and output, rescaled
-    // by exp(m_old - m_new) as the max grows; out = acc / l.
+    // Query row i: one pass over the key tiles (k, v), the running max m,
+    // sum l and output, rescaled by exp(m_old - m_new) as the max grows;
+    // out = acc / l.
     Value first = b.create<arith::MulIOp>(l, rowBlock, s.c(threads));
     Value i = s.iadd(first, thread);
     Value inside = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, i, s.c(T));
     SmallVector<Value> q = loadRow(qkv, i, 0);
     SmallVector<Value> init{lowest, s.f(0.0)};
     init.append(zeros);
-    scf::ForOp keys = maskedLoop(
-        s.c(0), minIndex(s.iadd(first, threads), T), init,
+    scf::ForOp keys = overTiles(
+        s.c(0), minIndex(s.iadd(first, threads), T), init, qkv, 1, qkv, 2,
         [&](Value j) { return b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ule, j, i); },
-        [&](Value j, ValueRange carried) {
-          Value score = s.mul(scale, dot(q, qkv, j, 1));
+        [&](Value, Value jt, ValueRange carried) {
+          Value score = s.mul(scale, dot(q, tileA, jt));
           Value max = b.create<arith::MaximumFOp>(l, carried[0], score);
           Value rescale = exp(s.sub(carried[0], max)), p = exp(s.sub(score, max));
           SmallVector<Value> next{max, s.add(s.mul(carried[1], rescale), p)};
           for (int64_t c = 0; c < hd; ++c)
-            next.push_back(s.add(s.mul(carried[size_t(2 + c)], rescale), s.mul(p, s.load(qkv, at(j, 2, c)))));
+            next.push_back(
+                s.add(s.mul(carried[size_t(2 + c)], rescale), s.mul(p, s.load(tileB, {jt, s.c(c)}))));
           return next;
         });
     storeRow(inside, SmallVector<Value>(keys.getResults().drop_front(2)), i, 0, keys.getResult(1));
@@ -275,16 +350,12 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
   }
 
   // Backward. Shared statistics of each query row: max, sum, D.
-  auto wg = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
-  Value dyn = b.create<gpu::DynamicSharedMemoryOp>(
-      l, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(), wg));
-  Value stats = b.create<memref::ViewOp>(l, MemRefType::get({T, 3}, s.e, MemRefLayoutAttrInterface(), wg), dyn,
-                                         s.c(0), ValueRange{});
+  Value stats = view(0, {T, 3});
   Value grad = op.getInputs()[1];
   const int64_t iterations = (T + threads - 1) / threads;
   // Query rows: max m, sum l and D = sum_j P_ij dP_ij (dP_ij = g_i . v_j)
-  // online in one pass; then dq_i = sum_j dS_ij k_j, dS_ij = scale P_ij
-  // (dP_ij - D).
+  // online in one pass over the key tiles (k, v); then dq_i = sum_j dS_ij
+  // k_j, dS_ij = scale P_ij (dP_ij - D), in a second.
   s.loop(s.c(0), s.c(iterations), [&](Value it) {
     Value first = b.create<arith::MulIOp>(l, it, s.c(threads));
     Value i = s.iadd(first, thread);
@@ -292,20 +363,21 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
     SmallVector<Value> q = loadRow(qkv, i, 0), g = loadRow(grad, i, 0);
     Value end = minIndex(s.iadd(first, threads), T);
     auto causal = [&](Value j) { return b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ule, j, i); };
-    scf::ForOp pass = maskedLoop(s.c(0), end, {lowest, s.f(0.0), s.f(0.0)}, causal, [&](Value j, ValueRange c) {
-      Value score = s.mul(scale, dot(q, qkv, j, 1));
-      Value max = b.create<arith::MaximumFOp>(l, c[0], score);
-      Value rescale = exp(s.sub(c[0], max)), p = exp(s.sub(score, max));
-      return SmallVector<Value>{max, s.add(s.mul(c[1], rescale), p),
-                                s.add(s.mul(c[2], rescale), s.mul(p, dot(g, qkv, j, 2)))};
-    });
+    scf::ForOp pass = overTiles(s.c(0), end, {lowest, s.f(0.0), s.f(0.0)}, qkv, 1, qkv, 2, causal,
+                                [&](Value, Value jt, ValueRange c) {
+                                  Value score = s.mul(scale, dot(q, tileA, jt));
+                                  Value max = b.create<arith::MaximumFOp>(l, c[0], score);
+                                  Value rescale = exp(s.sub(c[0], max)), p = exp(s.sub(score, max));
+                                  return SmallVector<Value>{max, s.add(s.mul(c[1], rescale), p),
+                                                            s.add(s.mul(c[2], rescale), s.mul(p, dot(g, tileB, jt)))};
+                                });
     Value max = pass.getResult(0), total = pass.getResult(1), D = s.div(pass.getResult(2), total);
-    scf::ForOp dq = maskedLoop(s.c(0), end, zeros, causal, [&](Value j, ValueRange acc) {
-      Value p = s.div(exp(s.sub(s.mul(scale, dot(q, qkv, j, 1)), max)), total);
-      Value dS = s.mul(scale, s.mul(p, s.sub(dot(g, qkv, j, 2), D)));
+    scf::ForOp dq = overTiles(s.c(0), end, zeros, qkv, 1, qkv, 2, causal, [&](Value, Value jt, ValueRange acc) {
+      Value p = s.div(exp(s.sub(s.mul(scale, dot(q, tileA, jt)), max)), total);
+      Value dS = s.mul(scale, s.mul(p, s.sub(dot(g, tileB, jt), D)));
       SmallVector<Value> next;
       for (int64_t c = 0; c < hd; ++c)
-        next.push_back(s.add(acc[size_t(c)], s.mul(dS, s.load(qkv, at(j, 1, c)))));
+        next.push_back(s.add(acc[size_t(c)], s.mul(dS, s.load(tileA, {jt, s.c(c)}))));
       return next;
     });
     storeRow(inside, SmallVector<Value>(dq.getResults()), i, 0, Value());
@@ -316,37 +388,66 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
       s.store(value, stats, {i, s.c(int64_t(slot))});
   });
   b.create<gpu::BarrierOp>(l);
-  // Key rows: dk_j = sum_{i >= j} dS_ij q_i, dv_j = sum_{i >= j} P_ij g_i.
+  // Key rows: dk_j = sum_{i >= j} dS_ij q_i, dv_j = sum_{i >= j} P_ij g_i,
+  // over the query tiles (q, g) from the block's first key row. In one
+  // pass a thread holds k, v, dk and dv (4 hd values: 256 for heads of 64,
+  // past a thread's 255 registers: ptxas spilled 744 bytes); wider heads
+  // than kAttentionOneKeyPassMaxHeadDim take two, dv (k, dv live) then dk
+  // (k, v, dk), each P computed again.
+  const bool twoPasses = hd > kAttentionOneKeyPassMaxHeadDim;
   s.loop(s.c(0), s.c(iterations), [&](Value it) {
     Value first = b.create<arith::MulIOp>(l, it, s.c(threads));
     Value j = s.iadd(first, thread);
     Value inside = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, j, s.c(T));
-    SmallVector<Value> k = loadRow(qkv, j, 1), v = loadRow(qkv, j, 2);
-    SmallVector<Value> init(zeros);
-    init.append(zeros);
-    scf::ForOp rows = maskedLoop(
-        first, s.c(T), init, [&](Value i) { return b.create<arith::CmpIOp>(l, arith::CmpIPredicate::uge, i, j); },
-        [&](Value i, ValueRange acc) {
-          Value score = s.f(0.0), dP = s.f(0.0);
-          SmallVector<Value> q, g;
-          for (int64_t c = 0; c < hd; ++c) {
-            q.push_back(s.load(qkv, at(i, 0, c)));
-            g.push_back(s.load(grad, at(i, 0, c)));
-            score = s.add(score, s.mul(q.back(), k[size_t(c)]));
-            dP = s.add(dP, s.mul(g.back(), v[size_t(c)]));
-          }
-          Value max = s.load(stats, {i, s.c(0)}), total = s.load(stats, {i, s.c(1)}), D = s.load(stats, {i, s.c(2)});
-          Value p = s.div(exp(s.sub(s.mul(scale, score), max)), total);
-          Value dS = s.mul(scale, s.mul(p, s.sub(dP, D)));
-          SmallVector<Value> next;
-          for (int64_t c = 0; c < hd; ++c)
-            next.push_back(s.add(acc[size_t(c)], s.mul(dS, q[size_t(c)])));
-          for (int64_t c = 0; c < hd; ++c)
-            next.push_back(s.add(acc[size_t(hd + c)], s.mul(p, g[size_t(c)])));
-          return next;
-        });
-    storeRow(inside, SmallVector<Value>(rows.getResults().take_front(hd)), j, 1, Value());
-    storeRow(inside, SmallVector<Value>(rows.getResults().drop_front(hd)), j, 2, Value());
+    auto causal = [&](Value i) { return b.create<arith::CmpIOp>(l, arith::CmpIPredicate::uge, i, j); };
+    SmallVector<Value> k = loadRow(qkv, j, 1);
+    // The tiles' rows are read from shared memory where they are used, not
+    // held: a thread's registers hold its own rows and accumulators only.
+    // P_ij from query row i (at `at` in the tiles) and k_j.
+    auto probability = [&](Value i, Value at) {
+      Value score = dot(k, tileA, at);
+      Value max = s.load(stats, {i, s.c(0)}), total = s.load(stats, {i, s.c(1)});
+      return s.div(exp(s.sub(s.mul(scale, score), max)), total);
+    };
+    // dS_ij from P_ij, g_i and v_j.
+    auto dS = [&](Value i, Value at, Value p, ArrayRef<Value> v) {
+      Value dP = dot(v, tileB, at);
+      return s.mul(scale, s.mul(p, s.sub(dP, s.load(stats, {i, s.c(2)}))));
+    };
+    // acc + factor * tile[at, :].
+    auto accumulate = [&](ValueRange acc, Value factor, Value tile, Value at, SmallVector<Value> &next) {
+      for (int64_t c = 0; c < hd; ++c)
+        next.push_back(s.add(acc[size_t(c)], s.mul(factor, s.load(tile, {at, s.c(c)}))));
+    };
+    if (!twoPasses) {
+      SmallVector<Value> v = loadRow(qkv, j, 2);
+      SmallVector<Value> init(zeros);
+      init.append(zeros);
+      scf::ForOp rows = overTiles(first, s.c(T), init, qkv, 0, grad, 0, causal,
+                                  [&](Value i, Value at, ValueRange acc) {
+                                    SmallVector<Value> next;
+                                    Value p = probability(i, at);
+                                    accumulate(acc.take_front(hd), dS(i, at, p, v), tileA, at, next);
+                                    accumulate(acc.drop_front(hd), p, tileB, at, next);
+                                    return next;
+                                  });
+      storeRow(inside, SmallVector<Value>(rows.getResults().take_front(hd)), j, 1, Value());
+      storeRow(inside, SmallVector<Value>(rows.getResults().drop_front(hd)), j, 2, Value());
+      return;
+    }
+    scf::ForOp dv = overTiles(first, s.c(T), zeros, qkv, 0, grad, 0, causal, [&](Value i, Value at, ValueRange acc) {
+      SmallVector<Value> next;
+      accumulate(acc, probability(i, at), tileB, at, next);
+      return next;
+    });
+    storeRow(inside, SmallVector<Value>(dv.getResults()), j, 2, Value());
+    SmallVector<Value> v = loadRow(qkv, j, 2);
+    scf::ForOp dk = overTiles(first, s.c(T), zeros, qkv, 0, grad, 0, causal, [&](Value i, Value at, ValueRange acc) {
+      SmallVector<Value> next;
+      accumulate(acc, dS(i, at, probability(i, at), v), tileA, at, next);
+      return next;
+    });
+    storeRow(inside, SmallVector<Value>(dk.getResults()), j, 1, Value());
   });
 }
 

@@ -16,10 +16,11 @@
 //     as the max grows) in one pass over its keys; backward: per query
 //     row its statistics and D = sum_j P_ij dP_ij in one pass, dq in a
 //     second; per key row dk and dv from the rows' statistics in shared
-//     memory.
+//     memory; the keys (backward, key rows: the queries) in shared tiles
+//     the block loads together.
 // They compute in their inputs' element; a forward kernel's result may be
 // bf16 (writesEachResultOnce), rounded at its stores.
-// No shared K/V tiles yet.
+// No tensor cores in attention yet.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,17 +54,31 @@ void buildLayerNormWarpRows(OpBuilder &b, LayerNormKernelOp op, Value warp, Valu
 void buildAttentionHead(OpBuilder &b, AttentionKernelOp op, Value unit);
 
 /// Attention with a thread per row: the forward's blocks each take
-/// `threads` query rows of one (batch, head); the backward's one block a
-/// (batch, head), its threads first a query row each (dq, and the row's
-/// softmax statistics into shared memory), then, after a barrier, a key
-/// row each (dk, dv). A row's q (or k and v) and accumulators live in
-/// registers, so only heads of up to kAttentionRowsMaxHeadDim columns.
+/// kAttentionForwardRows query rows (fewer for shorter sequences) of one
+/// (batch, head); the backward's one block a (batch, head), its threads
+/// first a query row each (dq, and the row's softmax statistics into
+/// shared memory), then, after a barrier, a key row each (dk, dv). A row's
+/// q (or k and v) and accumulators live in registers, so only heads of up
+/// to kAttentionRowsMaxHeadDim columns. The rows a thread's loop visits
+/// (keys; the backward's key rows: queries) come through shared memory,
+/// tileRows at a time, each tile loaded once by the whole block
+/// (coalesced) and read by all its threads at once (a broadcast), instead
+/// of every thread reading every row from global memory.
 inline constexpr int64_t kAttentionRowsMaxHeadDim = 64;
+inline constexpr int64_t kAttentionForwardRows = 128;
+/// The backward's key rows take one pass over the queries (k, v, dk, dv in
+/// registers) for heads of up to this many columns, two wider.
+inline constexpr int64_t kAttentionOneKeyPassMaxHeadDim = 32;
+/// The bytes of one of the two tiles, at most.
+inline constexpr int64_t kAttentionTileBytes = 16384;
 
 struct AttentionRowsPlan {
   int64_t threads = 0, blocks = 0, sharedBytes = 0;
   /// Forward: blocks per (batch, head); backward: 1.
   int64_t rowBlocks = 1;
+  /// Rows of a shared tile; the bytes of the backward's statistics before
+  /// the tiles (0 in the forward).
+  int64_t tileRows = 0, statsBytes = 0;
 };
 
 /// The plan for `op`, or none when its heads are too wide.
