@@ -11,9 +11,9 @@
 // CHECK-SAME: nova.lowering_config = #nova.lowering_config<simt_matmul, workgroups = 1, tile = [{{[0-9]+}}, {{[0-9]+}}], cache_tile = [16, 2, 1], register_tile = [{{[0-9]+}}, {{[0-9]+}}]>
 // When NOVA_TARGET names a GPU, nova-opt's pipeline runs the CUDA target's
 // configure passes: the matmul, split from its epilogue (nova-gpu-threads),
-// is generated as the simt kernel in the configurator's shape for sm_86 (one
-// K slab in shared memory at a time: stages 1).
-// ENV: func.func @k0_1({{.*}}generated as the simt kernel over 1 blocks{{.*}}on sm_86{{.*}}#nova.lowering_config<simt_matmul, workgroups = 1, tile = [{{[0-9]+}}, {{[0-9]+}}], cache_tile = [16, 1, 1]
+// is generated as the simt kernel in the configurator's shape for sm_86 (K
+// slabs double-buffered in shared memory: stages 2).
+// ENV: func.func @k0_1({{.*}}generated as the simt kernel over 1 blocks{{.*}}on sm_86{{.*}}#nova.lowering_config<simt_matmul, workgroups = 1, tile = [{{[0-9]+}}, {{[0-9]+}}], cache_tile = [16, 2, 1]
 func.func @mlp(%x: tensor<4x8xf32>, %w: tensor<8x3xf32>, %b: tensor<3xf32>) -> tensor<4x3xf32> {
   %0 = nova.matmul %x, %w : tensor<4x8xf32>, tensor<8x3xf32>
   %1 = nova.broadcast %b : tensor<3xf32> -> tensor<4x3xf32>

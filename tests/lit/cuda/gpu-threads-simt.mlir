@@ -15,25 +15,34 @@
 // CHECK: func.func @k0_1({{.*}}nova.gpu_block_threads = [[T:[0-9]+]] : i64, nova.gpu_operand = "f32", nova.gpu_output_init = 0.000000e+00 : f32, nova.gpu_shared_bytes = [[S:[0-9]+]] : i64
 // CHECK-SAME: "generated as the simt kernel over [[B:[0-9]+]] blocks of [[T]] threads
 // CHECK-SAME: the mma.sync kernel does not take it (f32 operands multiply in f32
-// CHECK-SAME: #nova.lowering_config<simt_matmul, workgroups = [[B]], tile = [{{[0-9]+}}, {{[0-9]+}}], cache_tile = [16, 1, 1]
+// CHECK-SAME: #nova.lowering_config<simt_matmul, workgroups = [[B]], tile = [{{[0-9]+}}, {{[0-9]+}}], cache_tile = [16, 2, 1]
 
-// The kernel: K slabs of both operands into shared memory (the lhs tile
-// first, the rhs 16-byte aligned after it), a barrier, the slab folded into
-// the accumulators, a barrier; stores guarded by the result's extents.
+// The kernel, double-buffered: slab 0 of both operands into shared buffer 0
+// (the lhs tiles first, the rhs 16-byte aligned after them), a barrier;
+// then for each slab: the next slab's loads from global memory (into
+// registers, under a uniform `more slabs` branch), this slab folded into
+// the accumulators from buffer slab % 2, the next slab stored to the other
+// buffer, one barrier; stores guarded by the result's extents.
 // GPU: gpu.func @nova_k0_1(%[[C:.*]]: memref<100x70xf32>, %[[A:.*]]: memref<100x40xf32>, %[[W:.*]]: memref<40x70xf32>) kernel
 // GPU-SAME: known_block_size = array<i32: [[T:[0-9]+]], 1, 1>
 // GPU: gpu.thread_id x
 // GPU: gpu.block_id x
 // GPU: gpu.dynamic_shared_memory
-// GPU: memref.view {{.*}} to memref<16x{{[0-9]+}}xf32, #gpu.address_space<workgroup>>
-// GPU: memref.view {{.*}} to memref<16x{{[0-9]+}}xf32, #gpu.address_space<workgroup>>
-// GPU: scf.for
+// GPU: memref.view {{.*}} to memref<2x16x{{[0-9]+}}xf32, #gpu.address_space<workgroup>>
+// GPU: memref.view {{.*}} to memref<2x16x{{[0-9]+}}xf32, #gpu.address_space<workgroup>>
 // GPU: memref.load %[[A]]
 // GPU: memref.load %[[W]]
 // GPU: gpu.barrier
 // GPU: scf.for
+// GPU: scf.if {{.*}} -> (f32,
+// GPU: memref.load %[[A]]
+// GPU: memref.load %[[W]]
+// GPU: arith.remui
+// GPU: scf.for
 // GPU: arith.mulf
 // GPU: arith.addf
+// GPU: scf.if
+// GPU: memref.store
 // GPU: gpu.barrier
 // GPU: arith.cmpi ult, {{.*}}, %c100
 // GPU: memref.store {{.*}}, %[[C]]

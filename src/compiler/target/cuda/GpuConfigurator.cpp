@@ -425,13 +425,15 @@ GpuMatmulConfig mlir::nova::configureGpuMatmul(const GpuMatmulProblem &p, const 
       int64_t resident = std::min(c.blocksPerSM, ceilDiv(c.tiles, sms));
       int64_t stages = 1 + int64_t(std::ceil(kLoadLatencyCycles / slabCycles(resident)));
       stages = std::clamp<int64_t>(stages, 2, std::min<int64_t>(8, std::max<int64_t>(2, slabs)));
+      if (kind == GpuMmaKind::simt)
+        stages = kSimtBuffers; // what the kernel has, however long the latency
       while (stages > 2 && gpuMatmulSmemBytes((c.stages = stages, c), p.operand) > t.smem_per_block_optin)
         --stages;
       c.blocksPerSM = blocksPerSM(stages);
       // Deeper pipelines that cost no occupancy are free insurance against
       // a loaded memory system's longer latency: take them, up to
       // kFreeStages.
-      while (stages < std::min<int64_t>(kFreeStages, std::max<int64_t>(2, slabs))) {
+      while (kind != GpuMmaKind::simt && stages < std::min<int64_t>(kFreeStages, std::max<int64_t>(2, slabs))) {
         int64_t before = c.blocksPerSM;
         if (gpuMatmulSmemBytes((c.stages = stages + 1, c), p.operand) > t.smem_per_block_optin ||
             blocksPerSM(stages + 1) < before) {

@@ -32,6 +32,10 @@ enum class GpuOperand { f16, bf16, tf32, f32, f64 };
 
 /// How the block's multiplies run: warp MMAs (mma.sync), warpgroup MMAs
 /// (wgmma, sm_90a), or FMAs on the CUDA cores (f32 without tf32, f64).
+/// The simt kernel's shared buffers of each operand's K slab (a double
+/// buffer: GpuSimtMatmul.h); its configurations have this many stages.
+inline constexpr int64_t kSimtBuffers = 2;
+
 enum class GpuMmaKind { mma_sync, wgmma, simt };
 
 /// How a warp reads an operand's fragment from shared memory.

@@ -38,17 +38,18 @@ int64_t elementBytes(Value v) {
 
 int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
-/// Shared tiles [blockK][blockM + 1] of the lhs and [blockK][blockN + 1] of
-/// the rhs, each in its element type, the second 16-byte aligned.
+/// Two buffers of shared tiles, [2][blockK][blockM + 1] of the lhs and
+/// [2][blockK][blockN + 1] of the rhs, each in its element type, the
+/// second 16-byte aligned.
 struct SharedLayout {
   int64_t lhsBytes = 0, rhsOffset = 0, total = 0;
 };
 
 SharedLayout sharedLayout(linalg::GenericOp op, const GpuMatmulConfig &c) {
   SharedLayout s;
-  s.lhsBytes = c.blockK * (c.blockM + 1) * elementBytes(op.getDpsInputs()[0]);
+  s.lhsBytes = kSimtBuffers * c.blockK * (c.blockM + 1) * elementBytes(op.getDpsInputs()[0]);
   s.rhsOffset = alignUp(s.lhsBytes, 16);
-  s.total = s.rhsOffset + c.blockK * (c.blockN + 1) * elementBytes(op.getDpsInputs()[1]);
+  s.total = s.rhsOffset + kSimtBuffers * c.blockK * (c.blockN + 1) * elementBytes(op.getDpsInputs()[1]);
   return s;
 }
 
@@ -186,16 +187,16 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
     return select.getResult(0);
   };
 
-  // Shared tiles.
+  // Shared tiles: two buffers of each.
   SharedLayout layout = sharedLayout(op, c);
   auto wg = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
   Value dyn = b.create<gpu::DynamicSharedMemoryOp>(
       l, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(), wg));
   Value lhsTile = b.create<memref::ViewOp>(
-      l, MemRefType::get({c.blockK, c.blockM + 1}, lhsType, MemRefLayoutAttrInterface(), wg), dyn, cst(0),
-      ValueRange{});
+      l, MemRefType::get({kSimtBuffers, c.blockK, c.blockM + 1}, lhsType, MemRefLayoutAttrInterface(), wg), dyn,
+      cst(0), ValueRange{});
   Value rhsTile = b.create<memref::ViewOp>(
-      l, MemRefType::get({c.blockK, c.blockN + 1}, rhsType, MemRefLayoutAttrInterface(), wg), dyn,
+      l, MemRefType::get({kSimtBuffers, c.blockK, c.blockN + 1}, rhsType, MemRefLayoutAttrInterface(), wg), dyn,
       cst(layout.rhsOffset), ValueRange{});
 
   // The accumulators: thread (ty, tx) owns (ty + i * rowThreads, tx + j * columnThreads).
@@ -218,47 +219,109 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
       }));
     }
 
-  // One operand's slab to shared memory: `extent` rows of the tile's
-  // non-K dim from `origin`, K from k0; consecutive threads along the
-  // operand's innermost index.
-  auto copySlab = [&](Value k0, Value tileBuffer, Value operand, AffineMap map, Type type, int64_t tileExtent,
-                      int64_t extent, Value origin, bool isLhs, bool kFastest) {
-    forEachThreadUnit(b, l, tileExtent * c.blockK, c.threads, thread, [&](Value unit) {
-      Value kk, rr;
-      if (kFastest) {
-        kk = b.create<arith::RemUIOp>(l, unit, cst(c.blockK));
-        rr = b.create<arith::DivUIOp>(l, unit, cst(c.blockK));
-      } else {
-        rr = b.create<arith::RemUIOp>(l, unit, cst(tileExtent));
-        kk = b.create<arith::DivUIOp>(l, unit, cst(tileExtent));
+  // One operand's slab: `tileExtent` rows of the tile's non-K dim from
+  // `origin` (`extent` in the matrix), K from k0; unit u of the slab is
+  // copied by thread u % threads in round u / threads, consecutive threads
+  // along the operand's innermost index (to coalesce).
+  struct Slab {
+    Value tile, operand;
+    AffineMap map;
+    Type type;
+    int64_t tileExtent, extent;
+    Value origin;
+    bool isLhs, kFastest;
+  };
+  const Slab slabs[2] = {
+      {lhsTile, lhs, maps[0], lhsType, c.blockM, p.m, m0, /*isLhs=*/true, /*kFastest=*/!p.lhsTransposed},
+      {rhsTile, rhs, maps[1], rhsType, c.blockN, p.n, n0, /*isLhs=*/false, /*kFastest=*/p.rhsTransposed}};
+  // Unit `round * threads + thread` of `s`: its (kk, rr) in the tile, and
+  // whether it is one (the last round may run past the slab).
+  auto unitAt = [&](const Slab &s, int64_t round, Value &kk, Value &rr) -> Value {
+    const int64_t units = s.tileExtent * c.blockK;
+    Value unit = b.create<arith::AddIOp>(l, thread, cst(round * c.threads));
+    if (s.kFastest) {
+      kk = b.create<arith::RemUIOp>(l, unit, cst(c.blockK));
+      rr = b.create<arith::DivUIOp>(l, unit, cst(c.blockK));
+    } else {
+      rr = b.create<arith::RemUIOp>(l, unit, cst(s.tileExtent));
+      kk = b.create<arith::DivUIOp>(l, unit, cst(s.tileExtent));
+    }
+    return (round + 1) * c.threads <= units ? Value() : below(unit, units);
+  };
+  auto rounds = [&](const Slab &s) { return (s.tileExtent * c.blockK + c.threads - 1) / c.threads; };
+  // This thread's units of both slabs at K = k0, from global memory (zero
+  // past the matrix's edges): the registers a slab waits in.
+  auto loadSlabs = [&](Value k0) {
+    SmallVector<Value> values;
+    for (const Slab &s : slabs)
+      for (int64_t round = 0; round < rounds(s); ++round) {
+        Value kk, rr;
+        Value valid = unitAt(s, round, kk, rr);
+        Value k = b.create<arith::AddIOp>(l, k0, kk), r = b.create<arith::AddIOp>(l, s.origin, rr);
+        Value inside = both(below(k, p.k), below(r, s.extent));
+        if (valid)
+          inside = both(inside, valid);
+        values.push_back(loadOrZero(inside, s.type, [&] {
+          SmallVector<Value> dims = s.isLhs ? loopValues(r, cst(0), k) : loopValues(cst(0), r, k);
+          return b.create<memref::LoadOp>(l, s.operand, indices(s.map, dims));
+        }));
       }
-      Value k = b.create<arith::AddIOp>(l, k0, kk);
-      Value r = b.create<arith::AddIOp>(l, origin, rr);
-      Value inside = both(below(k, p.k), below(r, extent));
-      Value value = loadOrZero(inside, type, [&] {
-        SmallVector<Value> dims = isLhs ? loopValues(r, cst(0), k) : loopValues(cst(0), r, k);
-        return b.create<memref::LoadOp>(l, operand, indices(map, dims));
-      });
-      b.create<memref::StoreOp>(l, value, tileBuffer, ValueRange{kk, rr});
-    });
+    return values;
+  };
+  // `values` (loadSlabs') into shared buffer `buffer`.
+  auto storeSlabs = [&](Value buffer, ValueRange values) {
+    size_t next = 0;
+    for (const Slab &s : slabs)
+      for (int64_t round = 0; round < rounds(s); ++round) {
+        Value kk, rr;
+        Value valid = unitAt(s, round, kk, rr);
+        Value value = values[next++];
+        if (!valid) {
+          b.create<memref::StoreOp>(l, value, s.tile, ValueRange{buffer, kk, rr});
+          continue;
+        }
+        auto guard = b.create<scf::IfOp>(l, valid, /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(&guard.getThenRegion().front());
+        b.create<memref::StoreOp>(l, value, s.tile, ValueRange{buffer, kk, rr});
+      }
   };
 
-  const bool lhsKFastest = !p.lhsTransposed, rhsKFastest = p.rhsTransposed;
-  const int64_t slabs = (p.k + c.blockK - 1) / c.blockK;
-  scf::ForOp kLoop = buildFor(b, l, cst(0), cst(slabs), cst(1), initial, [&](Value slab, ValueRange accs) {
-    Value k0 = b.create<arith::MulIOp>(l, slab, cst(c.blockK));
-    copySlab(k0, lhsTile, lhs, maps[0], lhsType, c.blockM, p.m, m0, /*isLhs=*/true, lhsKFastest);
-    copySlab(k0, rhsTile, rhs, maps[1], rhsType, c.blockN, p.n, n0, /*isLhs=*/false, rhsKFastest);
-    if (!faults.noBarrierAfterCopy)
-      b.create<gpu::BarrierOp>(l);
+  // Double-buffered: slab 0 to buffer 0; then slab s computes from buffer
+  // s % 2 while slab s + 1 waits in registers (its global loads issued
+  // before the computation, so their latency hides behind it) and goes to
+  // the other buffer after it; one barrier a slab. (The barrier after slab
+  // s - 1 is what lets slab s + 1 overwrite the buffer s - 1 read.)
+  const int64_t slabCount = (p.k + c.blockK - 1) / c.blockK;
+  storeSlabs(cst(0), loadSlabs(cst(0)));
+  if (!faults.noBarrierAfterCopy)
+    b.create<gpu::BarrierOp>(l);
+  scf::ForOp kLoop = buildFor(b, l, cst(0), cst(slabCount), cst(1), initial, [&](Value slab, ValueRange accs) {
+    Value following = b.create<arith::AddIOp>(l, slab, cst(1));
+    Value more = below(following, slabCount);
+    SmallVector<Type> types;
+    for (const Slab &s : slabs)
+      types.append(size_t(rounds(s)), s.type);
+    auto prefetch = b.create<scf::IfOp>(l, types, more, /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(&prefetch.getThenRegion().front());
+      b.create<scf::YieldOp>(l, loadSlabs(b.create<arith::MulIOp>(l, following, cst(c.blockK))));
+      b.setInsertionPointToStart(&prefetch.getElseRegion().front());
+      SmallVector<Value> zeros;
+      for (Type t : types)
+        zeros.push_back(b.create<arith::ConstantOp>(l, b.getFloatAttr(t, 0.0)));
+      b.create<scf::YieldOp>(l, zeros);
+    }
+    Value current = b.create<arith::RemUIOp>(l, slab, cst(kSimtBuffers));
     scf::ForOp inner = buildFor(b, l, cst(0), cst(c.blockK), cst(1), accs, [&](Value kk, ValueRange in) {
       SmallVector<Value> a, bv;
       for (int64_t i = 0; i < c.warpM; ++i)
         a.push_back(b.create<memref::LoadOp>(
-            l, lhsTile, ValueRange{kk, b.create<arith::AddIOp>(l, ty, cst(i * rowThreads))}));
+            l, lhsTile, ValueRange{current, kk, b.create<arith::AddIOp>(l, ty, cst(i * rowThreads))}));
       for (int64_t j = 0; j < c.warpN; ++j)
         bv.push_back(b.create<memref::LoadOp>(
-            l, rhsTile, ValueRange{kk, b.create<arith::AddIOp>(l, tx, cst(j * columnThreads))}));
+            l, rhsTile, ValueRange{current, kk, b.create<arith::AddIOp>(l, tx, cst(j * columnThreads))}));
       SmallVector<Value> next;
       for (int64_t i = 0; i < c.warpM; ++i)
         for (int64_t j = 0; j < c.warpN; ++j) {
@@ -270,6 +333,12 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
         }
       return next;
     });
+    {
+      auto refill = b.create<scf::IfOp>(l, more, /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(&refill.getThenRegion().front());
+      storeSlabs(b.create<arith::RemUIOp>(l, following, cst(kSimtBuffers)), prefetch.getResults());
+    }
     if (!faults.noBarrierAfterSlab)
       b.create<gpu::BarrierOp>(l);
     return SmallVector<Value>(inner.getResults());

@@ -10,13 +10,18 @@
 // through loop dims and constants works as it is: strided and transposed
 // views, a batch, an operand broadcast over the batch. Per block (one
 // blockM x blockN tile of one batch entry, blocks numbered along x: tile
-// column fastest, then row, then batch):
-//   for each K slab: the block's threads copy the lhs slab (blockM x blockK)
-//     and the rhs slab (blockK x blockN) to shared memory, consecutive
-//     threads along the operand's innermost dimension (to coalesce), zeros
-//     past the edges; barrier; each thread folds the slab into its
-//     accumulators with the generic's own body (its casts, its multiply and
-//     add, in K order, as the reference); barrier;
+// column fastest, then row, then batch), with two shared buffers of each
+// operand's slab:
+//   slab 0: the block's threads copy the lhs slab (blockM x blockK) and
+//     the rhs slab (blockK x blockN) to buffer 0, consecutive threads along
+//     the operand's innermost dimension (to coalesce), zeros past the
+//     edges; barrier;
+//   for each K slab s: each thread loads its share of slab s + 1 from
+//     global memory into registers, then folds slab s (buffer s % 2) into
+//     its accumulators with the generic's own body (its casts, its
+//     multiply and add, in K order, as the reference), then stores slab
+//     s + 1 to the other buffer; barrier (so the global loads' latency
+//     hides behind a slab's arithmetic, and one barrier a slab suffices);
 //   then each thread stores its in-range results.
 // Thread (ty, tx) owns rows ty + i * (blockM / warpM) and columns tx + j *
 // (blockN / warpN): a warp's shared reads are broadcasts or consecutive
@@ -59,9 +64,10 @@ int64_t simtMatmulSharedBytes(linalg::GenericOp op, const GpuMatmulConfig &confi
 
 /// Deliberate faults, for tests that the emulator catches what they break.
 struct SimtMatmulFaults {
-  /// No barrier between the slab's copy and its reads.
+  /// No barrier between the first slab's copy and its reads.
   bool noBarrierAfterCopy = false;
-  /// No barrier between a slab's reads and the next slab's copy.
+  /// No barrier after each slab (between its reads and the copy two slabs
+  /// on into its buffer, and between the next slab's copy and its reads).
   bool noBarrierAfterSlab = false;
 };
 

@@ -796,7 +796,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
       notMma = "the configurator gave no simt shape for it (" + c.instruction + ")";
       return false;
     }
-    c.stages = 1; // one slab in shared memory at a time
+    c.stages = kSimtBuffers; // the kernel's double buffer
     c.smemBytes = simtMatmulSharedBytes(matmul, c);
     const GpuMatmulProblem &p = match->problem;
     // A block a tile (the problem allows no split-K): workgroups = tiles.
@@ -808,7 +808,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
     kernel->setAttr(kGpuOperandAttr, StringAttr::get(ctx, nameOf(p.operand)));
     SmallVector<Attribute> why{StringAttr::get(
         ctx, llvm::formatv("generated as the simt kernel over {0} blocks of {1} threads ({2}x{3} tiles, K slabs "
-                           "of {4} in shared memory, {5}x{6} results a thread): the mma.sync kernel does not take "
+                           "of {4} double-buffered in shared memory, {5}x{6} results a thread): the mma.sync kernel does not take "
                            "it ({7})",
                            blocks, c.threads, c.blockM, c.blockN, c.blockK, c.warpM, c.warpN, notMma))};
     for (const std::string &line : c.why)
