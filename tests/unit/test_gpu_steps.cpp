@@ -256,11 +256,11 @@ TEST_CASE("causal attention on an emulated A100, a thread per row: forward and g
   // T = 270: the forward's rows over three blocks of 128, its keys over
   // 5 shared tiles of 64 rows (the last partly past the sequence), the
   // backward's query and key rows in two passes of one block's 256
-  // threads; T = 13 with 3 heads (one tile of 16 rows); T = 70 with a
-  // head of 64 columns (tiles of 64 rows in f32, 32 in f64; the backward's
-  // key rows in two passes, dv then dk); a head of 72 columns (wider than
-  // a thread's registers take) keeps the kernel of a thread per (batch,
-  // head); f32 and f64.
+  // rows (a thread each); T = 13 with 3 heads (one tile of 16 rows); T = 70 with a
+  // head of 64 columns (4 lanes a row in f32, 8 in f64, their dot products
+  // summed by shuffles; tiles of 64 rows in f32, 32 in f64); a head of 72
+  // columns (wider than a thread's registers take) keeps the kernel of a
+  // thread per (batch, head); f32 and f64.
   struct Shape { std::int64_t B, T, d, heads; };
   Env env;
   env.set("NOVA_TARGET", "sm_80");

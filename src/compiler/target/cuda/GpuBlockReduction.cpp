@@ -36,9 +36,10 @@ void mlir::nova::forEachThreadUnit(OpBuilder &b, Location l, int64_t count, int6
   });
 }
 
-Value mlir::nova::warpAllReduce(OpBuilder &b, Location l, Value value, function_ref<Value(Value, Value)> combine) {
+Value mlir::nova::warpAllReduce(OpBuilder &b, Location l, Value value, function_ref<Value(Value, Value)> combine,
+                                int64_t lanes) {
   Value width = b.create<arith::ConstantIntOp>(l, 32, 32);
-  for (int64_t offset = 16; offset >= 1; offset /= 2) {
+  for (int64_t offset = lanes / 2; offset >= 1; offset /= 2) {
     Value off = b.create<arith::ConstantIntOp>(l, offset, 32);
     value = combine(value, b.create<gpu::ShuffleOp>(l, value, off, width, gpu::ShuffleMode::XOR).getShuffleResult());
   }

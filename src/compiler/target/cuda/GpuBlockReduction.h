@@ -31,10 +31,12 @@ namespace mlir::nova {
 void forEachThreadUnit(OpBuilder &b, Location l, int64_t count, int64_t perIteration, Value first,
                        function_ref<void(Value)> body);
 
-/// `value` combined over the 32 lanes of each warp, every lane ending with
-/// the total: a butterfly of shuffles (xor 16, 8, ... 1), `combine` at each
-/// level. Every lane of the block must reach it.
-Value warpAllReduce(OpBuilder &b, Location l, Value value, function_ref<Value(Value, Value)> combine);
+/// `value` combined over the 32 lanes of each warp (or each aligned group
+/// of `lanes`, a power of two), every lane ending with the total: a
+/// butterfly of shuffles (xor lanes / 2, ... 1), `combine` at each level.
+/// Every lane of the block must reach it.
+Value warpAllReduce(OpBuilder &b, Location l, Value value, function_ref<Value(Value, Value)> combine,
+                    int64_t lanes = 32);
 
 /// scf.for over [lb, ub) by 1 carrying `init`, whose bounds stay the same
 /// in every thread (the emulator requires uniform loops): `step` builds the

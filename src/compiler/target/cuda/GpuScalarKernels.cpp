@@ -189,28 +189,34 @@ std::optional<mlir::nova::AttentionRowsPlan> mlir::nova::planAttentionRows(Atten
     return std::nullopt;
   const int64_t T = op.seq(), hd = op.headDim();
   const int64_t bytes = std::max<int64_t>(1, computeType(op).getIntOrFloatBitWidth() / 8);
-  const int64_t rows32 = std::max<int64_t>(32, (T + 31) / 32 * 32);
   AttentionRowsPlan plan;
+  // Lanes a row: a power of two dividing hd, until a lane's columns of a
+  // row take at most kAttentionLaneBytes (16 f32, 8 f64).
+  while (hd / plan.lanes * bytes > kAttentionLaneBytes && hd % (2 * plan.lanes) == 0)
+    plan.lanes *= 2;
   // Key (backward: also query) rows a tile: two tiles of kAttentionTileBytes
   // at most, no more rows than the sequence (rounded up to 8).
   plan.tileRows = std::clamp<int64_t>(kAttentionTileBytes / (hd * bytes), 8, 64);
   plan.tileRows = std::min(plan.tileRows, (T + 7) / 8 * 8);
   const int64_t tiles = 2 * plan.tileRows * hd * bytes;
   const int64_t pairs = op.batch() * op.getHeads();
+  const int64_t rows32 = std::max<int64_t>(32, (T + 31) / 32 * 32);
   if (!op.getBackward()) {
     // 128 rows a block: a GPT's (batch, head) pairs times its row blocks
     // fill a GPU's SMs where 256 would leave half of them idle (8 x 8
     // pairs of 256 rows: 64 blocks against an H100's 132 SMs).
-    plan.threads = std::min<int64_t>(kAttentionForwardRows, rows32);
-    plan.rowBlocks = (T + plan.threads - 1) / plan.threads;
+    plan.rows = std::min<int64_t>(kAttentionForwardRows, rows32);
+    plan.rowBlocks = (T + plan.rows - 1) / plan.rows;
     plan.blocks = pairs * plan.rowBlocks;
     plan.sharedBytes = tiles;
-    return plan;
+  } else {
+    // 512 threads at most: 128 registers a thread (at 1024, 64 spilled).
+    plan.rows = std::min<int64_t>({256, kAttentionBackwardThreads / plan.lanes, rows32});
+    plan.blocks = pairs;
+    plan.statsBytes = (3 * T * bytes + 15) / 16 * 16;
+    plan.sharedBytes = plan.statsBytes + tiles;
   }
-  plan.threads = std::min<int64_t>(256, rows32);
-  plan.blocks = pairs;
-  plan.statsBytes = (3 * T * bytes + 15) / 16 * 16;
-  plan.sharedBytes = plan.statsBytes + tiles;
+  plan.threads = plan.rows * plan.lanes;
   return plan;
 }
 
@@ -219,7 +225,7 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
   Scalar s{b, op.getLoc(), computeType(op)};
   Location l = s.l;
   const int64_t T = op.seq(), d = op.model(), hd = op.headDim(), heads = op.getHeads(), threads = plan.threads;
-  const int64_t tileRows = plan.tileRows;
+  const int64_t tileRows = plan.tileRows, lanes = plan.lanes, rowsPerPass = plan.rows, own = hd / lanes;
   const int64_t bytes = std::max<int64_t>(1, s.e.getIntOrFloatBitWidth() / 8);
   Value pair = b.create<arith::DivUIOp>(l, block, s.c(plan.rowBlocks));
   Value rowBlock = b.create<arith::RemUIOp>(l, block, s.c(plan.rowBlocks));
@@ -227,35 +233,34 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
   Value column0 = b.create<arith::MulIOp>(l, b.create<arith::RemUIOp>(l, pair, s.c(heads)), s.c(hd));
   Value qkv = op.getInputs()[0], out = op.getInit();
   Value scale = s.f(op.getScale().convertToDouble());
-  auto at = [&](Value t, int64_t part, int64_t c) {
-    return SmallVector<Value>{batch, t, s.iadd(column0, c + part * d)};
+  // This thread's row of the block's rows, and its lane in the row: lane
+  // `lane` owns the head's columns lane + t * lanes, t < own.
+  Value rowInPass = b.create<arith::DivUIOp>(l, thread, s.c(lanes));
+  Value lane = b.create<arith::RemUIOp>(l, thread, s.c(lanes));
+  auto column = [&](int64_t t) { return s.iadd(lane, t * lanes); };
+  auto at = [&](Value row, int64_t part, Value c) {
+    return SmallVector<Value>{batch, row, s.iadd(s.iadd(column0, c), part * d)};
   };
   auto exp = [&](Value x) -> Value { return b.create<math::ExpOp>(l, x); };
   auto minIndex = [&](Value x, int64_t bound) -> Value { return b.create<arith::MinUIOp>(l, x, s.c(bound)); };
-  // Row t's head columns of part `part` of `m` (t clamped into the sequence:
-  // threads past its end load a real row and store nothing).
-  auto loadRow = [&](Value m, Value t, int64_t part) {
+  // This lane's columns of part `part` of `m` in row t (t clamped into the
+  // sequence: threads past its end load a real row and store nothing).
+  auto loadOwn = [&](Value m, Value t, int64_t part) {
     SmallVector<Value> row;
     Value inside = minIndex(t, T - 1);
-    for (int64_t c = 0; c < hd; ++c)
-      row.push_back(s.load(m, at(inside, part, c)));
+    for (int64_t k = 0; k < own; ++k)
+      row.push_back(s.load(m, at(inside, part, column(k))));
     return row;
   };
-  auto storeRow = [&](Value inside, ArrayRef<Value> row, Value t, int64_t part, Value divisor) {
+  auto storeOwn = [&](Value inside, ArrayRef<Value> row, Value t, int64_t part, Value divisor) {
     auto guard = b.create<scf::IfOp>(l, inside, /*withElseRegion=*/false);
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(&guard.getThenRegion().front());
-    for (int64_t c = 0; c < hd; ++c)
-      s.store(divisor ? s.div(row[size_t(c)], divisor) : row[size_t(c)], out, at(t, part, c));
-  };
-  // Loops whose bounds are the same in every thread of the block, the
-  // causal mask a branch inside.
-  auto maskedLoop = [&](Value lb, Value ub, ValueRange init, function_ref<Value(Value)> take,
-                        function_ref<SmallVector<Value>(Value, ValueRange)> step) {
-    return buildMaskedFor(b, l, lb, ub, init, take, step);
+    for (int64_t k = 0; k < own; ++k)
+      s.store(divisor ? s.div(row[size_t(k)], divisor) : row[size_t(k)], out, at(t, part, column(k)));
   };
   Value lowest = s.f(-std::numeric_limits<double>::infinity());
-  SmallVector<Value> zeros(size_t(hd), s.f(0.0));
+  SmallVector<Value> zeros(size_t(own), s.f(0.0));
 
   // Shared memory: (backward) the query rows' statistics, then two tiles
   // of tileRows rows of a head's columns.
@@ -278,9 +283,8 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
       auto copy = [&] {
         Value r = b.create<arith::DivUIOp>(l, e, s.c(hd)), c = b.create<arith::RemUIOp>(l, e, s.c(hd));
         Value row = minIndex(s.iadd(r0, r), T - 1);
-        Value columnA = s.iadd(s.iadd(column0, c), partA * d), columnB = s.iadd(s.iadd(column0, c), partB * d);
-        s.store(s.load(a, {batch, row, columnA}), tileA, {r, c});
-        s.store(s.load(m, {batch, row, columnB}), tileB, {r, c});
+        s.store(s.load(a, at(row, partA, c)), tileA, {r, c});
+        s.store(s.load(m, at(row, partB, c)), tileB, {r, c});
       };
       if (elements % threads == 0) {
         copy();
@@ -294,94 +298,119 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
     });
     b.create<gpu::BarrierOp>(l);
   };
+  // sum_c x[c] * tile[r, c] over the row's lanes: each lane its columns in
+  // order, then a butterfly of shuffles over the row's lanes (every lane
+  // gets the sum). Outside any branch that lanes of a warp take apart.
+  auto dot = [&](ArrayRef<Value> x, Value tile, Value r) {
+    Value total = s.f(0.0);
+    for (int64_t k = 0; k < own; ++k)
+      total = s.add(total, s.mul(x[size_t(k)], s.load(tile, {r, column(k)})));
+    return lanes == 1 ? total : warpAllReduce(b, l, total, [&](Value x, Value y) { return s.add(x, y); }, lanes);
+  };
+  // acc + factor * tile[r, this lane's columns].
+  auto accumulate = [&](ValueRange acc, Value factor, Value tile, Value r, SmallVector<Value> &next) {
+    for (int64_t k = 0; k < own; ++k)
+      next.push_back(s.add(acc[size_t(k)], s.mul(factor, s.load(tile, {r, column(k)}))));
+  };
   // Over the tiles of rows [lb, ub) (bounds the same in every thread):
-  // fills them (fillTiles' arguments), then step(row, its index in the
-  // tiles, carried) for each row that take(row) admits; a barrier before
-  // the next tile overwrites them.
+  // fills them (fillTiles' arguments); for each row r, its dot products
+  // dots(r, r's index in the tiles) in every thread (shuffles), then, where
+  // take(r), step(r, index, dots, carried); a barrier before the next tile
+  // overwrites them.
+  using Dots = function_ref<SmallVector<Value>(Value, Value)>;
+  using Step = function_ref<SmallVector<Value>(Value, Value, ArrayRef<Value>, ValueRange)>;
   auto overTiles = [&](Value lb, Value ub, ValueRange init, Value a, int64_t partA, Value m, int64_t partB,
-                       function_ref<Value(Value)> take,
-                       function_ref<SmallVector<Value>(Value, Value, ValueRange)> step) {
+                       function_ref<Value(Value)> take, Dots dots, Step step) {
     Value count = b.create<arith::DivUIOp>(l, s.iadd(b.create<arith::SubIOp>(l, ub, lb), tileRows - 1),
                                            s.c(tileRows));
     return nova::buildFor(b, l, s.c(0), count, s.c(1), init, [&](Value t, ValueRange carried) {
       Value r0 = s.iadd(lb, b.create<arith::MulIOp>(l, t, s.c(tileRows)));
       fillTiles(r0, a, partA, m, partB);
       Value end = b.create<arith::MinUIOp>(l, s.iadd(r0, tileRows), ub);
-      scf::ForOp rows = maskedLoop(r0, end, carried, take, [&](Value r, ValueRange acc) {
-        return step(r, b.create<arith::SubIOp>(l, r, r0), acc);
+      scf::ForOp rows = nova::buildFor(b, l, r0, end, s.c(1), carried, [&](Value r, ValueRange acc) {
+        Value index = b.create<arith::SubIOp>(l, r, r0);
+        SmallVector<Value> products = dots(r, index);
+        auto branch = b.create<scf::IfOp>(l, acc.getTypes(), take(r), /*withElseRegion=*/true);
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(&branch.getThenRegion().front());
+        b.create<scf::YieldOp>(l, step(r, index, products, acc));
+        b.setInsertionPointToStart(&branch.getElseRegion().front());
+        b.create<scf::YieldOp>(l, acc);
+        return SmallVector<Value>(branch.getResults());
       });
       b.create<gpu::BarrierOp>(l);
       return SmallVector<Value>(rows.getResults());
     });
-  };
-  // sum_c x[c] * tile[r, c], in column order (as the reference).
-  auto dot = [&](ArrayRef<Value> x, Value tile, Value r) {
-    Value total = s.f(0.0);
-    for (int64_t c = 0; c < hd; ++c)
-      total = s.add(total, s.mul(x[size_t(c)], s.load(tile, {r, s.c(c)})));
-    return total;
   };
 
   if (!op.getBackward()) {
     // Query row i: one pass over the key tiles (k, v), the running max m,
     // sum l and output, rescaled by exp(m_old - m_new) as the max grows;
     // out = acc / l.
-    Value first = b.create<arith::MulIOp>(l, rowBlock, s.c(threads));
-    Value i = s.iadd(first, thread);
+    Value first = b.create<arith::MulIOp>(l, rowBlock, s.c(rowsPerPass));
+    Value i = s.iadd(first, rowInPass);
     Value inside = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, i, s.c(T));
-    SmallVector<Value> q = loadRow(qkv, i, 0);
+    SmallVector<Value> q = loadOwn(qkv, i, 0);
     SmallVector<Value> init{lowest, s.f(0.0)};
     init.append(zeros);
     scf::ForOp keys = overTiles(
-        s.c(0), minIndex(s.iadd(first, threads), T), init, qkv, 1, qkv, 2,
+        s.c(0), minIndex(s.iadd(first, rowsPerPass), T), init, qkv, 1, qkv, 2,
         [&](Value j) { return b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ule, j, i); },
-        [&](Value, Value jt, ValueRange carried) {
-          Value score = s.mul(scale, dot(q, tileA, jt));
-          Value max = b.create<arith::MaximumFOp>(l, carried[0], score);
-          Value rescale = exp(s.sub(carried[0], max)), p = exp(s.sub(score, max));
+        [&](Value, Value jt) { return SmallVector<Value>{s.mul(scale, dot(q, tileA, jt))}; },
+        [&](Value, Value jt, ArrayRef<Value> score, ValueRange carried) {
+          Value max = b.create<arith::MaximumFOp>(l, carried[0], score[0]);
+          Value rescale = exp(s.sub(carried[0], max)), p = exp(s.sub(score[0], max));
           SmallVector<Value> next{max, s.add(s.mul(carried[1], rescale), p)};
-          for (int64_t c = 0; c < hd; ++c)
-            next.push_back(
-                s.add(s.mul(carried[size_t(2 + c)], rescale), s.mul(p, s.load(tileB, {jt, s.c(c)}))));
+          SmallVector<Value> scaled;
+          for (int64_t k = 0; k < own; ++k)
+            scaled.push_back(s.mul(carried[size_t(2 + k)], rescale));
+          accumulate(scaled, p, tileB, jt, next);
           return next;
         });
-    storeRow(inside, SmallVector<Value>(keys.getResults().drop_front(2)), i, 0, keys.getResult(1));
+    storeOwn(inside, SmallVector<Value>(keys.getResults().drop_front(2)), i, 0, keys.getResult(1));
     return;
   }
 
   // Backward. Shared statistics of each query row: max, sum, D.
   Value stats = view(0, {T, 3});
   Value grad = op.getInputs()[1];
-  const int64_t iterations = (T + threads - 1) / threads;
-  // Query rows: max m, sum l and D = sum_j P_ij dP_ij (dP_ij = g_i . v_j)
-  // online in one pass over the key tiles (k, v); then dq_i = sum_j dS_ij
-  // k_j, dS_ij = scale P_ij (dP_ij - D), in a second.
+  const int64_t iterations = (T + rowsPerPass - 1) / rowsPerPass;
+  // score_ij and dP_ij = g_i . v_j, from the tiles (k, v) or (q, g).
+  auto scoreAndDP = [&](ArrayRef<Value> x, ArrayRef<Value> y, Value at) {
+    return SmallVector<Value>{dot(x, tileA, at), dot(y, tileB, at)};
+  };
+  // Query rows: max m, sum l and D = sum_j P_ij dP_ij online in one pass
+  // over the key tiles (k, v); then dq_i = sum_j dS_ij k_j, dS_ij = scale
+  // P_ij (dP_ij - D), in a second.
   s.loop(s.c(0), s.c(iterations), [&](Value it) {
-    Value first = b.create<arith::MulIOp>(l, it, s.c(threads));
-    Value i = s.iadd(first, thread);
+    Value first = b.create<arith::MulIOp>(l, it, s.c(rowsPerPass));
+    Value i = s.iadd(first, rowInPass);
     Value inside = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, i, s.c(T));
-    SmallVector<Value> q = loadRow(qkv, i, 0), g = loadRow(grad, i, 0);
-    Value end = minIndex(s.iadd(first, threads), T);
+    SmallVector<Value> q = loadOwn(qkv, i, 0), g = loadOwn(grad, i, 0);
+    Value end = minIndex(s.iadd(first, rowsPerPass), T);
     auto causal = [&](Value j) { return b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ule, j, i); };
-    scf::ForOp pass = overTiles(s.c(0), end, {lowest, s.f(0.0), s.f(0.0)}, qkv, 1, qkv, 2, causal,
-                                [&](Value, Value jt, ValueRange c) {
-                                  Value score = s.mul(scale, dot(q, tileA, jt));
+    auto dots = [&](Value, Value jt) { return scoreAndDP(q, g, jt); };
+    scf::ForOp pass = overTiles(s.c(0), end, {lowest, s.f(0.0), s.f(0.0)}, qkv, 1, qkv, 2, causal, dots,
+                                [&](Value, Value, ArrayRef<Value> sd, ValueRange c) {
+                                  Value score = s.mul(scale, sd[0]);
                                   Value max = b.create<arith::MaximumFOp>(l, c[0], score);
                                   Value rescale = exp(s.sub(c[0], max)), p = exp(s.sub(score, max));
                                   return SmallVector<Value>{max, s.add(s.mul(c[1], rescale), p),
-                                                            s.add(s.mul(c[2], rescale), s.mul(p, dot(g, tileB, jt)))};
+                                                            s.add(s.mul(c[2], rescale), s.mul(p, sd[1]))};
                                 });
     Value max = pass.getResult(0), total = pass.getResult(1), D = s.div(pass.getResult(2), total);
-    scf::ForOp dq = overTiles(s.c(0), end, zeros, qkv, 1, qkv, 2, causal, [&](Value, Value jt, ValueRange acc) {
-      Value p = s.div(exp(s.sub(s.mul(scale, dot(q, tileA, jt)), max)), total);
-      Value dS = s.mul(scale, s.mul(p, s.sub(dot(g, tileB, jt), D)));
-      SmallVector<Value> next;
-      for (int64_t c = 0; c < hd; ++c)
-        next.push_back(s.add(acc[size_t(c)], s.mul(dS, s.load(tileA, {jt, s.c(c)}))));
-      return next;
-    });
-    storeRow(inside, SmallVector<Value>(dq.getResults()), i, 0, Value());
-    auto guard = b.create<scf::IfOp>(l, inside, /*withElseRegion=*/false);
+    scf::ForOp dq = overTiles(s.c(0), end, zeros, qkv, 1, qkv, 2, causal, dots,
+                              [&](Value, Value jt, ArrayRef<Value> sd, ValueRange acc) {
+                                Value p = s.div(exp(s.sub(s.mul(scale, sd[0]), max)), total);
+                                Value dS = s.mul(scale, s.mul(p, s.sub(sd[1], D)));
+                                SmallVector<Value> next;
+                                accumulate(acc, dS, tileA, jt, next);
+                                return next;
+                              });
+    storeOwn(inside, SmallVector<Value>(dq.getResults()), i, 0, Value());
+    // The row's statistics, by its first lane.
+    Value firstLane = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, lane, s.c(0));
+    auto guard = b.create<scf::IfOp>(l, b.create<arith::AndIOp>(l, inside, firstLane), /*withElseRegion=*/false);
     OpBuilder::InsertionGuard ig(b);
     b.setInsertionPointToStart(&guard.getThenRegion().front());
     for (auto [slot, value] : llvm::enumerate(SmallVector<Value>{max, total, D}))
@@ -389,65 +418,29 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
   });
   b.create<gpu::BarrierOp>(l);
   // Key rows: dk_j = sum_{i >= j} dS_ij q_i, dv_j = sum_{i >= j} P_ij g_i,
-  // over the query tiles (q, g) from the block's first key row. In one
-  // pass a thread holds k, v, dk and dv (4 hd values: 256 for heads of 64,
-  // past a thread's 255 registers: ptxas spilled 744 bytes); wider heads
-  // than kAttentionOneKeyPassMaxHeadDim take two, dv (k, dv live) then dk
-  // (k, v, dk), each P computed again.
-  const bool twoPasses = hd > kAttentionOneKeyPassMaxHeadDim;
+  // over the query tiles (q, g) from the block's first key row.
   s.loop(s.c(0), s.c(iterations), [&](Value it) {
-    Value first = b.create<arith::MulIOp>(l, it, s.c(threads));
-    Value j = s.iadd(first, thread);
+    Value first = b.create<arith::MulIOp>(l, it, s.c(rowsPerPass));
+    Value j = s.iadd(first, rowInPass);
     Value inside = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, j, s.c(T));
-    auto causal = [&](Value i) { return b.create<arith::CmpIOp>(l, arith::CmpIPredicate::uge, i, j); };
-    SmallVector<Value> k = loadRow(qkv, j, 1);
-    // The tiles' rows are read from shared memory where they are used, not
-    // held: a thread's registers hold its own rows and accumulators only.
-    // P_ij from query row i (at `at` in the tiles) and k_j.
-    auto probability = [&](Value i, Value at) {
-      Value score = dot(k, tileA, at);
-      Value max = s.load(stats, {i, s.c(0)}), total = s.load(stats, {i, s.c(1)});
-      return s.div(exp(s.sub(s.mul(scale, score), max)), total);
-    };
-    // dS_ij from P_ij, g_i and v_j.
-    auto dS = [&](Value i, Value at, Value p, ArrayRef<Value> v) {
-      Value dP = dot(v, tileB, at);
-      return s.mul(scale, s.mul(p, s.sub(dP, s.load(stats, {i, s.c(2)}))));
-    };
-    // acc + factor * tile[at, :].
-    auto accumulate = [&](ValueRange acc, Value factor, Value tile, Value at, SmallVector<Value> &next) {
-      for (int64_t c = 0; c < hd; ++c)
-        next.push_back(s.add(acc[size_t(c)], s.mul(factor, s.load(tile, {at, s.c(c)}))));
-    };
-    if (!twoPasses) {
-      SmallVector<Value> v = loadRow(qkv, j, 2);
-      SmallVector<Value> init(zeros);
-      init.append(zeros);
-      scf::ForOp rows = overTiles(first, s.c(T), init, qkv, 0, grad, 0, causal,
-                                  [&](Value i, Value at, ValueRange acc) {
-                                    SmallVector<Value> next;
-                                    Value p = probability(i, at);
-                                    accumulate(acc.take_front(hd), dS(i, at, p, v), tileA, at, next);
-                                    accumulate(acc.drop_front(hd), p, tileB, at, next);
-                                    return next;
-                                  });
-      storeRow(inside, SmallVector<Value>(rows.getResults().take_front(hd)), j, 1, Value());
-      storeRow(inside, SmallVector<Value>(rows.getResults().drop_front(hd)), j, 2, Value());
-      return;
-    }
-    scf::ForOp dv = overTiles(first, s.c(T), zeros, qkv, 0, grad, 0, causal, [&](Value i, Value at, ValueRange acc) {
-      SmallVector<Value> next;
-      accumulate(acc, probability(i, at), tileB, at, next);
-      return next;
-    });
-    storeRow(inside, SmallVector<Value>(dv.getResults()), j, 2, Value());
-    SmallVector<Value> v = loadRow(qkv, j, 2);
-    scf::ForOp dk = overTiles(first, s.c(T), zeros, qkv, 0, grad, 0, causal, [&](Value i, Value at, ValueRange acc) {
-      SmallVector<Value> next;
-      accumulate(acc, dS(i, at, probability(i, at), v), tileA, at, next);
-      return next;
-    });
-    storeRow(inside, SmallVector<Value>(dk.getResults()), j, 1, Value());
+    SmallVector<Value> k = loadOwn(qkv, j, 1), v = loadOwn(qkv, j, 2);
+    SmallVector<Value> init(zeros);
+    init.append(zeros);
+    scf::ForOp rows = overTiles(
+        first, s.c(T), init, qkv, 0, grad, 0,
+        [&](Value i) { return b.create<arith::CmpIOp>(l, arith::CmpIPredicate::uge, i, j); },
+        [&](Value, Value at) { return scoreAndDP(k, v, at); },
+        [&](Value i, Value at, ArrayRef<Value> sd, ValueRange acc) {
+          Value max = s.load(stats, {i, s.c(0)}), total = s.load(stats, {i, s.c(1)}), D = s.load(stats, {i, s.c(2)});
+          Value p = s.div(exp(s.sub(s.mul(scale, sd[0]), max)), total);
+          Value dS = s.mul(scale, s.mul(p, s.sub(sd[1], D)));
+          SmallVector<Value> next;
+          accumulate(acc.take_front(own), dS, tileA, at, next);
+          accumulate(acc.drop_front(own), p, tileB, at, next);
+          return next;
+        });
+    storeOwn(inside, SmallVector<Value>(rows.getResults().take_front(own)), j, 1, Value());
+    storeOwn(inside, SmallVector<Value>(rows.getResults().drop_front(own)), j, 2, Value());
   });
 }
 

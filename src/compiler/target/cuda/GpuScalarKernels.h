@@ -11,7 +11,8 @@
 //     exp(scale q.k - max) over its causal keys, then the output; backward
 //     dq, dk, dv of the head's columns (zeroed first, then accumulated row
 //     by row: no other thread writes them);
-//   - attention with a thread per row (heads of up to 64 columns): a
+//   - attention a row at a time (heads of up to 64 columns; a row 1, 2 or
+//     4 lanes of a warp, its dot products summed by shuffles): a
 //     query row's online softmax (running max, sum and output, rescaled
 //     as the max grows) in one pass over its keys; backward: per query
 //     row its statistics and D = sum_j P_ij dP_ij in one pass, dq in a
@@ -53,22 +54,25 @@ void buildLayerNormWarpRows(OpBuilder &b, LayerNormKernelOp op, Value warp, Valu
 /// Work unit `unit` = batch * heads + head of a bufferized attention kernel.
 void buildAttentionHead(OpBuilder &b, AttentionKernelOp op, Value unit);
 
-/// Attention with a thread per row: the forward's blocks each take
+/// Attention a row at a time: the forward's blocks each take
 /// kAttentionForwardRows query rows (fewer for shorter sequences) of one
-/// (batch, head); the backward's one block a (batch, head), its threads
-/// first a query row each (dq, and the row's softmax statistics into
-/// shared memory), then, after a barrier, a key row each (dk, dv). A row's
-/// q (or k and v) and accumulators live in registers, so only heads of up
-/// to kAttentionRowsMaxHeadDim columns. The rows a thread's loop visits
-/// (keys; the backward's key rows: queries) come through shared memory,
-/// tileRows at a time, each tile loaded once by the whole block
-/// (coalesced) and read by all its threads at once (a broadcast), instead
-/// of every thread reading every row from global memory.
+/// (batch, head); the backward's one block a (batch, head), first a query
+/// row at a time each (dq, and the row's softmax statistics into shared
+/// memory), then, after a barrier, a key row (dk, dv). A row is `lanes`
+/// adjacent threads of a warp (heads of over kAttentionLaneBytes a row:
+/// 2, 4 or 8), each holding every lanes-th column of the row's q (or
+/// k and v) and accumulators in registers, its dot products summed over
+/// the lanes by shuffles; so only heads of up to kAttentionRowsMaxHeadDim
+/// columns. The rows a row's loop visits (keys; the backward's key rows:
+/// queries) come through shared memory, tileRows at a time, each tile
+/// loaded once by the whole block (coalesced) and read by all its threads
+/// at once, instead of every thread reading every row from global memory.
 inline constexpr int64_t kAttentionRowsMaxHeadDim = 64;
 inline constexpr int64_t kAttentionForwardRows = 128;
-/// The backward's key rows take one pass over the queries (k, v, dk, dv in
-/// registers) for heads of up to this many columns, two wider.
-inline constexpr int64_t kAttentionOneKeyPassMaxHeadDim = 32;
+inline constexpr int64_t kAttentionBackwardThreads = 512;
+/// The bytes of a lane's columns of a row, at most (where the head's width
+/// allows): 16 f32 columns, 8 f64.
+inline constexpr int64_t kAttentionLaneBytes = 64;
 /// The bytes of one of the two tiles, at most.
 inline constexpr int64_t kAttentionTileBytes = 16384;
 
@@ -76,6 +80,8 @@ struct AttentionRowsPlan {
   int64_t threads = 0, blocks = 0, sharedBytes = 0;
   /// Forward: blocks per (batch, head); backward: 1.
   int64_t rowBlocks = 1;
+  /// Rows a block takes at once, threads a row (threads = rows x lanes).
+  int64_t rows = 0, lanes = 1;
   /// Rows of a shared tile; the bytes of the backward's statistics before
   /// the tiles (0 in the forward).
   int64_t tileRows = 0, statsBytes = 0;

@@ -159,16 +159,21 @@ Units unitsOf(Operation *op) {
   }
   if (auto attention = dyn_cast<AttentionKernelOp>(op)) {
     int64_t n = attention.batch() * attention.getHeads();
-    if (std::optional<AttentionRowsPlan> rows = planAttentionRows(attention))
+    if (std::optional<AttentionRowsPlan> rows = planAttentionRows(attention)) {
+      std::string perRow = rows->lanes == 1 ? std::string("a thread")
+                                            : llvm::formatv("{0} threads (their shuffles sum a dot product)",
+                                                            rows->lanes)
+                                                  .str();
       return {Units::attentionRows, rows->blocks,
               attention.getBackward()
-                  ? llvm::formatv("{0} attention (batch, head) pairs, a block each: a thread per query row (dq "
+                  ? llvm::formatv("{0} attention (batch, head) pairs, a block each: {1} per query row (dq "
                                   "and the row's softmax statistics in shared memory), then per key row (dk, dv)",
-                                  n)
+                                  n, perRow)
                         .str()
-                  : llvm::formatv("{0} query rows of {1} attention (batch, head) pairs, a thread per row",
-                                  attention.seq(), n)
+                  : llvm::formatv("{0} query rows of {1} attention (batch, head) pairs, {2} per row",
+                                  attention.seq(), n, perRow)
                         .str()};
+    }
     return {Units::points, n,
             llvm::formatv("{0} attention (batch, head) pairs (heads of {1} columns: wider than a thread's registers "
                           "take, {2})",
