@@ -215,6 +215,10 @@ std::optional<mlir::nova::AttentionRowsPlan> mlir::nova::planAttentionRows(Atten
     plan.blocks = pairs;
     plan.statsBytes = (3 * T * bytes + 15) / 16 * 16;
     plan.sharedBytes = plan.statsBytes + tiles;
+    // The statistics of a long sequence's rows do not fit: the kernel of
+    // a thread per (batch, head), which keeps them in registers.
+    if (plan.sharedBytes > kAttentionMaxSharedBytes)
+      return std::nullopt;
   }
   plan.threads = plan.rows * plan.lanes;
   return plan;

@@ -75,6 +75,12 @@ inline constexpr int64_t kAttentionBackwardThreads = 512;
 inline constexpr int64_t kAttentionLaneBytes = 64;
 /// The bytes of one of the two tiles, at most.
 inline constexpr int64_t kAttentionTileBytes = 16384;
+/// The shared memory a block may take, at most: what every built-in GPU
+/// target allows a block (sm_86 and sm_89 opt into 99 KiB). The
+/// backward's statistics (3 x T values) of longer sequences than that
+/// allows (T = 5461 in f32 at heads of 64) leave it the kernel of a thread
+/// per (batch, head).
+inline constexpr int64_t kAttentionMaxSharedBytes = 96 * 1024;
 
 struct AttentionRowsPlan {
   int64_t threads = 0, blocks = 0, sharedBytes = 0;
@@ -87,7 +93,8 @@ struct AttentionRowsPlan {
   int64_t tileRows = 0, statsBytes = 0;
 };
 
-/// The plan for `op`, or none when its heads are too wide.
+/// The plan for `op`, or none when its heads are too wide (or, backward,
+/// its sequence too long: kAttentionMaxSharedBytes).
 std::optional<AttentionRowsPlan> planAttentionRows(AttentionKernelOp op);
 
 /// `op`'s rows at b's insertion point, as `plan` says, for the thread

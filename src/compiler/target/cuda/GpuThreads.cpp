@@ -174,10 +174,15 @@ Units unitsOf(Operation *op) {
                                   attention.seq(), n, perRow)
                         .str()};
     }
+    if (attention.headDim() > kAttentionRowsMaxHeadDim)
+      return {Units::points, n,
+              llvm::formatv("{0} attention (batch, head) pairs (heads of {1} columns: wider than a thread's "
+                            "registers take, {2})",
+                            n, attention.headDim(), kAttentionRowsMaxHeadDim)};
     return {Units::points, n,
-            llvm::formatv("{0} attention (batch, head) pairs (heads of {1} columns: wider than a thread's registers "
-                          "take, {2})",
-                          n, attention.headDim(), kAttentionRowsMaxHeadDim)};
+            llvm::formatv("{0} attention (batch, head) pairs (a sequence of {1}: its rows' softmax statistics "
+                          "and tiles would pass {2} bytes of shared memory)",
+                          n, attention.seq(), kAttentionMaxSharedBytes)};
   }
   if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
     SmallVector<int64_t> ranges = linalgOp.getStaticLoopRanges();
@@ -1159,6 +1164,15 @@ struct GpuOutlineKernels : PassWrapper<GpuOutlineKernels, OperationPass<ModuleOp
         kernel.emitError("nova-gpu-outline-kernels: kernel ")
             << kernel.getSymName() << " has no GPU kernel form (its config: " << config
             << (blockThreads ? "" : ", no nova.gpu_block_threads") << ")";
+        return signalPassFailure();
+      }
+      // More dynamic shared memory than a block may opt into would fail at
+      // launch, on the device: say so here, naming the kernel.
+      if (auto shared = kernel->getAttrOfType<IntegerAttr>(kGpuSharedBytesAttr);
+          shared && shared.getInt() > target.smem_per_block_optin) {
+        kernel.emitError("nova-gpu-outline-kernels: kernel ")
+            << kernel.getSymName() << " needs " << shared.getInt() << " bytes of shared memory a block; "
+            << target.name << " allows at most " << target.smem_per_block_optin;
         return signalPassFailure();
       }
       Block &entry = kernel.getBody().front();
