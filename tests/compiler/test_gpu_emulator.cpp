@@ -18,6 +18,7 @@
 #include "compiler/target/cuda/GpuEmulator.h"
 #include "compiler/target/cuda/GpuPasses.h"
 #include "compiler/target/cuda/GpuSimtMatmul.h"
+#include "compiler/target/cuda/MatmulKernelParts.h"
 #include "compiler/target/cuda/MmaMatmulKernel.h"
 #include "compiler/target/cuda/PtxEmitter.h"
 #include "compiler/target/cuda/WgmmaMatmulKernel.h"
@@ -520,6 +521,7 @@ struct SimtRun {
   double worst = 0; ///< largest |got - want| / (|c0| + sum_k |a_ik b_kj|)
   double bound = 0;
   std::string config;
+  bool alignedVectors = false; ///< the kernel promises kAlignedVectorsAttr
 };
 
 /// The simt kernel (GpuSimtMatmul.h) in the configurator's shape for sm_80,
@@ -558,11 +560,13 @@ SimtRun runSimtMatmul(int64_t m, int64_t n, int64_t k, bool lhsTransposed, const
   REQUIRE_MESSAGE(match.has_value(), why);
   GpuMatmulConfig c = configureGpuMatmul(match->problem, ::nova::builtin_gpu_target("sm_80"));
   REQUIRE(c.kind == GpuMmaKind::simt);
-  c.stages = 1;
+  c.stages = kSimtBuffers;
   run.config = c.describe();
   const int64_t shared = simtMatmulSharedBytes(generic, c);
   REQUIRE(succeeded(buildSimtMatmul(generic, *match, c, FloatAttr(), faults)));
   REQUIRE(succeeded(verify(*module)));
+  // f32 thread tiles of 4 or 8: runs of 4 read as vectors, aligned.
+  run.alignedVectors = func->hasAttr(kAlignedVectorsAttr);
 
   const uint64_t seed = nova_test::test_seed() ^ (uint64_t(m * 131 + n * 17 + k) << 21);
   INFO("seed = ", seed);
@@ -633,6 +637,15 @@ TEST_CASE("GPU emulator: the simt matmul kernel against float64 (partial tiles, 
   SimtRun run = runSimtMatmul(70, 50, 40, false, noCopyBarrier);
   CHECK_FALSE(run.report.ok);
   CHECK(run.report.error.find("with no barrier between (a missing gpu.barrier)") != std::string::npos);
+  // The vector reads of shared memory, f32 runs of 4: a run read one
+  // element past its start is a misaligned 16-byte access.
+  CHECK(run.alignedVectors);
+  SimtMatmulFaults misaligned;
+  misaligned.misalignedVectorReads = true;
+  run = runSimtMatmul(70, 50, 40, false, misaligned);
+  CHECK_FALSE(run.report.ok);
+  CHECK(run.report.error.find("16-byte vector access at shared byte") != std::string::npos);
+  CHECK(run.report.error.find("promises its vectors aligned to their size") != std::string::npos);
   run = runSimtMatmul(70, 50, 40, false, noSlabBarrier);
   CHECK_FALSE(run.report.ok);
   CHECK(run.report.error.find("reads shared byte") != std::string::npos);

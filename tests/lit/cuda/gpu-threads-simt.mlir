@@ -21,10 +21,14 @@
 // (the lhs tiles first, the rhs 16-byte aligned after them), a barrier;
 // then for each slab: the next slab's loads from global memory (into
 // registers, under a uniform `more slabs` branch), this slab folded into
-// the accumulators from buffer slab % 2, the next slab stored to the other
-// buffer, one barrier; stores guarded by the result's extents.
+// the accumulators from buffer slab % 2 (each thread's runs of 4 rows and
+// of 4 columns one vector<4xf32> read each, the tiles' rows padded by 4 so
+// that the runs stay 16-byte aligned, as the kernel promises:
+// nova.aligned_vectors), the next slab stored to the other buffer, one
+// barrier; stores guarded by the result's extents.
 // GPU: gpu.func @nova_k0_1(%[[C:.*]]: memref<100x70xf32>, %[[A:.*]]: memref<100x40xf32>, %[[W:.*]]: memref<40x70xf32>) kernel
 // GPU-SAME: known_block_size = array<i32: [[T:[0-9]+]], 1, 1>
+// GPU-SAME: nova.aligned_vectors
 // GPU: gpu.thread_id x
 // GPU: gpu.block_id x
 // GPU: gpu.dynamic_shared_memory
@@ -39,6 +43,8 @@
 // GPU: memref.load %[[W]]
 // GPU: arith.remui
 // GPU: scf.for
+// GPU: vector.load {{.*}} : memref<2x16x{{[0-9]+}}xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// GPU: vector.extract
 // GPU: arith.mulf
 // GPU: arith.addf
 // GPU: scf.if

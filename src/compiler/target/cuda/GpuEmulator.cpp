@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/target/cuda/GpuEmulator.h"
+#include "compiler/target/cuda/MatmulKernelParts.h"
 #include "runtime/tensor_map.hpp"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -129,6 +130,7 @@ public:
   Emulator(gpu::GPUFuncOp kernel, const EmulatorLaunch &launch, EmulatorReport &report)
       : kernel(kernel), launch(launch), report(report) {
     threads = launch.block[0] * launch.block[1] * launch.block[2];
+    alignedVectors = kernel->hasAttr(kAlignedVectorsAttr);
     for (std::vector<uint8_t> *arg : launch.args)
       argMemory.emplace_back(arg ? std::span<uint8_t>(arg->data(), arg->size()) : std::span<uint8_t>());
     if (launch.args.empty())
@@ -166,6 +168,8 @@ public:
 
 private:
   gpu::GPUFuncOp kernel;
+  /// kAlignedVectorsAttr: each vector access must be aligned to its size.
+  bool alignedVectors = false;
   const EmulatorLaunch &launch;
   EmulatorReport &report;
   std::vector<std::span<uint8_t>> argMemory;
@@ -1544,6 +1548,11 @@ private:
       if (!address(op, d, indices, t, byte, n))
         return false;
       int64_t count = n * d.elementBytes;
+      if (n > 1 && alignedVectors && byte % count != 0)
+        return fail(op, llvm::formatv("a {0}-byte vector access at {1} byte {2}, in a kernel that promises its "
+                                      "vectors aligned to their size ({3})",
+                                      count, d.space == Space::shared ? "shared" : "buffer", byte, kAlignedVectorsAttr),
+                    t);
       if (d.space == Space::shared &&
           !(out ? sharedRead(op, byte, count, t) : sharedWrite(op, byte, count, t, epoch, acquired[size_t(t)])))
         return false;

@@ -3,12 +3,15 @@
 #include "compiler/target/cuda/GpuSimtMatmul.h"
 #include "compiler/dialect/NovaDialect.h"
 #include "compiler/target/cuda/GpuBlockReduction.h"
+#include "compiler/target/cuda/MatmulKernelParts.h"
 #include "compiler/transforms/Kernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/IR/IRMapping.h"
 
 using namespace mlir;
@@ -38,18 +41,38 @@ int64_t elementBytes(Value v) {
 
 int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
-/// Two buffers of shared tiles, [2][blockK][blockM + 1] of the lhs and
-/// [2][blockK][blockN + 1] of the rhs, each in its element type, the
-/// second 16-byte aligned.
+/// The elements a thread reads from an operand's shared tile at once (one
+/// ld.shared.v4.f32, .v2.f64): up to 16 bytes, dividing its register tile
+/// (`threadTile` rows or columns) and the block tile's `extent`; 1 where
+/// none does.
+int64_t vectorWidth(Value operand, int64_t threadTile, int64_t extent) {
+  int64_t w = 16 / elementBytes(operand);
+  while (w > 1 && (threadTile % w != 0 || extent % w != 0))
+    w /= 2;
+  return std::max<int64_t>(1, w);
+}
+
+/// Two buffers of shared tiles, [2][blockK][blockM + pad] of the lhs and
+/// [2][blockK][blockN + pad] of the rhs, each in its element type, the
+/// second 16-byte aligned. The pad is the operand's vector width (its rows
+/// stay aligned for the vector reads), 1 where it reads scalars (so that
+/// by the bank arithmetic the column-wise copies of a transposed operand
+/// do not conflict).
 struct SharedLayout {
+  int64_t lhsWidth = 1, rhsWidth = 1, lhsRow = 0, rhsRow = 0;
   int64_t lhsBytes = 0, rhsOffset = 0, total = 0;
 };
 
 SharedLayout sharedLayout(linalg::GenericOp op, const GpuMatmulConfig &c) {
   SharedLayout s;
-  s.lhsBytes = kSimtBuffers * c.blockK * (c.blockM + 1) * elementBytes(op.getDpsInputs()[0]);
+  Value lhs = op.getDpsInputs()[0], rhs = op.getDpsInputs()[1];
+  s.lhsWidth = vectorWidth(lhs, c.warpM, c.blockM);
+  s.rhsWidth = vectorWidth(rhs, c.warpN, c.blockN);
+  s.lhsRow = c.blockM + s.lhsWidth;
+  s.rhsRow = c.blockN + s.rhsWidth;
+  s.lhsBytes = kSimtBuffers * c.blockK * s.lhsRow * elementBytes(lhs);
   s.rhsOffset = alignUp(s.lhsBytes, 16);
-  s.total = s.rhsOffset + kSimtBuffers * c.blockK * (c.blockN + 1) * elementBytes(op.getDpsInputs()[1]);
+  s.total = s.rhsOffset + kSimtBuffers * c.blockK * s.rhsRow * elementBytes(rhs);
   return s;
 }
 
@@ -193,18 +216,32 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
   Value dyn = b.create<gpu::DynamicSharedMemoryOp>(
       l, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(), wg));
   Value lhsTile = b.create<memref::ViewOp>(
-      l, MemRefType::get({kSimtBuffers, c.blockK, c.blockM + 1}, lhsType, MemRefLayoutAttrInterface(), wg), dyn,
+      l, MemRefType::get({kSimtBuffers, c.blockK, layout.lhsRow}, lhsType, MemRefLayoutAttrInterface(), wg), dyn,
       cst(0), ValueRange{});
   Value rhsTile = b.create<memref::ViewOp>(
-      l, MemRefType::get({kSimtBuffers, c.blockK, c.blockN + 1}, rhsType, MemRefLayoutAttrInterface(), wg), dyn,
+      l, MemRefType::get({kSimtBuffers, c.blockK, layout.rhsRow}, rhsType, MemRefLayoutAttrInterface(), wg), dyn,
       cst(layout.rhsOffset), ValueRange{});
 
-  // The accumulators: thread (ty, tx) owns (ty + i * rowThreads, tx + j * columnThreads).
+  // The accumulators: thread (ty, tx) owns rows ty * wA + r + g * rowThreads
+  // * wA (r < wA: a run of wA rows the tile holds side by side, read as one
+  // vector) and columns tx * wB + q + h * columnThreads * wB; wA = wB = 1:
+  // rows ty + i * rowThreads, columns tx + j * columnThreads. A warp's
+  // reads are broadcasts or consecutive, its global stores in runs.
+  const int64_t wA = layout.lhsWidth, wB = layout.rhsWidth;
+  // The offset in the tile of this thread's i-th row (j-th column).
+  auto rowOffset = [&](int64_t i) {
+    return b.create<arith::AddIOp>(l, b.create<arith::MulIOp>(l, ty, cst(wA)),
+                                   cst(i % wA + i / wA * rowThreads * wA));
+  };
+  auto columnOffset = [&](int64_t j) {
+    return b.create<arith::AddIOp>(l, b.create<arith::MulIOp>(l, tx, cst(wB)),
+                                   cst(j % wB + j / wB * columnThreads * wB));
+  };
   SmallVector<Value> rows, columns;
   for (int64_t i = 0; i < c.warpM; ++i)
-    rows.push_back(b.create<arith::AddIOp>(l, m0, b.create<arith::AddIOp>(l, ty, cst(i * rowThreads))));
+    rows.push_back(b.create<arith::AddIOp>(l, m0, rowOffset(i)));
   for (int64_t j = 0; j < c.warpN; ++j)
-    columns.push_back(b.create<arith::AddIOp>(l, n0, b.create<arith::AddIOp>(l, tx, cst(j * columnThreads))));
+    columns.push_back(b.create<arith::AddIOp>(l, n0, columnOffset(j)));
   SmallVector<Value> initial;
   for (int64_t i = 0; i < c.warpM; ++i)
     for (int64_t j = 0; j < c.warpN; ++j) {
@@ -287,6 +324,11 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
       }
   };
 
+  // The vector reads are aligned to their size (the tiles' rows and the
+  // runs start on multiples of it): PtxEmitter may say so to LLVM.
+  if (wA > 1 || wB > 1)
+    op->getParentOfType<FunctionOpInterface>()->setAttr(kAlignedVectorsAttr, b.getUnitAttr());
+
   // Double-buffered: slab 0 to buffer 0; then slab s computes from buffer
   // s % 2 while slab s + 1 waits in registers (its global loads issued
   // before the computation, so their latency hides behind it) and goes to
@@ -315,13 +357,26 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
     }
     Value current = b.create<arith::RemUIOp>(l, slab, cst(kSimtBuffers));
     scf::ForOp inner = buildFor(b, l, cst(0), cst(c.blockK), cst(1), accs, [&](Value kk, ValueRange in) {
-      SmallVector<Value> a, bv;
-      for (int64_t i = 0; i < c.warpM; ++i)
-        a.push_back(b.create<memref::LoadOp>(
-            l, lhsTile, ValueRange{current, kk, b.create<arith::AddIOp>(l, ty, cst(i * rowThreads))}));
-      for (int64_t j = 0; j < c.warpN; ++j)
-        bv.push_back(b.create<memref::LoadOp>(
-            l, rhsTile, ValueRange{current, kk, b.create<arith::AddIOp>(l, tx, cst(j * columnThreads))}));
+      // This thread's rows (columns) of the slab's row kk, each run of
+      // wA (wB) of them one vector read.
+      auto read = [&](Value tile, Type element, int64_t count, int64_t width, function_ref<Value(int64_t)> offset) {
+        SmallVector<Value> values;
+        for (int64_t first = 0; first < count; first += width) {
+          SmallVector<Value> at{current, kk, offset(first)};
+          if (width == 1) {
+            values.push_back(b.create<memref::LoadOp>(l, tile, at));
+            continue;
+          }
+          if (faults.misalignedVectorReads)
+            at[2] = b.create<arith::AddIOp>(l, at[2], cst(1));
+          Value v = b.create<vector::LoadOp>(l, VectorType::get({width}, element), tile, at);
+          for (int64_t e = 0; e < width; ++e)
+            values.push_back(b.create<vector::ExtractOp>(l, v, e));
+        }
+        return values;
+      };
+      SmallVector<Value> a = read(lhsTile, lhsType, c.warpM, wA, rowOffset);
+      SmallVector<Value> bv = read(rhsTile, rhsType, c.warpN, wB, columnOffset);
       SmallVector<Value> next;
       for (int64_t i = 0; i < c.warpM; ++i)
         for (int64_t j = 0; j < c.warpN; ++j) {

@@ -22,6 +22,10 @@
 //     multiply and add, in K order, as the reference), then stores slab
 //     s + 1 to the other buffer; barrier (so the global loads' latency
 //     hides behind a slab's arithmetic, and one barrier a slab suffices);
+//     a thread reads its rows and columns of the slab in runs of up to 16
+//     bytes, one vector read each (ld.shared.v4.f32 / .v2.f64: a quarter
+//     of the shared-memory instructions of scalar reads), the tiles' rows
+//     padded to keep the runs aligned (kAlignedVectorsAttr);
 //   then each thread stores its in-range results.
 // Thread (ty, tx) owns rows ty + i * (blockM / warpM) and columns tx + j *
 // (blockN / warpN): a warp's shared reads are broadcasts or consecutive
@@ -69,6 +73,9 @@ struct SimtMatmulFaults {
   /// No barrier after each slab (between its reads and the copy two slabs
   /// on into its buffer, and between the next slab's copy and its reads).
   bool noBarrierAfterSlab = false;
+  /// Vector reads of the shared tiles one element past their runs' starts
+  /// (not aligned to their size, as the kernel promises).
+  bool misalignedVectorReads = false;
 };
 
 /// Replaces `op` by the tiled kernel of `config` (a simt config for

@@ -48,6 +48,7 @@
 #include "compiler/target/cuda/GpuBlockReduction.h"
 #include "compiler/target/cuda/GpuScalarKernels.h"
 #include "compiler/target/cuda/GpuSimtMatmul.h"
+#include "compiler/target/cuda/MatmulKernelParts.h"
 #include "compiler/target/cuda/MmaMatmulKernel.h"
 #include "compiler/target/cuda/StepMmaMatmul.h"
 #include "compiler/transforms/Kernels.h"
@@ -1093,8 +1094,9 @@ struct GpuMapThreads : PassWrapper<GpuMapThreads, OperationPass<ModuleOp>> {
            "the grid's threads";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
+    // vector: the simt matmul's vector reads of its shared tiles.
     registry.insert<gpu::GPUDialect, scf::SCFDialect, arith::ArithDialect, memref::MemRefDialect,
-                    math::MathDialect>();
+                    math::MathDialect, vector::VectorDialect>();
   }
   void runOnOperation() override {
     for (auto kernel : getOperation().getOps<func::FuncOp>()) {
@@ -1193,6 +1195,8 @@ struct GpuOutlineKernels : PassWrapper<GpuOutlineKernels, OperationPass<ModuleOp
       gpuFunc->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
       gpuFunc.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({int32_t(blockThreads.getInt()), 1, 1}));
       gpuFunc->setAttr(LoweringConfigAttr::name, config);
+      if (kernel->hasAttr(kAlignedVectorsAttr))
+        gpuFunc->setAttr(kAlignedVectorsAttr, b.getUnitAttr());
       gpuFunc.getBody().front().erase();
       gpuFunc.getBody().takeBody(kernel.getBody());
       for (Block &block : gpuFunc.getBody())

@@ -156,7 +156,7 @@ MatmulKernelFrame mlir::nova::beginMatmulKernel(ImplicitLocOpBuilder &b, gpu::GP
   // its rows have an even length: PtxEmitter may then move them as one
   // 8-byte access (st.global.v2.f32) instead of two.
   if (p.n % 2 == 0)
-    func->setAttr(kAlignedPairsAttr, b.getUnitAttr());
+    func->setAttr(kAlignedVectorsAttr, b.getUnitAttr());
   const int64_t tilesN = (p.n + blockN - 1) / blockN, tilesM = (p.m + blockM - 1) / blockM;
   if (linearGrid)
     func.setKnownGridSizeAttr(b.getDenseI32ArrayAttr({int32_t(tilesN * tilesM * layers), 1, 1}));

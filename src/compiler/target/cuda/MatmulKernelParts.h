@@ -51,8 +51,11 @@ public:
   Value ult(Value x, int64_t v);
 };
 
-/// On a kernel whose vector<2xf32> global accesses are 8-byte aligned.
-inline constexpr const char kAlignedPairsAttr[] = "nova.aligned_pairs";
+/// On a kernel each of whose vector loads and stores is aligned to its
+/// size (vector<2xf32>: 8 bytes, vector<4xf32>: 16): PtxEmitter tells LLVM
+/// so (one ld/st.v2 or .v4 instead of scalar accesses), and the emulator
+/// holds the kernel to it.
+inline constexpr const char kAlignedVectorsAttr[] = "nova.aligned_vectors";
 
 /// The element type a multiply reads (tf32 is stored as f32).
 Type operandElementType(GpuOperand operand, MLIRContext *ctx);

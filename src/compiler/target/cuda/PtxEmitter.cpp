@@ -80,18 +80,26 @@ FailureOr<std::string> mlir::nova::emitPtx(ModuleOp module, const ::nova::Target
     error = "lowering to PTX for " + target.cpu + " failed:\n" + diagnostics;
     return failure();
   }
-  // Kernels that promise it (kAlignedPairsAttr): 8-byte vector<2xf32>
-  // loads and stores of global memory (LLVM keeps the element's 4, and
-  // NVPTX then splits each into two 4-byte accesses).
+  // Kernels that promise it (kAlignedVectorsAttr): each vector load and
+  // store aligned to its size, up to 16 bytes (LLVM keeps the element's
+  // alignment, and NVPTX then splits each into scalar accesses).
   module.walk([](LLVM::LLVMFuncOp func) {
-    if (!func->hasAttr(kAlignedPairsAttr))
+    if (!func->hasAttr(kAlignedVectorsAttr))
       return;
-    auto pair = VectorType::get({2}, Float32Type::get(func.getContext()));
+    auto alignment = [](Type t) -> int64_t {
+      auto v = dyn_cast<VectorType>(t);
+      if (!v || !v.getElementType().isIntOrFloat())
+        return 0;
+      int64_t bytes = v.getNumElements() * v.getElementTypeBitWidth() / 8;
+      return bytes <= 16 && llvm::isPowerOf2_64(uint64_t(bytes)) ? bytes : 0;
+    };
     func.walk([&](Operation *op) {
-      if (auto store = dyn_cast<LLVM::StoreOp>(op); store && store.getValue().getType() == pair)
-        store.setAlignment(8);
-      if (auto load = dyn_cast<LLVM::LoadOp>(op); load && load.getType() == pair)
-        load.setAlignment(8);
+      if (auto store = dyn_cast<LLVM::StoreOp>(op))
+        if (int64_t a = alignment(store.getValue().getType()))
+          store.setAlignment(a);
+      if (auto load = dyn_cast<LLVM::LoadOp>(op))
+        if (int64_t a = alignment(load.getType()))
+          load.setAlignment(a);
     });
   });
   PassManager serialize(module.getContext());

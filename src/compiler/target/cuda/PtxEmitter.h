@@ -4,9 +4,9 @@
 // half of MLIR's gpu-lower-to-nvvm pipeline (nvgpu, gpu, vector, arith ...
 // -> NVVM/LLVM) on every gpu.module, for the target's chip and PTX version,
 // with bare-pointer kernel parameters (the runtime passes one device pointer
-// per memref); then 8-byte alignment on the paired global accesses of
-// kernels that promise it (kAlignedPairsAttr: st.global.v2.f32), and LLVM's
-// NVPTX backend.
+// per memref); then each vector access's own size as its alignment in
+// kernels that promise it (kAlignedVectorsAttr: st.global.v2.f32,
+// ld.shared.v4.f32), and LLVM's NVPTX backend.
 // `isa` format: no CUDA toolkit is needed to produce PTX; ptxas (tests, CI)
 // or the driver (at load) assembles it.
 //
