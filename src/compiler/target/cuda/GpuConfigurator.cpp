@@ -374,7 +374,10 @@ GpuMatmulConfig mlir::nova::configureGpuMatmul(const GpuMatmulProblem &p, const 
         c.warpsN = s.bn / s.wn;
         c.threads = c.warpsM * c.warpsN;
         accumulators = s.wm * s.wn * (p.operand == GpuOperand::f64 ? 2 : 1);
-        fragments = (s.wm + s.wn) * (p.operand == GpuOperand::f64 ? 2 : 1);
+        // A k step's rows and columns, and the next slab's share of the
+        // block's copy waiting in registers (the kernel's double buffer).
+        fragments = (s.wm + s.wn + ceilDiv((s.bm + s.bn) * blockK, c.threads)) *
+                    (p.operand == GpuOperand::f64 ? 2 : 1);
         c.instruction = p.operand == GpuOperand::f64 ? "fma.f64" : "fma.f32";
       }
       c.registersPerThread = accumulators + fragments + kRegisterOverhead;
