@@ -9,7 +9,7 @@
 // CPU's, ms a step, tokens/s, the plan's arena (a data-parallel dp1_* step
 // with a communicator of one rank); and "RESULT nova <name>
 // tokens_per_s=..." lines for check.sh. Exit 1 when a step differs by more
-// than its bound (f32 2e-4, bf16-allowed (tf32) 2e-2, relative), 2 on bad input.
+// than its bound (f32 2e-4, bf16 (operands rounded to bf16) 2e-2, relative), 2 on bad input.
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>

@@ -4,9 +4,11 @@
 Usage: steps_check.py ARTIFACTS [N]. Runs ARTIFACTS/bin/run_steps (the
 runtime only) on each step of ARTIFACTS/steps (make_steps compiled them), in
 a process of its own with a timeout, which checks one step against the CPU
-and times N more; then bench/gpt_step_peer.py on cuda
-for each model, with float32 matmuls and with tf32 allowed (Nova's bf16
-setting on a GPU), AdamW fused. Prints one table: tokens/s each side and
+and times N more; then bench/gpt_step_peer.py on cuda for each model and
+precision (fp32: float32 matmuls; bf16: autocast bf16, as Nova's bf16 rounds
+both operands; tf32: allow_tf32), AdamW fused, eager, and with
+NOVA_DEVICE_COMPILE_PEER=1 also torch.compile (off by default: its compiles
+take minutes of the device's few). Prints one table: tokens/s each side and
 Nova / PyTorch; writes it to $OUT/device_steps.tsv when $OUT is set.
 """
 import os
@@ -18,6 +20,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # Seconds one step's check (load, one checked step, N timed) and one peer may take.
 STEP_TIMEOUT_S = float(os.environ.get("NOVA_STEP_TIMEOUT_S", "120"))
 PEER_TIMEOUT_S = 300.0
+# torch.compile as a second peer (its compiles take minutes).
+COMPILE_PEER = os.environ.get("NOVA_DEVICE_COMPILE_PEER") == "1"
 
 
 def nccl_library():
@@ -71,24 +75,38 @@ def main():
         m = re.search(r"^RESULT nova (\S+) tokens_per_s=(\S+) ok=(\d)", out, re.M)
         if not m:
             last = (err.strip().splitlines() or ["no message"])[-1][-160:]
-            rows.append((name, trouble or "FAILED", float("nan"), float("nan"), float("nan")))
+            rows.append((name, trouble or "FAILED") + (float("nan"),) * 5)
             print(f"# {name}: {trouble or 'FAILED'}: {last}", flush=True)
             failures += 1
             continue
         tokens, ok = float(m.group(2)), m.group(3) == "1"
         failures += 0 if ok else 1
         _, size, precision = name.split("_")
+        peer_env = dict(os.environ, NOVA_MATMUL_PRECISION=precision)
         if (size, precision) not in peers:
-            peer_env = dict(os.environ, NOVA_MATMUL_PRECISION=precision)
             pout, perr, ptrouble = run([sys.executable, os.path.join(HERE, "..", "gpt_step_peer.py"), size, n, "eager",
                                         "cuda"], peer_env, PEER_TIMEOUT_S)
             print(pout + perr + (f"# peer {size} {precision}: {ptrouble}\n" if ptrouble else ""), flush=True)
             pm = re.search(r"RESULT torch tokens_per_s=(\S+) step_mib=(\S+)", pout)
             peers[(size, precision)] = float(pm.group(1)) if pm else float("nan")
         torch_tokens = peers[(size, precision)]
-        rows.append((name, "ok" if ok else "MISMATCH", tokens, torch_tokens, tokens / torch_tokens))
+        compiled_tokens = float("nan")
+        if COMPILE_PEER:
+            if (size, precision, "compile") not in peers:
+                pout, perr, ptrouble = run([sys.executable, os.path.join(HERE, "..", "gpt_step_peer.py"), size, n,
+                                            "compile", "cuda"], peer_env, PEER_TIMEOUT_S)
+                print(pout + perr + (f"# peer {size} {precision} compile: {ptrouble}\n" if ptrouble else ""),
+                      flush=True)
+                pm = re.search(r"RESULT torch tokens_per_s=(\S+) step_mib=(\S+)", pout)
+                peers[(size, precision, "compile")] = float(pm.group(1)) if pm else float("nan")
+            compiled_tokens = peers[(size, precision, "compile")]
+        rows.append((name, "ok" if ok else "MISMATCH", tokens, torch_tokens, tokens / torch_tokens, compiled_tokens,
+                     tokens / compiled_tokens))
     header = "step\tcheck\tnova tokens/s\ttorch eager tokens/s\tnova/torch"
-    lines = [header] + [f"{r[0]}\t{r[1]}\t{r[2]:.0f}\t{r[3]:.0f}\t{r[4]:.3f}" for r in rows]
+    if COMPILE_PEER:
+        header += "\ttorch.compile tokens/s\tnova/compile"
+    lines = [header] + [f"{r[0]}\t{r[1]}\t{r[2]:.0f}\t{r[3]:.0f}\t{r[4]:.3f}" +
+                        (f"\t{r[5]:.0f}\t{r[6]:.3f}" if COMPILE_PEER else "") for r in rows]
     print("\n".join(lines))
     if os.environ.get("OUT"):
         with open(os.path.join(os.environ["OUT"], "device_steps.tsv"), "w") as f:
