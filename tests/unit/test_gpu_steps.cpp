@@ -256,9 +256,11 @@ TEST_CASE("causal attention on an emulated A100, a thread per row: forward and g
   // T = 270: the forward's rows over three blocks of 128, its keys over
   // 5 shared tiles of 64 rows (the last partly past the sequence), the
   // backward's query and key rows in two passes of one block's 256
-  // rows (a thread each); T = 13 with 3 heads (one tile of 16 rows); T = 70 with a
-  // head of 64 columns (4 lanes a row in f32, 8 in f64, their dot products
-  // summed by shuffles; tiles of 64 rows in f32, 32 in f64); a head of 72
+  // rows (a thread each); T = 13 with 3 heads (one tile of 16 rows); T =
+  // 33 with heads of 24 columns (2 lanes a row of 12 columns in f32, 4 of
+  // 6 in f64); T = 70 with a head of 64 columns (4 lanes a row in f32, 8 in
+  // f64, their dot products summed by shuffles; tiles of 64 rows in f32, 32
+  // in f64); a head of 72
   // columns (wider than a thread's registers take) keeps the kernel of a
   // thread per (batch, head); f32 and f64.
   struct Shape { std::int64_t B, T, d, heads; };
@@ -270,7 +272,8 @@ TEST_CASE("causal attention on an emulated A100, a thread per row: forward and g
     return nova::gradients(nova::sum(nova::causal_attention(qkv, h, 0.7) * w), {qkv})[0];
   };
   constexpr auto interp = nova::ExecMode::interpreted;
-  for (Shape s : {Shape{1, 270, 4, 1}, Shape{2, 13, 12, 3}, Shape{1, 70, 64, 1}, Shape{1, 6, 72, 1}})
+  for (Shape s : {Shape{1, 270, 4, 1}, Shape{2, 13, 12, 3}, Shape{2, 33, 48, 2}, Shape{1, 70, 64, 1},
+                  Shape{1, 6, 72, 1}})
     for (DType dt : {DType::f32, DType::f64}) {
       Gen g;
       INFO("seed = ", g.seed, ", B ", s.B, " T ", s.T, " d ", s.d, " heads ", s.heads, ", ", nova::name_of(dt));
