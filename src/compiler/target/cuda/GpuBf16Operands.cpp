@@ -20,10 +20,13 @@
 // product reading a reshape or a transpose of a value (a [B, T, d]
 // activation read as [B*T, d]; a weight's transpose in its input
 // gradient) reads the same rearrangement of the value's copy: the copy
-// stays fusable into the producer, and a weight has one copy, its
-// transpose a view of it (nova-fold-transposes). A forward LayerNorm or attention
-// kernel (not elementwise) whose result only products read writes its
-// result in bf16 itself (writesEachResultOnce, GpuScalarKernels.h).
+// stays fusable into the producer, and a transposed weight is a view of a
+// copy (nova-fold-transposes), not a transpose kernel. A step argument (a
+// weight) is copied right before each product reading it, not once: one
+// copy for its forward product and its input gradient would live across
+// the forward's peak. A forward LayerNorm or attention kernel (not
+// elementwise) whose result only products read writes its result in bf16
+// itself (writesEachResultOnce, GpuScalarKernels.h).
 //
 // Left as they are: products whose operands or result are not f32, an
 // operand broadcast over the batch (the tensor-core kernels take neither),
@@ -244,9 +247,11 @@ struct GpuBf16Operands : PassWrapper<GpuBf16Operands, OperationPass<ModuleOp>> {
           eraseRearrangement(op);
       // A forward LayerNorm or attention kernel whose result only the
       // copy reads writes the bf16 copy itself.
-      for (auto [key, copy] : rootCopies)
-        if (Value root = key.first; root.hasOneUse() && root.getDefiningOp() && writesEachResultOnce(root.getDefiningOp()))
+      for (auto [key, copy] : rootCopies) {
+        Value root = key.first;
+        if (root.hasOneUse() && root.getDefiningOp() && writesEachResultOnce(root.getDefiningOp()))
           writeInBf16(cast<OpResult>(root), copy);
+      }
     }
   }
 };

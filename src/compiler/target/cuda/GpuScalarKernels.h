@@ -11,8 +11,8 @@
 //     exp(scale q.k - max) over its causal keys, then the output; backward
 //     dq, dk, dv of the head's columns (zeroed first, then accumulated row
 //     by row: no other thread writes them);
-//   - attention a row at a time (heads of up to 64 columns; a row 1, 2 or
-//     4 lanes of a warp, its dot products summed by shuffles): a
+//   - attention a row at a time (heads of up to 64 columns; a row 1, 2, 4
+//     or 8 lanes of a warp, its dot products summed by shuffles): a
 //     query row's online softmax (running max, sum and output, rescaled
 //     as the max grows) in one pass over its keys; backward: per query
 //     row its statistics and D = sum_j P_ij dP_ij in one pass, dq in a
@@ -102,7 +102,7 @@ std::optional<AttentionRowsPlan> planAttentionRows(AttentionKernelOp op);
 void buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const AttentionRowsPlan &plan, Value thread, Value block);
 
 /// Whether `op`'s GPU kernel (a forward LayerNorm, or a forward attention
-/// with a thread per row) computes in its inputs' element and writes each
+/// a row at a time) computes in its inputs' element and writes each
 /// element of its result once, so that its init may be narrower than its
 /// inputs (a bf16 result the products read, GpuBf16Operands.cpp): each
 /// element rounded once at its store. (The other forms accumulate into

@@ -10,7 +10,8 @@
 //     #nova.lowering_config<gpu_threads, workgroups = blocks, tile =
 //     [threads]> from its units of work: the points of a structured op's
 //     parallel loops (reductions run inside a thread), a LayerNorm's rows
-//     (a warp each for f32 rows of 32 columns or more), an attention's rows (a thread per query row; the backward one block
+//     (a warp each for f32 rows of 32 columns or more), an attention's rows
+//     (1 to 8 lanes a row, 128 query rows a block; the backward one block
 //     per (batch, head): GpuScalarKernels.h), a scatter-add's split columns
 //     (one block: rows in order, so no two threads add into one element),
 //     a row reduction's rows (a warp each, a butterfly of shuffles:
@@ -819,8 +820,8 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
     kernel->setAttr(kGpuOperandAttr, StringAttr::get(ctx, nameOf(p.operand)));
     SmallVector<Attribute> why{StringAttr::get(
         ctx, llvm::formatv("generated as the simt kernel over {0} blocks of {1} threads ({2}x{3} tiles, K slabs "
-                           "of {4} double-buffered in shared memory, {5}x{6} results a thread): the mma.sync kernel does not take "
-                           "it ({7})",
+                           "of {4} double-buffered in shared memory, {5}x{6} results a thread): the mma.sync "
+                           "kernel does not take it ({7})",
                            blocks, c.threads, c.blockM, c.blockN, c.blockK, c.warpM, c.warpN, notMma))};
     for (const std::string &line : c.why)
       why.push_back(StringAttr::get(ctx, line));
