@@ -546,6 +546,31 @@ TEST_CASE("with bf16 matmuls, a GPT's products read bf16 copies of their operand
   }
 }
 
+TEST_CASE("a linear layer's bias add runs in the tensor-core kernel (its epilogue, in registers): one launch on an emulated A100 (tf32) and H100 (bf16 wgmma), within the precision's bound of the interpreter") {
+  // x [70, 40] (edge tiles), w [40, 96], b [96]: x w + b.
+  Env env;
+  env.set("NOVA_GPU", "emulate");
+  Fp32AtExit restore;
+  auto linear = [](auto x, auto w, auto b) { return nova::matmul(x, w) + b; };
+  struct Case { const char* chip; nova::MatmulPrecision precision; double bound; std::size_t launches; };
+  // bf16: x's and w's copies (step arguments) side by side, then the kernel.
+  for (Case c : {Case{"sm_80", nova::MatmulPrecision::tf32, 5e-3, 1}, Case{"sm_90a", nova::MatmulPrecision::bf16, 2e-2, 2}}) {
+    Gen g;
+    INFO("seed = ", g.seed, ", ", c.chip);
+    env.set("NOVA_TARGET", c.chip);
+    nova::set_matmul_precision(c.precision);
+    Tensor x = g.randn({70, 40}), w = g.randn({40, 96}), b = g.randn({96});
+    Tensor got = nova::jit(linear)(x, w, b);
+    Tensor want = nova::jit(linear, nova::ExecMode::interpreted)(x, w, b);
+    CHECK(rel_error(got, want) <= c.bound);
+    const nova::ExecutableDesc* desc = nova::jit(linear).executable(x, w, b)->description();
+    REQUIRE(desc != nullptr);
+    CHECK(desc->launches.size() == c.launches);
+    std::string ptx(desc->object.begin(), desc->object.end());
+    CHECK(ptx.find(std::string(".target ") + c.chip) != std::string::npos);
+  }
+}
+
 TEST_CASE("with bf16 matmuls, LayerNorm, attention and tanh write their products' bf16 operands themselves, and a weight's one copy serves its transpose, on an emulated A100") {
   // nova-gpu-bf16-operands looks through the reshape from [B, T, d] to
   // [B*T, d] (the copy fuses into tanh; a forward LayerNorm and attention

@@ -6,7 +6,9 @@
 //   nova-gpu-threads (configure, on the top module): a kernel whose body
 //     holds several compute ops (a matmul's fill, the matmul, its epilogue)
 //     is split into one kernel per op, launched in order (a kernel boundary
-//     is the grid-wide barrier between them); each kernel gets
+//     is the grid-wide barrier between them), but a tensor-core matmul and
+//     its bias add stay one kernel (kGpuBiasEpilogueAttr: the bias added
+//     in registers, the product never stored); each kernel gets
 //     #nova.lowering_config<gpu_threads, workgroups = blocks, tile =
 //     [threads]> from its units of work: the points of a structured op's
 //     parallel loops (reductions run inside a thread), a LayerNorm's rows
@@ -250,11 +252,16 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
       top.emitError("nova-gpu-threads: '" + targetName + "' is not a built-in GPU target");
       return signalPassFailure();
     }
-    // Split: kernel kN of several compute ops -> kN_0, kN_1, ... in order.
+    auto precision = top->getAttrOfType<StringAttr>(kMatmulPrecisionAttr);
+    // tf32 (and bf16, for a product that kept f32 operands): f32 operands
+    // read as tf32 by the tensor cores.
+    const bool lowPrecision = precision && (precision.getValue() == "tf32" || precision.getValue() == "bf16");
+    // Split: kernel kN of several compute ops -> kN_0, kN_1, ... in order,
+    // except a tensor-core matmul and its bias add, which stay one kernel.
     llvm::StringMap<SmallVector<std::string>> parts;
     for (auto kernel : llvm::make_early_inc_range(kernels.getOps<func::FuncOp>())) {
       SmallVector<Operation *> ops = computeOps(kernel);
-      if (ops.size() < 2)
+      if (ops.size() < 2 || fuseBiasEpilogue(top, kernel, ops, target, lowPrecision))
         continue;
       OpBuilder b(kernel);
       b.setInsertionPointAfter(kernel);
@@ -294,15 +301,12 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
     // Configure.
     MLIRContext *ctx = &getContext();
     const int64_t maxBlocks = std::max<int64_t>(1, target.multiprocessors) * 32;
-    auto precision = top->getAttrOfType<StringAttr>(kMatmulPrecisionAttr);
-    // tf32 (and bf16, for a product that kept f32 operands): f32 operands
-    // read as tf32 by the tensor cores.
-    const bool lowPrecision = precision && (precision.getValue() == "tf32" || precision.getValue() == "bf16");
     auto i64 = [&](int64_t v) { return IntegerAttr::get(IntegerType::get(ctx, 64), v); };
     for (auto kernel : kernels.getOps<func::FuncOp>()) {
       SmallVector<Operation *> ops = computeOps(kernel);
       std::string notMma;
-      if (ops.size() == 1 && isTaggedMatmul(ops[0])) {
+      const bool biasEpilogue = kernel->hasAttr(kGpuBiasEpilogueAttr);
+      if ((ops.size() == 1 && isTaggedMatmul(ops[0])) || biasEpilogue) {
         FailureOr<StepMmaPlan> plan = planStepMmaMatmul(kernel, target, lowPrecision, notMma);
         if (succeeded(plan)) {
           const GpuMatmulConfig &c = plan->config;
@@ -319,11 +323,12 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
           if (c.splitK > 1)
             splitAcrossK(top, kernel, *plan); // its sum kernel is configured next
           SmallVector<Attribute> why{StringAttr::get(
-              ctx, llvm::formatv("generated as the {0} kernel over {1} blocks{2}",
+              ctx, llvm::formatv("generated as the {0} kernel over {1} blocks{2}{3}",
                                  wgmma ? "TMA + wgmma" : "mma.sync", blocks,
                                  p.operand == GpuOperand::tf32
                                      ? " (f32 operands as tf32, as the step's matmul precision allows)"
-                                     : ""))};
+                                     : "",
+                                 biasEpilogue ? ", its bias add fused (added to the accumulators in registers)" : ""))};
           // The configurator's decision for the problem as generated (tf32).
           for (const std::string &line : c.why)
             why.push_back(StringAttr::get(ctx, line));
@@ -788,6 +793,52 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
                           SymbolRefAttr::get(ctx, kKernelsModuleName, {FlatSymbolRefAttr::get(ctx, name)}),
                           ValueRange{workspace, launch.getBuffers()[result]});
     }
+  }
+
+  /// Whether `kernel`, whose compute ops are `ops` (zero fills of the
+  /// product, the product, then what reads it), is a matmul the
+  /// tensor-core kernel takes (not split across K) and a bias add of it
+  /// (matchBiasEpilogue) whose product no other launch reads: then it
+  /// stays one kernel, marked kGpuBiasEpilogueAttr, the tensor-core kernel
+  /// writing the sum (one launch, and the product never stored).
+  static bool fuseBiasEpilogue(ModuleOp top, func::FuncOp kernel, ArrayRef<Operation *> ops,
+                               const ::nova::TargetDesc &target, bool lowPrecision) {
+    auto matmul = dyn_cast<linalg::GenericOp>(ops[ops.size() - 2]);
+    auto epilogue = dyn_cast<linalg::GenericOp>(ops.back());
+    if (!matmul || !epilogue || !isTaggedMatmul(matmul) || isTaggedMatmul(epilogue))
+      return false;
+    for (Operation *op : ops.drop_back(2)) {
+      auto fill = dyn_cast<linalg::FillOp>(op);
+      if (!fill || bufferRoot(fill.getOutputs()[0]) != bufferRoot(matmul.getDpsInits()[0]))
+        return false;
+    }
+    FailureOr<StepBiasEpilogue> bias = matchBiasEpilogue(kernel, matmul, epilogue);
+    std::string why;
+    FailureOr<StepMmaPlan> plan = failed(bias) ? FailureOr<StepMmaPlan>(failure())
+                                               : planStepMmaMatmul(kernel, target, lowPrecision, why);
+    if (failed(plan) || plan->config.splitK != 1)
+      return false;
+    // The product's buffer: read by no other launch (it is no longer
+    // written), unless it is the result's own.
+    const unsigned product = plan->outArgument;
+    if (product != bias->out) {
+      bool readElsewhere = false;
+      top.walk([&](LaunchOp launch) {
+        if (launch.getKernelAttr().getLeafReference() != kernel.getSymNameAttr())
+          return;
+        Value buffer = launch.getBuffers()[product];
+        if (!buffer.getDefiningOp<memref::AllocOp>())
+          readElsewhere = true;
+        for (Operation *user : buffer.getUsers())
+          if (isa<LaunchOp>(user) && user != launch.getOperation())
+            readElsewhere = true;
+      });
+      if (readElsewhere)
+        return false;
+    }
+    kernel->setAttr(kGpuBiasEpilogueAttr,
+                    DenseI64ArrayAttr::get(kernel.getContext(), {int64_t(bias->bias), int64_t(bias->out)}));
+    return true;
   }
 
   /// Configures `kernel`, whose one compute op is the matmul `matmul` the

@@ -7,6 +7,7 @@
 #include "compiler/transforms/Kernels.h"
 #include "compiler/transforms/MatmulKernel.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -167,6 +168,45 @@ FailureOr<StepMmaPlan> mlir::nova::planStepMmaMatmul(func::FuncOp kernel, const 
   return plan;
 }
 
+FailureOr<StepBiasEpilogue> mlir::nova::matchBiasEpilogue(func::FuncOp kernel, linalg::GenericOp matmul,
+                                                         linalg::GenericOp epilogue) {
+  std::optional<MatmulOperands> m = matchMatmul(matmul);
+  if (!m || !epilogue.hasPureBufferSemantics() || epilogue.getNumDpsInputs() != 2 || epilogue.getNumDpsInits() != 1 ||
+      epilogue.getNumLoops() != 2 || epilogue.getNumParallelLoops() != 2 || m->outType.getRank() != 2)
+    return failure();
+  // The body: the two inputs added.
+  Block *body = epilogue.getBody();
+  auto add = dyn_cast<arith::AddFOp>(body->front());
+  if (body->getOperations().size() != 2 || !add || body->getTerminator()->getOperand(0) != add.getResult() ||
+      !((add.getLhs() == body->getArgument(0) && add.getRhs() == body->getArgument(1)) ||
+        (add.getLhs() == body->getArgument(1) && add.getRhs() == body->getArgument(0))))
+    return failure();
+  SmallVector<AffineMap> maps = epilogue.getIndexingMapsArray();
+  MLIRContext *ctx = epilogue.getContext();
+  AffineMap column = AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx);
+  // Which input is the product (read whole, as it was written) and which
+  // the bias (a column's, a whole kernel buffer of n).
+  for (unsigned p = 0; p < 2; ++p) {
+    Value product = epilogue.getDpsInputs()[p], bias = epilogue.getDpsInputs()[1 - p];
+    if (bufferRoot(product) != bufferRoot(m->out) || product.getType() != m->out.getType() || !maps[p].isIdentity() ||
+        maps[1 - p] != column || !maps[2].isIdentity())
+      continue;
+    auto biasArg = dyn_cast<BlockArgument>(bias);
+    auto biasType = cast<MemRefType>(bias.getType());
+    if (!biasArg || biasArg.getOwner() != &kernel.getBody().front() || biasArg.getArgNumber() == 0 ||
+        !biasType.getLayout().isIdentity() || !biasType.getElementType().isF32() || biasType.getRank() != 1 ||
+        biasType.getDimSize(0) != m->outType.getDimSize(1))
+      return failure();
+    Value out = epilogue.getDpsInits()[0];
+    FailureOr<unsigned> outArg = wholeBufferArgument(kernel, out, /*swapped=*/false);
+    if (failed(outArg) || cast<MemRefType>(out.getType()).getShape() != m->outType.getShape() ||
+        !cast<MemRefType>(out.getType()).getElementType().isF32())
+      return failure();
+    return StepBiasEpilogue{biasArg.getArgNumber() - 1, *outArg};
+  }
+  return failure();
+}
+
 FailureOr<gpu::GPUFuncOp> mlir::nova::buildStepMmaMatmul(gpu::GPUModuleOp module, StringRef name,
                                                          func::FuncOp kernel, const StepMmaPlan &plan,
                                                          std::string &error) {
@@ -178,14 +218,26 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildStepMmaMatmul(gpu::GPUModuleOp module
     return failure();
   }
   const bool wgmma = plan.config.kind == GpuMmaKind::wgmma;
+  // A bias epilogue: the tile kernel's C is the epilogue's result, and its
+  // bias argument follows C.
+  MmaEpilogue epilogue;
+  std::optional<StepBiasEpilogue> bias;
+  if (auto attr = kernel->getAttrOfType<DenseI64ArrayAttr>(kGpuBiasEpilogueAttr)) {
+    if (attr.size() != 2) {
+      error = "kernel " + kernel.getSymName().str() + " has a malformed " + kGpuBiasEpilogueAttr;
+      return failure();
+    }
+    bias = StepBiasEpilogue{unsigned(attr[0]), unsigned(attr[1])};
+    epilogue.bias = true;
+  }
   FailureOr<gpu::GPUFuncOp> tile = failure();
   if (wgmma) {
     FailureOr<WgmmaMatmulKernel> built = buildWgmmaMatmulKernel(module, (name + "_tile").str(), plan.problem,
-                                                                plan.config, error, {}, {}, /*linearGrid=*/true);
+                                                                plan.config, error, {}, epilogue, /*linearGrid=*/true);
     if (succeeded(built))
       tile = built->func;
   } else {
-    tile = buildMmaSyncMatmulKernel(module, (name + "_tile").str(), plan.problem, plan.config, error, {}, {},
+    tile = buildMmaSyncMatmulKernel(module, (name + "_tile").str(), plan.problem, plan.config, error, {}, epilogue,
                                     /*linearGrid=*/true);
   }
   if (failed(tile))
@@ -207,9 +259,9 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildStepMmaMatmul(gpu::GPUModuleOp module
   IRMapping map;
   // Split-K: the partial products go to the last argument (the sum kernel
   // launched after this one writes the result).
-  const unsigned out = plan.config.splitK > 1 ? unsigned(types.size() - 1) : args->out;
-  unsigned which[3] = {args->lhs, args->rhs, out};
-  for (unsigned i = 0; i < 3; ++i) {
+  const unsigned out = plan.config.splitK > 1 ? unsigned(types.size() - 1) : bias ? bias->out : args->out;
+  unsigned which[4] = {args->lhs, args->rhs, out, bias ? bias->bias : 0};
+  for (unsigned i = 0; i < (bias ? 4u : 3u); ++i) {
     if (wgmma && i < 2) {
       map.map(tile->getArgument(i), func.getArgument(which[i]));
       continue;

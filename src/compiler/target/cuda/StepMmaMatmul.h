@@ -16,7 +16,8 @@
 // Operands: f16 and bf16 as they are; f32 as tf32 when the step allows a
 // lower matmul precision (nova.matmul_precision = bf16: tf32 keeps 10
 // mantissa bits, bf16 7, and reads the f32 operands in place). The result
-// is f32. A fused lhs prologue, other types and shapes the kernel refuses
+// is f32, or with a bias epilogue (kGpuBiasEpilogueAttr) the product plus
+// a bias a column, added in registers. A fused lhs prologue, other types and shapes the kernel refuses
 // (contiguous extents not whole 16-byte chunks) keep the scalar threads.
 //
 //===----------------------------------------------------------------------===//
@@ -30,6 +31,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 
 #include <string>
 
@@ -61,6 +63,17 @@ FailureOr<std::vector<::nova::TensorMapDesc>> tensorMapsOf(Operation *kernel);
 /// the partial products' workspace and sum kernel in between).
 FailureOr<StepMmaPlan> planStepMmaMatmul(func::FuncOp kernel, const ::nova::TargetDesc &target,
                                          bool lowPrecision, std::string &why, bool tryBuilding = true);
+
+/// A kernel's matmul followed by `epilogue`, out[i][j] = product[i][j] +
+/// bias[j] over the product's whole m x n buffer (no batch), bias and out
+/// whole kernel buffers: the arguments (after the workgroup number) of the
+/// bias and of out, which the tensor-core kernel can write directly (the
+/// bias added to its accumulators in registers; MmaEpilogue). Else failure.
+struct StepBiasEpilogue {
+  unsigned bias = 0, out = 0;
+};
+FailureOr<StepBiasEpilogue> matchBiasEpilogue(func::FuncOp kernel, linalg::GenericOp matmul,
+                                              linalg::GenericOp epilogue);
 
 /// Adds gpu.func `name` to `module` for `kernel` as `plan` says; its
 /// arguments are the kernel's after the workgroup number (split-K: the
