@@ -807,9 +807,13 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
     auto epilogue = dyn_cast<linalg::GenericOp>(ops.back());
     if (!matmul || !epilogue || !isTaggedMatmul(matmul) || isTaggedMatmul(epilogue))
       return false;
+    // Fills before the product: zeros of its buffer (the tensor-core
+    // kernel sums from zero, as where a zero fill launched before it is
+    // dropped).
     for (Operation *op : ops.drop_back(2)) {
       auto fill = dyn_cast<linalg::FillOp>(op);
-      if (!fill || bufferRoot(fill.getOutputs()[0]) != bufferRoot(matmul.getDpsInits()[0]))
+      if (!fill || bufferRoot(fill.getOutputs()[0]) != bufferRoot(matmul.getDpsInits()[0]) ||
+          !matchPattern(fill.value(), m_AnyZeroFloat()))
         return false;
     }
     FailureOr<StepBiasEpilogue> bias = matchBiasEpilogue(kernel, matmul, epilogue);
