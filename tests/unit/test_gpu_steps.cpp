@@ -546,7 +546,7 @@ TEST_CASE("with bf16 matmuls, a GPT's products read bf16 copies of their operand
   }
 }
 
-TEST_CASE("a linear layer's bias add runs in the tensor-core kernel (its epilogue, in registers): one launch on an emulated A100 (tf32) and H100 (bf16 wgmma), within the precision's bound of the interpreter") {
+TEST_CASE("a linear layer's bias add runs in its matmul kernel (its epilogue, in registers): one launch on an emulated A100 (tf32 mma.sync), H100 (bf16 wgmma) and RTX 3060 (f32 simt), within the precision's bound of the interpreter") {
   // x [70, 40] (edge tiles), w [40, 96], b [96]: x w + b.
   Env env;
   env.set("NOVA_GPU", "emulate");
@@ -554,7 +554,9 @@ TEST_CASE("a linear layer's bias add runs in the tensor-core kernel (its epilogu
   auto linear = [](auto x, auto w, auto b) { return nova::matmul(x, w) + b; };
   struct Case { const char* chip; nova::MatmulPrecision precision; double bound; std::size_t launches; };
   // bf16: x's and w's copies (step arguments) side by side, then the kernel.
-  for (Case c : {Case{"sm_80", nova::MatmulPrecision::tf32, 5e-3, 1}, Case{"sm_90a", nova::MatmulPrecision::bf16, 2e-2, 2}}) {
+  // fp32: the simt kernel, the bias added before each result's store.
+  for (Case c : {Case{"sm_80", nova::MatmulPrecision::tf32, 5e-3, 1}, Case{"sm_90a", nova::MatmulPrecision::bf16, 2e-2, 2},
+                 Case{"sm_86", nova::MatmulPrecision::fp32, 1e-5, 1}}) {
     Gen g;
     INFO("seed = ", g.seed, ", ", c.chip);
     env.set("NOVA_TARGET", c.chip);

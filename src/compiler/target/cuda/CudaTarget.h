@@ -55,8 +55,9 @@ inline constexpr const char kGpuSideBySideInitsAttr[] = "nova.gpu_side_by_side_i
 /// its last argument is their partial products (parts x m x n f32), which
 /// the kernel `<name>_sum` launched after it adds into the result.
 inline constexpr const char kGpuSplitKAttr[] = "nova.gpu_split_k";
-/// A step's tensor-core matmul kernel that also adds a bias to each row of
-/// its product, in registers (StepMmaMatmul.h, matchBiasEpilogue): [the
+/// A step's matmul kernel (tensor-core or simt) that also adds a bias to
+/// each row of its product, in registers (StepMmaMatmul.h,
+/// matchBiasEpilogue; GpuSimtMatmul.h, SimtBiasEpilogue): [the
 /// bias's argument, the result's argument], numbered after the workgroup
 /// number. The kernel writes only the result.
 inline constexpr const char kGpuBiasEpilogueAttr[] = "nova.gpu_bias_epilogue";

@@ -78,10 +78,18 @@ struct SimtMatmulFaults {
   bool misalignedVectorReads = false;
 };
 
+/// A bias added to each result before it is stored, to `out` instead of
+/// the product's buffer (an m x n product, no batch): out[i][j] =
+/// product[i][j] + bias[j] (kGpuBiasEpilogueAttr).
+struct SimtBiasEpilogue {
+  Value bias, out;
+};
+
 /// Replaces `op` by the tiled kernel of `config` (a simt config for
 /// `match`'s problem); `init`: the accumulators' start (null: the result's).
 LogicalResult buildSimtMatmul(linalg::GenericOp op, const SimtMatmul &match, const GpuMatmulConfig &config,
-                              FloatAttr init, const SimtMatmulFaults &faults = {});
+                              FloatAttr init, const SimtMatmulFaults &faults = {},
+                              std::optional<SimtBiasEpilogue> epilogue = std::nullopt);
 
 /// What the builder needs of the configuration nova-gpu-threads recorded
 /// on the kernel (kind simt_matmul): blockM, blockN, blockK, warpM, warpN

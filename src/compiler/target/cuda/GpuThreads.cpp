@@ -6,9 +6,9 @@
 //   nova-gpu-threads (configure, on the top module): a kernel whose body
 //     holds several compute ops (a matmul's fill, the matmul, its epilogue)
 //     is split into one kernel per op, launched in order (a kernel boundary
-//     is the grid-wide barrier between them), but a tensor-core matmul and
-//     its bias add stay one kernel (kGpuBiasEpilogueAttr: the bias added
-//     in registers, the product never stored); each kernel gets
+//     is the grid-wide barrier between them), but a matmul (tensor-core or
+//     simt) and its bias add stay one kernel (kGpuBiasEpilogueAttr: the
+//     bias added in registers, the product never stored); each kernel gets
 //     #nova.lowering_config<gpu_threads, workgroups = blocks, tile =
 //     [threads]> from its units of work: the points of a structured op's
 //     parallel loops (reductions run inside a thread), a LayerNorm's rows
@@ -79,6 +79,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <functional>
 
 using namespace mlir;
 using namespace mlir::nova;
@@ -336,8 +337,14 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
           continue;
         }
       }
-      if (ops.size() == 1 && isTaggedMatmul(ops[0]) && configureSimtMatmul(kernel, cast<linalg::GenericOp>(ops[0]),
-                                                                          target, notMma))
+      // The simt kernel (with the bias epilogue: the product is the
+      // kernel's second-to-last op).
+      linalg::GenericOp simt;
+      if (biasEpilogue)
+        simt = dyn_cast<linalg::GenericOp>(ops[ops.size() - 2]);
+      else if (ops.size() == 1 && isTaggedMatmul(ops[0]))
+        simt = cast<linalg::GenericOp>(ops[0]);
+      if (simt && configureSimtMatmul(kernel, simt, target, notMma))
         continue;
       Units units = ops.size() == 1 ? unitsOf(ops[0]) : Units{Units::one, 1, "no compute op"};
       int64_t threads = 1, blocks = 1;
@@ -797,10 +804,11 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
 
   /// Whether `kernel`, whose compute ops are `ops` (zero fills of the
   /// product, the product, then what reads it), is a matmul the
-  /// tensor-core kernel takes (not split across K) and a bias add of it
-  /// (matchBiasEpilogue) whose product no other launch reads: then it
-  /// stays one kernel, marked kGpuBiasEpilogueAttr, the tensor-core kernel
-  /// writing the sum (one launch, and the product never stored).
+  /// tensor-core kernel takes (not split across K), or the simt kernel
+  /// after its one zero fill, and a bias add of it (matchBiasEpilogue)
+  /// whose product no other launch reads: then it stays one kernel, marked
+  /// kGpuBiasEpilogueAttr, the matmul kernel writing the sum (one launch,
+  /// and the product never stored).
   static bool fuseBiasEpilogue(ModuleOp top, func::FuncOp kernel, ArrayRef<Operation *> ops,
                                const ::nova::TargetDesc &target, bool lowPrecision) {
     auto matmul = dyn_cast<linalg::GenericOp>(ops[ops.size() - 2]);
@@ -817,20 +825,32 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
         return false;
     }
     FailureOr<StepBiasEpilogue> bias = matchBiasEpilogue(kernel, matmul, epilogue);
-    std::string why;
-    FailureOr<StepMmaPlan> plan = failed(bias) ? FailureOr<StepMmaPlan>(failure())
-                                               : planStepMmaMatmul(kernel, target, lowPrecision, why);
-    if (failed(plan) || plan->config.splitK != 1)
+    if (failed(bias))
       return false;
+    std::string why;
+    FailureOr<StepMmaPlan> plan = planStepMmaMatmul(kernel, target, lowPrecision, why);
+    std::optional<unsigned> product;
+    if (succeeded(plan)) {
+      if (plan->config.splitK != 1)
+        return false;
+      product = plan->outArgument;
+    } else {
+      // The simt kernel, from its zero fill (one in the kernel).
+      std::optional<SimtMatmul> simt = matchSimtMatmul(matmul, why);
+      if (ops.size() != 3 || !simt || simt->batched || configureGpuMatmul(simt->problem, target).kind != GpuMmaKind::simt)
+        return false;
+      product = argumentOf(matmul, matmul.getDpsInits()[0], /*whole=*/true);
+      if (!product)
+        return false;
+    }
     // The product's buffer: read by no other launch (it is no longer
     // written), unless it is the result's own.
-    const unsigned product = plan->outArgument;
-    if (product != bias->out) {
+    if (*product != bias->out) {
       bool readElsewhere = false;
       top.walk([&](LaunchOp launch) {
         if (launch.getKernelAttr().getLeafReference() != kernel.getSymNameAttr())
           return;
-        Value buffer = launch.getBuffers()[product];
+        Value buffer = launch.getBuffers()[*product];
         if (!buffer.getDefiningOp<memref::AllocOp>())
           readElsewhere = true;
         for (Operation *user : buffer.getUsers())
@@ -876,8 +896,11 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
     SmallVector<Attribute> why{StringAttr::get(
         ctx, llvm::formatv("generated as the simt kernel over {0} blocks of {1} threads ({2}x{3} tiles, K slabs "
                            "of {4} double-buffered in shared memory, {5}x{6} results a thread): the mma.sync "
-                           "kernel does not take it ({7})",
-                           blocks, c.threads, c.blockM, c.blockN, c.blockK, c.warpM, c.warpN, notMma))};
+                           "kernel does not take it ({7}){8}",
+                           blocks, c.threads, c.blockM, c.blockN, c.blockK, c.warpM, c.warpN, notMma,
+                           kernel->hasAttr(kGpuBiasEpilogueAttr)
+                               ? "; its bias add fused (added to each result before its store)"
+                               : ""))};
     for (const std::string &line : c.why)
       why.push_back(StringAttr::get(ctx, line));
     kernel->setAttr(kGpuWhyAttr, ArrayAttr::get(ctx, why));
@@ -1130,7 +1153,13 @@ LogicalResult mapKernel(func::FuncOp kernel, LoweringConfigAttr config) {
 
 LogicalResult mapSimtMatmul(func::FuncOp kernel, LoweringConfigAttr config) {
   SmallVector<Operation *> ops = computeOps(kernel);
-  auto matmul = ops.size() == 1 ? dyn_cast<linalg::GenericOp>(ops[0]) : linalg::GenericOp();
+  const bool biasEpilogue = kernel->hasAttr(kGpuBiasEpilogueAttr);
+  // With the bias epilogue: [zero fill, matmul, bias add] (fuseBiasEpilogue).
+  linalg::GenericOp matmul;
+  if (ops.size() == 1)
+    matmul = dyn_cast<linalg::GenericOp>(ops[0]);
+  else if (biasEpilogue && ops.size() == 3)
+    matmul = dyn_cast<linalg::GenericOp>(ops[1]);
   auto threads = kernel->getAttrOfType<IntegerAttr>(kGpuBlockThreadsAttr);
   std::string why;
   std::optional<SimtMatmul> match = matmul ? matchSimtMatmul(matmul, why) : std::nullopt;
@@ -1138,8 +1167,37 @@ LogicalResult mapSimtMatmul(func::FuncOp kernel, LoweringConfigAttr config) {
     return kernel.emitError("nova-gpu-map-threads: simt_matmul kernel ")
            << kernel.getSymName() << " is not the matmul it was configured as"
            << (why.empty() ? std::string() : ": " + why);
-  return buildSimtMatmul(matmul, *match, simtConfigFromLowering(config, threads.getInt()),
-                         kernel->getAttrOfType<FloatAttr>(kGpuOutputInitAttr));
+  FloatAttr init = kernel->getAttrOfType<FloatAttr>(kGpuOutputInitAttr);
+  std::optional<SimtBiasEpilogue> epilogue;
+  if (biasEpilogue) {
+    auto fill = dyn_cast<linalg::FillOp>(ops[0]);
+    auto add = dyn_cast<linalg::GenericOp>(ops[2]);
+    FloatAttr zero;
+    if (!fill || !add || !matchPattern(fill.value(), m_Constant(&zero)))
+      return kernel.emitError("nova-gpu-map-threads: simt_matmul kernel ")
+             << kernel.getSymName() << " is not the matmul and bias add it was configured as";
+    init = zero;
+    const bool productFirst = bufferRoot(add.getDpsInputs()[0]) == bufferRoot(matmul.getDpsInits()[0]);
+    epilogue = SimtBiasEpilogue{add.getDpsInputs()[productFirst ? 1 : 0], add.getDpsInits()[0]};
+    // The kernel's stores are built where the matmul is: the views of the
+    // bias and the result (pure) move before it.
+    std::function<void(Value)> hoist = [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      if (!def || def->getBlock() != matmul->getBlock() || def->isBeforeInBlock(matmul))
+        return;
+      for (Value operand : def->getOperands())
+        hoist(operand);
+      def->moveBefore(matmul);
+    };
+    hoist(epilogue->bias);
+    hoist(epilogue->out);
+    if (failed(buildSimtMatmul(matmul, *match, simtConfigFromLowering(config, threads.getInt()), init, {}, epilogue)))
+      return failure();
+    add.erase();
+    fill.erase();
+    return success();
+  }
+  return buildSimtMatmul(matmul, *match, simtConfigFromLowering(config, threads.getInt()), init);
 }
 
 struct GpuMapThreads : PassWrapper<GpuMapThreads, OperationPass<ModuleOp>> {
