@@ -272,33 +272,42 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
   const Slab slabs[2] = {
       {lhsTile, lhs, maps[0], lhsType, c.blockM, p.m, m0, /*isLhs=*/true, /*kFastest=*/!p.lhsTransposed},
       {rhsTile, rhs, maps[1], rhsType, c.blockN, p.n, n0, /*isLhs=*/false, /*kFastest=*/p.rhsTransposed}};
-  // Unit `round * threads + thread` of `s`: its (kk, rr) in the tile, and
-  // whether it is one (the last round may run past the slab).
-  auto unitAt = [&](const Slab &s, int64_t round, Value &kk, Value &rr) -> Value {
-    const int64_t units = s.tileExtent * c.blockK;
-    Value unit = b.create<arith::AddIOp>(l, thread, cst(round * c.threads));
-    if (s.kFastest) {
-      kk = b.create<arith::RemUIOp>(l, unit, cst(c.blockK));
-      rr = b.create<arith::DivUIOp>(l, unit, cst(c.blockK));
-    } else {
-      rr = b.create<arith::RemUIOp>(l, unit, cst(s.tileExtent));
-      kk = b.create<arith::DivUIOp>(l, unit, cst(s.tileExtent));
-    }
-    return (round + 1) * c.threads <= units ? Value() : below(unit, units);
-  };
   auto rounds = [&](const Slab &s) { return (s.tileExtent * c.blockK + c.threads - 1) / c.threads; };
+  // This thread's units of both slabs, the same for every slab: unit
+  // `round * threads + thread` at (kk, rr) in the tile, and whether it is
+  // one (null where every thread's is: the last round may run past the
+  // slab). Computed once, before the K loop, for its loads and stores.
+  struct Unit {
+    Value kk, rr, valid;
+  };
+  SmallVector<Unit> units;
+  for (const Slab &s : slabs)
+    for (int64_t round = 0; round < rounds(s); ++round) {
+      const int64_t count = s.tileExtent * c.blockK;
+      Value unit = b.create<arith::AddIOp>(l, thread, cst(round * c.threads));
+      Unit u;
+      if (s.kFastest) {
+        u.kk = b.create<arith::RemUIOp>(l, unit, cst(c.blockK));
+        u.rr = b.create<arith::DivUIOp>(l, unit, cst(c.blockK));
+      } else {
+        u.rr = b.create<arith::RemUIOp>(l, unit, cst(s.tileExtent));
+        u.kk = b.create<arith::DivUIOp>(l, unit, cst(s.tileExtent));
+      }
+      if ((round + 1) * c.threads > count)
+        u.valid = below(unit, count);
+      units.push_back(u);
+    }
   // This thread's units of both slabs at K = k0, from global memory (zero
   // past the matrix's edges): the registers a slab waits in.
   auto loadSlabs = [&](Value k0) {
     SmallVector<Value> values;
+    const Unit *u = units.data();
     for (const Slab &s : slabs)
-      for (int64_t round = 0; round < rounds(s); ++round) {
-        Value kk, rr;
-        Value valid = unitAt(s, round, kk, rr);
-        Value k = b.create<arith::AddIOp>(l, k0, kk), r = b.create<arith::AddIOp>(l, s.origin, rr);
+      for (int64_t round = 0; round < rounds(s); ++round, ++u) {
+        Value k = b.create<arith::AddIOp>(l, k0, u->kk), r = b.create<arith::AddIOp>(l, s.origin, u->rr);
         Value inside = both(below(k, p.k), below(r, s.extent));
-        if (valid)
-          inside = both(inside, valid);
+        if (u->valid)
+          inside = both(inside, u->valid);
         values.push_back(loadOrZero(inside, s.type, [&] {
           SmallVector<Value> dims = s.isLhs ? loopValues(r, cst(0), k) : loopValues(cst(0), r, k);
           return b.create<memref::LoadOp>(l, s.operand, indices(s.map, dims));
@@ -310,18 +319,16 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
   auto storeSlabs = [&](Value buffer, ValueRange values) {
     size_t next = 0;
     for (const Slab &s : slabs)
-      for (int64_t round = 0; round < rounds(s); ++round) {
-        Value kk, rr;
-        Value valid = unitAt(s, round, kk, rr);
-        Value value = values[next++];
-        if (!valid) {
-          b.create<memref::StoreOp>(l, value, s.tile, ValueRange{buffer, kk, rr});
+      for (int64_t round = 0; round < rounds(s); ++round, ++next) {
+        const Unit &u = units[next];
+        if (!u.valid) {
+          b.create<memref::StoreOp>(l, values[next], s.tile, ValueRange{buffer, u.kk, u.rr});
           continue;
         }
-        auto guard = b.create<scf::IfOp>(l, valid, /*withElseRegion=*/false);
+        auto guard = b.create<scf::IfOp>(l, u.valid, /*withElseRegion=*/false);
         OpBuilder::InsertionGuard g(b);
         b.setInsertionPointToStart(&guard.getThenRegion().front());
-        b.create<memref::StoreOp>(l, value, s.tile, ValueRange{buffer, kk, rr});
+        b.create<memref::StoreOp>(l, values[next], s.tile, ValueRange{buffer, u.kk, u.rr});
       }
   };
 

@@ -1173,12 +1173,12 @@ LogicalResult mapSimtMatmul(func::FuncOp kernel, LoweringConfigAttr config) {
     auto fill = dyn_cast<linalg::FillOp>(ops[0]);
     auto add = dyn_cast<linalg::GenericOp>(ops[2]);
     FloatAttr zero;
-    if (!fill || !add || !matchPattern(fill.value(), m_Constant(&zero)))
+    FailureOr<StepBiasEpilogue> bias = add ? matchBiasEpilogue(kernel, matmul, add) : FailureOr<StepBiasEpilogue>(failure());
+    if (!fill || failed(bias) || !matchPattern(fill.value(), m_Constant(&zero)))
       return kernel.emitError("nova-gpu-map-threads: simt_matmul kernel ")
              << kernel.getSymName() << " is not the matmul and bias add it was configured as";
     init = zero;
-    const bool productFirst = bufferRoot(add.getDpsInputs()[0]) == bufferRoot(matmul.getDpsInits()[0]);
-    epilogue = SimtBiasEpilogue{add.getDpsInputs()[productFirst ? 1 : 0], add.getDpsInits()[0]};
+    epilogue = SimtBiasEpilogue{bias->biasView, bias->outView};
     // The kernel's stores are built where the matmul is: the views of the
     // bias and the result (pure) move before it.
     std::function<void(Value)> hoist = [&](Value v) {

@@ -202,7 +202,7 @@ FailureOr<StepBiasEpilogue> mlir::nova::matchBiasEpilogue(func::FuncOp kernel, l
     if (failed(outArg) || cast<MemRefType>(out.getType()).getShape() != m->outType.getShape() ||
         !cast<MemRefType>(out.getType()).getElementType().isF32())
       return failure();
-    return StepBiasEpilogue{biasArg.getArgNumber() - 1, *outArg};
+    return StepBiasEpilogue{biasArg.getArgNumber() - 1, *outArg, bias, out};
   }
   return failure();
 }
@@ -227,7 +227,7 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildStepMmaMatmul(gpu::GPUModuleOp module
       error = "kernel " + kernel.getSymName().str() + " has a malformed " + kGpuBiasEpilogueAttr;
       return failure();
     }
-    bias = StepBiasEpilogue{unsigned(attr[0]), unsigned(attr[1])};
+    bias = StepBiasEpilogue{unsigned(attr[0]), unsigned(attr[1]), Value(), Value()};
     epilogue.bias = true;
   }
   FailureOr<gpu::GPUFuncOp> tile = failure();

@@ -68,9 +68,11 @@ FailureOr<StepMmaPlan> planStepMmaMatmul(func::FuncOp kernel, const ::nova::Targ
 /// bias[j] over the product's whole m x n buffer (no batch), bias and out
 /// whole kernel buffers: the arguments (after the workgroup number) of the
 /// bias and of out, which the tensor-core kernel can write directly (the
-/// bias added to its accumulators in registers; MmaEpilogue). Else failure.
+/// bias added to its accumulators in registers; MmaEpilogue), and the two
+/// as the kernel's bias add reads and writes them. Else failure.
 struct StepBiasEpilogue {
   unsigned bias = 0, out = 0;
+  Value biasView, outView;
 };
 FailureOr<StepBiasEpilogue> matchBiasEpilogue(func::FuncOp kernel, linalg::GenericOp matmul,
                                               linalg::GenericOp epilogue);
