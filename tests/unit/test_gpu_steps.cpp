@@ -573,6 +573,50 @@ TEST_CASE("a linear layer's bias add runs in its matmul kernel (its epilogue, in
   }
 }
 
+TEST_CASE("a matmul's elementwise epilogue reading a residual, a bias, a row's sum and what its result held runs in the matmul kernel on an emulated A100 (tf32 mma.sync), H100 (bf16 wgmma) and RTX 3060 (f32 simt), within the precision's bound of the interpreter") {
+  // residual: x [2, 35, 40] as [70, 40] (edge tiles) times w [40, 96], plus
+  // b, as [2, 35, 96] plus r: one op on the product (the bias add fuses
+  // with the residual add across the reshape), one launch. scaled: the
+  // product times softmax(a) (its division by the row's sum fused in, the
+  // quotient computed into a's dying softmax buffer), then tanh, all in the
+  // matmul kernel; a softmax after it keeps the result in a buffer.
+  Env env;
+  env.set("NOVA_GPU", "emulate");
+  Fp32AtExit restore;
+  auto residual = [](auto x, auto w, auto b, auto r) {
+    return nova::reshape(nova::matmul(nova::reshape(x, {70, 40}), w) + b, {2, 35, 96}) + r;
+  };
+  auto scaled = [](auto x, auto w, auto a) {
+    return nova::softmax(nova::tanh(nova::matmul(x, w) * nova::softmax(a, 1)), 1);
+  };
+  struct Case { const char* chip; nova::MatmulPrecision precision; double bound; std::size_t residual_launches, scaled_launches; };
+  // bf16: x's and w's copies (step arguments) side by side, then the kernel.
+  // scaled: softmax(a)'s max, exponentials and sums, the matmul kernel,
+  // then the last softmax's four.
+  for (Case c : {Case{"sm_80", nova::MatmulPrecision::tf32, 5e-3, 1, 8}, Case{"sm_90a", nova::MatmulPrecision::bf16, 2e-2, 2, 9},
+                 Case{"sm_86", nova::MatmulPrecision::fp32, 1e-5, 1, 8}}) {
+    Gen g;
+    INFO("seed = ", g.seed, ", ", std::string(c.chip));
+    env.set("NOVA_TARGET", c.chip);
+    nova::set_matmul_precision(c.precision);
+    Tensor x = g.randn({2, 35, 40}), w = g.randn({40, 96}), b = g.randn({96}), r = g.randn({2, 35, 96});
+    Tensor got = nova::jit(residual)(x, w, b, r);
+    Tensor want = nova::jit(residual, nova::ExecMode::interpreted)(x, w, b, r);
+    CHECK(rel_error(got, want) <= c.bound);
+    const nova::ExecutableDesc* desc = nova::jit(residual).executable(x, w, b, r)->description();
+    REQUIRE(desc != nullptr);
+    CHECK(desc->launches.size() == c.residual_launches);
+
+    Tensor x2 = g.randn({70, 40}), a = g.randn({70, 96});
+    Tensor got2 = nova::jit(scaled)(x2, w, a);
+    Tensor want2 = nova::jit(scaled, nova::ExecMode::interpreted)(x2, w, a);
+    CHECK(rel_error(got2, want2) <= c.bound);
+    const nova::ExecutableDesc* desc2 = nova::jit(scaled).executable(x2, w, a)->description();
+    REQUIRE(desc2 != nullptr);
+    CHECK(desc2->launches.size() == c.scaled_launches);
+  }
+}
+
 TEST_CASE("with bf16 matmuls, LayerNorm, attention and tanh write their products' bf16 operands themselves, and a weight's one copy serves its transpose, on an emulated A100") {
   // nova-gpu-bf16-operands looks through the reshape from [B, T, d] to
   // [B*T, d] (the copy fuses into tanh; a forward LayerNorm and attention

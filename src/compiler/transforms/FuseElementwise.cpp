@@ -8,12 +8,20 @@
 // except a broadcast (free to clone) and a producer the step also returns
 // (fused as one more output of the consumer: multi-output fusion).
 //
+// An elementwise op whose one use is a tensor.expand_shape read elementwise
+// by one consumer is first rewritten over the expanded shape, so that it
+// fuses across the reshape: the bias add of a product [B*T, d] and the
+// residual add the graph makes of it as [B, T, d] become one op (and so the
+// product's one epilogue, nova-outline-kernels).
+//
 //===----------------------------------------------------------------------===//
 
+#include "compiler/transforms/Kernels.h"
 #include "compiler/transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::nova {
@@ -59,6 +67,24 @@ bool fuseInto(OpOperand *fused) {
   return producer && llvm::all_of(producer->getUsers(), [&](Operation *user) { return user == fused->getOwner(); });
 }
 
+/// linalg's reshape propagation decides with this: only an expand_shape
+/// (`fused` its source operand) of an all-parallel, non-matmul generic used
+/// by nothing else, itself used only by an all-parallel generic that reads
+/// it once, and so takes the expanded op by elementwise fusion next. Every
+/// other reshape stays (a matmul's operands are read as the rows they are).
+bool expandAcross(OpOperand *fused) {
+  auto expand = dyn_cast<tensor::ExpandShapeOp>(fused->getOwner());
+  auto producer = fused->get().getDefiningOp<linalg::GenericOp>();
+  if (!expand || !producer || !producer->hasOneUse() || producer.getNumDpsInits() != 1 ||
+      producer.getNumLoops() != producer.getNumParallelLoops() || mlir::nova::isTaggedMatmul(producer) ||
+      !expand->hasOneUse())
+    return false;
+  OpOperand &use = *expand->getUses().begin();
+  auto consumer = dyn_cast<linalg::GenericOp>(use.getOwner());
+  return consumer && consumer.getNumLoops() == consumer.getNumParallelLoops() &&
+         !mlir::nova::isTaggedMatmul(consumer) && readsOnce(&use);
+}
+
 /// A producer whose result the step also returns fuses into its one
 /// consumer, the fused op yielding that result as well: AdamW's new m and
 /// v are returned and read by the parameter update, so one pass computes
@@ -99,6 +125,7 @@ struct NovaFuseElementwise
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     linalg::populateElementwiseOpsFusionPatterns(patterns, fuseInto);
+    linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, expandAcross);
     patterns.add<FuseReturnedProducer>(&getContext());
     // A step is one long block: region simplification (block merging) costs
     // most of the time and finds nothing to do there.

@@ -1,4 +1,5 @@
 // RUN: nova-opt %s -nova-lower-to-linalg -nova-fuse-elementwise -verify-each | FileCheck %s
+// RUN: nova-opt %s -nova-lower-to-linalg -canonicalize -nova-fuse-elementwise -verify-each | FileCheck %s --check-prefix=RESHAPE
 
 // exp feeds add: one generic. gelu feeds a matmul: not fused (the matmul
 // would recompute gelu once per output column).
@@ -39,4 +40,29 @@ func.func @returned_producer(%m: tensor<4x8xf32>, %g: tensor<4x8xf32>, %p: tenso
   %m2 = nova.add %b, %g : tensor<4x8xf32>, tensor<4x8xf32>
   %p2 = nova.sub %p, %m2 : tensor<4x8xf32>, tensor<4x8xf32>
   return %p2, %m2 : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// A linear layer over [B, T, d] and its residual add: the bias add of the
+// product's rows [B*T, n] is rewritten over [B, T, n] (the reshape moved to
+// the product), so that it and the residual add are one op, the product's
+// one reader. The matmul's own operands keep their reshape. (After the
+// canonicalization that the pipeline runs first, which folds nova.reshape's
+// collapse-then-expand into one reshape.)
+// RESHAPE-LABEL: func @across_reshape
+// RESHAPE: %[[X:.*]] = tensor.collapse_shape %arg0
+// RESHAPE: %[[P:.*]] = linalg.generic {{.*}} ins(%[[X]], %{{.*}} : tensor<8x4xf32>, tensor<4x6xf32>) {{.*}}nova.kernel = "matmul"
+// RESHAPE: %[[E:.*]] = tensor.expand_shape %[[P]] {{\[\[}}0, 1], [2]] {{.*}} into tensor<2x4x6xf32>
+// RESHAPE: %[[R:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel"]{{.*}} ins(%[[E]], %arg2, %arg3 : tensor<2x4x6xf32>, tensor<6xf32>, tensor<2x4x6xf32>)
+// RESHAPE: arith.addf
+// RESHAPE: arith.addf
+// RESHAPE-NOT: linalg.generic
+// RESHAPE: return %[[R]]
+func.func @across_reshape(%x: tensor<2x4x4xf32>, %w: tensor<4x6xf32>, %b: tensor<6xf32>, %r: tensor<2x4x6xf32>) -> tensor<2x4x6xf32> {
+  %x2 = nova.reshape %x : tensor<2x4x4xf32> -> tensor<8x4xf32>
+  %0 = nova.matmul %x2, %w : tensor<8x4xf32>, tensor<4x6xf32>
+  %1 = nova.broadcast %b : tensor<6xf32> -> tensor<8x6xf32>
+  %2 = nova.add %0, %1 : tensor<8x6xf32>, tensor<8x6xf32>
+  %3 = nova.reshape %2 : tensor<8x6xf32> -> tensor<2x4x6xf32>
+  %4 = nova.add %3, %r : tensor<2x4x6xf32>, tensor<2x4x6xf32>
+  return %4 : tensor<2x4x6xf32>
 }

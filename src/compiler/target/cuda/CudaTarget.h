@@ -55,12 +55,13 @@ inline constexpr const char kGpuSideBySideInitsAttr[] = "nova.gpu_side_by_side_i
 /// its last argument is their partial products (parts x m x n f32), which
 /// the kernel `<name>_sum` launched after it adds into the result.
 inline constexpr const char kGpuSplitKAttr[] = "nova.gpu_split_k";
-/// A step's matmul kernel (tensor-core or simt) that also adds a bias to
-/// each row of its product, in registers (StepMmaMatmul.h,
-/// matchBiasEpilogue; GpuSimtMatmul.h, SimtBiasEpilogue): [the
-/// bias's argument, the result's argument], numbered after the workgroup
-/// number. The kernel writes only the result.
-inline constexpr const char kGpuBiasEpilogueAttr[] = "nova.gpu_bias_epilogue";
+/// A step's matmul kernel (tensor-core or simt) that also runs the
+/// elementwise op after it on each result, in registers
+/// (GpuMatmulEpilogue.h; StepMmaMatmul.h, matchGpuEpilogue): [the result's
+/// argument, then the arguments of the op's inputs other than the
+/// product, in order], numbered after the workgroup number. The kernel
+/// writes only the result.
+inline constexpr const char kGpuEpilogueAttr[] = "nova.gpu_epilogue";
 /// A step's wgmma matmul kernel: the arguments it takes as TMA tensor maps,
 /// one array each: [argument, element bytes, swizzle bytes, rank, dims...,
 /// strides (rank - 1)..., box...] (StepMmaMatmul.h; the launch plan's

@@ -153,7 +153,7 @@ GpuMatmulConfig mlir::nova::simtConfigFromLowering(LoweringConfigAttr config, in
 
 LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul &match, const GpuMatmulConfig &c,
                                           FloatAttr init, const SimtMatmulFaults &faults,
-                                          std::optional<SimtBiasEpilogue> epilogue) {
+                                          std::optional<SimtEpilogue> epilogue) {
   const int64_t rowThreads = c.blockM / c.warpM, columnThreads = c.blockN / c.warpN;
   if (c.blockM % c.warpM != 0 || c.blockN % c.warpN != 0 || rowThreads * columnThreads != c.threads || c.blockK < 1)
     return op.emitError("nova-gpu-map-threads: the simt matmul config ")
@@ -416,11 +416,11 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
       b.setInsertionPointToStart(&guard.getThenRegion().front());
       Value result = kLoop.getResult(unsigned(i * c.warpN + j));
       if (epilogue) {
-        // The bias epilogue: product + bias[column], to its result (as the
-        // bias add's own body computed it, in its element type).
-        Value bias = b.create<memref::LoadOp>(l, epilogue->bias, ValueRange{columns[size_t(j)]});
-        b.create<memref::StoreOp>(l, b.create<arith::AddFOp>(l, result, bias), epilogue->out,
-                                  ValueRange{rows[size_t(i)], columns[size_t(j)]});
+        // The fused epilogue's body on the result, to its own result.
+        ImplicitLocOpBuilder ib(l, b);
+        Value value = applyGpuEpilogue(ib, *epilogue->body, epilogue->inputs, epilogue->args, result,
+                                       rows[size_t(i)], columns[size_t(j)]);
+        b.create<memref::StoreOp>(l, value, epilogue->out, ValueRange{rows[size_t(i)], columns[size_t(j)]});
         continue;
       }
       b.create<memref::StoreOp>(l, result, out,

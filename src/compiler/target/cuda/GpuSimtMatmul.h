@@ -41,6 +41,7 @@
 #define NOVA_COMPILER_TARGET_CUDA_GPUSIMTMATMUL_H
 
 #include "compiler/target/cuda/GpuConfigurator.h"
+#include "compiler/target/cuda/GpuMatmulEpilogue.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 
@@ -78,18 +79,22 @@ struct SimtMatmulFaults {
   bool misalignedVectorReads = false;
 };
 
-/// A bias added to each result before it is stored, to `out` instead of
-/// the product's buffer (an m x n product, no batch): out[i][j] =
-/// product[i][j] + bias[j] (kGpuBiasEpilogueAttr).
-struct SimtBiasEpilogue {
-  Value bias, out;
+/// An elementwise op run on each result before it is stored, to `out`
+/// (memref<m x n x f32>) instead of the product's buffer (an m x n
+/// product, no batch; kGpuEpilogueAttr): `body` reads its inputs as
+/// `inputs` say, the non-product ones from `args` (GpuMatmulEpilogue.h).
+struct SimtEpilogue {
+  Block *body = nullptr;
+  SmallVector<EpilogueInput> inputs;
+  SmallVector<Value> args;
+  Value out;
 };
 
 /// Replaces `op` by the tiled kernel of `config` (a simt config for
 /// `match`'s problem); `init`: the accumulators' start (null: the result's).
 LogicalResult buildSimtMatmul(linalg::GenericOp op, const SimtMatmul &match, const GpuMatmulConfig &config,
                               FloatAttr init, const SimtMatmulFaults &faults = {},
-                              std::optional<SimtBiasEpilogue> epilogue = std::nullopt);
+                              std::optional<SimtEpilogue> epilogue = std::nullopt);
 
 /// What the builder needs of the configuration nova-gpu-threads recorded
 /// on the kernel (kind simt_matmul): blockM, blockN, blockK, warpM, warpN

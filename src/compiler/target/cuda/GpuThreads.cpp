@@ -7,8 +7,9 @@
 //     holds several compute ops (a matmul's fill, the matmul, its epilogue)
 //     is split into one kernel per op, launched in order (a kernel boundary
 //     is the grid-wide barrier between them), but a matmul (tensor-core or
-//     simt) and its bias add stay one kernel (kGpuBiasEpilogueAttr: the
-//     bias added in registers, the product never stored); each kernel gets
+//     simt) and an elementwise op of its product stay one kernel
+//     (kGpuEpilogueAttr, GpuMatmulEpilogue.h: the op's body run on the
+//     results in registers, the product never stored); each kernel gets
 //     #nova.lowering_config<gpu_threads, workgroups = blocks, tile =
 //     [threads]> from its units of work: the points of a structured op's
 //     parallel loops (reductions run inside a thread), a LayerNorm's rows
@@ -67,6 +68,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
@@ -258,11 +260,12 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
     // read as tf32 by the tensor cores.
     const bool lowPrecision = precision && (precision.getValue() == "tf32" || precision.getValue() == "bf16");
     // Split: kernel kN of several compute ops -> kN_0, kN_1, ... in order,
-    // except a tensor-core matmul and its bias add, which stay one kernel.
+    // except a matmul and the elementwise op of its product the matmul
+    // kernel runs on its results (fuseEpilogue), which stay one kernel.
     llvm::StringMap<SmallVector<std::string>> parts;
     for (auto kernel : llvm::make_early_inc_range(kernels.getOps<func::FuncOp>())) {
       SmallVector<Operation *> ops = computeOps(kernel);
-      if (ops.size() < 2 || fuseBiasEpilogue(top, kernel, ops, target, lowPrecision))
+      if (ops.size() < 2 || fuseEpilogue(top, kernel, ops, target, lowPrecision))
         continue;
       OpBuilder b(kernel);
       b.setInsertionPointAfter(kernel);
@@ -306,8 +309,8 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
     for (auto kernel : kernels.getOps<func::FuncOp>()) {
       SmallVector<Operation *> ops = computeOps(kernel);
       std::string notMma;
-      const bool biasEpilogue = kernel->hasAttr(kGpuBiasEpilogueAttr);
-      if ((ops.size() == 1 && isTaggedMatmul(ops[0])) || biasEpilogue) {
+      const bool fusedEpilogue = kernel->hasAttr(kGpuEpilogueAttr);
+      if ((ops.size() == 1 && isTaggedMatmul(ops[0])) || fusedEpilogue) {
         FailureOr<StepMmaPlan> plan = planStepMmaMatmul(kernel, target, lowPrecision, notMma);
         if (succeeded(plan)) {
           const GpuMatmulConfig &c = plan->config;
@@ -329,7 +332,8 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
                                  p.operand == GpuOperand::tf32
                                      ? " (f32 operands as tf32, as the step's matmul precision allows)"
                                      : "",
-                                 biasEpilogue ? ", its bias add fused (added to the accumulators in registers)" : ""))};
+                                 fusedEpilogue ? ", the elementwise op after it fused (run on the accumulators in registers)"
+                                               : ""))};
           // The configurator's decision for the problem as generated (tf32).
           for (const std::string &line : c.why)
             why.push_back(StringAttr::get(ctx, line));
@@ -337,10 +341,10 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
           continue;
         }
       }
-      // The simt kernel (with the bias epilogue: the product is the
+      // The simt kernel (with a fused epilogue: the product is the
       // kernel's second-to-last op).
       linalg::GenericOp simt;
-      if (biasEpilogue)
+      if (fusedEpilogue)
         simt = dyn_cast<linalg::GenericOp>(ops[ops.size() - 2]);
       else if (ops.size() == 1 && isTaggedMatmul(ops[0]))
         simt = cast<linalg::GenericOp>(ops[0]);
@@ -805,12 +809,13 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
   /// Whether `kernel`, whose compute ops are `ops` (zero fills of the
   /// product, the product, then what reads it), is a matmul the
   /// tensor-core kernel takes (not split across K), or the simt kernel
-  /// after its one zero fill, and a bias add of it (matchBiasEpilogue)
-  /// whose product no other launch reads: then it stays one kernel, marked
-  /// kGpuBiasEpilogueAttr, the matmul kernel writing the sum (one launch,
-  /// and the product never stored).
-  static bool fuseBiasEpilogue(ModuleOp top, func::FuncOp kernel, ArrayRef<Operation *> ops,
-                               const ::nova::TargetDesc &target, bool lowPrecision) {
+  /// after its one zero fill, and an elementwise op of the product that
+  /// kernel can run on its results (matchGpuEpilogue) whose product no
+  /// other launch reads: then it stays one kernel, marked kGpuEpilogueAttr,
+  /// the matmul kernel writing the op's result (one launch, and the
+  /// product never stored).
+  static bool fuseEpilogue(ModuleOp top, func::FuncOp kernel, ArrayRef<Operation *> ops,
+                           const ::nova::TargetDesc &target, bool lowPrecision) {
     auto matmul = dyn_cast<linalg::GenericOp>(ops[ops.size() - 2]);
     auto epilogue = dyn_cast<linalg::GenericOp>(ops.back());
     if (!matmul || !epilogue || !isTaggedMatmul(matmul) || isTaggedMatmul(epilogue))
@@ -824,8 +829,8 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
           !matchPattern(fill.value(), m_AnyZeroFloat()))
         return false;
     }
-    FailureOr<StepBiasEpilogue> bias = matchBiasEpilogue(kernel, matmul, epilogue);
-    if (failed(bias))
+    FailureOr<StepEpilogue> fused = matchGpuEpilogue(kernel, matmul, epilogue);
+    if (failed(fused))
       return false;
     std::string why;
     FailureOr<StepMmaPlan> plan = planStepMmaMatmul(kernel, target, lowPrecision, why);
@@ -845,7 +850,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
     }
     // The product's buffer: read by no other launch (it is no longer
     // written), unless it is the result's own.
-    if (*product != bias->out) {
+    if (*product != fused->out) {
       bool readElsewhere = false;
       top.walk([&](LaunchOp launch) {
         if (launch.getKernelAttr().getLeafReference() != kernel.getSymNameAttr())
@@ -860,8 +865,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
       if (readElsewhere)
         return false;
     }
-    kernel->setAttr(kGpuBiasEpilogueAttr,
-                    DenseI64ArrayAttr::get(kernel.getContext(), {int64_t(bias->bias), int64_t(bias->out)}));
+    kernel->setAttr(kGpuEpilogueAttr, DenseI64ArrayAttr::get(kernel.getContext(), fused->arguments()));
     return true;
   }
 
@@ -898,8 +902,8 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
                            "of {4} double-buffered in shared memory, {5}x{6} results a thread): the mma.sync "
                            "kernel does not take it ({7}){8}",
                            blocks, c.threads, c.blockM, c.blockN, c.blockK, c.warpM, c.warpN, notMma,
-                           kernel->hasAttr(kGpuBiasEpilogueAttr)
-                               ? "; its bias add fused (added to each result before its store)"
+                           kernel->hasAttr(kGpuEpilogueAttr)
+                               ? "; the elementwise op after it fused (run on each result before its store)"
                                : ""))};
     for (const std::string &line : c.why)
       why.push_back(StringAttr::get(ctx, line));
@@ -1153,12 +1157,15 @@ LogicalResult mapKernel(func::FuncOp kernel, LoweringConfigAttr config) {
 
 LogicalResult mapSimtMatmul(func::FuncOp kernel, LoweringConfigAttr config) {
   SmallVector<Operation *> ops = computeOps(kernel);
-  const bool biasEpilogue = kernel->hasAttr(kGpuBiasEpilogueAttr);
-  // With the bias epilogue: [zero fill, matmul, bias add] (fuseBiasEpilogue).
+  std::string error;
+  FailureOr<std::optional<StepEpilogue>> fused = fusedEpilogue(kernel, error);
+  if (failed(fused))
+    return kernel.emitError("nova-gpu-map-threads: ") << error;
+  // With a fused epilogue: [zero fill, matmul, elementwise op] (fuseEpilogue).
   linalg::GenericOp matmul;
   if (ops.size() == 1)
     matmul = dyn_cast<linalg::GenericOp>(ops[0]);
-  else if (biasEpilogue && ops.size() == 3)
+  else if (*fused && ops.size() == 3)
     matmul = dyn_cast<linalg::GenericOp>(ops[1]);
   auto threads = kernel->getAttrOfType<IntegerAttr>(kGpuBlockThreadsAttr);
   std::string why;
@@ -1168,36 +1175,33 @@ LogicalResult mapSimtMatmul(func::FuncOp kernel, LoweringConfigAttr config) {
            << kernel.getSymName() << " is not the matmul it was configured as"
            << (why.empty() ? std::string() : ": " + why);
   FloatAttr init = kernel->getAttrOfType<FloatAttr>(kGpuOutputInitAttr);
-  std::optional<SimtBiasEpilogue> epilogue;
-  if (biasEpilogue) {
-    auto fill = dyn_cast<linalg::FillOp>(ops[0]);
-    auto add = dyn_cast<linalg::GenericOp>(ops[2]);
-    FloatAttr zero;
-    FailureOr<StepBiasEpilogue> bias = add ? matchBiasEpilogue(kernel, matmul, add) : FailureOr<StepBiasEpilogue>(failure());
-    if (!fill || failed(bias) || !matchPattern(fill.value(), m_Constant(&zero)))
-      return kernel.emitError("nova-gpu-map-threads: simt_matmul kernel ")
-             << kernel.getSymName() << " is not the matmul and bias add it was configured as";
-    init = zero;
-    epilogue = SimtBiasEpilogue{bias->biasView, bias->outView};
-    // The kernel's stores are built where the matmul is: the views of the
-    // bias and the result (pure) move before it.
-    std::function<void(Value)> hoist = [&](Value v) {
-      Operation *def = v.getDefiningOp();
-      if (!def || def->getBlock() != matmul->getBlock() || def->isBeforeInBlock(matmul))
-        return;
-      for (Value operand : def->getOperands())
-        hoist(operand);
-      def->moveBefore(matmul);
-    };
-    hoist(epilogue->bias);
-    hoist(epilogue->out);
-    if (failed(buildSimtMatmul(matmul, *match, simtConfigFromLowering(config, threads.getInt()), init, {}, epilogue)))
-      return failure();
-    add.erase();
-    fill.erase();
-    return success();
-  }
-  return buildSimtMatmul(matmul, *match, simtConfigFromLowering(config, threads.getInt()), init);
+  if (!*fused)
+    return buildSimtMatmul(matmul, *match, simtConfigFromLowering(config, threads.getInt()), init);
+  auto fill = dyn_cast<linalg::FillOp>(ops[0]);
+  FloatAttr zero;
+  if (!fill || !matchPattern(fill.value(), m_Constant(&zero)))
+    return kernel.emitError("nova-gpu-map-threads: simt_matmul kernel ")
+           << kernel.getSymName() << " does not start from its fill";
+  // The epilogue's buffers as it reads them at (row, col) of the m x n
+  // product (GpuMatmulEpilogue.h), made at the kernel's start.
+  StepEpilogue e = **fused;
+  OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
+  Location l = kernel.getLoc();
+  auto whole = [&](unsigned argument, MemRefType want) -> Value {
+    return b.create<memref::ReinterpretCastOp>(l, want, kernel.getArgument(argument + 1), /*offset=*/0,
+                                               want.getShape(), computeSuffixProduct(want.getShape()));
+  };
+  const int64_t m = match->problem.m, n = match->problem.n;
+  SimtEpilogue epilogue{e.op.getBody(), e.inputs, {},
+                        whole(e.out, MemRefType::get({m, n}, b.getF32Type()))};
+  for (const EpilogueInput &input : e.inputs)
+    if (input.kind != EpilogueInput::Kind::product)
+      epilogue.args.push_back(whole(input.argument, epilogueArgumentType(input, m, n)));
+  if (failed(buildSimtMatmul(matmul, *match, simtConfigFromLowering(config, threads.getInt()), zero, {}, epilogue)))
+    return failure();
+  e.op.erase();
+  fill.erase();
+  return success();
 }
 
 struct GpuMapThreads : PassWrapper<GpuMapThreads, OperationPass<ModuleOp>> {

@@ -73,6 +73,14 @@ void MatmulResultStore::finish(IndexMath &k, Value v, Value row, Value col) cons
       return b.create<vector::LoadOp>(cast<VectorType>(type), memref, idx);
     return b.create<memref::LoadOp>(memref, idx);
   };
+  if (epilogue.body) {
+    v = applyGpuEpilogue(b, *epilogue.body, epilogue.inputs, epilogueArgs, v, row, col);
+    if (pair)
+      b.create<vector::StoreOp>(v, c, at(row, col));
+    else
+      b.create<memref::StoreOp>(v, c, at(row, col));
+    return;
+  }
   if (epilogue.scale != 1.0)
     v = b.create<arith::MulFOp>(v, constant(epilogue.scale));
   if (epilogue.bias)
@@ -148,6 +156,9 @@ MatmulKernelFrame mlir::nova::beginMatmulKernel(ImplicitLocOpBuilder &b, gpu::GP
     argTypes.push_back(MemRefType::get({p.n}, f32));
   if (epilogue.residual)
     argTypes.push_back(cType);
+  for (const EpilogueInput &input : epilogue.inputs)
+    if (input.kind != EpilogueInput::Kind::product)
+      argTypes.push_back(epilogueArgumentType(input, p.m, p.n));
   MatmulKernelFrame frame;
   auto func = frame.func = b.create<gpu::GPUFuncOp>(name, b.getFunctionType(argTypes, {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
@@ -184,6 +195,8 @@ MatmulKernelFrame mlir::nova::beginMatmulKernel(ImplicitLocOpBuilder &b, gpu::GP
   out.c = func.getArgument(2);
   out.bias = epilogue.bias ? func.getArgument(3) : Value();
   out.residual = epilogue.residual ? func.getArgument(epilogue.bias ? 4 : 3) : Value();
+  for (BlockArgument arg : func.getArguments().drop_front(3 + unsigned(epilogue.bias) + unsigned(epilogue.residual)))
+    out.epilogueArgs.push_back(arg);
   out.batch = bz;
   frame.split = split ? bz : Value();
   out.m = p.m;

@@ -12,6 +12,7 @@
 #define NOVA_COMPILER_TARGET_CUDA_MATMULKERNELPARTS_H
 
 #include "compiler/target/cuda/GpuConfigurator.h"
+#include "compiler/target/cuda/GpuMatmulEpilogue.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -23,12 +24,19 @@ namespace mlir::nova {
 ///   C = activation(scale x (A B) + bias[n]) + residual[m][n].
 /// The bias (memref<N x f32>) and the residual (f32, C's shape) are kernel
 /// arguments after C, in that order, when present.
+/// Or, with `body` set (no batch): a step's elementwise op on the product
+/// (GpuMatmulEpilogue.h), `inputs` saying how it reads each of its inputs,
+/// the non-product ones kernel arguments after C, in order.
 struct MmaEpilogue {
   enum class Activation { none, relu, gelu_tanh };
   double scale = 1.0;
   bool bias = false;
   Activation activation = Activation::none;
   bool residual = false;
+  Block *body = nullptr;
+  SmallVector<EpilogueInput> inputs;
+
+  bool any() const { return scale != 1.0 || bias || residual || activation != Activation::none || body; }
 };
 
 /// Index arithmetic on `index` values, folding the trivial cases.
@@ -61,10 +69,12 @@ inline constexpr const char kAlignedVectorsAttr[] = "nova.aligned_vectors";
 Type operandElementType(GpuOperand operand, MLIRContext *ctx);
 
 /// Where and how the results go: C (f32, [batch,] m x n, row-major), the
-/// epilogue's bias and residual arguments (null when absent), the batch
-/// index (null when not batched), and whether tiles may cross the edges.
+/// epilogue's bias and residual arguments (null when absent) or its body's
+/// input arguments, the batch index (null when not batched), and whether
+/// tiles may cross the edges.
 struct MatmulResultStore {
   Value c, bias, residual, batch;
+  SmallVector<Value> epilogueArgs;
   int64_t m = 0, n = 0;
   bool edges = false;
   MmaEpilogue epilogue;
@@ -99,7 +109,7 @@ struct MatmulKernelFrame {
 /// Adds gpu.func `name` to `module` for `p`, a blockM x blockN result tile
 /// a block of `threads`: arguments `aType` and `bType` (the operands, as
 /// the kernel reads them), C (f32, [batch,] m x n), then the epilogue's
-/// bias and residual; blocks along x (columns), y (rows), z (batch) or,
+/// bias and residual, or its body's inputs; blocks along x (columns), y (rows), z (batch) or,
 /// with `linearGrid`, along x alone (column fastest, then row, then batch).
 /// With `splitK` > 1 (no batch, no epilogue) the blocks' z (or slowest)
 /// index is their part of K, and C is the partial products, splitK x m x

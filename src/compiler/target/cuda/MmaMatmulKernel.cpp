@@ -89,9 +89,7 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
   const bool sixteen = p.operand == GpuOperand::f16 || p.operand == GpuOperand::bf16;
   if (cfg.kind != GpuMmaKind::mma_sync || !(sixteen || p.operand == GpuOperand::tf32))
     return fail("not an mma.sync configuration of f16, bf16 or tf32 operands");
-  const bool anyEpilogue = epilogue.scale != 1.0 || epilogue.bias || epilogue.residual ||
-                           epilogue.activation != MmaEpilogue::Activation::none;
-  if (cfg.splitK < 1 || (cfg.splitK > 1 && (p.batch > 1 || anyEpilogue)))
+  if (cfg.splitK < 1 || (cfg.splitK > 1 && (p.batch > 1 || epilogue.any())))
     return fail("split-K takes one product with no epilogue (its partial products are summed afterwards)");
   const int64_t BM = cfg.blockM, BN = cfg.blockN, BK = cfg.blockK, S = cfg.stages;
   const int64_t WM = cfg.warpM, WN = cfg.warpN;

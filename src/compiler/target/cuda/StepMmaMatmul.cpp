@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -21,13 +22,14 @@ using namespace mlir::nova;
 namespace {
 
 /// The kernel argument (number, after the workgroup number) whose whole
-/// buffer `view` is: contiguous storage of its last two dims as they are
-/// or (`swapped`) exchanged, at offset 0, as many elements as its root.
+/// buffer `view` is: contiguous storage of its dims as they are or
+/// (`swapped`, two dims or more) with the last two exchanged, at offset 0,
+/// as many elements as its root.
 FailureOr<unsigned> wholeBufferArgument(func::FuncOp kernel, Value view, bool swapped) {
   auto type = cast<MemRefType>(view.getType());
   SmallVector<int64_t> strides;
   int64_t offset = 0;
-  if (type.getRank() < 2 || failed(getStridesAndOffset(type, strides, offset)) || offset != 0)
+  if ((swapped && type.getRank() < 2) || failed(getStridesAndOffset(type, strides, offset)) || offset != 0)
     return failure();
   SmallVector<int64_t> storage(type.getShape());
   if (swapped)
@@ -168,43 +170,112 @@ FailureOr<StepMmaPlan> mlir::nova::planStepMmaMatmul(func::FuncOp kernel, const 
   return plan;
 }
 
-FailureOr<StepBiasEpilogue> mlir::nova::matchBiasEpilogue(func::FuncOp kernel, linalg::GenericOp matmul,
-                                                         linalg::GenericOp epilogue) {
+SmallVector<int64_t> StepEpilogue::arguments() const {
+  SmallVector<int64_t> args{out};
+  for (const EpilogueInput &input : inputs)
+    if (input.kind != EpilogueInput::Kind::product)
+      args.push_back(input.argument);
+  return args;
+}
+
+FailureOr<StepEpilogue> mlir::nova::matchGpuEpilogue(func::FuncOp kernel, linalg::GenericOp matmul,
+                                                     linalg::GenericOp epilogue) {
   std::optional<MatmulOperands> m = matchMatmul(matmul);
-  if (!m || !epilogue.hasPureBufferSemantics() || epilogue.getNumDpsInputs() != 2 || epilogue.getNumDpsInits() != 1 ||
-      epilogue.getNumLoops() != 2 || epilogue.getNumParallelLoops() != 2 || m->outType.getRank() != 2)
+  // Elementwise over the product's elements (its own dims, or its rows
+  // split), reading inputs through dims and constants (isRegisterEpilogue).
+  if (!m || m->outType.getRank() != 2 || !isRegisterEpilogue(matmul, epilogue))
     return failure();
-  // The body: the two inputs added.
   Block *body = epilogue.getBody();
-  auto add = dyn_cast<arith::AddFOp>(body->front());
-  if (body->getOperations().size() != 2 || !add || body->getTerminator()->getOperand(0) != add.getResult() ||
-      !((add.getLhs() == body->getArgument(0) && add.getRhs() == body->getArgument(1)) ||
-        (add.getLhs() == body->getArgument(1) && add.getRhs() == body->getArgument(0))))
-    return failure();
-  SmallVector<AffineMap> maps = epilogue.getIndexingMapsArray();
-  MLIRContext *ctx = epilogue.getContext();
-  AffineMap column = AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx);
-  // Which input is the product (read whole, as it was written) and which
-  // the bias (a column's, a whole kernel buffer of n).
-  for (unsigned p = 0; p < 2; ++p) {
-    Value product = epilogue.getDpsInputs()[p], bias = epilogue.getDpsInputs()[1 - p];
-    if (bufferRoot(product) != bufferRoot(m->out) || product.getType() != m->out.getType() || !maps[p].isIdentity() ||
-        maps[1 - p] != column || !maps[2].isIdentity())
+  const unsigned inputs = epilogue.getNumDpsInputs();
+  // From above its body it takes constants only (applyGpuEpilogue makes
+  // them where the kernel runs the body).
+  for (Operation &op : body->without_terminator())
+    for (Value operand : op.getOperands())
+      if (operand.getParentBlock() != body && !matchPattern(operand, m_Constant()))
+        return failure();
+  const int64_t rows = m->M, columns = m->N;
+  const unsigned last = epilogue.getNumLoops() - 1;
+  Value productRoot = bufferRoot(m->out);
+  StepEpilogue e;
+  e.op = epilogue;
+  for (OpOperand *operand : epilogue.getDpsInputOperands()) {
+    Value v = operand->get();
+    if (readsMatmulResult(v, m->out)) {
+      e.inputs.push_back({EpilogueInput::Kind::product, 0, Type()});
       continue;
-    auto biasArg = dyn_cast<BlockArgument>(bias);
-    auto biasType = cast<MemRefType>(bias.getType());
-    if (!biasArg || biasArg.getOwner() != &kernel.getBody().front() || biasArg.getArgNumber() == 0 ||
-        !biasType.getLayout().isIdentity() || !biasType.getElementType().isF32() || biasType.getRank() != 1 ||
-        biasType.getDimSize(0) != m->outType.getDimSize(1))
+    }
+    if (bufferRoot(v) == productRoot)
+      return failure(); // the product read otherwise: it is never written
+    auto type = cast<MemRefType>(v.getType());
+    AffineMap map = epilogue.getMatchingIndexingMap(operand);
+    // Read at the loops it names, in order, its other indices zeros: none
+    // (one value), the last (a column's), all but the last (a row's: the
+    // product's rows may be split over several), or all (the element's).
+    SmallVector<unsigned> dims;
+    for (AffineExpr expr : map.getResults()) {
+      if (auto dim = dyn_cast<AffineDimExpr>(expr))
+        dims.push_back(dim.getPosition());
+      else if (auto constant = dyn_cast<AffineConstantExpr>(expr); !constant || constant.getValue() != 0)
+        return failure();
+    }
+    EpilogueInput input{EpilogueInput::Kind::element, 0, type.getElementType()};
+    int64_t elements = rows * columns;
+    auto firstDims = [&](unsigned count) {
+      return dims.size() == count && llvm::all_of(llvm::enumerate(dims), [](auto d) { return d.value() == d.index(); });
+    };
+    if (dims.empty()) {
+      input.kind = EpilogueInput::Kind::scalar;
+      elements = 1;
+    } else if (dims.size() == 1 && dims[0] == last) {
+      input.kind = EpilogueInput::Kind::column;
+      elements = columns;
+    } else if (firstDims(last)) {
+      input.kind = EpilogueInput::Kind::row;
+      elements = rows;
+    } else if (!firstDims(last + 1)) {
       return failure();
-    Value out = epilogue.getDpsInits()[0];
-    FailureOr<unsigned> outArg = wholeBufferArgument(kernel, out, /*swapped=*/false);
-    if (failed(outArg) || cast<MemRefType>(out.getType()).getShape() != m->outType.getShape() ||
-        !cast<MemRefType>(out.getType()).getElementType().isF32())
+    }
+    FailureOr<unsigned> arg = wholeBufferArgument(kernel, v, /*swapped=*/false);
+    if (failed(arg) || type.getNumElements() != elements)
       return failure();
-    return StepBiasEpilogue{biasArg.getArgNumber() - 1, *outArg, bias, out};
+    input.argument = *arg;
+    e.inputs.push_back(input);
   }
-  return failure();
+  // The result: a whole m x n f32 buffer, not an operand of the product
+  // (other blocks still read those while this one writes), nor an input
+  // read other than at its own element.
+  Value out = epilogue.getDpsInits()[0];
+  Value outRoot = bufferRoot(out);
+  FailureOr<unsigned> outArg = wholeBufferArgument(kernel, out, /*swapped=*/false);
+  if (failed(outArg) || cast<MemRefType>(out.getType()).getNumElements() != rows * columns ||
+      outRoot == bufferRoot(m->lhs) || outRoot == bufferRoot(m->rhs))
+    return failure();
+  for (auto [operand, input] : llvm::zip_first(epilogue.getDpsInputOperands(), e.inputs))
+    if (input.kind != EpilogueInput::Kind::element && input.kind != EpilogueInput::Kind::product &&
+        bufferRoot(operand->get()) == outRoot)
+      return failure();
+  e.out = *outArg;
+  // A body that reads what its result held (an op computed in place, into
+  // a dying input: ReuseDyingInputs) reads it as one more input, at the
+  // element it then writes.
+  if (!body->getArgument(inputs).use_empty())
+    e.inputs.push_back({EpilogueInput::Kind::element, *outArg, cast<MemRefType>(out.getType()).getElementType()});
+  return e;
+}
+
+FailureOr<std::optional<StepEpilogue>> mlir::nova::fusedEpilogue(func::FuncOp kernel, std::string &error) {
+  auto attr = kernel->getAttrOfType<DenseI64ArrayAttr>(kGpuEpilogueAttr);
+  if (!attr)
+    return std::optional<StepEpilogue>();
+  linalg::GenericOp matmul = matmulOf(kernel), epilogue;
+  for (Operation *op = matmul ? matmul->getNextNode() : nullptr; op && !epilogue; op = op->getNextNode())
+    epilogue = dyn_cast<linalg::GenericOp>(op);
+  FailureOr<StepEpilogue> e = epilogue ? matchGpuEpilogue(kernel, matmul, epilogue) : FailureOr<StepEpilogue>(failure());
+  if (failed(e) || ArrayRef<int64_t>(e->arguments()) != attr.asArrayRef()) {
+    error = "kernel " + kernel.getSymName().str() + " is no longer the matmul and elementwise op it was configured as";
+    return failure();
+  }
+  return std::optional<StepEpilogue>(*e);
 }
 
 FailureOr<gpu::GPUFuncOp> mlir::nova::buildStepMmaMatmul(gpu::GPUModuleOp module, StringRef name,
@@ -218,17 +289,15 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildStepMmaMatmul(gpu::GPUModuleOp module
     return failure();
   }
   const bool wgmma = plan.config.kind == GpuMmaKind::wgmma;
-  // A bias epilogue: the tile kernel's C is the epilogue's result, and its
-  // bias argument follows C.
+  // A fused elementwise epilogue: the tile kernel's C is the op's result,
+  // and the op's other inputs follow C.
   MmaEpilogue epilogue;
-  std::optional<StepBiasEpilogue> bias;
-  if (auto attr = kernel->getAttrOfType<DenseI64ArrayAttr>(kGpuBiasEpilogueAttr)) {
-    if (attr.size() != 2) {
-      error = "kernel " + kernel.getSymName().str() + " has a malformed " + kGpuBiasEpilogueAttr;
-      return failure();
-    }
-    bias = StepBiasEpilogue{unsigned(attr[0]), unsigned(attr[1]), Value(), Value()};
-    epilogue.bias = true;
+  FailureOr<std::optional<StepEpilogue>> fused = fusedEpilogue(kernel, error);
+  if (failed(fused))
+    return failure();
+  if (*fused) {
+    epilogue.body = (*fused)->op.getBody();
+    epilogue.inputs = (*fused)->inputs;
   }
   FailureOr<gpu::GPUFuncOp> tile = failure();
   if (wgmma) {
@@ -259,9 +328,12 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildStepMmaMatmul(gpu::GPUModuleOp module
   IRMapping map;
   // Split-K: the partial products go to the last argument (the sum kernel
   // launched after this one writes the result).
-  const unsigned out = plan.config.splitK > 1 ? unsigned(types.size() - 1) : bias ? bias->out : args->out;
-  unsigned which[4] = {args->lhs, args->rhs, out, bias ? bias->bias : 0};
-  for (unsigned i = 0; i < (bias ? 4u : 3u); ++i) {
+  const unsigned out = plan.config.splitK > 1 ? unsigned(types.size() - 1) : *fused ? (*fused)->out : args->out;
+  SmallVector<unsigned> which{args->lhs, args->rhs, out};
+  if (*fused)
+    for (int64_t arg : llvm::drop_begin((*fused)->arguments()))
+      which.push_back(unsigned(arg));
+  for (unsigned i = 0; i < which.size(); ++i) {
     if (wgmma && i < 2) {
       map.map(tile->getArgument(i), func.getArgument(which[i]));
       continue;

@@ -16,8 +16,8 @@
 // Operands: f16 and bf16 as they are; f32 as tf32 when the step allows a
 // lower matmul precision (nova.matmul_precision = bf16: tf32 keeps 10
 // mantissa bits, bf16 7, and reads the f32 operands in place). The result
-// is f32, or with a bias epilogue (kGpuBiasEpilogueAttr) the product plus
-// a bias a column, added in registers. A fused lhs prologue, other types and shapes the kernel refuses
+// is f32, or with a fused elementwise epilogue (kGpuEpilogueAttr) that
+// op's result, computed in registers. A fused lhs prologue, other types and shapes the kernel refuses
 // (contiguous extents not whole 16-byte chunks) keep the scalar threads.
 //
 //===----------------------------------------------------------------------===//
@@ -26,6 +26,7 @@
 #define NOVA_COMPILER_TARGET_CUDA_STEPMMAMATMUL_H
 
 #include "compiler/target/cuda/GpuConfigurator.h"
+#include "compiler/target/cuda/GpuMatmulEpilogue.h"
 #include "compiler/target/cuda/TmaMap.h"
 #include "nova/executable_desc.hpp"
 
@@ -33,6 +34,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 
+#include <optional>
 #include <string>
 
 namespace mlir::nova {
@@ -64,18 +66,29 @@ FailureOr<std::vector<::nova::TensorMapDesc>> tensorMapsOf(Operation *kernel);
 FailureOr<StepMmaPlan> planStepMmaMatmul(func::FuncOp kernel, const ::nova::TargetDesc &target,
                                          bool lowPrecision, std::string &why, bool tryBuilding = true);
 
-/// A kernel's matmul followed by `epilogue`, out[i][j] = product[i][j] +
-/// bias[j] over the product's whole m x n buffer (no batch), bias and out
-/// whole kernel buffers: the arguments (after the workgroup number) of the
-/// bias and of out, which the tensor-core kernel can write directly (the
-/// bias added to its accumulators in registers; MmaEpilogue), and the two
-/// as the kernel's bias add reads and writes them. Else failure.
-struct StepBiasEpilogue {
-  unsigned bias = 0, out = 0;
-  Value biasView, outView;
+/// A kernel's matmul followed by `epilogue`, an elementwise op of its
+/// product a GPU matmul kernel can run on its results in registers
+/// (GpuMatmulEpilogue.h): a register epilogue (MatmulKernel.h) of an m x n
+/// product (no batch) whose other inputs are each a column's value, the
+/// element's own or one value, every one the whole of a kernel buffer, and
+/// whose result is the whole of an m x n f32 buffer that neither operand
+/// of the matmul is. Gives the result's argument (after the workgroup
+/// number) and how each input is read (one more, the result's own
+/// element, where the body reads what the result held). Else failure.
+struct StepEpilogue {
+  linalg::GenericOp op;
+  unsigned out = 0;
+  SmallVector<EpilogueInput> inputs;
+
+  /// kGpuEpilogueAttr's value: out, then the non-product inputs' arguments.
+  SmallVector<int64_t> arguments() const;
 };
-FailureOr<StepBiasEpilogue> matchBiasEpilogue(func::FuncOp kernel, linalg::GenericOp matmul,
-                                              linalg::GenericOp epilogue);
+FailureOr<StepEpilogue> matchGpuEpilogue(func::FuncOp kernel, linalg::GenericOp matmul, linalg::GenericOp epilogue);
+
+/// The epilogue nova-gpu-threads fused into `kernel` (kGpuEpilogueAttr),
+/// matched again: null when the kernel has none, failure with `error` when
+/// it is no longer the one recorded.
+FailureOr<std::optional<StepEpilogue>> fusedEpilogue(func::FuncOp kernel, std::string &error);
 
 /// Adds gpu.func `name` to `module` for `kernel` as `plan` says; its
 /// arguments are the kernel's after the workgroup number (split-K: the

@@ -1,7 +1,7 @@
-// An f32 matmul at full precision (the simt kernel) and the bias add of its
-// product are one kernel too (nova.gpu_bias_epilogue): the kernel's zero
-// fill is its accumulators' start, and each result has the bias added
-// before its one store, to the bias add's result.
+// An f32 matmul at full precision (the simt kernel) and an elementwise op
+// of its product are one kernel too (nova.gpu_epilogue): the kernel's zero
+// fill is its accumulators' start, and each result goes through the op's
+// body (here the bias add) before its one store, to the op's result.
 // RUN: env NOVA_TARGET=sm_86 nova-opt %s -nova-lower-to-kernels -verify-each | FileCheck %s
 // RUN: env NOVA_TARGET=sm_86 nova-opt %s -nova-lower-to-kernels -verify-each \
 // RUN:   | nova-opt -pass-pipeline='builtin.module(builtin.module(nova-gpu-map-threads,canonicalize,cse,nova-gpu-outline-kernels{target=sm_86}))' -verify-each \
@@ -11,8 +11,8 @@
 // CHECK-NEXT: memref.alloc
 // CHECK-NEXT: nova.launch @kernels::@[[K:k[0-9]+]](%{{.*}}, %arg0, %arg1, %arg2, %arg3)
 // CHECK-NEXT: return
-// CHECK: func.func @[[K]]({{.*}}nova.gpu_bias_epilogue = array<i64: 3, 4>
-// CHECK-SAME: "generated as the simt kernel over {{.*}}; its bias add fused (added to each result before its store)"
+// CHECK: func.func @[[K]]({{.*}}nova.gpu_epilogue = array<i64: 4, 3>
+// CHECK-SAME: "generated as the simt kernel over {{.*}}; the elementwise op after it fused (run on each result before its store)"
 // CHECK-SAME: simt_matmul
 
 // GPU: gpu.func @nova_[[K:k[0-9]+]](%arg0: memref<64x48xf32>, %arg1: memref<64x32xf32>, %arg2: memref<32x48xf32>, %arg3: memref<48xf32>, %arg4: memref<64x48xf32>) kernel

@@ -1,0 +1,86 @@
+//===- GpuMatmulEpilogue.cpp - a step's elementwise op run on a GPU matmul's results ===//
+
+#include "compiler/target/cuda/GpuMatmulEpilogue.h"
+#include "compiler/target/cuda/GpuBlockReduction.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+
+using namespace mlir;
+using namespace mlir::nova;
+
+MemRefType mlir::nova::epilogueArgumentType(const EpilogueInput &input, int64_t m, int64_t n) {
+  switch (input.kind) {
+  case EpilogueInput::Kind::column:
+    return MemRefType::get({n}, input.element);
+  case EpilogueInput::Kind::row:
+    return MemRefType::get({m}, input.element);
+  case EpilogueInput::Kind::element:
+    return MemRefType::get({m, n}, input.element);
+  case EpilogueInput::Kind::scalar:
+  case EpilogueInput::Kind::product:
+    break;
+  }
+  return MemRefType::get({}, input.element);
+}
+
+Value mlir::nova::applyGpuEpilogue(ImplicitLocOpBuilder &b, Block &body, ArrayRef<EpilogueInput> inputs,
+                                   ValueRange args, Value v, Value row, Value col) {
+  auto pairType = dyn_cast<VectorType>(v.getType());
+  const int64_t lanes = pairType ? pairType.getNumElements() : 1;
+  // Each input's value in each lane.
+  SmallVector<SmallVector<Value, 2>> values;
+  unsigned next = 0;
+  for (const EpilogueInput &input : inputs) {
+    SmallVector<Value, 2> &lane = values.emplace_back();
+    Value loaded;
+    switch (input.kind) {
+    case EpilogueInput::Kind::product:
+      loaded = v;
+      break;
+    case EpilogueInput::Kind::column:
+    case EpilogueInput::Kind::element: {
+      SmallVector<Value, 2> at;
+      if (input.kind == EpilogueInput::Kind::element)
+        at.push_back(row);
+      at.push_back(col);
+      Value arg = args[next++];
+      loaded = pairType ? b.create<vector::LoadOp>(VectorType::get({lanes}, input.element), arg, at).getResult()
+                        : b.create<memref::LoadOp>(arg, at).getResult();
+      break;
+    }
+    case EpilogueInput::Kind::row:
+      loaded = b.create<memref::LoadOp>(args[next++], ValueRange{row});
+      break;
+    case EpilogueInput::Kind::scalar:
+      loaded = b.create<memref::LoadOp>(args[next++], ValueRange{});
+      break;
+    }
+    for (int64_t l = 0; l < lanes; ++l)
+      lane.push_back(isa<VectorType>(loaded.getType()) ? b.create<vector::ExtractOp>(loaded, l).getResult() : loaded);
+  }
+  // Constants the body takes from above it (canonicalization hoists them
+  // out of linalg bodies) are made here: the kernel may be another
+  // function than the op's.
+  IRMapping outside;
+  for (Operation &op : body.without_terminator())
+    for (Value operand : op.getOperands())
+      if (operand.getParentBlock() != &body && !outside.contains(operand))
+        if (Operation *def = operand.getDefiningOp(); def && def->hasTrait<OpTrait::ConstantLike>())
+          outside.map(operand, b.clone(*def)->getResult(0));
+  SmallVector<Value, 2> results;
+  for (int64_t l = 0; l < lanes; ++l) {
+    IRMapping map = outside;
+    for (auto [i, lane] : llvm::enumerate(values))
+      map.map(body.getArgument(unsigned(i)), lane[size_t(l)]);
+    results.push_back(cloneBodyAt(b, body, map, /*loops=*/{})[0]); // arith and math only (isRegisterEpilogue)
+  }
+  if (!pairType)
+    return results[0];
+  Value pair = b.create<arith::ConstantOp>(pairType, DenseElementsAttr::get(pairType, b.getF32FloatAttr(0.0f)));
+  for (int64_t l = 0; l < lanes; ++l)
+    pair = b.create<vector::InsertOp>(results[size_t(l)], pair, l);
+  return pair;
+}
