@@ -110,7 +110,8 @@ std::optional<unsigned> argumentOf(Operation *op, Value view, bool whole = false
 SmallVector<Operation *> computeOps(func::FuncOp kernel) {
   SmallVector<Operation *> ops;
   for (Operation &op : kernel.getBody().front())
-    if (!op.hasTrait<OpTrait::IsTerminator>() && !isa<memref::DeallocOp>(op) && !isMemoryEffectFree(&op))
+    if (!op.hasTrait<OpTrait::IsTerminator>() && !isa<memref::AllocOp, memref::DeallocOp>(op) &&
+        !isMemoryEffectFree(&op))
       ops.push_back(&op);
   return ops;
 }
@@ -267,6 +268,8 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
       SmallVector<Operation *> ops = computeOps(kernel);
       if (ops.size() < 2 || fuseEpilogue(top, kernel, ops, target, lowPrecision))
         continue;
+      if (failed(checkSplittable(kernel, ops)))
+        return signalPassFailure();
       OpBuilder b(kernel);
       b.setInsertionPointAfter(kernel);
       for (size_t i = 0; i < ops.size(); ++i) {
@@ -804,6 +807,32 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
                           SymbolRefAttr::get(ctx, kKernelsModuleName, {FlatSymbolRefAttr::get(ctx, name)}),
                           ValueRange{workspace, launch.getBuffers()[result]});
     }
+  }
+
+  /// A kernel whose ops pass a value through a buffer of its own (a
+  /// memref.alloc in its body: the CPU lowering keeps a matmul's product
+  /// there) cannot be split into a kernel per op: each would have its own
+  /// buffer. The GPU target's kernels pass such values as arguments
+  /// (NOVA_TARGET names the GPU from the first stage on).
+  static LogicalResult checkSplittable(func::FuncOp kernel, ArrayRef<Operation *> ops) {
+    llvm::DenseMap<Operation *, unsigned> readers;
+    for (Operation *op : ops) {
+      llvm::SmallPtrSet<Operation *, 4> allocs;
+      op->walk([&](Operation *inner) {
+        for (Value v : inner->getOperands())
+          if (auto alloc = isa<MemRefType>(v.getType()) ? bufferRoot(v).getDefiningOp<memref::AllocOp>() : nullptr)
+            if (alloc->getBlock() == &kernel.getBody().front())
+              allocs.insert(alloc);
+      });
+      for (Operation *alloc : allocs)
+        if (++readers[alloc] == 2)
+          return kernel.emitError("nova-gpu-threads: kernel ")
+                 << kernel.getSymName() << " passes a value between its ops through a buffer of its own ("
+                 << alloc->getResult(0).getType()
+                 << "), which no split into one GPU kernel per op can share: lower the step for the GPU "
+                    "target from the first stage (NOVA_TARGET=sm_...), which passes it as an argument";
+    }
+    return success();
   }
 
   /// Whether `kernel`, whose compute ops are `ops` (zero fills of the

@@ -330,9 +330,11 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildStepMmaMatmul(gpu::GPUModuleOp module
   // launched after this one writes the result).
   const unsigned out = plan.config.splitK > 1 ? unsigned(types.size() - 1) : *fused ? (*fused)->out : args->out;
   SmallVector<unsigned> which{args->lhs, args->rhs, out};
-  if (*fused)
-    for (int64_t arg : llvm::drop_begin((*fused)->arguments()))
+  if (*fused) {
+    SmallVector<int64_t> inputs = (*fused)->arguments();
+    for (int64_t arg : llvm::drop_begin(inputs))
       which.push_back(unsigned(arg));
+  }
   for (unsigned i = 0; i < which.size(); ++i) {
     if (wgmma && i < 2) {
       map.map(tile->getArgument(i), func.getArgument(which[i]));
