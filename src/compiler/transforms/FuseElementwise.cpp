@@ -8,6 +8,13 @@
 // except a broadcast (free to clone) and a producer the step also returns
 // (fused as one more output of the consumer: multi-output fusion).
 //
+// A value cheap to recompute that is larger than what it is computed from
+// (a one-hot of labels, a broadcast that also scales) is not materialized
+// for several consumers: each consumer that reads it once gets a copy of
+// its own, which then fuses into it. The cross-entropy's one-hot of the
+// labels, read by the loss and by its gradient, was a [tokens, vocabulary]
+// f32 buffer live from the forward to the backward.
+//
 // An elementwise op whose one use is a tensor.expand_shape read elementwise
 // by one consumer is first rewritten over the expanded shape, so that it
 // fuses across the reshape: the bias add of a product [B*T, d] and the
@@ -66,6 +73,55 @@ bool fuseInto(OpOperand *fused) {
     return true;
   return producer && llvm::all_of(producer->getUsers(), [&](Operation *user) { return user == fused->getOwner(); });
 }
+
+/// At most this many ops (besides the yield) in a body cheap enough to
+/// recompute wherever its value is read.
+constexpr size_t kCheapBodyOps = 8;
+
+/// A generic that writes more than it reads and is cheap to recompute: all
+/// loops parallel, one result its body does not read, every input read
+/// through a map that is not a permutation of the loops (a broadcast, the
+/// labels of a one-hot), a body of a few arith ops (and linalg.index).
+bool cheapExpansion(linalg::GenericOp op) {
+  if (op.getNumDpsInits() != 1 || op.getNumLoops() != op.getNumParallelLoops() ||
+      op.payloadUsesValueFromOperand(op.getDpsInitOperand(0)))
+    return false;
+  for (OpOperand *input : op.getDpsInputOperands())
+    if (op.getMatchingIndexingMap(input).isPermutation())
+      return false;
+  Block *body = op.getBody();
+  if (body->getOperations().size() > kCheapBodyOps + 1)
+    return false;
+  return llvm::all_of(body->without_terminator(), [](Operation &inner) {
+    return isa<linalg::IndexOp>(inner) ||
+           (inner.getDialect() && inner.getDialect()->getNamespace() == "arith" && inner.getNumRegions() == 0);
+  });
+}
+
+/// Gives each consumer of a cheap expansion (cheapExpansion) a copy of its
+/// own, when every consumer is a generic that reads it once: each copy
+/// then fuses into its consumer, and the value is never stored.
+struct CloneCheapExpansion : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(linalg::GenericOp producer, PatternRewriter &rewriter) const override {
+    Value result = producer->getResult(0);
+    if (producer->getNumResults() != 1 || result.use_empty() || result.hasOneUse() || !cheapExpansion(producer))
+      return failure();
+    SmallVector<OpOperand *> uses;
+    for (OpOperand &use : result.getUses()) {
+      auto consumer = dyn_cast<linalg::GenericOp>(use.getOwner());
+      if (!consumer || !consumer.isDpsInput(&use) || !readsOnce(&use))
+        return failure();
+      uses.push_back(&use);
+    }
+    for (OpOperand *use : llvm::drop_begin(uses)) {
+      rewriter.setInsertionPoint(use->getOwner());
+      Operation *copy = rewriter.clone(*producer);
+      rewriter.modifyOpInPlace(use->getOwner(), [&] { use->set(copy->getResult(0)); });
+    }
+    return success();
+  }
+};
 
 /// linalg's reshape propagation decides with this: only an expand_shape
 /// (`fused` its source operand) of an all-parallel, non-matmul generic used
@@ -126,7 +182,7 @@ struct NovaFuseElementwise
     RewritePatternSet patterns(&getContext());
     linalg::populateElementwiseOpsFusionPatterns(patterns, fuseInto);
     linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, expandAcross);
-    patterns.add<FuseReturnedProducer>(&getContext());
+    patterns.add<FuseReturnedProducer, CloneCheapExpansion>(&getContext());
     // A step is one long block: region simplification (block merging) costs
     // most of the time and finds nothing to do there.
     GreedyRewriteConfig config;

@@ -66,3 +66,24 @@ func.func @across_reshape(%x: tensor<2x4x4xf32>, %w: tensor<4x6xf32>, %b: tensor
   %4 = nova.add %3, %r : tensor<2x4x6xf32>, tensor<2x4x6xf32>
   return %4 : tensor<2x4x6xf32>
 }
+
+// A one-hot read by two ops (the loss and its gradient) is not stored: each
+// gets a copy of the comparison with the label, fused into it.
+// CHECK-LABEL: func @one_hot_twice
+// CHECK-NOT: linalg.generic {{.*}} ins(%arg1 : tensor<4xi32>)
+// CHECK: %[[LOSS:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}} ins(%arg0, %arg1 : tensor<4x8xf32>, tensor<4xi32>)
+// CHECK: linalg.index 1
+// CHECK: arith.cmpi eq
+// CHECK: %[[GRAD:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]{{.*}} ins(%arg0, %arg1 : tensor<4x8xf32>, tensor<4xi32>)
+// CHECK: linalg.index 1
+// CHECK: arith.cmpi eq
+// CHECK: math.exp
+// CHECK: return %[[LOSS]], %[[GRAD]]
+func.func @one_hot_twice(%logits: tensor<4x8xf32>, %labels: tensor<4xi32>) -> (tensor<4xf32>, tensor<4x8xf32>) {
+  %t = nova.one_hot %labels : tensor<4xi32> -> tensor<4x8xf32>
+  %p = nova.mul %logits, %t : tensor<4x8xf32>, tensor<4x8xf32>
+  %s = nova.reduce_sum %p {axes = array<i64: 1>} : tensor<4x8xf32>
+  %g = nova.sub %logits, %t : tensor<4x8xf32>, tensor<4x8xf32>
+  %e = nova.exp %g : tensor<4x8xf32>
+  return %s, %e : tensor<4xf32>, tensor<4x8xf32>
+}

@@ -600,8 +600,9 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
     }
   }
 
-  /// A fill launched right before the kernel that writes the buffer it
-  /// filled (nothing but allocations between), gone, where that kernel
+  /// A fill launched before the kernel that writes the buffer it filled
+  /// (nothing between but allocations and launches that do not touch that
+  /// buffer), gone, where that kernel
   /// makes the fill's work its own:
   ///   - the mma.sync and wgmma kernels write every element of their result
   ///     from zero (a zero fill; with split-K the sum kernel writes it);
@@ -701,17 +702,20 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
       for (Block &block : step.getBody())
         for (Operation &op : block) {
           auto fillLaunch = dyn_cast<LaunchOp>(&op);
-          if (!fillLaunch)
+          func::FuncOp fillKernel = fillLaunch ? kernelOf(fillLaunch) : func::FuncOp();
+          std::optional<std::pair<unsigned, FloatAttr>> fill = fillKernel ? fillOf(fillKernel) : std::nullopt;
+          if (!fill)
             continue;
+          // The next launch that touches the filled buffer (launches take
+          // whole buffers), past allocations and launches that do not.
+          Value filled = fillLaunch.getBuffers()[fill->first];
           Operation *next = fillLaunch->getNextNode();
-          while (next && isa<memref::AllocOp>(next))
+          while (next && (isa<memref::AllocOp>(next) || (isa<LaunchOp>(next) && !llvm::is_contained(
+                                                                                  cast<LaunchOp>(next).getBuffers(), filled))))
             next = next->getNextNode();
           auto readerLaunch = dyn_cast_or_null<LaunchOp>(next);
-          func::FuncOp fillKernel = kernelOf(fillLaunch);
           func::FuncOp readerKernel = readerLaunch ? kernelOf(readerLaunch) : func::FuncOp();
-          std::optional<std::pair<unsigned, FloatAttr>> fill =
-              fillKernel && readerKernel ? fillOf(fillKernel) : std::nullopt;
-          std::optional<Reader> reader = fill ? readerOf(readerKernel, fill->second) : std::nullopt;
+          std::optional<Reader> reader = readerKernel ? readerOf(readerKernel, fill->second) : std::nullopt;
           if (!reader || readerLaunch.getBuffers()[reader->argument] != fillLaunch.getBuffers()[fill->first] ||
               fill->second.getType() !=
                   cast<MemRefType>(fillLaunch.getBuffers()[fill->first].getType()).getElementType())
