@@ -92,6 +92,14 @@ LogicalResult inferReduce(StringRef opName, std::optional<Location> loc,
 
 } // namespace
 
+/// Text input may give an attribute another type than the op declares
+/// (axes = [1] for array<i64: 1>) or none: the adaptor's own check runs
+/// before inference reads any (its accessors cast unchecked).
+template <typename AdaptorT>
+LogicalResult declaredAttributes(AdaptorT &adaptor, std::optional<Location> loc, MLIRContext *ctx) {
+  return adaptor.verify(loc ? *loc : UnknownLoc::get(ctx));
+}
+
 #define NOVA_INFER_SAME_AS_INPUT(OP)                                           \
   LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location>,  \
                                      Adaptor adaptor,                          \
@@ -127,10 +135,12 @@ NOVA_INFER_BINARY(GreaterOp)
 #undef NOVA_INFER_BINARY
 
 #define NOVA_INFER_REDUCE(OP)                                                  \
-  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
+  LogicalResult OP::inferReturnTypes(MLIRContext *ctx,                         \
                                      std::optional<Location> loc,              \
                                      Adaptor adaptor,                          \
                                      SmallVectorImpl<Type> &inferred) {        \
+    if (failed(declaredAttributes(adaptor, loc, ctx)))                         \
+      return failure();                                                        \
     return inferReduce(OP::getOperationName(), loc, adaptor.getInput(),        \
                        adaptor.getAxes(), flag(adaptor.getKeepDimsAttr(), false),  \
                        inferred);    \
@@ -140,10 +150,12 @@ NOVA_INFER_REDUCE(ReduceMeanOp)
 NOVA_INFER_REDUCE(ReduceMaxOp)
 #undef NOVA_INFER_REDUCE
 
-LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *ctx,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &inferred) {
+  if (failed(declaredAttributes(adaptor, loc, ctx)))
+    return failure();
   auto lhs = cast<RankedTensorType>(adaptor.getLhs().getType());
   auto rhs = cast<RankedTensorType>(adaptor.getRhs().getType());
   auto fail = [&](const Twine &why) {
@@ -173,10 +185,12 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *ctx,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
+  if (failed(declaredAttributes(adaptor, loc, ctx)))
+    return failure();
   auto type = cast<RankedTensorType>(adaptor.getInput().getType());
   ArrayRef<int64_t> perm = adaptor.getPermutation();
   int64_t rank = type.getRank();
@@ -212,26 +226,32 @@ static LogicalResult inferAlongAxis(StringRef opName, std::optional<Location> lo
   return success();
 }
 
-LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *,
+LogicalResult SoftmaxOp::inferReturnTypes(MLIRContext *ctx,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &inferred) {
+  if (failed(declaredAttributes(adaptor, loc, ctx)))
+    return failure();
   return inferAlongAxis(getOperationName(), loc, adaptor.getInput(),
                         adaptor.getAxisAttr(), inferred);
 }
 
-LogicalResult LogSoftmaxOp::inferReturnTypes(MLIRContext *,
+LogicalResult LogSoftmaxOp::inferReturnTypes(MLIRContext *ctx,
                                              std::optional<Location> loc,
                                              Adaptor adaptor,
                                              SmallVectorImpl<Type> &inferred) {
+  if (failed(declaredAttributes(adaptor, loc, ctx)))
+    return failure();
   return inferAlongAxis(getOperationName(), loc, adaptor.getInput(),
                         adaptor.getAxisAttr(), inferred);
 }
 
-LogicalResult GradientOp::inferReturnTypes(MLIRContext *,
+LogicalResult GradientOp::inferReturnTypes(MLIRContext *ctx,
                                            std::optional<Location> loc,
                                            Adaptor adaptor,
                                            SmallVectorImpl<Type> &inferred) {
+  if (failed(declaredAttributes(adaptor, loc, ctx)))
+    return failure();
   auto loss = cast<RankedTensorType>(adaptor.getLoss().getType());
   if (loss.getRank() != 0)
     return emitOptionalError(loc, "'nova.gradient' op the loss must be a scalar "
@@ -248,8 +268,10 @@ LogicalResult GradientOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
                                         Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  if (failed(declaredAttributes(adaptor, loc, ctx)))
+    return failure();
   auto type = cast<RankedTensorType>(adaptor.getInput().getType());
   ArrayRef<int64_t> offsets = adaptor.getOffsets(), sizes = adaptor.getSizes();
   bool ok = static_cast<int64_t>(offsets.size()) == type.getRank() &&
@@ -263,8 +285,10 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
   return success();
 }
 
-LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult PadOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
                                       Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  if (failed(declaredAttributes(adaptor, loc, ctx)))
+    return failure();
   auto type = cast<RankedTensorType>(adaptor.getInput().getType());
   ArrayRef<int64_t> low = adaptor.getLow(), high = adaptor.getHigh();
   if (static_cast<int64_t>(low.size()) != type.getRank() ||
@@ -281,8 +305,10 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc
   return success();
 }
 
-LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  if (failed(declaredAttributes(adaptor, loc, ctx)))
+    return failure();
   auto table = cast<RankedTensorType>(adaptor.getTable().getType());
   auto indices = cast<RankedTensorType>(adaptor.getIndices().getType());
   if (table.getRank() != 2)
@@ -308,8 +334,10 @@ LogicalResult ScatterAddOp::verify() {
   return success();
 }
 
-LogicalResult DropoutOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult DropoutOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
                                           Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  if (failed(declaredAttributes(adaptor, loc, ctx)))
+    return failure();
   auto seed = cast<TensorType>(adaptor.getSeed().getType());
   FloatAttr rate = adaptor.getRateAttr();
   if (!seed.hasRank() || seed.getRank() != 0)
@@ -430,9 +458,11 @@ static RankedTensorType attentionOutType(Type qkvType) {
                                qkv.getElementType());
 }
 
-LogicalResult CausalAttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult CausalAttentionOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
                                                   Adaptor adaptor,
                                                   SmallVectorImpl<Type> &inferred) {
+  if (failed(declaredAttributes(adaptor, loc, ctx)))
+    return failure();
   if (failed(checkQkv(getOperationName(), loc, adaptor.getQkv().getType(),
                       adaptor.getHeadsAttr() ? adaptor.getHeads() : 0)))
     return failure();
@@ -440,9 +470,11 @@ LogicalResult CausalAttentionOp::inferReturnTypes(MLIRContext *, std::optional<L
   return success();
 }
 
-LogicalResult CausalAttentionGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult CausalAttentionGradOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
                                                       Adaptor adaptor,
                                                       SmallVectorImpl<Type> &inferred) {
+  if (failed(declaredAttributes(adaptor, loc, ctx)))
+    return failure();
   if (failed(checkQkv(getOperationName(), loc, adaptor.getQkv().getType(),
                       adaptor.getHeadsAttr() ? adaptor.getHeads() : 0)))
     return failure();
@@ -520,8 +552,10 @@ static LogicalResult checkLayerNorm(StringRef opName, std::optional<Location> lo
   return success();
 }
 
-LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
                                             Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  if (failed(declaredAttributes(adaptor, loc, ctx)))
+    return failure();
   if (failed(checkLayerNorm(getOperationName(), loc, adaptor.getInput().getType(),
                             adaptor.getGamma().getType(), adaptor.getBeta().getType(), false)))
     return failure();
@@ -529,8 +563,10 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
   return success();
 }
 
-LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
                                                 Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  if (failed(declaredAttributes(adaptor, loc, ctx)))
+    return failure();
   inferred.push_back(adaptor.getInput().getType());
   return success();
 }

@@ -259,3 +259,21 @@ func.func @attention_kernel_init(%x: memref<2x8x12xf32>, %o: memref<2x8x12xf32>)
   nova.attention_kernel ins(%x : memref<2x8x12xf32>) outs(%o : memref<2x8x12xf32>) {heads = 2 : i64, scale = 1.0 : f64}
   return
 }
+
+// -----
+
+// An attribute of another type than declared (an array, not array<i64>)
+// is an error, not read as one.
+func.func @reduce_axes_type(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{'nova.reduce_sum' op attribute 'axes' failed to satisfy constraint: i64 dense array attribute}}
+  %0 = nova.reduce_sum %a {axes = [1]} : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_no_axis(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{'nova.softmax' op requires attribute 'axis'}}
+  %0 = nova.softmax %a : tensor<4x8xf32>
+  return
+}
