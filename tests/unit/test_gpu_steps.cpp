@@ -546,6 +546,20 @@ TEST_CASE("with bf16 matmuls, a GPT's products read bf16 copies of their operand
   }
 }
 
+/// Runs `f` compiled (on the emulated GPU NOVA_TARGET names) and in the
+/// interpreter on `args`: checks the results agree within `bound` and the
+/// compiled step's launches number `launches`; returns its description.
+template <typename F, typename... Args>
+nova::ExecutableDesc emulated_against_interpreter(F f, double bound, std::size_t launches, const Args&... args) {
+  Tensor got = nova::jit(f)(args...);
+  Tensor want = nova::jit(f, nova::ExecMode::interpreted)(args...);
+  CHECK(rel_error(got, want) <= bound);
+  const nova::ExecutableDesc* desc = nova::jit(f).executable(args...)->description();
+  REQUIRE(desc != nullptr);
+  CHECK(desc->launches.size() == launches);
+  return *desc;
+}
+
 TEST_CASE("a linear layer's bias add runs in its matmul kernel (its epilogue, in registers): one launch on an emulated A100 (tf32 mma.sync), H100 (bf16 wgmma) and RTX 3060 (f32 simt), within the precision's bound of the interpreter") {
   // x [70, 40] (edge tiles), w [40, 96], b [96]: x w + b.
   Env env;
@@ -562,13 +576,8 @@ TEST_CASE("a linear layer's bias add runs in its matmul kernel (its epilogue, in
     env.set("NOVA_TARGET", c.chip);
     nova::set_matmul_precision(c.precision);
     Tensor x = g.randn({70, 40}), w = g.randn({40, 96}), b = g.randn({96});
-    Tensor got = nova::jit(linear)(x, w, b);
-    Tensor want = nova::jit(linear, nova::ExecMode::interpreted)(x, w, b);
-    CHECK(rel_error(got, want) <= c.bound);
-    const nova::ExecutableDesc* desc = nova::jit(linear).executable(x, w, b)->description();
-    REQUIRE(desc != nullptr);
-    CHECK(desc->launches.size() == c.launches);
-    std::string ptx(desc->object.begin(), desc->object.end());
+    nova::ExecutableDesc desc = emulated_against_interpreter(linear, c.bound, c.launches, x, w, b);
+    std::string ptx(desc.object.begin(), desc.object.end());
     CHECK(ptx.find(std::string(".target ") + c.chip) != std::string::npos);
   }
 }
@@ -600,20 +609,9 @@ TEST_CASE("a matmul's elementwise epilogue reading a residual, a bias, a row's s
     env.set("NOVA_TARGET", c.chip);
     nova::set_matmul_precision(c.precision);
     Tensor x = g.randn({2, 35, 40}), w = g.randn({40, 96}), b = g.randn({96}), r = g.randn({2, 35, 96});
-    Tensor got = nova::jit(residual)(x, w, b, r);
-    Tensor want = nova::jit(residual, nova::ExecMode::interpreted)(x, w, b, r);
-    CHECK(rel_error(got, want) <= c.bound);
-    const nova::ExecutableDesc* desc = nova::jit(residual).executable(x, w, b, r)->description();
-    REQUIRE(desc != nullptr);
-    CHECK(desc->launches.size() == c.residual_launches);
-
+    emulated_against_interpreter(residual, c.bound, c.residual_launches, x, w, b, r);
     Tensor x2 = g.randn({70, 40}), a = g.randn({70, 96});
-    Tensor got2 = nova::jit(scaled)(x2, w, a);
-    Tensor want2 = nova::jit(scaled, nova::ExecMode::interpreted)(x2, w, a);
-    CHECK(rel_error(got2, want2) <= c.bound);
-    const nova::ExecutableDesc* desc2 = nova::jit(scaled).executable(x2, w, a)->description();
-    REQUIRE(desc2 != nullptr);
-    CHECK(desc2->launches.size() == c.scaled_launches);
+    emulated_against_interpreter(scaled, c.bound, c.scaled_launches, x2, w, a);
   }
 }
 
