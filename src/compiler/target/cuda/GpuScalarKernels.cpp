@@ -184,7 +184,8 @@ void mlir::nova::buildAttentionHead(OpBuilder &b, AttentionKernelOp op, Value un
   });
 }
 
-std::optional<mlir::nova::AttentionRowsPlan> mlir::nova::planAttentionRows(AttentionKernelOp op) {
+std::optional<mlir::nova::AttentionRowsPlan> mlir::nova::planAttentionRows(AttentionKernelOp op,
+                                                                           int64_t maxSharedBytes) {
   if (op.headDim() > kAttentionRowsMaxHeadDim)
     return std::nullopt;
   const int64_t T = op.seq(), hd = op.headDim();
@@ -217,7 +218,7 @@ std::optional<mlir::nova::AttentionRowsPlan> mlir::nova::planAttentionRows(Atten
     plan.sharedBytes = plan.statsBytes + tiles;
     // The statistics of a long sequence's rows do not fit: the kernel of
     // a thread per (batch, head), which keeps them in registers.
-    if (plan.sharedBytes > kAttentionMaxSharedBytes)
+    if (plan.sharedBytes > maxSharedBytes)
       return std::nullopt;
   }
   plan.threads = plan.rows * plan.lanes;

@@ -75,12 +75,11 @@ inline constexpr int64_t kAttentionBackwardThreads = 512;
 inline constexpr int64_t kAttentionLaneBytes = 64;
 /// The bytes of one of the two tiles, at most.
 inline constexpr int64_t kAttentionTileBytes = 16384;
-/// The shared memory a block may take, at most: what every built-in GPU
-/// target allows a block (sm_86 and sm_89 opt into 99 KiB). The
-/// backward's statistics (3 x T values) of longer sequences than that
-/// allows (T = 5461 in f32 at heads of 64) leave it the kernel of a thread
-/// per (batch, head).
-inline constexpr int64_t kAttentionMaxSharedBytes = 96 * 1024;
+/// The shared memory the backward's block may take, at most, is the
+/// target's (opt-in: 163 KiB on sm_80, 99 KiB on sm_86 and sm_89, 227 KiB
+/// on sm_90a; GpuThreads.cpp). The statistics (3 x T values) of longer
+/// sequences than that allows leave it the kernel of a thread per (batch,
+/// head).
 
 struct AttentionRowsPlan {
   int64_t threads = 0, blocks = 0, sharedBytes = 0;
@@ -94,8 +93,9 @@ struct AttentionRowsPlan {
 };
 
 /// The plan for `op`, or none when its heads are too wide (or, backward,
-/// its sequence too long: kAttentionMaxSharedBytes).
-std::optional<AttentionRowsPlan> planAttentionRows(AttentionKernelOp op);
+/// its shared memory would pass `maxSharedBytes`: the target's limit when
+/// configuring, the kernel's recorded bytes when building it).
+std::optional<AttentionRowsPlan> planAttentionRows(AttentionKernelOp op, int64_t maxSharedBytes);
 
 /// `op`'s rows at b's insertion point, as `plan` says, for the thread
 /// `thread` of block `block`.

@@ -158,7 +158,15 @@ struct Units {
   std::string what;
 };
 
-Units unitsOf(Operation *op) {
+/// The shared memory a block may take on `target` (opt-in where it has one).
+int64_t attentionSharedLimit(const ::nova::TargetDesc &target) {
+  return std::max(target.smem_per_block, target.smem_per_block_optin);
+}
+
+/// `attentionShared`: the shared memory an attention backward's block may
+/// take (attentionSharedLimit when configuring, the kernel's recorded bytes
+/// when mapping; 0: the thread per (batch, head)).
+Units unitsOf(Operation *op, int64_t attentionShared = 0) {
   if (auto norm = dyn_cast<LayerNormKernelOp>(op)) {
     if (layerNormByWarps(norm))
       return {Units::warps, norm.rows(),
@@ -167,7 +175,7 @@ Units unitsOf(Operation *op) {
   }
   if (auto attention = dyn_cast<AttentionKernelOp>(op)) {
     int64_t n = attention.batch() * attention.getHeads();
-    if (std::optional<AttentionRowsPlan> rows = planAttentionRows(attention)) {
+    if (std::optional<AttentionRowsPlan> rows = planAttentionRows(attention, attentionShared)) {
       std::string perRow = rows->lanes == 1 ? std::string("a thread")
                                             : llvm::formatv("{0} threads (their shuffles sum a dot product)",
                                                             rows->lanes)
@@ -190,7 +198,7 @@ Units unitsOf(Operation *op) {
     return {Units::points, n,
             llvm::formatv("{0} attention (batch, head) pairs (a sequence of {1}: its rows' softmax statistics "
                           "and tiles would pass {2} bytes of shared memory)",
-                          n, attention.seq(), kAttentionMaxSharedBytes)};
+                          n, attention.seq(), attentionShared)};
   }
   if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
     SmallVector<int64_t> ranges = linalgOp.getStaticLoopRanges();
@@ -353,7 +361,8 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
         simt = cast<linalg::GenericOp>(ops[0]);
       if (simt && configureSimtMatmul(kernel, simt, target, notMma))
         continue;
-      Units units = ops.size() == 1 ? unitsOf(ops[0]) : Units{Units::one, 1, "no compute op"};
+      const int64_t attentionShared = attentionSharedLimit(target);
+      Units units = ops.size() == 1 ? unitsOf(ops[0], attentionShared) : Units{Units::one, 1, "no compute op"};
       int64_t threads = 1, blocks = 1;
       if (units.kind == Units::block) {
         threads = 32;
@@ -363,7 +372,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
         isBlockReduction(cast<linalg::GenericOp>(ops[0]), threads, &shared);
         kernel->setAttr(kGpuSharedBytesAttr, i64(shared));
       } else if (units.kind == Units::attentionRows) {
-        AttentionRowsPlan rows = *planAttentionRows(cast<AttentionKernelOp>(ops[0]));
+        AttentionRowsPlan rows = *planAttentionRows(cast<AttentionKernelOp>(ops[0]), attentionShared);
         threads = rows.threads;
         blocks = rows.blocks;
         if (rows.sharedBytes > 0)
@@ -1106,7 +1115,10 @@ LogicalResult mapKernel(func::FuncOp kernel, LoweringConfigAttr config) {
   if (ops.empty())
     return success();
   Operation *op = ops[0];
-  Units units = unitsOf(op);
+  // An attention's plan as configured: within the shared memory it recorded.
+  auto shared = kernel->getAttrOfType<IntegerAttr>(kGpuSharedBytesAttr);
+  const int64_t attentionShared = shared ? shared.getInt() : 0;
+  Units units = unitsOf(op, attentionShared);
   // Its output's start where the fill before it was dropped.
   auto init = kernel->getAttrOfType<FloatAttr>(kGpuOutputInitAttr);
   IRRewriter rewriter(kernel.getContext());
@@ -1139,7 +1151,7 @@ LogicalResult mapKernel(func::FuncOp kernel, LoweringConfigAttr config) {
     auto attention = cast<AttentionKernelOp>(op);
     b.setInsertionPoint(op);
     Value block = b.create<gpu::BlockIdOp>(l, gpu::Dimension::x);
-    buildAttentionRows(b, attention, *planAttentionRows(attention), at.thread, block);
+    buildAttentionRows(b, attention, *planAttentionRows(attention, attentionShared), at.thread, block);
     op->erase();
     return success();
   }
