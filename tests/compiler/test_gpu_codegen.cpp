@@ -8,6 +8,7 @@
 
 #include "compiler/target/cuda/GpuConfigurator.h"
 #include "compiler/target/cuda/MmaMatmulKernel.h"
+#include "compiler/target/cuda/PtxAssembler.h"
 #include "compiler/target/cuda/PtxEmitter.h"
 #include "nova/target.hpp"
 
@@ -21,6 +22,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace mlir;
@@ -115,4 +117,44 @@ TEST_CASE("CUDA codegen: the configurator's matmul decisions become PTX that ptx
     ++assembled;
   }
   MESSAGE(assembled << " kernels assembled by ptxas");
+}
+
+TEST_CASE("CUDA codegen: ptxas compiles a step's kernels on every CPU (--split-compile 0), and an older ptxas that does not know the option assembles without it") {
+  const std::string ptxas = ptxasPath();
+  if (ptxas.empty()) {
+    MESSAGE("no ptxas: not checked");
+    return;
+  }
+  // An empty kernel, and a ptxas that refuses the option as ptxas refuses
+  // any it does not know, else runs the real one; each call logged.
+  const std::string ptx = ".version 7.6\n.target sm_80\n.address_size 64\n.visible .entry nova_empty()\n{\n  ret;\n}\n";
+  char dir[] = "/tmp/nova-old-ptxas-XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  const std::string fake = std::string(dir) + "/ptxas", calls = std::string(dir) + "/calls";
+  {
+    std::ofstream script(fake);
+    script << "#!/bin/sh\necho \"$*\" >> " << calls << "\n"
+           << "case \" $* \" in *' --split-compile '*) echo \"ptxas fatal   : Unknown option '-split-compile'\" >&2; "
+           << "exit 1;; esac\nexec " << ptxas << " \"$@\"\n";
+  }
+  REQUIRE(chmod(fake.c_str(), 0755) == 0);
+  for (const std::string &tool : {ptxas, fake}) {
+    CAPTURE(tool);
+    std::string error;
+    FailureOr<Cubin> cubin = assemblePtx(tool, ptx, "sm_80", error);
+    INFO(error);
+    REQUIRE(succeeded(cubin));
+    REQUIRE(cubin->kernels.size() == 1);
+    CHECK(cubin->kernels[0].name == "nova_empty");
+  }
+  std::ifstream log(calls);
+  std::string first, second, third;
+  std::getline(log, first);
+  std::getline(log, second);
+  CHECK(first.find("--split-compile 0") != std::string::npos);
+  CHECK(second.find("--split-compile") == std::string::npos);
+  CHECK(!std::getline(log, third));
+  std::remove(calls.c_str());
+  std::remove(fake.c_str());
+  rmdir(dir);
 }

@@ -96,13 +96,27 @@ FailureOr<Cubin> mlir::nova::assemblePtx(llvm::StringRef ptxas, llvm::StringRef 
     os << ptx;
   }
   std::string arch = ("-arch=" + chip).str();
-  llvm::SmallVector<llvm::StringRef> args = {ptxas, "-v", "-O3", arch, input, "-o", output};
   std::optional<llvm::StringRef> redirects[] = {llvm::StringRef(""), llvm::StringRef(""),
                                                 llvm::StringRef(log)};
   std::string launchError;
-  int rc = llvm::sys::ExecuteAndWait(ptxas, args, /*Env=*/std::nullopt, redirects,
-                                     /*SecondsToWait=*/0, /*MemoryLimit=*/0, &launchError);
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> logText = llvm::MemoryBuffer::getFile(log);
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> logText = std::unique_ptr<llvm::MemoryBuffer>();
+  auto run = [&](bool split) {
+    llvm::SmallVector<llvm::StringRef> args = {ptxas, "-v", "-O3", arch, input, "-o", output};
+    // The kernels compiled on every CPU, where ptxas has the option (13.0
+    // does; its help says the code changes little if at all). A medium
+    // GPT step's 112 kernels: 5.65 -> 4.29 s on 2 cores.
+    if (split)
+      args.append({"--split-compile", "0"});
+    launchError.clear();
+    int rc = llvm::sys::ExecuteAndWait(ptxas, args, /*Env=*/std::nullopt, redirects,
+                                       /*SecondsToWait=*/0, /*MemoryLimit=*/0, &launchError);
+    logText = llvm::MemoryBuffer::getFile(log);
+    return rc;
+  };
+  int rc = run(/*split=*/true);
+  // An older ptxas that does not know the option: without it.
+  if (rc != 0 && launchError.empty() && logText && (*logText)->getBuffer().contains("split-compile"))
+    rc = run(/*split=*/false);
   llvm::StringRef text = logText ? (*logText)->getBuffer() : llvm::StringRef();
   if (rc != 0) {
     if (!launchError.empty()) {
