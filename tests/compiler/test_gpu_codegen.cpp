@@ -8,6 +8,8 @@
 
 #include "compiler/target/cuda/GpuConfigurator.h"
 #include "compiler/target/cuda/MmaMatmulKernel.h"
+#include "compiler/target/cuda/ParallelPtx.h"
+#include "compiler/target/cuda/WgmmaMatmulKernel.h"
 #include "compiler/target/cuda/PtxAssembler.h"
 #include "compiler/target/cuda/PtxEmitter.h"
 #include "nova/target.hpp"
@@ -21,6 +23,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <sstream>
+#include <regex>
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -157,4 +162,124 @@ TEST_CASE("CUDA codegen: ptxas compiles a step's kernels on every CPU (--split-c
   std::remove(calls.c_str());
   std::remove(fake.c_str());
   rmdir(dir);
+}
+
+namespace {
+
+/// Each entry's text in `ptx`, by name, with the names LLVM numbers per
+/// module made one: shared variables (__mbarrier, __mbarrier_12) and branch
+/// labels ($L__BB3_1: function 3's block 1; labels are the function's own).
+std::map<std::string, std::string> entriesOf(const std::string &ptx) {
+  std::map<std::string, std::string> entries;
+  const std::regex numbered("__[A-Za-z][A-Za-z_]*?(_[0-9]+)?\\b"), label("\\$L__BB[0-9]+_");
+  std::string name, body;
+  int depth = 0;
+  bool inside = false, opened = false;
+  std::istringstream in(ptx);
+  for (std::string line; std::getline(in, line);) {
+    if (!inside && line.rfind(".visible .entry ", 0) == 0) {
+      name = line.substr(16, line.find('(') - 16);
+      inside = true;
+      opened = false;
+      depth = 0;
+      body.clear();
+    }
+    if (!inside)
+      continue;
+    body += std::regex_replace(std::regex_replace(line, numbered, "__N"), label, "$L__BB_") + "\n";
+    std::string code = line.substr(0, line.find("//"));
+    for (char ch : code)
+      depth += ch == '{' ? 1 : ch == '}' ? -1 : 0;
+    opened = opened || depth > 0;
+    if (opened && depth == 0) {
+      entries[name] = body;
+      inside = false;
+    }
+  }
+  return entries;
+}
+
+} // namespace
+
+TEST_CASE("CUDA codegen: a step's kernels emitted in shards on several threads give the one module's PTX, each entry as emitted alone, and ptxas accepts it") {
+  // Nine kernels on sm_90a: mma.sync of several shapes and TMA + wgmma
+  // (whose inline asm closes braces in the first column).
+  ::nova::TargetDesc target = ::nova::named_target("sm_90a");
+  DialectRegistry registry;
+  registerGpuCodegenDialects(registry);
+  MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
+  gpu::GPUModuleOp kernels = addKernelsModule(*module);
+  std::vector<std::string> names;
+  for (int i = 0; i < 9; ++i) {
+    GpuMatmulProblem p;
+    p.m = 256 * (1 + i % 3);
+    p.n = 128 * (1 + i % 2);
+    p.k = 256;
+    p.operand = i % 2 ? GpuOperand::f16 : GpuOperand::bf16;
+    p.allowWgmma = i % 3 == 0;
+    p.allowSplitK = false;
+    GpuMatmulConfig config = configureGpuMatmul(p, target);
+    std::string name = "nova_k" + std::to_string(i), error;
+    CAPTURE(config.describe());
+    if (config.kind == GpuMmaKind::wgmma)
+      REQUIRE_MESSAGE(succeeded(buildWgmmaMatmulKernel(kernels, name, p, config, error)), error);
+    else
+      REQUIRE_MESSAGE(succeeded(buildMmaSyncMatmulKernel(kernels, name, p, config, error)), error);
+    names.push_back(name);
+  }
+  REQUIRE(succeeded(verify(*module)));
+  OwningOpRef<ModuleOp> alone = cast<ModuleOp>((*module)->clone());
+  std::string error;
+  FailureOr<std::string> serial = emitPtx(*alone, target, error);
+  REQUIRE_MESSAGE(succeeded(serial), error);
+  FailureOr<std::string> parallel = emitPtxInParallel(*module, target, /*threads=*/3, error);
+  REQUIRE_MESSAGE(succeeded(parallel), error);
+  // Two shards (at least 4 kernels a shard), merged.
+  CHECK(parallel->find("merged from 2 modules") != std::string::npos);
+  CHECK(count(*parallel, "wgmma.mma_async") == count(*serial, "wgmma.mma_async"));
+  CHECK(count(*parallel, "wgmma.mma_async") > 0);
+  CHECK(count(*parallel, ".b8 __dynamic_shmem__0;") == 1);
+  std::map<std::string, std::string> want = entriesOf(*serial), got = entriesOf(*parallel);
+  REQUIRE(want.size() == names.size());
+  for (const std::string &name : names) {
+    CAPTURE(name);
+    CHECK(got[name] == want[name]);
+  }
+  // In the module's order.
+  size_t last = 0;
+  for (const std::string &name : names) {
+    size_t at = parallel->find(".visible .entry " + name + "(");
+    REQUIRE(at != std::string::npos);
+    CHECK(at > last);
+    last = at;
+  }
+  const std::string ptxas = ptxasPath();
+  if (ptxas.empty())
+    return;
+  std::string assembleError;
+  FailureOr<Cubin> cubin = assemblePtx(ptxas, *parallel, target.cpu, assembleError);
+  INFO(assembleError);
+  REQUIRE(succeeded(cubin));
+  CHECK(cubin->kernels.size() == names.size());
+}
+
+TEST_CASE("CUDA codegen: PTX shards with module-scope text the merge does not know, or headers that differ, are not merged") {
+  const std::string header = ".version 8.0\n.target sm_90a\n.address_size 64\n\n";
+  const std::string a = header + ".visible .entry nova_a()\n{\n\tret;\n}\n";
+  const std::string b = header + ".visible .entry nova_b()\n{\n\tret;\n}\n";
+  std::optional<std::string> merged = mergePtxShards({a, b}, {"nova_b", "nova_a"});
+  REQUIRE(merged);
+  CHECK(merged->find("nova_b") < merged->find("nova_a"));
+  // A global each shard defines: two definitions of one symbol.
+  const std::string global = ".global .align 4 .b8 __unnamed_1[4];\n";
+  CHECK(!mergePtxShards({header + global + ".visible .entry nova_a()\n{\n\tret;\n}\n", b}, {"nova_a", "nova_b"}));
+  // Another PTX version.
+  std::string other = b;
+  other.replace(other.find("8.0"), 3, "7.6");
+  CHECK(!mergePtxShards({a, other}, {"nova_a", "nova_b"}));
+  // An entry missing from the list, or listed and absent.
+  CHECK(!mergePtxShards({a, b}, {"nova_a"}));
+  CHECK(!mergePtxShards({a}, {"nova_a", "nova_b"}));
 }

@@ -4,6 +4,7 @@
 #include "compiler/target/cuda/GpuConfigurator.h"
 #include "compiler/Pipeline.h"
 #include "compiler/target/cuda/PtxAssembler.h"
+#include "compiler/target/cuda/ParallelPtx.h"
 #include "compiler/target/cuda/PtxEmitter.h"
 #include "compiler/transforms/Kernels.h"
 #include "compiler/transforms/MatmulKernel.h"
@@ -14,6 +15,7 @@
 #include "mlir/Transforms/Passes.h"
 
 #include <algorithm>
+#include <thread>
 
 using namespace mlir;
 using namespace mlir::nova;
@@ -124,13 +126,16 @@ std::vector<mlir::nova::Stage> mlir::nova::CudaTarget::codegenStages() const {
 FailureOr<Artifact> mlir::nova::CudaTarget::emit(ModuleOp kernels, const PipelineOptions &options,
                                                  CompileReport &report, std::string &error) const {
   Stopwatch clock;
-  FailureOr<std::string> ptx = emitPtx(kernels, desc, error);
+  // The kernels in shards, one a CPU (ParallelPtx.h).
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  FailureOr<std::string> ptx = emitPtxInParallel(kernels, desc, threads, error);
   if (failed(ptx))
     return failure();
   // A named string: GCC 12 warns (-Warray-bounds, wrongly) on the literal
   // made a temporary std::string here.
   static const std::string kPtxPhase = "PTX (MLIR to NVVM, LLVM NVPTX)";
   report.add(kPtxPhase, clock.lap());
+  report.codegenThreads = threads;
   Artifact artifact;
   artifact.format = "ptx";
   artifact.bytes.assign(ptx->begin(), ptx->end());
