@@ -201,7 +201,7 @@ std::map<std::string, std::string> entriesOf(const std::string &ptx) {
 
 } // namespace
 
-TEST_CASE("CUDA codegen: a step's kernels emitted in shards on several threads give the one module's PTX, each entry as emitted alone, and ptxas accepts it") {
+TEST_CASE("CUDA codegen: a step's kernels emitted in shards on several threads give the one module's PTX, each entry as emitted alone, the same on any number of threads, and ptxas accepts it") {
   // Nine kernels on sm_90a: mma.sync of several shapes and TMA + wgmma
   // (whose inline asm closes braces in the first column).
   ::nova::TargetDesc target = ::nova::named_target("sm_90a");
@@ -234,10 +234,14 @@ TEST_CASE("CUDA codegen: a step's kernels emitted in shards on several threads g
   std::string error;
   FailureOr<std::string> serial = emitPtx(*alone, target, error);
   REQUIRE_MESSAGE(succeeded(serial), error);
-  FailureOr<std::string> parallel = emitPtxInParallel(*module, target, /*threads=*/3, error);
+  FailureOr<std::string> parallel = emitPtxInParallel(*module, target, /*threads=*/2, error, /*kernelsPerShard=*/4);
   REQUIRE_MESSAGE(succeeded(parallel), error);
-  // Two shards (at least 4 kernels a shard), merged.
-  CHECK(parallel->find("merged from 2 modules") != std::string::npos);
+  // Three shards of up to 4 kernels on two threads, merged; on three
+  // threads (the module is left as it was) the same text.
+  CHECK(parallel->find("merged from 3 modules") != std::string::npos);
+  FailureOr<std::string> three = emitPtxInParallel(*module, target, /*threads=*/3, error, /*kernelsPerShard=*/4);
+  REQUIRE_MESSAGE(succeeded(three), error);
+  CHECK(*three == *parallel);
   CHECK(count(*parallel, "wgmma.mma_async") == count(*serial, "wgmma.mma_async"));
   CHECK(count(*parallel, "wgmma.mma_async") > 0);
   CHECK(count(*parallel, ".b8 __dynamic_shmem__0;") == 1);

@@ -10,15 +10,12 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <atomic>
 #include <thread>
 
 using namespace mlir;
 
 namespace {
-
-/// Fewer kernels than this a shard are not worth a thread's print, parse
-/// and backend start.
-constexpr size_t kMinKernelsPerShard = 4;
 
 /// A shard's PTX taken apart: header lines (.version, .target,
 /// .address_size), module-scope declarations, entries by name (each from
@@ -130,7 +127,7 @@ std::optional<std::string> mlir::nova::mergePtxShards(const std::vector<std::str
 }
 
 FailureOr<std::string> mlir::nova::emitPtxInParallel(ModuleOp module, const ::nova::TargetDesc &target,
-                                                     unsigned threads, std::string &error) {
+                                                     unsigned threads, std::string &error, size_t kernelsPerShard) {
   auto gpuModules = llvm::to_vector(module.getOps<gpu::GPUModuleOp>());
   if (gpuModules.size() != 1)
     return emitPtx(module, target, error);
@@ -142,8 +139,8 @@ FailureOr<std::string> mlir::nova::emitPtxInParallel(ModuleOp module, const ::no
     else if (!op.hasTrait<OpTrait::IsTerminator>())
       return emitPtx(module, target, error); // module-scope globals: one module
   }
-  const size_t shards = std::min<size_t>(threads, names.size() / kMinKernelsPerShard);
-  if (shards < 2)
+  const size_t shards = (names.size() + kernelsPerShard - 1) / std::max<size_t>(1, kernelsPerShard);
+  if (shards < 2 || threads < 2)
     return emitPtx(module, target, error);
   // Each shard's text: the gpu.module with every shards-th kernel (their
   // sizes vary along the step: forward, backward, optimizer).
@@ -175,10 +172,15 @@ FailureOr<std::string> mlir::nova::emitPtxInParallel(ModuleOp module, const ::no
     if (succeeded(text))
       ptx[s] = std::move(*text);
   };
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t s = next++; s < shards; s = next++)
+      emitShard(s);
+  };
   std::vector<std::thread> pool;
-  for (size_t s = 1; s < shards; ++s)
-    pool.emplace_back(emitShard, s);
-  emitShard(0);
+  for (size_t t = 1; t < std::min<size_t>(threads, shards); ++t)
+    pool.emplace_back(worker);
+  worker();
   for (std::thread &t : pool)
     t.join();
   for (const std::string &e : errors)

@@ -3,7 +3,7 @@
 // LLVM's NVPTX backend compiles one module on one thread: a medium GPT
 // step's 112 kernels took 7.5 s. So the step's gpu.module is cut into
 // shards of whole kernels, each printed and parsed into a context of its
-// own and emitted (emitPtx) on a thread of its own, and the shards' PTX is
+// own and emitted (emitPtx) on one of the machine's threads, and the shards' PTX is
 // merged back into one module, the kernels in their first order. The merge
 // takes only what it knows at module scope (the header, each shard's
 // dynamic shared memory symbol, `.extern` declarations); a shard with
@@ -26,11 +26,17 @@
 
 namespace mlir::nova {
 
-/// emitPtx's PTX for `module` (one gpu.module of kernels), computed on up
-/// to `threads` threads (1: emitPtx itself). `module` is left as it was
-/// when the work was sharded, lowered in place otherwise.
+/// Kernels a shard. The shards depend on the step alone, not on the
+/// machine, so every machine emits the same PTX for a step; its threads
+/// take the shards in turn.
+inline constexpr size_t kKernelsPerShard = 16;
+
+/// emitPtx's PTX for `module` (one gpu.module of kernels), in shards of
+/// `kernelsPerShard` kernels on up to `threads` threads (one shard, or one
+/// thread: emitPtx itself). `module` is left as it was when the work was
+/// sharded, lowered in place otherwise.
 FailureOr<std::string> emitPtxInParallel(ModuleOp module, const ::nova::TargetDesc &target, unsigned threads,
-                                         std::string &error);
+                                         std::string &error, size_t kernelsPerShard = kKernelsPerShard);
 
 /// One PTX module of `shards` (each a whole module LLVM's NVPTX backend
 /// wrote), with the entries in the order of `kernels` (every entry of every
