@@ -42,6 +42,22 @@ std::string ptxasPath() {
   return "";
 }
 
+/// A context with PTX emission's dialects, and a module holding the
+/// gpu.module the kernel builders add to.
+struct KernelsModule {
+  static DialectRegistry registry() {
+    DialectRegistry r;
+    registerGpuCodegenDialects(r);
+    return r;
+  }
+  MLIRContext ctx{registry()};
+  OwningOpRef<ModuleOp> module = [this] {
+    ctx.loadAllAvailableDialects();
+    return OwningOpRef<ModuleOp>(ModuleOp::create(UnknownLoc::get(&ctx)));
+  }();
+  gpu::GPUModuleOp kernels = addKernelsModule(*module);
+};
+
 size_t count(const std::string &text, const std::string &what) {
   size_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
@@ -77,12 +93,9 @@ TEST_CASE("CUDA codegen: the configurator's matmul decisions become PTX that ptx
     p.allowSplitK = false;
     GpuMatmulConfig config = configureGpuMatmul(p, target);
     CAPTURE(config.describe());
-    DialectRegistry registry;
-    registerGpuCodegenDialects(registry);
-    MLIRContext ctx(registry);
-    ctx.loadAllAvailableDialects();
-    OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
-    gpu::GPUModuleOp kernels = addKernelsModule(*module);
+    KernelsModule k;
+    OwningOpRef<ModuleOp> &module = k.module;
+    gpu::GPUModuleOp kernels = k.kernels;
     std::string error;
     REQUIRE_MESSAGE(succeeded(buildMmaSyncMatmulKernel(kernels, "matmul", p, config, error)), error);
     REQUIRE(succeeded(verify(*module)));
@@ -205,12 +218,9 @@ TEST_CASE("CUDA codegen: a step's kernels emitted in shards on several threads g
   // Nine kernels on sm_90a: mma.sync of several shapes and TMA + wgmma
   // (whose inline asm closes braces in the first column).
   ::nova::TargetDesc target = ::nova::named_target("sm_90a");
-  DialectRegistry registry;
-  registerGpuCodegenDialects(registry);
-  MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
-  OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
-  gpu::GPUModuleOp kernels = addKernelsModule(*module);
+  KernelsModule k;
+  OwningOpRef<ModuleOp> &module = k.module;
+  gpu::GPUModuleOp kernels = k.kernels;
   std::vector<std::string> names;
   for (int i = 0; i < 9; ++i) {
     GpuMatmulProblem p;

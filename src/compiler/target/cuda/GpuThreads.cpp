@@ -718,9 +718,12 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
           // The next launch that touches the filled buffer (launches take
           // whole buffers), past allocations and launches that do not.
           Value filled = fillLaunch.getBuffers()[fill->first];
+          auto passes = [&](Operation *op) {
+            auto launch = dyn_cast<LaunchOp>(op);
+            return isa<memref::AllocOp>(op) || (launch && !llvm::is_contained(launch.getBuffers(), filled));
+          };
           Operation *next = fillLaunch->getNextNode();
-          while (next && (isa<memref::AllocOp>(next) || (isa<LaunchOp>(next) && !llvm::is_contained(
-                                                                                  cast<LaunchOp>(next).getBuffers(), filled))))
+          while (next && passes(next))
             next = next->getNextNode();
           auto readerLaunch = dyn_cast_or_null<LaunchOp>(next);
           func::FuncOp readerKernel = readerLaunch ? kernelOf(readerLaunch) : func::FuncOp();
