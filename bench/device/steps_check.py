@@ -53,6 +53,20 @@ def run(command, env, timeout):
         return out, err, f"HUNG (> {timeout:.0f} s)"
 
 
+def peer(cache, size, precision, mode, n):
+    """PyTorch's tokens/s for the GPT step of `size` at `precision` in `mode`
+    (eager or compile) on cuda: bench/gpt_step_peer.py, run once a key."""
+    key = (size, precision, mode)
+    if key not in cache:
+        env = dict(os.environ, NOVA_MATMUL_PRECISION=precision)
+        out, err, trouble = run([sys.executable, os.path.join(HERE, "..", "gpt_step_peer.py"), size, n, mode, "cuda"],
+                                env, PEER_TIMEOUT_S)
+        print(out + err + (f"# peer {size} {precision} {mode}: {trouble}\n" if trouble else ""), flush=True)
+        m = re.search(r"RESULT torch tokens_per_s=(\S+) step_mib=(\S+)", out)
+        cache[key] = float(m.group(1)) if m else float("nan")
+    return cache[key]
+
+
 def main():
     art = sys.argv[1]
     n = sys.argv[2] if len(sys.argv) > 2 else "20"
@@ -82,24 +96,8 @@ def main():
         tokens, ok = float(m.group(2)), m.group(3) == "1"
         failures += 0 if ok else 1
         _, size, precision = name.split("_")
-        peer_env = dict(os.environ, NOVA_MATMUL_PRECISION=precision)
-        if (size, precision) not in peers:
-            pout, perr, ptrouble = run([sys.executable, os.path.join(HERE, "..", "gpt_step_peer.py"), size, n, "eager",
-                                        "cuda"], peer_env, PEER_TIMEOUT_S)
-            print(pout + perr + (f"# peer {size} {precision}: {ptrouble}\n" if ptrouble else ""), flush=True)
-            pm = re.search(r"RESULT torch tokens_per_s=(\S+) step_mib=(\S+)", pout)
-            peers[(size, precision)] = float(pm.group(1)) if pm else float("nan")
-        torch_tokens = peers[(size, precision)]
-        compiled_tokens = float("nan")
-        if COMPILE_PEER:
-            if (size, precision, "compile") not in peers:
-                pout, perr, ptrouble = run([sys.executable, os.path.join(HERE, "..", "gpt_step_peer.py"), size, n,
-                                            "compile", "cuda"], peer_env, PEER_TIMEOUT_S)
-                print(pout + perr + (f"# peer {size} {precision} compile: {ptrouble}\n" if ptrouble else ""),
-                      flush=True)
-                pm = re.search(r"RESULT torch tokens_per_s=(\S+) step_mib=(\S+)", pout)
-                peers[(size, precision, "compile")] = float(pm.group(1)) if pm else float("nan")
-            compiled_tokens = peers[(size, precision, "compile")]
+        torch_tokens = peer(peers, size, precision, "eager", n)
+        compiled_tokens = peer(peers, size, precision, "compile", n) if COMPILE_PEER else float("nan")
         rows.append((name, "ok" if ok else "MISMATCH", tokens, torch_tokens, tokens / torch_tokens, compiled_tokens,
                      tokens / compiled_tokens))
     header = "step\tcheck\tnova tokens/s\ttorch eager tokens/s\tnova/torch"

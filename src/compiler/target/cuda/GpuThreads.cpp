@@ -68,7 +68,6 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
@@ -272,9 +271,12 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
     // except a matmul and the elementwise op of its product the matmul
     // kernel runs on its results (fuseEpilogue), which stay one kernel.
     llvm::StringMap<SmallVector<std::string>> parts;
+    // The tensor-core plans of kernels kept whole with their epilogue
+    // (fuseEpilogue made them: the configuration below takes them).
+    llvm::DenseMap<Operation *, StepMmaPlan> fusedPlans;
     for (auto kernel : llvm::make_early_inc_range(kernels.getOps<func::FuncOp>())) {
       SmallVector<Operation *> ops = computeOps(kernel);
-      if (ops.size() < 2 || fuseEpilogue(top, kernel, ops, target, lowPrecision))
+      if (ops.size() < 2 || fuseEpilogue(top, kernel, ops, target, lowPrecision, fusedPlans))
         continue;
       if (failed(checkSplittable(kernel, ops)))
         return signalPassFailure();
@@ -322,7 +324,10 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
       std::string notMma;
       const bool fusedEpilogue = kernel->hasAttr(kGpuEpilogueAttr);
       if ((ops.size() == 1 && isTaggedMatmul(ops[0])) || fusedEpilogue) {
-        FailureOr<StepMmaPlan> plan = planStepMmaMatmul(kernel, target, lowPrecision, notMma);
+        auto known = fusedPlans.find(kernel);
+        FailureOr<StepMmaPlan> plan = known != fusedPlans.end()
+                                          ? FailureOr<StepMmaPlan>(known->second)
+                                          : planStepMmaMatmul(kernel, target, lowPrecision, notMma);
         if (succeeded(plan)) {
           const GpuMatmulConfig &c = plan->config;
           const GpuMatmulProblem &p = plan->problem;
@@ -858,9 +863,10 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
   /// kernel can run on its results (matchGpuEpilogue) whose product no
   /// other launch reads: then it stays one kernel, marked kGpuEpilogueAttr,
   /// the matmul kernel writing the op's result (one launch, and the
-  /// product never stored).
+  /// product never stored); its tensor-core plan, if any, goes to `plans`.
   static bool fuseEpilogue(ModuleOp top, func::FuncOp kernel, ArrayRef<Operation *> ops,
-                           const ::nova::TargetDesc &target, bool lowPrecision) {
+                           const ::nova::TargetDesc &target, bool lowPrecision,
+                           llvm::DenseMap<Operation *, StepMmaPlan> &plans) {
     auto matmul = dyn_cast<linalg::GenericOp>(ops[ops.size() - 2]);
     auto epilogue = dyn_cast<linalg::GenericOp>(ops.back());
     if (!matmul || !epilogue || !isTaggedMatmul(matmul) || isTaggedMatmul(epilogue))
@@ -911,6 +917,8 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
         return false;
     }
     kernel->setAttr(kGpuEpilogueAttr, DenseI64ArrayAttr::get(kernel.getContext(), fused->arguments()));
+    if (succeeded(plan))
+      plans.try_emplace(kernel, std::move(*plan));
     return true;
   }
 
@@ -1235,9 +1243,8 @@ LogicalResult mapSimtMatmul(func::FuncOp kernel, LoweringConfigAttr config) {
   StepEpilogue e = **fused;
   OpBuilder b = OpBuilder::atBlockBegin(&kernel.getBody().front());
   Location l = kernel.getLoc();
-  auto whole = [&](unsigned argument, MemRefType want) -> Value {
-    return b.create<memref::ReinterpretCastOp>(l, want, kernel.getArgument(argument + 1), /*offset=*/0,
-                                               want.getShape(), computeSuffixProduct(want.getShape()));
+  auto whole = [&](unsigned argument, MemRefType want) {
+    return reinterpretWhole(b, l, kernel.getArgument(argument + 1), want);
   };
   const int64_t m = match->problem.m, n = match->problem.n;
   SimtEpilogue epilogue{e.op.getBody(), e.inputs, {},

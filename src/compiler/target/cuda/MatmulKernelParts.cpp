@@ -57,10 +57,8 @@ SmallVector<Value> MatmulResultStore::at(Value row, Value col) const {
   return idx;
 }
 
-/// activation(scale x v + bias) + residual, then stored: `v` is both
-/// columns (vector<2xf32>) or the first alone (f32).
-void MatmulResultStore::finish(IndexMath &k, Value v, Value row, Value col) const {
-  ImplicitLocOpBuilder &b = k.b;
+/// The fixed epilogue: activation(scale x v + bias) + residual.
+Value MatmulResultStore::fixedEpilogue(ImplicitLocOpBuilder &b, Value v, Value row, Value col) const {
   Type type = v.getType();
   const bool pair = isa<VectorType>(type);
   auto constant = [&](double x) -> Value {
@@ -73,14 +71,6 @@ void MatmulResultStore::finish(IndexMath &k, Value v, Value row, Value col) cons
       return b.create<vector::LoadOp>(cast<VectorType>(type), memref, idx);
     return b.create<memref::LoadOp>(memref, idx);
   };
-  if (epilogue.body) {
-    v = applyGpuEpilogue(b, *epilogue.body, epilogue.inputs, epilogueArgs, v, row, col);
-    if (pair)
-      b.create<vector::StoreOp>(v, c, at(row, col));
-    else
-      b.create<memref::StoreOp>(v, c, at(row, col));
-    return;
-  }
   if (epilogue.scale != 1.0)
     v = b.create<arith::MulFOp>(v, constant(epilogue.scale));
   if (epilogue.bias)
@@ -103,7 +93,16 @@ void MatmulResultStore::finish(IndexMath &k, Value v, Value row, Value col) cons
   }
   if (epilogue.residual)
     v = b.create<arith::AddFOp>(v, load(residual, at(row, col)));
-  if (pair)
+  return v;
+}
+
+/// The epilogue (a step's op's body, or the fixed one), then stored: `v`
+/// is both columns (vector<2xf32>) or the first alone (f32).
+void MatmulResultStore::finish(IndexMath &k, Value v, Value row, Value col) const {
+  ImplicitLocOpBuilder &b = k.b;
+  v = epilogue.body ? applyGpuEpilogue(b, *epilogue.body, epilogue.inputs, epilogueArgs, v, row, col)
+                    : fixedEpilogue(b, v, row, col);
+  if (isa<VectorType>(v.getType()))
     b.create<vector::StoreOp>(v, c, at(row, col));
   else
     b.create<memref::StoreOp>(v, c, at(row, col));

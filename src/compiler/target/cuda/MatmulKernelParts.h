@@ -88,6 +88,7 @@ struct MatmulResultStore {
 
 private:
   void finish(IndexMath &k, Value v, Value row, Value col) const;
+  Value fixedEpilogue(ImplicitLocOpBuilder &b, Value v, Value row, Value col) const;
 };
 
 /// A matmul kernel's function, its thread and its block's tile.

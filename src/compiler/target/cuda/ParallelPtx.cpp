@@ -145,14 +145,17 @@ FailureOr<std::string> mlir::nova::emitPtxInParallel(ModuleOp module, const ::no
   // Each shard's text: the gpu.module with every shards-th kernel (their
   // sizes vary along the step: forward, backward, optimizer).
   std::vector<std::string> texts(shards);
+  auto funcs = llvm::to_vector(kernels.getOps<gpu::GPUFuncOp>());
   for (size_t s = 0; s < shards; ++s) {
+    // The shard's kernels alone are cloned, into a module like the step's.
     OwningOpRef<ModuleOp> holder = ModuleOp::create(module.getLoc());
+    (*holder)->setAttrs(module->getAttrDictionary());
     OpBuilder b = OpBuilder::atBlockEnd(holder->getBody());
-    auto copy = cast<gpu::GPUModuleOp>(b.clone(*kernels));
-    size_t index = 0;
-    for (Operation &op : llvm::make_early_inc_range(copy.getBody()->getOperations()))
-      if (isa<gpu::GPUFuncOp>(op) && index++ % shards != s)
-        op.erase();
+    auto copy = b.create<gpu::GPUModuleOp>(kernels.getLoc(), kernels.getName());
+    copy->setAttrs(kernels->getAttrDictionary());
+    b.setInsertionPoint(copy.getBody()->getTerminator());
+    for (size_t i = s; i < funcs.size(); i += shards)
+      b.clone(*funcs[i]);
     llvm::raw_string_ostream os(texts[s]);
     holder->print(os);
   }

@@ -1,14 +1,14 @@
 //===- ParallelPtx.h - a step's PTX emitted on every CPU ------*- C++ -*-===//
 //
-// LLVM's NVPTX backend compiles one module on one thread: a medium GPT
-// step's 112 kernels took 7.5 s. So the step's gpu.module is cut into
-// shards of whole kernels, each printed and parsed into a context of its
-// own and emitted (emitPtx) on one of the machine's threads, and the shards' PTX is
-// merged back into one module, the kernels in their first order. The merge
-// takes only what it knows at module scope (the header, each shard's
-// dynamic shared memory symbol, `.extern` declarations); a shard with
-// anything else there (a global that two shards could both define) makes
-// the whole step go through emitPtx on one thread instead.
+// LLVM's NVPTX backend compiles one module on one thread, and a step's
+// module holds every kernel of the step. So the step's gpu.module is cut
+// into shards of whole kernels, each printed and parsed into a context of
+// its own and emitted (emitPtx) on one of the machine's threads, and the
+// shards' PTX is merged back into one module, the kernels in their first
+// order. The merge takes only what it knows at module scope (the header,
+// each shard's dynamic shared memory symbol, `.extern` declarations); a
+// shard with anything else there (a global that two shards could both
+// define) makes the whole step go through emitPtx on one thread instead.
 //
 //===----------------------------------------------------------------------===//
 

@@ -170,6 +170,11 @@ FailureOr<StepMmaPlan> mlir::nova::planStepMmaMatmul(func::FuncOp kernel, const 
   return plan;
 }
 
+Value mlir::nova::reinterpretWhole(OpBuilder &b, Location loc, Value buffer, MemRefType want) {
+  return b.create<memref::ReinterpretCastOp>(loc, want, buffer, /*offset=*/0, want.getShape(),
+                                             computeSuffixProduct(want.getShape()));
+}
+
 SmallVector<int64_t> StepEpilogue::arguments() const {
   SmallVector<int64_t> args{out};
   for (const EpilogueInput &input : inputs)
@@ -340,10 +345,8 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildStepMmaMatmul(gpu::GPUModuleOp module
       map.map(tile->getArgument(i), func.getArgument(which[i]));
       continue;
     }
-    auto want = cast<MemRefType>(tile->getArgument(i).getType());
-    Value cast = fb.create<memref::ReinterpretCastOp>(loc, want, func.getArgument(which[i]), /*offset=*/0,
-                                                      want.getShape(), computeSuffixProduct(want.getShape()));
-    map.map(tile->getArgument(i), cast);
+    map.map(tile->getArgument(i), reinterpretWhole(fb, loc, func.getArgument(which[i]),
+                                                   cast<MemRefType>(tile->getArgument(i).getType())));
   }
   for (Operation &op : tile->getBody().front())
     fb.clone(op, map);

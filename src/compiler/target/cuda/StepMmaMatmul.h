@@ -85,6 +85,11 @@ struct StepEpilogue {
 };
 FailureOr<StepEpilogue> matchGpuEpilogue(func::FuncOp kernel, linalg::GenericOp matmul, linalg::GenericOp epilogue);
 
+/// `buffer` (a kernel argument, contiguous from offset 0) as the identity
+/// layout memref `want` of as many elements: how a generated kernel reads a
+/// step's whole buffer in its own shape.
+Value reinterpretWhole(OpBuilder &b, Location loc, Value buffer, MemRefType want);
+
 /// The epilogue nova-gpu-threads fused into `kernel` (kGpuEpilogueAttr),
 /// matched again: null when the kernel has none, failure with `error` when
 /// it is no longer the one recorded.
