@@ -252,6 +252,36 @@ TEST_CASE("LayerNorm on an emulated A100, a warp per row: forward and gradients 
   }
 }
 
+TEST_CASE("cross-entropy on an emulated A100, a warp per row: per-row losses and the logits' gradient match the interpreter, ignored labels give 0") {
+  // 70 classes: lanes past the row's end; 37 rows over 8 warps a block:
+  // warps past the rows; 16 classes and f64: a thread per row.
+  Env env;
+  env.set("NOVA_TARGET", "sm_80");
+  env.set("NOVA_GPU", "emulate");
+  auto losses = [](auto x, auto y) { return nova::softmax_cross_entropy(x, y); };
+  auto grad = [](auto w, auto x, auto y) {
+    return nova::gradients(nova::sum(nova::softmax_cross_entropy(x, y) * w), {x})[0];
+  };
+  struct Case { nova::Shape logits; DType dtype; };
+  for (const Case& c : std::vector<Case>{{{37, 70}, DType::f32}, {{2, 3, 40}, DType::f32},
+                                         {{5, 16}, DType::f32}, {{6, 40}, DType::f64}}) {
+    Gen g;
+    INFO("seed = ", g.seed, ", logits ", nova::to_string(c.logits), " ", nova::name_of(c.dtype));
+    nova::Shape rows(c.logits.begin(), c.logits.end() - 1);
+    Tensor x = g.randn(c.logits, c.dtype), y = class_labels(rows, c.logits.back()), w = g.randn(rows, c.dtype);
+    const double bound = c.dtype == DType::f32 ? 1e-5 : 1e-12;
+    CHECK(compare(losses, x, y) <= bound);
+    CHECK(compare(grad, w, x, y) <= bound);
+    Tensor got = nova::jit(losses)(x, y);
+    CHECK(got.to_vector()[4] == 0.0);
+    const nova::ExecutableDesc* desc = nova::jit(losses).executable(x, y)->description();
+    std::string ptx(desc->object.begin(), desc->object.end());
+    CHECK((ptx.find("shfl.sync.bfly") != std::string::npos) == (c.dtype == DType::f32 && c.logits.back() >= 32));
+    CHECK(desc->launches.size() == 1);
+    if (std::filesystem::exists(kPtxas)) CHECK(ptxas_errors(ptx, "sm_80") == "");
+  }
+}
+
 TEST_CASE("causal attention on an emulated A100, a thread per row: forward and gradient match the interpreter, past one block of rows") {
   // T = 270: the forward's rows over three blocks of 128, its keys over
   // 5 shared tiles of 64 rows (the last partly past the sequence), the

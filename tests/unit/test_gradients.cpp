@@ -182,6 +182,9 @@ struct ScatterAdd {
 struct LayerNorm {
   auto operator()(auto x, auto gamma, auto beta) const { return nova::layer_norm(x, gamma, beta, 1e-3); }
 };
+struct SoftmaxCrossEntropy {
+  auto operator()(auto logits, auto labels) const { return nova::softmax_cross_entropy(logits, labels); }
+};
 struct Mlp {
   auto operator()(auto x, auto w1, auto b1, auto w2, auto b2) const {
     return nova::log_softmax(nova::matmul(nova::gelu(nova::matmul(x, w1) + b1), w2) + b2);
@@ -301,6 +304,16 @@ TEST_CASE("cross-entropy: gradient against finite differences and a closed form"
   Tensor y2 = Tensor::from<std::int32_t>({2}, {0, 2});
   double l = nova::jit(ce)(big, y2).at({});
   CHECK(std::abs(l - std::log(3.0)) < 1e-5);
+}
+
+TEST_CASE("the per-row cross-entropy op: VJP, rank 3 and i64 labels, an out-of-range label ignored") {
+  check_grads<SoftmaxCrossEntropy>(r({4, 7}), Tensor::from<std::int32_t>({4}, {6, 0, 3, 3}));
+  // Labels -1 and 5 (of 5 classes): those rows' losses and gradients are 0.
+  check_grads<SoftmaxCrossEntropy>(r({2, 3, 5}), Tensor::from<std::int64_t>({2, 3}, {4, -1, 0, 2, 5, 1}));
+  Tensor z = r({2, 5});
+  Tensor losses = nova::jit(SoftmaxCrossEntropy{})(z, Tensor::from<std::int32_t>({2}, {1, 5}));
+  CHECK(losses.at({1}) == 0.0);
+  CHECK(losses.at({0}) > 0.0);
 }
 
 TEST_CASE("a whole MLP: every parameter's gradient against finite differences") {

@@ -236,6 +236,29 @@ TEST_CASE("softmax along each axis, with large logits") {
   }
 }
 
+TEST_CASE("the per-row cross-entropy and its gradient on the CPU: vector rows, odd class counts, ignored labels, large logits") {
+  // 64 classes: whole vectors; 37: one lane; [2, 9, 48] viewed as 18 rows.
+  auto losses = [](auto x, auto y) { return nova::softmax_cross_entropy(x, y); };
+  auto grad = [](auto w, auto x, auto y) {
+    return nova::gradients(nova::sum(nova::softmax_cross_entropy(x, y) * w), {x})[0];
+  };
+  for (Shape s : std::vector<Shape>{{37, 64}, {11, 37}, {2, 9, 48}}) {
+    Gen g;
+    INFO("seed = ", g.seed, ", logits ", nova::to_string(s));
+    Shape rows(s.begin(), s.end() - 1);
+    Tensor x = g.randn(s), y = class_labels(rows, s.back()), w = g.randn(rows);
+    CHECK(compare(losses, x, y) <= kF32Tol);
+    CHECK(compare(grad, w, x, y) <= kF32Tol);
+    Tensor big = Tensor::from<float>(s, [&] {
+      std::vector<float> v;
+      for (double e : x.to_vector()) v.push_back(static_cast<float>(e * 1000.0 + 500.0));
+      return v;
+    }());
+    CHECK(compare(losses, big, y) <= kF32Tol);
+    CHECK(compare(grad, w, big, y) <= kF32Tol);
+  }
+}
+
 TEST_CASE("layout: broadcast, reshape, transpose, permute") {
   Gen g;
   INFO("seed = ", g.seed);

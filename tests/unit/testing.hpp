@@ -70,6 +70,18 @@ struct Gen {
   }
 };
 
+/// i32 class labels for `rows` [...] of `classes` classes, spread over the
+/// classes, every fifth one outside [0, classes) (-1, then `classes`): the
+/// rows a cross-entropy ignores.
+inline nova::Tensor class_labels(const nova::Shape& rows, std::int64_t classes) {
+  nova::Tensor y = nova::Tensor::zeros(rows, nova::DType::i32);
+  auto v = y.span<std::int32_t>();
+  for (std::size_t i = 0; i < v.size(); ++i)
+    v[i] = static_cast<std::int32_t>(i % 5 == 4 ? (i % 10 == 4 ? -1 : classes)
+                                                : static_cast<std::int64_t>(i * 7 + 3) % classes);
+  return y;
+}
+
 /// fp32 compiled vs float64 reference on the same (fp32-rounded) inputs.
 constexpr double kF32Tol = 1e-5;
 /// fp64 compiled vs float64 reference: only reassociation and libm differ.

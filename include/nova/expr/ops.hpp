@@ -335,6 +335,39 @@ Expr<> one_hot(const A& labels, std::int64_t classes, DType dtype = DType::f32,
   return detail::emit("nova.one_hot", {labels.id()}, {}, &spec, loc);
 }
 
+namespace detail {
+/// The operands of a cross-entropy, checked in the name of `op`.
+template <expression L, expression Y>
+void check_cross_entropy(std::string_view op, const L& logits, const Y& labels,
+                         const std::source_location& loc) {
+  bool leading = logits.rank() >= 1 && labels.rank() + 1 == logits.rank();
+  for (std::int64_t i = 0; leading && i < labels.rank(); ++i) leading = labels.dim(i) == logits.dim(i);
+  if (!leading)
+    throw ShapeError(std::string(op) + ": labels " + to_string(labels.spec()) +
+                     " must have the logits' shape " + to_string(logits.spec()) +
+                     " without the class dim\n  at " + where(loc));
+  if (labels.dtype() != DType::i32 && labels.dtype() != DType::i64)
+    throw ShapeError(std::string(op) + ": labels must be i32 or i64 class indices, got " +
+                     to_string(labels.spec()) + "\n  at " + where(loc));
+  if (!is_floating(logits.dtype()) || logits.dim(-1) < 1)
+    throw ShapeError(std::string(op) + ": logits must be floating point with at least one class, got " +
+                     to_string(logits.spec()) + "\n  at " + where(loc));
+}
+} // namespace detail
+
+/// Softmax cross-entropy of each row of `logits` [..., C] against its integer
+/// label in `labels` [...]: log(sum(exp(row))) - row[label], the result
+/// shaped like `labels`. A label outside [0, C) gives a loss of 0 and no
+/// gradient (PyTorch's ignore_index). One op: the compiler runs it as one
+/// pass per row that never stores the log-probabilities, and its gradient
+/// (softmax - one_hot) * g as one more.
+template <expression L, expression Y>
+Expr<> softmax_cross_entropy(const L& logits, const Y& labels,
+                             std::source_location loc = std::source_location::current()) {
+  detail::check_cross_entropy("nova.cross_entropy", logits, labels, loc);
+  return detail::emit("nova.cross_entropy", {logits.id(), labels.id()}, {}, nullptr, loc);
+}
+
 /// Rows of `table` [rows, width] picked by integer `indices`: the result is
 /// indices' shape + [width]. An index outside [0, rows) reads zeros. The
 /// gradient with respect to the table is a scatter-add.

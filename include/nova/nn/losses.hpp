@@ -6,24 +6,15 @@
 namespace nova::nn {
 
 /// Mean softmax cross-entropy of `logits` [..., C] against integer `labels`
-/// [...]: -mean(log_softmax(logits)[label]). log_softmax subtracts the max,
-/// so large logits stay finite.
+/// [...]: the mean over rows of nova::softmax_cross_entropy (one op; it
+/// subtracts each row's max, so large logits stay finite). Rows with a label
+/// outside [0, C) count as 0 in the mean.
 template <expression L, expression Y>
 Expr<> cross_entropy(const L& logits, const Y& labels,
                      std::source_location loc = std::source_location::current()) {
-  bool leading = labels.rank() + 1 == logits.rank();
-  for (std::int64_t i = 0; leading && i < labels.rank(); ++i) leading = labels.dim(i) == logits.dim(i);
-  if (!leading)
-    throw ShapeError("nova::nn::cross_entropy: labels " + to_string(labels.spec()) +
-                     " must have the logits' shape " + to_string(logits.spec()) +
-                     " without the class dim\n  at " + detail::where(loc));
-  if (labels.dtype() != DType::i32 && labels.dtype() != DType::i64)
-    throw ShapeError("nova::nn::cross_entropy: labels must be i32 or i64 class indices, got " +
-                     to_string(labels.spec()) + "\n  at " + detail::where(loc));
+  detail::check_cross_entropy("nova::nn::cross_entropy", logits, labels, loc);
   named_scope scope("cross_entropy");
-  Expr<> targets = one_hot(labels, logits.dim(-1), logits.dtype(), loc);
-  Expr<> picked = sum(mul(log_softmax(logits, -1, loc), targets, loc), {-1}, false, loc);
-  return neg(mean(picked, {}, false, loc), loc);
+  return mean(softmax_cross_entropy(logits, labels, loc), {}, false, loc);
 }
 
 /// Mean squared error.

@@ -28,9 +28,10 @@ struct NovaLowerToLinalg
     ConversionTarget target(*ctx);
     target.addIllegalDialect<nova::NovaDialect>();
     target.addLegalOp<ModuleOp>();
-    // Attention and LayerNorm stay one op each (destination style) for the
+    // Attention, LayerNorm and cross-entropy stay one op each (destination style) for the
     // target to expand.
-    target.addLegalOp<nova::AttentionKernelOp, nova::LayerNormKernelOp, nova::AllReduceOp>();
+    target.addLegalOp<nova::AttentionKernelOp, nova::LayerNormKernelOp, nova::CrossEntropyKernelOp,
+                      nova::AllReduceOp>();
     target.addLegalDialect<linalg::LinalgDialect, tensor::TensorDialect,
                            arith::ArithDialect, math::MathDialect,
                            scf::SCFDialect, func::FuncDialect>();

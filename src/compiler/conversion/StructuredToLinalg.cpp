@@ -14,7 +14,8 @@
 // causal_attention(_grad) → nova.attention_kernel (destination style) into
 //                a tensor.empty: the target expands it (the CPU's
 //                nova-vectorize-attention), not linalg.
-// layer_norm(_grad) → nova.layer_norm_kernel likewise (nova-vectorize-rows).
+// layer_norm(_grad) → nova.layer_norm_kernel likewise (nova-vectorize-rows);
+// cross_entropy(_grad) → nova.cross_entropy_kernel likewise.
 //
 //===----------------------------------------------------------------------===//
 
@@ -295,8 +296,8 @@ struct ConstantPattern : OpConversionPattern<ConstantOp> {
   }
 };
 
-/// An op the target runs as one kernel (attention, LayerNorm, forward or
-/// gradient) → its destination-style kernel op into a tensor.empty, with
+/// An op the target runs as one kernel (attention, LayerNorm,
+/// cross-entropy, forward or gradient) → its destination-style kernel op into a tensor.empty, with
 /// the op's attributes and, for a gradient, `backward`.
 template <typename Op, typename KernelOp, bool Backward>
 struct ToKernelOpPattern : OpConversionPattern<Op> {
@@ -327,6 +328,8 @@ void mlir::nova::populateStructuredToLinalgPatterns(RewritePatternSet &patterns)
                ToKernelOpPattern<CausalAttentionOp, AttentionKernelOp, false>,
                ToKernelOpPattern<CausalAttentionGradOp, AttentionKernelOp, true>,
                ToKernelOpPattern<LayerNormOp, LayerNormKernelOp, false>,
-               ToKernelOpPattern<LayerNormGradOp, LayerNormKernelOp, true>>(
+               ToKernelOpPattern<LayerNormGradOp, LayerNormKernelOp, true>,
+               ToKernelOpPattern<CrossEntropyOp, CrossEntropyKernelOp, false>,
+               ToKernelOpPattern<CrossEntropyGradOp, CrossEntropyKernelOp, true>>(
       patterns.getContext());
 }

@@ -1,6 +1,7 @@
 //===- NovaBufferization.cpp - bufferizing nova's kernel ops -----*- C++ -*-===//
 //
-// nova.attention_kernel and nova.layer_norm_kernel are destination style: one-shot bufferization gives
+// nova.attention_kernel, nova.layer_norm_kernel and nova.cross_entropy_kernel
+// are destination style: one-shot bufferization gives
 // its init a buffer (the caller's output when empty-tensor elimination finds
 // one), passes its inputs' buffers, and the op then writes that buffer and
 // returns nothing. Its init is written whole and never read, so an empty
@@ -19,7 +20,7 @@ using namespace mlir::bufferization;
 namespace {
 
 /// For the destination-style kernel ops (nova.attention_kernel,
-/// nova.layer_norm_kernel): one `inputs` list, one `init`, attributes kept.
+/// nova.layer_norm_kernel, nova.cross_entropy_kernel): one `inputs` list, one `init`, attributes kept.
 template <typename KernelOp>
 struct KernelOpBufferization
     : DstBufferizableOpInterfaceExternalModel<KernelOpBufferization<KernelOp>, KernelOp> {
@@ -79,6 +80,7 @@ void mlir::nova::registerNovaBufferizationModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, NovaDialect *) {
     AttentionKernelOp::attachInterface<KernelOpBufferization<AttentionKernelOp>>(*ctx);
     LayerNormKernelOp::attachInterface<KernelOpBufferization<LayerNormKernelOp>>(*ctx);
+    CrossEntropyKernelOp::attachInterface<KernelOpBufferization<CrossEntropyKernelOp>>(*ctx);
     AllReduceOp::attachInterface<AllReduceOpBufferization>(*ctx);
   });
 }

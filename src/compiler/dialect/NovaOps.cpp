@@ -603,6 +603,73 @@ void LayerNormKernelOp::getEffects(
 }
 
 //===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+/// logits [..., C] (static, C >= 1) and labels [...]; with `grad`, grad
+/// [...] of the logits' element type.
+static LogicalResult checkCrossEntropy(StringRef opName, std::optional<Location> loc, Type logits,
+                                       Type labels, Type grad = {}) {
+  auto x = cast<ShapedType>(logits), y = cast<ShapedType>(labels);
+  if (x.getRank() < 1 || !x.hasStaticShape() || x.getShape().back() < 1)
+    return emitOptionalError(loc, "'", opName, "' op logits must be [..., C] with C >= 1, got ",
+                             shapeStr(logits));
+  if (y.getShape() != x.getShape().drop_back())
+    return emitOptionalError(loc, "'", opName, "' op labels ", shapeStr(labels),
+                             " must have the logits' shape ", shapeStr(logits), " without the class dim");
+  if (grad) {
+    auto g = cast<ShapedType>(grad);
+    if (g.getShape() != y.getShape() || g.getElementType() != x.getElementType())
+      return emitOptionalError(loc, "'", opName, "' op grad ", shapeStr(grad),
+                               " must have the labels' shape and the logits' element type (logits ",
+                               shapeStr(logits), ", labels ", shapeStr(labels), ")");
+  }
+  return success();
+}
+
+LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                               Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  Type logits = adaptor.getLogits().getType(), labels = adaptor.getLabels().getType();
+  if (failed(checkCrossEntropy(getOperationName(), loc, logits, labels)))
+    return failure();
+  inferred.push_back(RankedTensorType::get(cast<ShapedType>(labels).getShape(),
+                                           cast<ShapedType>(logits).getElementType()));
+  return success();
+}
+
+LogicalResult CrossEntropyGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                   Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  if (failed(checkCrossEntropy(getOperationName(), loc, adaptor.getLogits().getType(),
+                               adaptor.getLabels().getType(), adaptor.getGrad().getType())))
+    return failure();
+  inferred.push_back(adaptor.getLogits().getType());
+  return success();
+}
+
+LogicalResult CrossEntropyKernelOp::verify() {
+  ValueRange in = getInputs();
+  if (in.size() != (getBackward() ? 3u : 2u))
+    return emitOpError() << "takes " << (getBackward() ? "3 inputs (logits, labels, grad)" : "2 inputs (logits, labels)")
+                         << ", got " << in.size();
+  if (failed(checkCrossEntropy(getOperationName(), getLoc(), in[0].getType(), in[1].getType(),
+                               getBackward() ? in[2].getType() : Type())))
+    return failure();
+  auto init = cast<ShapedType>(getInit().getType());
+  ShapedType like = cast<ShapedType>((getBackward() ? in[0] : in[1]).getType());
+  if (init.getShape() != like.getShape())
+    return emitOpError() << "init " << shapeStr(getInit()) << " must be shaped like the "
+                         << (getBackward() ? "logits " : "labels ") << shapeStr(like);
+  if (isa<RankedTensorType>(getInit().getType()) != (getNumResults() == 1))
+    return emitOpError() << "returns its result on tensors and nothing on buffers";
+  return success();
+}
+
+void CrossEntropyKernelOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
+  kernelOpEffects(getInputsMutable(), getInitMutable(), effects);
+}
+
+//===----------------------------------------------------------------------===//
 // Data parallel
 //===----------------------------------------------------------------------===//
 

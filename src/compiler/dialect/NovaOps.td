@@ -324,6 +324,67 @@ def Nova_LayerNormKernelOp : Nova_Op<"layer_norm_kernel", [
 }
 
 //===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+def Nova_CrossEntropyOp : Nova_Op<"cross_entropy", [Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<NovaDifferentiableOpInterface>]> {
+  let summary = "softmax cross-entropy of each row of logits against its label";
+  let description = [{
+    Per row r of `logits` [..., C] with label y = labels[r] ([...]):
+    result[r] = log(sum_c exp(x_c - max x)) + max x - x_y, the negative
+    log-probability of class y. A label outside [0, C) makes the row's
+    loss 0 and its gradient 0 (PyTorch's ignore_index). One op so the
+    target runs it as one pass per row, never storing the log-softmax;
+    its gradient is nova.cross_entropy_grad, which recomputes the row's
+    max and sum instead of keeping them.
+  }];
+  let arguments = (ins Nova_FloatTensor:$logits, RankedTensorOf<[I32, I64]>:$labels);
+  let results = (outs Nova_FloatTensor:$result);
+  let assemblyFormat = "$logits `,` $labels attr-dict `:` type($logits) `,` type($labels)";
+}
+
+def Nova_CrossEntropyGradOp : Nova_Op<"cross_entropy_grad", [Pure, InferTypeOpAdaptor]> {
+  let summary = "d(logits) of nova.cross_entropy from d(result)";
+  let description = [{
+    Per row r: result[r, c] = (softmax(x_r)_c - [c == y]) grad[r], zero
+    for a row whose label is outside [0, C).
+  }];
+  let arguments = (ins Nova_FloatTensor:$logits, RankedTensorOf<[I32, I64]>:$labels,
+                       Nova_FloatTensor:$grad);
+  let results = (outs Nova_FloatTensor:$result);
+  let assemblyFormat = "$logits `,` $labels `,` $grad attr-dict `:` type($logits) `,` type($labels) `,` type($grad)";
+}
+
+def Nova_CrossEntropyKernelOp : Nova_Op<"cross_entropy_kernel", [
+    DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
+  let summary = "nova.cross_entropy(_grad) in destination style, for the kernels";
+  let description = [{
+    The per-row losses (`inputs` = logits, labels; `init` [...]) or, with
+    `backward`, the logits' gradient (`inputs` = logits, labels, grad;
+    `init` [..., C]), written into `init` (never read). A kernel root of
+    its own: the target's codegen (nova-vectorize-rows on the CPU) expands
+    it, rows split over workgroups.
+  }];
+  let arguments = (ins Variadic<AnyShaped>:$inputs, AnyShaped:$init, UnitAttr:$backward);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let assemblyFormat = [{
+    `ins` `(` $inputs `:` type($inputs) `)` `outs` `(` $init `:` type($init) `)`
+    attr-dict (`->` type($results)^)?
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
+    /// The row width C (the classes) and the number of rows.
+    int64_t width() { return cast<ShapedType>(getInputs()[0].getType()).getShape().back(); }
+    int64_t rows() {
+      return cast<ShapedType>(getInputs()[0].getType()).getNumElements() / std::max<int64_t>(1, width());
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Attention
 //===----------------------------------------------------------------------===//
 

@@ -359,3 +359,10 @@ LogicalResult LayerNormOp::buildVjp(OpBuilder &b, ValueRange ct, SmallVectorImpl
   out.push_back(overRows(ct[0]));
   return success();
 }
+
+// ---- losses -------------------------------------------------------------------
+
+LogicalResult CrossEntropyOp::buildVjp(OpBuilder &b, ValueRange ct, SmallVectorImpl<Value> &out) {
+  // One op that recomputes the rows' max and sum; labels get no gradient.
+  return two(out, b.create<CrossEntropyGradOp>(getLoc(), getLogits(), getLabels(), ct[0]), Value());
+}

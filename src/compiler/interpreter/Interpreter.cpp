@@ -395,6 +395,35 @@ NDArray oneHot(OneHotOp op, const NDArray &labels) {
   return r;
 }
 
+/// Softmax cross-entropy per row of `logits` [..., C] (crossEntropy's
+/// loss), or with `grad` its gradient; a label outside [0, C) gives a zero
+/// loss and gradient.
+NDArray crossEntropy(Type resultType, const NDArray &logits, const NDArray &labels,
+                     const NDArray *grad) {
+  NDArray r = withShape(resultType);
+  int64_t classes = logits.shape.back();
+  for (size_t row = 0; row < labels.data.size(); ++row) {
+    const double *x = logits.data.data() + row * classes;
+    double label = labels.data[row];
+    if (!(label >= 0 && label < static_cast<double>(classes)))
+      continue;
+    double max = -std::numeric_limits<double>::infinity(), sum = 0.0;
+    for (int64_t c = 0; c < classes; ++c)
+      max = std::max(max, x[c]);
+    for (int64_t c = 0; c < classes; ++c)
+      sum += std::exp(x[c] - max);
+    auto y = static_cast<int64_t>(label);
+    if (!grad) {
+      r.data[row] = std::log(sum) - (x[y] - max);
+      continue;
+    }
+    double g = grad->data[row];
+    for (int64_t c = 0; c < classes; ++c)
+      r.data[row * classes + c] = (std::exp(x[c] - max) / sum - (c == y ? 1.0 : 0.0)) * g;
+  }
+  return r;
+}
+
 } // namespace
 
 FailureOr<std::vector<NDArray>>
@@ -429,6 +458,12 @@ mlir::nova::interpret(func::FuncOp func, const std::vector<NDArray> &inputs) {
             .Case([&](ErfOp o) { return mapUnary(get(o.getInput()), [](double x) { return std::erf(x); }); })
             .Case([&](LogSoftmaxOp o) { return softmaxAlong(get(o.getInput()), o.getAxis(), true); })
             .Case([&](OneHotOp o) { return oneHot(o, get(o.getLabels())); })
+            .Case([&](CrossEntropyOp o) {
+              return crossEntropy(o.getType(), get(o.getLogits()), get(o.getLabels()), nullptr);
+            })
+            .Case([&](CrossEntropyGradOp o) {
+              return crossEntropy(o.getType(), get(o.getLogits()), get(o.getLabels()), &get(o.getGrad()));
+            })
             .Case([&](SliceOp o) { return slice(o, get(o.getInput())); })
             .Case([&](PadOp o) { return pad(o, get(o.getInput())); })
             .Case([&](GatherOp o) { return gather(o, get(o.getTable()), get(o.getIndices())); })

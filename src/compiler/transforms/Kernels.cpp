@@ -268,7 +268,7 @@ static StringRef classify(Operation *root, bool isMatmul, StringRef scope) {
   if (isa_and_nonnull<linalg::CopyOp, linalg::TransposeOp, linalg::FillOp>(root))
     return "data movement";
   auto linalgOp = dyn_cast_or_null<linalg::LinalgOp>(root);
-  if (isa_and_nonnull<nova::LayerNormKernelOp>(root))
+  if (isa_and_nonnull<nova::LayerNormKernelOp, nova::CrossEntropyKernelOp>(root))
     return "row kernels";
   if (in("layer_norm") || in("cross_entropy") || (linalgOp && linalgOp.getNumReductionLoops() > 0))
     return "row kernels";
@@ -329,6 +329,13 @@ mlir::nova::KernelDescription mlir::nova::describeKernel(func::FuncOp kernel) {
     // Per element: the forward's sum, centered square, normalize, scale and
     // shift (~7); the backward's recomputed statistics, two sums and dx (~12).
     w.flops = static_cast<uint64_t>(norm.rows() * norm.width()) * (norm.getBackward() ? 12 : 7);
+    return w;
+  }
+  if (auto loss = dyn_cast_or_null<CrossEntropyKernelOp>(kernelRoot(kernel))) {
+    // Per element: the max, the shifted exponential and its sum (~3); the
+    // backward's exponential again, the scale and the one-hot's subtraction
+    // (~6).
+    w.flops = static_cast<uint64_t>(loss.rows() * loss.width()) * (loss.getBackward() ? 6 : 3);
     return w;
   }
   auto op = dyn_cast_or_null<linalg::LinalgOp>(kernelComputeOp(kernel));

@@ -206,14 +206,17 @@ def NovaDistributeWorkgroups : Pass<"nova-distribute-workgroups", "mlir::ModuleO
 }
 
 def NovaVectorizeRows : Pass<"nova-vectorize-rows", "mlir::ModuleOp"> {
-  let summary = "Vector code for nova.layer_norm_kernel, rows split over workgroups";
+  let summary = "Vector code for nova.layer_norm_kernel and nova.cross_entropy_kernel, rows split over workgroups";
   let description = [{
-    Expands each bufferized `nova.layer_norm_kernel` of a kernel configured
-    `rows`: workgroup wg takes rows [wg t, wg t + t) (t = `tile[0]`) of the
-    input viewed as [N, d], `register_tile[0]` rows at a time through each
-    pass over their vectors of `register_tile[1]` lanes: mean, variance,
-    then the result (forward) or the two gradient sums and dx (backward).
-    An op outside a configured kernel runs all its rows in one workgroup.
+    Expands each bufferized `nova.layer_norm_kernel` and
+    `nova.cross_entropy_kernel` of a kernel configured `rows`: workgroup wg
+    takes rows [wg t, wg t + t) (t = `tile[0]`) of the input viewed as
+    [N, d], `register_tile[0]` rows at a time through each pass over their
+    vectors of `register_tile[1]` lanes. LayerNorm: mean, variance, then the
+    result (forward) or the two gradient sums and dx (backward).
+    Cross-entropy: the row's max, the sum of exponentials, then the loss
+    (forward) or dx (backward). An op outside a configured kernel runs all
+    its rows in one workgroup.
   }];
   let options = [
     Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"512",

@@ -1,7 +1,7 @@
 //===- VectorizeRows.cpp - the nova-vectorize-rows pass ----------*- C++ -*-===//
 //
-// Expands each bufferized nova.layer_norm_kernel of a kernel configured
-// `rows` into vector code. Workgroup wg takes rows [wg t, min(wg t + t, N))
+// Expands each bufferized nova.layer_norm_kernel and
+// nova.cross_entropy_kernel of a kernel configured `rows` into vector code. Workgroup wg takes rows [wg t, min(wg t + t, N))
 // (t = tile[0]) of the input viewed as [N, d]; R rows at a time
 // (register_tile[0]) go through each pass over their d / W vectors together,
 // so every reduction has R independent chains. A row is 1 KiB at d = 256:
@@ -15,6 +15,13 @@
 // The two-pass variance (not E[x^2] - E[x]^2) matches the reference's
 // numerics; the backward keeps nothing from the forward but its input.
 //
+// Cross-entropy, per row of logits x with label y (rows of an out-of-range
+// label: loss and gradient 0):
+// Forward:   m = max(x); s = sum(exp(x - m)); loss = log(s) - (x[y] - m).
+//                                                              (2 passes)
+// Backward:  m and s again, then dx = exp(x - m) g / s, and dx[y] -= g
+//            (one scalar store after the pass).                (3 passes)
+//
 //===----------------------------------------------------------------------===//
 
 #include "compiler/transforms/Kernels.h"
@@ -27,6 +34,9 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include <functional>
+#include <limits>
+
 namespace mlir::nova {
 #define GEN_PASS_DEF_NOVAVECTORIZEROWS
 #include "compiler/transforms/Passes.h.inc"
@@ -36,14 +46,12 @@ using namespace mlir;
 
 namespace {
 
-struct RowEmitter {
+/// Vector code over rows of d elements, W lanes a vector.
+struct Rows {
   OpBuilder &b;
   Location l;
   VectorType vec;
   int64_t W, d;
-  double eps;
-  bool backward;
-  Value x, gamma, third, out; // [N, d], [d], [d] beta or [N, d] grad, [N, d]
 
   Value c(int64_t v) { return b.create<arith::ConstantIndexOp>(l, v); }
   Value splat(double v) {
@@ -58,10 +66,12 @@ struct RowEmitter {
   Value sum(Value v) { return b.create<vector::ReductionOp>(l, vector::CombiningKind::ADD, v); }
 
   /// One pass over the d / W vectors of `n` rows: `count` values per row
-  /// carried (from zero), step(r, at, carried row values) -> new values.
+  /// carried (from `initial` in every lane), step(r, at, carried row
+  /// values) -> new values.
   SmallVector<Value> pass(int64_t n, int64_t count,
-                          function_ref<SmallVector<Value>(int64_t r, Value at, ValueRange acc)> step) {
-    SmallVector<Value> init(n * count, splat(0.0));
+                          function_ref<SmallVector<Value>(int64_t r, Value at, ValueRange acc)> step,
+                          double initial = 0.0) {
+    SmallVector<Value> init(n * count, splat(initial));
     auto loop = nova::buildFor(b, l, c(0), c(d / W), c(1), init, [&](Value v, ValueRange acc) {
       Value at = b.create<arith::MulIOp>(l, v, c(W));
       SmallVector<Value> next;
@@ -74,11 +84,23 @@ struct RowEmitter {
     return SmallVector<Value>(loop.getResults());
   }
 
-  /// Rows [r0, r0 + n).
-  void emitBlock(int64_t n, Value r0) {
+  /// The row indices [r0, r0 + n).
+  SmallVector<Value> rowsFrom(int64_t n, Value r0) {
     SmallVector<Value> rows;
     for (int64_t r = 0; r < n; ++r)
       rows.push_back(b.create<arith::AddIOp>(l, r0, c(r)));
+    return rows;
+  }
+};
+
+struct LayerNormRows : Rows {
+  double eps;
+  bool backward;
+  Value x, gamma, third, out; // [N, d], [d], [d] beta or [N, d] grad, [N, d]
+
+  /// Rows [r0, r0 + n).
+  void emitBlock(int64_t n, Value r0) {
+    SmallVector<Value> rows = rowsFrom(n, r0);
     Value invD = scalar(1.0 / double(d));
     SmallVector<Value> sums = pass(n, 1, [&](int64_t r, Value at, ValueRange acc) {
       return SmallVector<Value>{b.create<arith::AddFOp>(l, acc[0], vload(x, {rows[r], at}))};
@@ -131,6 +153,67 @@ struct RowEmitter {
   }
 };
 
+struct CrossEntropyRows : Rows {
+  bool backward;
+  Value x, labels, grad, out; // [N, d], [N], [N] (backward), [N] or [N, d] (backward)
+
+  /// Rows [r0, r0 + n).
+  void emitBlock(int64_t n, Value r0) {
+    SmallVector<Value> rows = rowsFrom(n, r0);
+    SmallVector<Value> maxes = pass(
+        n, 1,
+        [&](int64_t r, Value at, ValueRange acc) {
+          return SmallVector<Value>{b.create<arith::MaximumFOp>(l, acc[0], vload(x, {rows[r], at}))};
+        },
+        -std::numeric_limits<double>::infinity());
+    SmallVector<Value> max;
+    for (int64_t r = 0; r < n; ++r)
+      max.push_back(b.create<vector::ReductionOp>(l, vector::CombiningKind::MAXIMUMF, maxes[r]));
+    auto shifted = [&](int64_t r, Value at) -> Value {
+      return b.create<math::ExpOp>(l, b.create<arith::SubFOp>(l, vload(x, {rows[r], at}), bcast(max[r])));
+    };
+    SmallVector<Value> sums = pass(n, 1, [&](int64_t r, Value at, ValueRange acc) {
+      return SmallVector<Value>{b.create<arith::AddFOp>(l, acc[0], shifted(r, at))};
+    });
+    // Per row: its label's column (0 for an out-of-range label, whose loss
+    // and gradient are 0) and, backward, the gradient it takes (g or 0).
+    SmallVector<Value> column, taken, scale;
+    for (int64_t r = 0; r < n; ++r) {
+      Value label = b.create<arith::IndexCastOp>(l, b.getIndexType(),
+                                                 b.create<memref::LoadOp>(l, labels, ValueRange{rows[r]}));
+      Value inside = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, label, c(d));
+      column.push_back(b.create<arith::SelectOp>(l, inside, label, c(0)));
+      Value total = sum(sums[r]);
+      if (!backward) {
+        Value picked = b.create<memref::LoadOp>(l, x, ValueRange{rows[r], column[r]});
+        // log(s) - (x[y] - m): the difference first, exact where x[y] is
+        // near the max; log(s) + m would round to m's magnitude.
+        Value loss = b.create<arith::SubFOp>(l, b.create<math::LogOp>(l, total),
+                                             b.create<arith::SubFOp>(l, picked, max[r]));
+        b.create<memref::StoreOp>(l, b.create<arith::SelectOp>(l, inside, loss, scalar(0.0)), out,
+                                  ValueRange{rows[r]});
+        continue;
+      }
+      Value g = b.create<arith::SelectOp>(l, inside, b.create<memref::LoadOp>(l, grad, ValueRange{rows[r]}),
+                                          scalar(0.0));
+      taken.push_back(g);
+      scale.push_back(bcast(b.create<arith::DivFOp>(l, g, total)));
+    }
+    if (!backward)
+      return;
+    pass(n, 0, [&](int64_t r, Value at, ValueRange) {
+      b.create<vector::StoreOp>(l, b.create<arith::MulFOp>(l, shifted(r, at), scale[r]), out,
+                                ValueRange{rows[r], at});
+      return SmallVector<Value>{};
+    });
+    for (int64_t r = 0; r < n; ++r) {
+      SmallVector<Value, 2> at{rows[r], column[r]};
+      Value held = b.create<memref::LoadOp>(l, out, at);
+      b.create<memref::StoreOp>(l, b.create<arith::SubFOp>(l, held, taken[r]), out, at);
+    }
+  }
+};
+
 /// `m` ([..., d]) viewed as [N, d].
 Value asRows(OpBuilder &b, Location l, Value m) {
   auto type = cast<MemRefType>(m.getType());
@@ -156,92 +239,146 @@ Value contiguous(OpBuilder &b, Location l, Value m, bool copyIn, SmallVectorImpl
              : nova::contiguousCopy(b, l, m, copyIn, temps);
 }
 
-LogicalResult expand(nova::LayerNormKernelOp op, Value wg, int64_t tile, int64_t interleaved,
-                     int64_t lanes) {
-  int64_t d = op.width(), N = op.rows();
+/// `m` ([...]) viewed as [N].
+Value asColumn(OpBuilder &b, Location l, Value m) {
+  auto type = cast<MemRefType>(m.getType());
+  if (type.getRank() == 1)
+    return m;
+  if (type.getRank() == 0)
+    return b.create<memref::ExpandShapeOp>(l, SmallVector<int64_t>{1}, m,
+                                           SmallVector<ReassociationIndices>{});
+  ReassociationIndices all;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    all.push_back(i);
+  return b.create<memref::CollapseShapeOp>(l, m, SmallVector<ReassociationIndices>{all});
+}
+
+/// Expands a row kernel `op` of N rows of d: workgroup `wg`'s rows [wg
+/// tile, min(wg tile + tile, N)), `interleaved` at a time, then the rest
+/// one at a time. `emitter(inputs, result)`, given the op's inputs and
+/// init made contiguous, returns what emits a block of n rows from r0.
+LogicalResult expandRows(Operation *op, ValueRange inputs, Value init, int64_t N, int64_t d, Value wg,
+                         int64_t tile, int64_t interleaved, int64_t lanes,
+                         function_ref<std::function<void(int64_t, Value)>(OpBuilder &, ArrayRef<Value>, Value)>
+                             emitter) {
   if (lanes < 1 || d % lanes != 0 || interleaved < 1 || tile < 1)
-    return op.emitError("nova-vectorize-rows: register tile [")
+    return op->emitError("nova-vectorize-rows: register tile [")
            << interleaved << ", " << lanes << "] does not fit rows of " << d;
   OpBuilder b(op);
-  Location l = op.getLoc();
-  Type elem = cast<MemRefType>(op.getInit().getType()).getElementType();
+  Location l = op->getLoc();
   SmallVector<Value> temps, in;
-  for (Value v : op.getInputs())
+  for (Value v : inputs)
     in.push_back(contiguous(b, l, v, /*copyIn=*/true, temps));
-  Value result = contiguous(b, l, op.getInit(), /*copyIn=*/false, temps);
-  RowEmitter e{b,     l,
-               VectorType::get({lanes}, elem),
-               lanes, d,
-               op.getEps().convertToDouble(),
-               op.getBackward(),
-               asRows(b, l, in[0]),
-               in[1],
-               op.getBackward() ? asRows(b, l, in[2]) : in[2],
-               asRows(b, l, result)};
+  Value result = contiguous(b, l, init, /*copyIn=*/false, temps);
+  std::function<void(int64_t, Value)> emitBlock = emitter(b, in, result);
+  auto c = [&](int64_t v) { return b.create<arith::ConstantIndexOp>(l, v); };
   // A strided output (the op writing into a view of a larger buffer) is
   // computed whole into a contiguous copy by workgroup 0, then copied out:
   // rare, and no workgroup writes another's elements.
-  bool whole = result != op.getInit();
+  bool whole = result != init;
   OpBuilder::InsertionGuard guard(b);
   if (whole) {
-    Value first = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, wg, e.c(0));
+    Value first = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, wg, c(0));
     auto only = b.create<scf::IfOp>(l, first, /*withElseRegion=*/false);
     b.setInsertionPointToStart(&only.getThenRegion().front());
   }
-  Value lo = whole ? e.c(0) : b.create<arith::MulIOp>(l, wg, e.c(tile)).getResult();
-  Value hi = whole ? e.c(N)
-                   : b.create<arith::MinUIOp>(l, b.create<arith::AddIOp>(l, lo, e.c(tile)), e.c(N))
-                         .getResult();
+  Value lo = whole ? c(0) : b.create<arith::MulIOp>(l, wg, c(tile)).getResult();
+  Value hi = whole ? c(N)
+                   : b.create<arith::MinUIOp>(l, b.create<arith::AddIOp>(l, lo, c(tile)), c(N)).getResult();
   // Whole blocks of `interleaved` rows, then the rest one row at a time.
   Value count = b.create<arith::SubIOp>(l, hi, lo);
   Value blocksEnd = b.create<arith::AddIOp>(
-      l, lo, b.create<arith::MulIOp>(l, b.create<arith::DivUIOp>(l, count, e.c(interleaved)),
-                                     e.c(interleaved)));
-  nova::buildFor(b, l, lo, blocksEnd, e.c(interleaved), {}, [&](Value r0, ValueRange) {
-    e.emitBlock(interleaved, r0);
+      l, lo, b.create<arith::MulIOp>(l, b.create<arith::DivUIOp>(l, count, c(interleaved)), c(interleaved)));
+  nova::buildFor(b, l, lo, blocksEnd, c(interleaved), {}, [&](Value r0, ValueRange) {
+    emitBlock(interleaved, r0);
     return SmallVector<Value>{};
   });
-  nova::buildFor(b, l, blocksEnd, hi, e.c(1), {}, [&](Value r0, ValueRange) {
-    e.emitBlock(1, r0);
+  nova::buildFor(b, l, blocksEnd, hi, c(1), {}, [&](Value r0, ValueRange) {
+    emitBlock(1, r0);
     return SmallVector<Value>{};
   });
   if (whole)
-    b.create<linalg::CopyOp>(l, ValueRange{result}, ValueRange{op.getInit()});
+    b.create<linalg::CopyOp>(l, ValueRange{result}, ValueRange{init});
   b.setInsertionPoint(op);
   for (Value t : temps)
     b.create<memref::DeallocOp>(l, t);
-  op.erase();
+  op->erase();
   return success();
+}
+
+LogicalResult expand(nova::LayerNormKernelOp op, Value wg, int64_t tile, int64_t interleaved, int64_t lanes) {
+  Type elem = cast<MemRefType>(op.getInit().getType()).getElementType();
+  return expandRows(op, op.getInputs(), op.getInit(), op.rows(), op.width(), wg, tile, interleaved, lanes,
+                    [&](OpBuilder &b, ArrayRef<Value> in, Value result) -> std::function<void(int64_t, Value)> {
+                      Location l = op.getLoc();
+                      LayerNormRows e{{b, l, VectorType::get({lanes}, elem), lanes, op.width()},
+                                      op.getEps().convertToDouble(),
+                                      op.getBackward(),
+                                      asRows(b, l, in[0]),
+                                      in[1],
+                                      op.getBackward() ? asRows(b, l, in[2]) : in[2],
+                                      asRows(b, l, result)};
+                      return [e](int64_t n, Value r0) mutable { e.emitBlock(n, r0); };
+                    });
+}
+
+LogicalResult expand(nova::CrossEntropyKernelOp op, Value wg, int64_t tile, int64_t interleaved, int64_t lanes) {
+  Type elem = cast<MemRefType>(op.getInputs()[0].getType()).getElementType();
+  bool backward = op.getBackward();
+  return expandRows(op, op.getInputs(), op.getInit(), op.rows(), op.width(), wg, tile, interleaved, lanes,
+                    [&](OpBuilder &b, ArrayRef<Value> in, Value result) -> std::function<void(int64_t, Value)> {
+                      Location l = op.getLoc();
+                      CrossEntropyRows e{{b, l, VectorType::get({lanes}, elem), lanes, op.width()},
+                                         backward,
+                                         asRows(b, l, in[0]),
+                                         asColumn(b, l, in[1]),
+                                         backward ? asColumn(b, l, in[2]) : Value(),
+                                         backward ? asRows(b, l, result) : asColumn(b, l, result)};
+                      return [e](int64_t n, Value r0) mutable { e.emitBlock(n, r0); };
+                    });
+}
+
+/// The configured expansion of a row kernel `op` (LayerNorm or
+/// cross-entropy) whose rows hold elements of `elemBits`.
+template <typename KernelOp>
+LogicalResult expandConfigured(KernelOp op, int64_t elemBits, StringRef pass, int64_t vectorBits) {
+  FailureOr<nova::LoweringConfigAttr> configured = nova::configForKernelOp(op, op.getInit(), pass, "rows");
+  if (failed(configured))
+    return failure();
+  nova::LoweringConfigAttr config = *configured;
+  if (config && config.getTile().size() != 1)
+    return op.emitError("nova-vectorize-rows: a rows kernel takes one tile size, not ") << config;
+  if (config) {
+    auto func = op->template getParentOfType<func::FuncOp>();
+    return expand(op, func.getArgument(0), config.getTile()[0], config.getRegisterTile()[0],
+                  config.getRegisterTile()[1]);
+  }
+  // Outside a configured kernel: all rows, 4 at a time.
+  OpBuilder b(op);
+  Value zero = b.create<arith::ConstantIndexOp>(op.getLoc(), 0);
+  return expand(op, zero, std::max<int64_t>(1, op.rows()), 4,
+                nova::vectorLanesDividing(op.width(), elemBits, vectorBits));
 }
 
 struct NovaVectorizeRows : mlir::nova::impl::NovaVectorizeRowsBase<NovaVectorizeRows> {
   using NovaVectorizeRowsBase::NovaVectorizeRowsBase;
 
   void runOnOperation() override {
-    SmallVector<nova::LayerNormKernelOp> ops;
-    getOperation().walk([&](nova::LayerNormKernelOp op) { ops.push_back(op); });
-    for (nova::LayerNormKernelOp op : ops) {
-      FailureOr<nova::LoweringConfigAttr> configured =
-          nova::configForKernelOp(op, op.getInit(), getArgument(), "rows");
-      if (failed(configured))
-        return signalPassFailure();
-      nova::LoweringConfigAttr config = *configured;
-      auto func = op->getParentOfType<func::FuncOp>();
-      int64_t elemBits = cast<MemRefType>(op.getInit().getType()).getElementTypeBitWidth();
-      if (config && config.getTile().size() != 1) {
-        op.emitError("nova-vectorize-rows: a rows kernel takes one tile size, not ") << config;
-        return signalPassFailure();
-      }
+    SmallVector<Operation *> ops;
+    getOperation().walk([&](Operation *op) {
+      if (isa<nova::LayerNormKernelOp, nova::CrossEntropyKernelOp>(op))
+        ops.push_back(op);
+    });
+    for (Operation *op : ops) {
       LogicalResult done =
-          config ? expand(op, func.getArgument(0), config.getTile()[0], config.getRegisterTile()[0],
-                          config.getRegisterTile()[1])
-                 : [&] {
-                     // Outside a configured kernel: all rows, 4 at a time.
-                     OpBuilder b(op);
-                     Value zero = b.create<arith::ConstantIndexOp>(op.getLoc(), 0);
-                     return expand(op, zero, std::max<int64_t>(1, op.rows()), 4,
-                                   nova::vectorLanesDividing(op.width(), elemBits, vectorBits));
-                   }();
+          isa<nova::LayerNormKernelOp>(op)
+              ? expandConfigured(cast<nova::LayerNormKernelOp>(op),
+                                 cast<MemRefType>(op->getOperand(op->getNumOperands() - 1).getType())
+                                     .getElementTypeBitWidth(),
+                                 getArgument(), vectorBits)
+              : expandConfigured(cast<nova::CrossEntropyKernelOp>(op),
+                                 cast<MemRefType>(op->getOperand(0).getType()).getElementTypeBitWidth(),
+                                 getArgument(), vectorBits);
       if (failed(done))
         return signalPassFailure();
     }

@@ -196,6 +196,16 @@ func.func @layer_norm(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>,
 
 // -----
 
+// Cross-entropy likewise: the per-row losses and the logits' gradient.
+// CHECK-LABEL: func @cross_entropy
+// CHECK: nova.cross_entropy_kernel ins(%{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<4xi32>) outs(%{{.*}} : tensor<4xf32>) -> tensor<4xf32>
+// CHECK: nova.cross_entropy_kernel ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<4xi32>, tensor<4xf32>) outs(%{{.*}} : tensor<4x8xf32>) {backward} -> tensor<4x8xf32>
+func.func @cross_entropy(%x: tensor<4x8xf32>, %y: tensor<4xi32>, %g: tensor<4xf32>) -> (tensor<4xf32>, tensor<4x8xf32>) {
+  %0 = nova.cross_entropy %x, %y : tensor<4x8xf32>, tensor<4xi32>
+  %1 = nova.cross_entropy_grad %x, %y, %g : tensor<4x8xf32>, tensor<4xi32>, tensor<4xf32>
+  return %0, %1 : tensor<4xf32>, tensor<4x8xf32>
+}
+
 // Every elementwise op is one all-parallel generic over empty outputs, its
 // body the op's arith / math op (relu is max with 0, NaN kept; greater a
 // compare and a select of 1 / 0).

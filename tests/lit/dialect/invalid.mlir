@@ -277,3 +277,37 @@ func.func @softmax_no_axis(%a: tensor<4x8xf32>) {
   %0 = nova.softmax %a : tensor<4x8xf32>
   return
 }
+
+// -----
+
+func.func @cross_entropy_labels(%x: tensor<4x5xf32>, %y: tensor<5xi32>) {
+  // expected-error @+2 {{'nova.cross_entropy' op failed to infer returned types}}
+  // expected-error @+1 {{'nova.cross_entropy' op labels 5xi32 must have the logits' shape 4x5xf32 without the class dim}}
+  %0 = "nova.cross_entropy"(%x, %y) : (tensor<4x5xf32>, tensor<5xi32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad_shape(%x: tensor<4x5xf32>, %y: tensor<4xi32>, %g: tensor<4x5xf32>) {
+  // expected-error @+2 {{'nova.cross_entropy_grad' op failed to infer returned types}}
+  // expected-error @+1 {{'nova.cross_entropy_grad' op grad 4x5xf32 must have the labels' shape and the logits' element type (logits 4x5xf32, labels 4xi32)}}
+  %0 = "nova.cross_entropy_grad"(%x, %y, %g) : (tensor<4x5xf32>, tensor<4xi32>, tensor<4x5xf32>) -> tensor<4x5xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_kernel_inputs(%x: memref<4x5xf32>, %y: memref<4xi32>, %o: memref<4x5xf32>) {
+  // expected-error @+1 {{'nova.cross_entropy_kernel' op takes 3 inputs (logits, labels, grad), got 2}}
+  nova.cross_entropy_kernel ins(%x, %y : memref<4x5xf32>, memref<4xi32>) outs(%o : memref<4x5xf32>) {backward}
+  return
+}
+
+// -----
+
+func.func @cross_entropy_kernel_init(%x: memref<4x5xf32>, %y: memref<4xi32>, %o: memref<4x5xf32>) {
+  // expected-error @+1 {{'nova.cross_entropy_kernel' op init 4x5xf32 must be shaped like the labels 4xi32}}
+  nova.cross_entropy_kernel ins(%x, %y : memref<4x5xf32>, memref<4xi32>) outs(%o : memref<4x5xf32>)
+  return
+}

@@ -90,6 +90,23 @@ func.func @dropout(%x: tensor<4x5xf32>, %s: tensor<i64>) -> tensor<4x5xf32> {
   return %0 : tensor<4x5xf32>
 }
 
+// The per-row cross-entropy, its gradient and their kernel op (on tensors
+// and on buffers).
+// CHECK-LABEL: func @cross_entropy
+// CHECK: %[[L:.*]] = nova.cross_entropy %{{.*}}, %{{.*}} : tensor<2x3x5xf32>, tensor<2x3xi64>
+// CHECK: nova.cross_entropy_grad %{{.*}}, %{{.*}}, %[[L]] : tensor<2x3x5xf32>, tensor<2x3xi64>, tensor<2x3xf32>
+// CHECK: nova.cross_entropy_kernel ins(%{{.*}}, %{{.*}} : tensor<2x3x5xf32>, tensor<2x3xi64>) outs(%{{.*}} : tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK: nova.cross_entropy_kernel ins(%{{.*}}, %{{.*}}, %{{.*}} : memref<6x5xf32>, memref<6xi32>, memref<6xf32>) outs(%{{.*}} : memref<6x5xf32>) {backward}
+func.func @cross_entropy(%x: tensor<2x3x5xf32>, %y: tensor<2x3xi64>, %e: tensor<2x3xf32>,
+                         %bx: memref<6x5xf32>, %by: memref<6xi32>, %bg: memref<6xf32>, %bo: memref<6x5xf32>)
+    -> (tensor<2x3x5xf32>, tensor<2x3xf32>) {
+  %0 = nova.cross_entropy %x, %y : tensor<2x3x5xf32>, tensor<2x3xi64>
+  %1 = nova.cross_entropy_grad %x, %y, %0 : tensor<2x3x5xf32>, tensor<2x3xi64>, tensor<2x3xf32>
+  %2 = nova.cross_entropy_kernel ins(%x, %y : tensor<2x3x5xf32>, tensor<2x3xi64>) outs(%e : tensor<2x3xf32>) -> tensor<2x3xf32>
+  nova.cross_entropy_kernel ins(%bx, %by, %bg : memref<6x5xf32>, memref<6xi32>, memref<6xf32>) outs(%bo : memref<6x5xf32>) {backward}
+  return %1, %2 : tensor<2x3x5xf32>, tensor<2x3xf32>
+}
+
 // A launch plan: the lowering config and nova.launch print and parse back.
 // CHECK-LABEL: func @plan
 // CHECK: nova.launch @kernels::@k0(%{{.*}}, %{{.*}}) : memref<4xf32>, memref<4xf32>

@@ -65,6 +65,27 @@ func.func @labels_skipped(%x: tensor<2x4xf32>, %y: tensor<2xi32>) -> tensor<2x4x
 
 // -----
 
+// The fused cross-entropy: its VJP is one cross_entropy_grad of the logits,
+// the labels and the rows' cotangent (the mean's, spread over the rows);
+// after clean-up nothing of the forward but the logits and labels is read.
+// CHECK-LABEL: func @cross_entropy
+// CHECK-SAME: (%[[X:.*]]: tensor<2x4xf32>, %[[Y:.*]]: tensor<2xi32>)
+// CHECK: nova.cross_entropy %[[X]], %[[Y]]
+// CHECK-NOT: nova.gradient
+// CHECK: %[[G:.*]] = nova.broadcast {{.*}} -> tensor<2xf32>
+// CHECK: nova.cross_entropy_grad %[[X]], %[[Y]], %{{.*}} : tensor<2x4xf32>, tensor<2xi32>, tensor<2xf32>
+// CLEAN-LABEL: func @cross_entropy
+// CLEAN-NOT: nova.cross_entropy %
+// CLEAN: nova.cross_entropy_grad
+func.func @cross_entropy(%x: tensor<2x4xf32>, %y: tensor<2xi32>) -> tensor<2x4xf32> {
+  %rows = nova.cross_entropy %x, %y : tensor<2x4xf32>, tensor<2xi32>
+  %l = nova.reduce_mean %rows {axes = array<i64: 0>} : tensor<2xf32>
+  %g = nova.gradient %l wrt %x : tensor<f32>, tensor<2x4xf32>
+  return %g : tensor<2x4xf32>
+}
+
+// -----
+
 // A wrt value the loss does not depend on gets zeros.
 // CHECK-LABEL: func @unused_wrt
 // CHECK: %[[Z:.*]] = nova.constant 0.000000e+00 : tensor<5xf32>

@@ -61,3 +61,62 @@ func.func @strided(%wg: index, %x: memref<4x8xf32, strided<[16, 1]>>, %g: memref
   nova.layer_norm_kernel ins(%x, %g, %b : memref<4x8xf32, strided<[16, 1]>>, memref<8xf32>, memref<8xf32>) outs(%y : memref<4x8xf32, strided<[16, 1], offset: 8>>) {eps = 1.0e-5 : f64}
   return
 }
+
+// -----
+
+// Cross-entropy forward, logits [2, 5, 8] viewed as 10 rows of 8, labels
+// [2, 5] as 10: per block of 2 rows a pass for the maxes (from -inf), one
+// for the sums of exp(x - max), then per row its label's logit (column 0
+// for a label outside [0, 8)) and the loss log(s) - (x[y] - max), 0 for
+// such a label.
+// CHECK-LABEL: func.func @cross_entropy
+// CHECK-SAME: (%[[WG:[^:]*]]: index, %[[X:[^:]*]]: memref<2x5x8xf32>, %[[Y:[^:]*]]: memref<2x5xi32>, %[[L:[^:]*]]: memref<2x5xf32>)
+// CHECK-DAG: %[[XR:.*]] = memref.collapse_shape %[[X]] {{\[}}[0, 1], [2]] : memref<2x5x8xf32> into memref<10x8xf32>
+// CHECK-DAG: %[[YR:.*]] = memref.collapse_shape %[[Y]] {{\[}}[0, 1]] : memref<2x5xi32> into memref<10xi32>
+// CHECK-DAG: %[[LR:.*]] = memref.collapse_shape %[[L]] {{\[}}[0, 1]] : memref<2x5xf32> into memref<10xf32>
+// CHECK: scf.for %[[R0:.*]] = %{{.*}} to %{{.*}} step %c2
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<4xf32>, vector<4xf32>)
+// CHECK: arith.maximumf {{.*}} : vector<4xf32>
+// CHECK: vector.reduction <maximumf>
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<4xf32>, vector<4xf32>)
+// CHECK: math.exp {{.*}} : vector<4xf32>
+// CHECK: memref.load %[[YR]]
+// CHECK: arith.index_cast
+// CHECK: %[[IN:.*]] = arith.cmpi ult, %{{.*}}, %c8
+// CHECK: %[[COL:.*]] = arith.select %[[IN]]
+// CHECK: vector.reduction <add>
+// CHECK: memref.load %[[XR]][%{{.*}}, %[[COL]]]
+// CHECK: math.log
+// CHECK: %[[LOSS:.*]] = arith.subf
+// CHECK: %[[KEPT:.*]] = arith.select %[[IN]], %[[LOSS]]
+// CHECK: memref.store %[[KEPT]], %[[LR]]
+// CHECK-NOT: nova.cross_entropy_kernel
+func.func @cross_entropy(%wg: index, %x: memref<2x5x8xf32>, %y: memref<2x5xi32>, %l: memref<2x5xf32>)
+    attributes {nova.lowering_config = #nova.lowering_config<rows, workgroups = 2, tile = [5], register_tile = [2, 4]>} {
+  nova.cross_entropy_kernel ins(%x, %y : memref<2x5x8xf32>, memref<2x5xi32>) outs(%l : memref<2x5xf32>)
+  return
+}
+
+// -----
+
+// Backward: the max and sum again, dx = exp(x - max) g / s stored a vector
+// at a time, then dx[y] -= g (g taken as 0 for a label outside [0, 8)).
+// CHECK-LABEL: func.func @cross_entropy_grad
+// CHECK-SAME: (%[[WG:[^:]*]]: index, %[[X:[^:]*]]: memref<3x8xf32>, %[[Y:[^:]*]]: memref<3xi64>, %[[G:[^:]*]]: memref<3xf32>, %[[DX:[^:]*]]: memref<3x8xf32>)
+// CHECK: vector.reduction <maximumf>
+// CHECK: %[[IN:.*]] = arith.cmpi ult
+// CHECK: %[[COL:.*]] = arith.select %[[IN]]
+// CHECK: %[[GR:.*]] = memref.load %[[G]]
+// CHECK: %[[TAKEN:.*]] = arith.select %[[IN]], %[[GR]]
+// CHECK: arith.divf %[[TAKEN]]
+// CHECK: scf.for
+// CHECK: math.exp
+// CHECK: vector.store {{.*}}, %[[DX]]
+// CHECK: %[[HELD:.*]] = memref.load %[[DX]][%{{.*}}, %[[COL]]]
+// CHECK: %[[FIXED:.*]] = arith.subf %[[HELD]], %[[TAKEN]]
+// CHECK: memref.store %[[FIXED]], %[[DX]][%{{.*}}, %[[COL]]]
+func.func @cross_entropy_grad(%wg: index, %x: memref<3x8xf32>, %y: memref<3xi64>, %g: memref<3xf32>, %dx: memref<3x8xf32>)
+    attributes {nova.lowering_config = #nova.lowering_config<rows, workgroups = 1, tile = [3], register_tile = [1, 4]>} {
+  nova.cross_entropy_kernel ins(%x, %y, %g : memref<3x8xf32>, memref<3xi64>, memref<3xf32>) outs(%dx : memref<3x8xf32>) {backward}
+  return
+}

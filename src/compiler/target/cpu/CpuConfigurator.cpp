@@ -52,7 +52,8 @@
 //          diagonal are computed as zeros; 4 R keeps that under R 3 / 2
 //          keys a row). (Small GPT, 2-core AVX-512: Rc = 24 against 6:
 //          backward kernel 3.29 -> 2.67 ms.)
-// rows     a LayerNorm (nova.layer_norm_kernel) splits its rows into about
+// rows     a LayerNorm or cross-entropy (nova.layer_norm_kernel,
+//          nova.cross_entropy_kernel) splits its rows into about
 //          4 workgroups per core (its passes over a row are in L1); each
 //          runs fma_units x fma_latency / 2 rows at once (4 here), so each
 //          pass's reductions have that many independent chains.
@@ -344,18 +345,19 @@ nova::LoweringConfigAttr configureAttention(nova::AttentionKernelOp op,
                                        tile, cacheTile, regTile);
 }
 
-nova::LoweringConfigAttr configureRows(nova::LayerNormKernelOp op, const nova::CpuFacts &facts) {
-  int64_t elemBits = cast<ShapedType>(op.getInit().getType()).getElementTypeBitWidth();
-  int64_t rows = std::max<int64_t>(1, op.rows());
-  int64_t groups = op.rows() * op.width() < kMinParallelPoints || facts.cores <= 1
+/// A row kernel (LayerNorm, cross-entropy) of `count` rows of `width`
+/// elements of `elemBits` bits.
+nova::LoweringConfigAttr configureRows(MLIRContext *ctx, int64_t count, int64_t width, int64_t elemBits,
+                                       const nova::CpuFacts &facts) {
+  int64_t rows = std::max<int64_t>(1, count);
+  int64_t groups = count * width < kMinParallelPoints || facts.cores <= 1
                        ? 1
                        : std::min(rows, facts.cores * kWorkgroupsPerCore);
   int64_t tile = ceilDiv(rows, groups);
   int64_t interleaved = std::clamp<int64_t>(facts.fmaUnits * facts.fmaLatency / 2, 1, tile);
   SmallVector<int64_t> tiles{tile},
-      regTile{interleaved, nova::vectorLanesDividing(op.width(), elemBits, facts.vectorBits)};
-  return nova::LoweringConfigAttr::get(op.getContext(), "rows", ceilDiv(rows, tile), tiles, {},
-                                       regTile);
+      regTile{interleaved, nova::vectorLanesDividing(width, elemBits, facts.vectorBits)};
+  return nova::LoweringConfigAttr::get(ctx, "rows", ceilDiv(rows, tile), tiles, {}, regTile);
 }
 
 /// The split loop (nova::splitLoopOf) of a loop nest, if it has one, and
@@ -395,7 +397,11 @@ nova::LoweringConfigAttr mlir::nova::configureCpuKernel(Operation *root, const C
   if (auto attention = dyn_cast<AttentionKernelOp>(root))
     return configureAttention(attention, facts);
   if (auto norm = dyn_cast<LayerNormKernelOp>(root))
-    return configureRows(norm, facts);
+    return configureRows(norm.getContext(), norm.rows(), norm.width(),
+                         cast<ShapedType>(norm.getInit().getType()).getElementTypeBitWidth(), facts);
+  if (auto loss = dyn_cast<CrossEntropyKernelOp>(root))
+    return configureRows(loss.getContext(), loss.rows(), loss.width(),
+                         cast<ShapedType>(loss.getInputs()[0].getType()).getElementTypeBitWidth(), facts);
   if (auto generic = dyn_cast<linalg::GenericOp>(root))
     if (auto config = configureMatmul(generic, facts))
       return *config;

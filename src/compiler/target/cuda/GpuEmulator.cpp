@@ -1142,6 +1142,12 @@ private:
     });
   }
 
+  /// The bits an unsigned comparison of `type` sees (index: 64).
+  static uint64_t unsignedMask(Type type) {
+    unsigned bits = type.isIndex() ? 64 : getElementTypeOrSelf(type).getIntOrFloatBitWidth();
+    return bits >= 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1;
+  }
+
   /// A value of a float type as that type holds it (other types as they are).
   static double roundTo(Type t, double v) {
     if (t.isF32())
@@ -1338,31 +1344,46 @@ private:
       return elementwise(op, [](double a, double) { return std::exp(a); });
     if (auto cmp = dyn_cast<arith::CmpIOp>(op)) {
       auto pred = cmp.getPredicate();
-      return integer(op, [pred](int64_t x, int64_t y) -> int64_t {
+      const uint64_t mask = unsignedMask(cmp.getLhs().getType());
+      return integer(op, [pred, mask](int64_t x, int64_t y) -> int64_t {
+        // Unsigned predicates see the operands' bits (a negative label is
+        // above any bound, as on the GPU).
+        const uint64_t ux = uint64_t(x) & mask, uy = uint64_t(y) & mask;
         switch (pred) {
         case arith::CmpIPredicate::eq:
           return int64_t(x == y);
         case arith::CmpIPredicate::ne:
           return int64_t(x != y);
         case arith::CmpIPredicate::ult:
+          return int64_t(ux < uy);
         case arith::CmpIPredicate::slt:
           return int64_t(x < y);
         case arith::CmpIPredicate::ule:
+          return int64_t(ux <= uy);
         case arith::CmpIPredicate::sle:
           return int64_t(x <= y);
         case arith::CmpIPredicate::ugt:
+          return int64_t(ux > uy);
         case arith::CmpIPredicate::sgt:
           return int64_t(x > y);
         case arith::CmpIPredicate::uge:
+          return int64_t(ux >= uy);
         case arith::CmpIPredicate::sge:
           return int64_t(x >= y);
         }
         return 0;
       });
     }
-    if (isa<arith::MinUIOp, arith::MinSIOp>(op))
+    if (isa<arith::MinUIOp, arith::MaxUIOp>(op)) {
+      const uint64_t mask = unsignedMask(op->getOperand(0).getType());
+      const bool min = isa<arith::MinUIOp>(op);
+      return integer(op, [mask, min](int64_t x, int64_t y) -> int64_t {
+        return ((uint64_t(x) & mask) < (uint64_t(y) & mask)) == min ? x : y;
+      });
+    }
+    if (isa<arith::MinSIOp>(op))
       return elementwise(op, [](double a, double b) { return std::min(a, b); });
-    if (isa<arith::MaxUIOp, arith::MaxSIOp>(op))
+    if (isa<arith::MaxSIOp>(op))
       return elementwise(op, [](double a, double b) { return std::max(a, b); });
     if (auto select = dyn_cast<arith::SelectOp>(op)) {
       const Reg *c = get(select.getCondition()), *x = get(select.getTrueValue()), *y = get(select.getFalseValue());

@@ -64,13 +64,26 @@ Type computeType(Operation *op) { return cast<ShapedType>(op->getOperand(0).getT
 
 namespace {
 
+/// How a row kernel's formulas visit a row's columns: by one thread, or by
+/// a warp (each lane every 32nd column, reductions in shuffles).
+struct RowVisit {
+  /// The row's reduction of term(column) by `combine` from `identity`.
+  function_ref<Value(function_ref<Value(Value)> term, function_ref<Value(Value, Value)> combine,
+                     double identity)>
+      reduce;
+  /// body(column) for each column.
+  function_ref<void(function_ref<void(Value)>)> eachColumn;
+  /// body() once for the row (a warp's first lane).
+  function_ref<void(function_ref<void()>)> once;
+};
+
 /// One LayerNorm row with the reference's formulas (mean, two-pass
-/// variance, rstd; forward y, or the input gradient dx), the row's
-/// columns visited as `rowSum` (a sum over them of term(column)) and
-/// `eachColumn` (body(column) for each) say: by one thread, or by a warp.
+/// variance, rstd; forward y, or the input gradient dx).
 void layerNormRowFormulas(Scalar &s, nova::LayerNormKernelOp op, function_ref<SmallVector<Value>(Value)> at,
-                          function_ref<Value(function_ref<Value(Value)>)> rowSum,
-                          function_ref<void(function_ref<void(Value)>)> eachColumn) {
+                          const RowVisit &visit) {
+  auto rowSum = [&](function_ref<Value(Value)> term) {
+    return visit.reduce(term, [&](Value x, Value y) { return s.add(x, y); }, 0.0);
+  };
   Value x = op.getInputs()[0], gamma = op.getInputs()[1], third = op.getInputs()[2], out = op.getInit();
   Value invD = s.f(1.0 / double(op.width()));
   Value mean = s.mul(rowSum([&](Value c) { return s.load(x, at(c)); }), invD);
@@ -82,15 +95,50 @@ void layerNormRowFormulas(Scalar &s, nova::LayerNormKernelOp op, function_ref<Sm
   Value rstd = s.div(s.f(1.0), s.b.create<math::SqrtOp>(s.l, s.add(var, s.f(op.getEps().convertToDouble()))));
   auto xhat = [&](Value c) { return s.mul(s.sub(s.load(x, at(c)), mean), rstd); };
   if (!op.getBackward()) {
-    eachColumn([&](Value c) { s.store(s.add(s.mul(xhat(c), s.load(gamma, c)), s.load(third, c)), out, at(c)); });
+    visit.eachColumn(
+        [&](Value c) { s.store(s.add(s.mul(xhat(c), s.load(gamma, c)), s.load(third, c)), out, at(c)); });
     return;
   }
   auto g = [&](Value c) { return s.mul(s.load(third, at(c)), s.load(gamma, c)); };
   Value meanG = s.mul(rowSum(g), invD);
   Value meanGx = s.mul(rowSum([&](Value c) { return s.mul(g(c), xhat(c)); }), invD);
-  eachColumn([&](Value c) {
+  visit.eachColumn([&](Value c) {
     Value centered = s.sub(g(c), meanG);
     s.store(s.mul(s.sub(centered, s.mul(xhat(c), meanGx)), rstd), out, at(c));
+  });
+}
+
+/// One cross-entropy row with the reference's formulas: the max m, the sum
+/// s of exp(x - m); forward the loss log(s) - (x[y] - m), backward dx =
+/// exp(x - m) g / s - [c == y] g, each element written once. A label
+/// outside [0, C) gives a zero loss and gradient. `prefix` indexes the
+/// row in the labels (and the losses or grad).
+void crossEntropyRowFormulas(Scalar &s, nova::CrossEntropyKernelOp op, ArrayRef<Value> prefix,
+                             function_ref<SmallVector<Value>(Value)> at, const RowVisit &visit) {
+  OpBuilder &b = s.b;
+  Location l = s.l;
+  Value x = op.getInputs()[0], labels = op.getInputs()[1], out = op.getInit();
+  Value max = visit.reduce([&](Value c) { return s.load(x, at(c)); },
+                           [&](Value a, Value v) { return b.create<arith::MaximumFOp>(l, a, v); },
+                           -std::numeric_limits<double>::infinity());
+  auto shifted = [&](Value c) -> Value { return b.create<math::ExpOp>(l, s.sub(s.load(x, at(c)), max)); };
+  Value total = visit.reduce(shifted, [&](Value a, Value v) { return s.add(a, v); }, 0.0);
+  Value label = b.create<arith::IndexCastOp>(l, b.getIndexType(), s.load(labels, prefix));
+  Value inside = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, label, s.c(op.width()));
+  Value column = b.create<arith::SelectOp>(l, inside, label, s.c(0));
+  if (!op.getBackward()) {
+    // The difference first: exact where x[y] is near the max.
+    Value loss = s.sub(b.create<math::LogOp>(l, total), s.sub(s.load(x, at(column)), max));
+    loss = b.create<arith::SelectOp>(l, inside, loss, s.f(0.0));
+    visit.once([&] { s.store(loss, out, prefix); });
+    return;
+  }
+  Value g = b.create<arith::SelectOp>(l, inside, s.load(op.getInputs()[2], prefix), s.f(0.0));
+  Value scale = s.div(g, total);
+  visit.eachColumn([&](Value c) {
+    Value isLabel = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, c, column);
+    Value hot = b.create<arith::SelectOp>(l, isLabel, g, s.f(0.0));
+    s.store(s.sub(s.mul(shifted(c), scale), hot), out, at(c));
   });
 }
 
@@ -103,15 +151,46 @@ SmallVector<Value> rowIndices(ArrayRef<Value> prefix, Value column) {
 
 } // namespace
 
-void mlir::nova::buildLayerNormRow(OpBuilder &b, LayerNormKernelOp op, Value row) {
-  auto type = cast<MemRefType>(op.getInit().getType());
-  Scalar s{b, op.getLoc(), computeType(op)};
-  SmallVector<Value> prefix = delinearizeIndex(b, s.l, row, type.getShape().drop_back());
-  Value zero = s.c(0), width = s.c(op.width());
-  layerNormRowFormulas(
-      s, op, [&](Value c) { return rowIndices(prefix, c); },
-      [&](function_ref<Value(Value)> term) { return s.sum(zero, width, term); },
-      [&](function_ref<void(Value)> body) { s.loop(zero, width, body); });
+namespace {
+
+/// The rows' shape without the row dim: the leading dims of the kernel's
+/// first input ([..., d] or [..., C]).
+ArrayRef<int64_t> leadingShape(Operation *op) {
+  return cast<MemRefType>(op->getOperand(0).getType()).getShape().drop_back();
+}
+
+/// Row kernel `op`'s formulas for the row at `prefix`, visited as `visit`.
+void rowFormulas(Scalar &s, Operation *op, ArrayRef<Value> prefix, const RowVisit &visit) {
+  auto at = [&](Value c) { return rowIndices(prefix, c); };
+  if (auto norm = dyn_cast<nova::LayerNormKernelOp>(op))
+    return layerNormRowFormulas(s, norm, at, visit);
+  crossEntropyRowFormulas(s, cast<nova::CrossEntropyKernelOp>(op), prefix, at, visit);
+}
+
+} // namespace
+
+std::pair<int64_t, int64_t> mlir::nova::rowKernelShape(Operation *op) {
+  if (auto norm = dyn_cast<LayerNormKernelOp>(op))
+    return {norm.rows(), norm.width()};
+  if (auto loss = dyn_cast<CrossEntropyKernelOp>(op))
+    return {loss.rows(), loss.width()};
+  return {0, 0};
+}
+
+void mlir::nova::buildRow(OpBuilder &b, Operation *op, Value row) {
+  Scalar s{b, op->getLoc(), computeType(op)};
+  SmallVector<Value> prefix = delinearizeIndex(b, s.l, row, leadingShape(op));
+  Value zero = s.c(0), width = s.c(rowKernelShape(op).second);
+  rowFormulas(s, op, prefix,
+              {[&](function_ref<Value(Value)> term, function_ref<Value(Value, Value)> combine, double identity) {
+                 return nova::buildFor(b, s.l, zero, width, s.c(1), {s.f(identity)},
+                                       [&](Value c, ValueRange acc) {
+                                         return SmallVector<Value>{combine(acc[0], term(c))};
+                                       })
+                     .getResult(0);
+               },
+               [&](function_ref<void(Value)> body) { s.loop(zero, width, body); },
+               [&](function_ref<void()> body) { body(); }});
 }
 
 void mlir::nova::buildAttentionHead(OpBuilder &b, AttentionKernelOp op, Value unit) {
@@ -449,20 +528,20 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
   });
 }
 
-bool mlir::nova::layerNormByWarps(LayerNormKernelOp op) {
-  return computeType(op).isF32() && op.width() >= 32;
+bool mlir::nova::rowsByWarps(Operation *op) {
+  return computeType(op).isF32() && rowKernelShape(op).second >= 32;
 }
 
-void mlir::nova::buildLayerNormWarpRows(OpBuilder &b, LayerNormKernelOp op, Value warp, Value lane, int64_t warps) {
-  auto type = cast<MemRefType>(op.getInit().getType());
-  Scalar s{b, op.getLoc(), computeType(op)};
+void mlir::nova::buildWarpRows(OpBuilder &b, Operation *op, Value warp, Value lane, int64_t warps) {
+  Scalar s{b, op->getLoc(), computeType(op)};
   Location l = s.l;
-  const int64_t d = op.width(), rows = op.rows(), steps = (d + 31) / 32;
+  auto [rows, d] = rowKernelShape(op);
+  const int64_t steps = (d + 31) / 32;
   s.loop(s.c(0), s.c((rows + warps - 1) / warps), [&](Value it) {
     Value unit = s.iadd(b.create<arith::MulIOp>(l, it, s.c(warps)), warp);
     Value inside = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, unit, s.c(rows));
     Value row = b.create<arith::MinUIOp>(l, unit, s.c(rows - 1));
-    SmallVector<Value> prefix = delinearizeIndex(b, l, row, type.getShape().drop_back());
+    SmallVector<Value> prefix = delinearizeIndex(b, l, row, leadingShape(op));
     // Lane `lane`'s column at step `step`, clamped into the row, and
     // whether it is one.
     auto column = [&](Value step, Value &c, Value &take) {
@@ -470,35 +549,44 @@ void mlir::nova::buildLayerNormWarpRows(OpBuilder &b, LayerNormKernelOp op, Valu
       take = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, raw, s.c(d));
       c = b.create<arith::MinUIOp>(l, raw, s.c(d - 1));
     };
-    layerNormRowFormulas(
-        s, op, [&](Value c) { return rowIndices(prefix, c); },
-        // The lanes' partials, then a butterfly: every lane has the sum.
-        [&](function_ref<Value(Value)> term) {
-          Value partial =
-              nova::buildFor(b, l, s.c(0), s.c(steps), s.c(1), {s.f(0.0)}, [&](Value step, ValueRange acc) {
-                Value c, take;
-                column(step, c, take);
-                Value v = b.create<arith::SelectOp>(l, take, term(c), s.f(0.0));
-                return SmallVector<Value>{s.add(acc[0], v)};
-              }).getResult(0);
-          return warpAllReduce(b, l, partial, [&](Value x, Value y) { return s.add(x, y); });
-        },
-        [&](function_ref<void(Value)> body) {
-          s.loop(s.c(0), s.c(steps), [&](Value step) {
-            Value c, take;
-            column(step, c, take);
-            auto guard = b.create<scf::IfOp>(l, b.create<arith::AndIOp>(l, take, inside), /*withElseRegion=*/false);
-            OpBuilder::InsertionGuard g(b);
-            b.setInsertionPointToStart(&guard.getThenRegion().front());
-            body(c);
-          });
-        });
+    auto guarded = [&](Value condition, function_ref<void()> body) {
+      auto guard = b.create<scf::IfOp>(l, condition, /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(&guard.getThenRegion().front());
+      body();
+    };
+    rowFormulas(
+        s, op, prefix,
+        {// The lanes' partials, then a butterfly: every lane has the result.
+         [&](function_ref<Value(Value)> term, function_ref<Value(Value, Value)> combine, double identity) {
+           Value partial =
+               nova::buildFor(b, l, s.c(0), s.c(steps), s.c(1), {s.f(identity)}, [&](Value step, ValueRange acc) {
+                 Value c, take;
+                 column(step, c, take);
+                 Value v = b.create<arith::SelectOp>(l, take, term(c), s.f(identity));
+                 return SmallVector<Value>{combine(acc[0], v)};
+               }).getResult(0);
+           return warpAllReduce(b, l, partial, combine);
+         },
+         [&](function_ref<void(Value)> body) {
+           s.loop(s.c(0), s.c(steps), [&](Value step) {
+             Value c, take;
+             column(step, c, take);
+             guarded(b.create<arith::AndIOp>(l, take, inside), [&] { body(c); });
+           });
+         },
+         [&](function_ref<void()> body) {
+           Value first = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, lane, s.c(0));
+           guarded(b.create<arith::AndIOp>(l, first, inside), body);
+         }});
   });
 }
 
 bool mlir::nova::writesEachResultOnce(Operation *op) {
   if (auto norm = dyn_cast<LayerNormKernelOp>(op))
     return !norm.getBackward();
+  if (isa<CrossEntropyKernelOp>(op))
+    return true;
   if (auto attention = dyn_cast<AttentionKernelOp>(op))
     return !attention.getBackward() && attention.headDim() <= kAttentionRowsMaxHeadDim;
   return false;

@@ -1,12 +1,15 @@
 //===- GpuScalarKernels.h - one GPU thread's share of a row or attention kernel -*- C++ -*-===//
 //
-// The first GPU form of the two whole-op kernels (nova.layer_norm_kernel,
-// nova.attention_kernel): scalar loops that one thread runs for its unit of
-// work, with the reference's formulas (the CPU's nova-vectorize-rows and
-// nova-vectorize-attention compute the same ones, vectorized):
+// The first GPU form of the whole-op kernels (nova.layer_norm_kernel,
+// nova.cross_entropy_kernel, nova.attention_kernel): scalar loops that one
+// thread runs for its unit of work, with the reference's formulas (the
+// CPU's nova-vectorize-rows and nova-vectorize-attention compute the same
+// ones, vectorized):
 //   - a LayerNorm row: mean, two-pass variance, rstd; forward y or the
 //     input gradient dx; by one thread, or (f32, 32 columns or more) by a
 //     warp, its sums in shuffles;
+//   - a cross-entropy row: max, sum of exponentials; forward the loss,
+//     backward dx, by one thread or a warp likewise;
 //   - attention, one (batch, head): each query row's max and sum of
 //     exp(scale q.k - max) over its causal keys, then the output; backward
 //     dq, dk, dv of the head's columns (zeroed first, then accumulated row
@@ -36,20 +39,24 @@
 
 namespace mlir::nova {
 
-/// Row `row` (of op.rows()) of a bufferized LayerNorm kernel, at b's
-/// insertion point.
-void buildLayerNormRow(OpBuilder &b, LayerNormKernelOp op, Value row);
+/// The rows and the row width of a row kernel (nova.layer_norm_kernel,
+/// nova.cross_entropy_kernel); {0, 0} for any other op.
+std::pair<int64_t, int64_t> rowKernelShape(Operation *op);
 
-/// LayerNorm with a warp per row (f32 rows of at least 32 columns): each
-/// lane takes every 32nd column, the row's sums (mean, centered squares;
-/// backward: the gradient's two means) in a butterfly of shuffles, so the
-/// lanes' loads and stores are consecutive.
-bool layerNormByWarps(LayerNormKernelOp op);
+/// Row `row` of a bufferized row kernel, at b's insertion point.
+void buildRow(OpBuilder &b, Operation *rowKernel, Value row);
 
-/// Rows of `op` (layerNormByWarps) for the grid's `warps` warps, this
+/// A row kernel with a warp per row (f32 rows of at least 32 columns):
+/// each lane takes every 32nd column, the row's reductions (LayerNorm's
+/// mean and centered squares, backward the gradient's two means;
+/// cross-entropy's max and sum of exponentials) in a butterfly of shuffles,
+/// so the lanes' loads and stores are consecutive.
+bool rowsByWarps(Operation *rowKernel);
+
+/// Rows of `rowKernel` (rowsByWarps) for the grid's `warps` warps, this
 /// thread's global warp `warp` and `lane` (loop bounds the same in every
 /// lane: warps past the rows run the last one and store nothing).
-void buildLayerNormWarpRows(OpBuilder &b, LayerNormKernelOp op, Value warp, Value lane, int64_t warps);
+void buildWarpRows(OpBuilder &b, Operation *rowKernel, Value warp, Value lane, int64_t warps);
 
 /// Work unit `unit` = batch * heads + head of a bufferized attention kernel.
 void buildAttentionHead(OpBuilder &b, AttentionKernelOp op, Value unit);
@@ -101,8 +108,8 @@ std::optional<AttentionRowsPlan> planAttentionRows(AttentionKernelOp op, int64_t
 /// `thread` of block `block`.
 void buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const AttentionRowsPlan &plan, Value thread, Value block);
 
-/// Whether `op`'s GPU kernel (a forward LayerNorm, or a forward attention
-/// a row at a time) computes in its inputs' element and writes each
+/// Whether `op`'s GPU kernel (a forward LayerNorm, a cross-entropy, or a
+/// forward attention a row at a time) computes in its inputs' element and writes each
 /// element of its result once, so that its init may be narrower than its
 /// inputs (a bf16 result the products read, GpuBf16Operands.cpp): each
 /// element rounded once at its store. (The other forms accumulate into

@@ -12,8 +12,9 @@
 //     results in registers, the product never stored); each kernel gets
 //     #nova.lowering_config<gpu_threads, workgroups = blocks, tile =
 //     [threads]> from its units of work: the points of a structured op's
-//     parallel loops (reductions run inside a thread), a LayerNorm's rows
-//     (a warp each for f32 rows of 32 columns or more), an attention's rows
+//     parallel loops (reductions run inside a thread), a LayerNorm's or a
+//     cross-entropy's rows (a warp each for f32 rows of 32 columns or
+//     more), an attention's rows
 //     (1 to 8 lanes a row, 128 query rows a block; the backward one block
 //     per (batch, head): GpuScalarKernels.h), a scatter-add's split columns
 //     (one block: rows in order, so no two threads add into one element),
@@ -166,11 +167,12 @@ int64_t attentionSharedLimit(const ::nova::TargetDesc &target) {
 /// take (attentionSharedLimit when configuring, the kernel's recorded bytes
 /// when mapping; 0: the thread per (batch, head)).
 Units unitsOf(Operation *op, int64_t attentionShared = 0) {
-  if (auto norm = dyn_cast<LayerNormKernelOp>(op)) {
-    if (layerNormByWarps(norm))
-      return {Units::warps, norm.rows(),
-              llvm::formatv("{0} LayerNorm rows of {1}, a warp each", norm.rows(), norm.width())};
-    return {Units::points, norm.rows(), llvm::formatv("{0} LayerNorm rows of {1}", norm.rows(), norm.width())};
+  if (isa<LayerNormKernelOp, CrossEntropyKernelOp>(op)) {
+    auto [rows, width] = rowKernelShape(op);
+    StringRef what = isa<LayerNormKernelOp>(op) ? "LayerNorm" : "cross-entropy";
+    if (rowsByWarps(op))
+      return {Units::warps, rows, llvm::formatv("{0} {1} rows of {2}, a warp each", rows, what, width)};
+    return {Units::points, rows, llvm::formatv("{0} {1} rows of {2}", rows, what, width)};
   }
   if (auto attention = dyn_cast<AttentionKernelOp>(op)) {
     int64_t n = attention.batch() * attention.getHeads();
@@ -1171,8 +1173,8 @@ LogicalResult mapKernel(func::FuncOp kernel, LoweringConfigAttr config) {
     // The grid's warps in order (a block's threads are whole warps).
     Value warp = b.create<arith::DivUIOp>(l, at.global, at.c(32));
     Value lane = b.create<arith::RemUIOp>(l, at.thread, at.c(32));
-    if (auto norm = dyn_cast<LayerNormKernelOp>(op)) {
-      buildLayerNormWarpRows(b, norm, warp, lane, blocks * threads / 32);
+    if (isa<LayerNormKernelOp, CrossEntropyKernelOp>(op)) {
+      buildWarpRows(b, op, warp, lane, blocks * threads / 32);
       op->erase();
       return success();
     }
@@ -1198,8 +1200,8 @@ LogicalResult mapKernel(func::FuncOp kernel, LoweringConfigAttr config) {
   }
   // Points: one unit a thread over the grid.
   const int64_t perIteration = blocks * threads;
-  if (auto norm = dyn_cast<LayerNormKernelOp>(op)) {
-    at.forEachUnit(units.count, perIteration, at.global, [&](Value row) { buildLayerNormRow(b, norm, row); });
+  if (isa<LayerNormKernelOp, CrossEntropyKernelOp>(op)) {
+    at.forEachUnit(units.count, perIteration, at.global, [&](Value row) { buildRow(b, op, row); });
     op->erase();
     return success();
   }
