@@ -4,9 +4,9 @@
 // and a sum of squares (a block reduction: one block, its output starting
 // from its dropped fill's 0). A block's index selects its op; the block
 // reduction's barriers sit in a branch the whole block takes.
-// RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each | FileCheck %s
-// RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each \
-// RUN:   | nova-opt -pass-pipeline='builtin.module(builtin.module(nova-gpu-map-threads,canonicalize,cse,nova-gpu-outline-kernels{target=sm_80}))' -verify-each \
+// RUN: nova-opt %s -split-input-file -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each | FileCheck %s
+// RUN: nova-opt %s -split-input-file -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each \
+// RUN:   | nova-opt -split-input-file -pass-pipeline='builtin.module(builtin.module(nova-gpu-map-threads,canonicalize,cse,nova-gpu-outline-kernels{target=sm_80}))' -verify-each \
 // RUN:   | FileCheck %s --check-prefix=GPU
 
 // CHECK-LABEL: func.func @updates
@@ -15,7 +15,7 @@
 // CHECK: func.func @[[K]](
 // CHECK-SAME: nova.gpu_block_threads = 256 : i64, nova.gpu_shared_bytes = 1024 : i64
 // CHECK-SAME: nova.gpu_side_by_side = array<i64: 2, 2, 1>, nova.gpu_side_by_side_inits = [unit, unit, 0.000000e+00 : f32]
-// CHECK-SAME: "threads: 3 independent kernels side by side, each over its own blocks (a block reduction one; 5 in all) of 256"
+// CHECK-SAME: "threads: 3 independent kernels side by side, each over its own blocks (a block reduction one, warp rows 8 rows a block; 5 in all) of 256"
 // CHECK-SAME: #nova.lowering_config<gpu_threads, workgroups = 5, tile = [256]
 // CHECK-SAME: nova.summary = "3 kernels side by side:
 // CHECK: linalg.generic {{.*}} ins(%arg1, %arg2 : memref<300xf32>, memref<300xf32>) outs(%arg3 : memref<300xf32>)
@@ -52,4 +52,47 @@ func.func @updates(%a: tensor<300xf32>, %ga: tensor<300xf32>, %b: tensor<40x8xf3
   %sq = nova.mul %c, %c : tensor<1000xf32>, tensor<1000xf32>
   %t = nova.reduce_sum %sq {axes = array<i64: 0>} : tensor<1000xf32>
   return %na, %nb, %t : tensor<300xf32>, tensor<40x8xf32>, tensor<f32>
+}
+
+// -----
+
+// Rows join too: a LayerNorm (a warp a row: 64 rows, 8 a block of 256, 8
+// blocks), a row sum (warps: 40 rows, 5 blocks), a cross-entropy of f64
+// rows (a thread a row: 20 rows, one block) and an elementwise op (points:
+// 512, 2 blocks). Each warp op runs in its own blocks' branch, which every
+// lane of a warp takes, so its shuffles see all 32 lanes.
+// CHECK-LABEL: func.func @rows
+// CHECK-NEXT: nova.launch @kernels::@[[R:k[0-9]+_side[0-9]+]](
+// CHECK-NEXT: return
+// CHECK: func.func @[[R]](
+// CHECK-SAME: nova.gpu_side_by_side = array<i64: 8, 5, 1, 2>
+// CHECK-SAME: "threads: 4 independent kernels side by side, each over its own blocks (a block reduction one, warp rows 8 rows a block; 16 in all) of 256"
+// CHECK: nova.layer_norm_kernel
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK: nova.cross_entropy_kernel
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]
+
+// GPU: gpu.func @nova_[[R:k[0-9]+_side[0-9]+]](
+// GPU: %[[B:.*]] = gpu.block_id x
+// GPU: arith.cmpi ult, %[[B]], %c8
+// GPU: scf.if
+// GPU: gpu.shuffle  xor
+// GPU: arith.cmpi ult, %[[B]], %c13
+// GPU: scf.if
+// GPU: gpu.shuffle  xor
+// GPU: arith.cmpi ult, %[[B]], %c14
+// GPU: scf.if
+// GPU: math.log
+// GPU: arith.cmpi ult, %[[B]], %c16
+// GPU: scf.if
+// GPU: math.tanh
+// GPU: gpu.return
+func.func @rows(%x: tensor<64x64xf32>, %gamma: tensor<64xf32>, %beta: tensor<64xf32>, %s: tensor<40x100xf32>,
+                %z: tensor<20x10xf64>, %y: tensor<20xi32>, %e: tensor<16x32xf32>)
+    -> (tensor<64x64xf32>, tensor<40xf32>, tensor<20xf64>, tensor<16x32xf32>) {
+  %n = nova.layer_norm %x, %gamma, %beta {eps = 1.0e-5 : f64} : tensor<64x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %r = nova.reduce_sum %s {axes = array<i64: 1>} : tensor<40x100xf32>
+  %c = nova.cross_entropy %z, %y : tensor<20x10xf64>, tensor<20xi32>
+  %t = nova.tanh %e : tensor<16x32xf32>
+  return %n, %r, %c, %t : tensor<64x64xf32>, tensor<40xf32>, tensor<20xf64>, tensor<16x32xf32>
 }

@@ -93,6 +93,10 @@ bool isTensorCoreMatmul(LoweringConfigAttr config) {
   return config.getKind() == "mma_sync_matmul" || config.getKind() == "wgmma_matmul";
 }
 
+/// A LayerNorm or cross-entropy kernel: rows a thread or a warp each
+/// (GpuScalarKernels.h).
+bool isRowKernel(Operation *op) { return isa_and_nonnull<LayerNormKernelOp, CrossEntropyKernelOp>(op); }
+
 /// The kernel argument (numbered after the workgroup number) whose buffer
 /// `view` (in `op`'s block, the kernel's entry) is a view of; with `whole`,
 /// only if the view is all of it.
@@ -167,7 +171,7 @@ int64_t attentionSharedLimit(const ::nova::TargetDesc &target) {
 /// take (attentionSharedLimit when configuring, the kernel's recorded bytes
 /// when mapping; 0: the thread per (batch, head)).
 Units unitsOf(Operation *op, int64_t attentionShared = 0) {
-  if (isa<LayerNormKernelOp, CrossEntropyKernelOp>(op)) {
+  if (isRowKernel(op)) {
     auto [rows, width] = rowKernelShape(op);
     StringRef what = isa<LayerNormKernelOp>(op) ? "LayerNorm" : "cross-entropy";
     if (rowsByWarps(op))
@@ -425,12 +429,15 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
   }
 
   /// Independent kernels launched one after another (nothing but
-  /// allocations between), each a structured op's points or a block
-  /// reduction as gpu_threads, become one launch of a kernel holding them
-  /// side by side (kGpuSideBySideAttr), each over blocks of its own (a block
-  /// reduction: one), with their output starts (kGpuSideBySideInitsAttr): an
-  /// optimizer's per-parameter updates, gradient clipping's per-parameter
-  /// sums of squares, a backward's separate bias gradients. A kernel
+  /// allocations between), each a structured op's points, a block
+  /// reduction, warp rows (a row reduction's, a LayerNorm's, a
+  /// cross-entropy's) or a row kernel's thread rows as gpu_threads, become
+  /// one launch of a kernel holding them side by side (kGpuSideBySideAttr),
+  /// each over blocks of its own (a block reduction: one), with their output
+  /// starts (kGpuSideBySideInitsAttr): an optimizer's per-parameter
+  /// updates, gradient clipping's per-parameter sums of squares, a
+  /// backward's separate bias gradients, a LayerNorm and the bf16 copy of
+  /// the weight its product reads. A kernel
   /// joins a run when no buffer one writes is another's; the launch goes
   /// where the run's last one was (every operand allocated by then).
   ///
@@ -454,7 +461,8 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
     struct Member {
       LaunchOp launch;
       func::FuncOp kernel;
-      int64_t units; ///< points; 0: a block reduction (one block)
+      Units::Kind kind; ///< points, warps or block (a block reduction: one block)
+      int64_t units;    ///< points or rows
       int64_t sharedBytes;
       SmallVector<Value> buffers, writes;
       /// Bytes of the arena buffers it uses first and of those it uses last.
@@ -473,16 +481,17 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
       auto k = symbols.lookup<func::FuncOp>(launch.getKernelAttr().getLeafReference().getValue());
       LoweringConfigAttr config = k ? loweringConfig(k) : LoweringConfigAttr();
       SmallVector<Operation *> ops = k ? computeOps(k) : SmallVector<Operation *>();
-      auto generic = ops.size() == 1 ? dyn_cast<linalg::GenericOp>(ops[0]) : linalg::GenericOp();
-      if (!config || !config.isGpuThreads() || !generic || k->hasAttr(kGpuSideBySideAttr))
+      Operation *op = ops.size() == 1 ? ops[0] : nullptr;
+      auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
+      if (!config || !config.isGpuThreads() || !(generic || isRowKernel(op)) || k->hasAttr(kGpuSideBySideAttr))
         return std::nullopt;
-      Units units = unitsOf(generic);
+      Units units = unitsOf(op);
       int64_t shared = 0;
       if (units.kind == Units::block && !isBlockReduction(generic, kThreads, &shared))
         return std::nullopt;
-      if (units.kind != Units::points && units.kind != Units::block)
+      if (units.kind != Units::points && units.kind != Units::block && units.kind != Units::warps)
         return std::nullopt;
-      Member m{launch, k, units.kind == Units::block ? 0 : units.count, shared, {}, {}};
+      Member m{launch, k, units.kind, units.count, shared, {}, {}};
       m.buffers.assign(launch.getBuffers().begin(), launch.getBuffers().end());
       llvm::SmallPtrSet<Value, 8> seen;
       for (Value buffer : m.buffers) {
@@ -496,8 +505,8 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
         if (allUses(buffer, launch, /*after=*/false))
           m.dyingBytes += bytes;
       }
-      for (Value out : generic.getDpsInits()) {
-        std::optional<unsigned> arg = argumentOf(generic, out);
+      for (Value out : cast<DestinationStyleOpInterface>(op).getDpsInits()) {
+        std::optional<unsigned> arg = argumentOf(op, out);
         if (!arg)
           return std::nullopt;
         m.writes.push_back(m.buffers[*arg]);
@@ -564,7 +573,11 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
       for (Member &m : run) {
         llvm::append_range(types, llvm::drop_begin(m.kernel.getArgumentTypes()));
         llvm::append_range(operands, m.buffers);
-        parts.push_back(std::clamp<int64_t>((m.units + kThreads - 1) / kThreads, 1, maxBlocks));
+        // A block reduction one block; warps a row each (as configured
+        // alone: kWarpReductionThreads is kThreads); points a thread each.
+        const int64_t perBlock = m.kind == Units::warps ? kThreads / 32 : kThreads;
+        parts.push_back(m.kind == Units::block ? 1
+                                               : std::clamp<int64_t>((m.units + perBlock - 1) / perBlock, 1, maxBlocks));
         Attribute init = m.kernel->getAttr(kGpuOutputInitAttr);
         inits.push_back(init ? init : UnitAttr::get(ctx));
         shared = std::max(shared, m.sharedBytes);
@@ -605,7 +618,8 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
       fused->setAttr(kGpuWhyAttr,
                      ArrayAttr::get(ctx, {StringAttr::get(ctx, llvm::formatv("threads: {0} independent kernels side "
                                                                              "by side, each over its own blocks (a "
-                                                                             "block reduction one; {1} in all) of {2}",
+                                                                             "block reduction one, warp rows 8 rows "
+                                                                             "a block; {1} in all) of {2}",
                                                                              run.size(), blocks, kThreads))}));
       recordDescription(fused, about);
       OpBuilder lb(run.back().launch);
@@ -1075,9 +1089,35 @@ LogicalResult mapPoints(func::FuncOp kernel, linalg::LinalgOp linalgOp, const Un
   return success();
 }
 
+/// `op` (a structured op or a row kernel) over `blocks` blocks of `threads`
+/// from `at` (its thread and its global thread numbered from the op's first
+/// block), at b's insertion point: warp rows (the blocks' warps in order, a
+/// block's threads whole warps), or points, one unit a thread.
+LogicalResult mapRowsOrPoints(func::FuncOp kernel, Operation *op, const Units &units, ThreadIndex &at,
+                              int64_t blocks, int64_t threads, FloatAttr init) {
+  OpBuilder &b = at.b;
+  Location l = at.l;
+  if (units.kind == Units::warps) {
+    Value warp = b.create<arith::DivUIOp>(l, at.global, at.c(32));
+    Value lane = b.create<arith::RemUIOp>(l, at.thread, at.c(32));
+    if (isRowKernel(op)) {
+      buildWarpRows(b, op, warp, lane, blocks * threads / 32);
+      op->erase();
+      return success();
+    }
+    return buildWarpReduction(cast<linalg::GenericOp>(op), warp, lane, blocks * threads / 32, init);
+  }
+  if (isRowKernel(op)) {
+    at.forEachUnit(units.count, blocks * threads, at.global, [&](Value row) { buildRow(b, op, row); });
+    op->erase();
+    return success();
+  }
+  return mapPoints(kernel, cast<linalg::LinalgOp>(op), units, at, blocks * threads, init);
+}
+
 /// A kernel of independent ops side by side (kGpuSideBySideAttr: each
 /// op's blocks, in order): a block runs the op its index falls to, over that
-/// op's own blocks, as points.
+/// op's own blocks, as points, warp rows or a block reduction.
 LogicalResult mapSideBySide(func::FuncOp kernel, LoweringConfigAttr config, ArrayRef<int64_t> parts) {
   SmallVector<Operation *> ops = computeOps(kernel);
   auto inits = kernel->getAttrOfType<ArrayAttr>(kGpuSideBySideInitsAttr);
@@ -1095,8 +1135,10 @@ LogicalResult mapSideBySide(func::FuncOp kernel, LoweringConfigAttr config, Arra
     auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
     Units units = unitsOf(op);
     auto init = dyn_cast<FloatAttr>(initAttr);
-    if (!linalgOp || (units.kind != Units::points && units.kind != Units::block))
-      return op->emitError("nova-gpu-map-threads: only structured ops' points and block reductions run side by side");
+    if (!(linalgOp || isRowKernel(op)) ||
+        (units.kind != Units::points && units.kind != Units::block && units.kind != Units::warps))
+      return op->emitError("nova-gpu-map-threads: only structured ops' points, warp rows and block reductions, and "
+                           "row kernels, run side by side");
     b.setInsertionPoint(op);
     Value from = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::uge, block, c(first));
     Value below = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, block, c(first + blocks));
@@ -1111,7 +1153,7 @@ LogicalResult mapSideBySide(func::FuncOp kernel, LoweringConfigAttr config, Arra
     }
     Value local = b.create<arith::SubIOp>(l, block, c(first));
     ThreadIndex at{b, l, thread, b.create<arith::AddIOp>(l, b.create<arith::MulIOp>(l, local, c(threads)), thread)};
-    if (failed(mapPoints(kernel, linalgOp, units, at, blocks * threads, init)))
+    if (failed(mapRowsOrPoints(kernel, op, units, at, blocks, threads, init)))
       return failure();
     first += blocks;
   }
@@ -1168,18 +1210,6 @@ LogicalResult mapKernel(func::FuncOp kernel, LoweringConfigAttr config) {
     op->erase();
     return success();
   }
-  // Row reductions: a warp per point of the parallel loops.
-  if (units.kind == Units::warps) {
-    // The grid's warps in order (a block's threads are whole warps).
-    Value warp = b.create<arith::DivUIOp>(l, at.global, at.c(32));
-    Value lane = b.create<arith::RemUIOp>(l, at.thread, at.c(32));
-    if (isa<LayerNormKernelOp, CrossEntropyKernelOp>(op)) {
-      buildWarpRows(b, op, warp, lane, blocks * threads / 32);
-      op->erase();
-      return success();
-    }
-    return buildWarpReduction(cast<linalg::GenericOp>(op), warp, lane, blocks * threads / 32, init);
-  }
   // A reduction with no parallel loop: one block, a tree in shared memory.
   if (units.kind == Units::block)
     return buildBlockReduction(cast<linalg::GenericOp>(op), at.thread, threads, init);
@@ -1198,19 +1228,12 @@ LogicalResult mapKernel(func::FuncOp kernel, LoweringConfigAttr config) {
     split.erase();
     return success();
   }
-  // Points: one unit a thread over the grid.
-  const int64_t perIteration = blocks * threads;
-  if (isa<LayerNormKernelOp, CrossEntropyKernelOp>(op)) {
-    at.forEachUnit(units.count, perIteration, at.global, [&](Value row) { buildRow(b, op, row); });
-    op->erase();
-    return success();
-  }
   if (auto attention = dyn_cast<AttentionKernelOp>(op)) {
-    at.forEachUnit(units.count, perIteration, at.global, [&](Value unit) { buildAttentionHead(b, attention, unit); });
+    at.forEachUnit(units.count, blocks * threads, at.global, [&](Value unit) { buildAttentionHead(b, attention, unit); });
     op->erase();
     return success();
   }
-  return mapPoints(kernel, cast<linalg::LinalgOp>(op), units, at, perIteration, init);
+  return mapRowsOrPoints(kernel, op, units, at, blocks, threads, init);
 }
 
 LogicalResult mapSimtMatmul(func::FuncOp kernel, LoweringConfigAttr config) {
