@@ -67,4 +67,15 @@ if [ -f "$fake" ]; then
     exit 1
   fi
   echo "the $steps steps load and launch through the fake CUDA driver ($fake)"
+  # steps_check.py's profiled runs (NOVA_PROFILE: timing events, no graph).
+  rc=0
+  NOVA_PROFILE=5 NOVA_CUDA_DRIVER="$fake" NOVA_NCCL_LIBRARY="$fake" LD_LIBRARY_PATH=bench/device/artifacts/lib \
+    bench/device/artifacts/bin/run_steps bench/device/artifacts/steps 1 >/tmp/nova-prepare-profile.txt 2>&1 || rc=$?
+  profiled=$(grep -c '^nova profile: executable' /tmp/nova-prepare-profile.txt || true)
+  if [ "$rc" -gt 1 ] || [ "$profiled" != "$steps" ]; then
+    cat /tmp/nova-prepare-profile.txt
+    echo "prepare.sh: $profiled of $steps steps profiled (NOVA_PROFILE) through the fake CUDA driver"
+    exit 1
+  fi
+  echo "the $steps steps profile kernel by kernel through the fake CUDA driver"
 fi

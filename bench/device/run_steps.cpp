@@ -8,7 +8,9 @@
 // Prints per step: the loss and parameters' relative differences from the
 // CPU's, ms a step, tokens/s, the plan's arena (a data-parallel dp1_* step
 // with a communicator of one rank); and "RESULT nova <name>
-// tokens_per_s=..." lines for check.sh. Exit 1 when a step differs by more
+// tokens_per_s=..." lines for check.sh. With NOVA_PROFILE the timed steps'
+// kernels are timed one by one (nova/profile.hpp; the report at exit).
+// Exit 1 when a step differs by more
 // than its bound (f32 2e-4, bf16 (operands rounded to bf16) 2e-2, relative), 2 on bad input.
 #include <algorithm>
 #include <chrono>
@@ -20,6 +22,7 @@
 
 #include "nova/aot.hpp"
 #include "nova/distributed.hpp"
+#include "nova/profile.hpp"
 #include "steps.hpp"
 
 int main(int argc, char** argv) try {
@@ -52,6 +55,7 @@ int main(int argc, char** argv) try {
     const double bound = name.find("bf16") != std::string::npos ? 2e-2 : 2e-4;
     const bool ok = dloss <= bound && dparams <= bound && std::isfinite(loss);
     failures += !ok;
+    nova::reset_profile(); // NOVA_PROFILE: the timed steps only
     auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < n; ++i) out = (*exe)(in);
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / n;

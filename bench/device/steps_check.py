@@ -9,7 +9,12 @@ precision (fp32: float32 matmuls; bf16: autocast bf16, as Nova's bf16 rounds
 both operands; tf32: allow_tf32), AdamW fused, eager, and with
 NOVA_DEVICE_COMPILE_PEER=1 also torch.compile (off by default: its compiles
 take minutes of the device's few). Prints one table: tokens/s each side and
-Nova / PyTorch; writes it to $OUT/device_steps.tsv when $OUT is set.
+Nova / PyTorch; writes it to $OUT/device_steps.tsv when $OUT is set. Then,
+for each step that ran, where its time goes: run_steps again with
+NOVA_PROFILE (each kernel timed between two events, no CUDA graph: the
+times add up to more than a graph replay's step), its time by kernel class
+and its slowest kernels with GFLOP/s and GB/s; written to
+$OUT/device_profile.txt.
 """
 import os
 import re
@@ -22,6 +27,9 @@ STEP_TIMEOUT_S = float(os.environ.get("NOVA_STEP_TIMEOUT_S", "120"))
 PEER_TIMEOUT_S = 300.0
 # torch.compile as a second peer (its compiles take minutes).
 COMPILE_PEER = os.environ.get("NOVA_DEVICE_COMPILE_PEER") == "1"
+# Steps each profiled run times, and the kernels its report lists.
+PROFILE_STEPS = os.environ.get("NOVA_PROFILE_STEPS", "5")
+PROFILE_TOP = os.environ.get("NOVA_PROFILE_TOP", "12")
 
 
 def nccl_library():
@@ -109,6 +117,19 @@ def main():
     if os.environ.get("OUT"):
         with open(os.path.join(os.environ["OUT"], "device_steps.tsv"), "w") as f:
             f.write("\n".join(lines) + "\n")
+    profiles = []
+    for row in rows:
+        if row[1] not in ("ok", "MISMATCH"):
+            continue
+        out, err, trouble = run([os.path.join(art, "bin", "run_steps"), os.path.join(art, "steps"), PROFILE_STEPS,
+                                 row[0]], dict(env, NOVA_PROFILE=PROFILE_TOP, NOVA_EXPLAIN="0"), STEP_TIMEOUT_S)
+        report = "\n".join(line for line in err.splitlines() if line.startswith(("nova profile", "  ")))
+        profiles.append(f"# {row[0]}: kernel by kernel, {PROFILE_STEPS} steps" + (f" ({trouble})" if trouble else "") +
+                        "\n" + (report or err.strip()[-400:]))
+    print("\n".join(profiles), flush=True)
+    if os.environ.get("OUT") and profiles:
+        with open(os.path.join(os.environ["OUT"], "device_profile.txt"), "w") as f:
+            f.write("\n".join(profiles) + "\n")
     return 1 if failures else 0
 
 

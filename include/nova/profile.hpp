@@ -2,7 +2,9 @@
 //
 // With NOVA_PROFILE=1 (or =N: list the top N kernels) the runtime times every launch of every loaded
 // executable (one clock read before and after each launch: cheap next to
-// kernels, but not free) and, at process exit, prints the report to stderr:
+// kernels, but not free; on a GPU, a CUDA event before each launch and after
+// the last, the step launched kernel by kernel instead of as its CUDA graph)
+// and, at process exit, prints the report to stderr:
 // per executable, the time per run; per kernel class (the compiler's: matmul,
 // attention, row kernels, elementwise, optimizer, embedding, data movement;
 // from nova::named_scope and the kernel's structure), the share of the time; and the

@@ -76,6 +76,7 @@ Loaded load(const std::string& path) {
   resolve_optional(handle, "cuEventDestroy_v2", d.cuEventDestroy);
   resolve_optional(handle, "cuEventRecord", d.cuEventRecord);
   resolve_optional(handle, "cuStreamWaitEvent", d.cuStreamWaitEvent);
+  resolve_optional(handle, "cuEventElapsedTime", d.cuEventElapsedTime);
   resolve_optional(handle, "cuTensorMapEncodeTiled", d.cuTensorMapEncodeTiled);
   if (CUresult r = d.cuInit(0); r != 0) {
     l.why = "the CUDA driver did not initialize: " + describe_error(d, "cuInit", r);

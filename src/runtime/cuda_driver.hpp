@@ -88,6 +88,9 @@ struct Driver {
   CUresult (*cuEventRecord)(CUevent event, CUstream stream) = nullptr;
   CUresult (*cuStreamWaitEvent)(CUstream stream, CUevent event, unsigned flags) = nullptr;
   bool has_events() const { return cuEventCreate && cuEventDestroy && cuEventRecord && cuStreamWaitEvent; }
+  // Milliseconds between two completed events made without
+  // kEventDisableTiming (NOVA_PROFILE's per-kernel times).
+  CUresult (*cuEventElapsedTime)(float* ms, CUevent start, CUevent end) = nullptr;
   bool has_graphs() const {
     return cuStreamCreate && cuStreamDestroy && cuStreamSynchronize && cuStreamBeginCapture && cuStreamEndCapture &&
            cuGraphInstantiateWithFlags && cuGraphLaunch && cuGraphExecDestroy && cuGraphDestroy;
@@ -101,8 +104,9 @@ struct Driver {
                                      int swizzle, int l2_promotion, int oob_fill) = nullptr;
 };
 
-/// CU_EVENT_DISABLE_TIMING: an event for ordering only.
-inline constexpr unsigned kEventDisableTiming = 2;
+/// CU_EVENT_DISABLE_TIMING: an event for ordering only; CU_EVENT_DEFAULT:
+/// one that also records when the stream reached it.
+inline constexpr unsigned kEventDisableTiming = 2, kEventDefault = 0;
 
 /// CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: other threads' CUDA calls do not
 /// disturb a capture.

@@ -23,9 +23,15 @@
 // events: both on one stream, in order). The communicator is made at the
 // first call from the calling thread's (rank, size, and the broadcast of
 // NCCL's unique id); its graph is captured then, the all-reduces in it.
+// With NOVA_PROFILE (nova/profile.hpp) the plan runs kernel by kernel, a
+// timing event recorded before each launch and after the last: each
+// launch's time is its two events' difference (on a data-parallel step the
+// launch waiting for a sum counts the wait), added to the process's
+// profile, no graph captured.
 // Calls of one executable are serialized (its buffers are shared).
 #include "cuda_executable.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -40,6 +46,8 @@
 #include "nova/distributed.hpp"
 #include "nova/error.hpp"
 #include "nova/explain.hpp"
+#include "nova/profile.hpp"
+#include "profile_registry.hpp"
 
 namespace nova {
 namespace {
@@ -84,8 +92,9 @@ class CudaExecutable final : public Executable {
       check("cuGraphLaunch", d_->cuGraphLaunch(graph_exec_, stream_));
       check("cuStreamSynchronize", d_->cuStreamSynchronize(stream_));
     } else {
-      launch_plan(stream_, comm != nullptr);
+      launch_plan(stream_, comm != nullptr, profile_ ? &marks_ : nullptr);
       check("cuCtxSynchronize", d_->cuCtxSynchronize());
+      if (profile_) add_to_profile();
     }
     for (std::size_t o = 0; o < outputs.size(); ++o) {
       int alias = desc_.aliases[o];
@@ -153,15 +162,51 @@ class CudaExecutable final : public Executable {
     }
     // The step's own stream (graph replays, or launches beside the sums).
     if (d_->has_graphs()) check("cuStreamCreate", d_->cuStreamCreate(&stream_, 0));
+    prepare_profile();
     capture_graph();
     prepare_sums();
   }
 
+  /// NOVA_PROFILE: this executable's counters and a timing event before
+  /// each launch and after the last; none where the driver cannot time
+  /// events (said once).
+  void prepare_profile() {
+    if (!profiling_enabled() || desc_.launches.empty()) return;
+    if (!d_->has_events() || !d_->cuEventElapsedTime) {
+      std::fprintf(stderr, "nova: NOVA_PROFILE: this CUDA driver has no timing events; the GPU step is not profiled\n");
+      return;
+    }
+    for (std::size_t i = 0; i <= desc_.launches.size(); ++i) {
+      marks_.push_back(nullptr);
+      check("cuEventCreate", d_->cuEventCreate(&marks_.back(), cuda::kEventDefault));
+    }
+    profile_ = detail::register_profile(desc_);
+  }
+
+  /// The last run's launch times (its events, complete after the
+  /// synchronization) into the profile.
+  void add_to_profile() const {
+    auto ms_between = [&](std::size_t a, std::size_t b) {
+      float ms = 0;
+      check("cuEventElapsedTime", d_->cuEventElapsedTime(&ms, marks_[a], marks_[b]));
+      return static_cast<std::uint64_t>(std::max(0.0, double(ms) * 1e6));
+    };
+    for (std::size_t i = 0; i < desc_.launches.size(); ++i) {
+      const std::size_t k = desc_.launches[i].kernel;
+      profile_->kernel_ns[k] += ms_between(i, i + 1);
+      profile_->kernel_launches[k] += 1;
+    }
+    profile_->run_ns += ms_between(0, desc_.launches.size());
+    profile_->runs += 1;
+  }
+
   /// Every launch of the plan, in order, on `stream`; with `sums`, each
-  /// collective's all-reduces enqueued where the plan starts it.
-  void launch_plan(cuda::CUstream stream, bool sums = false) const {
+  /// collective's all-reduces enqueued where the plan starts it; with
+  /// `marks`, its event i recorded before launch i and the last after them.
+  void launch_plan(cuda::CUstream stream, bool sums = false, const std::vector<cuda::CUevent>* marks = nullptr) const {
     for (std::size_t i = 0; i <= desc_.launches.size(); ++i) {
       if (sums) all_reduces_at(i, stream);
+      if (marks) check("cuEventRecord", d_->cuEventRecord((*marks)[i], stream));
       if (i == desc_.launches.size()) break;
       const LaunchDesc& l = desc_.launches[i];
       const KernelDesc& k = desc_.kernels[l.kernel];
@@ -277,7 +322,7 @@ class CudaExecutable final : public Executable {
     const bool sums = !desc_.collectives.empty();
     if (sums && !nccl_comm_) return; // at the first call
     graph_tried_ = true;
-    if (!stream_ || (env && std::strcmp(env, "0") == 0) || desc_.launches.empty()) return;
+    if (!stream_ || (env && std::strcmp(env, "0") == 0) || desc_.launches.empty() || profile_) return;
     // A graph is only faster: if the driver will not capture or instantiate
     // it, say so and launch kernel by kernel on the same stream.
     bool capturing = false;
@@ -306,7 +351,7 @@ class CudaExecutable final : public Executable {
     if (context_) d_->cuCtxSetCurrent(context_);
     if (nccl_comm_) n_->ncclCommDestroy(nccl_comm_);
     nccl_comm_ = nullptr;
-    for (auto* events : {&produced_, &summed_}) {
+    for (auto* events : {&produced_, &summed_, &marks_}) {
       for (cuda::CUevent e : *events)
         if (e) d_->cuEventDestroy(e);
       events->clear();
@@ -403,6 +448,10 @@ class CudaExecutable final : public Executable {
   /// the launches: its buffers produced, its sums done (null: one stream).
   cuda::CUstream sum_stream_ = nullptr;
   std::vector<cuda::CUevent> produced_, summed_;
+  /// NOVA_PROFILE: the process's counters for this executable, and the
+  /// timing events around its launches (null, empty: not profiling).
+  detail::ExecutableProfile* profile_ = nullptr;
+  std::vector<cuda::CUevent> marks_;
   mutable std::mutex mutex_;
 };
 

@@ -24,10 +24,13 @@ Registry& registry() {
 }
 
 /// The class the compiler gave the kernel: its summary up to ": "
-/// ("matmul", "attention", "row kernels", "elementwise", "optimizer", ...).
+/// ("matmul", "attention", "row kernels", "elementwise", "optimizer", ...);
+/// a GPU step's kernels launched together ("3 kernels side by side: ...")
+/// are one class, whatever their number.
 std::string kernel_class(const std::string& summary) {
   std::size_t colon = summary.find(": ");
-  return colon == std::string::npos ? summary : summary.substr(0, colon);
+  std::string head = colon == std::string::npos ? summary : summary.substr(0, colon);
+  return head.ends_with(" kernels side by side") ? "side by side" : head;
 }
 
 void print_at_exit() {
@@ -83,7 +86,14 @@ std::string profile_report(int top_kernels) {
     }
     std::sort(order.begin(), order.end(),
               [&](std::size_t a, std::size_t b) { return p.kernel_ns[a].load() > p.kernel_ns[b].load(); });
-    out += "  kernel        time%  launches/run  ms/launch   GFLOP/s    GB/s  what\n";
+    // Symbols as wide as the longest listed (a GPU step's side-by-side
+    // kernels: nova_k123_side45).
+    std::size_t width = 6;
+    for (std::size_t i = 0; i < order.size() && int(i) < top_kernels; ++i)
+      width = std::max(width, p.desc.kernels[order[i]].symbol.size());
+    std::snprintf(line, sizeof line, "  %-*s   time%%  launches/run  ms/launch   GFLOP/s    GB/s  what\n", int(width),
+                  "kernel");
+    out += line;
     for (std::size_t i = 0; i < order.size() && int(i) < top_kernels; ++i) {
       std::size_t k = order[i];
       const KernelDesc& kd = p.desc.kernels[k];
@@ -91,7 +101,7 @@ std::string profile_report(int top_kernels) {
       double n = double(p.kernel_launches[k].load());
       if (n == 0) continue;
       double per = s / n;
-      std::snprintf(line, sizeof line, "  %-12s %6.1f%% %12.1f %10.3f %9.1f %7.1f  %s\n", kd.symbol.c_str(),
+      std::snprintf(line, sizeof line, "  %-*s %6.1f%% %12.1f %10.3f %9.1f %7.1f  %s\n", int(width), kd.symbol.c_str(),
                     total > 0 ? 100.0 * s / total : 0.0, n / double(runs), per * 1e3,
                     per > 0 ? double(kd.flops) / per * 1e-9 : 0.0, per > 0 ? double(kd.bytes) / per * 1e-9 : 0.0,
                     kd.summary.c_str());

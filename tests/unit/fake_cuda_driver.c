@@ -17,6 +17,8 @@
  * of one unique id are threads of this process, and an in-place f32/f64
  * all-reduce sums the ranks' buffers in rank order ("allreduce(N)@S;", S
  * its stream's number; a stream waiting for an event logs "wait@S;").
+ * Time: a launch the fake executes takes one microsecond per block of its
+ * grid on a clock of its own, which an event records (cuEventElapsedTime). 
  * Launches, graphs and sums may come from several threads at once. */
 #define _GNU_SOURCE /* memmem */
 #include <pthread.h>
@@ -174,7 +176,10 @@ static void log_text(const char* text) {
 /* One launch: its kernel (a function handle is its name), shape and the
  * values of its (at most 2) pointer arguments. */
 struct launch { const char* name; unsigned gx, bx, shared; CUdeviceptr args[2]; };
+/* The fake GPU's clock, in microseconds: each executed launch adds its blocks. */
+static unsigned long long fake_clock_us;
 static void execute_kernel(const struct launch* l) {
+  __atomic_add_fetch(&fake_clock_us, (unsigned long long)l->gx, __ATOMIC_SEQ_CST);
   char line[256];
   snprintf(line, sizeof line, "%s<<<%u,%u,%u>>>;", l->name, l->gx, l->bx, l->shared);
   log_text(line);
@@ -258,16 +263,35 @@ int cuStreamDestroy_v2(void* stream) {
 }
 int cuStreamSynchronize(void* stream) { return is_stream(stream) ? 0 : 400; }
 /* Events: work here runs when it is enqueued, so an event orders nothing;
- * a wait is logged with the waiting stream ("wait@N;"). */
+ * a wait is logged with the waiting stream ("wait@N;"). An event records
+ * the fake clock when recorded outside a capture (timing events only). */
+struct fake_event { unsigned flags; int recorded; unsigned long long us; };
 int cuEventCreate(void** event, unsigned flags) {
-  (void)flags;
-  *event = malloc(1);
-  if (!*event) return 2;
+  struct fake_event* e = calloc(1, sizeof *e);
+  if (!e) return 2;
+  e->flags = flags;
+  *event = e;
   __atomic_add_fetch(&events_held, 1, __ATOMIC_SEQ_CST);
   return 0;
 }
 int cuEventDestroy_v2(void* event) { free(event); __atomic_sub_fetch(&events_held, 1, __ATOMIC_SEQ_CST); return 0; }
-int cuEventRecord(void* event, void* stream) { return event && (!stream || is_stream(stream)) ? 0 : 400; }
+int cuEventRecord(void* event, void* stream) {
+  if (!event || (stream && !is_stream(stream))) return 400;
+  if (!capture) {
+    struct fake_event* e = event;
+    e->recorded = 1;
+    e->us = __atomic_load_n(&fake_clock_us, __ATOMIC_SEQ_CST);
+  }
+  return 0;
+}
+int cuEventElapsedTime(float* ms, void* start, void* end) {
+  const struct fake_event *a = start, *b = end;
+  if (!ms || !a || !b) return 400;
+  if ((a->flags | b->flags) & 2) return 400;   /* CUDA_ERROR_INVALID_HANDLE: an event without timing */
+  if (!a->recorded || !b->recorded) return 600; /* CUDA_ERROR_NOT_READY */
+  *ms = (float)((double)(b->us - a->us) / 1000.0);
+  return 0;
+}
 int cuStreamWaitEvent(void* stream, void* event, unsigned flags) {
   if (!event || flags || (stream && !is_stream(stream))) return 400;
   if (capture) {

@@ -19,6 +19,7 @@
 #include "nova/distributed.hpp"
 #include "nova/error.hpp"
 #include "nova/executable_desc.hpp"
+#include "nova/profile.hpp"
 #include "nova/target.hpp"
 #include "nova/tensor.hpp"
 #include "scoped_env.hpp"
@@ -534,4 +535,46 @@ TEST_CASE("a GPU step through the (fake) CUDA driver: buffers, launches, in-plac
     CHECK_THROWS_WITH_AS((*exe)(args), doctest::Contains("this executable is for a CUDA device"), nova::Error);
     CHECK_THROWS_WITH_AS((*exe)(args), doctest::Contains("CUDA_ERROR_NO_DEVICE"), nova::Error);
   }
+}
+
+// Run by the ctest entry runtime:profile, which sets NOVA_PROFILE (read once
+// a process); skipped in the plain runtime run.
+TEST_CASE("NOVA_PROFILE on a GPU step: kernel by kernel, each launch timed between two events" *
+          doctest::skip(std::getenv("NOVA_PROFILE") == nullptr)) {
+  REQUIRE(nova::profiling_enabled());
+  nova::reset_profile();
+  // 4 launches of 4 blocks each; the fake GPU's launches take 1 us a block.
+  nova::ExecutableDesc d = fake_gpu_plan(128);
+  nova::Tensor x = nova::Tensor::full({128}, 2.5, nova::DType::f32);
+  nova::Tensor w = nova::Tensor::full({128}, -1.0, nova::DType::f32);
+  nova_test::Env env;
+  env.set("NOVA_CUDA_DRIVER", NOVA_FAKE_CUDA);
+  void* fake = dlopen(NOVA_FAKE_CUDA, RTLD_NOW);
+  REQUIRE(fake != nullptr);
+  auto launches = reinterpret_cast<const char* (*)()>(dlsym(fake, "fake_cuda_launches"));
+  auto held = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cuda_held"));
+  REQUIRE(bool(launches));
+  REQUIRE(bool(held));
+  {
+    std::shared_ptr<nova::Executable> exe = nova::load_or_describe(d);
+    REQUIRE(exe->kind() == "cuda");
+    std::size_t before = std::string(launches()).size();
+    std::vector<nova::Tensor> args{x, w};
+    std::vector<nova::Tensor> out = (*exe)(args);
+    out = (*exe)(args);
+    CHECK(out[0].at({5}) == 3.5);
+    CHECK(w.at({0}) == 1.0); // two steps, as without profiling
+    // No graph: the plan launched kernel by kernel, twice.
+    const std::string plan = "nova_fake_copy<<<4,32,0>>>;nova_fake_inc<<<4,32,65536>>>;nova_fake_copy<<<4,32,0>>>;"
+                             "nova_fake_inc<<<4,32,65536>>>;";
+    CHECK(std::string(launches()).substr(before) == plan + plan);
+  }
+  CHECK(held() == 0); // its 5 timing events given back with the rest
+  const std::string report = nova::profile_report(5);
+  INFO(report);
+  CHECK(report.find("(4 launches of 2 kernels): 2 runs, 0.016 ms per run, 100.0% of it in kernels") != std::string::npos);
+  // Each kernel: 2 launches a run of 0.004 ms, half the time.
+  CHECK(report.find("  nova_fake_copy   50.0%          2.0      0.004       0.0     0.0  copy") != std::string::npos);
+  CHECK(report.find("  nova_fake_inc    50.0%          2.0      0.004       0.0     0.0  inc") != std::string::npos);
+  dlclose(fake);
 }
