@@ -8,6 +8,7 @@
 #include "compiler/target/cuda/PtxEmitter.h"
 #include "compiler/transforms/Kernels.h"
 #include "compiler/transforms/MatmulKernel.h"
+#include "compiler/transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -110,6 +111,9 @@ void mlir::nova::CudaTarget::addBeforeFusionPasses(OpPassManager &pm) const {
 void mlir::nova::CudaTarget::addConfigurePasses(OpPassManager &pm) const {
   pm.addPass(createGpuConfigureKernels(desc));
   pm.addPass(createGpuThreadsConfigure(desc));
+  // The kernels nova-gpu-threads made (split parts, side-by-side launches:
+  // one per block of layers, alike) deduplicated again.
+  pm.addPass(createNovaDedupKernels());
 }
 
 std::vector<mlir::nova::Stage> mlir::nova::CudaTarget::codegenStages() const {
