@@ -808,23 +808,29 @@ TEST_CASE("split-K on an emulated A100: weight gradients over 2048 tokens sum th
   init.add("w2", g.randn({32, 64}, DType::f32));
   Tensor x = g.randn({2048, 32}, DType::f32), y = g.randn({2048, 64}, DType::f32);
   const nova::ExecutableDesc desc = train_tf32_against_interpreter(linear_loss, init, x, y, "sm_80", 2);
+  // The sums: a sum kernel's launches, each alone (its workspace of parts x
+  // 32 x 64, then the gradient) or side by side with an independent
+  // neighbour (a scalar step of the optimizer), the two adjacent there.
+  auto ends_with = [](const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+  };
   int sums = 0;
   std::set<std::uint32_t> sumKernels;
   for (const auto& l : desc.launches) {
     const std::string& symbol = desc.kernels[l.kernel].symbol;
-    if (symbol.size() > 4 && symbol.compare(symbol.size() - 4, 4, "_sum") == 0) {
+    const bool alone = ends_with(symbol, "_sum");
+    if (!alone && symbol.find("_side") == std::string::npos) continue;
+    for (std::size_t a = 0; a + 1 < l.args.size(); ++a) {
+      const std::uint64_t parts = l.args[a].bytes / (32 * 64 * 4);
+      if (l.args[a].bytes % (32 * 64 * 4) != 0 || parts < 2 || l.args[a + 1].bytes != 32 * 64 * 4) continue;
       ++sums;
-      sumKernels.insert(l.kernel);
-      // Its workspace (parts x 32 x 64) and the gradient.
-      REQUIRE(l.args.size() == 2);
-      CHECK(l.args[0].bytes % (32 * 64 * 4) == 0);
-      CHECK(l.args[0].bytes / (32 * 64 * 4) >= 2);
-      CHECK(l.args[1].bytes == 32 * 64 * 4);
-      MESSAGE("split-K into ", l.args[0].bytes / (32 * 64 * 4), " parts");
+      if (alone) sumKernels.insert(l.kernel);
+      MESSAGE("split-K into ", parts, " parts", std::string(alone ? "" : " (side by side)"));
+      break;
     }
   }
   CHECK(sums == 2);
-  CHECK(sumKernels.size() == 1);
+  CHECK(sumKernels.size() <= 1);
 }
 
 TEST_CASE("data parallel on an emulated A100: 2 ranks on half the batch each reach 1 rank's parameters on all of it") {

@@ -96,3 +96,37 @@ func.func @rows(%x: tensor<64x64xf32>, %gamma: tensor<64xf32>, %beta: tensor<64x
   %t = nova.tanh %e : tensor<16x32xf32>
   return %n, %r, %c, %t : tensor<64x64xf32>, tensor<40xf32>, tensor<20xf64>, tensor<16x32xf32>
 }
+
+// -----
+
+// Ops with no parallel loop (an optimizer's scalar steps: a step count, a
+// learning rate's bias correction) join too, one block each, whose first
+// thread runs the op.
+// CHECK-LABEL: func.func @scalars
+// CHECK-NEXT: nova.launch @kernels::@[[S:k[0-9]+_side[0-9]+]](
+// CHECK-NEXT: return
+// CHECK: func.func @[[S]](
+// CHECK-SAME: nova.gpu_side_by_side = array<i64: 1, 1, 2>
+
+// GPU: gpu.func @nova_[[S:k[0-9]+_side[0-9]+]](
+// GPU: %[[B:.*]] = gpu.block_id x
+// GPU: arith.cmpi ult, %[[B]], %c1
+// GPU: scf.if
+// GPU: arith.cmpi eq, %{{.*}}, %c0
+// GPU: scf.if
+// GPU: math.sqrt
+// GPU: arith.cmpi ult, %[[B]], %c2
+// GPU: scf.if
+// GPU: arith.cmpi eq, %{{.*}}, %c0
+// GPU: scf.if
+// GPU: math.exp
+// GPU: arith.cmpi ult, %[[B]], %c4
+// GPU: scf.if
+// GPU: math.tanh
+// GPU: gpu.return
+func.func @scalars(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<300xf32>) -> (tensor<f32>, tensor<f32>, tensor<300xf32>) {
+  %0 = nova.sqrt %a : tensor<f32>
+  %1 = nova.exp %b : tensor<f32>
+  %2 = nova.tanh %c : tensor<300xf32>
+  return %0, %1, %2 : tensor<f32>, tensor<f32>, tensor<300xf32>
+}

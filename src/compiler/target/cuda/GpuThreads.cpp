@@ -431,7 +431,8 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
   /// Independent kernels launched one after another (nothing but
   /// allocations between), each a structured op's points, a block
   /// reduction, warp rows (a row reduction's, a LayerNorm's, a
-  /// cross-entropy's) or a row kernel's thread rows as gpu_threads, become
+  /// cross-entropy's), a row kernel's thread rows or an op of one thread
+  /// (no parallel loop: an optimizer's scalar steps) as gpu_threads, become
   /// one launch of a kernel holding them side by side (kGpuSideBySideAttr),
   /// each over blocks of its own (a block reduction: one), with their output
   /// starts (kGpuSideBySideInitsAttr): an optimizer's per-parameter
@@ -461,7 +462,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
     struct Member {
       LaunchOp launch;
       func::FuncOp kernel;
-      Units::Kind kind; ///< points, warps or block (a block reduction: one block)
+      Units::Kind kind; ///< points, warps, block or one (one block each)
       int64_t units;    ///< points or rows
       int64_t sharedBytes;
       SmallVector<Value> buffers, writes;
@@ -489,7 +490,8 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
       int64_t shared = 0;
       if (units.kind == Units::block && !isBlockReduction(generic, kThreads, &shared))
         return std::nullopt;
-      if (units.kind != Units::points && units.kind != Units::block && units.kind != Units::warps)
+      if (units.kind != Units::points && units.kind != Units::block && units.kind != Units::warps &&
+          (units.kind != Units::one || !generic))
         return std::nullopt;
       Member m{launch, k, units.kind, units.count, shared, {}, {}};
       m.buffers.assign(launch.getBuffers().begin(), launch.getBuffers().end());
@@ -576,8 +578,9 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
         // A block reduction one block; warps a row each (as configured
         // alone: kWarpReductionThreads is kThreads); points a thread each.
         const int64_t perBlock = m.kind == Units::warps ? kThreads / 32 : kThreads;
-        parts.push_back(m.kind == Units::block ? 1
-                                               : std::clamp<int64_t>((m.units + perBlock - 1) / perBlock, 1, maxBlocks));
+        parts.push_back(m.kind == Units::block || m.kind == Units::one
+                            ? 1
+                            : std::clamp<int64_t>((m.units + perBlock - 1) / perBlock, 1, maxBlocks));
         Attribute init = m.kernel->getAttr(kGpuOutputInitAttr);
         inits.push_back(init ? init : UnitAttr::get(ctx));
         shared = std::max(shared, m.sharedBytes);
@@ -1091,12 +1094,26 @@ LogicalResult mapPoints(func::FuncOp kernel, linalg::LinalgOp linalgOp, const Un
 
 /// `op` (a structured op or a row kernel) over `blocks` blocks of `threads`
 /// from `at` (its thread and its global thread numbered from the op's first
-/// block), at b's insertion point: warp rows (the blocks' warps in order, a
-/// block's threads whole warps), or points, one unit a thread.
-LogicalResult mapRowsOrPoints(func::FuncOp kernel, Operation *op, const Units &units, ThreadIndex &at,
+/// block), at b's insertion point: one thread (an op with no parallel
+/// loop: the first runs all of it), warp rows (the blocks' warps in order,
+/// a block's threads whole warps), or points, one unit a thread.
+LogicalResult mapUnits(func::FuncOp kernel, Operation *op, const Units &units, ThreadIndex &at,
                               int64_t blocks, int64_t threads, FloatAttr init) {
   OpBuilder &b = at.b;
   Location l = at.l;
+  if (units.kind == Units::one) {
+    Value first = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, at.global, at.c(0));
+    auto guard = b.create<scf::IfOp>(l, first, /*withElseRegion=*/false);
+    op->moveBefore(guard.thenBlock()->getTerminator());
+    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
+      IRRewriter rewriter(op->getContext());
+      rewriter.setInsertionPoint(op);
+      if (failed(linalg::linalgOpToLoops(rewriter, linalgOp)))
+        return op->emitError("nova-gpu-map-threads: cannot lower to loops");
+      rewriter.eraseOp(op);
+    }
+    return success();
+  }
   if (units.kind == Units::warps) {
     Value warp = b.create<arith::DivUIOp>(l, at.global, at.c(32));
     Value lane = b.create<arith::RemUIOp>(l, at.thread, at.c(32));
@@ -1135,10 +1152,10 @@ LogicalResult mapSideBySide(func::FuncOp kernel, LoweringConfigAttr config, Arra
     auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
     Units units = unitsOf(op);
     auto init = dyn_cast<FloatAttr>(initAttr);
-    if (!(linalgOp || isRowKernel(op)) ||
-        (units.kind != Units::points && units.kind != Units::block && units.kind != Units::warps))
-      return op->emitError("nova-gpu-map-threads: only structured ops' points, warp rows and block reductions, and "
-                           "row kernels, run side by side");
+    if (!(linalgOp || isRowKernel(op)) || (units.kind != Units::points && units.kind != Units::block &&
+                                            units.kind != Units::warps && units.kind != Units::one))
+      return op->emitError("nova-gpu-map-threads: only structured ops (points, warp rows, block reductions, one "
+                           "thread) and row kernels run side by side");
     b.setInsertionPoint(op);
     Value from = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::uge, block, c(first));
     Value below = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, block, c(first + blocks));
@@ -1153,7 +1170,7 @@ LogicalResult mapSideBySide(func::FuncOp kernel, LoweringConfigAttr config, Arra
     }
     Value local = b.create<arith::SubIOp>(l, block, c(first));
     ThreadIndex at{b, l, thread, b.create<arith::AddIOp>(l, b.create<arith::MulIOp>(l, local, c(threads)), thread)};
-    if (failed(mapRowsOrPoints(kernel, op, units, at, blocks, threads, init)))
+    if (failed(mapUnits(kernel, op, units, at, blocks, threads, init)))
       return failure();
     first += blocks;
   }
@@ -1176,7 +1193,6 @@ LogicalResult mapKernel(func::FuncOp kernel, LoweringConfigAttr config) {
   Units units = unitsOf(op, attentionShared);
   // Its output's start where the fill before it was dropped.
   auto init = kernel->getAttrOfType<FloatAttr>(kGpuOutputInitAttr);
-  IRRewriter rewriter(kernel.getContext());
   Location l = op->getLoc();
   OpBuilder b(op);
   const int64_t blocks = config.getWorkgroups(), threads = config.getTile()[0];
@@ -1187,19 +1203,6 @@ LogicalResult mapKernel(func::FuncOp kernel, LoweringConfigAttr config) {
     at.thread = b.create<gpu::ThreadIdOp>(l, gpu::Dimension::x);
     Value block = b.create<gpu::BlockIdOp>(l, gpu::Dimension::x);
     at.global = b.create<arith::AddIOp>(l, b.create<arith::MulIOp>(l, block, at.c(threads)), at.thread);
-  }
-  // An op with no parallel loop: thread 0 of block 0 runs all of it.
-  if (units.kind == Units::one) {
-    Value first = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, at.global, at.c(0));
-    auto guard = b.create<scf::IfOp>(l, first, /*withElseRegion=*/false);
-    op->moveBefore(guard.thenBlock()->getTerminator());
-    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
-      rewriter.setInsertionPoint(op);
-      if (failed(linalg::linalgOpToLoops(rewriter, linalgOp)))
-        return op->emitError("nova-gpu-map-threads: cannot lower to loops");
-      rewriter.eraseOp(op);
-    }
-    return success();
   }
   // Attention, a thread per row.
   if (units.kind == Units::attentionRows) {
@@ -1233,7 +1236,7 @@ LogicalResult mapKernel(func::FuncOp kernel, LoweringConfigAttr config) {
     op->erase();
     return success();
   }
-  return mapRowsOrPoints(kernel, op, units, at, blocks, threads, init);
+  return mapUnits(kernel, op, units, at, blocks, threads, init);
 }
 
 LogicalResult mapSimtMatmul(func::FuncOp kernel, LoweringConfigAttr config) {
