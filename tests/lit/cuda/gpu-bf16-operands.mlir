@@ -6,18 +6,19 @@
 // step argument (%w, %v: weights) is copied right before each product
 // reading it (a copy shared by a forward product and a backward one would
 // live across the forward's peak), here the tanh's and %w's copies side by
-// side. Each product's body widens its operands (arith.extf) for its f32
-// sums and is planned as a bf16 tensor-core kernel.
+// side, and %v's, made after the first product, moved before it (it
+// touches nothing that product does) beside them. Each product's body
+// widens its operands (arith.extf) for its f32 sums and is planned as a
+// bf16 tensor-core kernel.
 // RUN: env NOVA_TARGET=sm_80 nova-opt %s -nova-lower-to-kernels -verify-each | FileCheck %s
 
 // The step allocates the three copies and nothing else.
 // CHECK-LABEL: func.func @shared
 // CHECK-NEXT: memref.alloc() {{.*}} : memref<64x32xbf16>
 // CHECK-NEXT: memref.alloc() {{.*}} : memref<32x48xbf16>
-// CHECK-NEXT: nova.launch @kernels::@[[COPIES:k[0-9]+_side[0-9]+]](%arg0, %[[T:[a-z_0-9]+]], %arg1, %[[W:[a-z_0-9]+]])
-// CHECK-NEXT: nova.launch @kernels::@[[MM1:k[0-9_]+]](%arg3, %[[T]], %[[W]])
 // CHECK-NEXT: memref.alloc() {{.*}} : memref<32x16xbf16>
-// CHECK-NEXT: nova.launch @kernels::@{{k[0-9]+}}(%arg2, %[[V:[a-z_0-9]+]])
+// CHECK-NEXT: nova.launch @kernels::@[[COPIES:k[0-9]+_side[0-9]+]](%arg0, %[[T:[a-z_0-9]+]], %arg1, %[[W:[a-z_0-9]+]], %arg2, %[[V:[a-z_0-9]+]])
+// CHECK-NEXT: nova.launch @kernels::@[[MM1:k[0-9_]+]](%arg3, %[[T]], %[[W]])
 // CHECK-NEXT: nova.launch @kernels::@[[MM2:k[0-9_]+]](%arg4, %[[T]], %[[V]])
 // CHECK-NEXT: return
 // CHECK: func.func @[[MM1]](

@@ -130,3 +130,35 @@ func.func @scalars(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<300xf32>) -> (te
   %2 = nova.tanh %c : tensor<300xf32>
   return %0, %1, %2 : tensor<f32>, tensor<f32>, tensor<300xf32>
 }
+
+// -----
+
+// A launch that could run side by side, right after one that cannot (a
+// matmul) whose launch before could, moves before the matmul when the two
+// touch no common buffer: exp(%y) joins tanh(%x); exp of the matmul's own
+// result stays after it.
+// CHECK-LABEL: func.func @hoisted
+// CHECK-NEXT: nova.launch @kernels::@{{k[0-9]+_side[0-9]+}}(%arg0, %arg4, %arg3, %arg6)
+// CHECK-NEXT: nova.launch @kernels::@{{k[0-9_]+}}(%arg5, %arg4, %arg1)
+// CHECK-NEXT: nova.launch @kernels::@{{k[0-9_]+}}(%arg7, %arg4, %arg2)
+// CHECK-NEXT: return
+// CHECK-LABEL: func.func @kept
+// CHECK-NEXT: nova.launch @kernels::@[[TANH:k[0-9]+]](%arg0, %arg3)
+// CHECK-NEXT: nova.launch @kernels::@{{k[0-9_]+}}(%arg4, %arg3, %arg1)
+// CHECK-NEXT: nova.launch @kernels::@{{k[0-9]+}}(%arg4, %arg5)
+// CHECK-NEXT: nova.launch @kernels::@{{k[0-9_]+}}(%arg6, %arg3, %arg2)
+// CHECK-NEXT: return
+func.func @hoisted(%x: tensor<64x32xf32>, %w: tensor<32x16xf32>, %v: tensor<32x8xf32>, %y: tensor<64x16xf32>) -> (tensor<64x32xf32>, tensor<64x16xf32>, tensor<64x16xf32>, tensor<64x8xf32>) {
+  %t = nova.tanh %x : tensor<64x32xf32>
+  %m = nova.matmul %t, %w : tensor<64x32xf32>, tensor<32x16xf32>
+  %e = nova.exp %y : tensor<64x16xf32>
+  %n = nova.matmul %t, %v : tensor<64x32xf32>, tensor<32x8xf32>
+  return %t, %m, %e, %n : tensor<64x32xf32>, tensor<64x16xf32>, tensor<64x16xf32>, tensor<64x8xf32>
+}
+func.func @kept(%x: tensor<64x32xf32>, %w: tensor<32x16xf32>, %v: tensor<32x8xf32>) -> (tensor<64x32xf32>, tensor<64x16xf32>, tensor<64x16xf32>, tensor<64x8xf32>) {
+  %t = nova.tanh %x : tensor<64x32xf32>
+  %m = nova.matmul %t, %w : tensor<64x32xf32>, tensor<32x16xf32>
+  %e = nova.exp %m : tensor<64x16xf32>
+  %n = nova.matmul %t, %v : tensor<64x32xf32>, tensor<32x8xf32>
+  return %t, %m, %e, %n : tensor<64x32xf32>, tensor<64x16xf32>, tensor<64x16xf32>, tensor<64x8xf32>
+}

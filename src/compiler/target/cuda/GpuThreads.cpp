@@ -428,6 +428,70 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
         kernel.erase();
   }
 
+  /// The bytes a launch moved over another may hold longer (its buffers
+  /// made one launch earlier): a bf16 copy of a 768 x 3072 weight, 4.5 MiB.
+  static constexpr int64_t kHoistBytes = 6 << 20;
+
+  /// Launches L1, M, L2 in a row, where L1 and L2 could run side by side
+  /// (`memberOf`, independent of each other) and M cannot (a matmul, an
+  /// attention): L2 moves before M, with the allocations of its buffers,
+  /// when nothing but allocations lies between M and L2, M touches none of
+  /// L2's buffers (so their order does not matter), what L2 makes first
+  /// is at most kHoistBytes (it is made before M now), and the launch
+  /// right after L2 could not run beside it instead. A weight's bf16
+  /// copy, made after a backward's weight-gradient product for the
+  /// input-gradient product that follows, then runs beside the kernel
+  /// before the first product.
+  template <typename MemberOf, typename Independent>
+  static void hoistOverOneLaunch(ModuleOp top, MemberOf &&memberOf, Independent &&independent) {
+    // The buffer a step's value is a view of (an allocation, an argument).
+    auto root = [](Value v) {
+      while (Operation *def = v.getDefiningOp()) {
+        auto view = dyn_cast<ViewLikeOpInterface>(def);
+        if (!view)
+          break;
+        v = view.getViewSource();
+      }
+      return v;
+    };
+    for (auto step : top.getOps<func::FuncOp>())
+      for (Block &block : step.getBody()) {
+        SmallVector<LaunchOp> launches(block.getOps<LaunchOp>());
+        for (size_t i = 1; i + 1 < launches.size(); ++i) {
+          LaunchOp before = launches[i - 1], between = launches[i], later = launches[i + 1];
+          auto first = memberOf(before), last = memberOf(later);
+          if (!first || !last || memberOf(between) || last->bornBytes > kHoistBytes || !independent(*first, *last))
+            continue;
+          // Nothing but allocations from a launch to the next.
+          auto allocsBetween = [](LaunchOp from, LaunchOp to, SmallVectorImpl<Operation *> &allocs) {
+            for (Operation *op = from->getNextNode(); op && op != to.getOperation(); op = op->getNextNode())
+              if (!isa<memref::AllocOp>(op))
+                return false;
+              else
+                allocs.push_back(op);
+            return true;
+          };
+          SmallVector<Operation *> allocs, ignored;
+          if (!allocsBetween(between, later, allocs))
+            continue;
+          // L2 already has a neighbour to run beside: it stays with it.
+          if (i + 2 < launches.size() && allocsBetween(later, launches[i + 2], ignored))
+            if (auto next = memberOf(launches[i + 2]); next && independent(*last, *next))
+              continue;
+          llvm::SmallPtrSet<Value, 8> touched;
+          for (Value b : between.getBuffers())
+            touched.insert(root(b));
+          if (llvm::any_of(later.getBuffers(), [&](Value b) { return touched.contains(root(b)); }))
+            continue;
+          for (Operation *alloc : allocs)
+            alloc->moveBefore(between);
+          later->moveBefore(between);
+          std::swap(launches[i], launches[i + 1]);
+          ++i; // `between` now follows `later`: it cannot start another hoist over itself
+        }
+      }
+  }
+
   /// Independent kernels launched one after another (nothing but
   /// allocations between), each a structured op's points, a block
   /// reduction, warp rows (a row reduction's, a LayerNorm's, a
@@ -454,6 +518,10 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
   /// A kernel's parameters (8 bytes each: bare pointers, the block index)
   /// must fit ptxas's 4352 bytes (PTX ISA before 8.1), so a run of a big
   /// model's optimizer updates is cut into several launches.
+  ///
+  /// First, a launch that could join a run right after one that cannot (a
+  /// matmul) whose launch before could, moves before the one between
+  /// (hoistOverOneLaunch), so it joins the run of the one before.
   static void fuseSideBySide(ModuleOp top, ModuleOp kernels, int64_t maxBlocks) {
     constexpr int64_t kThreads = 256;
     constexpr int64_t kOverlapBytes = 64 << 10;
@@ -524,6 +592,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
           return false;
       return true;
     };
+    hoistOverOneLaunch(top, memberOf, independent);
     SmallVector<SmallVector<Member>> runs;
     for (auto step : top.getOps<func::FuncOp>())
       for (Block &block : step.getBody()) {
@@ -587,10 +656,15 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
         KernelDescription d = describedKernel(m.kernel);
         about.flops += d.flops;
         about.bytes += d.bytes;
-        if (about.summary.empty())
-          about.summary = d.summary;
+        // The first kSummarized members' summaries, then how many more.
+        constexpr size_t kSummarized = 4;
+        size_t index = &m - run.data();
+        if (index < kSummarized)
+          about.summary += (index ? "; " : "") + d.summary;
+        else if (index == kSummarized)
+          about.summary += llvm::formatv("; {0} more", run.size() - kSummarized).str();
       }
-      about.summary = llvm::formatv("{0} kernels side by side: {1}, ...", run.size(), about.summary).str();
+      about.summary = llvm::formatv("{0} kernels side by side: {1}", run.size(), about.summary).str();
       OpBuilder kb(ctx);
       kb.setInsertionPointToEnd(kernels.getBody());
       std::string name = (run.front().kernel.getSymName() + "_side" + Twine(index)).str();
