@@ -162,3 +162,19 @@ func.func @kept(%x: tensor<64x32xf32>, %w: tensor<32x16xf32>, %v: tensor<32x8xf3
   %n = nova.matmul %t, %v : tensor<64x32xf32>, tensor<32x8xf32>
   return %t, %m, %e, %n : tensor<64x32xf32>, tensor<64x16xf32>, tensor<64x16xf32>, tensor<64x8xf32>
 }
+
+// -----
+
+// A fill joins too (points: 64, one block).
+// CHECK-LABEL: func.func @fills
+// CHECK-NEXT: nova.launch @kernels::@[[F:k[0-9]+_side[0-9]+]](%arg1, %arg0, %arg2)
+// CHECK-NEXT: return
+// CHECK: func.func @[[F]](
+// CHECK-SAME: nova.gpu_side_by_side = array<i64: 1, 2>
+// CHECK: linalg.fill
+// CHECK: math.tanh
+func.func @fills(%c: tensor<300xf32>) -> (tensor<64xf32>, tensor<300xf32>) {
+  %z = nova.constant 0.0 : tensor<64xf32>
+  %t = nova.tanh %c : tensor<300xf32>
+  return %z, %t : tensor<64xf32>, tensor<300xf32>
+}

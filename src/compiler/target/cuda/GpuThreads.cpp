@@ -495,8 +495,8 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
   /// Independent kernels launched one after another (nothing but
   /// allocations between), each a structured op's points, a block
   /// reduction, warp rows (a row reduction's, a LayerNorm's, a
-  /// cross-entropy's), a row kernel's thread rows or an op of one thread
-  /// (no parallel loop: an optimizer's scalar steps) as gpu_threads, become
+  /// cross-entropy's), a row kernel's thread rows, a fill, or an op of one
+  /// thread (no parallel loop: an optimizer's scalar steps) as gpu_threads, become
   /// one launch of a kernel holding them side by side (kGpuSideBySideAttr),
   /// each over blocks of its own (a block reduction: one), with their output
   /// starts (kGpuSideBySideInitsAttr): an optimizer's per-parameter
@@ -552,14 +552,18 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
       SmallVector<Operation *> ops = k ? computeOps(k) : SmallVector<Operation *>();
       Operation *op = ops.size() == 1 ? ops[0] : nullptr;
       auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
-      if (!config || !config.isGpuThreads() || !(generic || isRowKernel(op)) || k->hasAttr(kGpuSideBySideAttr))
+      // A fill or any other structured op runs as points or one thread.
+      auto structured = dyn_cast_or_null<linalg::LinalgOp>(op);
+      if (!config || !config.isGpuThreads() || !(structured || isRowKernel(op)) || k->hasAttr(kGpuSideBySideAttr))
         return std::nullopt;
       Units units = unitsOf(op);
       int64_t shared = 0;
-      if (units.kind == Units::block && !isBlockReduction(generic, kThreads, &shared))
+      if (units.kind == Units::block && (!generic || !isBlockReduction(generic, kThreads, &shared)))
+        return std::nullopt;
+      if (units.kind == Units::warps && !generic && !isRowKernel(op))
         return std::nullopt;
       if (units.kind != Units::points && units.kind != Units::block && units.kind != Units::warps &&
-          (units.kind != Units::one || !generic))
+          (units.kind != Units::one || !structured))
         return std::nullopt;
       Member m{launch, k, units.kind, units.count, shared, {}, {}};
       m.buffers.assign(launch.getBuffers().begin(), launch.getBuffers().end());
