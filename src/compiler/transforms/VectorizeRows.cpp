@@ -36,6 +36,7 @@
 
 #include <functional>
 #include <limits>
+#include <type_traits>
 
 namespace mlir::nova {
 #define GEN_PASS_DEF_NOVAVECTORIZEROWS
@@ -61,27 +62,51 @@ struct Rows {
   Value scalar(double v) {
     return b.create<arith::ConstantOp>(l, b.getFloatAttr(vec.getElementType(), v));
   }
+  /// While a pass's last, partial vector (d % W columns) is emitted, its
+  /// lanes' mask: loads past the row read `tailFill`, stores skip them.
+  Value tailMask;
+  double tailFill = 0.0;
+
   Value bcast(Value s) { return b.create<vector::BroadcastOp>(l, vec, s); }
-  Value vload(Value m, ValueRange idx) { return b.create<vector::LoadOp>(l, vec, m, idx); }
+  Value vload(Value m, ValueRange idx) {
+    if (tailMask)
+      return b.create<vector::MaskedLoadOp>(l, vec, m, idx, tailMask, splat(tailFill));
+    return b.create<vector::LoadOp>(l, vec, m, idx);
+  }
+  void vstore(Value v, Value m, ValueRange idx) {
+    if (tailMask)
+      b.create<vector::MaskedStoreOp>(l, m, idx, tailMask, v);
+    else
+      b.create<vector::StoreOp>(l, v, m, idx);
+  }
   Value sum(Value v) { return b.create<vector::ReductionOp>(l, vector::CombiningKind::ADD, v); }
 
   /// One pass over the d / W vectors of `n` rows: `count` values per row
   /// carried (from `initial` in every lane), step(r, at, carried row
-  /// values) -> new values.
+  /// values) -> new values; then, where W does not divide d, the partial
+  /// vector under tailMask.
   SmallVector<Value> pass(int64_t n, int64_t count,
                           function_ref<SmallVector<Value>(int64_t r, Value at, ValueRange acc)> step,
                           double initial = 0.0) {
     SmallVector<Value> init(n * count, splat(initial));
-    auto loop = nova::buildFor(b, l, c(0), c(d / W), c(1), init, [&](Value v, ValueRange acc) {
-      Value at = b.create<arith::MulIOp>(l, v, c(W));
+    auto each = [&](Value at, ValueRange acc) {
       SmallVector<Value> next;
       for (int64_t r = 0; r < n; ++r) {
         SmallVector<Value> row = step(r, at, acc.slice(r * count, count));
         next.append(row.begin(), row.end());
       }
       return next;
+    };
+    auto loop = nova::buildFor(b, l, c(0), c(d / W), c(1), init, [&](Value v, ValueRange acc) {
+      return each(b.create<arith::MulIOp>(l, v, c(W)), acc);
     });
-    return SmallVector<Value>(loop.getResults());
+    SmallVector<Value> results(loop.getResults());
+    if (d % W == 0)
+      return results;
+    tailMask = b.create<vector::CreateMaskOp>(l, VectorType::get({W}, b.getI1Type()), ValueRange{c(d % W)});
+    SmallVector<Value> tail = each(c(d / W * W), results);
+    tailMask = Value();
+    return tail.empty() ? results : tail;
   }
 
   /// The row indices [r0, r0 + n).
@@ -157,8 +182,10 @@ struct CrossEntropyRows : Rows {
   bool backward;
   Value x, labels, grad, out; // [N, d], [N], [N] (backward), [N] or [N, d] (backward)
 
-  /// Rows [r0, r0 + n).
+  /// Rows [r0, r0 + n). A partial vector's lanes past the row read -inf:
+  /// nothing to the max, exp(-inf) = 0 to the sum.
   void emitBlock(int64_t n, Value r0) {
+    tailFill = -std::numeric_limits<double>::infinity();
     SmallVector<Value> rows = rowsFrom(n, r0);
     SmallVector<Value> maxes = pass(
         n, 1,
@@ -202,8 +229,7 @@ struct CrossEntropyRows : Rows {
     if (!backward)
       return;
     pass(n, 0, [&](int64_t r, Value at, ValueRange) {
-      b.create<vector::StoreOp>(l, b.create<arith::MulFOp>(l, shifted(r, at), scale[r]), out,
-                                ValueRange{rows[r], at});
+      vstore(b.create<arith::MulFOp>(l, shifted(r, at), scale[r]), out, ValueRange{rows[r], at});
       return SmallVector<Value>{};
     });
     for (int64_t r = 0; r < n; ++r) {
@@ -258,10 +284,10 @@ Value asColumn(OpBuilder &b, Location l, Value m) {
 /// one at a time. `emitter(inputs, result)`, given the op's inputs and
 /// init made contiguous, returns what emits a block of n rows from r0.
 LogicalResult expandRows(Operation *op, ValueRange inputs, Value init, int64_t N, int64_t d, Value wg,
-                         int64_t tile, int64_t interleaved, int64_t lanes,
+                         int64_t tile, int64_t interleaved, int64_t lanes, bool partialVectors,
                          function_ref<std::function<void(int64_t, Value)>(OpBuilder &, ArrayRef<Value>, Value)>
                              emitter) {
-  if (lanes < 1 || d % lanes != 0 || interleaved < 1 || tile < 1)
+  if (lanes < 1 || (!partialVectors && d % lanes != 0) || interleaved < 1 || tile < 1)
     return op->emitError("nova-vectorize-rows: register tile [")
            << interleaved << ", " << lanes << "] does not fit rows of " << d;
   OpBuilder b(op);
@@ -309,6 +335,7 @@ LogicalResult expandRows(Operation *op, ValueRange inputs, Value init, int64_t N
 LogicalResult expand(nova::LayerNormKernelOp op, Value wg, int64_t tile, int64_t interleaved, int64_t lanes) {
   Type elem = cast<MemRefType>(op.getInit().getType()).getElementType();
   return expandRows(op, op.getInputs(), op.getInit(), op.rows(), op.width(), wg, tile, interleaved, lanes,
+                    /*partialVectors=*/false,
                     [&](OpBuilder &b, ArrayRef<Value> in, Value result) -> std::function<void(int64_t, Value)> {
                       Location l = op.getLoc();
                       LayerNormRows e{{b, l, VectorType::get({lanes}, elem), lanes, op.width()},
@@ -326,6 +353,7 @@ LogicalResult expand(nova::CrossEntropyKernelOp op, Value wg, int64_t tile, int6
   Type elem = cast<MemRefType>(op.getInputs()[0].getType()).getElementType();
   bool backward = op.getBackward();
   return expandRows(op, op.getInputs(), op.getInit(), op.rows(), op.width(), wg, tile, interleaved, lanes,
+                    /*partialVectors=*/true,
                     [&](OpBuilder &b, ArrayRef<Value> in, Value result) -> std::function<void(int64_t, Value)> {
                       Location l = op.getLoc();
                       CrossEntropyRows e{{b, l, VectorType::get({lanes}, elem), lanes, op.width()},
@@ -356,8 +384,12 @@ LogicalResult expandConfigured(KernelOp op, int64_t elemBits, StringRef pass, in
   // Outside a configured kernel: all rows, 4 at a time.
   OpBuilder b(op);
   Value zero = b.create<arith::ConstantIndexOp>(op.getLoc(), 0);
-  return expand(op, zero, std::max<int64_t>(1, op.rows()), 4,
-                nova::vectorLanesDividing(op.width(), elemBits, vectorBits));
+  // Cross-entropy takes whole vectors and a partial last one; LayerNorm
+  // vectors that divide its rows.
+  const int64_t lanes = std::is_same_v<KernelOp, nova::CrossEntropyKernelOp>
+                            ? std::max<int64_t>(1, vectorBits / elemBits)
+                            : nova::vectorLanesDividing(op.width(), elemBits, vectorBits);
+  return expand(op, zero, std::max<int64_t>(1, op.rows()), 4, lanes);
 }
 
 struct NovaVectorizeRows : mlir::nova::impl::NovaVectorizeRowsBase<NovaVectorizeRows> {

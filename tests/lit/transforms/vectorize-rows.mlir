@@ -120,3 +120,22 @@ func.func @cross_entropy_grad(%wg: index, %x: memref<3x8xf32>, %y: memref<3xi64>
   nova.cross_entropy_kernel ins(%x, %y, %g : memref<3x8xf32>, memref<3xi64>, memref<3xf32>) outs(%dx : memref<3x8xf32>) {backward}
   return
 }
+
+// -----
+
+// A row of 10 classes in vectors of 4: two whole vectors, then the last 2
+// columns under a mask (lanes past the row read -inf: nothing to the max,
+// exp(-inf) = 0 to the sum); backward, the partial vector's store is
+// masked too.
+// CHECK-LABEL: func.func @cross_entropy_tail
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c2{{.*}} step %{{.*}} iter_args({{.*}}) -> (vector<4xf32>)
+// CHECK: %[[MASK:.*]] = vector.create_mask %c2{{.*}} : vector<4xi1>
+// CHECK: vector.maskedload %{{.*}}[%{{.*}}, %c8{{.*}}], %[[MASK]], %{{.*}} : memref<3x10xf32>, vector<4xi1>, vector<4xf32> into vector<4xf32>
+// CHECK: arith.maximumf
+// CHECK: vector.reduction <maximumf>
+// CHECK: vector.maskedstore %{{.*}}[%{{.*}}, %c8{{.*}}], %{{.*}}, %{{.*}} : memref<3x10xf32>, vector<4xi1>, vector<4xf32>
+func.func @cross_entropy_tail(%wg: index, %x: memref<3x10xf32>, %y: memref<3xi32>, %g: memref<3xf32>, %dx: memref<3x10xf32>)
+    attributes {nova.lowering_config = #nova.lowering_config<rows, workgroups = 1, tile = [3], register_tile = [1, 4]>} {
+  nova.cross_entropy_kernel ins(%x, %y, %g : memref<3x10xf32>, memref<3xi32>, memref<3xf32>) outs(%dx : memref<3x10xf32>) {backward}
+  return
+}

@@ -346,9 +346,12 @@ nova::LoweringConfigAttr configureAttention(nova::AttentionKernelOp op,
 }
 
 /// A row kernel (LayerNorm, cross-entropy) of `count` rows of `width`
-/// elements of `elemBits` bits.
+/// elements of `elemBits` bits; with `partialVectors`, its rows' vectors
+/// are whole registers, the last one masked (cross-entropy: a vocabulary
+/// of 50257 would otherwise run a lane at a time), else vectors that divide
+/// the row.
 nova::LoweringConfigAttr configureRows(MLIRContext *ctx, int64_t count, int64_t width, int64_t elemBits,
-                                       const nova::CpuFacts &facts) {
+                                       bool partialVectors, const nova::CpuFacts &facts) {
   int64_t rows = std::max<int64_t>(1, count);
   int64_t groups = count * width < kMinParallelPoints || facts.cores <= 1
                        ? 1
@@ -356,7 +359,8 @@ nova::LoweringConfigAttr configureRows(MLIRContext *ctx, int64_t count, int64_t 
   int64_t tile = ceilDiv(rows, groups);
   int64_t interleaved = std::clamp<int64_t>(facts.fmaUnits * facts.fmaLatency / 2, 1, tile);
   SmallVector<int64_t> tiles{tile},
-      regTile{interleaved, nova::vectorLanesDividing(width, elemBits, facts.vectorBits)};
+      regTile{interleaved, partialVectors ? std::max<int64_t>(1, facts.vectorBits / elemBits)
+                                          : nova::vectorLanesDividing(width, elemBits, facts.vectorBits)};
   return nova::LoweringConfigAttr::get(ctx, "rows", ceilDiv(rows, tile), tiles, {}, regTile);
 }
 
@@ -398,10 +402,10 @@ nova::LoweringConfigAttr mlir::nova::configureCpuKernel(Operation *root, const C
     return configureAttention(attention, facts);
   if (auto norm = dyn_cast<LayerNormKernelOp>(root))
     return configureRows(norm.getContext(), norm.rows(), norm.width(),
-                         cast<ShapedType>(norm.getInit().getType()).getElementTypeBitWidth(), facts);
+                         cast<ShapedType>(norm.getInit().getType()).getElementTypeBitWidth(), false, facts);
   if (auto loss = dyn_cast<CrossEntropyKernelOp>(root))
     return configureRows(loss.getContext(), loss.rows(), loss.width(),
-                         cast<ShapedType>(loss.getInputs()[0].getType()).getElementTypeBitWidth(), facts);
+                         cast<ShapedType>(loss.getInputs()[0].getType()).getElementTypeBitWidth(), true, facts);
   if (auto generic = dyn_cast<linalg::GenericOp>(root))
     if (auto config = configureMatmul(generic, facts))
       return *config;
