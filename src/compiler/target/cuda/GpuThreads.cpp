@@ -662,10 +662,10 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
         about.bytes += d.bytes;
         // The first kSummarized members' summaries, then how many more.
         constexpr size_t kSummarized = 4;
-        size_t index = &m - run.data();
-        if (index < kSummarized)
-          about.summary += (index ? "; " : "") + d.summary;
-        else if (index == kSummarized)
+        const size_t member = &m - run.data();
+        if (member < kSummarized)
+          about.summary += (member ? "; " : "") + d.summary;
+        else if (member == kSummarized)
           about.summary += llvm::formatv("; {0} more", run.size() - kSummarized).str();
       }
       about.summary = llvm::formatv("{0} kernels side by side: {1}", run.size(), about.summary).str();
