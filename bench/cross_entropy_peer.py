@@ -14,13 +14,14 @@ import time
 import torch
 import torch.nn.functional as F
 
+from peer_info import torch_loaded
+
 
 def main():
     torch.set_num_threads(os.cpu_count() or 1)  # the machine's cores, as Nova takes them
     args = [int(a) for a in sys.argv[1:]]
     cases = list(zip(args[0::2], args[1::2])) or [(2048, 256), (2048, 8192), (512, 50257)]
-    print(f"# torch {torch.__version__}, {torch.get_num_threads()} threads, CPU kernels "
-          f"{torch.backends.cpu.get_cpu_capability() if hasattr(torch.backends, 'cpu') else 'unknown'}")
+    print(f"# {torch_loaded(torch)}")
     for n, v in cases:
         torch.manual_seed(1)
         z = torch.randn(n, v, dtype=torch.float32, requires_grad=True)

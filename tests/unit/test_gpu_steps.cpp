@@ -132,6 +132,19 @@ int cubin_sm(const std::vector<std::uint8_t>& elf) {
   return static_cast<int>(elf[8] >= 8 ? (flags >> 8) & 0xff : flags & 0xff);
 }
 
+/// Whether a step's PTX sums over a warp's lanes by shuffles (warp rows).
+bool shuffles(const nova::ExecutableDesc* desc) {
+  std::string ptx(desc->object.begin(), desc->object.end());
+  return ptx.find("shfl.sync.bfly") != std::string::npos;
+}
+
+/// What ptxas says of a step's PTX for sm_80 ("" when it assembles, or
+/// when there is no ptxas here).
+std::string sm80_ptxas_errors(const nova::ExecutableDesc* desc) {
+  if (!std::filesystem::exists(kPtxas)) return "";
+  return ptxas_errors(std::string(desc->object.begin(), desc->object.end()), "sm_80");
+}
+
 struct MatmulKernels {
   int mma = 0, wgmma = 0, simt = 0, other = 0;
 };
@@ -208,17 +221,10 @@ TEST_CASE("row reductions on an emulated A100, a warp per row: softmax, log-soft
   CHECK(compare(row_max, wide) <= 1e-5);
   CHECK(compare(plane_means, cube) <= 1e-5);
   CHECK(compare(column_sums, wide) <= 1e-5);
-  auto shuffles = [](const nova::ExecutableDesc* desc) {
-    std::string ptx(desc->object.begin(), desc->object.end());
-    return ptx.find("shfl.sync.bfly") != std::string::npos;
-  };
   CHECK(shuffles(nova::jit(softmax).executable(x)->description()));
   CHECK(shuffles(nova::jit(row_sums).executable(wide)->description()));
   CHECK_FALSE(shuffles(nova::jit(column_sums).executable(wide)->description()));
-  if (std::filesystem::exists(kPtxas)) {
-    const nova::ExecutableDesc* desc = nova::jit(log_softmax).executable(x)->description();
-    CHECK(ptxas_errors(std::string(desc->object.begin(), desc->object.end()), "sm_80") == "");
-  }
+  CHECK(sm80_ptxas_errors(nova::jit(log_softmax).executable(x)->description()) == "");
 }
 
 TEST_CASE("LayerNorm on an emulated A100, a warp per row: forward and gradients match the interpreter") {
@@ -246,9 +252,8 @@ TEST_CASE("LayerNorm on an emulated A100, a warp per row: forward and gradients 
       CHECK(rel_error(got[i], want[i]) <= 1e-5);
     }
     const nova::ExecutableDesc* desc = nova::jit(norm).executable(x, gamma, beta)->description();
-    std::string ptx(desc->object.begin(), desc->object.end());
-    CHECK((ptx.find("shfl.sync.bfly") != std::string::npos) == (d >= 32));
-    if (d >= 32 && std::filesystem::exists(kPtxas)) CHECK(ptxas_errors(ptx, "sm_80") == "");
+    CHECK(shuffles(desc) == (d >= 32));
+    if (d >= 32) CHECK(sm80_ptxas_errors(desc) == "");
   }
 }
 
@@ -275,10 +280,9 @@ TEST_CASE("cross-entropy on an emulated A100, a warp per row: per-row losses and
     Tensor got = nova::jit(losses)(x, y);
     CHECK(got.to_vector()[4] == 0.0);
     const nova::ExecutableDesc* desc = nova::jit(losses).executable(x, y)->description();
-    std::string ptx(desc->object.begin(), desc->object.end());
-    CHECK((ptx.find("shfl.sync.bfly") != std::string::npos) == (c.dtype == DType::f32 && c.logits.back() >= 32));
+    CHECK(shuffles(desc) == (c.dtype == DType::f32 && c.logits.back() >= 32));
     CHECK(desc->launches.size() == 1);
-    if (std::filesystem::exists(kPtxas)) CHECK(ptxas_errors(ptx, "sm_80") == "");
+    CHECK(sm80_ptxas_errors(desc) == "");
   }
 }
 
@@ -308,8 +312,7 @@ TEST_CASE("independent warp rows, thread rows and points run side by side in one
   const nova::ExecutableDesc* desc = nova::jit(four).executable(x, gamma, beta, s, z, y, e)->description();
   REQUIRE(desc != nullptr);
   CHECK(desc->launches.size() == 1);
-  if (std::filesystem::exists(kPtxas))
-    CHECK(ptxas_errors(std::string(desc->object.begin(), desc->object.end()), "sm_80") == "");
+  CHECK(sm80_ptxas_errors(desc) == "");
 }
 
 TEST_CASE("causal attention on an emulated A100, a thread per row: forward and gradient match the interpreter, past one block of rows") {

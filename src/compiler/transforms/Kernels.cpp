@@ -366,6 +366,14 @@ mlir::nova::KernelDescription mlir::nova::describeKernel(func::FuncOp kernel) {
 }
 
 
+std::pair<int64_t, int64_t> mlir::nova::rowKernelShape(Operation *op) {
+  if (auto norm = dyn_cast_or_null<LayerNormKernelOp>(op))
+    return {norm.rows(), norm.width()};
+  if (auto loss = dyn_cast_or_null<CrossEntropyKernelOp>(op))
+    return {loss.rows(), loss.width()};
+  return {0, 0};
+}
+
 void mlir::nova::recordDescription(func::FuncOp kernel) { recordDescription(kernel, describeKernel(kernel)); }
 
 void mlir::nova::recordDescription(func::FuncOp kernel, const KernelDescription &d) {

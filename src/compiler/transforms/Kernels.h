@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 namespace mlir::nova {
 
@@ -67,6 +68,27 @@ inline int64_t vectorLanesDividing(int64_t extent, int64_t elemBits, int64_t vec
   while (width > 1 && extent % width != 0)
     width /= 2;
   return width;
+}
+
+/// The rows and the row width of a row kernel (nova.layer_norm_kernel,
+/// nova.cross_entropy_kernel: its first input is [..., width]); {0, 0} for
+/// any other op.
+std::pair<int64_t, int64_t> rowKernelShape(Operation *op);
+
+/// Whether a row kernel's CPU rows (nova-vectorize-rows) take whole vector
+/// registers and a masked last vector: a cross-entropy's (lanes past the
+/// row load -inf, which its max and sum of exponentials ignore; a
+/// vocabulary of 50257 would otherwise run a lane at a time). A
+/// LayerNorm's take vectors that divide the row.
+inline bool rowsTakePartialVectors(Operation *rowKernel) { return isa<CrossEntropyKernelOp>(rowKernel); }
+
+/// The lanes of a row kernel's CPU vectors (rowsTakePartialVectors): the
+/// CPU configurator and nova-vectorize-rows agree through it.
+inline int64_t rowVectorLanes(Operation *rowKernel, int64_t vectorBits) {
+  auto [rows, width] = rowKernelShape(rowKernel);
+  int64_t elemBits = cast<ShapedType>(rowKernel->getOperand(0).getType()).getElementTypeBitWidth();
+  return rowsTakePartialVectors(rowKernel) ? std::max<int64_t>(1, vectorBits / elemBits)
+                                           : vectorLanesDividing(width, elemBits, vectorBits);
 }
 
 /// scf.for from lb to ub by step carrying `init`: `body` builds the loop's

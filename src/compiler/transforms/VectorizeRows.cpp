@@ -36,7 +36,6 @@
 
 #include <functional>
 #include <limits>
-#include <type_traits>
 
 namespace mlir::nova {
 #define GEN_PASS_DEF_NOVAVECTORIZEROWS
@@ -284,10 +283,10 @@ Value asColumn(OpBuilder &b, Location l, Value m) {
 /// one at a time. `emitter(inputs, result)`, given the op's inputs and
 /// init made contiguous, returns what emits a block of n rows from r0.
 LogicalResult expandRows(Operation *op, ValueRange inputs, Value init, int64_t N, int64_t d, Value wg,
-                         int64_t tile, int64_t interleaved, int64_t lanes, bool partialVectors,
+                         int64_t tile, int64_t interleaved, int64_t lanes,
                          function_ref<std::function<void(int64_t, Value)>(OpBuilder &, ArrayRef<Value>, Value)>
                              emitter) {
-  if (lanes < 1 || (!partialVectors && d % lanes != 0) || interleaved < 1 || tile < 1)
+  if (lanes < 1 || (!nova::rowsTakePartialVectors(op) && d % lanes != 0) || interleaved < 1 || tile < 1)
     return op->emitError("nova-vectorize-rows: register tile [")
            << interleaved << ", " << lanes << "] does not fit rows of " << d;
   OpBuilder b(op);
@@ -335,7 +334,6 @@ LogicalResult expandRows(Operation *op, ValueRange inputs, Value init, int64_t N
 LogicalResult expand(nova::LayerNormKernelOp op, Value wg, int64_t tile, int64_t interleaved, int64_t lanes) {
   Type elem = cast<MemRefType>(op.getInit().getType()).getElementType();
   return expandRows(op, op.getInputs(), op.getInit(), op.rows(), op.width(), wg, tile, interleaved, lanes,
-                    /*partialVectors=*/false,
                     [&](OpBuilder &b, ArrayRef<Value> in, Value result) -> std::function<void(int64_t, Value)> {
                       Location l = op.getLoc();
                       LayerNormRows e{{b, l, VectorType::get({lanes}, elem), lanes, op.width()},
@@ -353,7 +351,6 @@ LogicalResult expand(nova::CrossEntropyKernelOp op, Value wg, int64_t tile, int6
   Type elem = cast<MemRefType>(op.getInputs()[0].getType()).getElementType();
   bool backward = op.getBackward();
   return expandRows(op, op.getInputs(), op.getInit(), op.rows(), op.width(), wg, tile, interleaved, lanes,
-                    /*partialVectors=*/true,
                     [&](OpBuilder &b, ArrayRef<Value> in, Value result) -> std::function<void(int64_t, Value)> {
                       Location l = op.getLoc();
                       CrossEntropyRows e{{b, l, VectorType::get({lanes}, elem), lanes, op.width()},
@@ -367,9 +364,9 @@ LogicalResult expand(nova::CrossEntropyKernelOp op, Value wg, int64_t tile, int6
 }
 
 /// The configured expansion of a row kernel `op` (LayerNorm or
-/// cross-entropy) whose rows hold elements of `elemBits`.
+/// cross-entropy).
 template <typename KernelOp>
-LogicalResult expandConfigured(KernelOp op, int64_t elemBits, StringRef pass, int64_t vectorBits) {
+LogicalResult expandConfigured(KernelOp op, StringRef pass, int64_t vectorBits) {
   FailureOr<nova::LoweringConfigAttr> configured = nova::configForKernelOp(op, op.getInit(), pass, "rows");
   if (failed(configured))
     return failure();
@@ -384,12 +381,7 @@ LogicalResult expandConfigured(KernelOp op, int64_t elemBits, StringRef pass, in
   // Outside a configured kernel: all rows, 4 at a time.
   OpBuilder b(op);
   Value zero = b.create<arith::ConstantIndexOp>(op.getLoc(), 0);
-  // Cross-entropy takes whole vectors and a partial last one; LayerNorm
-  // vectors that divide its rows.
-  const int64_t lanes = std::is_same_v<KernelOp, nova::CrossEntropyKernelOp>
-                            ? std::max<int64_t>(1, vectorBits / elemBits)
-                            : nova::vectorLanesDividing(op.width(), elemBits, vectorBits);
-  return expand(op, zero, std::max<int64_t>(1, op.rows()), 4, lanes);
+  return expand(op, zero, std::max<int64_t>(1, op.rows()), 4, nova::rowVectorLanes(op, vectorBits));
 }
 
 struct NovaVectorizeRows : mlir::nova::impl::NovaVectorizeRowsBase<NovaVectorizeRows> {
@@ -402,15 +394,9 @@ struct NovaVectorizeRows : mlir::nova::impl::NovaVectorizeRowsBase<NovaVectorize
         ops.push_back(op);
     });
     for (Operation *op : ops) {
-      LogicalResult done =
-          isa<nova::LayerNormKernelOp>(op)
-              ? expandConfigured(cast<nova::LayerNormKernelOp>(op),
-                                 cast<MemRefType>(op->getOperand(op->getNumOperands() - 1).getType())
-                                     .getElementTypeBitWidth(),
-                                 getArgument(), vectorBits)
-              : expandConfigured(cast<nova::CrossEntropyKernelOp>(op),
-                                 cast<MemRefType>(op->getOperand(0).getType()).getElementTypeBitWidth(),
-                                 getArgument(), vectorBits);
+      LogicalResult done = isa<nova::LayerNormKernelOp>(op)
+                               ? expandConfigured(cast<nova::LayerNormKernelOp>(op), getArgument(), vectorBits)
+                               : expandConfigured(cast<nova::CrossEntropyKernelOp>(op), getArgument(), vectorBits);
       if (failed(done))
         return signalPassFailure();
     }

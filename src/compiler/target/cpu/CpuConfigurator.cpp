@@ -345,13 +345,10 @@ nova::LoweringConfigAttr configureAttention(nova::AttentionKernelOp op,
                                        tile, cacheTile, regTile);
 }
 
-/// A row kernel (LayerNorm, cross-entropy) of `count` rows of `width`
-/// elements of `elemBits` bits; with `partialVectors`, its rows' vectors
-/// are whole registers, the last one masked (cross-entropy: a vocabulary
-/// of 50257 would otherwise run a lane at a time), else vectors that divide
-/// the row.
-nova::LoweringConfigAttr configureRows(MLIRContext *ctx, int64_t count, int64_t width, int64_t elemBits,
-                                       bool partialVectors, const nova::CpuFacts &facts) {
+/// A row kernel (LayerNorm, cross-entropy): its rows' vectors as
+/// nova::rowVectorLanes says.
+nova::LoweringConfigAttr configureRows(Operation *op, const nova::CpuFacts &facts) {
+  auto [count, width] = nova::rowKernelShape(op);
   int64_t rows = std::max<int64_t>(1, count);
   int64_t groups = count * width < kMinParallelPoints || facts.cores <= 1
                        ? 1
@@ -359,9 +356,8 @@ nova::LoweringConfigAttr configureRows(MLIRContext *ctx, int64_t count, int64_t 
   int64_t tile = ceilDiv(rows, groups);
   int64_t interleaved = std::clamp<int64_t>(facts.fmaUnits * facts.fmaLatency / 2, 1, tile);
   SmallVector<int64_t> tiles{tile},
-      regTile{interleaved, partialVectors ? std::max<int64_t>(1, facts.vectorBits / elemBits)
-                                          : nova::vectorLanesDividing(width, elemBits, facts.vectorBits)};
-  return nova::LoweringConfigAttr::get(ctx, "rows", ceilDiv(rows, tile), tiles, {}, regTile);
+      regTile{interleaved, nova::rowVectorLanes(op, facts.vectorBits)};
+  return nova::LoweringConfigAttr::get(op->getContext(), "rows", ceilDiv(rows, tile), tiles, {}, regTile);
 }
 
 /// The split loop (nova::splitLoopOf) of a loop nest, if it has one, and
@@ -400,12 +396,8 @@ nova::LoweringConfigAttr configureSplitLoop(Operation *root, scf::ForOp loop, in
 nova::LoweringConfigAttr mlir::nova::configureCpuKernel(Operation *root, const CpuFacts &facts) {
   if (auto attention = dyn_cast<AttentionKernelOp>(root))
     return configureAttention(attention, facts);
-  if (auto norm = dyn_cast<LayerNormKernelOp>(root))
-    return configureRows(norm.getContext(), norm.rows(), norm.width(),
-                         cast<ShapedType>(norm.getInit().getType()).getElementTypeBitWidth(), false, facts);
-  if (auto loss = dyn_cast<CrossEntropyKernelOp>(root))
-    return configureRows(loss.getContext(), loss.rows(), loss.width(),
-                         cast<ShapedType>(loss.getInputs()[0].getType()).getElementTypeBitWidth(), true, facts);
+  if (isa<LayerNormKernelOp, CrossEntropyKernelOp>(root))
+    return configureRows(root, facts);
   if (auto generic = dyn_cast<linalg::GenericOp>(root))
     if (auto config = configureMatmul(generic, facts))
       return *config;

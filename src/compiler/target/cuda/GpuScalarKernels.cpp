@@ -169,14 +169,6 @@ void rowFormulas(Scalar &s, Operation *op, ArrayRef<Value> prefix, const RowVisi
 
 } // namespace
 
-std::pair<int64_t, int64_t> mlir::nova::rowKernelShape(Operation *op) {
-  if (auto norm = dyn_cast<LayerNormKernelOp>(op))
-    return {norm.rows(), norm.width()};
-  if (auto loss = dyn_cast<CrossEntropyKernelOp>(op))
-    return {loss.rows(), loss.width()};
-  return {0, 0};
-}
-
 void mlir::nova::buildRow(OpBuilder &b, Operation *op, Value row) {
   Scalar s{b, op->getLoc(), computeType(op)};
   SmallVector<Value> prefix = delinearizeIndex(b, s.l, row, leadingShape(op));

@@ -39,10 +39,6 @@
 
 namespace mlir::nova {
 
-/// The rows and the row width of a row kernel (nova.layer_norm_kernel,
-/// nova.cross_entropy_kernel); {0, 0} for any other op.
-std::pair<int64_t, int64_t> rowKernelShape(Operation *op);
-
 /// Row `row` of a bufferized row kernel, at b's insertion point.
 void buildRow(OpBuilder &b, Operation *rowKernel, Value row);
 

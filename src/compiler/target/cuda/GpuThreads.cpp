@@ -457,10 +457,14 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
     for (auto step : top.getOps<func::FuncOp>())
       for (Block &block : step.getBody()) {
         SmallVector<LaunchOp> launches(block.getOps<LaunchOp>());
+        // Each launch's membership, found once (a move keeps them).
+        SmallVector<decltype(memberOf(LaunchOp()))> members;
+        for (LaunchOp launch : launches)
+          members.push_back(memberOf(launch));
         for (size_t i = 1; i + 1 < launches.size(); ++i) {
-          LaunchOp before = launches[i - 1], between = launches[i], later = launches[i + 1];
-          auto first = memberOf(before), last = memberOf(later);
-          if (!first || !last || memberOf(between) || last->bornBytes > kHoistBytes || !independent(*first, *last))
+          LaunchOp between = launches[i], later = launches[i + 1];
+          const auto &first = members[i - 1], &last = members[i + 1];
+          if (!first || !last || members[i] || last->bornBytes > kHoistBytes || !independent(*first, *last))
             continue;
           // Nothing but allocations from a launch to the next.
           auto allocsBetween = [](LaunchOp from, LaunchOp to, SmallVectorImpl<Operation *> &allocs) {
@@ -475,9 +479,9 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
           if (!allocsBetween(between, later, allocs))
             continue;
           // L2 already has a neighbour to run beside: it stays with it.
-          if (i + 2 < launches.size() && allocsBetween(later, launches[i + 2], ignored))
-            if (auto next = memberOf(launches[i + 2]); next && independent(*last, *next))
-              continue;
+          if (i + 2 < launches.size() && allocsBetween(later, launches[i + 2], ignored) && members[i + 2] &&
+              independent(*last, *members[i + 2]))
+            continue;
           llvm::SmallPtrSet<Value, 8> touched;
           for (Value b : between.getBuffers())
             touched.insert(root(b));
@@ -487,6 +491,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
             alloc->moveBefore(between);
           later->moveBefore(between);
           std::swap(launches[i], launches[i + 1]);
+          std::swap(members[i], members[i + 1]);
           ++i; // `between` now follows `later`: it cannot start another hoist over itself
         }
       }
