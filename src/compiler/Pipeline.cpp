@@ -61,6 +61,7 @@ void addLinalgStage(OpPassManager &pm, const mlir::nova::Target &target) {
   pm.addPass(mlir::nova::createNovaRematerialize());
   pm.addPass(mlir::nova::createNovaLowerToLinalg());
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(mlir::nova::createNovaShareRowStatistics());
   target.addBeforeFusionPasses(pm);
   pm.addPass(mlir::nova::createNovaFuseElementwise());
   if (target.fusesMatmulPrologues())

@@ -311,6 +311,9 @@ struct ToKernelOpPattern : OpConversionPattern<Op> {
     state.addOperands(emptyOf(rewriter, op.getLoc(), type));
     state.addTypes(type);
     state.addAttributes(op->getAttrs());
+    if constexpr (KernelOp::template hasTrait<OpTrait::AttrSizedOperandSegments>())
+      state.addAttribute(KernelOp::getOperandSegmentSizeAttr(),
+                         rewriter.getDenseI32ArrayAttr({static_cast<int32_t>(adaptor.getOperands().size()), 1}));
     if (Backward)
       state.addAttribute("backward", rewriter.getUnitAttr());
     rewriter.replaceOp(op, rewriter.create(state)->getResults());

@@ -2,9 +2,9 @@
 //
 // nova.attention_kernel, nova.layer_norm_kernel and nova.cross_entropy_kernel
 // are destination style: one-shot bufferization gives
-// its init a buffer (the caller's output when empty-tensor elimination finds
-// one), passes its inputs' buffers, and the op then writes that buffer and
-// returns nothing. Its init is written whole and never read, so an empty
+// each init a buffer (the caller's output when empty-tensor elimination finds
+// one), passes its inputs' buffers, and the op then writes those buffers and
+// returns nothing. Inits are written whole and never read, so an empty
 // init needs no copy and no initialization (the DPS default says otherwise).
 //
 //===----------------------------------------------------------------------===//
@@ -20,7 +20,8 @@ using namespace mlir::bufferization;
 namespace {
 
 /// For the destination-style kernel ops (nova.attention_kernel,
-/// nova.layer_norm_kernel, nova.cross_entropy_kernel): one `inputs` list, one `init`, attributes kept.
+/// nova.layer_norm_kernel, nova.cross_entropy_kernel): an `inputs` list and
+/// the inits (one, or a cross-entropy forward's two), attributes kept.
 template <typename KernelOp>
 struct KernelOpBufferization
     : DstBufferizableOpInterfaceExternalModel<KernelOpBufferization<KernelOp>, KernelOp> {
@@ -38,16 +39,20 @@ struct KernelOpBufferization
         return failure();
       inputs.push_back(*buffer);
     }
-    FailureOr<Value> init = getBuffer(rewriter, kernel.getInit(), options);
-    if (failed(init))
-      return failure();
+    SmallVector<Value> inits;
+    for (Value init : cast<DestinationStyleOpInterface>(op).getDpsInits()) {
+      FailureOr<Value> buffer = getBuffer(rewriter, init, options);
+      if (failed(buffer))
+        return failure();
+      inits.push_back(*buffer);
+    }
     rewriter.setInsertionPoint(op);
     OperationState state(op->getLoc(), op->getName());
     state.addOperands(inputs);
-    state.addOperands(*init);
-    state.addAttributes(op->getAttrs());
+    state.addOperands(inits);
+    state.addAttributes(op->getAttrs()); // operand segment sizes too: one buffer per value
     rewriter.create(state);
-    replaceOpWithBufferizedValues(rewriter, op, *init);
+    replaceOpWithBufferizedValues(rewriter, op, inits);
     return success();
   }
 };

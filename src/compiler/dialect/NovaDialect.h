@@ -69,8 +69,12 @@ inline constexpr llvm::StringLiteral kMemoryBudgetAttr = "nova.memory_budget";
 /// (NOVA_IN_PLACE=0: updated parameters and optimizer state are computed
 /// into fresh buffers and copied into their arguments, instead of into the
 /// arguments themselves) and `nova.arena_reuse` (NOVA_ARENA_REUSE=0: every
-/// arena buffer gets bytes of its own, none shared between lifetimes).
+/// arena buffer gets bytes of its own, none shared between lifetimes) and
+/// `nova.row_stats` (NOVA_ROW_STATS=0: a cross-entropy backward recomputes
+/// its rows' max and sum instead of reading its forward's,
+/// nova-share-row-statistics).
 inline constexpr llvm::StringLiteral kInPlaceAttr = "nova.in_place";
+inline constexpr llvm::StringLiteral kRowStatsAttr = "nova.row_stats";
 
 /// A unit attribute on the allocation that stands in a kernel for a matmul
 /// result no launch passes any more (nova-drop-unstored-results): the

@@ -514,15 +514,16 @@ LogicalResult AttentionKernelOp::verify() {
 
 /// A destination-style kernel op's effects: it reads its input buffers and
 /// writes its init buffer; on tensors it is pure.
-static void kernelOpEffects(MutableOperandRange inputs, OpOperand &init,
+static void kernelOpEffects(MutableOperandRange inputs, MutableOperandRange inits,
                             SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
   for (OpOperand &in : inputs)
     if (isa<MemRefType>(in.get().getType()))
       effects.emplace_back(MemoryEffects::Read::get(), &in, /*stage=*/0,
                            /*effectOnFullRegion=*/true, SideEffects::DefaultResource::get());
-  if (isa<MemRefType>(init.get().getType()))
-    effects.emplace_back(MemoryEffects::Write::get(), &init, /*stage=*/0,
-                         /*effectOnFullRegion=*/true, SideEffects::DefaultResource::get());
+  for (OpOperand &init : inits)
+    if (isa<MemRefType>(init.get().getType()))
+      effects.emplace_back(MemoryEffects::Write::get(), &init, /*stage=*/0,
+                           /*effectOnFullRegion=*/true, SideEffects::DefaultResource::get());
 }
 
 void AttentionKernelOp::getEffects(
@@ -647,26 +648,42 @@ LogicalResult CrossEntropyGradOp::inferReturnTypes(MLIRContext *, std::optional<
 }
 
 LogicalResult CrossEntropyKernelOp::verify() {
-  ValueRange in = getInputs();
-  if (in.size() != (getBackward() ? 3u : 2u))
-    return emitOpError() << "takes " << (getBackward() ? "3 inputs (logits, labels, grad)" : "2 inputs (logits, labels)")
+  ValueRange in = getInputs(), inits = getInits();
+  bool backward = getBackward();
+  size_t inputs = backward ? 3 : 2;
+  if (in.size() != inputs && in.size() != (backward ? 4u : 2u))
+    return emitOpError() << "takes "
+                         << (backward ? "3 or 4 inputs (logits, labels, grad[, stats])" : "2 inputs (logits, labels)")
                          << ", got " << in.size();
+  if (inits.size() != 1 && inits.size() != (backward ? 1u : 2u))
+    return emitOpError() << "takes " << (backward ? "1 init (the gradient)" : "1 or 2 inits (losses[, stats])")
+                         << ", got " << inits.size();
   if (failed(checkCrossEntropy(getOperationName(), getLoc(), in[0].getType(), in[1].getType(),
-                               getBackward() ? in[2].getType() : Type())))
+                               backward ? in[2].getType() : Type())))
     return failure();
   auto init = cast<ShapedType>(getInit().getType());
-  ShapedType like = cast<ShapedType>((getBackward() ? in[0] : in[1]).getType());
+  ShapedType like = cast<ShapedType>((backward ? in[0] : in[1]).getType());
   if (init.getShape() != like.getShape())
     return emitOpError() << "init " << shapeStr(getInit()) << " must be shaped like the "
-                         << (getBackward() ? "logits " : "labels ") << shapeStr(like);
-  if (isa<RankedTensorType>(getInit().getType()) != (getNumResults() == 1))
-    return emitOpError() << "returns its result on tensors and nothing on buffers";
+                         << (backward ? "logits " : "labels ") << shapeStr(like);
+  if (Value stats = getStats()) {
+    auto type = cast<ShapedType>(stats.getType());
+    auto logits = cast<ShapedType>(in[0].getType());
+    SmallVector<int64_t> shape(logits.getShape().drop_back());
+    shape.push_back(2);
+    if (type.getShape() != ArrayRef<int64_t>(shape) || type.getElementType() != logits.getElementType())
+      return emitOpError() << "stats " << shapeStr(stats) << " must be [..., 2] of the logits' type for logits "
+                           << shapeStr(in[0]);
+  }
+  bool onTensors = isa<RankedTensorType>(getInit().getType());
+  if (getNumResults() != (onTensors ? inits.size() : 0u))
+    return emitOpError() << "returns one result per init on tensors and nothing on buffers";
   return success();
 }
 
 void CrossEntropyKernelOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
-  kernelOpEffects(getInputsMutable(), getInitMutable(), effects);
+  kernelOpEffects(getInputsMutable(), getInitsMutable(), effects);
 }
 
 //===----------------------------------------------------------------------===//

@@ -357,25 +357,40 @@ def Nova_CrossEntropyGradOp : Nova_Op<"cross_entropy_grad", [Pure, InferTypeOpAd
 }
 
 def Nova_CrossEntropyKernelOp : Nova_Op<"cross_entropy_kernel", [
-    DestinationStyleOpInterface,
+    DestinationStyleOpInterface, AttrSizedOperandSegments,
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "nova.cross_entropy(_grad) in destination style, for the kernels";
   let description = [{
-    The per-row losses (`inputs` = logits, labels; `init` [...]) or, with
-    `backward`, the logits' gradient (`inputs` = logits, labels, grad;
-    `init` [..., C]), written into `init` (never read). A kernel root of
-    its own: the target's codegen (nova-vectorize-rows on the CPU) expands
-    it, rows split over workgroups.
+    The per-row losses (`inputs` = logits, labels; `inits` = losses [...])
+    or, with `backward`, the logits' gradient (`inputs` = logits, labels,
+    grad; `inits` = gradient [..., C]), written into the inits (never
+    read). A kernel root of its own: the target's codegen
+    (nova-vectorize-rows on the CPU) expands it, rows split over
+    workgroups.
+
+    Row statistics (nova-share-row-statistics): a forward may take a
+    second init, stats [..., 2], into which it writes each row's max m
+    and sum s of exp(x - m); a backward taking them as a fourth input
+    reads them instead of two passes over the row recomputing them.
   }];
-  let arguments = (ins Variadic<AnyShaped>:$inputs, AnyShaped:$init, UnitAttr:$backward);
+  let arguments = (ins Variadic<AnyShaped>:$inputs, Variadic<AnyShaped>:$inits, UnitAttr:$backward);
   let results = (outs Variadic<AnyRankedTensor>:$results);
   let assemblyFormat = [{
-    `ins` `(` $inputs `:` type($inputs) `)` `outs` `(` $init `:` type($init) `)`
+    `ins` `(` $inputs `:` type($inputs) `)` `outs` `(` $inits `:` type($inits) `)`
     attr-dict (`->` type($results)^)?
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
+    MutableOperandRange getDpsInitsMutable() { return getInitsMutable(); }
+    /// The losses (forward) or the logits' gradient (backward).
+    Value getInit() { return getInits()[0]; }
+    /// The rows' statistics [..., 2] (m, s): the forward's second init or
+    /// the backward's fourth input; null without them.
+    Value getStats() {
+      if (getBackward())
+        return getInputs().size() > 3 ? getInputs()[3] : Value();
+      return getInits().size() > 1 ? getInits()[1] : Value();
+    }
     /// The row width C (the classes) and the number of rows.
     int64_t width() { return cast<ShapedType>(getInputs()[0].getType()).getShape().back(); }
     int64_t rows() {

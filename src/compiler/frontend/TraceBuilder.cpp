@@ -84,7 +84,7 @@ public:
     if (::nova::matmul_precision() != ::nova::MatmulPrecision::fp32)
       (*module)->setAttr(mlir::nova::kMatmulPrecisionAttr,
                          builder.getStringAttr(::nova::name_of(::nova::matmul_precision())));
-    // NOVA_REMAT=0, NOVA_IN_PLACE=0 and NOVA_ARENA_REUSE=0 turn those off
+    // NOVA_REMAT=0, NOVA_IN_PLACE=0, NOVA_ARENA_REUSE=0 and NOVA_ROW_STATS=0 turn those off
     // (to measure them, to bisect), and the memory budget (nova/memory.hpp)
     // asks for a plan that fits; as attributes all are part of the key too.
     if (const char *remat = std::getenv("NOVA_REMAT"); remat && std::string_view(remat) == "0")
@@ -92,7 +92,8 @@ public:
     else if (remat && std::string_view(remat) == "cheap")
       (*module)->setAttr(mlir::nova::kRematAttentionAttr, builder.getBoolAttr(false));
     for (auto [env, attr] : {std::pair{"NOVA_IN_PLACE", mlir::nova::kInPlaceAttr},
-                             std::pair{"NOVA_ARENA_REUSE", mlir::nova::kArenaReuseAttr}})
+                             std::pair{"NOVA_ARENA_REUSE", mlir::nova::kArenaReuseAttr},
+                             std::pair{"NOVA_ROW_STATS", mlir::nova::kRowStatsAttr}})
       if (const char *v = std::getenv(env); v && std::string_view(v) == "0")
         (*module)->setAttr(attr, builder.getBoolAttr(false));
     // NOVA_DIST_BUCKET_MB: the gradient bucket of data-parallel steps

@@ -334,8 +334,9 @@ mlir::nova::KernelDescription mlir::nova::describeKernel(func::FuncOp kernel) {
   if (auto loss = dyn_cast_or_null<CrossEntropyKernelOp>(kernelRoot(kernel))) {
     // Per element: the max, the shifted exponential and its sum (~3); the
     // backward's exponential again, the scale and the one-hot's subtraction
-    // (~6).
-    w.flops = static_cast<uint64_t>(loss.rows() * loss.width()) * (loss.getBackward() ? 6 : 3);
+    // (~6, or ~3 when it reads the forward's max and sum).
+    int64_t perElement = loss.getBackward() ? (loss.getStats() ? 3 : 6) : 3;
+    w.flops = static_cast<uint64_t>(loss.rows() * loss.width() * perElement);
     return w;
   }
   auto op = dyn_cast_or_null<linalg::LinalgOp>(kernelComputeOp(kernel));

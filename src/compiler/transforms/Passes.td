@@ -371,6 +371,28 @@ def NovaMergeDisjointSums : Pass<"nova-merge-disjoint-sums", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::tensor::TensorDialect"];
 }
 
+def NovaShareRowStatistics : Pass<"nova-share-row-statistics", "mlir::ModuleOp"> {
+  let summary = "A cross-entropy gradient reads the rows' max and sum its forward computed";
+  let description = [{
+    On the kernel ops on tensors: where a backward
+    `nova.cross_entropy_kernel` has a forward of the same logits and labels
+    before it in its block, the forward gets a second init, stats [..., 2],
+    into which it writes each row's max m and sum s of exp(x - m), and the
+    backward takes them as a fourth input. The backward is then one pass
+    over each row (dx = exp(x - m) g / s - [c == y] g) instead of three
+    (the max and the sum again, then dx), and the step computes each
+    logit's exponential twice instead of three times. Both kernels keep
+    the formulas they had: the same m and s, so the same gradient to the
+    bit. The stats cost 2 values a row, [B, T, 2] beside logits [B, T, V].
+
+    Before: `%l = cross_entropy_kernel ins(%x, %y) outs(%e)`,
+            `%d = cross_entropy_kernel ins(%x, %y, %g) outs(%e2) {backward}`
+    After:  `%l, %s = cross_entropy_kernel ins(%x, %y) outs(%e, %e3)`,
+            `%d = cross_entropy_kernel ins(%x, %y, %g, %s) outs(%e2) {backward}`
+  }];
+  let dependentDialects = ["mlir::tensor::TensorDialect"];
+}
+
 def NovaRelaxReductions : Pass<"nova-relax-reductions", "mlir::ModuleOp"> {
   let summary = "Allow reductions to be reassociated, so they vectorize";
   let description = [{

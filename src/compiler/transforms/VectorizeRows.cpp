@@ -17,10 +17,11 @@
 //
 // Cross-entropy, per row of logits x with label y (rows of an out-of-range
 // label: loss and gradient 0):
-// Forward:   m = max(x); s = sum(exp(x - m)); loss = log(s) - (x[y] - m).
-//                                                              (2 passes)
-// Backward:  m and s again, then dx = exp(x - m) g / s, and dx[y] -= g
-//            (one scalar store after the pass).                (3 passes)
+// Forward:   m = max(x); s = sum(exp(x - m)); loss = log(s) - (x[y] - m);
+//            with stats, m and s stored too.                   (2 passes)
+// Backward:  m and s again (or read from the forward's stats), then
+//            dx = exp(x - m) g / s, and dx[y] -= g (one scalar store
+//            after the pass).                       (3 passes, 1 with stats)
 //
 //===----------------------------------------------------------------------===//
 
@@ -179,28 +180,42 @@ struct LayerNormRows : Rows {
 
 struct CrossEntropyRows : Rows {
   bool backward;
-  Value x, labels, grad, out; // [N, d], [N], [N] (backward), [N] or [N, d] (backward)
+  // [N, d], [N], [N] (backward), [N] or [N, d] (backward), and [N, 2] or
+  // null: the rows' (m, s), written forward, read backward.
+  Value x, labels, grad, out, stats;
 
   /// Rows [r0, r0 + n). A partial vector's lanes past the row read -inf:
   /// nothing to the max, exp(-inf) = 0 to the sum.
   void emitBlock(int64_t n, Value r0) {
     tailFill = -std::numeric_limits<double>::infinity();
     SmallVector<Value> rows = rowsFrom(n, r0);
-    SmallVector<Value> maxes = pass(
-        n, 1,
-        [&](int64_t r, Value at, ValueRange acc) {
-          return SmallVector<Value>{b.create<arith::MaximumFOp>(l, acc[0], vload(x, {rows[r], at}))};
-        },
-        -std::numeric_limits<double>::infinity());
-    SmallVector<Value> max;
-    for (int64_t r = 0; r < n; ++r)
-      max.push_back(b.create<vector::ReductionOp>(l, vector::CombiningKind::MAXIMUMF, maxes[r]));
+    SmallVector<Value> max, total;
+    auto statAt = [&](int64_t r, int64_t k) { return SmallVector<Value>{rows[r], c(k)}; };
+    if (backward && stats) {
+      for (int64_t r = 0; r < n; ++r) {
+        max.push_back(b.create<memref::LoadOp>(l, stats, statAt(r, 0)));
+        total.push_back(b.create<memref::LoadOp>(l, stats, statAt(r, 1)));
+      }
+    } else {
+      SmallVector<Value> maxes = pass(
+          n, 1,
+          [&](int64_t r, Value at, ValueRange acc) {
+            return SmallVector<Value>{b.create<arith::MaximumFOp>(l, acc[0], vload(x, {rows[r], at}))};
+          },
+          -std::numeric_limits<double>::infinity());
+      for (int64_t r = 0; r < n; ++r)
+        max.push_back(b.create<vector::ReductionOp>(l, vector::CombiningKind::MAXIMUMF, maxes[r]));
+    }
     auto shifted = [&](int64_t r, Value at) -> Value {
       return b.create<math::ExpOp>(l, b.create<arith::SubFOp>(l, vload(x, {rows[r], at}), bcast(max[r])));
     };
-    SmallVector<Value> sums = pass(n, 1, [&](int64_t r, Value at, ValueRange acc) {
-      return SmallVector<Value>{b.create<arith::AddFOp>(l, acc[0], shifted(r, at))};
-    });
+    if (total.empty()) {
+      SmallVector<Value> sums = pass(n, 1, [&](int64_t r, Value at, ValueRange acc) {
+        return SmallVector<Value>{b.create<arith::AddFOp>(l, acc[0], shifted(r, at))};
+      });
+      for (int64_t r = 0; r < n; ++r)
+        total.push_back(sum(sums[r]));
+    }
     // Per row: its label's column (0 for an out-of-range label, whose loss
     // and gradient are 0) and, backward, the gradient it takes (g or 0).
     SmallVector<Value> column, taken, scale;
@@ -209,21 +224,24 @@ struct CrossEntropyRows : Rows {
                                                  b.create<memref::LoadOp>(l, labels, ValueRange{rows[r]}));
       Value inside = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, label, c(d));
       column.push_back(b.create<arith::SelectOp>(l, inside, label, c(0)));
-      Value total = sum(sums[r]);
       if (!backward) {
         Value picked = b.create<memref::LoadOp>(l, x, ValueRange{rows[r], column[r]});
         // log(s) - (x[y] - m): the difference first, exact where x[y] is
         // near the max; log(s) + m would round to m's magnitude.
-        Value loss = b.create<arith::SubFOp>(l, b.create<math::LogOp>(l, total),
+        Value loss = b.create<arith::SubFOp>(l, b.create<math::LogOp>(l, total[r]),
                                              b.create<arith::SubFOp>(l, picked, max[r]));
         b.create<memref::StoreOp>(l, b.create<arith::SelectOp>(l, inside, loss, scalar(0.0)), out,
                                   ValueRange{rows[r]});
+        if (stats) {
+          b.create<memref::StoreOp>(l, max[r], stats, statAt(r, 0));
+          b.create<memref::StoreOp>(l, total[r], stats, statAt(r, 1));
+        }
         continue;
       }
       Value g = b.create<arith::SelectOp>(l, inside, b.create<memref::LoadOp>(l, grad, ValueRange{rows[r]}),
                                           scalar(0.0));
       taken.push_back(g);
-      scale.push_back(bcast(b.create<arith::DivFOp>(l, g, total)));
+      scale.push_back(bcast(b.create<arith::DivFOp>(l, g, total[r])));
     }
     if (!backward)
       return;
@@ -350,15 +368,23 @@ LogicalResult expand(nova::LayerNormKernelOp op, Value wg, int64_t tile, int64_t
 LogicalResult expand(nova::CrossEntropyKernelOp op, Value wg, int64_t tile, int64_t interleaved, int64_t lanes) {
   Type elem = cast<MemRefType>(op.getInputs()[0].getType()).getElementType();
   bool backward = op.getBackward();
+  // The forward's stats: a buffer of their own (nova-share-row-statistics
+  // makes them), written in place. The backward's are an input.
+  Value stats = backward ? Value() : op.getStats();
+  if (stats && !cast<MemRefType>(stats.getType()).getLayout().isIdentity())
+    return op.emitError("nova-vectorize-rows: the row statistics must be a contiguous buffer, not ")
+           << stats.getType();
   return expandRows(op, op.getInputs(), op.getInit(), op.rows(), op.width(), wg, tile, interleaved, lanes,
                     [&](OpBuilder &b, ArrayRef<Value> in, Value result) -> std::function<void(int64_t, Value)> {
                       Location l = op.getLoc();
+                      Value rowStats = backward ? (in.size() > 3 ? in[3] : Value()) : stats;
                       CrossEntropyRows e{{b, l, VectorType::get({lanes}, elem), lanes, op.width()},
                                          backward,
                                          asRows(b, l, in[0]),
                                          asColumn(b, l, in[1]),
                                          backward ? asColumn(b, l, in[2]) : Value(),
-                                         backward ? asRows(b, l, result) : asColumn(b, l, result)};
+                                         backward ? asRows(b, l, result) : asColumn(b, l, result),
+                                         rowStats ? asRows(b, l, rowStats) : Value()};
                       return [e](int64_t n, Value r0) mutable { e.emitBlock(n, r0); };
                     });
 }

@@ -299,7 +299,7 @@ func.func @cross_entropy_grad_shape(%x: tensor<4x5xf32>, %y: tensor<4xi32>, %g: 
 // -----
 
 func.func @cross_entropy_kernel_inputs(%x: memref<4x5xf32>, %y: memref<4xi32>, %o: memref<4x5xf32>) {
-  // expected-error @+1 {{'nova.cross_entropy_kernel' op takes 3 inputs (logits, labels, grad), got 2}}
+  // expected-error @+1 {{'nova.cross_entropy_kernel' op takes 3 or 4 inputs (logits, labels, grad[, stats]), got 2}}
   nova.cross_entropy_kernel ins(%x, %y : memref<4x5xf32>, memref<4xi32>) outs(%o : memref<4x5xf32>) {backward}
   return
 }
@@ -309,5 +309,21 @@ func.func @cross_entropy_kernel_inputs(%x: memref<4x5xf32>, %y: memref<4xi32>, %
 func.func @cross_entropy_kernel_init(%x: memref<4x5xf32>, %y: memref<4xi32>, %o: memref<4x5xf32>) {
   // expected-error @+1 {{'nova.cross_entropy_kernel' op init 4x5xf32 must be shaped like the labels 4xi32}}
   nova.cross_entropy_kernel ins(%x, %y : memref<4x5xf32>, memref<4xi32>) outs(%o : memref<4x5xf32>)
+  return
+}
+
+// -----
+
+func.func @cross_entropy_kernel_stats(%x: memref<4x5xf32>, %y: memref<4xi32>, %o: memref<4xf32>, %s: memref<4xf32>) {
+  // expected-error @+1 {{'nova.cross_entropy_kernel' op stats 4xf32 must be [..., 2] of the logits' type for logits 4x5xf32}}
+  nova.cross_entropy_kernel ins(%x, %y : memref<4x5xf32>, memref<4xi32>) outs(%o, %s : memref<4xf32>, memref<4xf32>)
+  return
+}
+
+// -----
+
+func.func @cross_entropy_kernel_backward_inits(%x: memref<4x5xf32>, %y: memref<4xi32>, %g: memref<4xf32>, %o: memref<4x5xf32>, %s: memref<4x2xf32>) {
+  // expected-error @+1 {{'nova.cross_entropy_kernel' op takes 1 init (the gradient), got 2}}
+  nova.cross_entropy_kernel ins(%x, %y, %g : memref<4x5xf32>, memref<4xi32>, memref<4xf32>) outs(%o, %s : memref<4x5xf32>, memref<4x2xf32>) {backward}
   return
 }

@@ -66,9 +66,9 @@ func.func @strided(%wg: index, %x: memref<4x8xf32, strided<[16, 1]>>, %g: memref
 
 // Cross-entropy forward, logits [2, 5, 8] viewed as 10 rows of 8, labels
 // [2, 5] as 10: per block of 2 rows a pass for the maxes (from -inf), one
-// for the sums of exp(x - max), then per row its label's logit (column 0
-// for a label outside [0, 8)) and the loss log(s) - (x[y] - max), 0 for
-// such a label.
+// for the sums of exp(x - max) and their totals, then per row its label's
+// logit (column 0 for a label outside [0, 8)) and the loss log(s) - (x[y] -
+// max), 0 for such a label.
 // CHECK-LABEL: func.func @cross_entropy
 // CHECK-SAME: (%[[WG:[^:]*]]: index, %[[X:[^:]*]]: memref<2x5x8xf32>, %[[Y:[^:]*]]: memref<2x5xi32>, %[[L:[^:]*]]: memref<2x5xf32>)
 // CHECK-DAG: %[[XR:.*]] = memref.collapse_shape %[[X]] {{\[}}[0, 1], [2]] : memref<2x5x8xf32> into memref<10x8xf32>
@@ -80,11 +80,11 @@ func.func @strided(%wg: index, %x: memref<4x8xf32, strided<[16, 1]>>, %g: memref
 // CHECK: vector.reduction <maximumf>
 // CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<4xf32>, vector<4xf32>)
 // CHECK: math.exp {{.*}} : vector<4xf32>
+// CHECK: vector.reduction <add>
 // CHECK: memref.load %[[YR]]
 // CHECK: arith.index_cast
 // CHECK: %[[IN:.*]] = arith.cmpi ult, %{{.*}}, %c8
 // CHECK: %[[COL:.*]] = arith.select %[[IN]]
-// CHECK: vector.reduction <add>
 // CHECK: memref.load %[[XR]][%{{.*}}, %[[COL]]]
 // CHECK: math.log
 // CHECK: %[[LOSS:.*]] = arith.subf
@@ -137,5 +137,35 @@ func.func @cross_entropy_grad(%wg: index, %x: memref<3x8xf32>, %y: memref<3xi64>
 func.func @cross_entropy_tail(%wg: index, %x: memref<3x10xf32>, %y: memref<3xi32>, %g: memref<3xf32>, %dx: memref<3x10xf32>)
     attributes {nova.lowering_config = #nova.lowering_config<rows, workgroups = 1, tile = [3], register_tile = [1, 4]>} {
   nova.cross_entropy_kernel ins(%x, %y, %g : memref<3x10xf32>, memref<3xi32>, memref<3xf32>) outs(%dx : memref<3x10xf32>) {backward}
+  return
+}
+
+// -----
+
+// With the row statistics (nova-share-row-statistics): the forward stores
+// each row's max and sum beside its loss; the backward loads them and
+// makes one pass, no reductions: dx = exp(x - max) g / s, then dx[y] -= g.
+// CHECK-LABEL: func.func @cross_entropy_stats
+// CHECK-SAME: (%[[WG:[^:]*]]: index, %[[X:[^:]*]]: memref<3x8xf32>, %[[Y:[^:]*]]: memref<3xi32>, %[[L:[^:]*]]: memref<3xf32>, %[[S:[^:]*]]: memref<3x2xf32>, %[[G:[^:]*]]: memref<3xf32>, %[[DX:[^:]*]]: memref<3x8xf32>)
+// CHECK: %[[MAX:.*]] = vector.reduction <maximumf>
+// CHECK: %[[SUM:.*]] = vector.reduction <add>
+// CHECK: memref.store %{{.*}}, %[[L]]
+// CHECK: memref.store %[[MAX]], %[[S]][%{{.*}}, %c0{{.*}}]
+// CHECK: memref.store %[[SUM]], %[[S]][%{{.*}}, %c1{{.*}}]
+// CHECK: %[[M:.*]] = memref.load %[[S]][%{{.*}}, %c0{{.*}}]
+// CHECK: %[[T:.*]] = memref.load %[[S]][%{{.*}}, %c1{{.*}}]
+// CHECK-NOT: vector.reduction
+// CHECK: arith.divf %{{.*}}, %[[T]]
+// CHECK: scf.for
+// CHECK: vector.broadcast %[[M]]
+// CHECK: math.exp
+// CHECK: vector.store {{.*}}, %[[DX]]
+// CHECK-NOT: vector.reduction
+// CHECK: return
+func.func @cross_entropy_stats(%wg: index, %x: memref<3x8xf32>, %y: memref<3xi32>, %l: memref<3xf32>, %s: memref<3x2xf32>,
+                               %g: memref<3xf32>, %dx: memref<3x8xf32>)
+    attributes {nova.lowering_config = #nova.lowering_config<rows, workgroups = 1, tile = [3], register_tile = [1, 4]>} {
+  nova.cross_entropy_kernel ins(%x, %y : memref<3x8xf32>, memref<3xi32>) outs(%l, %s : memref<3xf32>, memref<3x2xf32>)
+  nova.cross_entropy_kernel ins(%x, %y, %g, %s : memref<3x8xf32>, memref<3xi32>, memref<3xf32>, memref<3x2xf32>) outs(%dx : memref<3x8xf32>) {backward}
   return
 }

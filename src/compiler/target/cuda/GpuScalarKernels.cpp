@@ -64,6 +64,13 @@ Type computeType(Operation *op) { return cast<ShapedType>(op->getOperand(0).getT
 
 namespace {
 
+/// The indices of `column` in the row whose leading indices are `prefix`.
+SmallVector<Value> rowIndices(ArrayRef<Value> prefix, Value column) {
+  SmallVector<Value> idx(prefix);
+  idx.push_back(column);
+  return idx;
+}
+
 /// How a row kernel's formulas visit a row's columns: by one thread, or by
 /// a warp (each lane every 32nd column, reductions in shuffles).
 struct RowVisit {
@@ -109,7 +116,8 @@ void layerNormRowFormulas(Scalar &s, nova::LayerNormKernelOp op, function_ref<Sm
 }
 
 /// One cross-entropy row with the reference's formulas: the max m, the sum
-/// s of exp(x - m); forward the loss log(s) - (x[y] - m), backward dx =
+/// s of exp(x - m) (a backward with stats reads both; a forward with stats
+/// stores them); forward the loss log(s) - (x[y] - m), backward dx =
 /// exp(x - m) g / s - [c == y] g, each element written once. A label
 /// outside [0, C) gives a zero loss and gradient. `prefix` indexes the
 /// row in the labels (and the losses or grad).
@@ -117,12 +125,16 @@ void crossEntropyRowFormulas(Scalar &s, nova::CrossEntropyKernelOp op, ArrayRef<
                              function_ref<SmallVector<Value>(Value)> at, const RowVisit &visit) {
   OpBuilder &b = s.b;
   Location l = s.l;
-  Value x = op.getInputs()[0], labels = op.getInputs()[1], out = op.getInit();
-  Value max = visit.reduce([&](Value c) { return s.load(x, at(c)); },
-                           [&](Value a, Value v) { return b.create<arith::MaximumFOp>(l, a, v); },
-                           -std::numeric_limits<double>::infinity());
+  Value x = op.getInputs()[0], labels = op.getInputs()[1], out = op.getInit(), stats = op.getStats();
+  auto statAt = [&](int64_t k) { return rowIndices(prefix, s.c(k)); };
+  bool readsStats = stats && op.getBackward();
+  Value max = readsStats ? s.load(stats, statAt(0))
+                         : visit.reduce([&](Value c) { return s.load(x, at(c)); },
+                                        [&](Value a, Value v) { return b.create<arith::MaximumFOp>(l, a, v); },
+                                        -std::numeric_limits<double>::infinity());
   auto shifted = [&](Value c) -> Value { return b.create<math::ExpOp>(l, s.sub(s.load(x, at(c)), max)); };
-  Value total = visit.reduce(shifted, [&](Value a, Value v) { return s.add(a, v); }, 0.0);
+  Value total = readsStats ? s.load(stats, statAt(1))
+                           : visit.reduce(shifted, [&](Value a, Value v) { return s.add(a, v); }, 0.0);
   Value label = b.create<arith::IndexCastOp>(l, b.getIndexType(), s.load(labels, prefix));
   Value inside = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, label, s.c(op.width()));
   Value column = b.create<arith::SelectOp>(l, inside, label, s.c(0));
@@ -130,7 +142,13 @@ void crossEntropyRowFormulas(Scalar &s, nova::CrossEntropyKernelOp op, ArrayRef<
     // The difference first: exact where x[y] is near the max.
     Value loss = s.sub(b.create<math::LogOp>(l, total), s.sub(s.load(x, at(column)), max));
     loss = b.create<arith::SelectOp>(l, inside, loss, s.f(0.0));
-    visit.once([&] { s.store(loss, out, prefix); });
+    visit.once([&] {
+      s.store(loss, out, prefix);
+      if (stats) {
+        s.store(max, stats, statAt(0));
+        s.store(total, stats, statAt(1));
+      }
+    });
     return;
   }
   Value g = b.create<arith::SelectOp>(l, inside, s.load(op.getInputs()[2], prefix), s.f(0.0));
@@ -140,13 +158,6 @@ void crossEntropyRowFormulas(Scalar &s, nova::CrossEntropyKernelOp op, ArrayRef<
     Value hot = b.create<arith::SelectOp>(l, isLabel, g, s.f(0.0));
     s.store(s.sub(s.mul(shifted(c), scale), hot), out, at(c));
   });
-}
-
-/// The indices of `column` in the row whose leading indices are `prefix`.
-SmallVector<Value> rowIndices(ArrayRef<Value> prefix, Value column) {
-  SmallVector<Value> idx(prefix);
-  idx.push_back(column);
-  return idx;
 }
 
 } // namespace
