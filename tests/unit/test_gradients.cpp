@@ -345,6 +345,42 @@ TEST_CASE("cross-entropy in f32 at logits near 1000: the gradient read from the 
   CHECK(worst <= 1e-6);
 }
 
+namespace {
+// A LayerNorm's output and its three gradients (of a weighted sum of it),
+// under two types: the jit cache keys a step by its type, so the second is
+// traced apart (with NOVA_ROW_STATS=0 below).
+auto layer_norm_grads = [](auto x, auto gamma, auto beta, auto w) {
+  nova::Expr<> y = nova::layer_norm(x, gamma, beta, 1e-5);
+  return std::vector<nova::Expr<>>{y, nova::gradients(nova::sum(y * w), {x, gamma, beta})[0],
+                                   nova::gradients(nova::sum(y * w), {x, gamma, beta})[1],
+                                   nova::gradients(nova::sum(y * w), {x, gamma, beta})[2]};
+};
+auto layer_norm_grads_recomputing = [](auto x, auto gamma, auto beta, auto w) {
+  return layer_norm_grads(x, gamma, beta, w);
+};
+} // namespace
+
+TEST_CASE("LayerNorm in f32: the backward and the normalized input reading the forward's row mean and rstd give "
+          "the values recomputing them gives, to the bit") {
+  Gen g;
+  INFO("seed = ", g.seed);
+  Tensor x = g.randn({3, 5, 24}), gamma = g.randn({24}), beta = g.randn({24}), w = g.randn({3, 5, 24});
+  for (float& v : x.span<float>()) v = 40.0f + 3.0f * v; // rows far from 0: the centered variance matters
+  std::vector<Tensor> shared = nova::jit(layer_norm_grads)(x, gamma, beta, w);
+  setenv("NOVA_ROW_STATS", "0", 1);
+  std::vector<Tensor> recomputed = nova::jit(layer_norm_grads_recomputing)(x, gamma, beta, w);
+  unsetenv("NOVA_ROW_STATS");
+  REQUIRE(shared.size() == recomputed.size());
+  for (std::size_t i = 0; i < shared.size(); ++i) {
+    INFO("result ", i);
+    auto a = shared[i].to_vector(), b = recomputed[i].to_vector();
+    REQUIRE(a.size() == b.size());
+    std::size_t differing = 0;
+    for (std::size_t k = 0; k < a.size(); ++k) differing += a[k] != b[k];
+    CHECK(differing == 0);
+  }
+}
+
 TEST_CASE("the per-row cross-entropy op: VJP, rank 3 and i64 labels, an out-of-range label ignored") {
   check_grads<SoftmaxCrossEntropy>(r({4, 7}), Tensor::from<std::int32_t>({4}, {6, 0, 3, 3}));
   // Labels -1 and 5 (of 5 classes): those rows' losses and gradients are 0.

@@ -70,8 +70,8 @@ inline constexpr llvm::StringLiteral kMemoryBudgetAttr = "nova.memory_budget";
 /// into fresh buffers and copied into their arguments, instead of into the
 /// arguments themselves) and `nova.arena_reuse` (NOVA_ARENA_REUSE=0: every
 /// arena buffer gets bytes of its own, none shared between lifetimes) and
-/// `nova.row_stats` (NOVA_ROW_STATS=0: a cross-entropy backward recomputes
-/// its rows' max and sum instead of reading its forward's,
+/// `nova.row_stats` (NOVA_ROW_STATS=0: row kernels recompute their rows'
+/// statistics instead of reading those their first forward wrote,
 /// nova-share-row-statistics).
 inline constexpr llvm::StringLiteral kInPlaceAttr = "nova.in_place";
 inline constexpr llvm::StringLiteral kRowStatsAttr = "nova.row_stats";

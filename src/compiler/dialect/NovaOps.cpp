@@ -577,11 +577,26 @@ LogicalResult LayerNormGradOp::verify() {
                         getGrad().getType(), true);
 }
 
+/// `stats` must be [..., 2] of `rowsOf`'s element type, `rowsOf` [..., d].
+static LogicalResult checkRowStats(Operation *op, Value stats, Value rowsOf) {
+  auto type = cast<ShapedType>(stats.getType());
+  auto rows = cast<ShapedType>(rowsOf.getType());
+  SmallVector<int64_t> shape(rows.getShape().drop_back());
+  shape.push_back(2);
+  if (type.getShape() != ArrayRef<int64_t>(shape) || type.getElementType() != rows.getElementType())
+    return op->emitOpError() << "stats " << shapeStr(stats) << " must be [..., 2] of the rows' type for rows "
+                             << shapeStr(rowsOf);
+  return success();
+}
+
 LogicalResult LayerNormKernelOp::verify() {
-  if (getInputs().size() != 3)
-    return emitOpError() << "takes 3 inputs (input, gamma, " << (getBackward() ? "grad" : "beta")
-                         << "), got " << getInputs().size();
-  ValueRange in = getInputs();
+  ValueRange in = getInputs(), inits = getInits();
+  if (in.size() != 3 && in.size() != 4)
+    return emitOpError() << "takes 3 or 4 inputs (input, gamma, " << (getBackward() ? "grad" : "beta")
+                         << "[, stats]), got " << in.size();
+  if (inits.size() != 1 && (inits.size() != 2 || getBackward() || in.size() == 4))
+    return emitOpError() << "takes 1 init, or a forward not reading stats 2 (its result, the stats it writes), got "
+                         << inits.size();
   auto shapeOf = [](Value v) { return cast<ShapedType>(v.getType()).getShape(); };
   if (shapeOf(getInit()) != shapeOf(in[0]))
     return emitOpError() << "init " << shapeStr(getInit()) << " must have the input's shape "
@@ -593,14 +608,17 @@ LogicalResult LayerNormKernelOp::verify() {
       (getBackward() ? shapeOf(in[2]) != x.getShape() : !isVector(in[2])))
     return emitOpError() << "expects input [..., d], gamma [d] and "
                          << (getBackward() ? "grad like the input" : "beta [d]");
-  if (isa<RankedTensorType>(getInit().getType()) != (getNumResults() == 1))
-    return emitOpError() << "returns its result on tensors and nothing on buffers";
+  if (Value stats = getStats(); stats && failed(checkRowStats(*this, stats, in[0])))
+    return failure();
+  bool onTensors = isa<RankedTensorType>(getInit().getType());
+  if (getNumResults() != (onTensors ? inits.size() : 0u))
+    return emitOpError() << "returns one result per init on tensors and nothing on buffers";
   return success();
 }
 
 void LayerNormKernelOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) {
-  kernelOpEffects(getInputsMutable(), getInitMutable(), effects);
+  kernelOpEffects(getInputsMutable(), getInitsMutable(), effects);
 }
 
 //===----------------------------------------------------------------------===//
@@ -666,15 +684,8 @@ LogicalResult CrossEntropyKernelOp::verify() {
   if (init.getShape() != like.getShape())
     return emitOpError() << "init " << shapeStr(getInit()) << " must be shaped like the "
                          << (backward ? "logits " : "labels ") << shapeStr(like);
-  if (Value stats = getStats()) {
-    auto type = cast<ShapedType>(stats.getType());
-    auto logits = cast<ShapedType>(in[0].getType());
-    SmallVector<int64_t> shape(logits.getShape().drop_back());
-    shape.push_back(2);
-    if (type.getShape() != ArrayRef<int64_t>(shape) || type.getElementType() != logits.getElementType())
-      return emitOpError() << "stats " << shapeStr(stats) << " must be [..., 2] of the logits' type for logits "
-                           << shapeStr(in[0]);
-  }
+  if (Value stats = getStats(); stats && failed(checkRowStats(*this, stats, in[0])))
+    return failure();
   bool onTensors = isa<RankedTensorType>(getInit().getType());
   if (getNumResults() != (onTensors ? inits.size() : 0u))
     return emitOpError() << "returns one result per init on tensors and nothing on buffers";

@@ -296,25 +296,42 @@ def Nova_LayerNormGradOp : Nova_Op<"layer_norm_grad", [Pure, InferTypeOpAdaptor]
 }
 
 def Nova_LayerNormKernelOp : Nova_Op<"layer_norm_kernel", [
-    DestinationStyleOpInterface,
+    DestinationStyleOpInterface, AttrSizedOperandSegments,
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
   let summary = "nova.layer_norm(_grad) in destination style, for the kernels";
   let description = [{
     The forward (`inputs` = input, gamma, beta) or, with `backward`, the
-    input gradient (`inputs` = input, gamma, grad), written into `init`
-    (never read). A kernel root of its own: the target's codegen
+    input gradient (`inputs` = input, gamma, grad), written into the first
+    of `inits` (never read). A kernel root of its own: the target's codegen
     (nova-vectorize-rows on the CPU) expands it, rows split over workgroups.
+
+    Row statistics (nova-share-row-statistics): a forward may take a
+    second init, stats [..., 2], into which it writes each row's mean and
+    rstd = 1 / sqrt(var + eps); an op taking them as a fourth input (a
+    backward, or a later forward of the same input, such as the VJP's
+    normalized input) reads them instead of two passes over the row.
   }];
-  let arguments = (ins Variadic<AnyShaped>:$inputs, AnyShaped:$init, F64Attr:$eps,
+  let arguments = (ins Variadic<AnyShaped>:$inputs, Variadic<AnyShaped>:$inits, F64Attr:$eps,
                        UnitAttr:$backward);
   let results = (outs Variadic<AnyRankedTensor>:$results);
   let assemblyFormat = [{
-    `ins` `(` $inputs `:` type($inputs) `)` `outs` `(` $init `:` type($init) `)`
+    `ins` `(` $inputs `:` type($inputs) `)` `outs` `(` $inits `:` type($inits) `)`
     attr-dict (`->` type($results)^)?
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
+    MutableOperandRange getDpsInitsMutable() { return getInitsMutable(); }
+    /// The result: y (forward) or the input's gradient (backward).
+    Value getInit() { return getInits()[0]; }
+    /// The rows' statistics [..., 2] (mean, rstd): the fourth input of an
+    /// op reading them, the second init of a forward writing them; null
+    /// without them.
+    Value getStats() {
+      if (getInputs().size() > 3)
+        return getInputs()[3];
+      return getInits().size() > 1 ? getInits()[1] : Value();
+    }
+    bool readsStats() { return getInputs().size() > 3; }
     /// The row width d and the number of rows.
     int64_t width() { return cast<ShapedType>(getInit().getType()).getShape().back(); }
     int64_t rows() {
@@ -391,6 +408,7 @@ def Nova_CrossEntropyKernelOp : Nova_Op<"cross_entropy_kernel", [
         return getInputs().size() > 3 ? getInputs()[3] : Value();
       return getInits().size() > 1 ? getInits()[1] : Value();
     }
+    bool readsStats() { return getInputs().size() > 3; }
     /// The row width C (the classes) and the number of rows.
     int64_t width() { return cast<ShapedType>(getInputs()[0].getType()).getShape().back(); }
     int64_t rows() {

@@ -372,18 +372,23 @@ def NovaMergeDisjointSums : Pass<"nova-merge-disjoint-sums", "mlir::ModuleOp"> {
 }
 
 def NovaShareRowStatistics : Pass<"nova-share-row-statistics", "mlir::ModuleOp"> {
-  let summary = "A cross-entropy gradient reads the rows' max and sum its forward computed";
+  let summary = "Row kernels of the same rows share the statistics their first forward computes";
   let description = [{
-    On the kernel ops on tensors: where a backward
-    `nova.cross_entropy_kernel` has a forward of the same logits and labels
-    before it in its block, the forward gets a second init, stats [..., 2],
-    into which it writes each row's max m and sum s of exp(x - m), and the
-    backward takes them as a fourth input. The backward is then one pass
-    over each row (dx = exp(x - m) g / s - [c == y] g) instead of three
-    (the max and the sum again, then dx), and the step computes each
-    logit's exponential twice instead of three times. Both kernels keep
-    the formulas they had: the same m and s, so the same gradient to the
-    bit. The stats cost 2 values a row, [B, T, 2] beside logits [B, T, V].
+    On the kernel ops on tensors. A cross-entropy's backward needs each
+    row's max m and sum s of exp(x - m), which its forward computed; a
+    LayerNorm's backward, and its VJP's normalized input (a second forward
+    with gamma 1, beta 0), need each row's mean and rstd, which the forward
+    computed. Where a row kernel has an earlier forward of the same rows in
+    its block (a cross-entropy: the same logits and labels; a LayerNorm:
+    the same input and eps), that forward gets a second init, stats
+    [..., 2], into which it writes the statistics, and the later kernel
+    takes them as a fourth input instead of two passes over each row
+    recomputing them: the cross-entropy backward becomes one pass over the
+    logits instead of three (and each logit's exponential is taken twice
+    in the step instead of three times), the LayerNorm backward two instead
+    of four, the normalized input one instead of three. The statistics are
+    the values the forward's formulas gave, read instead of recomputed.
+    The stats cost 2 values a row.
 
     Before: `%l = cross_entropy_kernel ins(%x, %y) outs(%e)`,
             `%d = cross_entropy_kernel ins(%x, %y, %g) outs(%e2) {backward}`

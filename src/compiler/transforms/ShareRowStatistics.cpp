@@ -1,12 +1,15 @@
 //===- ShareRowStatistics.cpp - the nova-share-row-statistics pass -*- C++ -*-===//
 //
-// Pairs each backward nova.cross_entropy_kernel with the forward of the
-// same logits and labels earlier in its block: the forward writes the
-// rows' max and sum of exponentials as a second result, the backward reads
-// them (see Passes.td). A backward with no such forward (a gradient whose
-// loss value is never used, so the forward was dropped) keeps computing
-// them itself; so does every backward of a step traced with
-// NOVA_ROW_STATS=0 (the module's nova.row_stats), to measure the pass.
+// Row kernels of the same rows in one block share those rows' statistics
+// (see Passes.td): the first forward computes them and writes them as a
+// second result, each later kernel of the same rows reads them. The same
+// rows: a cross-entropy's logits and labels (the backward reads the max
+// and sum), a LayerNorm's input and eps (the backward and the VJP's
+// normalized input read the mean and rstd). A kernel with no earlier
+// forward of its rows (a gradient whose loss value is never used, so the
+// forward was dropped) keeps computing them itself; so does every kernel
+// of a step traced with NOVA_ROW_STATS=0 (the module's nova.row_stats),
+// to measure the pass.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +18,10 @@
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <bit>
+#include <tuple>
 
 namespace mlir::nova {
 #define GEN_PASS_DEF_NOVASHAREROWSTATISTICS
@@ -23,57 +30,74 @@ namespace mlir::nova {
 
 using namespace mlir;
 using mlir::nova::CrossEntropyKernelOp;
+using mlir::nova::LayerNormKernelOp;
 
 namespace {
 
-/// A cross-entropy kernel op on tensors with these inputs and inits
-/// (`backward` as given), its results typed like the inits.
-CrossEntropyKernelOp build(OpBuilder &b, Location loc, ValueRange inputs, ValueRange inits, bool backward) {
-  OperationState state(loc, CrossEntropyKernelOp::getOperationName());
+/// What makes two row kernels' statistics the same: their block, their
+/// rows, and the labels (cross-entropy) or eps (LayerNorm, as bits).
+using RowsKey = std::tuple<Block *, Value, Value, uint64_t>;
+
+/// `op` (a row kernel on tensors) remade with these inputs and inits, its
+/// results typed like the inits, every other attribute kept; its results'
+/// uses moved to the new op's first results.
+Operation *remake(Operation *op, ValueRange inputs, ValueRange inits) {
+  OpBuilder b(op);
+  StringRef segments = CrossEntropyKernelOp::getOperandSegmentSizeAttr();
+  OperationState state(op->getLoc(), op->getName());
   state.addOperands(inputs);
   state.addOperands(inits);
   state.addTypes(inits.getTypes());
-  state.addAttribute(CrossEntropyKernelOp::getOperandSegmentSizeAttr(),
-                     b.getDenseI32ArrayAttr({static_cast<int32_t>(inputs.size()), static_cast<int32_t>(inits.size())}));
-  if (backward)
-    state.addAttribute("backward", b.getUnitAttr());
-  return cast<CrossEntropyKernelOp>(b.create(state));
+  for (NamedAttribute a : op->getAttrs())
+    if (a.getName() != segments)
+      state.addAttribute(a.getName(), a.getValue());
+  state.addAttribute(segments, b.getDenseI32ArrayAttr({static_cast<int32_t>(inputs.size()),
+                                                       static_cast<int32_t>(inits.size())}));
+  Operation *made = b.create(state);
+  for (auto [from, to] : llvm::zip(op->getResults(), made->getResults()))
+    from.replaceAllUsesWith(to);
+  op->erase();
+  return made;
 }
 
-/// `to` takes `from`'s other attributes (a scope, a name): all but the
-/// operand segments and `backward`, which `build` set.
-void copyOtherAttributes(Operation *from, Operation *to) {
-  for (NamedAttribute a : from->getAttrs())
-    if (a.getName() != CrossEntropyKernelOp::getOperandSegmentSizeAttr() && a.getName() != "backward")
-      to->setAttr(a.getName(), a.getValue());
-}
-
-/// The forward of `backward`'s logits and labels before it in its block,
-/// given its stats (made here if it had none); null if there is none.
-CrossEntropyKernelOp forwardWithStats(CrossEntropyKernelOp backward) {
-  Value logits = backward.getInputs()[0], labels = backward.getInputs()[1];
-  CrossEntropyKernelOp forward;
-  for (Operation *user : logits.getUsers()) {
-    auto op = dyn_cast<CrossEntropyKernelOp>(user);
-    if (op && !op.getBackward() && op.getInputs()[1] == labels && op->getBlock() == backward->getBlock() &&
-        op->isBeforeInBlock(backward) && op->getNumResults() > 0) {
-      forward = op;
-      break;
-    }
+/// Row kernel `op`'s key, whether it is a forward that can write the
+/// statistics and whether it could read them; nullopt for other ops and
+/// for row kernels that already have them.
+struct RowKernel {
+  RowsKey key;
+  bool writer, reader;
+};
+std::optional<RowKernel> rowKernel(Operation *op) {
+  if (op->getNumResults() == 0)
+    return std::nullopt; // on buffers
+  if (auto ce = dyn_cast<CrossEntropyKernelOp>(op)) {
+    if (ce.getStats())
+      return std::nullopt;
+    ValueRange in = ce.getInputs();
+    return RowKernel{{op->getBlock(), in[0], in[1], 0}, !ce.getBackward(), ce.getBackward()};
   }
-  if (!forward || forward.getStats())
-    return forward;
-  OpBuilder b(forward);
-  Location loc = forward.getLoc();
-  auto x = cast<RankedTensorType>(logits.getType());
+  if (auto norm = dyn_cast<LayerNormKernelOp>(op)) {
+    if (norm.getStats())
+      return std::nullopt;
+    uint64_t eps = std::bit_cast<uint64_t>(norm.getEps().convertToDouble());
+    return RowKernel{{op->getBlock(), norm.getInputs()[0], Value(), eps}, !norm.getBackward(), true};
+  }
+  return std::nullopt;
+}
+
+/// `writer` (a forward row kernel) remade to write its rows' statistics
+/// into a [..., 2] init of its own; returns the stats result.
+Value writeStats(Operation *&writer) {
+  auto dps = cast<DestinationStyleOpInterface>(writer);
+  auto x = cast<RankedTensorType>(dps.getDpsInputs()[0].getType());
   SmallVector<int64_t> shape(x.getShape().drop_back());
   shape.push_back(2);
-  Value stats = b.create<tensor::EmptyOp>(loc, shape, x.getElementType());
-  CrossEntropyKernelOp paired = build(b, loc, forward.getInputs(), {forward.getInit(), stats}, false);
-  copyOtherAttributes(forward, paired);
-  forward->getResult(0).replaceAllUsesWith(paired->getResult(0));
-  forward->erase();
-  return paired;
+  OpBuilder b(writer);
+  Value stats = b.create<tensor::EmptyOp>(writer->getLoc(), shape, x.getElementType());
+  SmallVector<Value> inits(dps.getDpsInits());
+  inits.push_back(stats);
+  writer = remake(writer, dps.getDpsInputs(), inits);
+  return writer->getResult(1);
 }
 
 struct NovaShareRowStatistics : mlir::nova::impl::NovaShareRowStatisticsBase<NovaShareRowStatistics> {
@@ -81,22 +105,37 @@ struct NovaShareRowStatistics : mlir::nova::impl::NovaShareRowStatisticsBase<Nov
     auto enabled = getOperation()->getAttrOfType<BoolAttr>(mlir::nova::kRowStatsAttr);
     if (enabled && !enabled.getValue())
       return; // NOVA_ROW_STATS=0
-    SmallVector<CrossEntropyKernelOp> backwards;
-    getOperation().walk([&](CrossEntropyKernelOp op) {
-      if (op.getBackward() && !op.getStats() && op->getNumResults() == 1)
-        backwards.push_back(op);
+    // In program order: each rows' first forward is their writer (made so
+    // when a reader comes), every later kernel of them a reader.
+    SmallVector<Operation *> ops;
+    getOperation().walk([&](Operation *op) {
+      if (isa<CrossEntropyKernelOp, LayerNormKernelOp>(op))
+        ops.push_back(op);
     });
-    for (CrossEntropyKernelOp backward : backwards) {
-      CrossEntropyKernelOp forward = forwardWithStats(backward);
-      if (!forward)
+    llvm::DenseMap<RowsKey, Operation *> writers;
+    llvm::DenseMap<Operation *, Value> written;
+    for (Operation *op : ops) {
+      std::optional<RowKernel> kernel = rowKernel(op);
+      if (!kernel)
         continue;
-      OpBuilder b(backward);
-      SmallVector<Value> inputs(backward.getInputs());
-      inputs.push_back(forward->getResult(1));
-      CrossEntropyKernelOp reading = build(b, backward.getLoc(), inputs, backward.getInits(), true);
-      copyOtherAttributes(backward, reading);
-      backward->getResult(0).replaceAllUsesWith(reading->getResult(0));
-      backward->erase();
+      auto found = writers.find(kernel->key);
+      if (found == writers.end()) {
+        if (kernel->writer)
+          writers[kernel->key] = op;
+        continue;
+      }
+      if (!kernel->reader)
+        continue;
+      Operation *&writer = found->second;
+      Value stats = written.lookup(writer);
+      if (!stats) {
+        stats = writeStats(writer);
+        written[writer] = stats;
+      }
+      auto dps = cast<DestinationStyleOpInterface>(op);
+      SmallVector<Value> inputs(dps.getDpsInputs());
+      inputs.push_back(stats);
+      remake(op, inputs, SmallVector<Value>(dps.getDpsInits()));
     }
   }
 };

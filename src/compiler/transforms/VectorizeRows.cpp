@@ -13,7 +13,9 @@
 //            g = grad gamma, then dx = rstd (g - sum(g)/d - xhat
 //            sum(g xhat)/d).                                   (4 passes)
 // The two-pass variance (not E[x^2] - E[x]^2) matches the reference's
-// numerics; the backward keeps nothing from the forward but its input.
+// numerics. Where nova-share-row-statistics gave them stats, the first
+// forward stores each row's (mean, rstd) and later kernels of the same
+// rows load them instead of their first two passes.
 //
 // Cross-entropy, per row of logits x with label y (rows of an out-of-range
 // label: loss and gradient 0):
@@ -121,26 +123,45 @@ struct Rows {
 struct LayerNormRows : Rows {
   double eps;
   bool backward;
-  Value x, gamma, third, out; // [N, d], [d], [d] beta or [N, d] grad, [N, d]
+  // [N, d], [d], [d] beta or [N, d] grad, [N, d], and [N, 2] or null: the
+  // rows' (mean, rstd), read where `readsStats`, else written.
+  Value x, gamma, third, out, stats;
+  bool readsStats;
 
   /// Rows [r0, r0 + n).
   void emitBlock(int64_t n, Value r0) {
     SmallVector<Value> rows = rowsFrom(n, r0);
     Value invD = scalar(1.0 / double(d));
-    SmallVector<Value> sums = pass(n, 1, [&](int64_t r, Value at, ValueRange acc) {
-      return SmallVector<Value>{b.create<arith::AddFOp>(l, acc[0], vload(x, {rows[r], at}))};
-    });
     SmallVector<Value> mean, rstd;
-    for (int64_t r = 0; r < n; ++r)
-      mean.push_back(bcast(b.create<arith::MulFOp>(l, sum(sums[r]), invD)));
-    SmallVector<Value> squares = pass(n, 1, [&](int64_t r, Value at, ValueRange acc) {
-      Value centered = b.create<arith::SubFOp>(l, vload(x, {rows[r], at}), mean[r]);
-      return SmallVector<Value>{b.create<vector::FMAOp>(l, centered, centered, acc[0])};
-    });
-    for (int64_t r = 0; r < n; ++r) {
-      Value var = b.create<arith::MulFOp>(l, sum(squares[r]), invD);
-      Value root = b.create<math::SqrtOp>(l, b.create<arith::AddFOp>(l, var, scalar(eps)));
-      rstd.push_back(bcast(b.create<arith::DivFOp>(l, scalar(1.0), root)));
+    auto statAt = [&](int64_t r, int64_t k) { return SmallVector<Value>{rows[r], c(k)}; };
+    if (readsStats) {
+      for (int64_t r = 0; r < n; ++r) {
+        mean.push_back(bcast(b.create<memref::LoadOp>(l, stats, statAt(r, 0))));
+        rstd.push_back(bcast(b.create<memref::LoadOp>(l, stats, statAt(r, 1))));
+      }
+    } else {
+      SmallVector<Value> sums = pass(n, 1, [&](int64_t r, Value at, ValueRange acc) {
+        return SmallVector<Value>{b.create<arith::AddFOp>(l, acc[0], vload(x, {rows[r], at}))};
+      });
+      SmallVector<Value> means;
+      for (int64_t r = 0; r < n; ++r) {
+        means.push_back(b.create<arith::MulFOp>(l, sum(sums[r]), invD));
+        mean.push_back(bcast(means[r]));
+      }
+      SmallVector<Value> squares = pass(n, 1, [&](int64_t r, Value at, ValueRange acc) {
+        Value centered = b.create<arith::SubFOp>(l, vload(x, {rows[r], at}), mean[r]);
+        return SmallVector<Value>{b.create<vector::FMAOp>(l, centered, centered, acc[0])};
+      });
+      for (int64_t r = 0; r < n; ++r) {
+        Value var = b.create<arith::MulFOp>(l, sum(squares[r]), invD);
+        Value root = b.create<math::SqrtOp>(l, b.create<arith::AddFOp>(l, var, scalar(eps)));
+        Value inverse = b.create<arith::DivFOp>(l, scalar(1.0), root);
+        rstd.push_back(bcast(inverse));
+        if (stats) {
+          b.create<memref::StoreOp>(l, means[r], stats, statAt(r, 0));
+          b.create<memref::StoreOp>(l, inverse, stats, statAt(r, 1));
+        }
+      }
     }
     auto xhat = [&](int64_t r, Value at) {
       return b.create<arith::MulFOp>(
@@ -349,18 +370,37 @@ LogicalResult expandRows(Operation *op, ValueRange inputs, Value init, int64_t N
   return success();
 }
 
+/// A row kernel's stats it writes (a buffer of their own, made by
+/// nova-share-row-statistics, written in place; those it reads are an
+/// input), or null; failure where they are not contiguous.
+FailureOr<Value> writtenStats(Operation *op, Value stats, bool reads) {
+  if (!stats || reads)
+    return Value();
+  if (!cast<MemRefType>(stats.getType()).getLayout().isIdentity())
+    return op->emitError("nova-vectorize-rows: the row statistics must be a contiguous buffer, not ")
+           << stats.getType();
+  return stats;
+}
+
 LogicalResult expand(nova::LayerNormKernelOp op, Value wg, int64_t tile, int64_t interleaved, int64_t lanes) {
   Type elem = cast<MemRefType>(op.getInit().getType()).getElementType();
+  FailureOr<Value> written = writtenStats(op, op.getStats(), op.readsStats());
+  if (failed(written))
+    return failure();
+  Value stats = *written;
   return expandRows(op, op.getInputs(), op.getInit(), op.rows(), op.width(), wg, tile, interleaved, lanes,
                     [&](OpBuilder &b, ArrayRef<Value> in, Value result) -> std::function<void(int64_t, Value)> {
                       Location l = op.getLoc();
+                      Value rowStats = op.readsStats() ? in[3] : stats;
                       LayerNormRows e{{b, l, VectorType::get({lanes}, elem), lanes, op.width()},
                                       op.getEps().convertToDouble(),
                                       op.getBackward(),
                                       asRows(b, l, in[0]),
                                       in[1],
                                       op.getBackward() ? asRows(b, l, in[2]) : in[2],
-                                      asRows(b, l, result)};
+                                      asRows(b, l, result),
+                                      rowStats ? asRows(b, l, rowStats) : Value(),
+                                      op.readsStats()};
                       return [e](int64_t n, Value r0) mutable { e.emitBlock(n, r0); };
                     });
 }
@@ -368,16 +408,14 @@ LogicalResult expand(nova::LayerNormKernelOp op, Value wg, int64_t tile, int64_t
 LogicalResult expand(nova::CrossEntropyKernelOp op, Value wg, int64_t tile, int64_t interleaved, int64_t lanes) {
   Type elem = cast<MemRefType>(op.getInputs()[0].getType()).getElementType();
   bool backward = op.getBackward();
-  // The forward's stats: a buffer of their own (nova-share-row-statistics
-  // makes them), written in place. The backward's are an input.
-  Value stats = backward ? Value() : op.getStats();
-  if (stats && !cast<MemRefType>(stats.getType()).getLayout().isIdentity())
-    return op.emitError("nova-vectorize-rows: the row statistics must be a contiguous buffer, not ")
-           << stats.getType();
+  FailureOr<Value> written = writtenStats(op, op.getStats(), op.readsStats());
+  if (failed(written))
+    return failure();
+  Value stats = *written;
   return expandRows(op, op.getInputs(), op.getInit(), op.rows(), op.width(), wg, tile, interleaved, lanes,
                     [&](OpBuilder &b, ArrayRef<Value> in, Value result) -> std::function<void(int64_t, Value)> {
                       Location l = op.getLoc();
-                      Value rowStats = backward ? (in.size() > 3 ? in[3] : Value()) : stats;
+                      Value rowStats = op.readsStats() ? in[3] : stats;
                       CrossEntropyRows e{{b, l, VectorType::get({lanes}, elem), lanes, op.width()},
                                          backward,
                                          asRows(b, l, in[0]),

@@ -315,7 +315,7 @@ func.func @cross_entropy_kernel_init(%x: memref<4x5xf32>, %y: memref<4xi32>, %o:
 // -----
 
 func.func @cross_entropy_kernel_stats(%x: memref<4x5xf32>, %y: memref<4xi32>, %o: memref<4xf32>, %s: memref<4xf32>) {
-  // expected-error @+1 {{'nova.cross_entropy_kernel' op stats 4xf32 must be [..., 2] of the logits' type for logits 4x5xf32}}
+  // expected-error @+1 {{'nova.cross_entropy_kernel' op stats 4xf32 must be [..., 2] of the rows' type for rows 4x5xf32}}
   nova.cross_entropy_kernel ins(%x, %y : memref<4x5xf32>, memref<4xi32>) outs(%o, %s : memref<4xf32>, memref<4xf32>)
   return
 }

@@ -53,3 +53,29 @@ func.func @unpaired(%x: tensor<4x8xf32>, %y: tensor<4xi32>, %z: tensor<4xi32>, %
   %d2 = nova.cross_entropy_kernel ins(%x, %y, %g : tensor<4x8xf32>, tensor<4xi32>, tensor<4xf32>) outs(%e2 : tensor<4x8xf32>) {backward} -> tensor<4x8xf32>
   return %d, %l, %d2 : tensor<4x8xf32>, tensor<4xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// LayerNorm: the forward writes each row's (mean, rstd); the VJP's
+// normalized input (a forward of the same input and eps) and the backward
+// read them. A forward of another eps is rows of its own.
+// CHECK-LABEL: func @layer_norm
+// CHECK: %[[S:.*]] = tensor.empty() : tensor<2x3x2xf32>
+// CHECK: %[[Y:.*]]:2 = nova.layer_norm_kernel ins(%arg0, %arg1, %arg2 : {{.*}}) outs(%{{.*}}, %[[S]] : tensor<2x3x8xf32>, tensor<2x3x2xf32>) {eps = 1.000000e-05 : f64}
+// CHECK: nova.layer_norm_kernel ins(%arg0, %{{.*}}, %{{.*}}, %[[Y]]#1 : tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<2x3x2xf32>) outs(%{{.*}} : tensor<2x3x8xf32>) {eps = 1.000000e-05 : f64}
+// CHECK: nova.layer_norm_kernel ins(%arg0, %arg1, %arg3, %[[Y]]#1 : {{.*}}) outs(%{{.*}} : tensor<2x3x8xf32>) {backward, eps = 1.000000e-05 : f64}
+// CHECK: nova.layer_norm_kernel ins(%arg0, %arg1, %arg2 : {{.*}}) outs(%{{.*}} : tensor<2x3x8xf32>) {eps = 1.000000e-03 : f64}
+func.func @layer_norm(%x: tensor<2x3x8xf32>, %gamma: tensor<8xf32>, %beta: tensor<8xf32>, %g: tensor<2x3x8xf32>)
+    -> (tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>) {
+  %one = arith.constant dense<1.0> : tensor<8xf32>
+  %zero = arith.constant dense<0.0> : tensor<8xf32>
+  %e0 = tensor.empty() : tensor<2x3x8xf32>
+  %y = nova.layer_norm_kernel ins(%x, %gamma, %beta : tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>) outs(%e0 : tensor<2x3x8xf32>) {eps = 1.0e-5 : f64} -> tensor<2x3x8xf32>
+  %e1 = tensor.empty() : tensor<2x3x8xf32>
+  %xhat = nova.layer_norm_kernel ins(%x, %one, %zero : tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>) outs(%e1 : tensor<2x3x8xf32>) {eps = 1.0e-5 : f64} -> tensor<2x3x8xf32>
+  %e2 = tensor.empty() : tensor<2x3x8xf32>
+  %dx = nova.layer_norm_kernel ins(%x, %gamma, %g : tensor<2x3x8xf32>, tensor<8xf32>, tensor<2x3x8xf32>) outs(%e2 : tensor<2x3x8xf32>) {backward, eps = 1.0e-5 : f64} -> tensor<2x3x8xf32>
+  %e3 = tensor.empty() : tensor<2x3x8xf32>
+  %other = nova.layer_norm_kernel ins(%x, %gamma, %beta : tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>) outs(%e3 : tensor<2x3x8xf32>) {eps = 1.0e-3 : f64} -> tensor<2x3x8xf32>
+  return %y, %xhat, %dx, %other : tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>
+}

@@ -169,3 +169,30 @@ func.func @cross_entropy_stats(%wg: index, %x: memref<3x8xf32>, %y: memref<3xi32
   nova.cross_entropy_kernel ins(%x, %y, %g, %s : memref<3x8xf32>, memref<3xi32>, memref<3xf32>, memref<3x2xf32>) outs(%dx : memref<3x8xf32>) {backward}
   return
 }
+
+// -----
+
+// LayerNorm with the row statistics: the forward stores each row's mean
+// and rstd after its two statistics passes; the backward loads them and
+// makes its last two passes only (the gradient sums, then dx).
+// CHECK-LABEL: func.func @layer_norm_stats
+// CHECK-SAME: (%[[WG:[^:]*]]: index, %[[X:[^:]*]]: memref<3x8xf32>, %[[GAMMA:[^:]*]]: memref<8xf32>, %[[BETA:[^:]*]]: memref<8xf32>, %[[Y:[^:]*]]: memref<3x8xf32>, %[[S:[^:]*]]: memref<3x2xf32>, %[[G:[^:]*]]: memref<3x8xf32>, %[[DX:[^:]*]]: memref<3x8xf32>)
+// CHECK: %[[MEAN:.*]] = arith.mulf %{{.*}}, %{{.*}} : f32
+// CHECK: %[[RSTD:.*]] = arith.divf %{{.*}}, %{{.*}} : f32
+// CHECK: memref.store %[[MEAN]], %[[S]][%{{.*}}, %c0{{.*}}]
+// CHECK: memref.store %[[RSTD]], %[[S]][%{{.*}}, %c1{{.*}}]
+// CHECK: vector.store {{.*}}, %[[Y]]
+// CHECK: memref.load %[[S]][%{{.*}}, %c0{{.*}}]
+// CHECK: memref.load %[[S]][%{{.*}}, %c1{{.*}}]
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<4xf32>, vector<4xf32>)
+// CHECK-NOT: math.sqrt
+// CHECK: vector.store {{.*}}, %[[DX]]
+// CHECK-NOT: math.sqrt
+// CHECK: return
+func.func @layer_norm_stats(%wg: index, %x: memref<3x8xf32>, %gamma: memref<8xf32>, %beta: memref<8xf32>, %y: memref<3x8xf32>,
+                            %s: memref<3x2xf32>, %g: memref<3x8xf32>, %dx: memref<3x8xf32>)
+    attributes {nova.lowering_config = #nova.lowering_config<rows, workgroups = 1, tile = [3], register_tile = [1, 4]>} {
+  nova.layer_norm_kernel ins(%x, %gamma, %beta : memref<3x8xf32>, memref<8xf32>, memref<8xf32>) outs(%y, %s : memref<3x8xf32>, memref<3x2xf32>) {eps = 1.0e-5 : f64}
+  nova.layer_norm_kernel ins(%x, %gamma, %g, %s : memref<3x8xf32>, memref<8xf32>, memref<3x8xf32>, memref<3x2xf32>) outs(%dx : memref<3x8xf32>) {backward, eps = 1.0e-5 : f64}
+  return
+}

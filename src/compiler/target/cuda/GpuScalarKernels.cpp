@@ -85,21 +85,35 @@ struct RowVisit {
 };
 
 /// One LayerNorm row with the reference's formulas (mean, two-pass
-/// variance, rstd; forward y, or the input gradient dx).
-void layerNormRowFormulas(Scalar &s, nova::LayerNormKernelOp op, function_ref<SmallVector<Value>(Value)> at,
-                          const RowVisit &visit) {
+/// variance, rstd; forward y, or the input gradient dx). With stats, the
+/// mean and rstd are loaded (a reader) or also stored (the writer).
+void layerNormRowFormulas(Scalar &s, nova::LayerNormKernelOp op, ArrayRef<Value> prefix,
+                          function_ref<SmallVector<Value>(Value)> at, const RowVisit &visit) {
   auto rowSum = [&](function_ref<Value(Value)> term) {
     return visit.reduce(term, [&](Value x, Value y) { return s.add(x, y); }, 0.0);
   };
   Value x = op.getInputs()[0], gamma = op.getInputs()[1], third = op.getInputs()[2], out = op.getInit();
+  Value stats = op.getStats();
+  auto statAt = [&](int64_t k) { return rowIndices(prefix, s.c(k)); };
   Value invD = s.f(1.0 / double(op.width()));
-  Value mean = s.mul(rowSum([&](Value c) { return s.load(x, at(c)); }), invD);
-  Value var = s.mul(rowSum([&](Value c) {
-                      Value centered = s.sub(s.load(x, at(c)), mean);
-                      return s.mul(centered, centered);
-                    }),
-                    invD);
-  Value rstd = s.div(s.f(1.0), s.b.create<math::SqrtOp>(s.l, s.add(var, s.f(op.getEps().convertToDouble()))));
+  Value mean, rstd;
+  if (op.readsStats()) {
+    mean = s.load(stats, statAt(0));
+    rstd = s.load(stats, statAt(1));
+  } else {
+    mean = s.mul(rowSum([&](Value c) { return s.load(x, at(c)); }), invD);
+    Value var = s.mul(rowSum([&](Value c) {
+                        Value centered = s.sub(s.load(x, at(c)), mean);
+                        return s.mul(centered, centered);
+                      }),
+                      invD);
+    rstd = s.div(s.f(1.0), s.b.create<math::SqrtOp>(s.l, s.add(var, s.f(op.getEps().convertToDouble()))));
+    if (stats)
+      visit.once([&] {
+        s.store(mean, stats, statAt(0));
+        s.store(rstd, stats, statAt(1));
+      });
+  }
   auto xhat = [&](Value c) { return s.mul(s.sub(s.load(x, at(c)), mean), rstd); };
   if (!op.getBackward()) {
     visit.eachColumn(
@@ -127,7 +141,7 @@ void crossEntropyRowFormulas(Scalar &s, nova::CrossEntropyKernelOp op, ArrayRef<
   Location l = s.l;
   Value x = op.getInputs()[0], labels = op.getInputs()[1], out = op.getInit(), stats = op.getStats();
   auto statAt = [&](int64_t k) { return rowIndices(prefix, s.c(k)); };
-  bool readsStats = stats && op.getBackward();
+  bool readsStats = op.readsStats();
   Value max = readsStats ? s.load(stats, statAt(0))
                          : visit.reduce([&](Value c) { return s.load(x, at(c)); },
                                         [&](Value a, Value v) { return b.create<arith::MaximumFOp>(l, a, v); },
@@ -174,7 +188,7 @@ ArrayRef<int64_t> leadingShape(Operation *op) {
 void rowFormulas(Scalar &s, Operation *op, ArrayRef<Value> prefix, const RowVisit &visit) {
   auto at = [&](Value c) { return rowIndices(prefix, c); };
   if (auto norm = dyn_cast<nova::LayerNormKernelOp>(op))
-    return layerNormRowFormulas(s, norm, at, visit);
+    return layerNormRowFormulas(s, norm, prefix, at, visit);
   crossEntropyRowFormulas(s, cast<nova::CrossEntropyKernelOp>(op), prefix, at, visit);
 }
 
