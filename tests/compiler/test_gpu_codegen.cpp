@@ -19,6 +19,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -135,6 +136,37 @@ TEST_CASE("CUDA codegen: the configurator's matmul decisions become PTX that ptx
     ++assembled;
   }
   MESSAGE(assembled << " kernels assembled by ptxas");
+}
+
+TEST_CASE("CUDA codegen: a multiply feeding an add or a subtract is one fma, as nvcc's default -fmad=true makes it, "
+          "and a lone multiply or add stays rounded alone") {
+  KernelsModule k;
+  const char *source = R"mlir(
+    gpu.module @nova_kernels {
+      gpu.func @muladd(%a: memref<4xf32>, %b: memref<4xf32>, %c: memref<4xf32>, %d: memref<4xf32>) kernel {
+        %i = gpu.thread_id x
+        %x = memref.load %a[%i] : memref<4xf32>
+        %y = memref.load %b[%i] : memref<4xf32>
+        %z = memref.load %c[%i] : memref<4xf32>
+        %p = arith.mulf %x, %y : f32
+        %s = arith.addf %p, %z : f32
+        %q = arith.mulf %s, %z : f32
+        %t = arith.subf %q, %x : f32
+        %u = arith.addf %t, %y : f32
+        memref.store %u, %d[%i] : memref<4xf32>
+        gpu.return
+      }
+    })mlir";
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(source, &k.ctx);
+  REQUIRE(module);
+  std::string error;
+  FailureOr<std::string> ptx = emitPtx(*module, ::nova::named_target("sm_80"), error);
+  REQUIRE_MESSAGE(succeeded(ptx), error);
+  CAPTURE(*ptx);
+  // x y + z and s z - x fuse; the last add has no multiply to take.
+  CHECK(count(*ptx, "fma.rn.f32") == 2);
+  CHECK(count(*ptx, "mul.rn.f32") == 0);
+  CHECK(count(*ptx, "add.rn.f32") == 1);
 }
 
 TEST_CASE("CUDA codegen: ptxas compiles a step's kernels on every CPU (--split-compile 0), and an older ptxas that does not know the option assembles without it") {

@@ -80,6 +80,20 @@ FailureOr<std::string> mlir::nova::emitPtx(ModuleOp module, const ::nova::Target
     error = "lowering to PTX for " + target.cpu + " failed:\n" + diagnostics;
     return failure();
   }
+  // A multiply feeding an add or subtract becomes one FMA, as nvcc's
+  // default (-fmad=true) has it, and as the configurator counts the CUDA
+  // cores (one fma.f32 a multiply-add): without the contract flag LLVM
+  // keeps them apart and NVPTX pins each as mul.rn / add.rn, so ptxas
+  // cannot fuse them either, halving a SIMT matmul's rate. One rounding
+  // instead of two: within every fp32 bound the kernels are checked at.
+  module.walk([](Operation *op) {
+    if (!isa<LLVM::FMulOp, LLVM::FAddOp, LLVM::FSubOp>(op))
+      return;
+    auto fm = cast<LLVM::FastmathFlagsInterface>(op);
+    op->setAttr(fm.getFastmathAttrName(),
+                LLVM::FastmathFlagsAttr::get(op->getContext(),
+                                             fm.getFastmathAttr().getValue() | LLVM::FastmathFlags::contract));
+  });
   // Kernels that promise it (kAlignedVectorsAttr): each vector load and
   // store aligned to its size, up to 16 bytes (LLVM keeps the element's
   // alignment, and NVPTX then splits each into scalar accesses).
