@@ -29,6 +29,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -522,6 +523,7 @@ struct SimtRun {
   double bound = 0;
   std::string config;
   bool alignedVectors = false; ///< the kernel promises kAlignedVectorsAttr
+  int globalVectorLoads = 0;   ///< vector.loads of the kernel's arguments (16-byte slab loads)
 };
 
 /// The simt kernel (GpuSimtMatmul.h) in the configurator's shape for sm_80,
@@ -567,6 +569,10 @@ SimtRun runSimtMatmul(int64_t m, int64_t n, int64_t k, bool lhsTransposed, const
   REQUIRE(succeeded(verify(*module)));
   // f32 thread tiles of 4 or 8: runs of 4 read as vectors, aligned.
   run.alignedVectors = func->hasAttr(kAlignedVectorsAttr);
+  func.walk([&](vector::LoadOp load) {
+    if (isa<BlockArgument>(load.getBase()) && cast<BlockArgument>(load.getBase()).getOwner() == &func.getBody().front())
+      ++run.globalVectorLoads;
+  });
 
   const uint64_t seed = nova_test::test_seed() ^ (uint64_t(m * 131 + n * 17 + k) << 21);
   INFO("seed = ", seed);
@@ -617,14 +623,32 @@ TEST_CASE("GPU emulator: the simt matmul kernel against float64 (partial tiles, 
     int64_t m, n, k;
     bool lhsTransposed;
   };
-  for (Shape s : {Shape{70, 50, 40, false}, Shape{33, 65, 17, true}, Shape{128, 128, 64, false}}) {
+  // Slabs come from global memory 16 bytes a load where an operand's rows
+  // are whole 4-float units (K contiguous: the lhs of 70 x 40; M or N
+  // contiguous: the rhs of 128 x 128, a transposed lhs of 64 or 36 rows;
+  // a unit of the partial tiles is all inside or all zero), a float a load
+  // elsewhere (rows of 50, 65, 33).
+  struct Case {
+    Shape shape;
+    bool vectorLoads;
+  };
+  for (Case c : {Case{{70, 50, 40, false}, true}, Case{{33, 65, 17, true}, false}, Case{{128, 128, 64, false}, true},
+                 Case{{64, 96, 48, true}, true}, Case{{36, 44, 20, true}, true}}) {
+    Shape s = c.shape;
     CAPTURE(s.m);
     CAPTURE(s.n);
     CAPTURE(s.k);
-    SimtRun run = runSimtMatmul(s.m, s.n, s.k, s.lhsTransposed);
-    CAPTURE(run.config);
-    REQUIRE_MESSAGE(run.report.ok, run.report.error);
-    CHECK(run.worst <= run.bound);
+    CAPTURE(s.lhsTransposed);
+    for (bool scalar : {false, true}) {
+      CAPTURE(scalar);
+      SimtMatmulFaults loads;
+      loads.scalarGlobalLoads = scalar;
+      SimtRun run = runSimtMatmul(s.m, s.n, s.k, s.lhsTransposed, loads);
+      CAPTURE(run.config);
+      REQUIRE_MESSAGE(run.report.ok, run.report.error);
+      CHECK(run.worst <= run.bound);
+      CHECK((run.globalVectorLoads > 0) == (c.vectorLoads && !scalar));
+    }
   }
   // Three K slabs of 16, double-buffered: without the first barrier a
   // thread reads slab 0 before the others wrote it; without the barrier

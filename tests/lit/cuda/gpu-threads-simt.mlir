@@ -25,7 +25,10 @@
 // of 4 columns one vector<4xf32> read each, the tiles' rows padded by 4 so
 // that the runs stay 16-byte aligned, as the kernel promises:
 // nova.aligned_vectors), the next slab stored to the other buffer, one
-// barrier; stores guarded by the result's extents.
+// barrier; stores guarded by the result's extents. The lhs's rows (40
+// floats) are whole 16-byte units: its slabs come in 4 floats a load
+// (vector.load, ld.global.v4.f32), K contiguous, so each goes to 4 rows
+// of its tile; the rhs's rows (70) are not: a float a load.
 // GPU: gpu.func @nova_k0_1(%[[C:.*]]: memref<100x70xf32>, %[[A:.*]]: memref<100x40xf32>, %[[W:.*]]: memref<40x70xf32>) kernel
 // GPU-SAME: known_block_size = array<i32: [[T:[0-9]+]], 1, 1>
 // GPU-SAME: nova.aligned_vectors
@@ -34,12 +37,15 @@
 // GPU: gpu.dynamic_shared_memory
 // GPU: memref.view {{.*}} to memref<2x16x{{[0-9]+}}xf32, #gpu.address_space<workgroup>>
 // GPU: memref.view {{.*}} to memref<2x16x{{[0-9]+}}xf32, #gpu.address_space<workgroup>>
-// GPU: memref.load %[[A]]
+// GPU: vector.load %[[A]]{{.*}} : memref<100x40xf32>, vector<4xf32>
 // GPU: memref.load %[[W]]
+// GPU: %[[E:.*]] = vector.extract %{{.*}}[1] : f32 from vector<4xf32>
+// GPU: %[[K1:.*]] = arith.addi %[[KK:.*]], %c1
+// GPU: memref.store %[[E]], %{{.*}}[%c0, %[[K1]], %{{.*}}] : memref<2x16x{{[0-9]+}}xf32, #gpu.address_space<workgroup>>
 // GPU: gpu.barrier
 // GPU: scf.for
-// GPU: scf.if {{.*}} -> (f32,
-// GPU: memref.load %[[A]]
+// GPU: scf.if {{.*}} -> (vector<4xf32>,
+// GPU: vector.load %[[A]]
 // GPU: memref.load %[[W]]
 // GPU: arith.remui
 // GPU: scf.for

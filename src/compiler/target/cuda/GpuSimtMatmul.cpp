@@ -258,9 +258,14 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
     }
 
   // One operand's slab: `tileExtent` rows of the tile's non-K dim from
-  // `origin` (`extent` in the matrix), K from k0; unit u of the slab is
-  // copied by thread u % threads in round u / threads, consecutive threads
-  // along the operand's innermost index (to coalesce).
+  // `origin` (`extent` in the matrix), K from k0, in units of `vec`
+  // elements along the operand's innermost index (contiguous in memory):
+  // unit u is copied by thread u % threads in round u / threads,
+  // consecutive threads on consecutive units (to coalesce). A unit is one
+  // 16-byte global load (ld.global.v4.f32, .v2.f64) where the innermost
+  // extent is whole units (so each row, and each unit, starts on a
+  // multiple of 16 bytes: the buffers are whole and 16-byte aligned) and
+  // the slab is too; one element otherwise.
   struct Slab {
     Value tile, operand;
     AffineMap map;
@@ -268,37 +273,50 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
     int64_t tileExtent, extent;
     Value origin;
     bool isLhs, kFastest;
+    int64_t vec = 1, tileRow = 0;
   };
-  const Slab slabs[2] = {
+  Slab slabs[2] = {
       {lhsTile, lhs, maps[0], lhsType, c.blockM, p.m, m0, /*isLhs=*/true, /*kFastest=*/!p.lhsTransposed},
       {rhsTile, rhs, maps[1], rhsType, c.blockN, p.n, n0, /*isLhs=*/false, /*kFastest=*/p.rhsTransposed}};
-  auto rounds = [&](const Slab &s) { return (s.tileExtent * c.blockK + c.threads - 1) / c.threads; };
+  slabs[0].tileRow = layout.lhsRow;
+  slabs[1].tileRow = layout.rhsRow;
+  for (Slab &s : slabs) {
+    auto type = cast<MemRefType>(s.operand.getType());
+    const int64_t w = 16 / elementBytes(s.operand), innermost = type.getShape().back();
+    const int64_t along = s.kFastest ? c.blockK : s.tileExtent;
+    if (!faults.scalarGlobalLoads && type.getLayout().isIdentity() && innermost % w == 0 && along % w == 0)
+      s.vec = w;
+  }
+  auto chunks = [&](const Slab &s) { return s.tileExtent * c.blockK / s.vec; };
+  auto rounds = [&](const Slab &s) { return (chunks(s) + c.threads - 1) / c.threads; };
   // This thread's units of both slabs, the same for every slab: unit
-  // `round * threads + thread` at (kk, rr) in the tile, and whether it is
-  // one (null where every thread's is: the last round may run past the
-  // slab). Computed once, before the K loop, for its loads and stores.
+  // `round * threads + thread` at (kk, rr) in the tile (its first
+  // element), and whether it is one (null where every thread's is: the
+  // last round may run past the slab). Computed once, before the K loop,
+  // for its loads and stores.
   struct Unit {
     Value kk, rr, valid;
   };
   SmallVector<Unit> units;
   for (const Slab &s : slabs)
     for (int64_t round = 0; round < rounds(s); ++round) {
-      const int64_t count = s.tileExtent * c.blockK;
       Value unit = b.create<arith::AddIOp>(l, thread, cst(round * c.threads));
       Unit u;
       if (s.kFastest) {
-        u.kk = b.create<arith::RemUIOp>(l, unit, cst(c.blockK));
-        u.rr = b.create<arith::DivUIOp>(l, unit, cst(c.blockK));
+        u.kk = b.create<arith::MulIOp>(l, b.create<arith::RemUIOp>(l, unit, cst(c.blockK / s.vec)), cst(s.vec));
+        u.rr = b.create<arith::DivUIOp>(l, unit, cst(c.blockK / s.vec));
       } else {
-        u.rr = b.create<arith::RemUIOp>(l, unit, cst(s.tileExtent));
-        u.kk = b.create<arith::DivUIOp>(l, unit, cst(s.tileExtent));
+        u.rr = b.create<arith::MulIOp>(l, b.create<arith::RemUIOp>(l, unit, cst(s.tileExtent / s.vec)),
+                                       cst(s.vec));
+        u.kk = b.create<arith::DivUIOp>(l, unit, cst(s.tileExtent / s.vec));
       }
-      if ((round + 1) * c.threads > count)
-        u.valid = below(unit, count);
+      if ((round + 1) * c.threads > chunks(s))
+        u.valid = below(unit, chunks(s));
       units.push_back(u);
     }
   // This thread's units of both slabs at K = k0, from global memory (zero
-  // past the matrix's edges): the registers a slab waits in.
+  // past the matrix's edges; a unit's elements are all inside or all
+  // outside, its first one says which): the registers a slab waits in.
   auto loadSlabs = [&](Value k0) {
     SmallVector<Value> values;
     const Unit *u = units.data();
@@ -308,33 +326,61 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
         Value inside = both(below(k, p.k), below(r, s.extent));
         if (u->valid)
           inside = both(inside, u->valid);
-        values.push_back(loadOrZero(inside, s.type, [&] {
-          SmallVector<Value> dims = s.isLhs ? loopValues(r, cst(0), k) : loopValues(cst(0), r, k);
-          return b.create<memref::LoadOp>(l, s.operand, indices(s.map, dims));
-        }));
+        SmallVector<Value> dims = s.isLhs ? loopValues(r, cst(0), k) : loopValues(cst(0), r, k);
+        if (s.vec == 1) {
+          values.push_back(loadOrZero(inside, s.type, [&] {
+            return b.create<memref::LoadOp>(l, s.operand, indices(s.map, dims));
+          }));
+          continue;
+        }
+        auto vecType = VectorType::get({s.vec}, s.type);
+        auto select = b.create<scf::IfOp>(l, TypeRange{vecType}, inside, /*withElseRegion=*/true);
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(&select.getThenRegion().front());
+        b.create<scf::YieldOp>(
+            l, ValueRange{b.create<vector::LoadOp>(l, vecType, s.operand, indices(s.map, dims)).getResult()});
+        b.setInsertionPointToStart(&select.getElseRegion().front());
+        b.create<scf::YieldOp>(
+            l, ValueRange{b.create<arith::ConstantOp>(
+                              l, vecType, DenseElementsAttr::get(vecType, b.getFloatAttr(s.type, 0.0)))
+                              .getResult()});
+        values.push_back(select.getResult(0));
       }
     return values;
   };
-  // `values` (loadSlabs') into shared buffer `buffer`.
+  // `values` (loadSlabs') into shared buffer `buffer`: a unit along the
+  // tile's rows (M or N contiguous) as one vector store where the rows are
+  // whole vectors; along K (K contiguous) an element a tile row.
   auto storeSlabs = [&](Value buffer, ValueRange values) {
     size_t next = 0;
     for (const Slab &s : slabs)
       for (int64_t round = 0; round < rounds(s); ++round, ++next) {
         const Unit &u = units[next];
-        if (!u.valid) {
+        OpBuilder::InsertionGuard g(b);
+        if (u.valid)
+          b.setInsertionPointToStart(
+              &b.create<scf::IfOp>(l, u.valid, /*withElseRegion=*/false).getThenRegion().front());
+        if (s.vec == 1) {
           b.create<memref::StoreOp>(l, values[next], s.tile, ValueRange{buffer, u.kk, u.rr});
           continue;
         }
-        auto guard = b.create<scf::IfOp>(l, u.valid, /*withElseRegion=*/false);
-        OpBuilder::InsertionGuard g(b);
-        b.setInsertionPointToStart(&guard.getThenRegion().front());
-        b.create<memref::StoreOp>(l, values[next], s.tile, ValueRange{buffer, u.kk, u.rr});
+        if (!s.kFastest && s.tileRow % s.vec == 0) {
+          b.create<vector::StoreOp>(l, values[next], s.tile, ValueRange{buffer, u.kk, u.rr});
+          continue;
+        }
+        for (int64_t e = 0; e < s.vec; ++e) {
+          Value element = b.create<vector::ExtractOp>(l, values[next], e);
+          SmallVector<Value> at{buffer, u.kk, u.rr};
+          at[s.kFastest ? 1 : 2] = b.create<arith::AddIOp>(l, at[s.kFastest ? 1 : 2], cst(e));
+          b.create<memref::StoreOp>(l, element, s.tile, at);
+        }
       }
   };
 
-  // The vector reads are aligned to their size (the tiles' rows and the
-  // runs start on multiples of it): PtxEmitter may say so to LLVM.
-  if (wA > 1 || wB > 1)
+  // The vector reads and loads are aligned to their size (the tiles' rows
+  // and the runs start on multiples of it, and so do the operands' rows
+  // and units): PtxEmitter may say so to LLVM.
+  if (wA > 1 || wB > 1 || slabs[0].vec > 1 || slabs[1].vec > 1)
     op->getParentOfType<FunctionOpInterface>()->setAttr(kAlignedVectorsAttr, b.getUnitAttr());
 
   // Double-buffered: slab 0 to buffer 0; then slab s computes from buffer
@@ -351,7 +397,7 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
     Value more = below(following, slabCount);
     SmallVector<Type> types;
     for (const Slab &s : slabs)
-      types.append(size_t(rounds(s)), s.type);
+      types.append(size_t(rounds(s)), s.vec == 1 ? s.type : VectorType::get({s.vec}, s.type));
     auto prefetch = b.create<scf::IfOp>(l, types, more, /*withElseRegion=*/true);
     {
       OpBuilder::InsertionGuard g(b);
@@ -359,8 +405,12 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
       b.create<scf::YieldOp>(l, loadSlabs(b.create<arith::MulIOp>(l, following, cst(c.blockK))));
       b.setInsertionPointToStart(&prefetch.getElseRegion().front());
       SmallVector<Value> zeros;
-      for (Type t : types)
-        zeros.push_back(b.create<arith::ConstantOp>(l, b.getFloatAttr(t, 0.0)));
+      for (Type t : types) {
+        auto v = dyn_cast<VectorType>(t);
+        zeros.push_back(v ? b.create<arith::ConstantOp>(
+                                 l, v, DenseElementsAttr::get(v, b.getFloatAttr(v.getElementType(), 0.0)))
+                          : b.create<arith::ConstantOp>(l, b.getFloatAttr(t, 0.0)));
+      }
       b.create<scf::YieldOp>(l, zeros);
     }
     Value current = b.create<arith::RemUIOp>(l, slab, cst(kSimtBuffers));

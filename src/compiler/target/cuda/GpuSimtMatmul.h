@@ -77,6 +77,8 @@ struct SimtMatmulFaults {
   /// Vector reads of the shared tiles one element past their runs' starts
   /// (not aligned to their size, as the kernel promises).
   bool misalignedVectorReads = false;
+  /// Every global load of a slab one element (no 16-byte loads).
+  bool scalarGlobalLoads = false;
 };
 
 /// An elementwise op run on each result before it is stored, to `out`
