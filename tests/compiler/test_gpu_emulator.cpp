@@ -524,6 +524,7 @@ struct SimtRun {
   std::string config;
   bool alignedVectors = false; ///< the kernel promises kAlignedVectorsAttr
   int globalVectorLoads = 0;   ///< vector.loads of the kernel's arguments (16-byte slab loads)
+  int globalVectorStores = 0;  ///< vector.stores to them (a thread's runs of results)
 };
 
 /// The simt kernel (GpuSimtMatmul.h) in the configurator's shape for sm_80,
@@ -569,10 +570,11 @@ SimtRun runSimtMatmul(int64_t m, int64_t n, int64_t k, bool lhsTransposed, const
   REQUIRE(succeeded(verify(*module)));
   // f32 thread tiles of 4 or 8: runs of 4 read as vectors, aligned.
   run.alignedVectors = func->hasAttr(kAlignedVectorsAttr);
-  func.walk([&](vector::LoadOp load) {
-    if (isa<BlockArgument>(load.getBase()) && cast<BlockArgument>(load.getBase()).getOwner() == &func.getBody().front())
-      ++run.globalVectorLoads;
-  });
+  auto isArgument = [&](Value v) {
+    return isa<BlockArgument>(v) && cast<BlockArgument>(v).getOwner() == &func.getBody().front();
+  };
+  func.walk([&](vector::LoadOp load) { run.globalVectorLoads += isArgument(load.getBase()); });
+  func.walk([&](vector::StoreOp store) { run.globalVectorStores += isArgument(store.getBase()); });
 
   const uint64_t seed = nova_test::test_seed() ^ (uint64_t(m * 131 + n * 17 + k) << 21);
   INFO("seed = ", seed);
@@ -628,12 +630,16 @@ TEST_CASE("GPU emulator: the simt matmul kernel against float64 (partial tiles, 
   // contiguous: the rhs of 128 x 128, a transposed lhs of 64 or 36 rows;
   // a unit of the partial tiles is all inside or all zero), a float a load
   // elsewhere (rows of 50, 65, 33).
+  // A thread's runs of 4 result columns are one 16-byte store each where
+  // the result's rows are whole runs (n = 128, 96, 44), an element at a
+  // time otherwise (n = 50, 65).
   struct Case {
     Shape shape;
-    bool vectorLoads;
+    bool vectorLoads, vectorStores;
   };
-  for (Case c : {Case{{70, 50, 40, false}, true}, Case{{33, 65, 17, true}, false}, Case{{128, 128, 64, false}, true},
-                 Case{{64, 96, 48, true}, true}, Case{{36, 44, 20, true}, true}}) {
+  for (Case c : {Case{{70, 50, 40, false}, true, false}, Case{{33, 65, 17, true}, false, false},
+                 Case{{128, 128, 64, false}, true, true}, Case{{64, 96, 48, true}, true, true},
+                 Case{{36, 44, 20, true}, true, true}}) {
     Shape s = c.shape;
     CAPTURE(s.m);
     CAPTURE(s.n);
@@ -641,13 +647,14 @@ TEST_CASE("GPU emulator: the simt matmul kernel against float64 (partial tiles, 
     CAPTURE(s.lhsTransposed);
     for (bool scalar : {false, true}) {
       CAPTURE(scalar);
-      SimtMatmulFaults loads;
-      loads.scalarGlobalLoads = scalar;
-      SimtRun run = runSimtMatmul(s.m, s.n, s.k, s.lhsTransposed, loads);
+      SimtMatmulFaults scalarAccesses;
+      scalarAccesses.scalarGlobalLoads = scalarAccesses.scalarGlobalStores = scalar;
+      SimtRun run = runSimtMatmul(s.m, s.n, s.k, s.lhsTransposed, scalarAccesses);
       CAPTURE(run.config);
       REQUIRE_MESSAGE(run.report.ok, run.report.error);
       CHECK(run.worst <= run.bound);
       CHECK((run.globalVectorLoads > 0) == (c.vectorLoads && !scalar));
+      CHECK((run.globalVectorStores > 0) == (c.vectorStores && !scalar));
     }
   }
   // Three K slabs of 16, double-buffered: without the first barrier a

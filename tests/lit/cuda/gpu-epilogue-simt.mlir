@@ -1,7 +1,9 @@
 // An f32 matmul at full precision (the simt kernel) and an elementwise op
 // of its product are one kernel too (nova.gpu_epilogue): the kernel's zero
 // fill is its accumulators' start, and each result goes through the op's
-// body (here the bias add) before its one store, to the op's result.
+// body (here the bias add) before its one store, to the op's result: a
+// thread's run of 4 adjacent columns one vector store (rows of 48 are
+// whole runs).
 // RUN: env NOVA_TARGET=sm_86 nova-opt %s -nova-lower-to-kernels -verify-each | FileCheck %s
 // RUN: env NOVA_TARGET=sm_86 nova-opt %s -nova-lower-to-kernels -verify-each \
 // RUN:   | nova-opt -pass-pipeline='builtin.module(builtin.module(nova-gpu-map-threads,canonicalize,cse,nova-gpu-outline-kernels{target=sm_86}))' -verify-each \
@@ -21,7 +23,9 @@
 // GPU: gpu.barrier
 // GPU: %[[B:.*]] = memref.load %arg3[%{{.*}}] : memref<48xf32>
 // GPU-NEXT: %[[S:.*]] = arith.addf %{{.*}}, %[[B]] : f32
-// GPU-NEXT: memref.store %[[S]], %arg4[%{{.*}}, %{{.*}}] : memref<64x48xf32>
+// GPU-NEXT: %[[V:.*]] = vector.insert %[[S]], %{{.*}} [0] : f32 into vector<4xf32>
+// GPU-COUNT-3: arith.addf
+// GPU: vector.store %{{.*}}, %arg4[%{{.*}}, %{{.*}}] : memref<64x48xf32>, vector<4xf32>
 // GPU-NOT: %arg0
 // GPU: gpu.return
 func.func @linear(%x: tensor<64x32xf32>, %w: tensor<32x48xf32>, %b: tensor<48xf32>) -> tensor<64x48xf32> {

@@ -457,24 +457,50 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
     return SmallVector<Value>(inner.getResults());
   });
 
-  // The results in range.
+  // The results in range: a thread's run of wB adjacent columns one
+  // vector store (st.global.v4.f32) where the result's rows are whole runs
+  // (a run is then all inside or all outside, and aligned to its size);
+  // an element at a time otherwise.
+  Value target = epilogue ? epilogue->out : out;
+  const bool storeRuns = wB > 1 && !faults.scalarGlobalStores && p.n % wB == 0 &&
+                         cast<MemRefType>(target.getType()).getLayout().isIdentity();
+  auto resultAt = [&](int64_t i, int64_t j) -> SmallVector<Value> {
+    if (epilogue)
+      return {rows[size_t(i)], columns[size_t(j)]};
+    return indices(maps[2], loopValues(rows[size_t(i)], columns[size_t(j)], cst(0)));
+  };
+  auto finalValue = [&](int64_t i, int64_t j) -> Value {
+    Value result = kLoop.getResult(unsigned(i * c.warpN + j));
+    if (!epilogue)
+      return result;
+    // The fused epilogue's body on the result, to its own result.
+    ImplicitLocOpBuilder ib(l, b);
+    return applyGpuEpilogue(ib, *epilogue->body, epilogue->inputs, epilogue->args, result, rows[size_t(i)],
+                            columns[size_t(j)]);
+  };
+  if (storeRuns) {
+    auto runType = VectorType::get({wB}, accType);
+    for (int64_t i = 0; i < c.warpM; ++i)
+      for (int64_t j = 0; j < c.warpN; j += wB) {
+        Value inside = both(below(rows[size_t(i)], p.m), below(columns[size_t(j)], p.n));
+        auto guard = b.create<scf::IfOp>(l, inside, /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToStart(&guard.getThenRegion().front());
+        Value run = b.create<arith::ConstantOp>(l, runType, DenseElementsAttr::get(runType, b.getFloatAttr(accType, 0.0)));
+        for (int64_t e = 0; e < wB; ++e)
+          run = b.create<vector::InsertOp>(l, finalValue(i, j + e), run, e);
+        b.create<vector::StoreOp>(l, run, target, resultAt(i, j));
+      }
+    op.erase();
+    return success();
+  }
   for (int64_t i = 0; i < c.warpM; ++i)
     for (int64_t j = 0; j < c.warpN; ++j) {
       Value inside = both(below(rows[size_t(i)], p.m), below(columns[size_t(j)], p.n));
       auto guard = b.create<scf::IfOp>(l, inside, /*withElseRegion=*/false);
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(&guard.getThenRegion().front());
-      Value result = kLoop.getResult(unsigned(i * c.warpN + j));
-      if (epilogue) {
-        // The fused epilogue's body on the result, to its own result.
-        ImplicitLocOpBuilder ib(l, b);
-        Value value = applyGpuEpilogue(ib, *epilogue->body, epilogue->inputs, epilogue->args, result,
-                                       rows[size_t(i)], columns[size_t(j)]);
-        b.create<memref::StoreOp>(l, value, epilogue->out, ValueRange{rows[size_t(i)], columns[size_t(j)]});
-        continue;
-      }
-      b.create<memref::StoreOp>(l, result, out,
-                                indices(maps[2], loopValues(rows[size_t(i)], columns[size_t(j)], cst(0))));
+      b.create<memref::StoreOp>(l, finalValue(i, j), target, resultAt(i, j));
     }
   op.erase();
   return success();

@@ -79,6 +79,8 @@ struct SimtMatmulFaults {
   bool misalignedVectorReads = false;
   /// Every global load of a slab one element (no 16-byte loads).
   bool scalarGlobalLoads = false;
+  /// Every result stored alone (no vector stores of a thread's runs).
+  bool scalarGlobalStores = false;
 };
 
 /// An elementwise op run on each result before it is stored, to `out`
