@@ -386,8 +386,12 @@ def NovaShareRowStatistics : Pass<"nova-share-row-statistics", "mlir::ModuleOp">
     recomputing them: the cross-entropy backward becomes one pass over the
     logits instead of three (and each logit's exponential is taken twice
     in the step instead of three times), the LayerNorm backward two instead
-    of four, the normalized input one instead of three. The statistics are
-    the values the forward's formulas gave, read instead of recomputed.
+    of four. The normalized input (gamma 1, beta 0) becomes the elementwise
+    op it then is, (x - mean) rstd over the input and the stats, which
+    nova-fuse-elementwise fuses into its consumer (the column sum of
+    g xhat that is d(gamma)): no kernel and no [..., d] buffer of its own.
+    The statistics are the values the forward's formulas gave, read
+    instead of recomputed.
     The stats cost 2 values a row.
 
     Before: `%l = cross_entropy_kernel ins(%x, %y) outs(%e)`,
@@ -395,7 +399,8 @@ def NovaShareRowStatistics : Pass<"nova-share-row-statistics", "mlir::ModuleOp">
     After:  `%l, %s = cross_entropy_kernel ins(%x, %y) outs(%e, %e3)`,
             `%d = cross_entropy_kernel ins(%x, %y, %g, %s) outs(%e2) {backward}`
   }];
-  let dependentDialects = ["mlir::tensor::TensorDialect"];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect"];
 }
 
 def NovaRelaxReductions : Pass<"nova-relax-reductions", "mlir::ModuleOp"> {

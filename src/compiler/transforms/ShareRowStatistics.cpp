@@ -5,7 +5,9 @@
 // second result, each later kernel of the same rows reads them. The same
 // rows: a cross-entropy's logits and labels (the backward reads the max
 // and sum), a LayerNorm's input and eps (the backward and the VJP's
-// normalized input read the mean and rstd). A kernel with no earlier
+// normalized input read the mean and rstd; the normalized input, gamma 1
+// and beta 0, then becomes the elementwise op it is, which fuses into the
+// column sum that reads it). A kernel with no earlier
 // forward of its rows (a gradient whose loss value is never used, so the
 // forward was dropped) keeps computing them itself; so does every kernel
 // of a step traced with NOVA_ROW_STATS=0 (the module's nova.row_stats),
@@ -16,8 +18,11 @@
 #include "compiler/dialect/NovaDialect.h"
 #include "compiler/transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 #include "llvm/ADT/DenseMap.h"
 
 #include <bit>
@@ -100,6 +105,49 @@ Value writeStats(Operation *&writer) {
   return writer->getResult(1);
 }
 
+/// Whether `v` is `value` everywhere: a splat constant or a fill of one.
+bool isSplatOf(Value v, double value) {
+  if (auto fill = v.getDefiningOp<linalg::FillOp>())
+    v = fill.getDpsInputs()[0];
+  FloatAttr f;
+  if (matchPattern(v, m_Constant(&f)))
+    return f.getValueAsDouble() == value;
+  DenseFPElementsAttr dense;
+  return matchPattern(v, m_Constant(&dense)) && dense.isSplat() &&
+         dense.getSplatValue<APFloat>().convertToDouble() == value;
+}
+
+/// A LayerNorm forward reading `stats` with gamma 1 and beta 0 (the VJP's
+/// normalized input, for d(gamma)) as the elementwise op it then is,
+/// (x - mean) rstd with the mean and rstd read from the stats, the
+/// formula the kernel would run: linalg fuses it into its consumer (the
+/// column sum of g xhat), so it is never stored. Null where `op` is not
+/// that.
+Value normalizedInput(LayerNormKernelOp op, Value stats) {
+  ValueRange in = op.getInputs();
+  if (op.getBackward() || !isSplatOf(in[1], 1.0) || !isSplatOf(in[2], 0.0))
+    return Value();
+  auto type = cast<RankedTensorType>(op.getInit().getType());
+  MLIRContext *ctx = op.getContext();
+  const unsigned rank = unsigned(type.getRank());
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  auto statAt = [&](int64_t k) {
+    SmallVector<AffineExpr> results(identity.getResults().drop_back());
+    results.push_back(getAffineConstantExpr(k, ctx));
+    return AffineMap::get(rank, 0, results, ctx);
+  };
+  OpBuilder b(op);
+  SmallVector<utils::IteratorType> parallel(rank, utils::IteratorType::parallel);
+  auto generic = b.create<linalg::GenericOp>(
+      op.getLoc(), TypeRange{type}, ValueRange{in[0], stats, stats}, ValueRange{op.getInit()},
+      SmallVector<AffineMap>{identity, statAt(0), statAt(1), identity}, parallel,
+      [](OpBuilder &nb, Location l, ValueRange args) {
+        Value centered = nb.create<arith::SubFOp>(l, args[0], args[1]);
+        nb.create<linalg::YieldOp>(l, ValueRange{nb.create<arith::MulFOp>(l, centered, args[2])});
+      });
+  return generic->getResult(0);
+}
+
 struct NovaShareRowStatistics : mlir::nova::impl::NovaShareRowStatisticsBase<NovaShareRowStatistics> {
   void runOnOperation() override {
     auto enabled = getOperation()->getAttrOfType<BoolAttr>(mlir::nova::kRowStatsAttr);
@@ -132,6 +180,12 @@ struct NovaShareRowStatistics : mlir::nova::impl::NovaShareRowStatisticsBase<Nov
         stats = writeStats(writer);
         written[writer] = stats;
       }
+      if (auto norm = dyn_cast<LayerNormKernelOp>(op))
+        if (Value xhat = normalizedInput(norm, stats)) {
+          op->getResult(0).replaceAllUsesWith(xhat);
+          op->erase();
+          continue;
+        }
       auto dps = cast<DestinationStyleOpInterface>(op);
       SmallVector<Value> inputs(dps.getDpsInputs());
       inputs.push_back(stats);

@@ -57,14 +57,23 @@ func.func @unpaired(%x: tensor<4x8xf32>, %y: tensor<4xi32>, %z: tensor<4xi32>, %
 // -----
 
 // LayerNorm: the forward writes each row's (mean, rstd); the VJP's
-// normalized input (a forward of the same input and eps) and the backward
-// read them. A forward of another eps is rows of its own.
+// normalized input (a forward of the same input and eps, gamma 1 and beta
+// 0) becomes (x - mean) rstd over the input and the stats, and the
+// backward reads them. A forward of another eps is rows of its own.
+// CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+// CHECK-DAG: #[[MEAN:.*]] = affine_map<(d0, d1, d2) -> (d0, d1, 0)>
+// CHECK-DAG: #[[RSTD:.*]] = affine_map<(d0, d1, d2) -> (d0, d1, 1)>
 // CHECK-LABEL: func @layer_norm
 // CHECK: %[[S:.*]] = tensor.empty() : tensor<2x3x2xf32>
 // CHECK: %[[Y:.*]]:2 = nova.layer_norm_kernel ins(%arg0, %arg1, %arg2 : {{.*}}) outs(%{{.*}}, %[[S]] : tensor<2x3x8xf32>, tensor<2x3x2xf32>) {eps = 1.000000e-05 : f64}
-// CHECK: nova.layer_norm_kernel ins(%arg0, %{{.*}}, %{{.*}}, %[[Y]]#1 : tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<2x3x2xf32>) outs(%{{.*}} : tensor<2x3x8xf32>) {eps = 1.000000e-05 : f64}
+// CHECK: %[[XHAT:.*]] = linalg.generic {indexing_maps = [#[[ID]], #[[MEAN]], #[[RSTD]], #[[ID]]], iterator_types = ["parallel", "parallel", "parallel"]} ins(%arg0, %[[Y]]#1, %[[Y]]#1 : tensor<2x3x8xf32>, tensor<2x3x2xf32>, tensor<2x3x2xf32>)
+// CHECK-NEXT: ^bb0(%[[X:.*]]: f32, %[[M:.*]]: f32, %[[R:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: %[[C:.*]] = arith.subf %[[X]], %[[M]] : f32
+// CHECK-NEXT: %[[N:.*]] = arith.mulf %[[C]], %[[R]] : f32
+// CHECK-NEXT: linalg.yield %[[N]]
 // CHECK: nova.layer_norm_kernel ins(%arg0, %arg1, %arg3, %[[Y]]#1 : {{.*}}) outs(%{{.*}} : tensor<2x3x8xf32>) {backward, eps = 1.000000e-05 : f64}
 // CHECK: nova.layer_norm_kernel ins(%arg0, %arg1, %arg2 : {{.*}}) outs(%{{.*}} : tensor<2x3x8xf32>) {eps = 1.000000e-03 : f64}
+// CHECK: return %[[Y]]#0, %[[XHAT]]
 func.func @layer_norm(%x: tensor<2x3x8xf32>, %gamma: tensor<8xf32>, %beta: tensor<8xf32>, %g: tensor<2x3x8xf32>)
     -> (tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>) {
   %one = arith.constant dense<1.0> : tensor<8xf32>
@@ -78,4 +87,24 @@ func.func @layer_norm(%x: tensor<2x3x8xf32>, %gamma: tensor<8xf32>, %beta: tenso
   %e3 = tensor.empty() : tensor<2x3x8xf32>
   %other = nova.layer_norm_kernel ins(%x, %gamma, %beta : tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32>) outs(%e3 : tensor<2x3x8xf32>) {eps = 1.0e-3 : f64} -> tensor<2x3x8xf32>
   return %y, %xhat, %dx, %other : tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>
+}
+
+// -----
+
+// A later forward of the same rows with another gamma (a recomputed
+// forward, nova-rematerialize's) reads the stats and stays a kernel.
+// CHECK-LABEL: func @recomputed
+// CHECK: %[[Y:.*]]:2 = nova.layer_norm_kernel
+// CHECK: nova.layer_norm_kernel ins(%arg0, %arg1, %arg2, %[[Y]]#1 : {{.*}}) outs(%{{.*}} : tensor<6x8xf32>) {eps = 1.000000e-05 : f64}
+// CHECK: nova.layer_norm_kernel ins(%arg0, %arg1, %arg3, %[[Y]]#1 : {{.*}}) outs(%{{.*}} : tensor<6x8xf32>) {backward, eps = 1.000000e-05 : f64}
+// CHECK-NOT: linalg.generic
+func.func @recomputed(%x: tensor<6x8xf32>, %gamma: tensor<8xf32>, %beta: tensor<8xf32>, %g: tensor<6x8xf32>)
+    -> (tensor<6x8xf32>, tensor<6x8xf32>, tensor<6x8xf32>) {
+  %e0 = tensor.empty() : tensor<6x8xf32>
+  %y = nova.layer_norm_kernel ins(%x, %gamma, %beta : tensor<6x8xf32>, tensor<8xf32>, tensor<8xf32>) outs(%e0 : tensor<6x8xf32>) {eps = 1.0e-5 : f64} -> tensor<6x8xf32>
+  %e1 = tensor.empty() : tensor<6x8xf32>
+  %y2 = nova.layer_norm_kernel ins(%x, %gamma, %beta : tensor<6x8xf32>, tensor<8xf32>, tensor<8xf32>) outs(%e1 : tensor<6x8xf32>) {eps = 1.0e-5 : f64} -> tensor<6x8xf32>
+  %e2 = tensor.empty() : tensor<6x8xf32>
+  %dx = nova.layer_norm_kernel ins(%x, %gamma, %g : tensor<6x8xf32>, tensor<8xf32>, tensor<6x8xf32>) outs(%e2 : tensor<6x8xf32>) {backward, eps = 1.0e-5 : f64} -> tensor<6x8xf32>
+  return %y, %y2, %dx : tensor<6x8xf32>, tensor<6x8xf32>, tensor<6x8xf32>
 }
