@@ -327,15 +327,17 @@ mlir::nova::KernelDescription mlir::nova::describeKernel(func::FuncOp kernel) {
   }
   if (auto norm = dyn_cast_or_null<LayerNormKernelOp>(kernelRoot(kernel))) {
     // Per element: the forward's sum, centered square, normalize, scale and
-    // shift (~7); the backward's recomputed statistics, two sums and dx (~12).
-    w.flops = static_cast<uint64_t>(norm.rows() * norm.width()) * (norm.getBackward() ? 12 : 7);
+    // shift (~7); the backward's recomputed statistics, two sums and dx
+    // (~12). Reading the statistics saves the sum and centered square (~4).
+    int64_t perElement = (norm.getBackward() ? 12 : 7) - (norm.readsStats() ? 4 : 0);
+    w.flops = static_cast<uint64_t>(norm.rows() * norm.width() * perElement);
     return w;
   }
   if (auto loss = dyn_cast_or_null<CrossEntropyKernelOp>(kernelRoot(kernel))) {
     // Per element: the max, the shifted exponential and its sum (~3); the
     // backward's exponential again, the scale and the one-hot's subtraction
     // (~6, or ~3 when it reads the forward's max and sum).
-    int64_t perElement = loss.getBackward() ? (loss.getStats() ? 3 : 6) : 3;
+    int64_t perElement = loss.getBackward() ? (loss.readsStats() ? 3 : 6) : 3;
     w.flops = static_cast<uint64_t>(loss.rows() * loss.width() * perElement);
     return w;
   }
