@@ -1,6 +1,7 @@
 // Independent kernels launched one after another become one launch of a
 // kernel holding them side by side, each over blocks of its own: two
-// parameter updates (points: 300 and 320 of them, 2 blocks of 256 each)
+// parameter updates (1200 and 1280 points, 4 a unit: 300 and 320 units, 2
+// blocks of 256 each)
 // and a sum of squares (a block reduction: one block, its output starting
 // from its dropped fill's 0). A block's index selects its op; the block
 // reduction's barriers sit in a branch the whole block takes.
@@ -18,8 +19,8 @@
 // CHECK-SAME: "threads: 3 independent kernels side by side, each over its own blocks (a block reduction one, warp rows 8 rows a block; 5 in all) of 256"
 // CHECK-SAME: #nova.lowering_config<gpu_threads, workgroups = 5, tile = [256]
 // CHECK-SAME: nova.summary = "3 kernels side by side:
-// CHECK: linalg.generic {{.*}} ins(%arg1, %arg2 : memref<300xf32>, memref<300xf32>) outs(%arg3 : memref<300xf32>)
-// CHECK: linalg.generic {{.*}} ins(%arg4, %arg5 : memref<40x8xf32>, memref<40x8xf32>) outs(%arg6 : memref<40x8xf32>)
+// CHECK: linalg.generic {{.*}} ins(%arg1, %arg2 : memref<1200xf32>, memref<1200xf32>) outs(%arg3 : memref<1200xf32>)
+// CHECK: linalg.generic {{.*}} ins(%arg4, %arg5 : memref<40x32xf32>, memref<40x32xf32>) outs(%arg6 : memref<40x32xf32>)
 // CHECK: linalg.generic {{.*}}iterator_types = ["reduction"]} ins(%arg7 : memref<1000xf32>) outs(%arg8 : memref<f32>)
 // CHECK-NOT: linalg.generic
 // CHECK: return
@@ -41,25 +42,25 @@
 // GPU: gpu.barrier
 // GPU: memref.store %{{.*}}, %{{.*}}[] : memref<f32>
 // GPU: gpu.return
-func.func @updates(%a: tensor<300xf32>, %ga: tensor<300xf32>, %b: tensor<40x8xf32>, %gb: tensor<40x8xf32>, %c: tensor<1000xf32>) -> (tensor<300xf32>, tensor<40x8xf32>, tensor<f32>) {
+func.func @updates(%a: tensor<1200xf32>, %ga: tensor<1200xf32>, %b: tensor<40x32xf32>, %gb: tensor<40x32xf32>, %c: tensor<1000xf32>) -> (tensor<1200xf32>, tensor<40x32xf32>, tensor<f32>) {
   %s = nova.constant 0.5 : tensor<f32>
-  %sa = nova.broadcast %s : tensor<f32> -> tensor<300xf32>
-  %da = nova.mul %ga, %sa : tensor<300xf32>, tensor<300xf32>
-  %na = nova.sub %a, %da : tensor<300xf32>, tensor<300xf32>
-  %sb = nova.broadcast %s : tensor<f32> -> tensor<40x8xf32>
-  %db = nova.mul %gb, %sb : tensor<40x8xf32>, tensor<40x8xf32>
-  %nb = nova.sub %b, %db : tensor<40x8xf32>, tensor<40x8xf32>
+  %sa = nova.broadcast %s : tensor<f32> -> tensor<1200xf32>
+  %da = nova.mul %ga, %sa : tensor<1200xf32>, tensor<1200xf32>
+  %na = nova.sub %a, %da : tensor<1200xf32>, tensor<1200xf32>
+  %sb = nova.broadcast %s : tensor<f32> -> tensor<40x32xf32>
+  %db = nova.mul %gb, %sb : tensor<40x32xf32>, tensor<40x32xf32>
+  %nb = nova.sub %b, %db : tensor<40x32xf32>, tensor<40x32xf32>
   %sq = nova.mul %c, %c : tensor<1000xf32>, tensor<1000xf32>
   %t = nova.reduce_sum %sq {axes = array<i64: 0>} : tensor<1000xf32>
-  return %na, %nb, %t : tensor<300xf32>, tensor<40x8xf32>, tensor<f32>
+  return %na, %nb, %t : tensor<1200xf32>, tensor<40x32xf32>, tensor<f32>
 }
 
 // -----
 
 // Rows join too: a LayerNorm (a warp a row: 64 rows, 8 a block of 256, 8
 // blocks), a row sum (warps: 40 rows, 5 blocks), a cross-entropy of f64
-// rows (a thread a row: 20 rows, one block) and an elementwise op (points:
-// 512, 2 blocks). Each warp op runs in its own blocks' branch, which every
+// rows (a thread a row: 20 rows, one block) and an elementwise op (2048
+// points, 4 a unit: 512 units, 2 blocks). Each warp op runs in its own blocks' branch, which every
 // lane of a warp takes, so its shuffles see all 32 lanes.
 // CHECK-LABEL: func.func @rows
 // CHECK-NEXT: nova.launch @kernels::@[[R:k[0-9]+_side[0-9]+]](
@@ -88,13 +89,13 @@ func.func @updates(%a: tensor<300xf32>, %ga: tensor<300xf32>, %b: tensor<40x8xf3
 // GPU: math.tanh
 // GPU: gpu.return
 func.func @rows(%x: tensor<64x64xf32>, %gamma: tensor<64xf32>, %beta: tensor<64xf32>, %s: tensor<40x100xf32>,
-                %z: tensor<20x10xf64>, %y: tensor<20xi32>, %e: tensor<16x32xf32>)
-    -> (tensor<64x64xf32>, tensor<40xf32>, tensor<20xf64>, tensor<16x32xf32>) {
+                %z: tensor<20x10xf64>, %y: tensor<20xi32>, %e: tensor<16x128xf32>)
+    -> (tensor<64x64xf32>, tensor<40xf32>, tensor<20xf64>, tensor<16x128xf32>) {
   %n = nova.layer_norm %x, %gamma, %beta {eps = 1.0e-5 : f64} : tensor<64x64xf32>, tensor<64xf32>, tensor<64xf32>
   %r = nova.reduce_sum %s {axes = array<i64: 1>} : tensor<40x100xf32>
   %c = nova.cross_entropy %z, %y : tensor<20x10xf64>, tensor<20xi32>
-  %t = nova.tanh %e : tensor<16x32xf32>
-  return %n, %r, %c, %t : tensor<64x64xf32>, tensor<40xf32>, tensor<20xf64>, tensor<16x32xf32>
+  %t = nova.tanh %e : tensor<16x128xf32>
+  return %n, %r, %c, %t : tensor<64x64xf32>, tensor<40xf32>, tensor<20xf64>, tensor<16x128xf32>
 }
 
 // -----
@@ -124,11 +125,11 @@ func.func @rows(%x: tensor<64x64xf32>, %gamma: tensor<64xf32>, %beta: tensor<64x
 // GPU: scf.if
 // GPU: math.tanh
 // GPU: gpu.return
-func.func @scalars(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<300xf32>) -> (tensor<f32>, tensor<f32>, tensor<300xf32>) {
+func.func @scalars(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<1200xf32>) -> (tensor<f32>, tensor<f32>, tensor<1200xf32>) {
   %0 = nova.sqrt %a : tensor<f32>
   %1 = nova.exp %b : tensor<f32>
-  %2 = nova.tanh %c : tensor<300xf32>
-  return %0, %1, %2 : tensor<f32>, tensor<f32>, tensor<300xf32>
+  %2 = nova.tanh %c : tensor<1200xf32>
+  return %0, %1, %2 : tensor<f32>, tensor<f32>, tensor<1200xf32>
 }
 
 // -----
@@ -173,8 +174,8 @@ func.func @kept(%x: tensor<64x32xf32>, %w: tensor<32x16xf32>, %v: tensor<32x8xf3
 // CHECK-SAME: nova.gpu_side_by_side = array<i64: 1, 2>
 // CHECK: linalg.fill
 // CHECK: math.tanh
-func.func @fills(%c: tensor<300xf32>) -> (tensor<64xf32>, tensor<300xf32>) {
+func.func @fills(%c: tensor<1200xf32>) -> (tensor<64xf32>, tensor<1200xf32>) {
   %z = nova.constant 0.0 : tensor<64xf32>
-  %t = nova.tanh %c : tensor<300xf32>
-  return %z, %t : tensor<64xf32>, tensor<300xf32>
+  %t = nova.tanh %c : tensor<1200xf32>
+  return %z, %t : tensor<64xf32>, tensor<1200xf32>
 }

@@ -27,8 +27,9 @@
 // CHECK-NEXT: return
 // CHECK: func.func @k2({{.*}}nova.gpu_shared_bytes = 1024 : i64, nova.gpu_why = ["threads: a reduction of 600 points (each thread's points folded in shared memory, then a tree) over 1 blocks of 256"]
 // CHECK-SAME: #nova.lowering_config<gpu_threads, workgroups = 1, tile = [256]
-// An elementwise op: a thread per point.
-// CHECK: func.func @k3({{.*}}"threads: 1600 points of its parallel loops (one unit a thread) over 7 blocks of 256"{{.*}}#nova.lowering_config<gpu_threads, workgroups = 7, tile = [256]
+// An elementwise op: a thread per 4 adjacent points (rows of 8: whole
+// 16-byte vectors; gpu-threads-vector-points.mlir).
+// CHECK: func.func @k3({{.*}}"threads: 1600 points of its parallel loops in units of 4 adjacent ones (one vector access of each operand along them) (one unit a thread) over 2 blocks of 256"{{.*}}#nova.lowering_config<gpu_threads, workgroups = 2, tile = [256]
 
 // GPU: module @kernels attributes {gpu.container_module}
 // GPU: gpu.module @nova_kernels
@@ -49,9 +50,11 @@
 // GPU: %[[T:.*]] = gpu.thread_id x
 // GPU: %[[B:.*]] = gpu.block_id x
 // GPU: %[[U:.*]] = arith.addi
-// GPU: arith.cmpi ult, %[[U]], %c1600
+// GPU: arith.cmpi ult, %[[U]], %c400
 // GPU: scf.if
-// GPU: math.tanh
+// GPU: vector.load
+// GPU-COUNT-4: math.tanh
+// GPU: vector.store
 // GPU: gpu.return
 func.func @mlp(%x: tensor<200x8xf32>, %w: tensor<8x3xf32>, %b: tensor<3xf32>) -> (tensor<200x3xf32>, tensor<f32>, tensor<200x8xf32>) {
   %0 = nova.matmul %x, %w : tensor<200x8xf32>, tensor<8x3xf32>

@@ -160,7 +160,52 @@ struct Units {
   enum Kind { points, warps, splitColumns, block, attentionRows, one } kind = one;
   int64_t count = 1;
   std::string what;
+  /// Points: adjacent points of the innermost loop a unit takes, each
+  /// operand that runs along it read and written 16 bytes or less at once
+  /// (pointVectorWidth).
+  int64_t vector = 1;
 };
+
+/// The points of elementwise op `op` a thread takes at once, with one
+/// vector access (up to 16 bytes) of each operand that runs along the
+/// innermost loop, and one scalar read of each that does not (a
+/// broadcast): kPointVector where every loop is parallel, the body is
+/// scalar arithmetic (no linalg.index), the innermost loop's trip is whole
+/// vectors, every operand a whole buffer (kernel arguments are, so aligned)
+/// of 8- to 32-bit elements whose indexing map reads the innermost loop as
+/// its last index only (or not at all; the outputs always), its rows whole
+/// vectors; else 1.
+constexpr int64_t kPointVector = 4;
+int64_t pointVectorWidth(linalg::GenericOp op) {
+  if (op.getNumLoops() == 0 || op.getNumParallelLoops() != op.getNumLoops())
+    return 1;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  const unsigned last = op.getNumLoops() - 1;
+  if (ShapedType::isDynamic(ranges[last]) || ranges[last] % kPointVector != 0)
+    return 1;
+  for (Operation &inner : op.getBody()->without_terminator())
+    if (isa<linalg::IndexOp>(inner) || inner.getNumRegions() > 0 ||
+        !llvm::all_of(inner.getResultTypes(), [](Type t) { return t.isIntOrFloat(); }))
+      return 1;
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = dyn_cast<MemRefType>(operand.get().getType());
+    if (!type || !type.hasStaticShape() || !type.getLayout().isIdentity())
+      return 1;
+    const unsigned bits = type.getElementType().isIntOrFloat() ? type.getElementTypeBitWidth() : 0;
+    if (bits < 8 || bits > 32)
+      return 1;
+    ArrayRef<AffineExpr> results = op.getMatchingIndexingMap(&operand).getResults();
+    auto readsLast = [&](AffineExpr e) { return e.isFunctionOfDim(last); };
+    const bool along = llvm::any_of(results, readsLast);
+    const bool lastIsInnermost = !results.empty() && results.back() == getAffineDimExpr(last, op.getContext()) &&
+                                 llvm::none_of(results.drop_back(), readsLast);
+    if ((along || op.isDpsInit(&operand)) && !lastIsInnermost)
+      return 1;
+    if (lastIsInnermost && (type.getRank() == 0 || type.getShape().back() % kPointVector != 0))
+      return 1;
+  }
+  return kPointVector;
+}
 
 /// The shared memory a block may take on `target` (opt-in where it has one).
 int64_t attentionSharedLimit(const ::nova::TargetDesc &target) {
@@ -217,8 +262,15 @@ Units unitsOf(Operation *op, int64_t attentionShared = 0) {
     auto generic = dyn_cast<linalg::GenericOp>(op);
     if (any && !ShapedType::isDynamic(n) && generic && isWarpReduction(generic))
       return {Units::warps, n, llvm::formatv("{0} points of its parallel loops, a warp each", n)};
-    if (any && !ShapedType::isDynamic(n))
+    if (any && !ShapedType::isDynamic(n)) {
+      if (int64_t v = generic ? pointVectorWidth(generic) : 1; v > 1)
+        return {Units::points, n / v,
+                llvm::formatv("{0} points of its parallel loops in units of {1} adjacent ones (one vector "
+                              "access of each operand along them)",
+                              n, v),
+                v};
       return {Units::points, n, llvm::formatv("{0} points of its parallel loops", n)};
+    }
     if (generic && isBlockReduction(generic, kBlockReductionThreads)) {
       int64_t points = 1;
       for (int64_t r : ranges)
@@ -1097,8 +1149,82 @@ void parallelToFor(scf::ParallelOp parallel) {
 /// A structured op's points, one unit a thread: `at.global` the thread's
 /// first unit, `perIteration` the threads sharing them; with `init`, each
 /// unit stores it into its output element first.
+/// An elementwise generic's points, `units.vector` adjacent ones of its
+/// innermost loop a unit (pointVectorWidth): each operand along that loop
+/// read as one vector, the others once; the body run for each point on
+/// the vectors' elements; each result stored as one vector. Every access
+/// is aligned to its size (the kernel says so: kAlignedVectorsAttr).
+LogicalResult mapVectorPoints(func::FuncOp kernel, linalg::GenericOp op, const Units &units, ThreadIndex &at,
+                              int64_t perIteration, FloatAttr init) {
+  OpBuilder &b = at.b;
+  Location l = op.getLoc();
+  const int64_t V = units.vector;
+  SmallVector<int64_t> trips = op.getStaticLoopRanges();
+  const unsigned last = unsigned(trips.size() - 1);
+  trips.back() /= V;
+  b.setInsertionPoint(op);
+  Block *body = op.getBody();
+  at.forEachUnit(units.count, perIteration, at.global, [&](Value unit) {
+    SmallVector<Value> ivs = delinearizeIndex(b, l, unit, trips);
+    ivs.back() = b.create<arith::MulIOp>(l, ivs.back(), at.c(V));
+    auto alongInnermost = [&](OpOperand &operand) {
+      AffineMap map = op.getMatchingIndexingMap(&operand);
+      return map.getNumResults() > 0 && map.getResults().back().isFunctionOfDim(last);
+    };
+    if (init)
+      for (OpOperand &out : op.getDpsInitsMutable()) {
+        auto type = VectorType::get({V}, init.getType());
+        Value splat = b.create<arith::ConstantOp>(l, type, DenseElementsAttr::get(type, init));
+        b.create<vector::StoreOp>(l, splat, out.get(), indicesAt(b, l, op.getMatchingIndexingMap(&out), ivs));
+      }
+    // The block arguments' values, point by point.
+    SmallVector<SmallVector<Value>> lanes(size_t(V), SmallVector<Value>(body->getNumArguments()));
+    for (OpOperand &operand : op->getOpOperands()) {
+      if (op.isDpsInit(&operand) && !op.payloadUsesValueFromOperand(&operand))
+        continue;
+      unsigned arg = operand.getOperandNumber();
+      SmallVector<Value> where = indicesAt(b, l, op.getMatchingIndexingMap(&operand), ivs);
+      Type element = cast<MemRefType>(operand.get().getType()).getElementType();
+      if (!alongInnermost(operand)) {
+        Value one = b.create<memref::LoadOp>(l, operand.get(), where);
+        for (int64_t e = 0; e < V; ++e)
+          lanes[size_t(e)][arg] = one;
+        continue;
+      }
+      Value vec = b.create<vector::LoadOp>(l, VectorType::get({V}, element), operand.get(), where);
+      for (int64_t e = 0; e < V; ++e)
+        lanes[size_t(e)][arg] = b.create<vector::ExtractOp>(l, vec, e);
+    }
+    SmallVector<SmallVector<Value>> results(static_cast<size_t>(V), SmallVector<Value>());
+    for (int64_t e = 0; e < V; ++e) {
+      IRMapping map;
+      for (auto [arg, value] : llvm::zip(body->getArguments(), lanes[size_t(e)]))
+        if (value)
+          map.map(arg, value);
+      for (Operation &inner : body->without_terminator())
+        b.clone(inner, map);
+      for (Value yielded : body->getTerminator()->getOperands())
+        results[size_t(e)].push_back(map.lookupOrDefault(yielded));
+    }
+    for (auto [k, out] : llvm::enumerate(op.getDpsInitsMutable())) {
+      Type element = cast<MemRefType>(out.get().getType()).getElementType();
+      auto type = VectorType::get({V}, element);
+      Value vec = b.create<arith::ConstantOp>(l, type, DenseElementsAttr::get(type, b.getZeroAttr(element)));
+      for (int64_t e = 0; e < V; ++e)
+        vec = b.create<vector::InsertOp>(l, results[size_t(e)][k], vec, e);
+      b.create<vector::StoreOp>(l, vec, out.get(), indicesAt(b, l, op.getMatchingIndexingMap(&out), ivs));
+    }
+  });
+  op.erase();
+  kernel->setAttr(kAlignedVectorsAttr, UnitAttr::get(kernel.getContext()));
+  return success();
+}
+
 LogicalResult mapPoints(func::FuncOp kernel, linalg::LinalgOp linalgOp, const Units &units, ThreadIndex &at,
                         int64_t perIteration, FloatAttr init) {
+  if (units.vector > 1)
+    return mapVectorPoints(kernel, cast<linalg::GenericOp>(linalgOp.getOperation()), units, at, perIteration,
+                           init);
   IRRewriter rewriter(kernel.getContext());
   OpBuilder &b = at.b;
   Location l = linalgOp.getLoc();
