@@ -486,7 +486,8 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
         auto guard = b.create<scf::IfOp>(l, inside, /*withElseRegion=*/false);
         OpBuilder::InsertionGuard g(b);
         b.setInsertionPointToStart(&guard.getThenRegion().front());
-        Value run = b.create<arith::ConstantOp>(l, runType, DenseElementsAttr::get(runType, b.getFloatAttr(accType, 0.0)));
+        Value run =
+            b.create<arith::ConstantOp>(l, runType, DenseElementsAttr::get(runType, b.getFloatAttr(accType, 0.0)));
         for (int64_t e = 0; e < wB; ++e)
           run = b.create<vector::InsertOp>(l, finalValue(i, j + e), run, e);
         b.create<vector::StoreOp>(l, run, target, resultAt(i, j));
