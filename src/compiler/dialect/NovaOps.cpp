@@ -668,12 +668,11 @@ LogicalResult CrossEntropyGradOp::inferReturnTypes(MLIRContext *, std::optional<
 LogicalResult CrossEntropyKernelOp::verify() {
   ValueRange in = getInputs(), inits = getInits();
   bool backward = getBackward();
-  size_t inputs = backward ? 3 : 2;
-  if (in.size() != inputs && in.size() != (backward ? 4u : 2u))
+  if (backward ? in.size() != 3 && in.size() != 4 : in.size() != 2)
     return emitOpError() << "takes "
                          << (backward ? "3 or 4 inputs (logits, labels, grad[, stats])" : "2 inputs (logits, labels)")
                          << ", got " << in.size();
-  if (inits.size() != 1 && inits.size() != (backward ? 1u : 2u))
+  if (inits.size() != 1 && (backward || inits.size() != 2))
     return emitOpError() << "takes " << (backward ? "1 init (the gradient)" : "1 or 2 inits (losses[, stats])")
                          << ", got " << inits.size();
   if (failed(checkCrossEntropy(getOperationName(), getLoc(), in[0].getType(), in[1].getType(),

@@ -295,6 +295,21 @@ def Nova_LayerNormGradOp : Nova_Op<"layer_norm_grad", [Pure, InferTypeOpAdaptor]
   let hasVerifier = 1;
 }
 
+// The row kernels' result and row statistics (nova-share-row-statistics):
+// inits = [result] or, for a forward writing them, [result, stats]; a
+// kernel reading them takes them as its fourth input.
+defvar rowStatsMethods = [{
+    Value getInit() { return getInits()[0]; }
+    /// The rows' statistics [..., 2]: the fourth input of a kernel reading
+    /// them, the second init of a forward writing them; null without them.
+    Value getStats() {
+      if (readsStats())
+        return getInputs()[3];
+      return getInits().size() > 1 ? getInits()[1] : Value();
+    }
+    bool readsStats() { return getInputs().size() > 3; }
+}];
+
 def Nova_LayerNormKernelOp : Nova_Op<"layer_norm_kernel", [
     DestinationStyleOpInterface, AttrSizedOperandSegments,
     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>]> {
@@ -319,25 +334,16 @@ def Nova_LayerNormKernelOp : Nova_Op<"layer_norm_kernel", [
     attr-dict (`->` type($results)^)?
   }];
   let hasVerifier = 1;
-  let extraClassDeclaration = [{
+  let extraClassDeclaration = !strconcat([{
     MutableOperandRange getDpsInitsMutable() { return getInitsMutable(); }
     /// The result: y (forward) or the input's gradient (backward).
-    Value getInit() { return getInits()[0]; }
-    /// The rows' statistics [..., 2] (mean, rstd): the fourth input of an
-    /// op reading them, the second init of a forward writing them; null
-    /// without them.
-    Value getStats() {
-      if (getInputs().size() > 3)
-        return getInputs()[3];
-      return getInits().size() > 1 ? getInits()[1] : Value();
-    }
-    bool readsStats() { return getInputs().size() > 3; }
+  }], rowStatsMethods, [{
     /// The row width d and the number of rows.
     int64_t width() { return cast<ShapedType>(getInit().getType()).getShape().back(); }
     int64_t rows() {
       return cast<ShapedType>(getInit().getType()).getNumElements() / std::max<int64_t>(1, width());
     }
-  }];
+  }]);
 }
 
 //===----------------------------------------------------------------------===//
@@ -397,24 +403,16 @@ def Nova_CrossEntropyKernelOp : Nova_Op<"cross_entropy_kernel", [
     attr-dict (`->` type($results)^)?
   }];
   let hasVerifier = 1;
-  let extraClassDeclaration = [{
+  let extraClassDeclaration = !strconcat([{
     MutableOperandRange getDpsInitsMutable() { return getInitsMutable(); }
     /// The losses (forward) or the logits' gradient (backward).
-    Value getInit() { return getInits()[0]; }
-    /// The rows' statistics [..., 2] (m, s): the forward's second init or
-    /// the backward's fourth input; null without them.
-    Value getStats() {
-      if (getBackward())
-        return getInputs().size() > 3 ? getInputs()[3] : Value();
-      return getInits().size() > 1 ? getInits()[1] : Value();
-    }
-    bool readsStats() { return getInputs().size() > 3; }
+  }], rowStatsMethods, [{
     /// The row width C (the classes) and the number of rows.
     int64_t width() { return cast<ShapedType>(getInputs()[0].getType()).getShape().back(); }
     int64_t rows() {
       return cast<ShapedType>(getInputs()[0].getType()).getNumElements() / std::max<int64_t>(1, width());
     }
-  }];
+  }]);
 }
 
 //===----------------------------------------------------------------------===//

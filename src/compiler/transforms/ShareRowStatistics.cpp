@@ -90,9 +90,11 @@ std::optional<RowKernel> rowKernel(Operation *op) {
   return std::nullopt;
 }
 
-/// `writer` (a forward row kernel) remade to write its rows' statistics
-/// into a [..., 2] init of its own; returns the stats result.
+/// The stats `writer` (a forward row kernel) writes: its second result,
+/// once it is remade to write them into a [..., 2] init of its own.
 Value writeStats(Operation *&writer) {
+  if (writer->getNumResults() > 1)
+    return writer->getResult(1);
   auto dps = cast<DestinationStyleOpInterface>(writer);
   auto x = cast<RankedTensorType>(dps.getDpsInputs()[0].getType());
   SmallVector<int64_t> shape(x.getShape().drop_back());
@@ -105,16 +107,11 @@ Value writeStats(Operation *&writer) {
   return writer->getResult(1);
 }
 
-/// Whether `v` is `value` everywhere: a splat constant or a fill of one.
-bool isSplatOf(Value v, double value) {
+/// `v` with a fill of one value seen through (a splat constant as is).
+Value throughFill(Value v) {
   if (auto fill = v.getDefiningOp<linalg::FillOp>())
-    v = fill.getDpsInputs()[0];
-  FloatAttr f;
-  if (matchPattern(v, m_Constant(&f)))
-    return f.getValueAsDouble() == value;
-  DenseFPElementsAttr dense;
-  return matchPattern(v, m_Constant(&dense)) && dense.isSplat() &&
-         dense.getSplatValue<APFloat>().convertToDouble() == value;
+    return fill.getDpsInputs()[0];
+  return v;
 }
 
 /// A LayerNorm forward reading `stats` with gamma 1 and beta 0 (the VJP's
@@ -125,7 +122,8 @@ bool isSplatOf(Value v, double value) {
 /// that.
 Value normalizedInput(LayerNormKernelOp op, Value stats) {
   ValueRange in = op.getInputs();
-  if (op.getBackward() || !isSplatOf(in[1], 1.0) || !isSplatOf(in[2], 0.0))
+  if (op.getBackward() || !matchPattern(throughFill(in[1]), m_OneFloat()) ||
+      !matchPattern(throughFill(in[2]), m_AnyZeroFloat()))
     return Value();
   auto type = cast<RankedTensorType>(op.getInit().getType());
   MLIRContext *ctx = op.getContext();
@@ -161,7 +159,6 @@ struct NovaShareRowStatistics : mlir::nova::impl::NovaShareRowStatisticsBase<Nov
         ops.push_back(op);
     });
     llvm::DenseMap<RowsKey, Operation *> writers;
-    llvm::DenseMap<Operation *, Value> written;
     for (Operation *op : ops) {
       std::optional<RowKernel> kernel = rowKernel(op);
       if (!kernel)
@@ -174,12 +171,7 @@ struct NovaShareRowStatistics : mlir::nova::impl::NovaShareRowStatisticsBase<Nov
       }
       if (!kernel->reader)
         continue;
-      Operation *&writer = found->second;
-      Value stats = written.lookup(writer);
-      if (!stats) {
-        stats = writeStats(writer);
-        written[writer] = stats;
-      }
+      Value stats = writeStats(found->second);
       if (auto norm = dyn_cast<LayerNormKernelOp>(op))
         if (Value xhat = normalizedInput(norm, stats)) {
           op->getResult(0).replaceAllUsesWith(xhat);

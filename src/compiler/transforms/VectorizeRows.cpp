@@ -111,6 +111,17 @@ struct Rows {
     return tail.empty() ? results : tail;
   }
 
+  /// Row `row`'s statistics (two scalars) in `stats` ([N, 2]): loaded, or
+  /// stored.
+  std::pair<Value, Value> loadStats(Value stats, Value row) {
+    return {b.create<memref::LoadOp>(l, stats, ValueRange{row, c(0)}),
+            b.create<memref::LoadOp>(l, stats, ValueRange{row, c(1)})};
+  }
+  void storeStats(Value stats, Value row, Value first, Value second) {
+    b.create<memref::StoreOp>(l, first, stats, ValueRange{row, c(0)});
+    b.create<memref::StoreOp>(l, second, stats, ValueRange{row, c(1)});
+  }
+
   /// The row indices [r0, r0 + n).
   SmallVector<Value> rowsFrom(int64_t n, Value r0) {
     SmallVector<Value> rows;
@@ -133,11 +144,11 @@ struct LayerNormRows : Rows {
     SmallVector<Value> rows = rowsFrom(n, r0);
     Value invD = scalar(1.0 / double(d));
     SmallVector<Value> mean, rstd;
-    auto statAt = [&](int64_t r, int64_t k) { return SmallVector<Value>{rows[r], c(k)}; };
     if (readsStats) {
       for (int64_t r = 0; r < n; ++r) {
-        mean.push_back(bcast(b.create<memref::LoadOp>(l, stats, statAt(r, 0))));
-        rstd.push_back(bcast(b.create<memref::LoadOp>(l, stats, statAt(r, 1))));
+        auto [m, inverse] = loadStats(stats, rows[r]);
+        mean.push_back(bcast(m));
+        rstd.push_back(bcast(inverse));
       }
     } else {
       SmallVector<Value> sums = pass(n, 1, [&](int64_t r, Value at, ValueRange acc) {
@@ -157,10 +168,8 @@ struct LayerNormRows : Rows {
         Value root = b.create<math::SqrtOp>(l, b.create<arith::AddFOp>(l, var, scalar(eps)));
         Value inverse = b.create<arith::DivFOp>(l, scalar(1.0), root);
         rstd.push_back(bcast(inverse));
-        if (stats) {
-          b.create<memref::StoreOp>(l, means[r], stats, statAt(r, 0));
-          b.create<memref::StoreOp>(l, inverse, stats, statAt(r, 1));
-        }
+        if (stats)
+          storeStats(stats, rows[r], means[r], inverse);
       }
     }
     auto xhat = [&](int64_t r, Value at) {
@@ -202,8 +211,10 @@ struct LayerNormRows : Rows {
 struct CrossEntropyRows : Rows {
   bool backward;
   // [N, d], [N], [N] (backward), [N] or [N, d] (backward), and [N, 2] or
-  // null: the rows' (m, s), written forward, read backward.
+  // null: the rows' (m, s), read where `readsStats` (a backward), else
+  // written.
   Value x, labels, grad, out, stats;
+  bool readsStats;
 
   /// Rows [r0, r0 + n). A partial vector's lanes past the row read -inf:
   /// nothing to the max, exp(-inf) = 0 to the sum.
@@ -211,11 +222,11 @@ struct CrossEntropyRows : Rows {
     tailFill = -std::numeric_limits<double>::infinity();
     SmallVector<Value> rows = rowsFrom(n, r0);
     SmallVector<Value> max, total;
-    auto statAt = [&](int64_t r, int64_t k) { return SmallVector<Value>{rows[r], c(k)}; };
-    if (backward && stats) {
+    if (readsStats) {
       for (int64_t r = 0; r < n; ++r) {
-        max.push_back(b.create<memref::LoadOp>(l, stats, statAt(r, 0)));
-        total.push_back(b.create<memref::LoadOp>(l, stats, statAt(r, 1)));
+        auto [m, s] = loadStats(stats, rows[r]);
+        max.push_back(m);
+        total.push_back(s);
       }
     } else {
       SmallVector<Value> maxes = pass(
@@ -253,10 +264,8 @@ struct CrossEntropyRows : Rows {
                                              b.create<arith::SubFOp>(l, picked, max[r]));
         b.create<memref::StoreOp>(l, b.create<arith::SelectOp>(l, inside, loss, scalar(0.0)), out,
                                   ValueRange{rows[r]});
-        if (stats) {
-          b.create<memref::StoreOp>(l, max[r], stats, statAt(r, 0));
-          b.create<memref::StoreOp>(l, total[r], stats, statAt(r, 1));
-        }
+        if (stats)
+          storeStats(stats, rows[r], max[r], total[r]);
         continue;
       }
       Value g = b.create<arith::SelectOp>(l, inside, b.create<memref::LoadOp>(l, grad, ValueRange{rows[r]}),
@@ -422,7 +431,8 @@ LogicalResult expand(nova::CrossEntropyKernelOp op, Value wg, int64_t tile, int6
                                          asColumn(b, l, in[1]),
                                          backward ? asColumn(b, l, in[2]) : Value(),
                                          backward ? asRows(b, l, result) : asColumn(b, l, result),
-                                         rowStats ? asRows(b, l, rowStats) : Value()};
+                                         rowStats ? asRows(b, l, rowStats) : Value(),
+                                         op.readsStats()};
                       return [e](int64_t n, Value r0) mutable { e.emitBlock(n, r0); };
                     });
 }

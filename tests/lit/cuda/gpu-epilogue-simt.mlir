@@ -23,8 +23,8 @@
 // GPU: gpu.barrier
 // GPU: %[[B:.*]] = memref.load %arg3[%{{.*}}] : memref<48xf32>
 // GPU-NEXT: %[[S:.*]] = arith.addf %{{.*}}, %[[B]] : f32
-// GPU-NEXT: %[[V:.*]] = vector.insert %[[S]], %{{.*}} [0] : f32 into vector<4xf32>
 // GPU-COUNT-3: arith.addf
+// GPU: %[[V:.*]] = vector.insert %[[S]], %{{.*}} [0] : f32 into vector<4xf32>
 // GPU: vector.store %{{.*}}, %arg4[%{{.*}}, %{{.*}}] : memref<64x48xf32>, vector<4xf32>
 // GPU-NOT: %arg0
 // GPU: gpu.return

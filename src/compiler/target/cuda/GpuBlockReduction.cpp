@@ -7,6 +7,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 
 #include "llvm/ADT/SmallBitVector.h"
@@ -83,6 +84,14 @@ SmallVector<Value> mlir::nova::cloneBodyAt(OpBuilder &b, Block &body, IRMapping 
   for (Value v : body.getTerminator()->getOperands())
     yielded.push_back(map.lookupOrDefault(v));
   return yielded;
+}
+
+Value mlir::nova::vectorOf(OpBuilder &b, Location l, ArrayRef<Value> elements) {
+  auto type = VectorType::get({int64_t(elements.size())}, elements.front().getType());
+  Value vector = b.create<arith::ConstantOp>(l, b.getZeroAttr(type));
+  for (auto [i, element] : llvm::enumerate(elements))
+    vector = b.create<vector::InsertOp>(l, element, vector, int64_t(i));
+  return vector;
 }
 
 SmallVector<Value> mlir::nova::delinearizeIndex(OpBuilder &b, Location l, Value linear, ArrayRef<int64_t> shape) {

@@ -54,6 +54,10 @@ SmallVector<Value> indicesAt(OpBuilder &b, Location l, AffineMap map, ArrayRef<V
 /// insertion point, linalg.index as `loops`; returns the values it yields.
 SmallVector<Value> cloneBodyAt(OpBuilder &b, Block &body, IRMapping &map, ArrayRef<Value> loops);
 
+/// A vector of `elements` (scalars of one type), built element by element
+/// (vector.insert into a zero vector: the ops the emulator runs).
+Value vectorOf(OpBuilder &b, Location l, ArrayRef<Value> elements);
+
 /// `linear` as row-major indices over `shape` (the first not bounded:
 /// arith remui/divui, which the emulator runs; no affine ops).
 SmallVector<Value> delinearizeIndex(OpBuilder &b, Location l, Value linear, ArrayRef<int64_t> shape);

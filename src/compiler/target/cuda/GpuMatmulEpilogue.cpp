@@ -79,8 +79,5 @@ Value mlir::nova::applyGpuEpilogue(ImplicitLocOpBuilder &b, Block &body, ArrayRe
   }
   if (!pairType)
     return results[0];
-  Value pair = b.create<arith::ConstantOp>(pairType, DenseElementsAttr::get(pairType, b.getF32FloatAttr(0.0f)));
-  for (int64_t l = 0; l < lanes; ++l)
-    pair = b.create<vector::InsertOp>(results[size_t(l)], pair, l);
-  return pair;
+  return vectorOf(b, b.getLoc(), results);
 }

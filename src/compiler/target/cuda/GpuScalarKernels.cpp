@@ -71,6 +71,16 @@ SmallVector<Value> rowIndices(ArrayRef<Value> prefix, Value column) {
   return idx;
 }
 
+/// Row `prefix`'s statistics (two values, [..., 2] `stats`): loaded, or
+/// stored.
+std::pair<Value, Value> loadRowStats(Scalar &s, Value stats, ArrayRef<Value> prefix) {
+  return {s.load(stats, rowIndices(prefix, s.c(0))), s.load(stats, rowIndices(prefix, s.c(1)))};
+}
+void storeRowStats(Scalar &s, Value stats, ArrayRef<Value> prefix, Value first, Value second) {
+  s.store(first, stats, rowIndices(prefix, s.c(0)));
+  s.store(second, stats, rowIndices(prefix, s.c(1)));
+}
+
 /// How a row kernel's formulas visit a row's columns: by one thread, or by
 /// a warp (each lane every 32nd column, reductions in shuffles).
 struct RowVisit {
@@ -94,12 +104,10 @@ void layerNormRowFormulas(Scalar &s, nova::LayerNormKernelOp op, ArrayRef<Value>
   };
   Value x = op.getInputs()[0], gamma = op.getInputs()[1], third = op.getInputs()[2], out = op.getInit();
   Value stats = op.getStats();
-  auto statAt = [&](int64_t k) { return rowIndices(prefix, s.c(k)); };
   Value invD = s.f(1.0 / double(op.width()));
   Value mean, rstd;
   if (op.readsStats()) {
-    mean = s.load(stats, statAt(0));
-    rstd = s.load(stats, statAt(1));
+    std::tie(mean, rstd) = loadRowStats(s, stats, prefix);
   } else {
     mean = s.mul(rowSum([&](Value c) { return s.load(x, at(c)); }), invD);
     Value var = s.mul(rowSum([&](Value c) {
@@ -109,10 +117,7 @@ void layerNormRowFormulas(Scalar &s, nova::LayerNormKernelOp op, ArrayRef<Value>
                       invD);
     rstd = s.div(s.f(1.0), s.b.create<math::SqrtOp>(s.l, s.add(var, s.f(op.getEps().convertToDouble()))));
     if (stats)
-      visit.once([&] {
-        s.store(mean, stats, statAt(0));
-        s.store(rstd, stats, statAt(1));
-      });
+      visit.once([&] { storeRowStats(s, stats, prefix, mean, rstd); });
   }
   auto xhat = [&](Value c) { return s.mul(s.sub(s.load(x, at(c)), mean), rstd); };
   if (!op.getBackward()) {
@@ -140,15 +145,16 @@ void crossEntropyRowFormulas(Scalar &s, nova::CrossEntropyKernelOp op, ArrayRef<
   OpBuilder &b = s.b;
   Location l = s.l;
   Value x = op.getInputs()[0], labels = op.getInputs()[1], out = op.getInit(), stats = op.getStats();
-  auto statAt = [&](int64_t k) { return rowIndices(prefix, s.c(k)); };
-  bool readsStats = op.readsStats();
-  Value max = readsStats ? s.load(stats, statAt(0))
-                         : visit.reduce([&](Value c) { return s.load(x, at(c)); },
-                                        [&](Value a, Value v) { return b.create<arith::MaximumFOp>(l, a, v); },
-                                        -std::numeric_limits<double>::infinity());
+  Value max, total;
+  if (op.readsStats())
+    std::tie(max, total) = loadRowStats(s, stats, prefix);
+  else
+    max = visit.reduce([&](Value c) { return s.load(x, at(c)); },
+                       [&](Value a, Value v) { return b.create<arith::MaximumFOp>(l, a, v); },
+                       -std::numeric_limits<double>::infinity());
   auto shifted = [&](Value c) -> Value { return b.create<math::ExpOp>(l, s.sub(s.load(x, at(c)), max)); };
-  Value total = readsStats ? s.load(stats, statAt(1))
-                           : visit.reduce(shifted, [&](Value a, Value v) { return s.add(a, v); }, 0.0);
+  if (!total)
+    total = visit.reduce(shifted, [&](Value a, Value v) { return s.add(a, v); }, 0.0);
   Value label = b.create<arith::IndexCastOp>(l, b.getIndexType(), s.load(labels, prefix));
   Value inside = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, label, s.c(op.width()));
   Value column = b.create<arith::SelectOp>(l, inside, label, s.c(0));
@@ -158,10 +164,8 @@ void crossEntropyRowFormulas(Scalar &s, nova::CrossEntropyKernelOp op, ArrayRef<
     loss = b.create<arith::SelectOp>(l, inside, loss, s.f(0.0));
     visit.once([&] {
       s.store(loss, out, prefix);
-      if (stats) {
-        s.store(max, stats, statAt(0));
-        s.store(total, stats, statAt(1));
-      }
+      if (stats)
+        storeRowStats(s, stats, prefix, max, total);
     });
     return;
   }

@@ -200,14 +200,15 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
     return b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, v, cst(bound));
   };
   auto both = [&](Value x, Value y) -> Value { return b.create<arith::AndIOp>(l, x, y); };
-  // A value of `type` loaded where `inside`, else zero.
+  auto zero = [&](Type type) -> Value { return b.create<arith::ConstantOp>(l, b.getZeroAttr(type)); };
+  // A value of `type` (a scalar or a vector) loaded where `inside`, else zero.
   auto loadOrZero = [&](Value inside, Type type, function_ref<Value()> load) -> Value {
     auto select = b.create<scf::IfOp>(l, TypeRange{type}, inside, /*withElseRegion=*/true);
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(&select.getThenRegion().front());
     b.create<scf::YieldOp>(l, load());
     b.setInsertionPointToStart(&select.getElseRegion().front());
-    b.create<scf::YieldOp>(l, ValueRange{b.create<arith::ConstantOp>(l, b.getFloatAttr(type, 0.0)).getResult()});
+    b.create<scf::YieldOp>(l, zero(type));
     return select.getResult(0);
   };
 
@@ -288,6 +289,8 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
       s.vec = w;
   }
   auto chunks = [&](const Slab &s) { return s.tileExtent * c.blockK / s.vec; };
+  // The value one unit of a slab waits in: its element, or a vector of them.
+  auto unitType = [&](const Slab &s) -> Type { return s.vec == 1 ? s.type : VectorType::get({s.vec}, s.type); };
   auto rounds = [&](const Slab &s) { return (chunks(s) + c.threads - 1) / c.threads; };
   // This thread's units of both slabs, the same for every slab: unit
   // `round * threads + thread` at (kk, rr) in the tile (its first
@@ -327,24 +330,11 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
         if (u->valid)
           inside = both(inside, u->valid);
         SmallVector<Value> dims = s.isLhs ? loopValues(r, cst(0), k) : loopValues(cst(0), r, k);
-        if (s.vec == 1) {
-          values.push_back(loadOrZero(inside, s.type, [&] {
+        values.push_back(loadOrZero(inside, unitType(s), [&]() -> Value {
+          if (s.vec == 1)
             return b.create<memref::LoadOp>(l, s.operand, indices(s.map, dims));
-          }));
-          continue;
-        }
-        auto vecType = VectorType::get({s.vec}, s.type);
-        auto select = b.create<scf::IfOp>(l, TypeRange{vecType}, inside, /*withElseRegion=*/true);
-        OpBuilder::InsertionGuard g(b);
-        b.setInsertionPointToStart(&select.getThenRegion().front());
-        b.create<scf::YieldOp>(
-            l, ValueRange{b.create<vector::LoadOp>(l, vecType, s.operand, indices(s.map, dims)).getResult()});
-        b.setInsertionPointToStart(&select.getElseRegion().front());
-        b.create<scf::YieldOp>(
-            l, ValueRange{b.create<arith::ConstantOp>(
-                              l, vecType, DenseElementsAttr::get(vecType, b.getFloatAttr(s.type, 0.0)))
-                              .getResult()});
-        values.push_back(select.getResult(0));
+          return b.create<vector::LoadOp>(l, cast<VectorType>(unitType(s)), s.operand, indices(s.map, dims));
+        }));
       }
     return values;
   };
@@ -397,7 +387,7 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
     Value more = below(following, slabCount);
     SmallVector<Type> types;
     for (const Slab &s : slabs)
-      types.append(size_t(rounds(s)), s.vec == 1 ? s.type : VectorType::get({s.vec}, s.type));
+      types.append(size_t(rounds(s)), unitType(s));
     auto prefetch = b.create<scf::IfOp>(l, types, more, /*withElseRegion=*/true);
     {
       OpBuilder::InsertionGuard g(b);
@@ -405,12 +395,8 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
       b.create<scf::YieldOp>(l, loadSlabs(b.create<arith::MulIOp>(l, following, cst(c.blockK))));
       b.setInsertionPointToStart(&prefetch.getElseRegion().front());
       SmallVector<Value> zeros;
-      for (Type t : types) {
-        auto v = dyn_cast<VectorType>(t);
-        zeros.push_back(v ? b.create<arith::ConstantOp>(
-                                 l, v, DenseElementsAttr::get(v, b.getFloatAttr(v.getElementType(), 0.0)))
-                          : b.create<arith::ConstantOp>(l, b.getFloatAttr(t, 0.0)));
-      }
+      for (Type t : types)
+        zeros.push_back(zero(t));
       b.create<scf::YieldOp>(l, zeros);
     }
     Value current = b.create<arith::RemUIOp>(l, slab, cst(kSimtBuffers));
@@ -479,18 +465,16 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
                             columns[size_t(j)]);
   };
   if (storeRuns) {
-    auto runType = VectorType::get({wB}, accType);
     for (int64_t i = 0; i < c.warpM; ++i)
       for (int64_t j = 0; j < c.warpN; j += wB) {
         Value inside = both(below(rows[size_t(i)], p.m), below(columns[size_t(j)], p.n));
         auto guard = b.create<scf::IfOp>(l, inside, /*withElseRegion=*/false);
         OpBuilder::InsertionGuard g(b);
         b.setInsertionPointToStart(&guard.getThenRegion().front());
-        Value run =
-            b.create<arith::ConstantOp>(l, runType, DenseElementsAttr::get(runType, b.getFloatAttr(accType, 0.0)));
+        SmallVector<Value> run;
         for (int64_t e = 0; e < wB; ++e)
-          run = b.create<vector::InsertOp>(l, finalValue(i, j + e), run, e);
-        b.create<vector::StoreOp>(l, run, target, resultAt(i, j));
+          run.push_back(finalValue(i, j + e));
+        b.create<vector::StoreOp>(l, vectorOf(b, l, run), target, resultAt(i, j));
       }
     op.erase();
     return success();

@@ -1146,9 +1146,6 @@ void parallelToFor(scf::ParallelOp parallel) {
   parallel.erase();
 }
 
-/// A structured op's points, one unit a thread: `at.global` the thread's
-/// first unit, `perIteration` the threads sharing them; with `init`, each
-/// unit stores it into its output element first.
 /// An elementwise generic's points, `units.vector` adjacent ones of its
 /// innermost loop a unit (pointVectorWidth): each operand along that loop
 /// read as one vector, the others once; the body run for each point on
@@ -1174,7 +1171,7 @@ LogicalResult mapVectorPoints(func::FuncOp kernel, linalg::GenericOp op, const U
     if (init)
       for (OpOperand &out : op.getDpsInitsMutable()) {
         auto type = VectorType::get({V}, init.getType());
-        Value splat = b.create<arith::ConstantOp>(l, type, DenseElementsAttr::get(type, init));
+        Value splat = b.create<arith::ConstantOp>(l, DenseElementsAttr::get(type, init));
         b.create<vector::StoreOp>(l, splat, out.get(), indicesAt(b, l, op.getMatchingIndexingMap(&out), ivs));
       }
     // The block arguments' values, point by point.
@@ -1195,31 +1192,28 @@ LogicalResult mapVectorPoints(func::FuncOp kernel, linalg::GenericOp op, const U
       for (int64_t e = 0; e < V; ++e)
         lanes[size_t(e)][arg] = b.create<vector::ExtractOp>(l, vec, e);
     }
-    SmallVector<SmallVector<Value>> results(static_cast<size_t>(V), SmallVector<Value>());
+    // Each result's values, point by point (no linalg.index: pointVectorWidth).
+    SmallVector<SmallVector<Value>> results(op.getNumDpsInits());
     for (int64_t e = 0; e < V; ++e) {
       IRMapping map;
       for (auto [arg, value] : llvm::zip(body->getArguments(), lanes[size_t(e)]))
         if (value)
           map.map(arg, value);
-      for (Operation &inner : body->without_terminator())
-        b.clone(inner, map);
-      for (Value yielded : body->getTerminator()->getOperands())
-        results[size_t(e)].push_back(map.lookupOrDefault(yielded));
+      for (auto [k, value] : llvm::enumerate(cloneBodyAt(b, *body, map, /*loops=*/{})))
+        results[k].push_back(value);
     }
-    for (auto [k, out] : llvm::enumerate(op.getDpsInitsMutable())) {
-      Type element = cast<MemRefType>(out.get().getType()).getElementType();
-      auto type = VectorType::get({V}, element);
-      Value vec = b.create<arith::ConstantOp>(l, type, DenseElementsAttr::get(type, b.getZeroAttr(element)));
-      for (int64_t e = 0; e < V; ++e)
-        vec = b.create<vector::InsertOp>(l, results[size_t(e)][k], vec, e);
-      b.create<vector::StoreOp>(l, vec, out.get(), indicesAt(b, l, op.getMatchingIndexingMap(&out), ivs));
-    }
+    for (auto [k, out] : llvm::enumerate(op.getDpsInitsMutable()))
+      b.create<vector::StoreOp>(l, vectorOf(b, l, results[k]), out.get(),
+                                indicesAt(b, l, op.getMatchingIndexingMap(&out), ivs));
   });
   op.erase();
   kernel->setAttr(kAlignedVectorsAttr, UnitAttr::get(kernel.getContext()));
   return success();
 }
 
+/// A structured op's points, one unit a thread: `at.global` the thread's
+/// first unit, `perIteration` the threads sharing them; with `init`, each
+/// unit stores it into its output element first.
 LogicalResult mapPoints(func::FuncOp kernel, linalg::LinalgOp linalgOp, const Units &units, ThreadIndex &at,
                         int64_t perIteration, FloatAttr init) {
   if (units.vector > 1)

@@ -84,7 +84,7 @@ FailureOr<std::string> mlir::nova::emitPtx(ModuleOp module, const ::nova::Target
   // default (-fmad=true) has it, and as the configurator counts the CUDA
   // cores (one fma.f32 a multiply-add): without the contract flag LLVM
   // keeps them apart and NVPTX pins each as mul.rn / add.rn, so ptxas
-  // cannot fuse them either, halving a SIMT matmul's rate. One rounding
+  // cannot fuse them either: two instructions a multiply-add. One rounding
   // instead of two: within every fp32 bound the kernels are checked at.
   module.walk([](Operation *op) {
     if (!isa<LLVM::FMulOp, LLVM::FAddOp, LLVM::FSubOp>(op))

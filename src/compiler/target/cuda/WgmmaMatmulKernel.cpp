@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/target/cuda/WgmmaMatmulKernel.h"
+#include "compiler/target/cuda/GpuBlockReduction.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -334,15 +335,12 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
   Value g = k.shr(lane, 2), t = k.andi(lane, 3);
   Value rowBase = k.add(k.add(row0, k.mul(warpgroup, 64)), k.add(k.mul(q, 16), g));
   Value colBase = k.add(col0, k.mul(t, 2));
-  auto pairType = VectorType::get({2}, f32);
-  Value zeroPair = b.create<arith::ConstantOp>(pairType, DenseElementsAttr::get(pairType, b.getF32FloatAttr(0)));
   for (int64_t j = 0; j < BN / 8; ++j)
     for (int64_t h = 0; h < 2; ++h) {
       const int64_t i = 4 * j + 2 * h;
-      Value pair = zeroPair;
-      for (int64_t e = 0; e < 2; ++e)
-        pair = b.create<vector::InsertOp>(b.create<LLVM::ExtractValueOp>(acc, ArrayRef<int64_t>{i + e}), pair,
-                                          ArrayRef<int64_t>{e});
+      Value pair = vectorOf(b, b.getLoc(),
+                            {b.create<LLVM::ExtractValueOp>(acc, ArrayRef<int64_t>{i}),
+                             b.create<LLVM::ExtractValueOp>(acc, ArrayRef<int64_t>{i + 1})});
       out.storePair(k, pair, k.add(rowBase, 8 * h), k.add(colBase, 8 * j));
     }
   b.setInsertionPointAfter(roles);
