@@ -47,8 +47,14 @@ class Block(torch.nn.Module):
         hd = d // self.heads
         q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
         q, k, v = (t.view(B, T, self.heads, hd).transpose(1, 2) for t in (q, k, v))
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(hd) + mask[:T, :T]
-        y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).reshape(B, T, d)
+        if hasattr(F, "scaled_dot_product_attention"):
+            # torch 2: its fused causal attention (flash attention on a GPU),
+            # the peer's best; torch 1.13 has none.
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) / math.sqrt(hd) + mask[:T, :T]
+            y = F.softmax(att, dim=-1) @ v
+        y = y.transpose(1, 2).reshape(B, T, d)
         x = x + self.out(y)
         return x + self.proj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
 
@@ -65,7 +71,7 @@ class GPT(torch.nn.Module):
 
     def forward(self, idx, targets):
         T = idx.shape[1]
-        x = self.wte(idx) + self.wpe(torch.arange(T))
+        x = self.wte(idx) + self.wpe(torch.arange(T, device=idx.device))
         for b in self.blocks:
             x = b(x, self.mask)
         logits = self.lm_head(self.ln_f(x))
@@ -119,7 +125,9 @@ def main():
         return loss
 
     print(f"peer: {peer_info.torch_loaded(torch)}, {mode}, AdamW {'fused' if fused else 'for-each'}"
-          f"{', autocast bf16' if bf16 else ''}{', cuda tf32' if cuda and torch.backends.cuda.matmul.allow_tf32 else ''}"
+          f"{', attention SDPA' if hasattr(F, 'scaled_dot_product_attention') else ''}"
+          f"{', autocast bf16' if bf16 else ''}"
+          f"{', cuda tf32' if cuda and torch.backends.cuda.matmul.allow_tf32 else ''}"
           f"{' on ' + torch.cuda.get_device_name() if cuda else ''}", flush=True)
     rss_init = rss_mib()
     for _ in range(2 if mode == "eager" else 3):  # compile happens here
