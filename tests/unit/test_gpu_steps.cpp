@@ -227,6 +227,53 @@ TEST_CASE("row reductions on an emulated A100, a warp per row: softmax, log-soft
   CHECK(sm80_ptxas_errors(nova::jit(log_softmax).executable(x)->description()) == "");
 }
 
+TEST_CASE("reductions across many rows on an emulated A100 fold parts of the rows, then their totals: column sums, maxima and means, and LayerNorm's gamma and beta gradients match the interpreter") {
+  // 2048 rows into 40 columns: 64 parts of 32 rows (a workspace of 64 x
+  // 40 partials), then each column's 64 partials in order; 8 x 96 rows of
+  // 70 columns (a column tail in the last block's threads): 32 parts of
+  // 24; maxima start from -inf.
+  Env env;
+  env.set("NOVA_TARGET", "sm_80");
+  env.set("NOVA_GPU", "emulate");
+  Gen g;
+  INFO("seed = ", g.seed);
+  Tensor tall = g.randn({2048, 40}), cube = g.randn({8, 96, 70});
+  auto column_sums = [](auto x) { return nova::sum(x, {0}); };
+  auto column_max = [](auto x) { return nova::max(x, {0}); };
+  auto plane_means = [](auto x) { return nova::mean(x, {0, 1}); };
+  CHECK(compare(column_sums, tall) <= 1e-5);
+  CHECK(compare(column_max, tall) <= 1e-5);
+  CHECK(compare(plane_means, cube) <= 1e-5);
+  auto totals = [](const nova::ExecutableDesc* desc) {
+    int n = 0;
+    for (const auto& l : desc->launches) {
+      const std::string& symbol = desc->kernels[l.kernel].symbol;
+      n += symbol.size() > 6 && symbol.compare(symbol.size() - 6, 6, "_total") == 0;
+    }
+    return n;
+  };
+  CHECK(totals(nova::jit(column_sums).executable(tall)->description()) == 1);
+  CHECK(totals(nova::jit(plane_means).executable(cube)->description()) == 1);
+  // Too few rows to split: one kernel, a thread a column.
+  Tensor few = g.randn({100, 40});
+  CHECK(compare(column_sums, few) <= 1e-5);
+  CHECK(totals(nova::jit(column_sums).executable(few)->description()) == 0);
+  // d(gamma) and d(beta) sum over 4 x 200 rows.
+  Tensor x = g.randn({4, 200, 48}), gamma = g.randn({48}), beta = g.randn({48}), w = g.randn({4, 200, 48});
+  auto norm_grads = [](auto w, auto x, auto gamma, auto beta) {
+    return nova::gradients(nova::sum(nova::layer_norm(x, gamma, beta) * w), {gamma, beta});
+  };
+  std::vector<Tensor> got = nova::jit(norm_grads)(w, x, gamma, beta);
+  std::vector<Tensor> want = nova::jit(norm_grads, nova::ExecMode::interpreted)(w, x, gamma, beta);
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    CAPTURE(i);
+    CHECK(rel_error(got[i], want[i]) <= 1e-5);
+  }
+  CHECK(totals(nova::jit(norm_grads).executable(w, x, gamma, beta)->description()) >= 1);
+  CHECK(sm80_ptxas_errors(nova::jit(column_sums).executable(tall)->description()) == "");
+}
+
 TEST_CASE("LayerNorm on an emulated A100, a warp per row: forward and gradients match the interpreter") {
   // 70 columns: lanes past the row's end in the last step; 37 rows over 8
   // warps a block: warps past the rows; 16 columns: a thread per row.

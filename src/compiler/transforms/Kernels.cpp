@@ -386,6 +386,20 @@ void mlir::nova::recordDescription(func::FuncOp kernel, const KernelDescription 
                                                      static_cast<int64_t>(d.bytes)}));
 }
 
+SmallVector<mlir::nova::LaunchOp> mlir::nova::launchesOf(ModuleOp top, StringRef kernel) {
+  SmallVector<LaunchOp> launches;
+  top.walk([&](LaunchOp launch) {
+    if (launch.getKernelAttr().getLeafReference().getValue() == kernel)
+      launches.push_back(launch);
+  });
+  return launches;
+}
+
+void mlir::nova::forgetDescription(func::FuncOp kernel) {
+  kernel->removeAttr(kSummaryAttr);
+  kernel->removeAttr(kWorkAttr);
+}
+
 mlir::nova::KernelDescription mlir::nova::describedKernel(func::FuncOp kernel) {
   auto summary = kernel->getAttrOfType<StringAttr>(kSummaryAttr);
   auto work = kernel->getAttrOfType<DenseI64ArrayAttr>(kWorkAttr);

@@ -34,6 +34,9 @@ bool isTaggedMatmul(Operation *op);
 /// view-like op).
 Value bufferRoot(Value v);
 
+/// Every launch in `top` of kernel `kernel` (of the kernels module), in order.
+SmallVector<LaunchOp> launchesOf(ModuleOp top, StringRef kernel);
+
 /// Calls `f` with the root buffer (bufferRoot) of every write `op` or an op
 /// nested in it declares.
 void forEachWrittenRoot(Operation *op, llvm::function_ref<void(Value)> f);
@@ -147,6 +150,9 @@ KernelDescription describedKernel(func::FuncOp kernel);
 void recordDescription(func::FuncOp kernel);
 /// Records `d` as the kernel's description (a kernel made of others).
 void recordDescription(func::FuncOp kernel, const KernelDescription &d);
+/// Drops a recorded description (the kernel's op was rewritten): it is
+/// described from its op again when asked.
+void forgetDescription(func::FuncOp kernel);
 
 /// The nova::named_scope path an op was traced under ("block0/attention"):
 /// the first name in its location, else in its body's; "" if none.

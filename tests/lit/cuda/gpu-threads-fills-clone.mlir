@@ -17,12 +17,14 @@
 // CHECK: func.func @k1({{.*}}) attributes {nova.gpu_block_threads = 256 : i64, nova.gpu_why
 // CHECK-NOT: func.func @k0
 // GPU: gpu.func @nova_k1_init0(%{{.*}}: memref<64x256xf32>, %[[OUT:.*]]: memref<256xf32>)
+// GPU-NOT: memref.load %[[OUT]]
+// GPU: scf.for {{.*}} iter_args
+// GPU-NOT: memref.load %[[OUT]]
 // GPU: memref.store %{{.*}}, %[[OUT]][
-// GPU-NEXT: scf.for
 // GPU: gpu.func @nova_k1(%{{.*}}: memref<64x256xf32>, %[[OUT2:.*]]: memref<256xf32>)
-// GPU-NOT: arith.constant 0.000000e+00
-// GPU: scf.for
+// GPU: scf.for {{.*}} iter_args
 // GPU: memref.load %[[OUT2]]
+// GPU: memref.store %{{.*}}, %[[OUT2]][
 #map = affine_map<(d0, d1) -> (d0, d1)>
 #map1 = affine_map<(d0, d1) -> (d1)>
 module {

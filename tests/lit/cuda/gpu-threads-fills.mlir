@@ -1,7 +1,7 @@
 // A fill launched right before the kernel that reduces into the buffer it
 // filled is gone: the reduction starts its output from the fill's constant
 // (nova.gpu_output_init). Each of the three forms: a column sum (a thread a
-// column stores 0 into its element, then adds its column), a row sum (a
+// column adds its column in a register from 0, then stores it), a row sum (a
 // warp a row: lane 0 stores the total, no load of the output), a sum to a
 // scalar (one block: thread 0 stores the tree's total).
 // RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80 side-by-side=0" -verify-each | FileCheck %s
@@ -21,10 +21,10 @@
 
 // GPU: gpu.func @nova_[[COLS:k[0-9]+]](%[[X:.*]]: memref<64x256xf32>, %[[OUT:.*]]: memref<256xf32>)
 // GPU: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
-// GPU: memref.store %[[ZERO]], %[[OUT]][%[[COL:.*]]] : memref<256xf32>
-// GPU-NEXT: scf.for
+// GPU: scf.for %{{.*}} iter_args(%{{.*}} = %[[ZERO]]) -> (f32)
 // GPU-NEXT: memref.load %[[X]]
-// GPU-NEXT: memref.load %[[OUT]][%[[COL]]]
+// GPU-NOT: memref.load %[[OUT]]
+// GPU: memref.store %{{.*}}, %[[OUT]][
 // GPU: gpu.func @nova_k{{[0-9]+}}(%{{.*}}: memref<64x256xf32>, %[[ROWSUM:.*]]: memref<64xf32>)
 // GPU-NOT: memref.load %[[ROWSUM]]
 // GPU: gpu.shuffle xor

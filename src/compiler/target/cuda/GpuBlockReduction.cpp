@@ -106,11 +106,7 @@ SmallVector<Value> mlir::nova::delinearizeIndex(OpBuilder &b, Location l, Value 
   return at;
 }
 
-namespace {
-
-/// The op folding scalar output `out` (a body argument) into its yielded
-/// value, or null.
-Operation *combinerOf(linalg::GenericOp op, unsigned output) {
+Operation *mlir::nova::combinerOf(linalg::GenericOp op, unsigned output) {
   Block &body = op.getRegion().front();
   BlockArgument out = body.getArgument(op.getNumDpsInputs() + output);
   Value yielded = body.getTerminator()->getOperand(output);
@@ -122,25 +118,67 @@ Operation *combinerOf(linalg::GenericOp op, unsigned output) {
   return combine;
 }
 
-/// `combine` (a combiner of a body) applied to x and y at b's insertion point.
-Value combineLike(OpBuilder &b, Location l, Operation *combine, Value x, Value y) {
+Value mlir::nova::combineLike(OpBuilder &b, Location l, Operation *combine, Value x, Value y) {
   OperationState state(l, combine->getName().getStringRef(), ValueRange{x, y}, TypeRange{x.getType()},
                        combine->getAttrs());
   return b.create(state)->getResult(0);
 }
 
-double identityOf(Operation *combine) {
+double mlir::nova::identityOf(Operation *combine) {
   if (isa<arith::AddFOp>(combine))
     return 0.0;
   const double inf = std::numeric_limits<double>::infinity();
   return isa<arith::MaximumFOp, arith::MaxNumFOp>(combine) ? -inf : inf;
 }
 
-bool readsThroughDimsAndConstants(AffineMap map) {
+bool mlir::nova::readsThroughDimsAndConstants(AffineMap map) {
   return llvm::all_of(map.getResults(), [](AffineExpr e) { return isa<AffineDimExpr, AffineConstantExpr>(e); });
 }
 
-} // namespace
+bool mlir::nova::indexedByParallelLoops(linalg::GenericOp op, AffineMap map) {
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  llvm::SmallBitVector seen(iterators.size());
+  for (AffineExpr e : map.getResults()) {
+    if (isa<AffineConstantExpr>(e))
+      continue;
+    auto d = dyn_cast<AffineDimExpr>(e);
+    if (!d || iterators[d.getPosition()] != utils::IteratorType::parallel || seen.test(d.getPosition()))
+      return false;
+    seen.set(d.getPosition());
+  }
+  return seen.count() == op.getNumParallelLoops();
+}
+
+mlir::nova::ReductionLoops mlir::nova::reductionLoopsOf(linalg::GenericOp op) {
+  ReductionLoops loops;
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  for (auto [i, range] : llvm::enumerate(op.getStaticLoopRanges())) {
+    const bool parallel = iterators[i] == utils::IteratorType::parallel;
+    (parallel ? loops.parallelExtents : loops.reductionExtents).push_back(range);
+    (parallel ? loops.parallelDims : loops.reductionDims).push_back(unsigned(i));
+    (parallel ? loops.points : loops.reductionPoints) *= range;
+  }
+  return loops;
+}
+
+mlir::nova::Folds mlir::nova::foldsOf(OpBuilder &b, Location l, linalg::GenericOp op) {
+  Folds folds;
+  for (unsigned o = 0; o < op.getNumDpsInits(); ++o) {
+    folds.combiners.push_back(combinerOf(op, o));
+    Type element = cast<MemRefType>(op.getDpsInits()[o].getType()).getElementType();
+    folds.identities.push_back(
+        b.create<arith::ConstantOp>(l, b.getFloatAttr(element, identityOf(folds.combiners.back()))));
+  }
+  return folds;
+}
+
+void mlir::nova::storeFolded(OpBuilder &b, Location l, linalg::GenericOp op, unsigned output, Operation *combine,
+                             ValueRange indices, Value total, FloatAttr init) {
+  Value out = op.getDpsInits()[output];
+  Value initial = init ? b.create<arith::ConstantOp>(l, init).getResult()
+                       : b.create<memref::LoadOp>(l, out, indices).getResult();
+  b.create<memref::StoreOp>(l, combineLike(b, l, combine, initial, total), out, indices);
+}
 
 bool mlir::nova::isBlockReduction(linalg::GenericOp op, int64_t threads, int64_t *sharedBytes) {
   if (!op.hasPureBufferSemantics() || op.getNumParallelLoops() != 0 || op.getNumLoops() == 0 ||
@@ -288,20 +326,9 @@ bool mlir::nova::isWarpReduction(linalg::GenericOp op) {
   for (unsigned o = 0; o < op.getNumDpsInits(); ++o) {
     AffineMap map = maps[inputs + o];
     auto type = dyn_cast<MemRefType>(op.getDpsInits()[o].getType());
-    if (!type || !type.getElementType().isF32() || !combinerOf(op, o))
-      return false;
     // Each parallel loop exactly once (and constants: a kept dim), no
     // reduction loop: one element a point.
-    llvm::SmallBitVector seen(ranges.size());
-    for (AffineExpr e : map.getResults()) {
-      if (isa<AffineConstantExpr>(e))
-        continue;
-      auto d = cast<AffineDimExpr>(e);
-      if (iterators[d.getPosition()] != utils::IteratorType::parallel || seen.test(d.getPosition()))
-        return false;
-      seen.set(d.getPosition());
-    }
-    if (seen.count() != op.getNumParallelLoops())
+    if (!type || !type.getElementType().isF32() || !combinerOf(op, o) || !indexedByParallelLoops(op, map))
       return false;
   }
   return true;
@@ -312,31 +339,18 @@ LogicalResult mlir::nova::buildWarpReduction(linalg::GenericOp op, Value warp, V
   Location l = op.getLoc();
   auto c = [&](int64_t v) -> Value { return b.create<arith::ConstantIndexOp>(l, v); };
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-  SmallVector<int64_t> parallelExtents, reductionExtents;
-  SmallVector<unsigned> parallelDims, reductionDims;
-  for (auto [i, range] : llvm::enumerate(ranges)) {
-    bool parallel = iterators[i] == utils::IteratorType::parallel;
-    (parallel ? parallelExtents : reductionExtents).push_back(range);
-    (parallel ? parallelDims : reductionDims).push_back(unsigned(i));
-  }
-  int64_t points = 1, reductionPoints = 1;
-  for (int64_t e : parallelExtents)
-    points *= e;
-  for (int64_t e : reductionExtents)
-    reductionPoints *= e;
+  const ReductionLoops loops = reductionLoopsOf(op);
+  const ArrayRef<int64_t> parallelExtents = loops.parallelExtents, reductionExtents = loops.reductionExtents;
+  const ArrayRef<unsigned> parallelDims = loops.parallelDims, reductionDims = loops.reductionDims;
+  const int64_t points = loops.points, reductionPoints = loops.reductionPoints;
   if (points == 0 || reductionPoints == 0)
     return op.emitError("nova-gpu-map-threads: a warp reduction over no points");
   const unsigned inputs = unsigned(op.getNumDpsInputs()), outputs = unsigned(op.getNumDpsInits());
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   Block &body = op.getRegion().front();
-  SmallVector<Operation *> combiners;
-  SmallVector<Value> identities;
-  for (unsigned o = 0; o < outputs; ++o) {
-    combiners.push_back(combinerOf(op, o));
-    Type element = cast<MemRefType>(op.getDpsInits()[o].getType()).getElementType();
-    identities.push_back(b.create<arith::ConstantOp>(l, b.getFloatAttr(element, identityOf(combiners.back()))));
-  }
+  const Folds folds = foldsOf(b, l, op);
+  const ArrayRef<Operation *> combiners = folds.combiners;
+  const ArrayRef<Value> identities = folds.identities;
   const int64_t iterations = (points + warps - 1) / warps;
   const int64_t laneSteps = (reductionPoints + 31) / 32;
   buildFor(b, l, c(0), c(iterations), c(1), {}, [&](Value it, ValueRange) {
@@ -377,13 +391,8 @@ LogicalResult mlir::nova::buildWarpReduction(linalg::GenericOp op, Value warp, V
     auto guard = b.create<scf::IfOp>(l, b.create<arith::AndIOp>(l, inside, first), /*withElseRegion=*/false);
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(&guard.getThenRegion().front());
-    for (unsigned o = 0; o < outputs; ++o) {
-      Value out = op.getDpsInits()[o];
-      SmallVector<Value> idx = indices(maps[inputs + o]);
-      Value initial = init ? b.create<arith::ConstantOp>(l, init).getResult()
-                           : b.create<memref::LoadOp>(l, out, idx).getResult();
-      b.create<memref::StoreOp>(l, combineLike(b, l, combiners[o], initial, totals[o]), out, idx);
-    }
+    for (unsigned o = 0; o < outputs; ++o)
+      storeFolded(b, l, op, o, combiners[o], indices(maps[inputs + o]), totals[o], init);
     return SmallVector<Value>{};
   });
   op.erase();

@@ -62,6 +62,46 @@ Value vectorOf(OpBuilder &b, Location l, ArrayRef<Value> elements);
 /// arith remui/divui, which the emulator runs; no affine ops).
 SmallVector<Value> delinearizeIndex(OpBuilder &b, Location l, Value linear, ArrayRef<int64_t> shape);
 
+/// The op folding output `output` (its body argument) into the value the
+/// body yields for it, one of addf, maximumf, minimumf, maxnumf, minnumf
+/// (the reduction's combiner), or null.
+Operation *combinerOf(linalg::GenericOp op, unsigned output);
+
+/// `combine` (a combiner of a body) applied to x and y at b's insertion point.
+Value combineLike(OpBuilder &b, Location l, Operation *combine, Value x, Value y);
+
+/// The combiner's identity: 0 for a sum, -inf for a maximum, +inf for a minimum.
+double identityOf(Operation *combine);
+
+/// Whether every index `map` gives is a loop dim or a constant.
+bool readsThroughDimsAndConstants(AffineMap map);
+
+/// Whether `map` indexes an output of `op` by its parallel loops, each
+/// once, and constants (one element a point of the parallel loops).
+bool indexedByParallelLoops(linalg::GenericOp op, AffineMap map);
+
+/// A structured op's loops by kind, each in loop order, with their extents
+/// and how many points each kind spans.
+struct ReductionLoops {
+  SmallVector<unsigned> parallelDims, reductionDims;
+  SmallVector<int64_t> parallelExtents, reductionExtents;
+  int64_t points = 1, reductionPoints = 1;
+};
+ReductionLoops reductionLoopsOf(linalg::GenericOp op);
+
+/// Each output's combiner (combinerOf) and its identity, a constant built
+/// at b's insertion point.
+struct Folds {
+  SmallVector<Operation *> combiners;
+  SmallVector<Value> identities;
+};
+Folds foldsOf(OpBuilder &b, Location l, linalg::GenericOp op);
+
+/// Stores `total` folded into output `output` of `op` at `indices`: the
+/// element's value (or `init`, where given) combined with it.
+void storeFolded(OpBuilder &b, Location l, linalg::GenericOp op, unsigned output, Operation *combine,
+                 ValueRange indices, Value total, FloatAttr init);
+
 /// Whether `op` can run as a block reduction (no parallel loop; each
 /// output either written once a point, its map a permutation of the loops,
 /// or a scalar folded by one combiner; inputs read through loop dims and

@@ -9,7 +9,9 @@
 //     is the grid-wide barrier between them), but a matmul (tensor-core or
 //     simt) and an elementwise op of its product stay one kernel
 //     (kGpuEpilogueAttr, GpuMatmulEpilogue.h: the op's body run on the
-//     results in registers, the product never stored); each kernel gets
+//     results in registers, the product never stored); a reduction across
+//     many rows into few columns becomes parts of the rows, then their
+//     total (GpuColumnReduction.h); each kernel gets
 //     #nova.lowering_config<gpu_threads, workgroups = blocks, tile =
 //     [threads]> from its units of work: the points of a structured op's
 //     parallel loops (reductions run inside a thread), a LayerNorm's or a
@@ -51,6 +53,7 @@
 
 #include "compiler/target/cuda/CudaTarget.h"
 #include "compiler/target/cuda/GpuBlockReduction.h"
+#include "compiler/target/cuda/GpuColumnReduction.h"
 #include "compiler/target/cuda/GpuScalarKernels.h"
 #include "compiler/target/cuda/GpuSimtMatmul.h"
 #include "compiler/target/cuda/MatmulKernelParts.h"
@@ -373,6 +376,9 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
         launch.erase();
       }
     }
+    // Reductions across many rows into few columns: parts, then their total.
+    if (failed(splitColumnReductions(top, kernels)))
+      return signalPassFailure();
     // Configure.
     MLIRContext *ctx = &getContext();
     const int64_t maxBlocks = std::max<int64_t>(1, target.multiprocessors) * 32;
@@ -968,12 +974,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
                                 });
     b.create<func::ReturnOp>(loc);
 
-    SmallVector<LaunchOp> launches;
-    top.walk([&](LaunchOp launch) {
-      if (launch.getKernelAttr().getLeafReference().getValue() == kernel.getSymName())
-        launches.push_back(launch);
-    });
-    for (LaunchOp launch : launches) {
+    for (LaunchOp launch : launchesOf(top, kernel.getSymName())) {
       OpBuilder lb(launch);
       Value workspace = lb.create<memref::AllocOp>(launch.getLoc(), workspaceType, lb.getI64IntegerAttr(64));
       launch.getBuffersMutable().append(workspace);
@@ -1219,6 +1220,8 @@ LogicalResult mapPoints(func::FuncOp kernel, linalg::LinalgOp linalgOp, const Un
   if (units.vector > 1)
     return mapVectorPoints(kernel, cast<linalg::GenericOp>(linalgOp.getOperation()), units, at, perIteration,
                            init);
+  if (auto generic = dyn_cast<linalg::GenericOp>(linalgOp.getOperation()); generic && foldsInRegisters(generic))
+    return buildFoldingPoints(generic, units.count, perIteration, at.global, init);
   IRRewriter rewriter(kernel.getContext());
   OpBuilder &b = at.b;
   Location l = linalgOp.getLoc();
