@@ -192,7 +192,6 @@ LogicalResult mlir::nova::splitColumnReductions(ModuleOp top, ModuleOp kernels) 
     const unsigned outArgument = *wholeArgumentOf(kernel, out);
     auto outType = cast<MemRefType>(out.getType());
     AffineMap outMap = op.getIndexingMapsArray().back();
-    Operation *combiner = combinerOf(op, 0);
     const ReductionLoops reduction = reductionLoopsOf(op);
     const ArrayRef<unsigned> reductionDims = reduction.reductionDims;
     const int64_t rows = reduction.reductionPoints;
@@ -264,6 +263,8 @@ LogicalResult mlir::nova::splitColumnReductions(ModuleOp top, ModuleOp kernels) 
     IRMapping same;
     op.getRegion().cloneInto(&partOp.getRegion(), same);
     op.erase();
+    // The partials' op's combiner (the original's went with it).
+    Operation *combiner = combinerOf(partOp, 0);
     // The kernel's type: the output's argument gone, the partials' added.
     if (!out.use_empty())
       return kernel.emitError("nova-gpu-threads: the output of a split column reduction has other uses");
