@@ -4,6 +4,12 @@
 // aligned CPU buffer with an element offset. Copies share the buffer (like
 // torch.Tensor); clone() copies the data. Compiled steps read contiguous
 // inputs and write into Tensors the runtime allocates.
+//
+// A GPU step that updates a whole tensor in place (a parameter, optimizer
+// state) keeps the new values on the device until the host asks for them:
+// raw_data() (and so data, span, at, to_vector, ...) copies them back
+// first. So take a pointer after the step you want to see: a pointer taken
+// before a GPU step does not see that step's update.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +24,11 @@
 #include "nova/shape.hpp"
 
 namespace nova {
+
+namespace detail {
+struct Storage;      // src/runtime/storage.hpp
+struct TensorAccess; // the runtime's view of a tensor's storage
+} // namespace detail
 
 /// What a tensor is without its data: the unit of shape checking and of
 /// compiled-step signatures.
@@ -61,7 +72,8 @@ class Tensor {
   TensorSpec spec() const { return {dtype_, shape_}; }
   bool is_contiguous() const { return strides_ == contiguous_strides(shape_); }
 
-  /// Pointer to the first element (offset applied).
+  /// Pointer to the first element (offset applied), its values current
+  /// (copied back from a GPU step that updated them in place).
   void* raw_data() const;
   /// Typed access; throws ShapeError if T is not the tensor's dtype.
   template <element_type T> T* data() const {
@@ -94,14 +106,17 @@ class Tensor {
   std::string to_string(int max_elements = 16) const;
 
  private:
+  friend struct detail::TensorAccess;
   void check_dtype(DType want) const;
   void check_contiguous() const;
+  /// The storage's host bytes, current (raw_data without the offset).
+  std::byte* host_bytes() const;
 
   DType dtype_ = DType::f32;
   Shape shape_;
   Shape strides_;
   std::int64_t offset_ = 0;
-  std::shared_ptr<std::byte> storage_;
+  std::shared_ptr<detail::Storage> storage_;
 };
 
 template <element_type T>

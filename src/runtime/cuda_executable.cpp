@@ -8,8 +8,13 @@
 // inputs in, launches the plan in order on the default stream (grid =
 // the launch's workgroups along x, block = the kernel's threads; each
 // argument a device pointer: the bare-pointer ABI of the kernels), waits,
-// and copies the outputs out, and the inputs updated in place back into
-// their tensors. Kernels that load with TMA take some arguments as tensor
+// and copies the outputs out. An input the step updates in place (a
+// parameter, optimizer state) whose tensor is all of its storage stays on
+// the device: its storage is marked as this executable's (storage.hpp), the
+// next call with the same tensor skips its upload, and the host's first
+// access copies it back; the executable copies back what it holds before
+// it goes (NOVA_GPU_RESIDENT=0: every such input copied back each call, as
+// before). Kernels that load with TMA take some arguments as tensor
 // maps: encoded once at load (cuTensorMapEncodeTiled) over the launch's
 // buffer, kept in device memory, passed by address. The plan is captured
 // once, at load, into a CUDA graph on the executable's stream, and each
@@ -48,13 +53,14 @@
 #include "nova/explain.hpp"
 #include "nova/profile.hpp"
 #include "profile_registry.hpp"
+#include "storage.hpp"
 
 namespace nova {
 namespace {
 
 using cuda::CUdeviceptr;
 
-class CudaExecutable final : public Executable {
+class CudaExecutable final : public Executable, public detail::DeviceHolder {
  public:
   explicit CudaExecutable(ExecutableDesc desc)
       : Executable(desc.inputs, desc.outputs, desc.aliases), desc_(std::move(desc)) {
@@ -83,9 +89,17 @@ class CudaExecutable final : public Executable {
       join_nccl(*comm);
       if (!graph_tried_) capture_graph(); // the sums' NCCL kernels in it too
     }
-    for (std::size_t i = 0; i < inputs.size(); ++i)
-      if (std::size_t n = bytes_of(desc_.inputs[i]))
-        check("cuMemcpyHtoD", d_->cuMemcpyHtoD(inputs_[i], inputs[i].raw_data(), n));
+    // A tensor this executable holds leaves the buffer it is held in when
+    // this call passes another tensor there (or it moved to another
+    // input): its bytes go back first, before that buffer is overwritten.
+    for (std::size_t i = 0; i < held_.size(); ++i)
+      if (std::shared_ptr<detail::Storage> s = held_[i].lock())
+        if (detail::TensorAccess::storage(inputs[i]) != s) s->copy_back(this);
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      std::size_t n = bytes_of(desc_.inputs[i]);
+      if (n == 0 || resident(inputs[i], inputs_[i])) continue; // its newer bytes are already here
+      check("cuMemcpyHtoD", d_->cuMemcpyHtoD(inputs_[i], inputs[i].raw_data(), n));
+    }
     if (graph_exec_) {
       // The copies above ran on the default stream, which the blocking
       // stream waits for; the graph replays every launch of the plan.
@@ -99,12 +113,36 @@ class CudaExecutable final : public Executable {
     for (std::size_t o = 0; o < outputs.size(); ++o) {
       int alias = desc_.aliases[o];
       CUdeviceptr from = alias >= 0 ? inputs_[static_cast<std::size_t>(alias)] : outputs_[o];
-      if (std::size_t n = bytes_of(desc_.outputs[o]))
-        check("cuMemcpyDtoH", d_->cuMemcpyDtoH(outputs[o].raw_data(), from, n));
+      std::size_t n = bytes_of(desc_.outputs[o]);
+      if (n == 0 || (alias >= 0 && keep_on_device(outputs[o], static_cast<std::size_t>(alias)))) continue;
+      check("cuMemcpyDtoH", d_->cuMemcpyDtoH(outputs[o].raw_data(), from, n));
     }
   }
 
+  void copy_to_host(std::uint64_t device, void* host, std::size_t bytes) const override {
+    // Not under mutex_: a call copying in an input this executable holds
+    // in another of its buffers comes here from run().
+    check("cuCtxSetCurrent", d_->cuCtxSetCurrent(context_));
+    check("cuMemcpyDtoH", d_->cuMemcpyDtoH(host, static_cast<CUdeviceptr>(device), bytes));
+  }
+
  private:
+  /// Whether `t`'s newer bytes are this executable's, in `buffer`.
+  bool resident(const Tensor& t, CUdeviceptr buffer) const {
+    const std::shared_ptr<detail::Storage>& s = detail::TensorAccess::storage(t);
+    return s && s->held_by(this, buffer);
+  }
+  /// Leaves input `input`'s update (written into its tensor `t`) on the
+  /// device where `t` is all of its storage: the storage marked as held
+  /// here. False: the caller copies it back.
+  bool keep_on_device(const Tensor& t, std::size_t input) const {
+    if (!resident_inputs_ || !detail::TensorAccess::whole(t)) return false;
+    const std::shared_ptr<detail::Storage>& s = detail::TensorAccess::storage(t);
+    held_[input] = s;
+    s->hold(this, inputs_[input]);
+    return true;
+  }
+
   void load() {
     check("cuDeviceGet", d_->cuDeviceGet(&device_, 0));
     check("cuDevicePrimaryCtxRetain", d_->cuDevicePrimaryCtxRetain(&context_, device_));
@@ -118,6 +156,9 @@ class CudaExecutable final : public Executable {
                                                            static_cast<int>(k.shared_bytes)));
       functions_.push_back(f);
     }
+    const char* resident = std::getenv("NOVA_GPU_RESIDENT");
+    resident_inputs_ = !(resident && std::strcmp(resident, "0") == 0);
+    held_.resize(desc_.inputs.size());
     arena_ = allocate(desc_.arena_bytes);
     for (const auto& s : desc_.inputs) inputs_.push_back(allocate(bytes_of(s)));
     for (std::size_t o = 0; o < desc_.outputs.size(); ++o)
@@ -348,6 +389,16 @@ class CudaExecutable final : public Executable {
 
   /// Everything load() took, in reverse; errors ignored (nothing to report them to).
   void release() {
+    // What this executable holds goes back to its tensors before its
+    // buffers go (a driver error here cannot throw out of a destructor:
+    // those bytes are lost, as the device is).
+    for (std::weak_ptr<detail::Storage>& w : held_)
+      if (std::shared_ptr<detail::Storage> s = w.lock()) try {
+          s->copy_back(this);
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "nova: copying a GPU step's in-place update back failed: %s\n", e.what());
+        }
+    held_.clear();
     if (context_) d_->cuCtxSetCurrent(context_);
     if (nccl_comm_) n_->ncclCommDestroy(nccl_comm_);
     nccl_comm_ = nullptr;
@@ -453,6 +504,10 @@ class CudaExecutable final : public Executable {
   detail::ExecutableProfile* profile_ = nullptr;
   std::vector<cuda::CUevent> marks_;
   mutable std::mutex mutex_;
+  /// Inputs updated in place stay on the device (NOVA_GPU_RESIDENT=0: no).
+  bool resident_inputs_ = true;
+  /// Per input, the storage whose update this executable last kept.
+  mutable std::vector<std::weak_ptr<detail::Storage>> held_;
 };
 
 } // namespace

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 
+#include "storage.hpp"
+
 namespace nova {
 
 namespace {
@@ -55,7 +57,9 @@ void Executable::check_donated_inputs_are_unshared(std::span<const Tensor> input
   std::vector<Range> ranges;
   ranges.reserve(inputs.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    auto* p = static_cast<const std::byte*>(inputs[i].raw_data());
+    if (!inputs[i].defined()) continue;
+    // Addresses only: a GPU step's newer bytes stay where they are.
+    const std::byte* p = detail::TensorAccess::address(inputs[i]);
     std::size_t bytes = static_cast<std::size_t>(inputs[i].numel()) * size_of(inputs[i].dtype());
     if (bytes > 0) ranges.push_back({p, p + bytes, i});
   }

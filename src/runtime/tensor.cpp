@@ -5,6 +5,7 @@
 #include "nova/tensor.hpp"
 
 #include "memory.hpp"
+#include "storage.hpp"
 
 #include <cstdlib>
 #include <cstring>
@@ -14,9 +15,8 @@
 namespace nova {
 namespace {
 
-std::shared_ptr<std::byte> allocate(std::size_t bytes) {
-  void* p = detail::allocate_buffer(bytes);
-  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { detail::free_buffer(q); });
+std::shared_ptr<detail::Storage> allocate(std::size_t bytes) {
+  return std::make_shared<detail::Storage>(static_cast<std::byte*>(detail::allocate_buffer(bytes)), bytes);
 }
 
 void check_shape(const Shape& shape) {
@@ -70,6 +70,16 @@ template <class F> void for_each_offset(const Tensor& t, F&& f) {
 
 } // namespace
 
+detail::Storage::~Storage() { detail::free_buffer(bytes); }
+
+void detail::Storage::copy_back(const DeviceHolder* holder) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!held_.load(std::memory_order_relaxed) || (holder && holder_ != holder)) return;
+  holder_->copy_to_host(device_, bytes, size);
+  held_.store(false, std::memory_order_release);
+  holder_ = nullptr;
+}
+
 std::string to_string(const TensorSpec& spec) {
   return std::string(name_of(spec.dtype)) + to_string(spec.shape);
 }
@@ -86,7 +96,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
 
 Tensor Tensor::zeros(const Shape& shape, DType dtype) {
   Tensor t = empty(shape, dtype);
-  std::memset(t.storage_.get(), 0, static_cast<std::size_t>(t.numel()) * size_of(dtype));
+  std::memset(t.storage_->bytes, 0, static_cast<std::size_t>(t.numel()) * size_of(dtype));
   return t;
 }
 
@@ -112,10 +122,12 @@ Tensor Tensor::uniform(const Shape& shape, std::uint64_t seed, double lo, double
   return t;
 }
 
-void* Tensor::raw_data() const {
+std::byte* Tensor::host_bytes() const {
   if (!storage_) throw Error("nova::Tensor: the tensor is undefined (default-constructed)");
-  return storage_.get() + offset_ * static_cast<std::int64_t>(size_of(dtype_));
+  return storage_->host();
 }
+
+void* Tensor::raw_data() const { return host_bytes() + offset_ * static_cast<std::int64_t>(size_of(dtype_)); }
 
 void Tensor::check_dtype(DType want) const {
   if (want != dtype_)
@@ -138,14 +150,15 @@ double Tensor::at(std::span<const std::int64_t> index) const {
       throw ShapeError("nova::Tensor::at: index out of range for shape " + nova::to_string(shape_));
     off += index[d] * strides_[d];
   }
-  return load(storage_.get() + off * static_cast<std::int64_t>(size_of(dtype_)), dtype_);
+  return load(host_bytes() + off * static_cast<std::int64_t>(size_of(dtype_)), dtype_);
 }
 
 std::vector<double> Tensor::to_vector() const {
   std::vector<double> out;
   out.reserve(static_cast<std::size_t>(numel()));
   auto elem = static_cast<std::int64_t>(size_of(dtype_));
-  for_each_offset(*this, [&](std::int64_t off) { out.push_back(load(storage_.get() + off * elem, dtype_)); });
+  const std::byte* bytes = host_bytes();
+  for_each_offset(*this, [&](std::int64_t off) { out.push_back(load(bytes + off * elem, dtype_)); });
   return out;
 }
 
@@ -158,8 +171,9 @@ Tensor Tensor::to(DType dtype) const {
   auto src_elem = static_cast<std::int64_t>(size_of(dtype_));
   auto dst_elem = static_cast<std::int64_t>(size_of(dtype));
   std::int64_t k = 0;
+  const std::byte* bytes = host_bytes();
   for_each_offset(*this, [&](std::int64_t off) {
-    store(out.storage_.get() + (k++) * dst_elem, dtype, load(storage_.get() + off * src_elem, dtype_));
+    store(out.storage_->bytes + (k++) * dst_elem, dtype, load(bytes + off * src_elem, dtype_));
   });
   return out;
 }

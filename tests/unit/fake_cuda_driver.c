@@ -17,6 +17,7 @@
  * of one unique id are threads of this process, and an in-place f32/f64
  * all-reduce sums the ranks' buffers in rank order ("allreduce(N)@S;", S
  * its stream's number; a stream waiting for an event logs "wait@S;").
+ * Host-device copies are counted (fake_cuda_copies).
  * Time: a launch the fake executes takes one microsecond per block of its
  * grid on a clock of its own, which an event records (cuEventElapsedTime). 
  * Launches, graphs and sums may come from several threads at once. */
@@ -162,8 +163,22 @@ int cuMemAlloc_v2(CUdeviceptr* p, size_t bytes) {
   return 0;
 }
 int cuMemFree_v2(CUdeviceptr p) { free((void*)(size_t)p); return 0; }
-int cuMemcpyHtoD_v2(CUdeviceptr to, const void* from, size_t bytes) { memcpy((void*)(size_t)to, from, bytes); return 0; }
-int cuMemcpyDtoH_v2(void* to, CUdeviceptr from, size_t bytes) { memcpy(to, (const void*)(size_t)from, bytes); return 0; }
+/* Copies each way so far (fake_cuda_copies). */
+static int copies_in, copies_out;
+int cuMemcpyHtoD_v2(CUdeviceptr to, const void* from, size_t bytes) {
+  __atomic_add_fetch(&copies_in, 1, __ATOMIC_RELAXED);
+  memcpy((void*)(size_t)to, from, bytes);
+  return 0;
+}
+int cuMemcpyDtoH_v2(void* to, CUdeviceptr from, size_t bytes) {
+  __atomic_add_fetch(&copies_out, 1, __ATOMIC_RELAXED);
+  memcpy(to, (const void*)(size_t)from, bytes);
+  return 0;
+}
+void fake_cuda_copies(int* in, int* out) {
+  *in = __atomic_load_n(&copies_in, __ATOMIC_RELAXED);
+  *out = __atomic_load_n(&copies_out, __ATOMIC_RELAXED);
+}
 
 static char launch_log[16384];
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -537,6 +537,74 @@ TEST_CASE("a GPU step through the (fake) CUDA driver: buffers, launches, in-plac
   }
 }
 
+TEST_CASE("a GPU step keeps the tensors it updates in place on the device: no copy either way until the host reads one; what the host touched goes up again; a swapped or replaced tensor and an executable that goes give their bytes back") {
+  nova::ExecutableDesc d = fake_gpu_plan(64);
+  nova_test::Env env;
+  env.set("NOVA_CUDA_DRIVER", NOVA_FAKE_CUDA);
+  nova::Tensor x = nova::Tensor::full({64}, 2.5, nova::DType::f32);
+  nova::Tensor w = nova::Tensor::full({64}, -1.0, nova::DType::f32);
+  std::shared_ptr<nova::Executable> exe = nova::load_or_describe(d);
+  REQUIRE(exe->kind() == "cuda");
+  void* fake = dlopen(NOVA_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(fake != nullptr);
+  auto counts = reinterpret_cast<void (*)(int*, int*)>(dlsym(fake, "fake_cuda_copies"));
+  REQUIRE(bool(counts));
+  int in0 = 0, out0 = 0;
+  auto copies = [&] {
+    int in = 0, out = 0;
+    counts(&in, &out);
+    std::pair<int, int> since{in - in0, out - out0};
+    in0 = in;
+    out0 = out;
+    return since;
+  };
+  copies();
+  std::vector<nova::Tensor> args{x, w};
+  std::vector<nova::Tensor> out = (*exe)(args);
+  // Up: x and w; down: the fresh output only (w stays on the device).
+  CHECK(copies() == std::pair{2, 1});
+  out = (*exe)(args);
+  CHECK(copies() == std::pair{1, 1}); // w's newer bytes already there
+  CHECK(out[0].at({5}) == 3.5);
+  CHECK(copies() == std::pair{0, 0}); // a fresh output is on the host
+  CHECK(w.at({63}) == 1.0);            // -1 + 2 steps: copied back at this read
+  CHECK(copies() == std::pair{0, 1});
+  CHECK(w.at({0}) == 1.0);
+  CHECK(copies() == std::pair{0, 0});
+  // The host writes: the next call takes its bytes.
+  w.data<float>()[0] = 10.0f;
+  out = (*exe)(args);
+  CHECK(copies() == std::pair{2, 1});
+  CHECK(w.to_vector()[0] == 11.0);
+  CHECK(w.to_vector()[1] == 2.0);
+  CHECK(copies() == std::pair{0, 1});
+  out = (*exe)(args); // w held again: 12, 3, ...
+  CHECK(copies() == std::pair{2, 1});
+  // Another tensor in w's place: w's bytes come back (one down) before its
+  // device buffer takes the new one's (x and w2 up, the output down).
+  nova::Tensor w2 = nova::Tensor::full({64}, -5.0, nova::DType::f32);
+  std::vector<nova::Tensor> replaced{x, w2};
+  out = (*exe)(replaced);
+  CHECK(copies() == std::pair{2, 2});
+  CHECK(w.at({0}) == 12.0);
+  CHECK(w.at({1}) == 3.0);
+  CHECK(copies() == std::pair{0, 0});
+  // w2 held (-4); the executable goes: it copies w2 back first.
+  exe.reset();
+  CHECK(copies() == std::pair{0, 1});
+  CHECK(w2.at({0}) == -4.0);
+  CHECK(copies() == std::pair{0, 0});
+  // NOVA_GPU_RESIDENT=0: every in-place update copied back each call.
+  env.set("NOVA_GPU_RESIDENT", "0");
+  std::shared_ptr<nova::Executable> plain = nova::load_or_describe(d);
+  out = (*plain)(args);
+  out = (*plain)(args);
+  CHECK(copies() == std::pair{4, 4});
+  CHECK(w.at({0}) == 14.0);
+  CHECK(copies() == std::pair{0, 0});
+  dlclose(fake);
+}
+
 // Run by the ctest entry runtime:profile, which sets NOVA_PROFILE (read once
 // a process); skipped in the plain runtime run.
 TEST_CASE("NOVA_PROFILE on a GPU step: kernel by kernel, each launch timed between two events" *
