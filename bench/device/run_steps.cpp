@@ -10,6 +10,11 @@
 // with a communicator of one rank); and "RESULT nova <name>
 // tokens_per_s=..." lines for check.sh. With NOVA_PROFILE the timed steps'
 // kernels are timed one by one (nova/profile.hpp; the report at exit).
+// The timed steps keep the parameters and optimizer state on the device
+// (the runtime's default); then the same step loaded again with
+// NOVA_GPU_RESIDENT=0, which copies them in and out every call, is timed
+// too ("copying them every call"), so the copies' cost is measured beside
+// it (not with NOVA_PROFILE, whose report would mix the two).
 // Exit 1 when a step differs by more
 // than its bound (f32 2e-4, bf16 (operands rounded to bf16) 2e-2, relative), 2 on bad input.
 #include <algorithm>
@@ -60,10 +65,27 @@ int main(int argc, char** argv) try {
     for (int i = 0; i < n; ++i) out = (*exe)(in);
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / n;
     double tokens = double(f.batch * f.c.context) / (ms / 1e3);
+    // The same step copying its in-place inputs in and out every call.
+    double copying_ms = 0;
+    if (!nova::profiling_enabled()) {
+      const char* before = std::getenv("NOVA_GPU_RESIDENT");
+      const std::string saved = before ? before : "";
+      setenv("NOVA_GPU_RESIDENT", "0", 1);
+      std::shared_ptr<nova::Executable> copying = nova::aot::load(path.string());
+      if (before) setenv("NOVA_GPU_RESIDENT", saved.c_str(), 1); else unsetenv("NOVA_GPU_RESIDENT");
+      std::vector<nova::Tensor> again = steps::inputs(f, copying->input_specs());
+      out = (*copying)(again);
+      auto c0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < n; ++i) out = (*copying)(again);
+      copying_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - c0).count() / n;
+    }
     std::printf("%-18s loss %.6f (CPU %.6f, rel %.1e), params rel %.1e %s; %.3f ms a step, %.0f tokens/s, arena %.1f MiB, "
                 "%zu launches, loaded in %.0f ms\n",
                 name.c_str(), loss, f.loss, dloss, dparams, ok ? "ok" : "MISMATCH", ms, tokens,
                 double(exe->description()->arena_bytes) / (1 << 20), exe->description()->launches.size(), load_ms);
+    if (copying_ms > 0)
+      std::printf("%-18s copying parameters and optimizer state every call: %.3f ms a step (%.3fx the time)\n",
+                  name.c_str(), copying_ms, copying_ms / ms);
     std::printf("RESULT nova %s tokens_per_s=%.1f ok=%d\n", name.c_str(), tokens, int(ok));
   }
   if (!found) {

@@ -97,22 +97,27 @@ def main():
         m = re.search(r"^RESULT nova (\S+) tokens_per_s=(\S+) ok=(\d)", out, re.M)
         if not m:
             last = (err.strip().splitlines() or ["no message"])[-1][-160:]
-            rows.append((name, trouble or "FAILED") + (float("nan"),) * 5)
+            rows.append((name, trouble or "FAILED") + (float("nan"),) * 6)
             print(f"# {name}: {trouble or 'FAILED'}: {last}", flush=True)
             failures += 1
             continue
         tokens, ok = float(m.group(2)), m.group(3) == "1"
+        # The same step copying its parameters and optimizer state every
+        # call (NOVA_GPU_RESIDENT=0): its time over the resident step's.
+        c = re.search(r"copying parameters and optimizer state every call: \S+ ms a step \((\S+)x the time\)", out)
+        copying = float(c.group(1)) if c else float("nan")
         failures += 0 if ok else 1
         _, size, precision = name.split("_")
         torch_tokens = peer(peers, size, precision, "eager", n)
         compiled_tokens = peer(peers, size, precision, "compile", n) if COMPILE_PEER else float("nan")
         rows.append((name, "ok" if ok else "MISMATCH", tokens, torch_tokens, tokens / torch_tokens, compiled_tokens,
-                     tokens / compiled_tokens))
+                     tokens / compiled_tokens, copying))
     header = "step\tcheck\tnova tokens/s\ttorch eager tokens/s\tnova/torch"
     if COMPILE_PEER:
         header += "\ttorch.compile tokens/s\tnova/compile"
+    header += "\tcopying every call / resident time"
     lines = [header] + [f"{r[0]}\t{r[1]}\t{r[2]:.0f}\t{r[3]:.0f}\t{r[4]:.3f}" +
-                        (f"\t{r[5]:.0f}\t{r[6]:.3f}" if COMPILE_PEER else "") for r in rows]
+                        (f"\t{r[5]:.0f}\t{r[6]:.3f}" if COMPILE_PEER else "") + f"\t{r[7]:.3f}" for r in rows]
     print("\n".join(lines))
     if os.environ.get("OUT"):
         with open(os.path.join(os.environ["OUT"], "device_steps.tsv"), "w") as f:
