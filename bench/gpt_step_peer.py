@@ -148,7 +148,7 @@ def main():
           f"{B * context / secs:.0f} tokens/s, threads {torch.get_num_threads()}, "
           f"step memory {peak - rss_init:.1f} MiB = peak {peak:.1f} - after init {rss_init:.1f}, "
           f"torch {torch.__version__}")
-    print(f"RESULT torch tokens_per_s={B * context / secs:.1f} step_mib={peak - rss_init:.1f}")
+    print(f"RESULT torch tokens_per_s={B * context / secs:.1f} step_mib={peak - rss_init:.1f} peak_mib={peak:.1f}")
     if os.environ.get("NOVA_PROFILE"):
         profile(step, steps)
 

@@ -83,10 +83,22 @@ int main(int argc, char** argv) try {
                 "%zu launches, loaded in %.0f ms\n",
                 name.c_str(), loss, f.loss, dloss, dparams, ok ? "ok" : "MISMATCH", ms, tokens,
                 double(exe->description()->arena_bytes) / (1 << 20), exe->description()->launches.size(), load_ms);
+    // Device memory the step holds: its arena and one buffer per input
+    // and per output not written into its input.
+    const nova::ExecutableDesc& d = *exe->description();
+    double device_bytes = double(d.arena_bytes);
+    auto bytes = [](const nova::TensorSpec& s) { return double(nova::numel(s.shape)) * double(nova::size_of(s.dtype)); };
+    for (const auto& s : d.inputs) device_bytes += bytes(s);
+    for (std::size_t o = 0; o < d.outputs.size(); ++o)
+      if (d.aliases[o] < 0) device_bytes += bytes(d.outputs[o]);
+    std::printf("%-18s device memory %.1f MiB (arena %.1f MiB, inputs and outputs %.1f MiB)\n", name.c_str(),
+                device_bytes / (1 << 20), double(d.arena_bytes) / (1 << 20),
+                (device_bytes - double(d.arena_bytes)) / (1 << 20));
     if (copying_ms > 0)
       std::printf("%-18s copying parameters and optimizer state every call: %.3f ms a step (%.3fx the time)\n",
                   name.c_str(), copying_ms, copying_ms / ms);
-    std::printf("RESULT nova %s tokens_per_s=%.1f ok=%d\n", name.c_str(), tokens, int(ok));
+    std::printf("RESULT nova %s tokens_per_s=%.1f ok=%d device_mib=%.1f\n", name.c_str(), tokens, int(ok),
+                device_bytes / (1 << 20));
   }
   if (!found) {
     std::fprintf(stderr, "run_steps: no .nexe in %s\n", argv[1]);

@@ -9,7 +9,12 @@ precision (fp32: float32 matmuls; bf16: autocast bf16, as Nova's bf16 rounds
 both operands; tf32: allow_tf32), AdamW fused, eager, and with
 NOVA_DEVICE_COMPILE_PEER=1 also torch.compile (off by default: its compiles
 take minutes of the device's few). Prints one table: tokens/s each side and
-Nova / PyTorch; writes it to $OUT/device_steps.tsv when $OUT is set. Then,
+Nova / PyTorch, the step's time copying its parameters and optimizer state
+every call over its time keeping them on the device, and device memory:
+Nova's (its arena and its inputs' and outputs' buffers: everything it
+allocates) against PyTorch eager's peak allocated memory over its timed
+steps (parameters, gradients, optimizer state, activations); writes it to
+$OUT/device_steps.tsv when $OUT is set. Then,
 for each step that ran, where its time goes: run_steps again with
 NOVA_PROFILE (each kernel timed between two events, no CUDA graph: the
 times add up to more than a graph replay's step), its time by kernel class
@@ -70,8 +75,8 @@ def peer(cache, size, precision, mode, n):
         out, err, trouble = run([sys.executable, os.path.join(HERE, "..", "gpt_step_peer.py"), size, n, mode, "cuda"],
                                 env, PEER_TIMEOUT_S)
         print(out + err + (f"# peer {size} {precision} {mode}: {trouble}\n" if trouble else ""), flush=True)
-        m = re.search(r"RESULT torch tokens_per_s=(\S+) step_mib=(\S+)", out)
-        cache[key] = float(m.group(1)) if m else float("nan")
+        m = re.search(r"RESULT torch tokens_per_s=(\S+) step_mib=(\S+) peak_mib=(\S+)", out)
+        cache[key] = (float(m.group(1)), float(m.group(3))) if m else (float("nan"), float("nan"))
     return cache[key]
 
 
@@ -94,30 +99,31 @@ def main():
         out, err, trouble = run([os.path.join(art, "bin", "run_steps"), os.path.join(art, "steps"), n, name], env,
                                 STEP_TIMEOUT_S)
         print(out + err, flush=True)
-        m = re.search(r"^RESULT nova (\S+) tokens_per_s=(\S+) ok=(\d)", out, re.M)
+        m = re.search(r"^RESULT nova (\S+) tokens_per_s=(\S+) ok=(\d) device_mib=(\S+)", out, re.M)
         if not m:
             last = (err.strip().splitlines() or ["no message"])[-1][-160:]
-            rows.append((name, trouble or "FAILED") + (float("nan"),) * 6)
+            rows.append((name, trouble or "FAILED") + (float("nan"),) * 8)
             print(f"# {name}: {trouble or 'FAILED'}: {last}", flush=True)
             failures += 1
             continue
-        tokens, ok = float(m.group(2)), m.group(3) == "1"
+        tokens, ok, device_mib = float(m.group(2)), m.group(3) == "1", float(m.group(4))
         # The same step copying its parameters and optimizer state every
         # call (NOVA_GPU_RESIDENT=0): its time over the resident step's.
         c = re.search(r"copying parameters and optimizer state every call: \S+ ms a step \((\S+)x the time\)", out)
         copying = float(c.group(1)) if c else float("nan")
         failures += 0 if ok else 1
         _, size, precision = name.split("_")
-        torch_tokens = peer(peers, size, precision, "eager", n)
-        compiled_tokens = peer(peers, size, precision, "compile", n) if COMPILE_PEER else float("nan")
+        torch_tokens, torch_peak = peer(peers, size, precision, "eager", n)
+        compiled_tokens = peer(peers, size, precision, "compile", n)[0] if COMPILE_PEER else float("nan")
         rows.append((name, "ok" if ok else "MISMATCH", tokens, torch_tokens, tokens / torch_tokens, compiled_tokens,
-                     tokens / compiled_tokens, copying))
+                     tokens / compiled_tokens, copying, device_mib, torch_peak))
     header = "step\tcheck\tnova tokens/s\ttorch eager tokens/s\tnova/torch"
     if COMPILE_PEER:
         header += "\ttorch.compile tokens/s\tnova/compile"
-    header += "\tcopying every call / resident time"
+    header += "\tcopying every call / resident time\tnova device MiB\ttorch eager peak MiB\tnova/torch memory"
     lines = [header] + [f"{r[0]}\t{r[1]}\t{r[2]:.0f}\t{r[3]:.0f}\t{r[4]:.3f}" +
-                        (f"\t{r[5]:.0f}\t{r[6]:.3f}" if COMPILE_PEER else "") + f"\t{r[7]:.3f}" for r in rows]
+                        (f"\t{r[5]:.0f}\t{r[6]:.3f}" if COMPILE_PEER else "") +
+                        f"\t{r[7]:.3f}\t{r[8]:.1f}\t{r[9]:.1f}\t{r[8] / r[9]:.3f}" for r in rows]
     print("\n".join(lines))
     if os.environ.get("OUT"):
         with open(os.path.join(os.environ["OUT"], "device_steps.tsv"), "w") as f:
