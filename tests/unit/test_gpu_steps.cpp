@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -272,6 +273,50 @@ TEST_CASE("reductions across many rows on an emulated A100 fold parts of the row
   }
   CHECK(totals(nova::jit(norm_grads).executable(w, x, gamma, beta)->description()) >= 1);
   CHECK(sm80_ptxas_errors(nova::jit(column_sums).executable(tall)->description()) == "");
+}
+
+TEST_CASE("a scatter-add over many indices on an emulated A100 adds parts of them into tables of their own, then their total: an embedding's gradient matches the interpreter, out-of-range indices skipped") {
+  // 2048 indices into 40 rows of 24: 32 parts of 64 (32 zeroed tables of
+  // 40 x 24, a thread a column, 24 of a block's 32 threads); 400 into 256
+  // rows of 48: 4 parts of 100; 100 indices: one part, as before.
+  Env env;
+  env.set("NOVA_TARGET", "sm_80");
+  env.set("NOVA_GPU", "emulate");
+  Gen g;
+  INFO("seed = ", g.seed);
+  auto grad = [](auto w, auto table, auto ids) {
+    return nova::gradients(nova::sum(nova::gather(table, ids) * w), {table});
+  };
+  // The parts' total (the tables' zeroing runs side by side with the
+  // gradient's own fill).
+  auto parts = [](const nova::ExecutableDesc* desc) {
+    int n = 0;
+    for (const auto& l : desc->launches) {
+      const std::string& symbol = desc->kernels[l.kernel].symbol;
+      n += symbol.size() > 6 && symbol.compare(symbol.size() - 6, 6, "_total") == 0;
+    }
+    return n;
+  };
+  struct Case {
+    nova::Shape ids;
+    std::int64_t rows, width;
+    int split;
+  };
+  for (const Case& c : {Case{{16, 128}, 40, 24, 1}, Case{{4, 100}, 256, 48, 1}, Case{{100}, 40, 24, 0}}) {
+    CAPTURE(nova::to_string(c.ids));
+    Tensor ids = Tensor::empty(c.ids, DType::i32);
+    std::mt19937_64 gen(g.seed + static_cast<std::uint64_t>(c.rows));
+    std::uniform_int_distribution<std::int32_t> row(-1, static_cast<std::int32_t>(c.rows)); // -1, rows: skipped
+    for (auto& v : ids.span<std::int32_t>()) v = row(gen);
+    nova::Shape updates = c.ids;
+    updates.push_back(c.width);
+    Tensor w = g.randn(updates), table = g.randn({c.rows, c.width});
+    std::vector<Tensor> got = nova::jit(grad)(w, table, ids);
+    std::vector<Tensor> want = nova::jit(grad, nova::ExecMode::interpreted)(w, table, ids);
+    REQUIRE(got.size() == 1);
+    CHECK(rel_error(got[0], want[0]) <= 1e-5);
+    CHECK(parts(nova::jit(grad).executable(w, table, ids)->description()) == c.split);
+  }
 }
 
 TEST_CASE("LayerNorm on an emulated A100, a warp per row: forward and gradients match the interpreter") {

@@ -55,6 +55,11 @@ inline constexpr const char kGpuSideBySideInitsAttr[] = "nova.gpu_side_by_side_i
 /// its last argument is their partial products (parts x m x n f32), which
 /// the kernel `<name>_sum` launched after it adds into the result.
 inline constexpr const char kGpuSplitKAttr[] = "nova.gpu_split_k";
+/// A step's scatter-add kernel split over its indices into this many parts
+/// (GpuScatterAddParts.h): its last argument holds the parts' own tables,
+/// and its loop marked kGpuPartLoopAttr runs one part a block group.
+inline constexpr const char kGpuScatterPartsAttr[] = "nova.gpu_scatter_parts";
+inline constexpr const char kGpuPartLoopAttr[] = "nova.gpu_part_loop";
 /// A step's matmul kernel (tensor-core or simt) that also runs the
 /// elementwise op after it on each result, in registers
 /// (GpuMatmulEpilogue.h; StepMmaMatmul.h, matchGpuEpilogue): [the result's

@@ -19,7 +19,8 @@
 //     more), an attention's rows
 //     (1 to 8 lanes a row, 128 query rows a block; the backward one block
 //     per (batch, head): GpuScalarKernels.h), a scatter-add's split columns
-//     (one block: rows in order, so no two threads add into one element),
+//     (one block: rows in order, so no two threads add into one element;
+//     over many indices one block a part, GpuScatterAddParts.h),
 //     a row reduction's rows (a warp each, a butterfly of shuffles:
 //     GpuBlockReduction.h), the points of a reduction with no parallel
 //     loop (a sum to a scalar) on one block, combined in shared memory, or
@@ -54,6 +55,7 @@
 #include "compiler/target/cuda/CudaTarget.h"
 #include "compiler/target/cuda/GpuBlockReduction.h"
 #include "compiler/target/cuda/GpuColumnReduction.h"
+#include "compiler/target/cuda/GpuScatterAddParts.h"
 #include "compiler/target/cuda/GpuScalarKernels.h"
 #include "compiler/target/cuda/GpuSimtMatmul.h"
 #include "compiler/target/cuda/MatmulKernelParts.h"
@@ -376,8 +378,9 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
         launch.erase();
       }
     }
-    // Reductions across many rows into few columns: parts, then their total.
-    if (failed(splitColumnReductions(top, kernels)))
+    // Scatter-adds over many indices and reductions across many rows into
+    // few columns: parts, then their total.
+    if (failed(splitScatterAdds(top, kernels)) || failed(splitColumnReductions(top, kernels)))
       return signalPassFailure();
     // Configure.
     MLIRContext *ctx = &getContext();
@@ -453,6 +456,9 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
         threads = units.count >= 256 ? 256 : std::max<int64_t>(32, (units.count + 31) / 32 * 32);
         if (units.kind == Units::points)
           blocks = std::clamp<int64_t>((units.count + threads - 1) / threads, 1, maxBlocks);
+        // A scatter-add in parts: each part's columns over blocks of its own.
+        if (auto parts = kernel->getAttrOfType<IntegerAttr>(kGpuScatterPartsAttr))
+          blocks = parts.getInt() * ((units.count + threads - 1) / threads);
       }
       kernel->setAttr(LoweringConfigAttr::name, LoweringConfigAttr::get(ctx, "gpu_threads", blocks, {threads}, {}, {}));
       kernel->setAttr(kGpuBlockThreadsAttr, i64(threads));
@@ -1422,12 +1428,37 @@ LogicalResult mapKernel(func::FuncOp kernel, LoweringConfigAttr config) {
   // A reduction with no parallel loop: one block, a tree in shared memory.
   if (units.kind == Units::block)
     return buildBlockReduction(cast<linalg::GenericOp>(op), at.thread, threads, init);
-  // A scatter-add: its split loop over one block's threads.
+  // A scatter-add: its split loop over one block's threads; in parts
+  // (GpuScatterAddParts.h), part p over the blocks p * perPart, ... (its
+  // loop over parts gone: each block runs its own part).
   if (units.kind == Units::splitColumns) {
+    Value first = at.thread;
+    int64_t perIteration = threads;
+    if (auto parts = kernel->getAttrOfType<IntegerAttr>(kGpuScatterPartsAttr)) {
+      auto partLoop = dyn_cast<scf::ForOp>(op);
+      if (!partLoop || !partLoop->hasAttr(kGpuPartLoopAttr))
+        return op->emitError("nova-gpu-map-threads: a scatter-add in parts without its loop over parts");
+      const int64_t perPart = blocks / parts.getInt();
+      b.setInsertionPoint(partLoop);
+      Value block = b.create<gpu::BlockIdOp>(l, gpu::Dimension::x);
+      first = b.create<arith::AddIOp>(
+          l, b.create<arith::MulIOp>(l, b.create<arith::RemUIOp>(l, block, at.c(perPart)), at.c(threads)), at.thread);
+      perIteration = perPart * threads;
+      IRMapping map;
+      map.map(partLoop.getInductionVar(), b.create<arith::DivUIOp>(l, block, at.c(perPart)));
+      for (Operation &inside : partLoop.getBody()->without_terminator())
+        b.clone(inside, map);
+      partLoop.erase();
+      op = nullptr;
+      kernel.walk([&](scf::ForOp loop) {
+        if (loop->hasAttr(kSplitLoopAttr))
+          op = loop;
+      });
+    }
     scf::ForOp split = splitLoopIn(op);
     b.setInsertionPoint(split);
     ThreadIndex inner{b, l, at.thread, at.thread};
-    inner.forEachUnit(units.count, threads, at.thread, [&](Value unit) {
+    inner.forEachUnit(units.count, perIteration, first, [&](Value unit) {
       IRMapping map;
       Value iv = b.create<arith::AddIOp>(l, split.getLowerBound(), b.create<arith::MulIOp>(l, unit, split.getStep()));
       map.map(split.getInductionVar(), iv);
