@@ -280,11 +280,6 @@ LogicalResult mlir::nova::splitColumnReductions(ModuleOp top, ModuleOp kernels) 
     kb.setInsertionPointAfter(kernel);
     std::string name = (kernel.getSymName() + "_total").str();
     auto total = kb.create<func::FuncOp>(l, name, kb.getFunctionType({kb.getIndexType(), partialType, outType}, {}));
-    total->setAttrs(kernel->getAttrs());
-    total.setSymName(name);
-    total.setFunctionType(kb.getFunctionType({kb.getIndexType(), partialType, outType}, {}));
-    total->removeAttr(kGpuOutputInitAttr);
-    forgetDescription(total);
     Block *totalEntry = total.addEntryBlock();
     OpBuilder tb = OpBuilder::atBlockBegin(totalEntry);
     const unsigned rank = unsigned(outType.getRank());

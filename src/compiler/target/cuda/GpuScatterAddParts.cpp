@@ -64,8 +64,13 @@ std::optional<ScatterAdd> scatterAddOf(func::FuncOp kernel) {
   auto arg = dyn_cast_or_null<BlockArgument>(table);
   if (!split || !oneTable || !arg || arg.getOwner() != &entry || arg.getArgNumber() == 0)
     return std::nullopt;
-  // The table is the loop's alone (nothing outside reads or writes it).
-  if (llvm::any_of(arg.getUsers(), [&](Operation *user) { return !loop->isAncestor(user); }))
+  // The table is the loop's alone, read and written element by element.
+  if (llvm::any_of(arg.getUses(), [&](OpOperand &use) {
+        Operation *user = use.getOwner();
+        const bool access = (isa<memref::LoadOp>(user) && use.getOperandNumber() == 0) ||
+                            (isa<memref::StoreOp>(user) && use.getOperandNumber() == 1);
+        return !access || !loop->isAncestor(user);
+      }))
     return std::nullopt;
   auto type = dyn_cast<MemRefType>(arg.getType());
   if (!type || type.getRank() != 2 || !type.hasStaticShape() || !type.getLayout().isIdentity() ||
