@@ -19,7 +19,8 @@ for each step that ran, where its time goes: run_steps again with
 NOVA_PROFILE (each kernel timed between two events, no CUDA graph: the
 times add up to more than a graph replay's step), its time by kernel class
 and its slowest kernels with GFLOP/s and GB/s; written to
-$OUT/device_profile.txt.
+$OUT/device_profile.txt. Last, the data-parallel step's timeline
+(NOVA_TIMELINE) as $OUT/<step>_timeline.json.
 """
 import os
 import re
@@ -141,6 +142,15 @@ def main():
     if os.environ.get("OUT") and profiles:
         with open(os.path.join(os.environ["OUT"], "device_profile.txt"), "w") as f:
             f.write("\n".join(profiles) + "\n")
+    # The data-parallel step's timeline (NOVA_TIMELINE: kernel by kernel,
+    # its bucket's NCCL sums on their stream), a Chrome trace in $OUT.
+    for row in rows:
+        if os.environ.get("OUT") and row[0].startswith("dp") and row[1] in ("ok", "MISMATCH"):
+            trace = os.path.join(os.environ["OUT"], row[0] + "_timeline.json")
+            _, err, trouble = run([os.path.join(art, "bin", "run_steps"), os.path.join(art, "steps"), "1", row[0]],
+                                  dict(env, NOVA_TIMELINE=trace, NOVA_EXPLAIN="0"), STEP_TIMEOUT_S)
+            print(f"# {row[0]}: timeline {trace if os.path.exists(trace) else 'not written'}"
+                  + (f" ({trouble})" if trouble else ""), flush=True)
     return 1 if failures else 0
 
 

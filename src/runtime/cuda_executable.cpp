@@ -32,7 +32,9 @@
 // timing event recorded before each launch and after the last: each
 // launch's time is its two events' difference (on a data-parallel step the
 // launch waiting for a sum counts the wait), added to the process's
-// profile, no graph captured.
+// profile, no graph captured. With NOVA_TIMELINE (nova/timeline.hpp) a call
+// runs kernel by kernel too, with timing events around every launch and
+// each bucket's sums, published as the process's last timeline.
 // Calls of one executable are serialized (its buffers are shared).
 #include "cuda_executable.hpp"
 
@@ -100,15 +102,22 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
       if (n == 0 || resident(inputs[i], inputs_[i])) continue; // its newer bytes are already here
       check("cuMemcpyHtoD", d_->cuMemcpyHtoD(inputs_[i], inputs[i].raw_data(), n));
     }
-    if (graph_exec_) {
+    // NOVA_TIMELINE: kernel by kernel, timing events around each launch
+    // and each bucket's sums.
+    const bool timeline = timeline_enabled() && prepare_timeline();
+    const double host_begin = timeline ? detail::clock_s() : 0.0;
+    if (graph_exec_ && !timeline) {
       // The copies above ran on the default stream, which the blocking
       // stream waits for; the graph replays every launch of the plan.
       check("cuGraphLaunch", d_->cuGraphLaunch(graph_exec_, stream_));
       check("cuStreamSynchronize", d_->cuStreamSynchronize(stream_));
     } else {
-      launch_plan(stream_, comm != nullptr, profile_ ? &marks_ : nullptr);
+      timing_sums_ = timeline;
+      launch_plan(stream_, comm != nullptr, profile_ || timeline ? &marks_ : nullptr);
+      timing_sums_ = false;
       check("cuCtxSynchronize", d_->cuCtxSynchronize());
       if (profile_) add_to_profile();
+      if (timeline) publish_timeline(host_begin, comm.get());
     }
     for (std::size_t o = 0; o < outputs.size(); ++o) {
       int alias = desc_.aliases[o];
@@ -241,6 +250,67 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
     profile_->runs += 1;
   }
 
+  /// NOVA_TIMELINE's events, made at its first run (false: a driver that
+  /// cannot time events, said once): the launches' marks, and per bucket
+  /// its sums' start and end and the launches' arrival at its wait.
+  bool prepare_timeline() const {
+    if (desc_.launches.empty()) return false;
+    if (!d_->has_events() || !d_->cuEventElapsedTime) {
+      static std::once_flag said;
+      std::call_once(said, [] {
+        std::fprintf(stderr, "nova: NOVA_TIMELINE: this CUDA driver has no timing events; no GPU timeline\n");
+      });
+      return false;
+    }
+    auto make = [&](std::vector<cuda::CUevent>& events, std::size_t n) {
+      while (events.size() < n) {
+        events.push_back(nullptr);
+        check("cuEventCreate", d_->cuEventCreate(&events.back(), cuda::kEventDefault));
+      }
+    };
+    make(marks_, desc_.launches.size() + 1);
+    for (auto* events : {&sum_begin_, &sum_end_, &arrive_}) make(*events, desc_.collectives.size());
+    return true;
+  }
+
+  /// The last run's timeline (its events complete after the
+  /// synchronization), each event's time as seconds on the process's
+  /// clock: `host_begin` (read before the first launch) plus its time
+  /// after the first mark. A bucket's sums run from their start to their
+  /// end; the launches wait from their arrival (the launch before the
+  /// wait done) until then, if later.
+  void publish_timeline(double host_begin, const dist::Communicator* comm) const {
+    auto at = [&](cuda::CUevent e) {
+      float ms = 0;
+      check("cuEventElapsedTime", d_->cuEventElapsedTime(&ms, marks_[0], e));
+      return host_begin + std::max(0.0, double(ms)) / 1e3;
+    };
+    RunTimeline t;
+    t.rank = comm ? comm->rank() : -1;
+    t.begin_s = host_begin;
+    for (const KernelDesc& k : desc_.kernels) t.kernel_names.push_back(k.summary);
+    for (std::size_t i = 0; i < desc_.launches.size(); ++i)
+      t.launches.push_back({desc_.launches[i].kernel, at(marks_[i]), at(marks_[i + 1])});
+    const bool apart = sum_stream_ != nullptr;
+    for (std::size_t c = 0; c < desc_.collectives.size(); ++c) {
+      const CollectiveDesc& desc = desc_.collectives[c];
+      CollectiveTiming k;
+      for (const BufferRef& b : desc.buffers) {
+        k.bytes += b.bytes;
+        k.buffer_bytes.push_back(b.bytes);
+      }
+      k.after_launch = desc.after_launch;
+      k.before_launch = desc.before_launch;
+      k.start_s = k.start_end_s = at(sum_begin_[c]);
+      const double end = at(sum_end_[c]);
+      k.wait_begin_s = apart ? at(arrive_[c]) : end; // one stream: the sums are the launches' own
+      k.wait_end_s = std::max(end, k.wait_begin_s);
+      t.collectives.push_back(std::move(k));
+    }
+    t.end_s = at(marks_.back());
+    detail::publish_timeline(std::move(t));
+  }
+
   /// Every launch of the plan, in order, on `stream`; with `sums`, each
   /// collective's all-reduces enqueued where the plan starts it; with
   /// `marks`, its event i recorded before launch i and the last after them.
@@ -273,6 +343,7 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
         check("cuStreamWaitEvent", d_->cuStreamWaitEvent(sum_stream_, produced_[ci], 0));
         on = sum_stream_;
       }
+      if (timing_sums_) check("cuEventRecord", d_->cuEventRecord(sum_begin_[ci], on));
       nccl_check("ncclGroupStart", n_->ncclGroupStart());
       for (const BufferRef& b : c.buffers) {
         CUdeviceptr p = device_address(b);
@@ -283,12 +354,15 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
                                      on));
       }
       nccl_check("ncclGroupEnd", n_->ncclGroupEnd());
+      if (timing_sums_) check("cuEventRecord", d_->cuEventRecord(sum_end_[ci], on));
       if (apart) check("cuEventRecord", d_->cuEventRecord(summed_[ci], sum_stream_));
     }
     if (!apart) return; // one stream: its order is the wait
     for (std::size_t ci = 0; ci < desc_.collectives.size(); ++ci)
-      if (desc_.collectives[ci].before_launch == i)
+      if (desc_.collectives[ci].before_launch == i) {
+        if (timing_sums_) check("cuEventRecord", d_->cuEventRecord(arrive_[ci], stream));
         check("cuStreamWaitEvent", d_->cuStreamWaitEvent(stream, summed_[ci], 0));
+      }
   }
 
   /// A data-parallel step's streams and events: the launches on stream_,
@@ -402,7 +476,7 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
     if (context_) d_->cuCtxSetCurrent(context_);
     if (nccl_comm_) n_->ncclCommDestroy(nccl_comm_);
     nccl_comm_ = nullptr;
-    for (auto* events : {&produced_, &summed_, &marks_}) {
+    for (auto* events : {&produced_, &summed_, &marks_, &sum_begin_, &sum_end_, &arrive_}) {
       for (cuda::CUevent e : *events)
         if (e) d_->cuEventDestroy(e);
       events->clear();
@@ -502,7 +576,12 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
   /// NOVA_PROFILE: the process's counters for this executable, and the
   /// timing events around its launches (null, empty: not profiling).
   detail::ExecutableProfile* profile_ = nullptr;
-  std::vector<cuda::CUevent> marks_;
+  mutable std::vector<cuda::CUevent> marks_;
+  /// NOVA_TIMELINE: per bucket, timing events at its sums' start and end
+  /// and where the launches reach its wait (made at the first timed run),
+  /// and whether this run records them.
+  mutable std::vector<cuda::CUevent> sum_begin_, sum_end_, arrive_;
+  mutable bool timing_sums_ = false;
   mutable std::mutex mutex_;
   /// Inputs updated in place stay on the device (NOVA_GPU_RESIDENT=0: no).
   bool resident_inputs_ = true;

@@ -81,10 +81,13 @@ std::string timeline_json(const RunTimeline& t) {
   int pid = t.rank < 0 ? 0 : t.rank;
   bool first = true;
   auto event = [&](const std::string& name, int tid, double b, double e) {
-    std::snprintf(buf, sizeof buf, "%s{\"name\":%s,\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f}",
-                  first ? "" : ",", quoted(name).c_str(), pid, tid, (b - t.begin_s) * 1e6, (e - b) * 1e6);
-    first = false;
+    // The name apart: a side-by-side launch's runs past any fixed buffer.
+    std::snprintf(buf, sizeof buf, ",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f}", pid, tid,
+                  (b - t.begin_s) * 1e6, (e - b) * 1e6);
+    out += first ? "{\"name\":" : ",{\"name\":";
+    out += quoted(name);
     out += buf;
+    first = false;
   };
   for (std::size_t i = 0; i < t.launches.size(); ++i) {
     const LaunchTiming& l = t.launches[i];

@@ -21,6 +21,7 @@
 #include "nova/executable_desc.hpp"
 #include "nova/profile.hpp"
 #include "nova/target.hpp"
+#include "nova/timeline.hpp"
 #include "nova/tensor.hpp"
 #include "scoped_env.hpp"
 
@@ -219,6 +220,25 @@ nova::ExecutableDesc fake_gpu_plan(std::int64_t n) {
   return d;
 }
 
+/// fake_gpu_plan(64) as a data-parallel step: out = the sum over the
+/// ranks of (x + 1), its bucket (x + 1 in the arena) started after launch
+/// 1 and waited for before launch 2; no in-place update.
+nova::ExecutableDesc fake_dp_plan() {
+  using nova::BufferRef;
+  nova::ExecutableDesc d = fake_gpu_plan(64);
+  const std::uint64_t bytes = 64 * 4;
+  BufferRef in{BufferRef::Kind::input, 0, 0, bytes}, tmp{BufferRef::Kind::arena, 0, bytes, bytes},
+      out{BufferRef::Kind::output, 0, 0, bytes};
+  d.launches = {{0, 2, {tmp, in}}, {1, 2, {tmp}}, {0, 2, {out, tmp}}};
+  nova::CollectiveDesc sum;
+  sum.after_launch = 2;
+  sum.before_launch = 2;
+  sum.buffers = {tmp};
+  d.collectives = {sum};
+  d.validate();
+  return d;
+}
+
 } // namespace
 
 TEST_CASE("a GPU step whose kernel loads with TMA: the runtime encodes its tensor map over the launch's buffer") {
@@ -285,18 +305,7 @@ TEST_CASE("a data-parallel GPU step: its bucket summed across 2 ranks with NCCL 
   // out = sum over ranks of (x_r + 1) only if the sum runs after the
   // increment and before the copy out (stream order), on each rank's own
   // device buffers.
-  using nova::BufferRef;
-  nova::ExecutableDesc d = fake_gpu_plan(64);
-  const std::uint64_t bytes = 64 * 4;
-  BufferRef in{BufferRef::Kind::input, 0, 0, bytes}, tmp{BufferRef::Kind::arena, 0, bytes, bytes},
-      out{BufferRef::Kind::output, 0, 0, bytes};
-  d.launches = {{0, 2, {tmp, in}}, {1, 2, {tmp}}, {0, 2, {out, tmp}}};
-  nova::CollectiveDesc sum;
-  sum.after_launch = 2;
-  sum.before_launch = 2;
-  sum.buffers = {tmp};
-  d.collectives = {sum};
-  d.validate();
+  nova::ExecutableDesc d = fake_dp_plan();
 
   nova_test::Env env;
   env.set("NOVA_CUDA_DRIVER", NOVA_FAKE_CUDA);
@@ -535,6 +544,52 @@ TEST_CASE("a GPU step through the (fake) CUDA driver: buffers, launches, in-plac
     CHECK_THROWS_WITH_AS((*exe)(args), doctest::Contains("this executable is for a CUDA device"), nova::Error);
     CHECK_THROWS_WITH_AS((*exe)(args), doctest::Contains("CUDA_ERROR_NO_DEVICE"), nova::Error);
   }
+}
+
+TEST_CASE("NOVA_TIMELINE on a data-parallel GPU step (1 rank, NCCL fake): each launch and the bucket's sums timed by events, kernel by kernel") {
+  // The fake clock: a launch takes a microsecond a block (2 here), a sum
+  // none. The bucket starts after launch 1 (its sums on their own stream)
+  // and is waited for before launch 2.
+  nova::ExecutableDesc d = fake_dp_plan();
+  nova_test::Env env;
+  env.set("NOVA_CUDA_DRIVER", NOVA_FAKE_CUDA);
+  env.set("NOVA_NCCL_LIBRARY", NOVA_FAKE_CUDA);
+  auto group = nova::dist::loopback_group(1);
+  nova::dist::set_communicator(group[0]);
+  std::shared_ptr<nova::Executable> exe = nova::load_or_describe(d);
+  nova::Tensor x = nova::Tensor::full({64}, 1.0, nova::DType::f32), w = nova::Tensor::full({64}, 0.0, nova::DType::f32);
+  std::vector<nova::Tensor> args{x, w};
+  nova::set_timeline(true);
+  std::vector<nova::Tensor> outs = (*exe)(args);
+  nova::set_timeline(false);
+  CHECK(outs[0].at({0}) == 2.0); // x + 1, summed over one rank
+  nova::RunTimeline t = nova::last_timeline();
+  CHECK(t.rank == 0);
+  REQUIRE(t.launches.size() == 3);
+  REQUIRE(t.collectives.size() == 1);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    CHECK(t.launches[i].end_s - t.launches[i].begin_s == doctest::Approx(2e-6).epsilon(1e-3));
+    if (i > 0) CHECK(t.launches[i].begin_s >= t.launches[i - 1].end_s);
+  }
+  const nova::CollectiveTiming& c = t.collectives[0];
+  CHECK(c.bytes == 64 * 4);
+  CHECK(c.after_launch == 2);
+  CHECK(c.start_s >= t.launches[1].end_s); // after the gradient's launch
+  CHECK(c.wait_begin_s <= c.wait_end_s);
+  CHECK(c.wait_end_s <= t.launches[2].begin_s); // the launch after the wait starts once it is summed
+  CHECK(t.end_s >= t.launches[2].end_s);
+  // A run without it keeps the last timeline and replays the graph.
+  outs = (*exe)(args);
+  nova::dist::set_communicator(nullptr);
+  CHECK(nova::last_timeline().begin_s == t.begin_s);
+  CHECK(nova::timeline_json(t).find("bucket 0 (256 bytes) summed over the ranks") != std::string::npos);
+  // A name longer than any fixed buffer (a side-by-side launch's) stays
+  // whole, quotes escaped: the trace is valid JSON.
+  t.kernel_names[0] = std::string(400, 'k') + " \"quoted\"";
+  const std::string json = nova::timeline_json(t);
+  CHECK(json.find("{\"name\":\"0 " + std::string(400, 'k') + " \\\"quoted\\\"\",\"ph\":\"X\"") != std::string::npos);
+  CHECK(json.find("{\"name\":\"2 ") != std::string::npos);
 }
 
 TEST_CASE("a GPU step keeps the tensors it updates in place on the device: no copy either way until the host reads one; what the host touched goes up again; a swapped or replaced tensor and an executable that goes give their bytes back") {
