@@ -87,7 +87,9 @@ int main(int argc, char** argv) try {
     // and per output not written into its input.
     const nova::ExecutableDesc& d = *exe->description();
     double device_bytes = double(d.arena_bytes);
-    auto bytes = [](const nova::TensorSpec& s) { return double(nova::numel(s.shape)) * double(nova::size_of(s.dtype)); };
+    auto bytes = [](const nova::TensorSpec& s) {
+      return double(nova::numel(s.shape)) * double(nova::size_of(s.dtype));
+    };
     for (const auto& s : d.inputs) device_bytes += bytes(s);
     for (std::size_t o = 0; o < d.outputs.size(); ++o)
       if (d.aliases[o] < 0) device_bytes += bytes(d.outputs[o]);

@@ -292,7 +292,8 @@ LogicalResult mlir::nova::splitColumnReductions(ModuleOp top, ModuleOp kernels) 
     totalIterators[0] = utils::IteratorType::reduction;
     tb.create<linalg::GenericOp>(
         l, TypeRange{}, ValueRange{totalEntry->getArgument(1)}, ValueRange{totalEntry->getArgument(2)},
-        SmallVector<AffineMap>{AffineMap::get(rank + 1, 0, partialDims, ctx), AffineMap::get(rank + 1, 0, outDims, ctx)},
+        SmallVector<AffineMap>{AffineMap::get(rank + 1, 0, partialDims, ctx),
+                               AffineMap::get(rank + 1, 0, outDims, ctx)},
         totalIterators, [&](OpBuilder &nb, Location nl, ValueRange args) {
           nb.create<linalg::YieldOp>(nl, combineLike(nb, nl, combiner, args[1], args[0]));
         });
@@ -308,7 +309,8 @@ LogicalResult mlir::nova::splitColumnReductions(ModuleOp top, ModuleOp kernels) 
       buffers.push_back(workspace);
       launch.getBuffersMutable().assign(buffers);
       lb.setInsertionPointAfter(launch);
-      lb.create<LaunchOp>(launch.getLoc(), SymbolRefAttr::get(ctx, kKernelsModuleName, {FlatSymbolRefAttr::get(ctx, name)}),
+      lb.create<LaunchOp>(launch.getLoc(),
+                          SymbolRefAttr::get(ctx, kKernelsModuleName, {FlatSymbolRefAttr::get(ctx, name)}),
                           ValueRange{workspace, result});
     }
   }
