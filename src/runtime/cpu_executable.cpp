@@ -120,14 +120,8 @@ class CpuExecutable final : public Executable {
     };
     // NOVA_TIMELINE: the clock around every launch and collective.
     std::unique_ptr<RunTimeline> timeline;
-    if (timeline_enabled()) {
-      timeline = std::make_unique<RunTimeline>();
-      timeline->rank = comm ? comm->rank() : -1;
-      timeline->begin_s = detail::clock_s();
-      for (const KernelDesc& k : desc_.kernels) timeline->kernel_names.push_back(k.summary);
-      timeline->launches.reserve(desc_.launches.size());
-      timeline->collectives.resize(desc_.collectives.size());
-    }
+    if (timeline_enabled())
+      timeline = std::make_unique<RunTimeline>(detail::timeline_of(desc_, comm ? comm->rank() : -1, detail::clock_s()));
     // Collectives: started once `after_launch` launches have run, waited
     // for before launch `before_launch` (the plan's end: launches.size()).
     std::vector<std::vector<dist::Communicator::Handle>> pending(desc_.collectives.size());
@@ -146,17 +140,7 @@ class CpuExecutable final : public Executable {
         if (col.before_launch != i) continue;
         if (timeline) timeline->collectives[c].wait_begin_s = detail::clock_s();
         for (dist::Communicator::Handle h : pending[c]) comm->wait(h);
-        if (timeline) {
-          CollectiveTiming& t = timeline->collectives[c];
-          t.wait_end_s = detail::clock_s();
-          t.after_launch = col.after_launch;
-          t.before_launch = col.before_launch;
-          t.buffer_bytes.clear();
-          for (const BufferRef& b : col.buffers) {
-            t.bytes += b.bytes;
-            t.buffer_bytes.push_back(b.bytes);
-          }
-        }
+        if (timeline) timeline->collectives[c].wait_end_s = detail::clock_s();
       }
     };
     // Output slots of aliased outputs are their inputs' buffers.

@@ -226,10 +226,7 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
       std::fprintf(stderr, "nova: NOVA_PROFILE: this CUDA driver has no timing events; the GPU step is not profiled\n");
       return;
     }
-    for (std::size_t i = 0; i <= desc_.launches.size(); ++i) {
-      marks_.push_back(nullptr);
-      check("cuEventCreate", d_->cuEventCreate(&marks_.back(), cuda::kEventDefault));
-    }
+    make_timing_events(marks_, desc_.launches.size() + 1);
     profile_ = detail::register_profile(desc_);
   }
 
@@ -262,15 +259,18 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
       });
       return false;
     }
-    auto make = [&](std::vector<cuda::CUevent>& events, std::size_t n) {
-      while (events.size() < n) {
-        events.push_back(nullptr);
-        check("cuEventCreate", d_->cuEventCreate(&events.back(), cuda::kEventDefault));
-      }
-    };
-    make(marks_, desc_.launches.size() + 1);
-    for (auto* events : {&sum_begin_, &sum_end_, &arrive_}) make(*events, desc_.collectives.size());
+    make_timing_events(marks_, desc_.launches.size() + 1);
+    for (auto* events : {&sum_begin_, &sum_end_, &arrive_}) make_timing_events(*events, desc_.collectives.size());
     return true;
+  }
+
+  /// `events` grown to `n` timing events (the profile's marks serve the
+  /// timeline too).
+  void make_timing_events(std::vector<cuda::CUevent>& events, std::size_t n) const {
+    while (events.size() < n) {
+      events.push_back(nullptr);
+      check("cuEventCreate", d_->cuEventCreate(&events.back(), cuda::kEventDefault));
+    }
   }
 
   /// The last run's timeline (its events complete after the
@@ -285,27 +285,16 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
       check("cuEventElapsedTime", d_->cuEventElapsedTime(&ms, marks_[0], e));
       return host_begin + std::max(0.0, double(ms)) / 1e3;
     };
-    RunTimeline t;
-    t.rank = comm ? comm->rank() : -1;
-    t.begin_s = host_begin;
-    for (const KernelDesc& k : desc_.kernels) t.kernel_names.push_back(k.summary);
+    RunTimeline t = detail::timeline_of(desc_, comm ? comm->rank() : -1, host_begin);
     for (std::size_t i = 0; i < desc_.launches.size(); ++i)
       t.launches.push_back({desc_.launches[i].kernel, at(marks_[i]), at(marks_[i + 1])});
     const bool apart = sum_stream_ != nullptr;
     for (std::size_t c = 0; c < desc_.collectives.size(); ++c) {
-      const CollectiveDesc& desc = desc_.collectives[c];
-      CollectiveTiming k;
-      for (const BufferRef& b : desc.buffers) {
-        k.bytes += b.bytes;
-        k.buffer_bytes.push_back(b.bytes);
-      }
-      k.after_launch = desc.after_launch;
-      k.before_launch = desc.before_launch;
+      CollectiveTiming& k = t.collectives[c];
       k.start_s = k.start_end_s = at(sum_begin_[c]);
       const double end = at(sum_end_[c]);
       k.wait_begin_s = apart ? at(arrive_[c]) : end; // one stream: the sums are the launches' own
       k.wait_end_s = std::max(end, k.wait_begin_s);
-      t.collectives.push_back(std::move(k));
     }
     t.end_s = at(marks_.back());
     detail::publish_timeline(std::move(t));

@@ -28,5 +28,9 @@ ExecutableProfile* register_profile(const ExecutableDesc& desc);
 double clock_s();
 /// Keeps `t` as the process's last run (nova::last_timeline).
 void publish_timeline(RunTimeline t);
+/// A timeline of a run of `desc` beginning at `begin_s`: the rank, the
+/// kernels' names and, per collective, what its plan says (its launches,
+/// its buffers' bytes); the executable adds the times.
+RunTimeline timeline_of(const ExecutableDesc& desc, int rank, double begin_s);
 
 } // namespace nova::detail

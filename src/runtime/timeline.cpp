@@ -73,6 +73,24 @@ void publish_timeline(RunTimeline t) {
   std::lock_guard lock(mutex);
   *last = std::move(t);
 }
+
+RunTimeline timeline_of(const ExecutableDesc& desc, int rank, double begin_s) {
+  RunTimeline t;
+  t.rank = rank;
+  t.begin_s = begin_s;
+  for (const KernelDesc& k : desc.kernels) t.kernel_names.push_back(k.summary);
+  t.launches.reserve(desc.launches.size());
+  for (const CollectiveDesc& c : desc.collectives) {
+    CollectiveTiming& k = t.collectives.emplace_back();
+    k.after_launch = c.after_launch;
+    k.before_launch = c.before_launch;
+    for (const BufferRef& b : c.buffers) {
+      k.bytes += b.bytes;
+      k.buffer_bytes.push_back(b.bytes);
+    }
+  }
+  return t;
+}
 } // namespace detail
 
 std::string timeline_json(const RunTimeline& t) {

@@ -134,6 +134,27 @@ int cubin_sm(const std::vector<std::uint8_t>& elf) {
 }
 
 /// Whether a step's PTX sums over a warp's lanes by shuffles (warp rows).
+/// The calling test's steps compiled for `chip` and run under the GPU
+/// emulator, for its scope.
+struct EmulatedGpu {
+  explicit EmulatedGpu(const char* chip) {
+    env.set("NOVA_TARGET", chip);
+    env.set("NOVA_GPU", "emulate");
+  }
+  Env env;
+};
+
+/// Launches of a split's total kernel (`<k>_total`: GpuColumnReduction.h,
+/// GpuScatterAddParts.h).
+int launches_of_parts_totals(const nova::ExecutableDesc* desc) {
+  int n = 0;
+  for (const auto& l : desc->launches) {
+    const std::string& symbol = desc->kernels[l.kernel].symbol;
+    n += symbol.size() > 6 && symbol.compare(symbol.size() - 6, 6, "_total") == 0;
+  }
+  return n;
+}
+
 bool shuffles(const nova::ExecutableDesc* desc) {
   std::string ptx(desc->object.begin(), desc->object.end());
   return ptx.find("shfl.sync.bfly") != std::string::npos;
@@ -233,9 +254,7 @@ TEST_CASE("reductions across many rows on an emulated A100 fold parts of the row
   // 40 partials), then each column's 64 partials in order; 8 x 96 rows of
   // 70 columns (a column tail in the last block's threads): 32 parts of
   // 24; maxima start from -inf.
-  Env env;
-  env.set("NOVA_TARGET", "sm_80");
-  env.set("NOVA_GPU", "emulate");
+  EmulatedGpu gpu("sm_80");
   Gen g;
   INFO("seed = ", g.seed);
   Tensor tall = g.randn({2048, 40}), cube = g.randn({8, 96, 70});
@@ -245,14 +264,7 @@ TEST_CASE("reductions across many rows on an emulated A100 fold parts of the row
   CHECK(compare(column_sums, tall) <= 1e-5);
   CHECK(compare(column_max, tall) <= 1e-5);
   CHECK(compare(plane_means, cube) <= 1e-5);
-  auto totals = [](const nova::ExecutableDesc* desc) {
-    int n = 0;
-    for (const auto& l : desc->launches) {
-      const std::string& symbol = desc->kernels[l.kernel].symbol;
-      n += symbol.size() > 6 && symbol.compare(symbol.size() - 6, 6, "_total") == 0;
-    }
-    return n;
-  };
+  auto totals = [](const nova::ExecutableDesc* desc) { return launches_of_parts_totals(desc); };
   CHECK(totals(nova::jit(column_sums).executable(tall)->description()) == 1);
   CHECK(totals(nova::jit(plane_means).executable(cube)->description()) == 1);
   // Too few rows to split: one kernel, a thread a column.
@@ -279,9 +291,7 @@ TEST_CASE("a scatter-add over many indices on an emulated A100 adds parts of the
   // 2048 indices into 40 rows of 24: 32 parts of 64 (32 zeroed tables of
   // 40 x 24, a thread a column, 24 of a block's 32 threads); 400 into 256
   // rows of 48: 4 parts of 100; 100 indices: one part, as before.
-  Env env;
-  env.set("NOVA_TARGET", "sm_80");
-  env.set("NOVA_GPU", "emulate");
+  EmulatedGpu gpu("sm_80");
   Gen g;
   INFO("seed = ", g.seed);
   auto grad = [](auto w, auto table, auto ids) {
@@ -289,14 +299,7 @@ TEST_CASE("a scatter-add over many indices on an emulated A100 adds parts of the
   };
   // The parts' total (the tables' zeroing runs side by side with the
   // gradient's own fill).
-  auto parts = [](const nova::ExecutableDesc* desc) {
-    int n = 0;
-    for (const auto& l : desc->launches) {
-      const std::string& symbol = desc->kernels[l.kernel].symbol;
-      n += symbol.size() > 6 && symbol.compare(symbol.size() - 6, 6, "_total") == 0;
-    }
-    return n;
-  };
+  auto parts = [](const nova::ExecutableDesc* desc) { return launches_of_parts_totals(desc); };
   struct Case {
     nova::Shape ids;
     std::int64_t rows, width;

@@ -386,6 +386,19 @@ void mlir::nova::recordDescription(func::FuncOp kernel, const KernelDescription 
                                                      static_cast<int64_t>(d.bytes)}));
 }
 
+Operation *mlir::nova::soleComputeOp(func::FuncOp kernel) {
+  Operation *found = nullptr;
+  for (Operation &op : kernel.getBody().front()) {
+    if (op.hasTrait<OpTrait::IsTerminator>() || isa<memref::AllocOp, memref::DeallocOp>(op) ||
+        isMemoryEffectFree(&op))
+      continue;
+    if (found)
+      return nullptr;
+    found = &op;
+  }
+  return found;
+}
+
 SmallVector<mlir::nova::LaunchOp> mlir::nova::launchesOf(ModuleOp top, StringRef kernel) {
   SmallVector<LaunchOp> launches;
   top.walk([&](LaunchOp launch) {

@@ -34,6 +34,10 @@ bool isTaggedMatmul(Operation *op);
 /// view-like op).
 Value bufferRoot(Value v);
 
+/// The one op of `kernel`'s body that writes memory (not an allocation),
+/// or null where there are none or several.
+Operation *soleComputeOp(func::FuncOp kernel);
+
 /// Every launch in `top` of kernel `kernel` (of the kernels module), in order.
 SmallVector<LaunchOp> launchesOf(ModuleOp top, StringRef kernel);
 

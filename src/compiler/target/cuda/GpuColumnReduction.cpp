@@ -47,20 +47,6 @@ std::optional<std::pair<unsigned, unsigned>> reductionRun(AffineMap map, ArrayRe
   return std::make_pair(*first, count);
 }
 
-/// The kernel's one compute op (writing memory), or null.
-Operation *onlyComputeOp(func::FuncOp kernel) {
-  Operation *found = nullptr;
-  for (Operation &op : kernel.getBody().front()) {
-    if (op.hasTrait<OpTrait::IsTerminator>() || isa<memref::AllocOp, memref::DeallocOp>(op) ||
-        isMemoryEffectFree(&op))
-      continue;
-    if (found)
-      return nullptr;
-    found = &op;
-  }
-  return found;
-}
-
 /// The kernel argument (numbered after the workgroup number) `view` is all
 /// of, or nullopt.
 std::optional<unsigned> wholeArgumentOf(func::FuncOp kernel, Value view) {
@@ -176,17 +162,68 @@ std::optional<int64_t> mlir::nova::columnSplitParts(linalg::GenericOp op) {
   return parts;
 }
 
+func::FuncOp mlir::nova::buildPartsTotal(func::FuncOp kernel, MemRefType parts, MemRefType result,
+                                         function_ref<Value(OpBuilder &, Location, Value, Value)> combine) {
+  MLIRContext *ctx = kernel.getContext();
+  Location l = kernel.getLoc();
+  OpBuilder kb(kernel);
+  kb.setInsertionPointAfter(kernel);
+  auto total = kb.create<func::FuncOp>(l, (kernel.getSymName() + "_total").str(),
+                                       kb.getFunctionType({kb.getIndexType(), parts, result}, {}));
+  Block *entry = total.addEntryBlock();
+  OpBuilder tb = OpBuilder::atBlockBegin(entry);
+  const unsigned rank = unsigned(result.getRank());
+  SmallVector<AffineExpr> resultDims, partDims{getAffineDimExpr(0, ctx)};
+  for (unsigned i = 0; i < rank; ++i) {
+    resultDims.push_back(getAffineDimExpr(i + 1, ctx));
+    partDims.push_back(getAffineDimExpr(i + 1, ctx));
+  }
+  SmallVector<utils::IteratorType> iterators(rank + 1, utils::IteratorType::parallel);
+  iterators[0] = utils::IteratorType::reduction;
+  tb.create<linalg::GenericOp>(
+      l, TypeRange{}, ValueRange{entry->getArgument(1)}, ValueRange{entry->getArgument(2)},
+      SmallVector<AffineMap>{AffineMap::get(rank + 1, 0, partDims, ctx), AffineMap::get(rank + 1, 0, resultDims, ctx)},
+      iterators, [&](OpBuilder &nb, Location nl, ValueRange args) {
+        nb.create<linalg::YieldOp>(nl, combine(nb, nl, args[1], args[0]));
+      });
+  tb.create<func::ReturnOp>(l);
+  return total;
+}
+
+void mlir::nova::launchInParts(ModuleOp top, func::FuncOp kernel, unsigned resultArgument, MemRefType parts,
+                               func::FuncOp total, func::FuncOp first) {
+  MLIRContext *ctx = top.getContext();
+  auto launchOf = [&](OpBuilder &lb, Location l, func::FuncOp f, ValueRange buffers) {
+    lb.create<LaunchOp>(l, SymbolRefAttr::get(ctx, kKernelsModuleName, {FlatSymbolRefAttr::get(f.getSymNameAttr())}),
+                        buffers);
+  };
+  for (LaunchOp launch : launchesOf(top, kernel.getSymName())) {
+    OpBuilder lb(launch);
+    Location l = launch.getLoc();
+    Value workspace = lb.create<memref::AllocOp>(l, parts, lb.getI64IntegerAttr(64));
+    if (first)
+      launchOf(lb, l, first, ValueRange{workspace});
+    SmallVector<Value> buffers(launch.getBuffers());
+    Value result = buffers[resultArgument];
+    buffers.erase(buffers.begin() + resultArgument);
+    buffers.push_back(workspace);
+    launch.getBuffersMutable().assign(buffers);
+    lb.setInsertionPointAfter(launch);
+    launchOf(lb, l, total, ValueRange{workspace, result});
+  }
+}
+
 LogicalResult mlir::nova::splitColumnReductions(ModuleOp top, ModuleOp kernels) {
   MLIRContext *ctx = top.getContext();
-  SmallVector<func::FuncOp> split;
+  SmallVector<std::tuple<func::FuncOp, linalg::GenericOp, int64_t>> split;
   for (auto kernel : kernels.getOps<func::FuncOp>()) {
-    auto generic = dyn_cast_or_null<linalg::GenericOp>(onlyComputeOp(kernel));
-    if (generic && columnSplitParts(generic) && wholeArgumentOf(kernel, generic.getDpsInits()[0]))
-      split.push_back(kernel);
+    auto generic = dyn_cast_or_null<linalg::GenericOp>(soleComputeOp(kernel));
+    if (!generic || generic.getNumDpsInits() != 1 || !wholeArgumentOf(kernel, generic.getDpsInits()[0]))
+      continue;
+    if (std::optional<int64_t> parts = columnSplitParts(generic))
+      split.emplace_back(kernel, generic, *parts);
   }
-  for (func::FuncOp kernel : split) {
-    auto op = cast<linalg::GenericOp>(onlyComputeOp(kernel));
-    const int64_t parts = *columnSplitParts(op);
+  for (auto [kernel, op, parts] : split) {
     Location l = op.getLoc();
     Value out = op.getDpsInits()[0];
     const unsigned outArgument = *wholeArgumentOf(kernel, out);
@@ -275,44 +312,9 @@ LogicalResult mlir::nova::splitColumnReductions(ModuleOp top, ModuleOp kernels) 
     // Each kernel described from its own op when the launch plan asks.
     forgetDescription(kernel);
 
-    // `<k>_total`: each output element folds its parts in order.
-    OpBuilder kb(kernel);
-    kb.setInsertionPointAfter(kernel);
-    std::string name = (kernel.getSymName() + "_total").str();
-    auto total = kb.create<func::FuncOp>(l, name, kb.getFunctionType({kb.getIndexType(), partialType, outType}, {}));
-    Block *totalEntry = total.addEntryBlock();
-    OpBuilder tb = OpBuilder::atBlockBegin(totalEntry);
-    const unsigned rank = unsigned(outType.getRank());
-    SmallVector<AffineExpr> outDims, partialDims{getAffineDimExpr(0, ctx)};
-    for (unsigned i = 0; i < rank; ++i) {
-      outDims.push_back(getAffineDimExpr(i + 1, ctx));
-      partialDims.push_back(getAffineDimExpr(i + 1, ctx));
-    }
-    SmallVector<utils::IteratorType> totalIterators(rank + 1, utils::IteratorType::parallel);
-    totalIterators[0] = utils::IteratorType::reduction;
-    tb.create<linalg::GenericOp>(
-        l, TypeRange{}, ValueRange{totalEntry->getArgument(1)}, ValueRange{totalEntry->getArgument(2)},
-        SmallVector<AffineMap>{AffineMap::get(rank + 1, 0, partialDims, ctx),
-                               AffineMap::get(rank + 1, 0, outDims, ctx)},
-        totalIterators, [&](OpBuilder &nb, Location nl, ValueRange args) {
-          nb.create<linalg::YieldOp>(nl, combineLike(nb, nl, combiner, args[1], args[0]));
-        });
-    tb.create<func::ReturnOp>(l);
-
-    // Each launch: a new workspace for the partials, then the total.
-    for (LaunchOp launch : launchesOf(top, kernel.getSymName())) {
-      OpBuilder lb(launch);
-      Value workspace = lb.create<memref::AllocOp>(launch.getLoc(), partialType, lb.getI64IntegerAttr(64));
-      SmallVector<Value> buffers(launch.getBuffers());
-      Value result = buffers[outArgument];
-      buffers.erase(buffers.begin() + outArgument);
-      buffers.push_back(workspace);
-      launch.getBuffersMutable().assign(buffers);
-      lb.setInsertionPointAfter(launch);
-      lb.create<LaunchOp>(launch.getLoc(),
-                          SymbolRefAttr::get(ctx, kKernelsModuleName, {FlatSymbolRefAttr::get(ctx, name)}),
-                          ValueRange{workspace, result});
-    }
+    auto fold = [&](OpBuilder &nb, Location nl, Value v, Value p) { return combineLike(nb, nl, combiner, v, p); };
+    func::FuncOp total = buildPartsTotal(kernel, partialType, outType, fold);
+    launchInParts(top, kernel, outArgument, partialType, total);
   }
   return success();
 }

@@ -61,6 +61,21 @@ LogicalResult buildFoldingPoints(linalg::GenericOp op, int64_t count, int64_t pe
 /// hold every reduction loop, in loop order, side by side, or none of them.
 std::optional<int64_t> columnSplitParts(linalg::GenericOp op);
 
+/// Shared by the splits into parts (this one and GpuScatterAddParts.h):
+/// `<kernel>_total`(parts [P, ...result], result), inserted after `kernel`:
+/// each result element folds its P parts into its value in part order,
+/// `combine(value, part)`.
+func::FuncOp buildPartsTotal(func::FuncOp kernel, MemRefType parts, MemRefType result,
+                             function_ref<Value(OpBuilder &, Location, Value, Value)> combine);
+
+/// Each launch of `kernel`, whose argument `resultArgument` (numbered after
+/// the workgroup number) became the parts' workspace, its last: a new
+/// workspace of type `parts` allocated before it and passed in place of
+/// the result, `first` (if any) launched on it before, `total` launched
+/// after it on the workspace and the result.
+void launchInParts(ModuleOp top, func::FuncOp kernel, unsigned resultArgument, MemRefType parts, func::FuncOp total,
+                   func::FuncOp first = {});
+
 /// Splits each kernel of `kernels` that is one reduction across rows
 /// (columnSplitParts) into its parts and their total, rewriting its
 /// launches in `top`.

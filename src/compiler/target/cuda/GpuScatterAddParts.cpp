@@ -2,6 +2,7 @@
 
 #include "compiler/target/cuda/GpuScatterAddParts.h"
 #include "compiler/target/cuda/CudaTarget.h"
+#include "compiler/target/cuda/GpuColumnReduction.h"
 #include "compiler/transforms/Kernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -34,15 +35,7 @@ struct ScatterAdd {
 
 std::optional<ScatterAdd> scatterAddOf(func::FuncOp kernel) {
   Block &entry = kernel.getBody().front();
-  Operation *only = nullptr;
-  for (Operation &op : entry) {
-    if (op.hasTrait<OpTrait::IsTerminator>() || isMemoryEffectFree(&op))
-      continue;
-    if (only)
-      return std::nullopt;
-    only = &op;
-  }
-  auto loop = dyn_cast_or_null<scf::ForOp>(only);
+  auto loop = dyn_cast_or_null<scf::ForOp>(soleComputeOp(kernel));
   if (!loop || !loop.getInitArgs().empty())
     return std::nullopt;
   std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound()), ub = getConstantIntValue(loop.getUpperBound()),
@@ -146,51 +139,19 @@ LogicalResult mlir::nova::splitScatterAdds(ModuleOp top, ModuleOp kernels) {
 
     // `<k>_zero` zeroes the parts' tables; `<k>_total` adds them into the
     // result, part by part in order.
-    OpBuilder kb(ctx);
-    kb.setInsertionPointAfter(kernel);
-    auto makeKernel = [&](StringRef suffix, TypeRange types) {
-      auto f = kb.create<func::FuncOp>(l, (kernel.getSymName() + suffix).str(),
-                                       kb.getFunctionType(types, {}));
-      kb.setInsertionPointAfter(f);
-      return f;
+    auto add = [](OpBuilder &nb, Location nl, Value v, Value p) {
+      return nb.create<arith::AddFOp>(nl, v, p).getResult();
     };
-    func::FuncOp zero = makeKernel("_zero", {kb.getIndexType(), workspaceType});
-    {
-      OpBuilder zb = OpBuilder::atBlockBegin(zero.addEntryBlock());
-      Value zeroValue = zb.create<arith::ConstantOp>(l, zb.getFloatAttr(s.table.getElementType(), 0.0));
-      zb.create<linalg::FillOp>(l, zeroValue, zero.getArgument(1));
-      zb.create<func::ReturnOp>(l);
-    }
-    func::FuncOp total = makeKernel("_total", {kb.getIndexType(), workspaceType, s.table});
-    {
-      OpBuilder tb = OpBuilder::atBlockBegin(total.addEntryBlock());
-      AffineExpr d0 = tb.getAffineDimExpr(0), d1 = tb.getAffineDimExpr(1), d2 = tb.getAffineDimExpr(2);
-      tb.create<linalg::GenericOp>(
-          l, TypeRange{}, ValueRange{total.getArgument(1)}, ValueRange{total.getArgument(2)},
-          SmallVector<AffineMap>{AffineMap::get(3, 0, {d0, d1, d2}, ctx), AffineMap::get(3, 0, {d1, d2}, ctx)},
-          SmallVector<utils::IteratorType>{utils::IteratorType::reduction, utils::IteratorType::parallel,
-                                           utils::IteratorType::parallel},
-          [&](OpBuilder &nb, Location nl, ValueRange args) {
-            nb.create<linalg::YieldOp>(nl, nb.create<arith::AddFOp>(nl, args[1], args[0]).getResult());
-          });
-      tb.create<func::ReturnOp>(l);
-    }
-    auto launchOf = [&](OpBuilder &lb, func::FuncOp f, ValueRange buffers) {
-      lb.create<LaunchOp>(l, SymbolRefAttr::get(ctx, kKernelsModuleName, {FlatSymbolRefAttr::get(f.getSymNameAttr())}),
-                          buffers);
-    };
-    for (LaunchOp launch : launchesOf(top, kernel.getSymName())) {
-      OpBuilder lb(launch);
-      Value tables = lb.create<memref::AllocOp>(launch.getLoc(), workspaceType, lb.getI64IntegerAttr(64));
-      launchOf(lb, zero, ValueRange{tables});
-      SmallVector<Value> buffers(launch.getBuffers());
-      Value result = buffers[s.tableArgument];
-      buffers.erase(buffers.begin() + s.tableArgument);
-      buffers.push_back(tables);
-      launch.getBuffersMutable().assign(buffers);
-      lb.setInsertionPointAfter(launch);
-      launchOf(lb, total, ValueRange{tables, result});
-    }
+    func::FuncOp total = buildPartsTotal(kernel, workspaceType, s.table, add);
+    OpBuilder kb(kernel);
+    kb.setInsertionPointAfter(kernel); // k, k_zero, k_total
+    auto zero = kb.create<func::FuncOp>(l, (kernel.getSymName() + "_zero").str(),
+                                        kb.getFunctionType({kb.getIndexType(), workspaceType}, {}));
+    OpBuilder zb = OpBuilder::atBlockBegin(zero.addEntryBlock());
+    Value zeroValue = zb.create<arith::ConstantOp>(l, zb.getFloatAttr(s.table.getElementType(), 0.0));
+    zb.create<linalg::FillOp>(l, zeroValue, zero.getArgument(1));
+    zb.create<func::ReturnOp>(l);
+    launchInParts(top, kernel, s.tableArgument, workspaceType, total, zero);
   }
   return success();
 }
