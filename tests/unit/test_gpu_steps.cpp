@@ -146,14 +146,18 @@ struct EmulatedGpu {
 
 /// Launches of a split's total kernel (`<k>_total`: GpuColumnReduction.h,
 /// GpuScatterAddParts.h).
-int launches_of_parts_totals(const nova::ExecutableDesc* desc) {
+/// Launches of kernels whose symbol ends in `suffix` ("_total": a split's
+/// parts' totals; "_keys": an attention backward's key rows).
+int launches_ending_in(const nova::ExecutableDesc* desc, const std::string& suffix) {
   int n = 0;
   for (const auto& l : desc->launches) {
     const std::string& symbol = desc->kernels[l.kernel].symbol;
-    n += symbol.size() > 6 && symbol.compare(symbol.size() - 6, 6, "_total") == 0;
+    n += symbol.size() > suffix.size() && symbol.compare(symbol.size() - suffix.size(), suffix.size(), suffix) == 0;
   }
   return n;
 }
+
+int launches_of_parts_totals(const nova::ExecutableDesc* desc) { return launches_ending_in(desc, "_total"); }
 
 bool shuffles(const nova::ExecutableDesc* desc) {
   std::string ptx(desc->object.begin(), desc->object.end());
@@ -413,14 +417,14 @@ TEST_CASE("independent warp rows, thread rows and points run side by side in one
 TEST_CASE("causal attention on an emulated A100, a thread per row: forward and gradient match the interpreter, past one block of rows") {
   // T = 270: the forward's rows over three blocks of 128, its keys over
   // 5 shared tiles of 64 rows (the last partly past the sequence), the
-  // backward's query and key rows in two passes of one block's 256
-  // rows (a thread each); T = 13 with 3 heads (one tile of 16 rows); T =
-  // 33 with heads of 24 columns (2 lanes a row of 12 columns in f32, 4 of
-  // 6 in f64); T = 70 with a head of 64 columns (4 lanes a row in f32, 8 in
-  // f64, their dot products summed by shuffles; tiles of 64 rows in f32, 32
-  // in f64); a head of 72
-  // columns (wider than a thread's registers take) keeps the kernel of a
-  // thread per (batch, head); f32 and f64.
+  // backward in two kernels (query rows, then key rows; the statistics
+  // between them in a workspace), each 5 blocks of 64 rows (a thread
+  // each); T = 13 with 3 heads (one tile of 16 rows); T = 33 with heads of
+  // 24 columns (2 lanes a row of 12 columns in f32, 4 of 6 in f64); T = 70
+  // with a head of 64 columns (4 lanes a row in f32, 8 in f64, their dot
+  // products summed by shuffles; tiles of 64 rows in f32, 32 in f64); a
+  // head of 72 columns (wider than a thread's registers take) keeps the
+  // kernel of a thread per (batch, head), the backward in one; f32 and f64.
   struct Shape { std::int64_t B, T, d, heads; };
   Env env;
   env.set("NOVA_TARGET", "sm_80");
@@ -440,6 +444,8 @@ TEST_CASE("causal attention on an emulated A100, a thread per row: forward and g
       const double tol = dt == DType::f32 ? 1e-5 : 1e-12;
       CHECK(rel_error(nova::jit(fused)(qkv, heads), nova::jit(fused, interp)(qkv, heads)) <= tol);
       CHECK(rel_error(nova::jit(fused_grad)(w, qkv, heads), nova::jit(fused_grad, interp)(w, qkv, heads)) <= tol);
+      const bool rows = s.d / s.heads <= 64;
+      CHECK(launches_ending_in(nova::jit(fused_grad).executable(w, qkv, heads)->description(), "_keys") == int(rows));
     }
 }
 

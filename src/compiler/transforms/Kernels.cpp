@@ -320,8 +320,16 @@ mlir::nova::KernelDescription mlir::nova::describeKernel(func::FuncOp kernel) {
     // Multiply-adds (2 flops) over the causal half (j <= i) of each head's
     // T x T: the forward's q k^T and p v; the backward's q k^T (recomputed),
     // grad v^T, p^T grad, dS k and dS^T q.
+    // Split in two (kAttentionPartAttr): q k^T, grad v^T and dS k are the
+    // query rows' kernel's, p^T grad and dS^T q the key rows' (their
+    // recomputed scores not counted again).
     uint64_t pairs = static_cast<uint64_t>(attention.seq()) * (attention.seq() + 1) / 2;
     uint64_t products = attention.getBackward() ? 5 : 2;
+    if (auto part = kernel->getAttrOfType<StringAttr>(kAttentionPartAttr)) {
+      const bool keys = part.getValue() == "keys";
+      products = keys ? 2 : 3;
+      w.summary += keys ? " (key rows: dk, dv)" : " (query rows: dq)";
+    }
     w.flops = 2 * products * pairs * static_cast<uint64_t>(attention.batch() * attention.model());
     return w;
   }

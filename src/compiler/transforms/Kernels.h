@@ -137,6 +137,12 @@ FailureOr<LoweringConfigAttr> configForKernelOp(Operation *op, Value init, Strin
 /// The kernel's configuration, or null before nova-configure-kernels.
 LoweringConfigAttr loweringConfig(func::FuncOp kernel);
 
+/// An attention backward's kernel split in two (the CUDA target's
+/// GpuAttentionBackward.h): "queries" (dq, and the rows' softmax
+/// statistics into its last argument) or "keys" (dk and dv, reading them).
+/// Its description names the part and counts the op's products it adds.
+inline constexpr const char kAttentionPartAttr[] = "nova.attention_part";
+
 /// What a kernel computes, for humans and rooflines: "matmul 2048x768x256
 /// f32", "loops linalg.generic 16x128x256 f32"; per launch, the arithmetic
 /// operations of its compute op (loop points x arith/math ops per point, a

@@ -4,7 +4,8 @@
 // before the causal mask's branch (a shuffle in a branch that lanes of a
 // warp take apart would read lanes that are not there). Forward: 40 rows
 // x 4 lanes = 160 threads, rounded to whole warps of rows: 64 x 4 = 256;
-// one tile of 40 key rows (k, v: 2 x 40 x 64 floats).
+// one tile of 40 key rows (k, v: 2 x 40 x 64 floats). The backward's two
+// kernels (query rows, key rows) likewise.
 // RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each | FileCheck %s
 // RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each \
 // RUN:   | nova-opt -pass-pipeline='builtin.module(builtin.module(nova-gpu-map-threads,canonicalize,cse,nova-gpu-outline-kernels{target=sm_80}))' -verify-each \
@@ -14,8 +15,11 @@
 // CHECK: func.func @{{k[0-9_]+}}({{.*}}nova.gpu_shared_bytes = 20480 : i64
 // CHECK-SAME: "threads: 40 query rows of 1 attention (batch, head) pairs, 4 threads (their shuffles sum a dot product) per row
 // CHECK-SAME: #nova.lowering_config<gpu_threads, workgroups = 1, tile = [256]
-// CHECK: func.func @{{k[0-9_]+}}({{.*}}nova.gpu_shared_bytes = 20960 : i64
-// CHECK-SAME: "threads: 1 attention (batch, head) pairs, a block each: 4 threads (their shuffles sum a dot product) per query row
+// CHECK: func.func @[[BWD:k[0-9]+]]({{.*}}nova.gpu_shared_bytes = 20480 : i64
+// CHECK-SAME: "threads: 40 query rows (dq; each row's softmax statistics into the workspace) of 1 attention (batch, head) pairs, 4 threads (their shuffles sum a dot product) per row
+// CHECK-SAME: #nova.lowering_config<gpu_threads, workgroups = 1, tile = [256]
+// CHECK: func.func @[[BWD]]_keys({{.*}}nova.gpu_shared_bytes = 20480 : i64
+// CHECK-SAME: "threads: 40 key rows (dk, dv; the query rows' statistics from the workspace) of 1 attention (batch, head) pairs, 4 threads (their shuffles sum a dot product) per row
 
 // GPU: gpu.func @nova_{{k[0-9_]+}}(%{{[^:]*}}: memref<1x40x192xf32>, %{{[^:]*}}: memref<1x40x64xf32>) kernel
 // GPU-SAME: known_block_size = array<i32: 256, 1, 1>

@@ -1,32 +1,44 @@
-// The attention backward keeps its rows' softmax statistics (3 x T values)
-// in shared memory beside its two tiles: for a sequence of 6000 (f32,
-// heads of 64: 72000 + 32768 bytes) that passes what sm_86 lets a block
-// take (99 KiB opted in), so there the backward is the kernel of a thread
-// per (batch, head), with no shared memory; the forward keeps its rows
-// (tiles only). sm_90a lets a block take 227 KiB: the backward keeps its
-// rows too, and the kernel is built within the bytes it recorded.
+// A long sequence (6000) runs a row at a time on every target: the
+// backward's rows' softmax statistics (3 x T values) pass between its two
+// kernels in a global workspace, so only the two tiles (2 x 64 x 64 f32:
+// 32 KiB) take shared memory, within what sm_86 lets a block take. Heads
+// wider than 64 columns keep the kernel of a thread per (batch, head),
+// forward and backward (one kernel: no split).
 // RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_86" -verify-each | FileCheck %s
-// RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_90a" -verify-each | FileCheck %s --check-prefix=H100
-// RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_90a" -verify-each \
-// RUN:   | nova-opt -pass-pipeline='builtin.module(builtin.module(nova-gpu-map-threads,canonicalize,cse,nova-gpu-outline-kernels{target=sm_90a}))' -verify-each \
-// RUN:   | FileCheck %s --check-prefix=H100-GPU
+// RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_86" -verify-each \
+// RUN:   | nova-opt -pass-pipeline='builtin.module(builtin.module(nova-gpu-map-threads,canonicalize,cse,nova-gpu-outline-kernels{target=sm_86}))' -verify-each \
+// RUN:   | FileCheck %s --check-prefix=GPU
 
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x6000x3xf32>
+// CHECK-NOT: memref.alloc() {alignment = 64 : i64} : memref<{{.*}}x3xf32>
 // CHECK-LABEL: module @kernels
 // CHECK: func.func @{{k[0-9_]+}}({{.*}}nova.gpu_shared_bytes = 32768 : i64
 // CHECK-SAME: "threads: 6000 query rows of 1 attention (batch, head) pairs, 4 threads (their shuffles sum a dot product) per row
+// CHECK-SAME: workgroups = 47, tile = [512]
+// CHECK: func.func @[[BWD:k[0-9]+]]({{.*}}nova.gpu_shared_bytes = 32768 : i64
+// CHECK-SAME: "threads: 6000 query rows (dq; each row's softmax statistics into the workspace)
+// CHECK-SAME: workgroups = 94, tile = [256]
+// CHECK: func.func @[[BWD]]_keys({{.*}}nova.gpu_shared_bytes = 32768 : i64
+// CHECK-SAME: "threads: 6000 key rows (dk, dv; the query rows' statistics from the workspace)
+// CHECK-SAME: workgroups = 94, tile = [256]
 // CHECK: func.func @{{k[0-9_]+}}(
 // CHECK-NOT: nova.gpu_shared_bytes
-// CHECK-SAME: "threads: 1 attention (batch, head) pairs (a sequence of 6000: its rows' softmax statistics and tiles would pass 101376 bytes of shared memory)
-// H100-LABEL: module @kernels
-// H100: func.func @{{k[0-9_]+}}({{.*}}nova.gpu_shared_bytes = 32768 : i64
-// H100: func.func @{{k[0-9_]+}}({{.*}}nova.gpu_shared_bytes = 104768 : i64
-// H100-SAME: "threads: 1 attention (batch, head) pairs, a block each
-// H100-GPU: gpu.func @nova_{{k[0-9_]+}}(
-// H100-GPU: gpu.func @nova_{{k[0-9_]+}}({{.*}}known_block_size = array<i32: 512, 1, 1>
-// H100-GPU: gpu.dynamic_shared_memory
-// H100-GPU: gpu.barrier
+// CHECK-SAME: "threads: 2 attention (batch, head) pairs (heads of 72 columns: wider than a thread's registers take, 64)
+// CHECK: func.func @{{k[0-9]+}}(
+// CHECK-NOT: nova.attention_part
+// CHECK-SAME: "threads: 2 attention (batch, head) pairs (heads of 72 columns: wider than a thread's registers take, 64)
+// CHECK-NOT: _keys(
+// GPU: gpu.func @nova_{{k[0-9_]+}}(
+// GPU: gpu.func @nova_{{k[0-9_]+}}({{.*}}known_block_size = array<i32: 256, 1, 1>
+// GPU: gpu.dynamic_shared_memory
+// GPU: gpu.barrier
 func.func @attention(%qkv: tensor<1x6000x192xf32>, %g: tensor<1x6000x64xf32>) -> (tensor<1x6000x64xf32>, tensor<1x6000x192xf32>) {
   %0 = nova.causal_attention %qkv {heads = 1 : i64, scale = 0.125 : f64} : tensor<1x6000x192xf32> -> tensor<1x6000x64xf32>
   %1 = nova.causal_attention_grad %qkv, %g {heads = 1 : i64, scale = 0.125 : f64} : tensor<1x6000x192xf32>, tensor<1x6000x64xf32>
   return %0, %1 : tensor<1x6000x64xf32>, tensor<1x6000x192xf32>
+}
+func.func @wide(%qkv: tensor<2x5x216xf32>, %g: tensor<2x5x72xf32>) -> (tensor<2x5x72xf32>, tensor<2x5x216xf32>) {
+  %0 = nova.causal_attention %qkv {heads = 1 : i64, scale = 0.125 : f64} : tensor<2x5x216xf32> -> tensor<2x5x72xf32>
+  %1 = nova.causal_attention_grad %qkv, %g {heads = 1 : i64, scale = 0.125 : f64} : tensor<2x5x216xf32>, tensor<2x5x72xf32>
+  return %0, %1 : tensor<2x5x72xf32>, tensor<2x5x216xf32>
 }

@@ -5,6 +5,7 @@
 #include "compiler/transforms/Kernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -284,9 +285,21 @@ void mlir::nova::buildAttentionHead(OpBuilder &b, AttentionKernelOp op, Value un
   });
 }
 
+std::optional<mlir::nova::AttentionBackwardPart> mlir::nova::attentionBackwardPart(AttentionKernelOp op) {
+  auto kernel = op->getParentOfType<func::FuncOp>();
+  auto part = kernel ? kernel->getAttrOfType<StringAttr>(kAttentionPartAttr) : StringAttr();
+  if (!op.getBackward() || !part)
+    return std::nullopt;
+  return part.getValue() == "keys" ? AttentionBackwardPart::keys : AttentionBackwardPart::queries;
+}
+
+MemRefType mlir::nova::attentionStatsType(AttentionKernelOp op) {
+  return MemRefType::get({op.batch() * int64_t(op.getHeads()), op.seq(), 3}, computeType(op));
+}
+
 std::optional<mlir::nova::AttentionRowsPlan> mlir::nova::planAttentionRows(AttentionKernelOp op,
                                                                            int64_t maxSharedBytes) {
-  if (op.headDim() > kAttentionRowsMaxHeadDim)
+  if (op.headDim() > kAttentionRowsMaxHeadDim || (op.getBackward() && !attentionBackwardPart(op)))
     return std::nullopt;
   const int64_t T = op.seq(), hd = op.headDim();
   const int64_t bytes = std::max<int64_t>(1, computeType(op).getIntOrFloatBitWidth() / 8);
@@ -299,34 +312,22 @@ std::optional<mlir::nova::AttentionRowsPlan> mlir::nova::planAttentionRows(Atten
   // at most, no more rows than the sequence (rounded up to 8).
   plan.tileRows = std::clamp<int64_t>(kAttentionTileBytes / (hd * bytes), 8, 64);
   plan.tileRows = std::min(plan.tileRows, (T + 7) / 8 * 8);
-  const int64_t tiles = 2 * plan.tileRows * hd * bytes;
-  const int64_t pairs = op.batch() * op.getHeads();
+  plan.sharedBytes = 2 * plan.tileRows * hd * bytes;
+  if (plan.sharedBytes > maxSharedBytes)
+    return std::nullopt;
+  // 128 forward rows a block: a GPT's (batch, head) pairs times its row
+  // blocks fill a GPU's SMs where 256 would leave half of them idle (8 x 8
+  // pairs of 256 rows: 64 blocks against an H100's 132 SMs).
   const int64_t rows32 = std::max<int64_t>(32, (T + 31) / 32 * 32);
-  if (!op.getBackward()) {
-    // 128 rows a block: a GPT's (batch, head) pairs times its row blocks
-    // fill a GPU's SMs where 256 would leave half of them idle (8 x 8
-    // pairs of 256 rows: 64 blocks against an H100's 132 SMs).
-    plan.rows = std::min<int64_t>(kAttentionForwardRows, rows32);
-    plan.rowBlocks = (T + plan.rows - 1) / plan.rows;
-    plan.blocks = pairs * plan.rowBlocks;
-    plan.sharedBytes = tiles;
-  } else {
-    // 512 threads at most: 128 registers a thread (at 1024, 64 spilled).
-    plan.rows = std::min<int64_t>({256, kAttentionBackwardThreads / plan.lanes, rows32});
-    plan.blocks = pairs;
-    plan.statsBytes = (3 * T * bytes + 15) / 16 * 16;
-    plan.sharedBytes = plan.statsBytes + tiles;
-    // The statistics of a long sequence's rows do not fit: the kernel of
-    // a thread per (batch, head), which keeps them in registers.
-    if (plan.sharedBytes > maxSharedBytes)
-      return std::nullopt;
-  }
+  plan.rows = std::min(op.getBackward() ? kAttentionBackwardRows : kAttentionForwardRows, rows32);
+  plan.rowBlocks = (T + plan.rows - 1) / plan.rows;
+  plan.blocks = op.batch() * op.getHeads() * plan.rowBlocks;
   plan.threads = plan.rows * plan.lanes;
   return plan;
 }
 
 void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const AttentionRowsPlan &plan, Value thread,
-                                    Value block) {
+                                    Value block, Value stats) {
   Scalar s{b, op.getLoc(), computeType(op)};
   Location l = s.l;
   const int64_t T = op.seq(), d = op.model(), hd = op.headDim(), heads = op.getHeads(), threads = plan.threads;
@@ -367,8 +368,12 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
   Value lowest = s.f(-std::numeric_limits<double>::infinity());
   SmallVector<Value> zeros(size_t(own), s.f(0.0));
 
-  // Shared memory: (backward) the query rows' statistics, then two tiles
-  // of tileRows rows of a head's columns.
+  // A block's first row: causal, a query block's work grows with its
+  // rows' index, a key block's falls: the blocks with the most work first.
+  Value queryFirst = b.create<arith::MulIOp>(l, b.create<arith::SubIOp>(l, s.c(plan.rowBlocks - 1), rowBlock),
+                                             s.c(rowsPerPass));
+  Value keyFirst = b.create<arith::MulIOp>(l, rowBlock, s.c(rowsPerPass));
+  // Shared memory: two tiles of tileRows rows of a head's columns.
   auto wg = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
   Value dyn = b.create<gpu::DynamicSharedMemoryOp>(
       l, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(), wg));
@@ -376,8 +381,8 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
     return b.create<memref::ViewOp>(l, MemRefType::get(shape, s.e, MemRefLayoutAttrInterface(), wg), dyn,
                                     s.c(offset), ValueRange{});
   };
-  Value tileA = view(plan.statsBytes, {tileRows, hd});
-  Value tileB = view(plan.statsBytes + tileRows * hd * bytes, {tileRows, hd});
+  Value tileA = view(0, {tileRows, hd});
+  Value tileB = view(tileRows * hd * bytes, {tileRows, hd});
   // The block's threads copy rows [r0, r0 + tileRows) of part `partA` of
   // `a` into tileA and of `partB` of `m` into tileB (rows clamped into the
   // sequence), consecutive threads consecutive columns; then a barrier.
@@ -452,7 +457,7 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
     // Query row i: one pass over the key tiles (k, v), the running max m,
     // sum l and output, rescaled by exp(m_old - m_new) as the max grows;
     // out = acc / l.
-    Value first = b.create<arith::MulIOp>(l, rowBlock, s.c(rowsPerPass));
+    Value first = queryFirst;
     Value i = s.iadd(first, rowInPass);
     Value inside = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, i, s.c(T));
     SmallVector<Value> q = loadOwn(qkv, i, 0);
@@ -476,19 +481,19 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
     return;
   }
 
-  // Backward. Shared statistics of each query row: max, sum, D.
-  Value stats = view(0, {T, 3});
+  // Backward: this kernel's part (splitAttentionBackward). Each query
+  // row's max, sum and D in `stats`, [pair, row, 3].
   Value grad = op.getInputs()[1];
-  const int64_t iterations = (T + rowsPerPass - 1) / rowsPerPass;
+  auto statistic = [&](Value i, int64_t slot) { return SmallVector<Value>{pair, i, s.c(slot)}; };
   // score_ij and dP_ij = g_i . v_j, from the tiles (k, v) or (q, g).
   auto scoreAndDP = [&](ArrayRef<Value> x, ArrayRef<Value> y, Value at) {
     return SmallVector<Value>{dot(x, tileA, at), dot(y, tileB, at)};
   };
-  // Query rows: max m, sum l and D = sum_j P_ij dP_ij online in one pass
-  // over the key tiles (k, v); then dq_i = sum_j dS_ij k_j, dS_ij = scale
-  // P_ij (dP_ij - D), in a second.
-  s.loop(s.c(0), s.c(iterations), [&](Value it) {
-    Value first = b.create<arith::MulIOp>(l, it, s.c(rowsPerPass));
+  if (*attentionBackwardPart(op) == AttentionBackwardPart::queries) {
+    // Query rows: max m, sum l and D = sum_j P_ij dP_ij online in one pass
+    // over the key tiles (k, v); then dq_i = sum_j dS_ij k_j, dS_ij = scale
+    // P_ij (dP_ij - D), in a second.
+    Value first = queryFirst;
     Value i = s.iadd(first, rowInPass);
     Value inside = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, i, s.c(T));
     SmallVector<Value> q = loadOwn(qkv, i, 0), g = loadOwn(grad, i, 0);
@@ -519,34 +524,33 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
     OpBuilder::InsertionGuard ig(b);
     b.setInsertionPointToStart(&guard.getThenRegion().front());
     for (auto [slot, value] : llvm::enumerate(SmallVector<Value>{max, total, D}))
-      s.store(value, stats, {i, s.c(int64_t(slot))});
-  });
-  b.create<gpu::BarrierOp>(l);
+      s.store(value, stats, statistic(i, int64_t(slot)));
+    return;
+  }
   // Key rows: dk_j = sum_{i >= j} dS_ij q_i, dv_j = sum_{i >= j} P_ij g_i,
   // over the query tiles (q, g) from the block's first key row.
-  s.loop(s.c(0), s.c(iterations), [&](Value it) {
-    Value first = b.create<arith::MulIOp>(l, it, s.c(rowsPerPass));
-    Value j = s.iadd(first, rowInPass);
-    Value inside = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, j, s.c(T));
-    SmallVector<Value> k = loadOwn(qkv, j, 1), v = loadOwn(qkv, j, 2);
-    SmallVector<Value> init(zeros);
-    init.append(zeros);
-    scf::ForOp rows = overTiles(
-        first, s.c(T), init, qkv, 0, grad, 0,
-        [&](Value i) { return b.create<arith::CmpIOp>(l, arith::CmpIPredicate::uge, i, j); },
-        [&](Value, Value at) { return scoreAndDP(k, v, at); },
-        [&](Value i, Value at, ArrayRef<Value> sd, ValueRange acc) {
-          Value max = s.load(stats, {i, s.c(0)}), total = s.load(stats, {i, s.c(1)}), D = s.load(stats, {i, s.c(2)});
-          Value p = s.div(exp(s.sub(s.mul(scale, sd[0]), max)), total);
-          Value dS = s.mul(scale, s.mul(p, s.sub(sd[1], D)));
-          SmallVector<Value> next;
-          accumulate(acc.take_front(own), dS, tileA, at, next);
-          accumulate(acc.drop_front(own), p, tileB, at, next);
-          return next;
-        });
-    storeOwn(inside, SmallVector<Value>(rows.getResults().take_front(own)), j, 1, Value());
-    storeOwn(inside, SmallVector<Value>(rows.getResults().drop_front(own)), j, 2, Value());
-  });
+  Value first = keyFirst;
+  Value j = s.iadd(first, rowInPass);
+  Value inside = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, j, s.c(T));
+  SmallVector<Value> k = loadOwn(qkv, j, 1), v = loadOwn(qkv, j, 2);
+  SmallVector<Value> init(zeros);
+  init.append(zeros);
+  scf::ForOp rows = overTiles(
+      first, s.c(T), init, qkv, 0, grad, 0,
+      [&](Value i) { return b.create<arith::CmpIOp>(l, arith::CmpIPredicate::uge, i, j); },
+      [&](Value, Value at) { return scoreAndDP(k, v, at); },
+      [&](Value i, Value at, ArrayRef<Value> sd, ValueRange acc) {
+        Value max = s.load(stats, statistic(i, 0)), total = s.load(stats, statistic(i, 1));
+        Value D = s.load(stats, statistic(i, 2));
+        Value p = s.div(exp(s.sub(s.mul(scale, sd[0]), max)), total);
+        Value dS = s.mul(scale, s.mul(p, s.sub(sd[1], D)));
+        SmallVector<Value> next;
+        accumulate(acc.take_front(own), dS, tileA, at, next);
+        accumulate(acc.drop_front(own), p, tileB, at, next);
+        return next;
+      });
+  storeOwn(inside, SmallVector<Value>(rows.getResults().take_front(own)), j, 1, Value());
+  storeOwn(inside, SmallVector<Value>(rows.getResults().drop_front(own)), j, 2, Value());
 }
 
 bool mlir::nova::rowsByWarps(Operation *op) {

@@ -17,11 +17,12 @@
 //   - attention a row at a time (heads of up to 64 columns; a row 1, 2, 4
 //     or 8 lanes of a warp, its dot products summed by shuffles): a
 //     query row's online softmax (running max, sum and output, rescaled
-//     as the max grows) in one pass over its keys; backward: per query
-//     row its statistics and D = sum_j P_ij dP_ij in one pass, dq in a
-//     second; per key row dk and dv from the rows' statistics in shared
-//     memory; the keys (backward, key rows: the queries) in shared tiles
-//     the block loads together.
+//     as the max grows) in one pass over its keys; backward, in two
+//     kernels (splitAttentionBackward): per query row its statistics and
+//     D = sum_j P_ij dP_ij in one pass, dq in a second, the statistics
+//     into a workspace; then per key row dk and dv from them; the keys
+//     (backward, key rows: the queries) in shared tiles the block loads
+//     together.
 // They compute in their inputs' element; a forward kernel's result may be
 // bf16 (writesEachResultOnce), rounded at its stores.
 // No tensor cores in attention yet.
@@ -57,52 +58,67 @@ void buildWarpRows(OpBuilder &b, Operation *rowKernel, Value warp, Value lane, i
 /// Work unit `unit` = batch * heads + head of a bufferized attention kernel.
 void buildAttentionHead(OpBuilder &b, AttentionKernelOp op, Value unit);
 
-/// Attention a row at a time: the forward's blocks each take
-/// kAttentionForwardRows query rows (fewer for shorter sequences) of one
-/// (batch, head); the backward's one block a (batch, head), first a query
-/// row at a time each (dq, and the row's softmax statistics into shared
-/// memory), then, after a barrier, a key row (dk, dv). A row is `lanes`
-/// adjacent threads of a warp (heads of over kAttentionLaneBytes a row:
-/// 2, 4 or 8), each holding every lanes-th column of the row's q (or
-/// k and v) and accumulators in registers, its dot products summed over
-/// the lanes by shuffles; so only heads of up to kAttentionRowsMaxHeadDim
-/// columns. The rows a row's loop visits (keys; the backward's key rows:
-/// queries) come through shared memory, tileRows at a time, each tile
-/// loaded once by the whole block (coalesced) and read by all its threads
-/// at once, instead of every thread reading every row from global memory.
+/// Attention a row at a time: the blocks each take kAttentionForwardRows
+/// (backward: kAttentionBackwardRows) rows of one (batch, head), fewer for
+/// shorter sequences: the forward's query rows; the backward's, in two
+/// kernels (splitAttentionBackward), first query rows (dq, and each row's
+/// softmax statistics into the workspace), then key rows (dk, dv, reading
+/// them). A row is `lanes` adjacent threads of a warp (heads of over
+/// kAttentionLaneBytes a row: 2, 4 or 8), each holding every lanes-th
+/// column of the row's q (or k and v) and accumulators in registers, its
+/// dot products summed over the lanes by shuffles; so only heads of up to
+/// kAttentionRowsMaxHeadDim columns. The rows a row's loop visits (keys;
+/// the backward's key rows: queries) come through shared memory, tileRows
+/// at a time, each tile loaded once by the whole block (coalesced) and
+/// read by all its threads at once, instead of every thread reading every
+/// row from global memory.
 inline constexpr int64_t kAttentionRowsMaxHeadDim = 64;
 inline constexpr int64_t kAttentionForwardRows = 128;
-inline constexpr int64_t kAttentionBackwardThreads = 512;
+/// Half the forward's: a GPT's (batch, head) pairs times 64-row blocks
+/// fill an H200's 132 SMs at a sequence of 128 (16 x 4 x 2 blocks) where
+/// 128-row blocks would leave half of them idle.
+inline constexpr int64_t kAttentionBackwardRows = 64;
 /// The bytes of a lane's columns of a row, at most (where the head's width
 /// allows): 16 f32 columns, 8 f64.
 inline constexpr int64_t kAttentionLaneBytes = 64;
 /// The bytes of one of the two tiles, at most.
 inline constexpr int64_t kAttentionTileBytes = 16384;
-/// The shared memory the backward's block may take, at most, is the
-/// target's (opt-in: 163 KiB on sm_80, 99 KiB on sm_86 and sm_89, 227 KiB
-/// on sm_90a; GpuThreads.cpp). The statistics (3 x T values) of longer
-/// sequences than that allows leave it the kernel of a thread per (batch,
-/// head).
+
+/// The backward's two kernels (the kernel's kAttentionPartAttr).
+enum class AttentionBackwardPart { queries, keys };
 
 struct AttentionRowsPlan {
   int64_t threads = 0, blocks = 0, sharedBytes = 0;
-  /// Forward: blocks per (batch, head); backward: 1.
+  /// Blocks per (batch, head).
   int64_t rowBlocks = 1;
-  /// Rows a block takes at once, threads a row (threads = rows x lanes).
+  /// Rows a block takes, threads a row (threads = rows x lanes).
   int64_t rows = 0, lanes = 1;
-  /// Rows of a shared tile; the bytes of the backward's statistics before
-  /// the tiles (0 in the forward).
-  int64_t tileRows = 0, statsBytes = 0;
+  /// Rows of a shared tile.
+  int64_t tileRows = 0;
 };
 
-/// The plan for `op`, or none when its heads are too wide (or, backward,
-/// its shared memory would pass `maxSharedBytes`: the target's limit when
-/// configuring, the kernel's recorded bytes when building it).
+/// The plan for `op`, or none when its heads are too wide, or it is a
+/// backward whose kernel was not split into its two parts
+/// (attentionBackwardPart), or its shared memory would pass
+/// `maxSharedBytes` (the target's limit when configuring, the kernel's
+/// recorded bytes when building it): those are the kernel of a thread per
+/// (batch, head).
 std::optional<AttentionRowsPlan> planAttentionRows(AttentionKernelOp op, int64_t maxSharedBytes);
 
+/// Which of the backward's two kernels `op`'s kernel is, or none (a
+/// forward, or a backward not split).
+std::optional<AttentionBackwardPart> attentionBackwardPart(AttentionKernelOp op);
+
+/// The backward's workspace between its two kernels: each query row's max,
+/// sum of exponentials and D, [batch x heads, T, 3] in the element the
+/// kernel computes in.
+MemRefType attentionStatsType(AttentionKernelOp op);
+
 /// `op`'s rows at b's insertion point, as `plan` says, for the thread
-/// `thread` of block `block`.
-void buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const AttentionRowsPlan &plan, Value thread, Value block);
+/// `thread` of block `block`; a backward's statistics in `stats`
+/// (attentionStatsType).
+void buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const AttentionRowsPlan &plan, Value thread, Value block,
+                        Value stats = {});
 
 /// Whether `op`'s GPU kernel (a forward LayerNorm, a cross-entropy, or a
 /// forward attention a row at a time) computes in its inputs' element and writes each

@@ -53,6 +53,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/target/cuda/CudaTarget.h"
+#include "compiler/target/cuda/GpuAttentionBackward.h"
 #include "compiler/target/cuda/GpuBlockReduction.h"
 #include "compiler/target/cuda/GpuColumnReduction.h"
 #include "compiler/target/cuda/GpuScatterAddParts.h"
@@ -235,15 +236,15 @@ Units unitsOf(Operation *op, int64_t attentionShared = 0) {
                                             : llvm::formatv("{0} threads (their shuffles sum a dot product)",
                                                             rows->lanes)
                                                   .str();
+      std::optional<AttentionBackwardPart> part = attentionBackwardPart(attention);
+      StringRef rowsOf = !part ? "query rows"
+                         : *part == AttentionBackwardPart::queries
+                             ? "query rows (dq; each row's softmax statistics into the workspace)"
+                             : "key rows (dk, dv; the query rows' statistics from the workspace)";
       return {Units::attentionRows, rows->blocks,
-              attention.getBackward()
-                  ? llvm::formatv("{0} attention (batch, head) pairs, a block each: {1} per query row (dq "
-                                  "and the row's softmax statistics in shared memory), then per key row (dk, dv)",
-                                  n, perRow)
-                        .str()
-                  : llvm::formatv("{0} query rows of {1} attention (batch, head) pairs, {2} per row",
-                                  attention.seq(), n, perRow)
-                        .str()};
+              llvm::formatv("{0} {1} of {2} attention (batch, head) pairs, {3} per row", attention.seq(), rowsOf,
+                            n, perRow)
+                  .str()};
     }
     if (attention.headDim() > kAttentionRowsMaxHeadDim)
       return {Units::points, n,
@@ -251,9 +252,11 @@ Units unitsOf(Operation *op, int64_t attentionShared = 0) {
                             "registers take, {2})",
                             n, attention.headDim(), kAttentionRowsMaxHeadDim)};
     return {Units::points, n,
-            llvm::formatv("{0} attention (batch, head) pairs (a sequence of {1}: its rows' softmax statistics "
-                          "and tiles would pass {2} bytes of shared memory)",
-                          n, attention.seq(), attentionShared)};
+            llvm::formatv("{0} attention (batch, head) pairs ({1})", n,
+                          attention.getBackward() && !attentionBackwardPart(attention)
+                              ? std::string("a backward not split into query and key rows")
+                              : llvm::formatv("its tiles would pass {0} bytes of shared memory", attentionShared)
+                                    .str())};
   }
   if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
     SmallVector<int64_t> ranges = linalgOp.getStaticLoopRanges();
@@ -380,7 +383,9 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
     }
     // Scatter-adds over many indices and reductions across many rows into
     // few columns: parts, then their total.
-    if (failed(splitScatterAdds(top, kernels)) || failed(splitColumnReductions(top, kernels)))
+    // An attention backward a row at a time: query rows, then key rows.
+    if (failed(splitScatterAdds(top, kernels)) || failed(splitColumnReductions(top, kernels)) ||
+        failed(splitAttentionBackward(top, kernels)))
       return signalPassFailure();
     // Configure.
     MLIRContext *ctx = &getContext();
@@ -1421,7 +1426,9 @@ LogicalResult mapKernel(func::FuncOp kernel, LoweringConfigAttr config) {
     auto attention = cast<AttentionKernelOp>(op);
     b.setInsertionPoint(op);
     Value block = b.create<gpu::BlockIdOp>(l, gpu::Dimension::x);
-    buildAttentionRows(b, attention, *planAttentionRows(attention, attentionShared), at.thread, block);
+    // A backward's statistics: the workspace, its kernel's last argument.
+    Value stats = attention.getBackward() ? kernel.getBody().front().getArguments().back() : Value();
+    buildAttentionRows(b, attention, *planAttentionRows(attention, attentionShared), at.thread, block, stats);
     op->erase();
     return success();
   }
