@@ -129,7 +129,7 @@ std::optional<SimtMatmul> mlir::nova::matchSimtMatmul(linalg::GenericOp op, std:
   p.lhsTransposed = innermostIs(lhs, s.m);
   p.rhsTransposed = innermostIs(rhs, s.k);
   p.allowWgmma = false;
-  p.allowSplitK = false; // not generated
+  p.allowSplitK = false; // the caller's to allow (its result a whole buffer)
   s.batched = !s.batchDims.empty();
   return s;
 }
@@ -147,22 +147,30 @@ GpuMatmulConfig mlir::nova::simtConfigFromLowering(LoweringConfigAttr config, in
   c.blockK = config.getCacheTile()[0];
   c.warpM = config.getRegisterTile()[0];
   c.warpN = config.getRegisterTile()[1];
+  c.splitK = config.getCacheTile().size() > 2 ? config.getCacheTile()[2] : 1;
   c.threads = threads;
   return c;
 }
 
 LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul &match, const GpuMatmulConfig &c,
                                           FloatAttr init, const SimtMatmulFaults &faults,
-                                          std::optional<SimtEpilogue> epilogue) {
+                                          std::optional<SimtEpilogue> epilogue, Value parts) {
   const int64_t rowThreads = c.blockM / c.warpM, columnThreads = c.blockN / c.warpN;
   if (c.blockM % c.warpM != 0 || c.blockN % c.warpN != 0 || rowThreads * columnThreads != c.threads || c.blockK < 1)
     return op.emitError("nova-gpu-map-threads: the simt matmul config ")
            << c.blockM << "x" << c.blockN << "x" << c.blockK << " with " << c.warpM << "x" << c.warpN
            << " a thread does not give " << c.threads << " threads";
+  const GpuMatmulProblem &p = match.problem;
+  const int64_t splitK = std::max<int64_t>(1, c.splitK);
+  if ((splitK > 1) != bool(parts) || (parts && (match.batched || epilogue ||
+                                                cast<MemRefType>(parts.getType()).getShape() !=
+                                                    ArrayRef<int64_t>{splitK, p.m, p.n})))
+    return op.emitError("nova-gpu-map-threads: a simt matmul split across K into ")
+           << splitK << " parts needs their " << splitK << "x" << p.m << "x" << p.n
+           << " workspace, and no batch or epilogue";
   OpBuilder b(op);
   Location l = op.getLoc();
   auto cst = [&](int64_t v) -> Value { return b.create<arith::ConstantIndexOp>(l, v); };
-  const GpuMatmulProblem &p = match.problem;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   Value lhs = op.getDpsInputs()[0], rhs = op.getDpsInputs()[1], out = op.getDpsInits()[0];
@@ -175,12 +183,25 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
   Value thread = b.create<gpu::ThreadIdOp>(l, gpu::Dimension::x);
   Value block = b.create<gpu::BlockIdOp>(l, gpu::Dimension::x);
   const int64_t tilesM = (p.m + c.blockM - 1) / c.blockM, tilesN = (p.n + c.blockN - 1) / c.blockN;
+  // Split across K: the part is the slowest index of the grid; part q
+  // folds K from q * kPer (a whole number of slabs) into its own partial
+  // products, from zero.
   SmallVector<int64_t> grid;
+  if (parts)
+    grid.push_back(splitK);
   for (unsigned d : match.batchDims)
     grid.push_back(ranges[d]);
   grid.push_back(tilesM);
   grid.push_back(tilesN);
   SmallVector<Value> tileAt = delinearizeIndex(b, l, block, grid);
+  Value part;
+  if (parts) {
+    part = tileAt.front();
+    tileAt.erase(tileAt.begin());
+    grid.erase(grid.begin());
+  }
+  const int64_t slabCount = ((p.k + splitK - 1) / splitK + c.blockK - 1) / c.blockK;
+  Value kStart = parts ? b.create<arith::MulIOp>(l, part, cst(slabCount * c.blockK)) : cst(0);
   Value m0 = b.create<arith::MulIOp>(l, tileAt[grid.size() - 2], cst(c.blockM));
   Value n0 = b.create<arith::MulIOp>(l, tileAt[grid.size() - 1], cst(c.blockN));
   Value tx = b.create<arith::RemUIOp>(l, thread, cst(columnThreads));
@@ -247,6 +268,10 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
   SmallVector<Value> initial;
   for (int64_t i = 0; i < c.warpM; ++i)
     for (int64_t j = 0; j < c.warpN; ++j) {
+      if (parts) {
+        initial.push_back(zero(accType));
+        continue;
+      }
       if (init) {
         initial.push_back(b.create<arith::ConstantOp>(l, b.getFloatAttr(accType, init.getValueAsDouble())));
         continue;
@@ -378,8 +403,7 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
   // before the computation, so their latency hides behind it) and goes to
   // the other buffer after it; one barrier a slab. (The barrier after slab
   // s - 1 is what lets slab s + 1 overwrite the buffer s - 1 read.)
-  const int64_t slabCount = (p.k + c.blockK - 1) / c.blockK;
-  storeSlabs(cst(0), loadSlabs(cst(0)));
+  storeSlabs(cst(0), loadSlabs(kStart));
   if (!faults.noBarrierAfterCopy)
     b.create<gpu::BarrierOp>(l);
   scf::ForOp kLoop = buildFor(b, l, cst(0), cst(slabCount), cst(1), initial, [&](Value slab, ValueRange accs) {
@@ -392,7 +416,8 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
     {
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPointToStart(&prefetch.getThenRegion().front());
-      b.create<scf::YieldOp>(l, loadSlabs(b.create<arith::MulIOp>(l, following, cst(c.blockK))));
+      b.create<scf::YieldOp>(
+          l, loadSlabs(b.create<arith::AddIOp>(l, kStart, b.create<arith::MulIOp>(l, following, cst(c.blockK)))));
       b.setInsertionPointToStart(&prefetch.getElseRegion().front());
       SmallVector<Value> zeros;
       for (Type t : types)
@@ -447,12 +472,14 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
   // vector store (st.global.v4.f32) where the result's rows are whole runs
   // (a run is then all inside or all outside, and aligned to its size);
   // an element at a time otherwise.
-  Value target = epilogue ? epilogue->out : out;
+  Value target = epilogue ? epilogue->out : parts ? parts : out;
   const bool storeRuns = wB > 1 && !faults.scalarGlobalStores && p.n % wB == 0 &&
                          cast<MemRefType>(target.getType()).getLayout().isIdentity();
   auto resultAt = [&](int64_t i, int64_t j) -> SmallVector<Value> {
     if (epilogue)
       return {rows[size_t(i)], columns[size_t(j)]};
+    if (parts)
+      return {part, rows[size_t(i)], columns[size_t(j)]};
     return indices(maps[2], loopValues(rows[size_t(i)], columns[size_t(j)], cst(0)));
   };
   auto finalValue = [&](int64_t i, int64_t j) -> Value {

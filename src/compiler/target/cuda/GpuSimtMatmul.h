@@ -33,7 +33,10 @@
 // element, so that by the bank arithmetic the column-wise copies of a
 // transposed operand do not conflict. None of this is measured on a GPU.
 // The accumulators start from the result's values, or from the constant a
-// dropped fill would have written (kGpuOutputInitAttr).
+// dropped fill would have written (kGpuOutputInitAttr). A product with too
+// few tiles for the GPU and a long K (a weight gradient over a batch's
+// tokens: 256x256 over 2048) is split across K: its blocks x parts, each
+// part's partial products into a workspace, their total into the result.
 //
 //===----------------------------------------------------------------------===//
 
@@ -96,9 +99,12 @@ struct SimtEpilogue {
 
 /// Replaces `op` by the tiled kernel of `config` (a simt config for
 /// `match`'s problem); `init`: the accumulators' start (null: the result's).
+/// Split across K (config.splitK > 1: no batch, no epilogue), each part's
+/// blocks fold their share of K from zero into `parts` [splitK, m, n]
+/// instead of the result (a kernel after it adds them: GpuThreads.cpp).
 LogicalResult buildSimtMatmul(linalg::GenericOp op, const SimtMatmul &match, const GpuMatmulConfig &config,
                               FloatAttr init, const SimtMatmulFaults &faults = {},
-                              std::optional<SimtEpilogue> epilogue = std::nullopt);
+                              std::optional<SimtEpilogue> epilogue = std::nullopt, Value parts = {});
 
 /// What the builder needs of the configuration nova-gpu-threads recorded
 /// on the kernel (kind simt_matmul): blockM, blockN, blockK, warpM, warpN

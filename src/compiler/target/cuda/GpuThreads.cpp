@@ -436,7 +436,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
         simt = dyn_cast<linalg::GenericOp>(ops[ops.size() - 2]);
       else if (ops.size() == 1 && isTaggedMatmul(ops[0]))
         simt = cast<linalg::GenericOp>(ops[0]);
-      if (simt && configureSimtMatmul(kernel, simt, target, notMma))
+      if (simt && configureSimtMatmul(top, kernel, simt, target, notMma))
         continue;
       const int64_t attentionShared = attentionSharedLimit(target);
       Units units = ops.size() == 1 ? unitsOf(ops[0], attentionShared) : Units{Units::one, 1, "no compute op"};
@@ -996,6 +996,46 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
     }
   }
 
+  /// The simt matmul `matmul` of `kernel`, whose result is all of its
+  /// argument `outArgument` (numbered after the workgroup number), split
+  /// across K into `parts`: that argument becomes the parts' workspace
+  /// [parts, m, n], the kernel's last (the matmul writes into part 0's
+  /// view until GpuSimtMatmul.cpp writes each part's own), and
+  /// `<kernel>_total`, launched after each launch, adds the parts into the
+  /// result in part order (a reduction into it: a fill before it becomes
+  /// its start, dropFillsBeforeTheirReaders).
+  static void splitSimtAcrossK(ModuleOp top, func::FuncOp kernel, linalg::GenericOp matmul, unsigned outArgument,
+                               int64_t parts) {
+    MLIRContext *ctx = kernel.getContext();
+    Location l = kernel.getLoc();
+    // Described as the whole matmul (its op no longer writes a whole
+    // result), with its parts.
+    KernelDescription about = describedKernel(kernel);
+    // Before the scope, where there is one ("... f32, K in 4 parts [block0]").
+    size_t scope = about.summary.back() == ']' ? about.summary.rfind(" [") : std::string::npos;
+    about.summary.insert(std::min(scope, about.summary.size()), llvm::formatv(", K in {0} parts", parts).str());
+    recordDescription(kernel, about);
+    Block &entry = kernel.getBody().front();
+    BlockArgument result = entry.getArgument(outArgument + 1);
+    auto resultType = cast<MemRefType>(result.getType());
+    const int64_t m = resultType.getDimSize(0), n = resultType.getDimSize(1);
+    auto partsType = MemRefType::get({parts, m, n}, resultType.getElementType());
+    BlockArgument workspace = entry.addArgument(partsType, l);
+    OpBuilder b = OpBuilder::atBlockBegin(&entry);
+    const SmallVector<int64_t> offsets{0, 0, 0}, sizes{1, m, n}, strides{1, 1, 1};
+    auto partType =
+        cast<MemRefType>(memref::SubViewOp::inferRankReducedResultType({m, n}, partsType, offsets, sizes, strides));
+    Value first = b.create<memref::SubViewOp>(l, partType, workspace, offsets, sizes, strides);
+    matmul.getDpsInitsMutable()[0].set(first);
+    entry.eraseArgument(outArgument + 1);
+    kernel.setFunctionType(FunctionType::get(ctx, entry.getArgumentTypes(), {}));
+    kernel->setAttr(kGpuSplitKAttr, IntegerAttr::get(IntegerType::get(ctx, 64), parts));
+    func::FuncOp total = buildPartsTotal(kernel, partsType, resultType, [](OpBuilder &nb, Location nl, Value v, Value p) {
+      return nb.create<arith::AddFOp>(nl, v, p).getResult();
+    });
+    launchInParts(top, kernel, outArgument, partsType, total);
+  }
+
   /// A kernel whose ops pass a value through a buffer of its own (a
   /// memref.alloc in its body: the CPU lowering keeps a matmul's product
   /// there) cannot be split into a kernel per op: each would have its own
@@ -1092,8 +1132,8 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
   /// mma.sync kernel did not take (`notMma` says why), as the tiled simt
   /// kernel (GpuSimtMatmul.h), with the configurator's simt shape. False,
   /// with `notMma` saying why neither takes it, when it cannot be.
-  static bool configureSimtMatmul(func::FuncOp kernel, linalg::GenericOp matmul, const ::nova::TargetDesc &target,
-                                  std::string &notMma) {
+  static bool configureSimtMatmul(ModuleOp top, func::FuncOp kernel, linalg::GenericOp matmul,
+                                  const ::nova::TargetDesc &target, std::string &notMma) {
     MLIRContext *ctx = kernel.getContext();
     std::string notSimt;
     std::optional<SimtMatmul> match = matchSimtMatmul(matmul, notSimt);
@@ -1101,6 +1141,16 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
       notMma = "neither the mma.sync kernel (" + notMma + ") nor the simt kernel (" + notSimt + ") takes it";
       return false;
     }
+    // Split across K where the result is a whole m x n buffer written in
+    // (m, n) order: its parts' workspace then takes its place.
+    Value out = matmul.getDpsInits()[0];
+    std::optional<unsigned> outArgument = argumentOf(matmul, out, /*whole=*/true);
+    AffineMap outMap = matmul.getIndexingMapsArray()[2];
+    match->problem.allowSplitK =
+        !match->batched && !kernel->hasAttr(kGpuEpilogueAttr) && outArgument &&
+        cast<MemRefType>(out.getType()).getShape() == ArrayRef<int64_t>{match->problem.m, match->problem.n} &&
+        outMap == AffineMap::get(matmul.getNumLoops(), 0,
+                                 {getAffineDimExpr(match->m, ctx), getAffineDimExpr(match->n, ctx)}, ctx);
     GpuMatmulConfig c = configureGpuMatmul(match->problem, target);
     if (c.kind != GpuMmaKind::simt || c.threads < 1) {
       notMma = "the configurator gave no simt shape for it (" + c.instruction + ")";
@@ -1109,8 +1159,10 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
     c.stages = kSimtBuffers; // the kernel's double buffer
     c.smemBytes = simtMatmulSharedBytes(matmul, c);
     const GpuMatmulProblem &p = match->problem;
-    // A block a tile (the problem allows no split-K): workgroups = tiles.
+    // A block a tile and part of K: workgroups = tiles.
     const int64_t blocks = c.tiles;
+    if (c.splitK > 1)
+      splitSimtAcrossK(top, kernel, matmul, *outArgument, c.splitK);
     auto i64 = [&](int64_t v) { return IntegerAttr::get(IntegerType::get(ctx, 64), v); };
     kernel->setAttr(LoweringConfigAttr::name, toLoweringConfig(c, match->batched, ctx));
     kernel->setAttr(kGpuBlockThreadsAttr, i64(c.threads));
@@ -1118,12 +1170,17 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
     kernel->setAttr(kGpuOperandAttr, StringAttr::get(ctx, nameOf(p.operand)));
     SmallVector<Attribute> why{StringAttr::get(
         ctx, llvm::formatv("generated as the simt kernel over {0} blocks of {1} threads ({2}x{3} tiles, K slabs "
-                           "of {4} double-buffered in shared memory, {5}x{6} results a thread): the mma.sync "
+                           "of {4} double-buffered in shared memory, {5}x{6} results a thread{9}): the mma.sync "
                            "kernel does not take it ({7}){8}",
                            blocks, c.threads, c.blockM, c.blockN, c.blockK, c.warpM, c.warpN, notMma,
                            kernel->hasAttr(kGpuEpilogueAttr)
                                ? "; the elementwise op after it fused (run on each result before its store)"
-                               : ""))};
+                               : "",
+                           c.splitK > 1 ? llvm::formatv(", K split into {0} parts: their partial products into a "
+                                                        "workspace, their total into the result after it",
+                                                        c.splitK)
+                                              .str()
+                                        : std::string()))};
     for (const std::string &line : c.why)
       why.push_back(StringAttr::get(ctx, line));
     kernel->setAttr(kGpuWhyAttr, ArrayAttr::get(ctx, why));
@@ -1503,8 +1560,12 @@ LogicalResult mapSimtMatmul(func::FuncOp kernel, LoweringConfigAttr config) {
            << kernel.getSymName() << " is not the matmul it was configured as"
            << (why.empty() ? std::string() : ": " + why);
   FloatAttr init = kernel->getAttrOfType<FloatAttr>(kGpuOutputInitAttr);
-  if (!*fused)
-    return buildSimtMatmul(matmul, *match, simtConfigFromLowering(config, threads.getInt()), init);
+  if (!*fused) {
+    // Split across K: the parts' workspace is the kernel's last argument.
+    Value parts = kernel->hasAttr(kGpuSplitKAttr) ? kernel.getBody().front().getArguments().back() : Value();
+    return buildSimtMatmul(matmul, *match, simtConfigFromLowering(config, threads.getInt()), init, {}, std::nullopt,
+                           parts);
+  }
   auto fill = dyn_cast<linalg::FillOp>(ops[0]);
   FloatAttr zero;
   if (!fill || !matchPattern(fill.value(), m_Constant(&zero)))
