@@ -1,5 +1,5 @@
 // A long sequence (6000) runs a row at a time on every target: the
-// backward's rows' softmax statistics (3 x T values) pass between its two
+// backward's rows' softmax statistics (2 x T values: log-sum-exp, D) pass between its two
 // kernels in a global workspace, so only the two tiles (2 x 64 x 64 f32:
 // 32 KiB) take shared memory, within what sm_86 lets a block take. Heads
 // wider than 64 columns keep the kernel of a thread per (batch, head),
@@ -9,8 +9,8 @@
 // RUN:   | nova-opt -pass-pipeline='builtin.module(builtin.module(nova-gpu-map-threads,canonicalize,cse,nova-gpu-outline-kernels{target=sm_86}))' -verify-each \
 // RUN:   | FileCheck %s --check-prefix=GPU
 
-// CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x6000x3xf32>
-// CHECK-NOT: memref.alloc() {alignment = 64 : i64} : memref<{{.*}}x3xf32>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x6000x2xf32>
+// CHECK-NOT: memref.alloc() {alignment = 64 : i64} : memref<{{.*}}x2xf32>
 // CHECK-LABEL: module @kernels
 // CHECK: func.func @{{k[0-9_]+}}({{.*}}nova.gpu_shared_bytes = 32768 : i64
 // CHECK-SAME: "threads: 6000 query rows of 1 attention (batch, head) pairs, 4 threads (their shuffles sum a dot product) per row

@@ -4,9 +4,9 @@
 // of online softmax with the row's output in registers, over tiles of 64
 // key rows (k and v: 2 x 64 x 4 floats in shared memory) that the block
 // loads together between barriers. The backward in two kernels
-// (nova-gpu-threads splits it; a workspace of each query row's max, sum
-// and D between them, allocated before the first launch and passed to
-// both): B x heads x ceil(T / 64) blocks of query rows (dq; the
+// (nova-gpu-threads splits it; a workspace of each query row's
+// log-sum-exp and D between them, allocated before the first launch and
+// passed to both): B x heads x ceil(T / 64) blocks of query rows (dq; the
 // statistics into the workspace), then as many of key rows (dk, dv) over
 // tiles of q and g rows.
 // RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each | FileCheck %s
@@ -15,7 +15,7 @@
 // RUN:   | FileCheck %s --check-prefix=GPU
 
 // CHECK: nova.launch @kernels::@[[FWD:k[0-9]+]](
-// CHECK: %[[STATS:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x300x3xf32>
+// CHECK: %[[STATS:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x300x2xf32>
 // CHECK: nova.launch @kernels::@[[BWD:k[0-9]+]](%{{.*}}, %{{.*}}, %{{.*}}, %[[STATS]])
 // CHECK-NEXT: nova.launch @kernels::@[[BWD]]_keys(%{{.*}}, %{{.*}}, %{{.*}}, %[[STATS]])
 // CHECK-LABEL: module @kernels
@@ -23,12 +23,12 @@
 // CHECK-SAME: "threads: 300 query rows of 4 attention (batch, head) pairs, a thread per row (online softmax, a row's values in registers) over 12 blocks of 128"
 // CHECK-SAME: #nova.lowering_config<gpu_threads, workgroups = 12, tile = [128]
 // CHECK: nova.attention_kernel
-// CHECK: func.func @[[BWD]]({{.*}}: memref<4x300x3xf32>) attributes {nova.attention_part = "queries"
+// CHECK: func.func @[[BWD]]({{.*}}: memref<4x300x2xf32>) attributes {nova.attention_part = "queries"
 // CHECK-SAME: nova.gpu_shared_bytes = 2048 : i64
 // CHECK-SAME: "threads: 300 query rows (dq; each row's softmax statistics into the workspace) of 4 attention (batch, head) pairs, a thread per row {{.*}} over 20 blocks of 64"
 // CHECK-SAME: #nova.lowering_config<gpu_threads, workgroups = 20, tile = [64]
 // CHECK: nova.attention_kernel {{.*}}backward
-// CHECK: func.func @[[BWD]]_keys({{.*}}: memref<4x300x3xf32>) attributes {nova.attention_part = "keys"
+// CHECK: func.func @[[BWD]]_keys({{.*}}: memref<4x300x2xf32>) attributes {nova.attention_part = "keys"
 // CHECK-SAME: "threads: 300 key rows (dk, dv; the query rows' statistics from the workspace) of 4 attention (batch, head) pairs, a thread per row {{.*}} over 20 blocks of 64"
 // CHECK-SAME: #nova.lowering_config<gpu_threads, workgroups = 20, tile = [64]
 // CHECK: nova.attention_kernel {{.*}}backward
@@ -57,7 +57,7 @@
 // The backward's query rows: two passes over the key tiles (the
 // statistics, then dq), the statistics stored into the workspace; its key
 // rows: one pass over the query tiles, the statistics loaded from it.
-// GPU: gpu.func @nova_[[Q:k[0-9]+]](%{{[^:]*}}: memref<2x300x24xf32>, %{{[^:]*}}: memref<2x300x8xf32>, %{{[^:]*}}: memref<2x300x24xf32>, %[[W:[^:]*]]: memref<4x300x3xf32>) kernel
+// GPU: gpu.func @nova_[[Q:k[0-9]+]](%{{[^:]*}}: memref<2x300x24xf32>, %{{[^:]*}}: memref<2x300x8xf32>, %{{[^:]*}}: memref<2x300x24xf32>, %[[W:[^:]*]]: memref<4x300x2xf32>) kernel
 // GPU-SAME: known_block_size = array<i32: 64, 1, 1>
 // GPU: gpu.dynamic_shared_memory
 // GPU: arith.cmpi ule
@@ -65,7 +65,7 @@
 // GPU: arith.cmpi ule
 // GPU: memref.store {{.*}}, %[[W]][
 // GPU: gpu.return
-// GPU: gpu.func @nova_[[Q]]_keys(%{{[^:]*}}: memref<2x300x24xf32>, %{{[^:]*}}: memref<2x300x8xf32>, %{{[^:]*}}: memref<2x300x24xf32>, %[[W2:[^:]*]]: memref<4x300x3xf32>) kernel
+// GPU: gpu.func @nova_[[Q]]_keys(%{{[^:]*}}: memref<2x300x24xf32>, %{{[^:]*}}: memref<2x300x8xf32>, %{{[^:]*}}: memref<2x300x24xf32>, %[[W2:[^:]*]]: memref<4x300x2xf32>) kernel
 // GPU: gpu.dynamic_shared_memory
 // GPU: arith.cmpi uge
 // GPU: memref.load %[[W2]][

@@ -11,7 +11,8 @@
 //
 //   `<k>` (kAttentionPartAttr "queries"): blocks of query rows (dq), which
 //     also write their rows' statistics into a workspace [batch x heads,
-//     T, 3] (a new buffer at each launch, its last argument);
+//     T, 2] (log-sum-exp and D; a new buffer at each launch, its last
+//     argument);
 //   `<k>_keys` ("keys"), launched after it on the same buffers: blocks of
 //     key rows (dk, dv), reading them.
 //

@@ -297,7 +297,7 @@ std::optional<mlir::nova::AttentionBackwardPart> mlir::nova::attentionBackwardPa
 }
 
 MemRefType mlir::nova::attentionStatsType(AttentionKernelOp op) {
-  return MemRefType::get({op.batch() * int64_t(op.getHeads()), op.seq(), 3}, computeType(op));
+  return MemRefType::get({op.batch() * int64_t(op.getHeads()), op.seq(), 2}, computeType(op));
 }
 
 std::optional<mlir::nova::AttentionRowsPlan> mlir::nova::planAttentionRows(AttentionKernelOp op,
@@ -515,7 +515,8 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
   }
 
   // Backward: this kernel's part (splitAttentionBackward). Each query
-  // row's max, sum and D in `stats`, [pair, row, 3].
+  // row's log-sum-exp (max + log sum) and D in `stats`, [pair, row, 2]:
+  // P_ij = exp(score_ij - lse_i), no division a pair.
   Value grad = op.getInputs()[1];
   auto statistic = [&](Value i, int64_t slot) { return SmallVector<Value>{pair, i, s.c(slot)}; };
   // score_ij and dP_ij = g_i . v_j, from the tiles (k, v) or (q, g).
@@ -541,10 +542,11 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
                                   return SmallVector<Value>{max, s.add(s.mul(c[1], rescale), p),
                                                             s.add(s.mul(c[2], rescale), s.mul(p, sd[1]))};
                                 });
-    Value max = pass.getResult(0), total = pass.getResult(1), D = s.div(pass.getResult(2), total);
+    Value total = pass.getResult(1), D = s.div(pass.getResult(2), total);
+    Value lse = s.add(pass.getResult(0), b.create<math::LogOp>(l, total));
     scf::ForOp dq = overTiles(s.c(0), end, zeros, qkv, 1, qkv, 2, causal, dots,
                               [&](Value, Value jt, ArrayRef<Value> sd, ValueRange acc) {
-                                Value p = s.div(exp(s.sub(s.mul(scale, sd[0]), max)), total);
+                                Value p = exp(s.sub(s.mul(scale, sd[0]), lse));
                                 Value dS = s.mul(scale, s.mul(p, s.sub(sd[1], D)));
                                 SmallVector<Value> next;
                                 accumulate(acc, dS, tileA, jt, next);
@@ -556,7 +558,7 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
     auto guard = b.create<scf::IfOp>(l, b.create<arith::AndIOp>(l, inside, firstLane), /*withElseRegion=*/false);
     OpBuilder::InsertionGuard ig(b);
     b.setInsertionPointToStart(&guard.getThenRegion().front());
-    for (auto [slot, value] : llvm::enumerate(SmallVector<Value>{max, total, D}))
+    for (auto [slot, value] : llvm::enumerate(SmallVector<Value>{lse, D}))
       s.store(value, stats, statistic(i, int64_t(slot)));
     return;
   }
@@ -573,9 +575,8 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
       [&](Value i) { return b.create<arith::CmpIOp>(l, arith::CmpIPredicate::uge, i, j); },
       [&](Value, Value at) { return scoreAndDP(k, v, at); },
       [&](Value i, Value at, ArrayRef<Value> sd, ValueRange acc) {
-        Value max = s.load(stats, statistic(i, 0)), total = s.load(stats, statistic(i, 1));
-        Value D = s.load(stats, statistic(i, 2));
-        Value p = s.div(exp(s.sub(s.mul(scale, sd[0]), max)), total);
+        Value lse = s.load(stats, statistic(i, 0)), D = s.load(stats, statistic(i, 1));
+        Value p = exp(s.sub(s.mul(scale, sd[0]), lse));
         Value dS = s.mul(scale, s.mul(p, s.sub(sd[1], D)));
         SmallVector<Value> next;
         accumulate(acc.take_front(own), dS, tileA, at, next);

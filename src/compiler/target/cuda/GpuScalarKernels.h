@@ -109,9 +109,9 @@ std::optional<AttentionRowsPlan> planAttentionRows(AttentionKernelOp op, int64_t
 /// forward, or a backward not split).
 std::optional<AttentionBackwardPart> attentionBackwardPart(AttentionKernelOp op);
 
-/// The backward's workspace between its two kernels: each query row's max,
-/// sum of exponentials and D, [batch x heads, T, 3] in the element the
-/// kernel computes in.
+/// The backward's workspace between its two kernels: each query row's
+/// log-sum-exp of its scores (max + log sum of exponentials) and D,
+/// [batch x heads, T, 2] in the element the kernel computes in.
 MemRefType attentionStatsType(AttentionKernelOp op);
 
 /// `op`'s rows at b's insertion point, as `plan` says, for the thread
