@@ -238,36 +238,53 @@ LogicalResult mlir::nova::buildBlockReduction(linalg::GenericOp op, Value thread
     Value slots = b.create<memref::ViewOp>(l, type, dyn, c(offset), ValueRange{});
     offset += threads * std::max<int64_t>(1, element.getIntOrFloatBitWidth() / 8);
     Operation *combine = combinerOf(op, o);
-    b.create<memref::StoreOp>(l, b.create<arith::ConstantOp>(l, b.getFloatAttr(element, identityOf(combine))), slots,
-                              thread);
     folded.push_back({o, combine, slots});
   }
-  auto slotsOf = [&](unsigned output) -> Value {
-    for (const Folded &f : folded)
+  // The folded output `output`'s place among them, or -1.
+  auto foldedIndex = [&](unsigned output) -> int {
+    for (auto [k, f] : llvm::enumerate(folded))
       if (f.output == output)
-        return f.slots;
-    return Value();
+        return int(k);
+    return -1;
   };
-  // Each thread's points.
-  forEachThreadUnit(b, l, points, threads, thread, [&](Value point) {
-    SmallVector<Value> ivs = delinearizeIndex(b, l, point, ranges);
-    auto indices = [&](AffineMap map) { return indicesAt(b, l, map, ivs); };
-    IRMapping map;
-    for (auto [i, operand] : llvm::enumerate(op->getOperands().take_front(inputs + op.getNumDpsInits()))) {
-      BlockArgument arg = body.getArgument(unsigned(i));
-      if (i >= inputs && slotsOf(unsigned(i - inputs))) {
-        map.map(arg, b.create<memref::LoadOp>(l, slotsOf(unsigned(i - inputs)), thread));
-        continue;
-      }
-      map.map(arg, b.create<memref::LoadOp>(l, operand, indices(op.getIndexingMapsArray()[i])));
-    }
-    for (auto [o, value] : llvm::enumerate(cloneBodyAt(b, body, map, ivs))) {
-      if (Value slots = slotsOf(unsigned(o)))
-        b.create<memref::StoreOp>(l, value, slots, thread);
-      else
-        b.create<memref::StoreOp>(l, value, op.getDpsInits()[o], indices(op.getIndexingMapsArray()[inputs + o]));
-    }
-  });
+  // Each thread's points (point = it * threads + thread), its partials in
+  // registers from the combiners' identities (not a load and a store of its
+  // slot a point: a chain through shared memory), into its slots once.
+  SmallVector<Value> identities;
+  for (const Folded &f : folded)
+    identities.push_back(b.create<arith::ConstantOp>(
+        l, b.getFloatAttr(cast<MemRefType>(op.getDpsInits()[f.output].getType()).getElementType(),
+                          identityOf(f.combine))));
+  Value point;
+  scf::ForOp partials = buildMaskedFor(
+      b, l, c(0), c((points + threads - 1) / threads), identities,
+      [&](Value it) {
+        point = b.create<arith::AddIOp>(l, b.create<arith::MulIOp>(l, it, c(threads)), thread);
+        return b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, point, c(points));
+      },
+      [&](Value, ValueRange carried) {
+        SmallVector<Value> ivs = delinearizeIndex(b, l, point, ranges);
+        auto indices = [&](AffineMap map) { return indicesAt(b, l, map, ivs); };
+        IRMapping map;
+        for (auto [i, operand] : llvm::enumerate(op->getOperands().take_front(inputs + op.getNumDpsInits()))) {
+          BlockArgument arg = body.getArgument(unsigned(i));
+          if (int k = i >= inputs ? foldedIndex(unsigned(i - inputs)) : -1; k >= 0) {
+            map.map(arg, carried[size_t(k)]);
+            continue;
+          }
+          map.map(arg, b.create<memref::LoadOp>(l, operand, indices(op.getIndexingMapsArray()[i])));
+        }
+        SmallVector<Value> next(carried);
+        for (auto [o, value] : llvm::enumerate(cloneBodyAt(b, body, map, ivs))) {
+          if (int k = foldedIndex(unsigned(o)); k >= 0)
+            next[size_t(k)] = value;
+          else
+            b.create<memref::StoreOp>(l, value, op.getDpsInits()[o], indices(op.getIndexingMapsArray()[inputs + o]));
+        }
+        return next;
+      });
+  for (auto [f, partial] : llvm::zip(folded, partials.getResults()))
+    b.create<memref::StoreOp>(l, partial, f.slots, thread);
   // The tree: slot t folds in slot t + s, for s = threads / 2, ..., 1.
   b.create<gpu::BarrierOp>(l);
   for (int64_t s = threads / 2; s >= 1; s /= 2) {

@@ -4,9 +4,10 @@
 // gradient norm; often with an elementwise epilogue fused in that writes a
 // second output point by point) would run on one GPU thread. Instead one
 // block runs it: each thread folds its share of the points (point = step *
-// threads + thread) into its own slot of shared memory, written as the op's
-// body says (an elementwise output stored at its point; a reduced scalar
-// output's value replaced by the thread's partial), then the slots are
+// threads + thread) into its partials in registers, as the op's body says
+// (an elementwise output stored at its point; a reduced scalar output's
+// value replaced by the thread's partial), stores them into its own slots
+// of shared memory, then the slots are
 // combined in a tree (threads / 2, / 4, ... 1, a barrier between levels),
 // and thread 0 combines the total with the output's initial value.
 // The combiner is the body's own: the op that folds the scalar output's
