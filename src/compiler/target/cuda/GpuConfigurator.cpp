@@ -34,7 +34,8 @@
 //              the tensor cores' time (flops / the SM's rate x the
 //              instruction's efficiency: mma.sync on Hopper reaches about
 //              2/3 of the rate wgmma does; x the share of the SM's 4
-//              sub-partitions its resident warps keep busy) and shared memory's (bytes the
+//              sub-partitions its resident warps keep busy: the simt
+//              kernel's need kSimtWarpsPerQuarter warps each) and shared memory's (bytes the
 //              warps read / kSmemBytesPerClock), plus filling the pipeline
 //              once; waves = ceil(tiles / (SMs x blocks per SM)), so a
 //              partial last wave costs a whole one (wave quantization). The
@@ -76,6 +77,13 @@ constexpr int64_t kRegisterOverhead = 40;
 constexpr double kLaunchSeconds = 3e-6;
 /// Warp schedulers (each with its own tensor core) per SM since Volta.
 constexpr double kSubPartitions = 4;
+/// Warps a sub-partition needs before the simt kernel keeps its FMA pipes
+/// busy: one warp's FMAs wait on its shared reads and each slab's barrier.
+/// On the H200 (bench/README.md, 2026-12-04) the simt kernel ran a
+/// 2048x512x2048 product at one 128-thread block an SM (a warp a
+/// quarter) at 22.6 TFLOP/s, 37% of the f32 peak, and 2048x2048x512 at
+/// three (three warps a quarter) at 40.1, 65%: this model's 1/4 and 3/4.
+constexpr double kSimtWarpsPerQuarter = 4;
 /// Stages taken beyond the latency's need when they cost no occupancy.
 constexpr int64_t kFreeStages = 4;
 /// mma.sync's share of the tensor cores' rate on Hopper (wgmma's is 1).
@@ -420,7 +428,7 @@ GpuMatmulConfig mlir::nova::configureGpuMatmul(const GpuMatmulProblem &p, const 
         // warps than quarters leave some idle.
         // (wgmma: the consumer warpgroups' warps; the producer's issue loads.)
         double warps = double(resident * (kind == GpuMmaKind::wgmma ? 4 * c.warpsM : c.threads / 32));
-        double busy = std::min(1.0, warps / kSubPartitions);
+        double busy = std::min(1.0, warps / (kSubPartitions * (kind == GpuMmaKind::simt ? kSimtWarpsPerQuarter : 1)));
         double mma = 2.0 * s.bm * s.bn * blockK / (rate * busy);
         double smem = smemPerSlab / kSmemBytesPerClock;
         return std::max(mma, smem) * double(resident);
