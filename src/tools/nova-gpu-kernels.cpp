@@ -1,9 +1,12 @@
 //===- nova-gpu-kernels.cpp - PTX of GPU matmul kernels, for the device check -===//
 //
 //   nova-gpu-kernels TARGET OUT_DIR CASE...
-//     CASE = type:layout:MxNxK[:mma], e.g. bf16:NN:4096x4096x4096 (type f16,
-//     bf16 or tf32; layout NN, NT, TN or TT: whether A, B are stored
-//     transposed; :mma keeps the mma.sync kernel where wgmma would do)
+//     CASE = type:layout:MxNxK[:mma][@BMxBN/WMxWN], e.g.
+//     bf16:NN:4096x4096x4096 (type f16, bf16 or tf32; layout NN, NT, TN or
+//     TT: whether A, B are stored transposed; :mma keeps the mma.sync kernel
+//     where wgmma would do; @128x128/64x64 only that block and warp tile,
+//     the model choosing depth and split: a variant measured beside the
+//     configurator's choice, named with its tile)
 //
 // For each case: the configurator's decision for TARGET (on sm_90a the TMA
 // + wgmma kernel where it applies, else mma.sync), the kernel, its PTX
@@ -45,8 +48,9 @@ using namespace mlir::nova;
 namespace {
 
 int usage() {
-  std::fprintf(stderr, "usage: nova-gpu-kernels TARGET OUT_DIR type:layout:MxNxK[:mma]...\n"
-                       "  type f16, bf16 or tf32; layout NN, NT, TN or TT; :mma keeps mma.sync on sm_90a\n");
+  std::fprintf(stderr, "usage: nova-gpu-kernels TARGET OUT_DIR type:layout:MxNxK[:mma][@BMxBN/WMxWN]...\n"
+                       "  type f16, bf16 or tf32; layout NN, NT, TN or TT; :mma keeps mma.sync on sm_90a;\n"
+                       "  @BMxBN/WMxWN only that block and warp tile\n");
   return 2;
 }
 
@@ -76,7 +80,17 @@ int main(int argc, char **argv) {
   MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
   for (int i = 3; i < argc; ++i) {
-    std::string spec = argv[i];
+    std::string spec = argv[i], tile;
+    if (size_t at = spec.find('@'); at != std::string::npos) {
+      tile = spec.substr(at + 1);
+      spec.resize(at);
+    }
+    long long bm = 0, bn = 0, wm = 0, wn = 0;
+    if (!tile.empty() && (std::sscanf(tile.c_str(), "%lldx%lld/%lldx%lld", &bm, &bn, &wm, &wn) != 4 || bm < 1 ||
+                          bn < 1 || wm < 1 || wn < 1)) {
+      std::fprintf(stderr, "nova-gpu-kernels: '%s' is not BMxBN/WMxWN\n", tile.c_str());
+      return 2;
+    }
     char type[8] = {}, layout[3] = {}, kind[8] = {};
     long long m = 0, n = 0, k = 0;
     int fields = std::sscanf(spec.c_str(), "%7[a-z0-9]:%2[NT]:%lldx%lldx%lld:%7[a-z]", type, layout, &m, &n, &k, kind);
@@ -99,10 +113,21 @@ int main(int argc, char **argv) {
     p.rhsTransposed = layout[1] == 'T';
     p.allowWgmma = !mmaOnly;
     p.allowSplitK = true; // the configurator's choice (mma.sync only)
+    p.onlyBlockM = bm;
+    p.onlyBlockN = bn;
+    p.onlyWarpM = wm;
+    p.onlyWarpN = wn;
     GpuMatmulConfig config = configureGpuMatmul(p, target);
+    if (config.threads < 1) {
+      std::fprintf(stderr, "nova-gpu-kernels: no configuration for %s@%s\n", spec.c_str(), tile.c_str());
+      return 1;
+    }
     const bool wgmma = config.kind == GpuMmaKind::wgmma;
     std::string name = t + "_" + layout + "_" + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
-                       (wgmma ? "_wgmma" : "_mma");
+                       (wgmma ? "_wgmma" : "_mma") +
+                       (tile.empty() ? std::string()
+                                     : "_" + std::to_string(bm) + "x" + std::to_string(bn) + "_w" +
+                                           std::to_string(wm) + "x" + std::to_string(wn));
     OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
     gpu::GPUModuleOp kernels = addKernelsModule(*module);
     std::string error, tma = "-";

@@ -325,6 +325,11 @@ GpuMatmulConfig mlir::nova::configureGpuMatmul(const GpuMatmulProblem &p, const 
             shapes.push_back({bm, bn, tm, tn});
           }
   }
+  auto only = [](int64_t want, int64_t v) { return want == 0 || want == v; };
+  std::erase_if(shapes, [&](const Shape &s) {
+    return !only(p.onlyBlockM, s.bm) || !only(p.onlyBlockN, s.bn) || !only(p.onlyWarpM, s.wm) ||
+           !only(p.onlyWarpN, s.wn);
+  });
   std::vector<int64_t> splits = {1};
   // The wgmma kernel does not split K (its TMA pipeline runs all of it).
   if (p.allowSplitK && kind != GpuMmaKind::wgmma)

@@ -52,6 +52,10 @@ struct GpuMatmulProblem {
   /// one it cannot).
   bool allowWgmma = true;
   bool allowSplitK = true;
+  /// Only this block tile and warp tile (0: any), the model choosing the
+  /// rest: the device check's variants of a kernel, measured beside the
+  /// configurator's choice (nova-gpu-kernels' CASE@BMxBN/WMxWN).
+  int64_t onlyBlockM = 0, onlyBlockN = 0, onlyWarpM = 0, onlyWarpN = 0;
 };
 
 struct GpuMatmulConfig {
