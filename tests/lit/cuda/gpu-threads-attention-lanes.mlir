@@ -21,14 +21,10 @@
 // CHECK: func.func @[[BWD]]_keys({{.*}}nova.gpu_shared_bytes = 20480 : i64
 // CHECK-SAME: "threads: 40 key rows (dk, dv; the query rows' statistics from the workspace) of 1 attention (batch, head) pairs, 4 threads (their shuffles sum a dot product) per row
 
-// A lane's 16 columns are 4 runs of 4 (the 4 lanes' runs side by side),
-// each a vector read of the shared tile's row, aligned (nova.aligned_vectors).
 // GPU: gpu.func @nova_{{k[0-9_]+}}(%{{[^:]*}}: memref<1x40x192xf32>, %{{[^:]*}}: memref<1x40x64xf32>) kernel
 // GPU-SAME: known_block_size = array<i32: 256, 1, 1>
-// GPU-SAME: nova.aligned_vectors
 // GPU: gpu.barrier
 // GPU: scf.for
-// GPU-COUNT-4: vector.load %{{.*}} : memref<40x64xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // GPU: gpu.shuffle  xor %{{.*}}, %c2_i32, %c32_i32 : f32
 // GPU: gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : f32
 // GPU: arith.cmpi ule

@@ -2,7 +2,6 @@
 
 #include "compiler/target/cuda/GpuScalarKernels.h"
 #include "compiler/target/cuda/GpuBlockReduction.h"
-#include "compiler/target/cuda/MatmulKernelParts.h"
 #include "compiler/transforms/Kernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -11,8 +10,6 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include <limits>
 
@@ -48,12 +45,12 @@ struct Scalar {
 
   /// sum over i in [lb, ub) of term(i).
   Value sum(Value lb, Value ub, function_ref<Value(Value)> term) {
-    return mlir::nova::buildFor(b, l, lb, ub, c(1), {f(0.0)}, [&](Value i, ValueRange acc) {
+    return nova::buildFor(b, l, lb, ub, c(1), {f(0.0)}, [&](Value i, ValueRange acc) {
              return SmallVector<Value>{add(acc[0], term(i))};
            }).getResult(0);
   }
   void loop(Value lb, Value ub, function_ref<void(Value)> body) {
-    mlir::nova::buildFor(b, l, lb, ub, c(1), {}, [&](Value i, ValueRange) {
+    nova::buildFor(b, l, lb, ub, c(1), {}, [&](Value i, ValueRange) {
       body(i);
       return SmallVector<Value>{};
     });
@@ -101,7 +98,7 @@ struct RowVisit {
 /// One LayerNorm row with the reference's formulas (mean, two-pass
 /// variance, rstd; forward y, or the input gradient dx). With stats, the
 /// mean and rstd are loaded (a reader) or also stored (the writer).
-void layerNormRowFormulas(Scalar &s, mlir::nova::LayerNormKernelOp op, ArrayRef<Value> prefix,
+void layerNormRowFormulas(Scalar &s, nova::LayerNormKernelOp op, ArrayRef<Value> prefix,
                           function_ref<SmallVector<Value>(Value)> at, const RowVisit &visit) {
   auto rowSum = [&](function_ref<Value(Value)> term) {
     return visit.reduce(term, [&](Value x, Value y) { return s.add(x, y); }, 0.0);
@@ -144,7 +141,7 @@ void layerNormRowFormulas(Scalar &s, mlir::nova::LayerNormKernelOp op, ArrayRef<
 /// exp(x - m) g / s - [c == y] g, each element written once. A label
 /// outside [0, C) gives a zero loss and gradient. `prefix` indexes the
 /// row in the labels (and the losses or grad).
-void crossEntropyRowFormulas(Scalar &s, mlir::nova::CrossEntropyKernelOp op, ArrayRef<Value> prefix,
+void crossEntropyRowFormulas(Scalar &s, nova::CrossEntropyKernelOp op, ArrayRef<Value> prefix,
                              function_ref<SmallVector<Value>(Value)> at, const RowVisit &visit) {
   OpBuilder &b = s.b;
   Location l = s.l;
@@ -195,9 +192,9 @@ ArrayRef<int64_t> leadingShape(Operation *op) {
 /// Row kernel `op`'s formulas for the row at `prefix`, visited as `visit`.
 void rowFormulas(Scalar &s, Operation *op, ArrayRef<Value> prefix, const RowVisit &visit) {
   auto at = [&](Value c) { return rowIndices(prefix, c); };
-  if (auto norm = dyn_cast<mlir::nova::LayerNormKernelOp>(op))
+  if (auto norm = dyn_cast<nova::LayerNormKernelOp>(op))
     return layerNormRowFormulas(s, norm, prefix, at, visit);
-  crossEntropyRowFormulas(s, cast<mlir::nova::CrossEntropyKernelOp>(op), prefix, at, visit);
+  crossEntropyRowFormulas(s, cast<nova::CrossEntropyKernelOp>(op), prefix, at, visit);
 }
 
 } // namespace
@@ -208,7 +205,7 @@ void mlir::nova::buildRow(OpBuilder &b, Operation *op, Value row) {
   Value zero = s.c(0), width = s.c(rowKernelShape(op).second);
   rowFormulas(s, op, prefix,
               {[&](function_ref<Value(Value)> term, function_ref<Value(Value, Value)> combine, double identity) {
-                 return mlir::nova::buildFor(b, s.l, zero, width, s.c(1), {s.f(identity)},
+                 return nova::buildFor(b, s.l, zero, width, s.c(1), {s.f(identity)},
                                        [&](Value c, ValueRange acc) {
                                          return SmallVector<Value>{combine(acc[0], term(c))};
                                        })
@@ -240,7 +237,7 @@ void mlir::nova::buildAttentionHead(OpBuilder &b, AttentionKernelOp op, Value un
   auto statistics = [&](Value i, Value &max, Value &total) {
     Value keys = s.iadd(i, 1);
     Value lowest = s.f(-std::numeric_limits<double>::infinity());
-    max = mlir::nova::buildFor(b, s.l, zero, keys, s.c(1), {lowest}, [&](Value j, ValueRange m) {
+    max = nova::buildFor(b, s.l, zero, keys, s.c(1), {lowest}, [&](Value j, ValueRange m) {
             return SmallVector<Value>{b.create<arith::MaximumFOp>(s.l, m[0], score(i, j))};
           }).getResult(0);
     total = s.sum(zero, keys, [&](Value j) { return b.create<math::ExpOp>(s.l, s.sub(score(i, j), max)); });
@@ -343,38 +340,10 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
   Value qkv = op.getInputs()[0], out = op.getInit();
   Value scale = s.f(op.getScale().convertToDouble());
   // This thread's row of the block's rows, and its lane in the row: lane
-  // `lane` owns the head's columns in runs of `vec` (16 bytes where its
-  // columns make whole runs), the lanes' runs side by side: its t-th
-  // column is vec * lane + (t / vec) * vec * lanes + t % vec, t < own. A
-  // run of a shared tile's row is one vector read (ld.shared.v4.f32), for
-  // all the warp's rows at once (they read the same tile row): a quarter
-  // of the shared-memory reads of one column at a time, and the lanes'
-  // runs side by side take distinct banks.
+  // `lane` owns the head's columns lane + t * lanes, t < own.
   Value rowInPass = b.create<arith::DivUIOp>(l, thread, s.c(lanes));
   Value lane = b.create<arith::RemUIOp>(l, thread, s.c(lanes));
-  int64_t vec = std::max<int64_t>(1, 16 / bytes);
-  while (vec > 1 && own % vec != 0)
-    vec /= 2;
-  Value laneFirst = b.create<arith::MulIOp>(l, lane, s.c(vec));
-  auto column = [&](int64_t t) { return s.iadd(laneFirst, (t / vec) * vec * lanes + t % vec); };
-  // This lane's columns of row r of a shared tile, a run a read.
-  auto readOwn = [&](Value tile, Value r) {
-    SmallVector<Value> values;
-    for (int64_t t = 0; t < own; t += vec) {
-      if (vec == 1) {
-        values.push_back(s.load(tile, {r, column(t)}));
-        continue;
-      }
-      Value run = b.create<vector::LoadOp>(l, VectorType::get({vec}, s.e), tile, ValueRange{r, column(t)});
-      for (int64_t e = 0; e < vec; ++e)
-        values.push_back(b.create<vector::ExtractOp>(l, run, e));
-    }
-    return values;
-  };
-  // The runs are aligned to their size (the tiles' rows are hd elements,
-  // a multiple of vec, from a 16-byte aligned base): PtxEmitter may say so.
-  if (vec > 1)
-    op->getParentOfType<FunctionOpInterface>()->setAttr(kAlignedVectorsAttr, b.getUnitAttr());
+  auto column = [&](int64_t t) { return s.iadd(lane, t * lanes); };
   auto at = [&](Value row, int64_t part, Value c) {
     return SmallVector<Value>{batch, row, s.iadd(s.iadd(column0, c), part * d)};
   };
@@ -444,16 +413,14 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
   // gets the sum). Outside any branch that lanes of a warp take apart.
   auto dot = [&](ArrayRef<Value> x, Value tile, Value r) {
     Value total = s.f(0.0);
-    SmallVector<Value> y = readOwn(tile, r);
     for (int64_t k = 0; k < own; ++k)
-      total = s.add(total, s.mul(x[size_t(k)], y[size_t(k)]));
+      total = s.add(total, s.mul(x[size_t(k)], s.load(tile, {r, column(k)})));
     return lanes == 1 ? total : warpAllReduce(b, l, total, [&](Value x, Value y) { return s.add(x, y); }, lanes);
   };
   // acc + factor * tile[r, this lane's columns].
   auto accumulate = [&](ValueRange acc, Value factor, Value tile, Value r, SmallVector<Value> &next) {
-    SmallVector<Value> y = readOwn(tile, r);
     for (int64_t k = 0; k < own; ++k)
-      next.push_back(s.add(acc[size_t(k)], s.mul(factor, y[size_t(k)])));
+      next.push_back(s.add(acc[size_t(k)], s.mul(factor, s.load(tile, {r, column(k)}))));
   };
   // Over the tiles of rows [lb, ub) (bounds the same in every thread):
   // fills them (fillTiles' arguments); for each row r, its dot products
@@ -466,11 +433,11 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
                        function_ref<Value(Value)> take, Dots dots, Step step) {
     Value count = b.create<arith::DivUIOp>(l, s.iadd(b.create<arith::SubIOp>(l, ub, lb), tileRows - 1),
                                            s.c(tileRows));
-    return mlir::nova::buildFor(b, l, s.c(0), count, s.c(1), init, [&](Value t, ValueRange carried) {
+    return nova::buildFor(b, l, s.c(0), count, s.c(1), init, [&](Value t, ValueRange carried) {
       Value r0 = s.iadd(lb, b.create<arith::MulIOp>(l, t, s.c(tileRows)));
       fillTiles(r0, a, partA, m, partB);
       Value end = b.create<arith::MinUIOp>(l, s.iadd(r0, tileRows), ub);
-      scf::ForOp rows = mlir::nova::buildFor(b, l, r0, end, s.c(1), carried, [&](Value r, ValueRange acc) {
+      scf::ForOp rows = nova::buildFor(b, l, r0, end, s.c(1), carried, [&](Value r, ValueRange acc) {
         Value index = b.create<arith::SubIOp>(l, r, r0);
         SmallVector<Value> products = dots(r, index);
         auto branch = b.create<scf::IfOp>(l, acc.getTypes(), take(r), /*withElseRegion=*/true);
@@ -619,7 +586,7 @@ void mlir::nova::buildWarpRows(OpBuilder &b, Operation *op, Value warp, Value la
         {// The lanes' partials, then a butterfly: every lane has the result.
          [&](function_ref<Value(Value)> term, function_ref<Value(Value, Value)> combine, double identity) {
            Value partial =
-               mlir::nova::buildFor(b, l, s.c(0), s.c(steps), s.c(1), {s.f(identity)}, [&](Value step, ValueRange acc) {
+               nova::buildFor(b, l, s.c(0), s.c(steps), s.c(1), {s.f(identity)}, [&](Value step, ValueRange acc) {
                  Value c, take;
                  column(step, c, take);
                  Value v = b.create<arith::SelectOp>(l, take, term(c), s.f(identity));
