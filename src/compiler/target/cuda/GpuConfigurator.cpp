@@ -79,11 +79,12 @@ constexpr double kLaunchSeconds = 3e-6;
 constexpr double kSubPartitions = 4;
 /// Warps a sub-partition needs before the simt kernel keeps its FMA pipes
 /// busy: one warp's FMAs wait on its shared reads and each slab's barrier.
-/// On the H200 (bench/README.md, 2026-12-04) the simt kernel ran a
-/// 2048x512x2048 product at one 128-thread block an SM (a warp a
-/// quarter) at 22.6 TFLOP/s, 37% of the f32 peak, and 2048x2048x512 at
-/// three (three warps a quarter) at 40.1, 65%: this model's 1/4 and 3/4.
-constexpr double kSimtWarpsPerQuarter = 4;
+/// Fitted to the H200 (bench/README.md, 2026-12-04): the kernel's 8x8
+/// thread tiles ran a 2048x512x2048 product at one 128-thread block an SM
+/// (a warp a quarter) at 22.6 TFLOP/s, 37% of the f32 peak, and its 4x4
+/// tiles at two 256-thread blocks (four warps a quarter, bound by shared
+/// memory at half the FMA rate: the shared term below) at 19.3 to 26.6.
+constexpr double kSimtWarpsPerQuarter = 2;
 /// Stages taken beyond the latency's need when they cost no occupancy.
 constexpr int64_t kFreeStages = 4;
 /// mma.sync's share of the tensor cores' rate on Hopper (wgmma's is 1).
@@ -425,7 +426,10 @@ GpuMatmulConfig mlir::nova::configureGpuMatmul(const GpuMatmulProblem &p, const 
       // Cycles of one slab on the SM with `resident` blocks sharing it.
       const double smemPerSlab =
           kind == GpuMmaKind::wgmma  ? double(c.warpsM) * (64 + s.bn) * blockK * es
-          : kind == GpuMmaKind::simt ? double(c.threads) * (s.wm + s.wn) * blockK * es / 8 // broadcasts
+          // A warp's 16-byte shared read takes 4 wavefronts of 128 bytes
+          // (a quarter-warp each) however many of its lanes read the same
+          // run: every thread's bytes count.
+          : kind == GpuMmaKind::simt ? double(c.threads) * (s.wm + s.wn) * blockK * es
                                      : double(c.warpsM * c.warpsN) * (s.wm + s.wn) * blockK * es;
       auto slabCycles = [&](int64_t resident) {
         // An SM's tensor cores (and FMA pipes) sit in kSubPartitions
