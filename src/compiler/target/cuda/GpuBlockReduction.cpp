@@ -255,34 +255,77 @@ LogicalResult mlir::nova::buildBlockReduction(linalg::GenericOp op, Value thread
     identities.push_back(b.create<arith::ConstantOp>(
         l, b.getFloatAttr(cast<MemRefType>(op.getDpsInits()[f.output].getType()).getElementType(),
                           identityOf(f.combine))));
+  // Flat where every operand read or written a point is a whole
+  // identity-layout buffer indexed by all the loops in order (or a scalar
+  // read at no index) and the body reads no linalg.index: each such buffer
+  // viewed as 1-D and indexed by the point itself, not by loop indices the
+  // point is divided into (64-bit divisions a point: the kernel was bound
+  // by its instructions, a whole parameter's sum of squares on one SM).
+  const bool readsIndex =
+      llvm::any_of(body.getOperations(), [](Operation &inside) { return isa<linalg::IndexOp>(inside); });
+  bool flat = !readsIndex;
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  SmallVector<Value> operands(op->getOperands().take_front(inputs + op.getNumDpsInits()));
+  for (auto [i, operand] : llvm::enumerate(operands)) {
+    if (i >= inputs && foldedIndex(unsigned(i - inputs)) >= 0)
+      continue;
+    auto type = cast<MemRefType>(operand.getType());
+    if (maps[i].getNumResults() != 0 &&
+        (!maps[i].isIdentity() || !type.getLayout().isIdentity() || !type.hasStaticShape()))
+      flat = false;
+  }
+  if (flat)
+    for (auto [i, operand] : llvm::enumerate(operands)) {
+      auto type = cast<MemRefType>(operand.getType());
+      if (type.getRank() < 2 || (i >= inputs && foldedIndex(unsigned(i - inputs)) >= 0))
+        continue;
+      ReassociationIndices all;
+      for (int64_t d = 0; d < type.getRank(); ++d)
+        all.push_back(d);
+      operand = b.create<memref::CollapseShapeOp>(l, operand, SmallVector<ReassociationIndices>{all});
+    }
+  auto pointStep = [&](Value point, ValueRange carried) {
+    SmallVector<Value> ivs = flat ? SmallVector<Value>{} : delinearizeIndex(b, l, point, ranges);
+    auto indices = [&](unsigned i) -> SmallVector<Value> {
+      if (!flat)
+        return indicesAt(b, l, maps[i], ivs);
+      return maps[i].getNumResults() == 0 ? SmallVector<Value>{} : SmallVector<Value>{point};
+    };
+    IRMapping map;
+    for (auto [i, operand] : llvm::enumerate(operands)) {
+      BlockArgument arg = body.getArgument(unsigned(i));
+      if (int k = i >= inputs ? foldedIndex(unsigned(i - inputs)) : -1; k >= 0) {
+        map.map(arg, carried[size_t(k)]);
+        continue;
+      }
+      map.map(arg, b.create<memref::LoadOp>(l, operand, indices(unsigned(i))));
+    }
+    SmallVector<Value> next(carried);
+    for (auto [o, value] : llvm::enumerate(cloneBodyAt(b, body, map, ivs))) {
+      if (int k = foldedIndex(unsigned(o)); k >= 0)
+        next[size_t(k)] = value;
+      else
+        b.create<memref::StoreOp>(l, value, operands[inputs + o], indices(unsigned(inputs + o)));
+    }
+    return next;
+  };
+  // No branch a point where the threads divide the points.
+  const int64_t iterations = (points + threads - 1) / threads;
+  auto pointOf = [&](Value it) -> Value {
+    return b.create<arith::AddIOp>(l, b.create<arith::MulIOp>(l, it, c(threads)), thread);
+  };
   Value point;
-  scf::ForOp partials = buildMaskedFor(
-      b, l, c(0), c((points + threads - 1) / threads), identities,
-      [&](Value it) {
-        point = b.create<arith::AddIOp>(l, b.create<arith::MulIOp>(l, it, c(threads)), thread);
-        return b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, point, c(points));
-      },
-      [&](Value, ValueRange carried) {
-        SmallVector<Value> ivs = delinearizeIndex(b, l, point, ranges);
-        auto indices = [&](AffineMap map) { return indicesAt(b, l, map, ivs); };
-        IRMapping map;
-        for (auto [i, operand] : llvm::enumerate(op->getOperands().take_front(inputs + op.getNumDpsInits()))) {
-          BlockArgument arg = body.getArgument(unsigned(i));
-          if (int k = i >= inputs ? foldedIndex(unsigned(i - inputs)) : -1; k >= 0) {
-            map.map(arg, carried[size_t(k)]);
-            continue;
-          }
-          map.map(arg, b.create<memref::LoadOp>(l, operand, indices(op.getIndexingMapsArray()[i])));
-        }
-        SmallVector<Value> next(carried);
-        for (auto [o, value] : llvm::enumerate(cloneBodyAt(b, body, map, ivs))) {
-          if (int k = foldedIndex(unsigned(o)); k >= 0)
-            next[size_t(k)] = value;
-          else
-            b.create<memref::StoreOp>(l, value, op.getDpsInits()[o], indices(op.getIndexingMapsArray()[inputs + o]));
-        }
-        return next;
-      });
+  scf::ForOp partials =
+      points % threads == 0
+          ? buildFor(b, l, c(0), c(iterations), c(1), identities,
+                     [&](Value it, ValueRange carried) { return pointStep(pointOf(it), carried); })
+          : buildMaskedFor(
+                b, l, c(0), c(iterations), identities,
+                [&](Value it) {
+                  point = pointOf(it);
+                  return b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, point, c(points));
+                },
+                [&](Value, ValueRange carried) { return pointStep(point, carried); });
   for (auto [f, partial] : llvm::zip(folded, partials.getResults()))
     b.create<memref::StoreOp>(l, partial, f.slots, thread);
   // The tree: slot t folds in slot t + s, for s = threads / 2, ..., 1.
