@@ -35,7 +35,7 @@ PEER_TIMEOUT_S = 300.0
 COMPILE_PEER = os.environ.get("NOVA_DEVICE_COMPILE_PEER") == "1"
 # Steps each profiled run times, and the kernels its report lists.
 PROFILE_STEPS = os.environ.get("NOVA_PROFILE_STEPS", "5")
-PROFILE_TOP = os.environ.get("NOVA_PROFILE_TOP", "12")
+PROFILE_TOP = os.environ.get("NOVA_PROFILE_TOP", "30")
 
 
 def nccl_library():

@@ -899,11 +899,11 @@ TEST_CASE("with tf32 matmuls, K-major matmuls run as the TMA + wgmma kernel (tf3
     CHECK(ptxas_errors(std::string(desc.object.begin(), desc.object.end()), "sm_90a") == "");
 }
 
-TEST_CASE("split-K on an emulated A100: weight gradients over 2048 tokens sum their parts' partial products; the updates match the interpreter") {
-  // dW1 = x^T d and dW2 = tanh(x)^T d, d = (2 / N) (out - y): 32 x 64 each,
-  // K = 2048 tokens. Two tiles for 108 SMs: the configurator splits K; the
-  // two products are one kernel launched twice, each launch with its own
-  // workspace in the arena and its own sum kernel launch after it.
+/// Two weight gradients over many tokens, trained on an emulated `target`
+/// against the interpreter (train_against_interpreter): dW1 = x^T d and
+/// dW2 = tanh(x)^T d, d = (2 / N) (out - y), 32 x 64 each over K = 2048
+/// tokens: too few tiles for the GPU's SMs, so the configurator splits K.
+nova::ExecutableDesc train_weight_gradients(const char* target, nova::MatmulPrecision precision) {
   auto linear_loss = [](const nova::ParamExprs& p, auto x, auto y) {
     auto out = nova::matmul(x, p["w1"]) + nova::matmul(nova::tanh(x), p["w2"]);
     return nova::mean((out - y) * (out - y));
@@ -914,7 +914,14 @@ TEST_CASE("split-K on an emulated A100: weight gradients over 2048 tokens sum th
   init.add("w1", g.randn({32, 64}, DType::f32));
   init.add("w2", g.randn({32, 64}, DType::f32));
   Tensor x = g.randn({2048, 32}, DType::f32), y = g.randn({2048, 64}, DType::f32);
-  const nova::ExecutableDesc desc = train_against_interpreter(linear_loss, init, x, y, "sm_80", 2);
+  return train_against_interpreter(linear_loss, init, x, y, target, 2, precision);
+}
+
+TEST_CASE("split-K on an emulated A100: weight gradients over 2048 tokens sum their parts' partial products; the updates match the interpreter") {
+  // With tf32 on the mma.sync kernel. Two tiles for 108 SMs; the two
+  // products are one kernel launched twice, each launch with its own
+  // workspace in the arena and its own sum kernel launch after it.
+  const nova::ExecutableDesc desc = train_weight_gradients("sm_80", nova::MatmulPrecision::tf32);
   // The sums: a sum kernel's launches, each alone (its workspace of parts x
   // 32 x 64, then the gradient) or side by side with an independent
   // neighbour (a scalar step of the optimizer), the two adjacent there.
@@ -941,23 +948,11 @@ TEST_CASE("split-K on an emulated A100: weight gradients over 2048 tokens sum th
 }
 
 TEST_CASE("split-K for f32 on an emulated H100: the simt kernel's weight gradients over 2048 tokens in parts, their totals into the gradients; the updates match the interpreter") {
-  // As above with f32 matmuls (the simt kernel, no tensor cores): dW1 and
-  // dW2 (32 x 64 over K = 2048 tokens) are too few tiles for 132 SMs, so
-  // the configurator splits K; each launch's parts fold into a workspace
-  // that took the gradient's place, and its `_total` launch adds them into
-  // the gradient (from the fill's zero, the fill dropped).
-  auto linear_loss = [](const nova::ParamExprs& p, auto x, auto y) {
-    auto out = nova::matmul(x, p["w1"]) + nova::matmul(nova::tanh(x), p["w2"]);
-    return nova::mean((out - y) * (out - y));
-  };
-  Gen g;
-  INFO("seed = ", g.seed);
-  nova::Params init;
-  init.add("w1", g.randn({32, 64}, DType::f32));
-  init.add("w2", g.randn({32, 64}, DType::f32));
-  Tensor x = g.randn({2048, 32}, DType::f32), y = g.randn({2048, 64}, DType::f32);
-  const nova::ExecutableDesc desc =
-      train_against_interpreter(linear_loss, init, x, y, "sm_90a", 2, nova::MatmulPrecision::fp32);
+  // With f32 matmuls (the simt kernel, no tensor cores), too few tiles for
+  // 132 SMs: each launch's parts fold into a workspace that took the
+  // gradient's place, and its `_total` launch adds them into the gradient
+  // (from the fill's zero, the fill dropped).
+  const nova::ExecutableDesc desc = train_weight_gradients("sm_90a", nova::MatmulPrecision::fp32);
   // Each gradient's parts' total: alone, or first of a side-by-side
   // launch with the optimizer's independent steps.
   int totals = 0, split = 0;
