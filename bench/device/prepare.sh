@@ -18,10 +18,10 @@ rm -rf bench/device/artifacts
 # gradients over many tokens that the configurator splits across K (16 and
 # 4 parts; the launcher sums the parts). Then variants (CASE@BMxBN/WMxWN:
 # only that block and warp tile) measured beside the configurator's
-# choices: mma.sync with 128x128 blocks of four 64x64 warps (two blocks an
-# SM) and 128x256 of eight, and 128x128 of eight 64x32 warps; the GPT's
-# TN weight gradient (72 tiles of 128x256 on 132 SMs) in smaller wgmma
-# tiles.
+# choices: mma.sync in 256x128 blocks of eight 64x64 warps (one an SM: the
+# choice before 128x128 blocks two an SM measured faster) and 128x256, and
+# 128x128 of eight 64x32 warps; the GPT's TN weight gradient (72 tiles of
+# 128x256 on 132 SMs) in smaller wgmma tiles.
 "$build/bin/nova-gpu-kernels" "$target" bench/device/artifacts \
   tf32:NN:1024x1024x1024 tf32:NN:2048x2048x2048 tf32:NN:4096x4096x4096 tf32:NN:8192x8192x8192 \
   tf32:NT:1024x1024x1024 tf32:NT:2048x2048x2048 tf32:NT:4096x4096x4096 tf32:NT:8192x8192x8192 \
@@ -30,9 +30,9 @@ rm -rf bench/device/artifacts
   bf16:NT:4096x4096x4096 bf16:TN:4096x4096x4096 f16:NN:4096x4096x4096 bf16:NN:1000x1000x1000 \
   bf16:NN:8192x3072x768 bf16:NT:8192x768x3072 bf16:TN:768x3072x8192 \
   tf32:TN:256x256x16384 tf32:TN:1024x1024x16384 \
-  tf32:NN:4096x4096x4096@128x128/64x64 tf32:NN:4096x4096x4096@128x256/64x64 \
-  bf16:NN:4096x4096x4096:mma@128x128/64x64 bf16:NN:4096x4096x4096:mma@128x256/64x64 \
-  bf16:NN:4096x4096x4096:mma@128x128/64x32 tf32:NT:4096x4096x4096:mma@128x128/64x64 \
+  tf32:NN:4096x4096x4096@256x128/64x64 tf32:NN:4096x4096x4096@128x256/64x64 \
+  bf16:NN:4096x4096x4096:mma@256x128/64x64 bf16:NN:4096x4096x4096:mma@128x256/64x64 \
+  bf16:NN:4096x4096x4096:mma@128x128/64x32 tf32:NT:4096x4096x4096:mma@256x128/64x64 \
   bf16:TN:768x3072x8192@128x128/64x128 bf16:TN:768x3072x8192@64x128/64x128
 # Each kernel's cubin too, where ptxas is here, as a step carries its own
 # (matmul_check.py loads it first, the PTX where the driver refuses it).

@@ -87,6 +87,14 @@ constexpr double kSubPartitions = 4;
 constexpr double kSimtWarpsPerQuarter = 2;
 /// Stages taken beyond the latency's need when they cost no occupancy.
 constexpr int64_t kFreeStages = 4;
+/// The mma.sync kernel's share of its rate with one block an SM (where the
+/// tiles would give it more): the
+/// block's slab barriers leave the SM idle where a second resident block
+/// would fill them. On the H200 (bench/README.md, 2026-12-04) 128x128
+/// blocks of four 64x64 warps, two an SM, ran tf32 NN 4096 in 0.657 ms
+/// and bf16 in 0.369 against 0.704 and 0.394 for 256x128 blocks of eight,
+/// one an SM (the model without this share: 19% the other way).
+constexpr double kMmaSyncLoneBlock = 0.8;
 /// mma.sync's share of the tensor cores' rate on Hopper (wgmma's is 1).
 constexpr double kMmaSyncOnHopper = 2.0 / 3.0;
 
@@ -438,6 +446,9 @@ GpuMatmulConfig mlir::nova::configureGpuMatmul(const GpuMatmulProblem &p, const 
         // (wgmma: the consumer warpgroups' warps; the producer's issue loads.)
         double warps = double(resident * (kind == GpuMmaKind::wgmma ? 4 * c.warpsM : c.threads / 32));
         double busy = std::min(1.0, warps / (kSubPartitions * (kind == GpuMmaKind::simt ? kSimtWarpsPerQuarter : 1)));
+        // One block an SM where the tiles would give it two or more.
+        if (kind == GpuMmaKind::mma_sync && resident == 1 && c.tiles >= 2 * sms)
+          busy *= kMmaSyncLoneBlock;
         double mma = 2.0 * s.bm * s.bn * blockK / (rate * busy);
         double smem = smemPerSlab / kSmemBytesPerClock;
         return std::max(mma, smem) * double(resident);
