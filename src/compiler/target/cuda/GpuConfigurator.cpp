@@ -35,8 +35,11 @@
 //              instruction's efficiency: mma.sync on Hopper reaches about
 //              2/3 of the rate wgmma does; x the share of the SM's 4
 //              sub-partitions its resident warps keep busy: the simt
-//              kernel's need kSimtWarpsPerQuarter warps each) and shared memory's (bytes the
-//              warps read / kSmemBytesPerClock), plus filling the pipeline
+//              kernel's need kSimtWarpsPerQuarter warps each; x
+//              kMmaSyncLoneBlock for mma.sync at one block an SM where
+//              the tiles would give it two) and shared memory's (bytes the
+//              warps read / kSmemBytesPerClock; the simt kernel's 16-byte
+//              reads count every thread's bytes), plus filling the pipeline
 //              once; waves = ceil(tiles / (SMs x blocks per SM)), so a
 //              partial last wave costs a whole one (wave quantization). The
 //              memory side: the fewest DRAM bytes at the DRAM bandwidth, and
