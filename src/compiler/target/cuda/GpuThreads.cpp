@@ -1142,12 +1142,14 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
       return false;
     }
     // Split across K where the result is a whole m x n buffer written in
-    // (m, n) order: its parts' workspace then takes its place.
+    // (m, n) order that nothing else in the kernel reads: its parts'
+    // workspace then takes its place.
     Value out = matmul.getDpsInits()[0];
     std::optional<unsigned> outArgument = argumentOf(matmul, out, /*whole=*/true);
     AffineMap outMap = matmul.getIndexingMapsArray()[2];
     match->problem.allowSplitK =
         !match->batched && !kernel->hasAttr(kGpuEpilogueAttr) && outArgument &&
+        kernel.getArgument(*outArgument + 1).hasOneUse() &&
         cast<MemRefType>(out.getType()).getShape() == ArrayRef<int64_t>{match->problem.m, match->problem.n} &&
         outMap == AffineMap::get(matmul.getNumLoops(), 0,
                                  {getAffineDimExpr(match->m, ctx), getAffineDimExpr(match->n, ctx)}, ctx);
