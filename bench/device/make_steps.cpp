@@ -18,7 +18,9 @@
 // parameters and AdamW state alone are about 300 MB.
 // Also `dp1_small_fp32`: the small step compiled data-parallel for a group
 // of one rank (a loopback communicator), so its gradient sums run through
-// the data-parallel path (NCCL on a GPU) with a world size of 1.
+// the data-parallel path (NCCL on a GPU) with a world size of 1. And
+// `mlp_fp32`, `mlp_bf16`: an MLP's step (steps.hpp: 1024 -> 4096 (GELU) ->
+// 1024 classes, a batch of 1024 samples, the same AdamW and clipping).
 #include <nova/aot.hpp>
 #include <nova/distributed.hpp>
 #include <nova/nova.hpp>
@@ -61,31 +63,17 @@ int main(int argc, char** argv) try {
     for (auto precision : {nova::MatmulPrecision::fp32, nova::MatmulPrecision::bf16})
       variants.push_back({&size, precision, false});
   variants.push_back({&sizes[0], nova::MatmulPrecision::fp32, true});
-  for (const Variant& v : variants) {
-    const Size& size = *v.size;
-    const auto precision = v.precision;
-    nova::set_matmul_precision(precision);
-    // A group of one: the step is traced data-parallel (its sums, world size 1).
-    auto group = v.data_parallel ? nova::dist::loopback_group(1)
-                                 : std::vector<std::shared_ptr<nova::dist::Communicator>>{};
-    nova::dist::set_communicator(v.data_parallel ? group[0] : nullptr);
-    const std::string name = std::string(v.data_parallel ? "dp1_" : "gpt_") + size.name + "_" +
-                             std::string(nova::name_of(precision));
-    const GPTConfig c = size.c;
-    nova::Params params = nova::nn::gpt_init(c, kParamSeed);
-    nova::AdamW opt{.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1};
-    auto step = nova::train_step(
-        [](const nova::ParamExprs& p, auto x, auto y, GPTConfig c) { return nova::nn::gpt_loss(c, p, x, y); },
-        params, opt, {.clip_grad_norm = 1.0});
-    steps::StepFile f{c, size.batch, kParamSeed, kTokenSeed, opt.lr, 0, 0};
+  // The step for the GPU saved, its CPU twin run once on the inputs
+  // run_steps rebuilds (its loss and parameters are what the GPU's must
+  // match), and its line written; `args`: the step's arguments after the batch.
+  auto emit = [&](const std::string& name, auto& step, steps::StepFile f, const auto&... args) {
     nova::Tensor x, y;
     steps::tokens(f, x, y);
     ::setenv("NOVA_TARGET", gpu.c_str(), 1);
-    auto on_gpu = step.executable(x, y, nova::static_arg(c));
+    auto on_gpu = step.executable(x, y, args...);
     nova::aot::save(*on_gpu, dir + "/" + name + ".nexe");
-    // One step on this machine's CPU, on the inputs run_steps rebuilds.
     ::setenv("NOVA_TARGET", "host", 1);
-    auto on_cpu = step.executable(x, y, nova::static_arg(c));
+    auto on_cpu = step.executable(x, y, args...);
     std::vector<nova::Tensor> inputs = steps::inputs(f, on_cpu->input_specs());
     std::vector<nova::Tensor> outputs = (*on_cpu)(inputs);
     f.loss = outputs[0].at({});
@@ -102,7 +90,44 @@ int main(int argc, char** argv) try {
     const char* require = std::getenv("NOVA_REQUIRE_CUBIN");
     if (require && std::string(require) == "1" && format.empty())
       throw std::runtime_error(name + " carries no cubin: ptxas refused its PTX (its warning above says why)");
+  };
+  const nova::AdamW opt{.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1};
+  for (const Variant& v : variants) {
+    const Size& size = *v.size;
+    const auto precision = v.precision;
+    nova::set_matmul_precision(precision);
+    // A group of one: the step is traced data-parallel (its sums, world size 1).
+    auto group = v.data_parallel ? nova::dist::loopback_group(1)
+                                 : std::vector<std::shared_ptr<nova::dist::Communicator>>{};
+    nova::dist::set_communicator(v.data_parallel ? group[0] : nullptr);
+    const std::string name = std::string(v.data_parallel ? "dp1_" : "gpt_") + size.name + "_" +
+                             std::string(nova::name_of(precision));
+    const GPTConfig c = size.c;
+    nova::Params params = nova::nn::gpt_init(c, kParamSeed);
+    auto step = nova::train_step(
+        [](const nova::ParamExprs& p, auto x, auto y, GPTConfig c) { return nova::nn::gpt_loss(c, p, x, y); },
+        params, opt, {.clip_grad_norm = 1.0});
+    steps::StepFile f;
+    f.c = c;
+    f.batch = size.batch;
+    f.param_seed = kParamSeed;
+    f.token_seed = kTokenSeed;
+    f.lr = opt.lr;
+    emit(name, step, f, nova::static_arg(c));
     nova::dist::set_communicator(nullptr);
+  }
+  for (auto precision : {nova::MatmulPrecision::fp32, nova::MatmulPrecision::bf16}) {
+    nova::set_matmul_precision(precision);
+    steps::StepFile f;
+    f.model = "mlp";
+    f.in = 1024, f.hidden = 4096, f.out = 1024, f.batch = 1024;
+    f.param_seed = kParamSeed;
+    f.token_seed = kTokenSeed;
+    f.lr = opt.lr;
+    nova::Params params = steps::mlp_init(f.in, f.hidden, f.out, f.param_seed);
+    auto step = nova::train_step([](const nova::ParamExprs& p, auto x, auto y) { return steps::mlp_loss(p, x, y); },
+                                 params, opt, {.clip_grad_norm = 1.0});
+    emit("mlp_" + std::string(nova::name_of(precision)), step, f);
   }
   nova::set_matmul_precision(nova::MatmulPrecision::fp32);
   return 0;

@@ -64,7 +64,7 @@ int main(int argc, char** argv) try {
     auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < n; ++i) out = (*exe)(in);
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / n;
-    double tokens = double(f.batch * f.c.context) / (ms / 1e3);
+    double tokens = double(steps::samples_per_step(f)) / (ms / 1e3);
     // The same step copying its in-place inputs in and out every call.
     double copying_ms = 0;
     if (!nova::profiling_enabled()) {

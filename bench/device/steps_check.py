@@ -68,13 +68,15 @@ def run(command, env, timeout):
 
 
 def peer(cache, size, precision, mode, n):
-    """PyTorch's tokens/s for the GPT step of `size` at `precision` in `mode`
-    (eager or compile) on cuda: bench/gpt_step_peer.py, run once a key."""
+    """PyTorch's tokens/s for the GPT step of `size` (or the MLP step, size
+    "mlp") at `precision` in `mode` (eager or compile) on cuda:
+    bench/gpt_step_peer.py or bench/mlp_step_peer.py, run once a key."""
     key = (size, precision, mode)
     if key not in cache:
         env = dict(os.environ, NOVA_MATMUL_PRECISION=precision)
-        out, err, trouble = run([sys.executable, os.path.join(HERE, "..", "gpt_step_peer.py"), size, n, mode, "cuda"],
-                                env, PEER_TIMEOUT_S)
+        command = ([os.path.join(HERE, "..", "mlp_step_peer.py"), n, mode, "cuda"] if size == "mlp" else
+                   [os.path.join(HERE, "..", "gpt_step_peer.py"), size, n, mode, "cuda"])
+        out, err, trouble = run([sys.executable] + command, env, PEER_TIMEOUT_S)
         print(out + err + (f"# peer {size} {precision} {mode}: {trouble}\n" if trouble else ""), flush=True)
         m = re.search(r"RESULT torch tokens_per_s=(\S+) step_mib=(\S+) peak_mib=(\S+)", out)
         cache[key] = (float(m.group(1)), float(m.group(3))) if m else (float("nan"), float("nan"))
@@ -113,7 +115,9 @@ def main():
         c = re.search(r"copying parameters and optimizer state every call: \S+ ms a step \((\S+)x the time\)", out)
         copying = float(c.group(1)) if c else float("nan")
         failures += 0 if ok else 1
-        _, size, precision = name.split("_")
+        # gpt_<size>_<precision>, dp1_<size>_<precision>, mlp_<precision>.
+        parts = name.split("_")
+        size, precision = ("mlp", parts[1]) if parts[0] == "mlp" else (parts[1], parts[2])
         torch_tokens, torch_peak = peer(peers, size, precision, "eager", n)
         compiled_tokens = peer(peers, size, precision, "compile", n)[0] if COMPILE_PEER else float("nan")
         rows.append((name, "ok" if ok else "MISMATCH", tokens, torch_tokens, tokens / torch_tokens, compiled_tokens,
