@@ -14,21 +14,12 @@ initialisation (model, optimizer and batch exist), as for Nova.
 import math
 import os
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peer_info  # noqa: E402
-
-
-def rss_mib(field="VmRSS"):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024.0
-    return -1.0
 
 
 class Block(torch.nn.Module):
@@ -90,59 +81,16 @@ def main():
     layers = int(os.environ.get("NOVA_BENCH_LAYERS", layers))  # bench/gpt_fits.sh
     torch.set_num_threads(os.cpu_count() or 1)
     torch.manual_seed(0)
-    rss_start = rss_mib()
     model = GPT(vocab, context, d, layers, heads).to(device)
-    adamw = dict(lr=1e-3, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
-    try:  # the fused update (one kernel for all parameters) where this torch has it
-        opt = torch.optim.AdamW(model.parameters(), fused=True, **adamw)
-        fused = True
-    except (TypeError, RuntimeError):
-        opt = torch.optim.AdamW(model.parameters(), **adamw)
-        fused = False
     forward = torch.compile(model) if mode == "compile" else model
     x = torch.randint(0, vocab, (B, context), device=device)
     y = torch.randint(0, vocab, (B, context), device=device)
+    step, what = peer_info.train_step(torch, model, forward, x, y, cuda)
 
-    # NOVA_MATMUL_PRECISION=bf16 (Nova's bf16 matmuls: both operands rounded
-    # to bf16, float32 sums): the peer's own bf16 mode, autocast (matmuls and
-    # linear layers in bf16: on the CPU through oneDNN, AMX where the CPU has
-    # it; on a GPU its tensor cores; the rest float32). tf32 (Nova's tensor
-    # cores read float32 operands as tf32; a CPU runs float32): on a GPU the
-    # peer's same mode, allow_tf32.
-    precision = os.environ.get("NOVA_MATMUL_PRECISION", "fp32")
-    bf16 = precision == "bf16"
-    if cuda:
-        torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
-        torch.backends.cudnn.allow_tf32 = precision == "tf32"
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        with torch.autocast("cuda" if cuda else "cpu", dtype=torch.bfloat16, enabled=bf16):
-            loss = forward(x, y)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        return loss
-
-    print(f"peer: {peer_info.torch_loaded(torch)}, {mode}, AdamW {'fused' if fused else 'for-each'}"
+    print(f"peer: {peer_info.torch_loaded(torch)}, {mode}, {what}"
           f"{', attention SDPA' if hasattr(F, 'scaled_dot_product_attention') else ''}"
-          f"{', autocast bf16' if bf16 else ''}"
-          f"{', cuda tf32' if cuda and torch.backends.cuda.matmul.allow_tf32 else ''}"
           f"{' on ' + torch.cuda.get_device_name() if cuda else ''}", flush=True)
-    rss_init = rss_mib()
-    for _ in range(2 if mode == "eager" else 3):  # compile happens here
-        step()
-    if cuda:
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-        rss_init = torch.cuda.memory_allocated() / 2**20
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        step()
-    if cuda:
-        torch.cuda.synchronize()
-    secs = (time.perf_counter() - t0) / steps
-    peak = torch.cuda.max_memory_allocated() / 2**20 if cuda else rss_mib("VmHWM")
+    secs, peak, rss_init = peer_info.time_steps(torch, step, steps, 2 if mode == "eager" else 3, cuda)
     n = sum(p.numel() for p in model.parameters())
     print(f"torch {mode} {'medium' if medium else 'small'}: params {n / 1e6:.2f}M, step {secs:.3f} s, "
           f"{B * context / secs:.0f} tokens/s, threads {torch.get_num_threads()}, "
