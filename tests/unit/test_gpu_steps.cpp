@@ -922,7 +922,7 @@ TEST_CASE("split-K on an emulated A100: weight gradients over 2048 tokens sum th
   // products are one kernel launched twice, each launch with its own
   // workspace in the arena and its own sum kernel launch after it.
   const nova::ExecutableDesc desc = train_weight_gradients("sm_80", nova::MatmulPrecision::tf32);
-  // The sums: a sum kernel's launches, each alone (its workspace of parts x
+  // The sums: a total kernel's launches, each alone (its workspace of parts x
   // 32 x 64, then the gradient) or side by side with an independent
   // neighbour (a scalar step of the optimizer), the two adjacent there.
   auto ends_with = [](const std::string& s, const std::string& tail) {
@@ -932,7 +932,7 @@ TEST_CASE("split-K on an emulated A100: weight gradients over 2048 tokens sum th
   std::set<std::uint32_t> sumKernels;
   for (const auto& l : desc.launches) {
     const std::string& symbol = desc.kernels[l.kernel].symbol;
-    const bool alone = ends_with(symbol, "_sum");
+    const bool alone = ends_with(symbol, "_total");
     if (!alone && symbol.find("_side") == std::string::npos) continue;
     for (std::size_t a = 0; a + 1 < l.args.size(); ++a) {
       const std::uint64_t parts = l.args[a].bytes / (32 * 64 * 4);

@@ -52,10 +52,10 @@ inline constexpr const char kGpuSideBySideAttr[] = "nova.gpu_side_by_side";
 /// UnitAttr for none).
 inline constexpr const char kGpuSideBySideInitsAttr[] = "nova.gpu_side_by_side_inits";
 /// A step's matmul kernel split across K into this many parts: its last
-/// argument is their partial products (parts x m x n), which a kernel
-/// launched after it adds into the result: `<name>_sum` for the mma.sync
-/// kernel (which keeps the result among its arguments), `<name>_total`
-/// for the simt kernel (whose workspace took the result's place).
+/// argument is their partial products (parts x m x n), which the kernel
+/// `<name>_total` launched after it adds into the result (the mma.sync
+/// kernel keeps the result among its arguments; the simt kernel's
+/// workspace took its place).
 inline constexpr const char kGpuSplitKAttr[] = "nova.gpu_split_k";
 /// A step's scatter-add kernel split over its indices into this many parts
 /// (GpuScatterAddParts.h): its last argument holds the parts' own tables,

@@ -44,10 +44,10 @@
 // kernel the configurator splits across K (too few tiles for the GPU, a
 // long K: weight gradients over many tokens) writes each part's partial
 // products into a workspace each of its launches allocates (parts x m x n,
-// its last argument), and a kernel `<name>_sum`, launched right after,
+// its last argument), and a kernel `<name>_total`, launched right after,
 // adds them into the result in part order (scalar threads, one element
-// each). Last, independent kernels launched one after another (points or
-// block reductions: an optimizer's per-parameter updates and sums of
+// each; the simt kernel's split shares it). Last, independent kernels
+// launched one after another (points or block reductions: an optimizer's per-parameter updates and sums of
 // squares) become one launch side by side, a block's index selecting its op.
 //
 //===----------------------------------------------------------------------===//
@@ -946,10 +946,13 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
 
   /// Split-K for `kernel`, planned with plan.config.splitK parts: the
   /// partial products' workspace as its last argument (kGpuSplitKAttr), a
-  /// new allocation at each launch, and the kernel adding the parts into
-  /// the result, `<name>_sum` (workspace, result), inserted right after
-  /// `kernel` and launched right after each of its launches. The result
-  /// is the matmul's whole m x n buffer (planStepMmaMatmul allowed no other).
+  /// new allocation at each launch, and `<name>_total` (workspace, result;
+  /// buildPartsTotal, as the simt kernel's split), inserted right after
+  /// `kernel` and launched right after each of its launches, folding the
+  /// parts into the result in part order from zero: the mma.sync kernel
+  /// writes every element of its result (its zero fill is dropped). The
+  /// result is the matmul's whole m x n buffer (planStepMmaMatmul allowed
+  /// no other).
   static void splitAcrossK(ModuleOp top, func::FuncOp kernel, const StepMmaPlan &plan) {
     MLIRContext *ctx = kernel.getContext();
     Location loc = kernel.getLoc();
@@ -959,40 +962,18 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
     kernel->setAttr(kGpuSplitKAttr, IntegerAttr::get(IntegerType::get(ctx, 64), parts));
     const unsigned result = plan.outArgument; // among the launch's buffers
     auto resultType = cast<MemRefType>(kernel.getArgument(result + 1).getType());
-
-    OpBuilder b(ctx);
-    b.setInsertionPointAfter(kernel);
-    std::string name = (kernel.getSymName() + "_sum").str();
-    auto sum = b.create<func::FuncOp>(loc, name, b.getFunctionType({b.getIndexType(), workspaceType, resultType}, {}));
-    Block *body = sum.addEntryBlock();
-    b.setInsertionPointToStart(body);
-    SmallVector<Value> slices;
-    const SmallVector<int64_t> sizes{1, m, n}, strides{1, 1, 1};
-    for (int64_t s = 0; s < parts; ++s) {
-      const SmallVector<int64_t> offsets{s, 0, 0};
-      auto type = cast<MemRefType>(
-          memref::SubViewOp::inferRankReducedResultType({m, n}, workspaceType, offsets, sizes, strides));
-      slices.push_back(b.create<memref::SubViewOp>(loc, type, body->getArgument(1), offsets, sizes, strides));
-    }
-    SmallVector<AffineMap> maps(parts + 1, b.getMultiDimIdentityMap(2));
-    SmallVector<utils::IteratorType> iterators(2, utils::IteratorType::parallel);
-    b.create<linalg::GenericOp>(loc, slices, ValueRange{body->getArgument(2)}, maps, iterators,
-                                [&](OpBuilder &nb, Location l, ValueRange args) {
-                                  Value total = args[0];
-                                  for (int64_t s = 1; s < parts; ++s)
-                                    total = nb.create<arith::AddFOp>(l, total, args[s]);
-                                  nb.create<linalg::YieldOp>(l, total);
-                                });
-    b.create<func::ReturnOp>(loc);
-
+    func::FuncOp total = buildPartsTotal(kernel, workspaceType, resultType,
+                                         [](OpBuilder &nb, Location nl, Value v, Value p) {
+                                           return nb.create<arith::AddFOp>(nl, v, p).getResult();
+                                         });
+    total->setAttr(kGpuOutputInitAttr, FloatAttr::get(resultType.getElementType(), 0.0));
+    auto totalRef = SymbolRefAttr::get(ctx, kKernelsModuleName, {FlatSymbolRefAttr::get(total.getSymNameAttr())});
     for (LaunchOp launch : launchesOf(top, kernel.getSymName())) {
       OpBuilder lb(launch);
       Value workspace = lb.create<memref::AllocOp>(launch.getLoc(), workspaceType, lb.getI64IntegerAttr(64));
       launch.getBuffersMutable().append(workspace);
       lb.setInsertionPointAfter(launch);
-      lb.create<LaunchOp>(launch.getLoc(),
-                          SymbolRefAttr::get(ctx, kKernelsModuleName, {FlatSymbolRefAttr::get(ctx, name)}),
-                          ValueRange{workspace, launch.getBuffers()[result]});
+      lb.create<LaunchOp>(launch.getLoc(), totalRef, ValueRange{workspace, launch.getBuffers()[result]});
     }
   }
 
