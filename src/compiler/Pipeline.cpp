@@ -58,7 +58,7 @@ void addGraphStage(OpPassManager &pm) {
 
 void addLinalgStage(OpPassManager &pm, const mlir::nova::Target &target) {
   // Before lowering (on the nova ops, after the graph stage's CSE).
-  pm.addPass(mlir::nova::createNovaRematerialize());
+  pm.addPass(mlir::nova::createNovaRematerialize({.attention = target.recomputesAttention()}));
   pm.addPass(mlir::nova::createNovaLowerToLinalg());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(mlir::nova::createNovaShareRowStatistics());

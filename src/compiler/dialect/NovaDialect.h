@@ -46,11 +46,14 @@ inline constexpr llvm::StringLiteral kMatmulPrecisionAttr = "nova.matmul_precisi
 
 /// An integer attribute on the traced step's module: how much
 /// nova-rematerialize recomputes. 0 (NOVA_REMAT=0): nothing; 1 (absent):
-/// cheap values and fused attention outputs; 2 (set by the compiler when a
-/// memory budget needs it): whole forward computations, matmuls included.
+/// cheap values, and fused attention outputs where the target recomputes
+/// them (Target::recomputesAttention); 2 (set by the compiler when a
+/// memory budget needs it): whole forward computations, matmuls and
+/// attention included.
 inline constexpr llvm::StringLiteral kRematAttr = "nova.remat";
-/// A bool attribute on the traced step's module, false with
-/// NOVA_REMAT=cheap: level 1 then recomputes no attention.
+/// A bool attribute on the traced step's module overriding the target's
+/// choice at level 1: false with NOVA_REMAT=cheap (no attention
+/// recomputed), true with NOVA_REMAT=1.
 inline constexpr llvm::StringLiteral kRematAttentionAttr = "nova.remat_attention";
 /// The fewest ops a value must be kept across to be recomputed, overriding
 /// nova-rematerialize's min-gap (the budget search sets it; CompileDriver.cpp).

@@ -13,7 +13,6 @@
 #include "nova/executable_desc.hpp"
 #include "nova/memory.hpp"
 #include "nova/precision.hpp"
-#include "nova/target.hpp"
 
 #include "compiler/CompileDriver.h"
 #include "compiler/Context.h"
@@ -88,18 +87,14 @@ public:
     // NOVA_REMAT=0, NOVA_IN_PLACE=0, NOVA_ARENA_REUSE=0 and NOVA_ROW_STATS=0 turn those off
     // (to measure them, to bisect), and the memory budget (nova/memory.hpp)
     // asks for a plan that fits; as attributes all are part of the key too.
-    // On a GPU the default recomputes no attention (as NOVA_REMAT=cheap;
-    // NOVA_REMAT=1 recomputes it there too): the H200's medium GPT step
-    // spent 0.109 to 0.113 ms a layer (10.3 to 10.7% of its bf16 kernel
-    // time) on the recomputed forward, to save 4 MiB a layer. A memory
-    // budget still asks for it (level 2).
+    // Whether attention is recomputed is the target's choice
+    // (Target::recomputesAttention) unless NOVA_REMAT=cheap (no) or
+    // NOVA_REMAT=1 (yes) says.
     const char *remat = std::getenv("NOVA_REMAT");
-    const char *target = std::getenv("NOVA_TARGET");
-    const bool gpu = target && ::nova::builtin_gpu_target(target).is_gpu();
     if (remat && std::string_view(remat) == "0")
       (*module)->setAttr(mlir::nova::kRematAttr, builder.getI64IntegerAttr(0));
-    else if ((remat && std::string_view(remat) == "cheap") || (gpu && !(remat && std::string_view(remat) == "1")))
-      (*module)->setAttr(mlir::nova::kRematAttentionAttr, builder.getBoolAttr(false));
+    else if (remat && (std::string_view(remat) == "cheap" || std::string_view(remat) == "1"))
+      (*module)->setAttr(mlir::nova::kRematAttentionAttr, builder.getBoolAttr(std::string_view(remat) == "1"));
     for (auto [env, attr] : {std::pair{"NOVA_IN_PLACE", mlir::nova::kInPlaceAttr},
                              std::pair{"NOVA_ARENA_REUSE", mlir::nova::kArenaReuseAttr},
                              std::pair{"NOVA_ROW_STATS", mlir::nova::kRowStatsAttr}})

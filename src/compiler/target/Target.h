@@ -60,6 +60,11 @@ public:
   /// lhs into it (FuseMatmulPrologue.cpp): the CPU's register kernels
   /// compute it as they pack the lhs; no GPU matmul kernel takes one.
   virtual bool fusesMatmulPrologues() const { return true; }
+  /// Whether the backward recomputes a fused attention's output instead of
+  /// keeping it from the forward (nova-rematerialize at its default level;
+  /// NOVA_REMAT=cheap / =1 override): the CPU's attention is cheap beside
+  /// the memory it saves.
+  virtual bool recomputesAttention() const { return true; }
   /// Passes after outlining and deduplication that configure and distribute
   /// each kernel (run on the top module).
   virtual void addConfigurePasses(OpPassManager &pm) const = 0;

@@ -304,13 +304,16 @@ def NovaRematerialize : Pass<"nova-rematerialize", "mlir::ModuleOp"> {
     (`nova.rematerialized`) right before the first use after the gap, which with the
     later uses reads the clone. The original then dies at its early uses.
     The module's integer `nova.remat` is the level: 0 leaves it alone, 1
-    (the default) recomputes the cheap ops and attention (none with
-    `nova.remat_attention = false`), 2 also matmuls, softmaxes, slices and
-    reductions.
+    (the default) recomputes the cheap ops, and attention as `attention`
+    says (the target's choice) unless the module's `nova.remat_attention`
+    says otherwise, 2 also matmuls, softmaxes, slices, reductions and
+    attention.
   }];
   let options = [
     Option<"minGap", "min-gap", "int64_t", /*default=*/"16",
            "the fewest ops between two uses worth a recomputation">,
+    Option<"attention", "attention", "bool", /*default=*/"true",
+           "level 1 recomputes fused attention (where nova.remat_attention does not say)">,
   ];
 }
 

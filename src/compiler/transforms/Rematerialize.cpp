@@ -22,8 +22,10 @@
 // live there (at most 4 ops in all; any other op ends the search and the
 // value is kept), and the uses from there on read the clone. Runs on the nova dialect after autodiff and CSE (which would merge
 // the clone back). The module's `nova.remat` sets the level: 0
-// (NOVA_REMAT=0) leaves it alone; 1 with `nova.remat_attention = false`
-// (NOVA_REMAT=cheap) recomputes no attention; 2, which the compiler asks for when a
+// (NOVA_REMAT=0) leaves it alone; 1 recomputes attention as the pass's
+// `attention` option says (the target's Target::recomputesAttention) unless
+// `nova.remat_attention` says otherwise (NOVA_REMAT=cheap: false,
+// NOVA_REMAT=1: true); 2, which the compiler asks for when a
 // memory budget is not met, also recomputes matmuls, attention, softmaxes,
 // slices and reductions (chains of up to 12 ops), as activation
 // checkpointing does.
@@ -195,13 +197,13 @@ struct NovaRematerialize : mlir::nova::impl::NovaRematerializeBase<NovaRemateria
     int64_t gap = minGap;
     if (auto attr = module->getAttrOfType<IntegerAttr>(nova::kRematMinGapAttr))
       gap = std::max<int64_t>(1, attr.getInt());
-    bool attention = true;
+    bool withAttention = this->attention || level >= 2;
     if (auto attr = module->getAttrOfType<BoolAttr>(nova::kRematAttentionAttr))
-      attention = attr.getValue() || level >= 2;
+      withAttention = attr.getValue() || level >= 2;
     std::vector<Decision> decisions;
     for (auto func : module.getOps<func::FuncOp>())
       if (!func.isExternal() && func.getBody().hasOneBlock())
-        rematerialize(func.front(), gap, level, attention, decisions);
+        rematerialize(func.front(), gap, level, withAttention, decisions);
     // The decisions, largest first, for NOVA_EXPLAIN (CompileDriver.cpp)
     // and for readers of the IR (the clones are marked nova.rematerialized).
     std::stable_sort(decisions.begin(), decisions.end(),

@@ -20,6 +20,10 @@ public:
   using Target::Target;
   void addBeforeFusionPasses(OpPassManager &pm) const override;
   bool fusesMatmulPrologues() const override { return false; }
+  /// No: on the H200 the recomputed forward took 0.109 to 0.113 ms a layer
+  /// of the medium GPT step (10.3 to 10.7% of its bf16 kernel time), for 16
+  /// MiB (bf16) to 32 MiB (fp32) of that step's arena (bench/README.md).
+  bool recomputesAttention() const override { return false; }
   void addConfigurePasses(OpPassManager &pm) const override;
   std::vector<Stage> codegenStages() const override;
   FailureOr<Artifact> emit(ModuleOp kernels, const PipelineOptions &options, CompileReport &report,

@@ -84,9 +84,11 @@ constexpr double kSubPartitions = 4;
 /// busy: one warp's FMAs wait on its shared reads and each slab's barrier.
 /// Fitted to the H200 (bench/README.md, 2026-12-04): the kernel's 8x8
 /// thread tiles ran a 2048x512x2048 product at one 128-thread block an SM
-/// (a warp a quarter) at 22.6 TFLOP/s, 37% of the f32 peak, and its 4x4
-/// tiles at two 256-thread blocks (four warps a quarter, bound by shared
-/// memory at half the FMA rate: the shared term below) at 19.3 to 26.6.
+/// (a warp a quarter) at 22.6 TFLOP/s, 37% of the f32 peak, and, in 4x4
+/// tiles of 256-thread blocks (about four warps a quarter), at 19.3 and
+/// 26.6 (two kernels of that shape): slower, which the shared term below
+/// explains (by the model, not a measurement, shared-bound at half the
+/// FMA rate).
 constexpr double kSimtWarpsPerQuarter = 2;
 /// Stages taken beyond the latency's need when they cost no occupancy.
 constexpr int64_t kFreeStages = 4;
@@ -437,9 +439,10 @@ GpuMatmulConfig mlir::nova::configureGpuMatmul(const GpuMatmulProblem &p, const 
       // Cycles of one slab on the SM with `resident` blocks sharing it.
       const double smemPerSlab =
           kind == GpuMmaKind::wgmma  ? double(c.warpsM) * (64 + s.bn) * blockK * es
-          // A warp's 16-byte shared read takes 4 wavefronts of 128 bytes
-          // (a quarter-warp each) however many of its lanes read the same
-          // run: every thread's bytes count.
+          // The model takes a warp's 16-byte shared read as 4 wavefronts of
+          // 128 bytes (a quarter-warp each) however many of its lanes read
+          // the same run, so every thread's bytes count (an assumption from
+          // the 4x4 tiles' measured slowness, not measured itself).
           : kind == GpuMmaKind::simt ? double(c.threads) * (s.wm + s.wn) * blockK * es
                                      : double(c.warpsM * c.warpsN) * (s.wm + s.wn) * blockK * es;
       auto slabCycles = [&](int64_t resident) {
