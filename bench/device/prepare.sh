@@ -22,6 +22,9 @@ rm -rf bench/device/artifacts
 # choice before 128x128 blocks two an SM measured faster) and 128x256, and
 # 128x128 of eight 64x32 warps; the GPT's TN weight gradient (72 tiles of
 # 128x256 on 132 SMs) in smaller wgmma tiles.
+# Last, f32 products at f32's accuracy as 3xtf32 (square, and the GPT's
+# layer products as the medium f32 step runs them), against cuBLAS's f32
+# product.
 "$build/bin/nova-gpu-kernels" "$target" bench/device/artifacts \
   tf32:NN:1024x1024x1024 tf32:NN:2048x2048x2048 tf32:NN:4096x4096x4096 tf32:NN:8192x8192x8192 \
   tf32:NT:1024x1024x1024 tf32:NT:2048x2048x2048 tf32:NT:4096x4096x4096 tf32:NT:8192x8192x8192 \
@@ -33,7 +36,9 @@ rm -rf bench/device/artifacts
   tf32:NN:4096x4096x4096@256x128/64x64 tf32:NN:4096x4096x4096@128x256/64x64 \
   bf16:NN:4096x4096x4096:mma@256x128/64x64 bf16:NN:4096x4096x4096:mma@128x256/64x64 \
   bf16:NN:4096x4096x4096:mma@128x128/64x32 tf32:NT:4096x4096x4096:mma@256x128/64x64 \
-  bf16:TN:768x3072x8192@128x128/64x128 bf16:TN:768x3072x8192@64x128/64x128
+  bf16:TN:768x3072x8192@128x128/64x128 bf16:TN:768x3072x8192@64x128/64x128 \
+  3xtf32:NN:4096x4096x4096 3xtf32:NT:4096x4096x4096 \
+  3xtf32:NN:8192x3072x768 3xtf32:NT:8192x768x3072 3xtf32:TN:768x3072x8192
 # Each kernel's cubin too, where ptxas is here, as a step carries its own
 # (matmul_check.py loads it first, the PTX where the driver refuses it).
 ptxas=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)

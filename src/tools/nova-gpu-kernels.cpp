@@ -2,7 +2,9 @@
 //
 //   nova-gpu-kernels TARGET OUT_DIR CASE...
 //     CASE = type:layout:MxNxK[:mma][@BMxBN/WMxWN], e.g.
-//     bf16:NN:4096x4096x4096 (type f16, bf16 or tf32; layout NN, NT, TN or
+//     bf16:NN:4096x4096x4096 (type f16, bf16, tf32 or 3xtf32 (f32 operands
+//     at about f32's accuracy, the configurator's 3xtf32 kernel even where
+//     it would take f32 FMAs); layout NN, NT, TN or
 //     TT: whether A, B are stored transposed; :mma keeps the mma.sync kernel
 //     where wgmma would do; @128x128/64x64 only that block and warp tile,
 //     the model choosing depth and split: a variant measured beside the
@@ -49,7 +51,7 @@ namespace {
 
 int usage() {
   std::fprintf(stderr, "usage: nova-gpu-kernels TARGET OUT_DIR type:layout:MxNxK[:mma][@BMxBN/WMxWN]...\n"
-                       "  type f16, bf16 or tf32; layout NN, NT, TN or TT; :mma keeps mma.sync on sm_90a;\n"
+                       "  type f16, bf16, tf32 or 3xtf32; layout NN, NT, TN or TT; :mma keeps mma.sync on sm_90a;\n"
                        "  @BMxBN/WMxWN only that block and warp tile\n");
   return 2;
 }
@@ -104,11 +106,14 @@ int main(int argc, char **argv) {
     p.n = n;
     p.k = k;
     std::string t = type;
-    if (t != "f16" && t != "bf16" && t != "tf32") {
-      std::fprintf(stderr, "nova-gpu-kernels: type '%s' is not f16, bf16 or tf32\n", type);
+    if (t != "f16" && t != "bf16" && t != "tf32" && t != "3xtf32") {
+      std::fprintf(stderr, "nova-gpu-kernels: type '%s' is not f16, bf16, tf32 or 3xtf32\n", type);
       return 2;
     }
-    p.operand = t == "f16" ? GpuOperand::f16 : t == "bf16" ? GpuOperand::bf16 : GpuOperand::tf32;
+    p.operand = t == "f16"    ? GpuOperand::f16
+                : t == "bf16" ? GpuOperand::bf16
+                : t == "tf32" ? GpuOperand::tf32
+                              : GpuOperand::tf32x3;
     p.lhsTransposed = layout[0] == 'T';
     p.rhsTransposed = layout[1] == 'T';
     p.allowWgmma = !mmaOnly;
@@ -123,7 +128,9 @@ int main(int argc, char **argv) {
       return 1;
     }
     const bool wgmma = config.kind == GpuMmaKind::wgmma;
-    std::string name = t + "_" + layout + "_" + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+    // (A PTX name starts with a letter.)
+    const std::string prefix = t == "3xtf32" ? "tf32x3" : t;
+    std::string name = prefix + "_" + layout + "_" + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
                        (wgmma ? "_wgmma" : "_mma") +
                        (tile.empty() ? std::string()
                                      : "_" + std::to_string(bm) + "x" + std::to_string(bn) + "_w" +

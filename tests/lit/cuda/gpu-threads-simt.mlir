@@ -1,4 +1,5 @@
-// An f32 matmul at full precision (no tensor-core kernel takes it) becomes
+// An f32 matmul at full precision whose rhs rows (70 floats) are not whole
+// 16-byte chunks (so 3xtf32 on the tensor cores cannot take it) becomes
 // the simt kernel: configured with the GPU configurator's simt shape
 // (simt_matmul, blocks along x, threads and dynamic shared memory recorded
 // for the launch plan); the zero fill before it is dropped, kernel and
@@ -14,7 +15,7 @@
 // CHECK-NOT: func.func @k0_0(
 // CHECK: func.func @k0_1({{.*}}nova.gpu_block_threads = [[T:[0-9]+]] : i64, nova.gpu_operand = "f32", nova.gpu_output_init = 0.000000e+00 : f32, nova.gpu_shared_bytes = [[S:[0-9]+]] : i64
 // CHECK-SAME: "generated as the simt kernel over [[B:[0-9]+]] blocks of [[T]] threads
-// CHECK-SAME: the mma.sync kernel does not take it (f32 operands multiply in f32
+// CHECK-SAME: the mma.sync kernel does not take it (the mma.sync matmul kernel trial (100 x 70 x 40, batch 1, NN, 3xtf32, {{.*}}): each operand's contiguous extent (40 of the lhs, 70 of the rhs) must be a multiple of 4 elements (16-byte copies))
 // CHECK-SAME: #nova.lowering_config<simt_matmul, workgroups = [[B]], tile = [{{[0-9]+}}, {{[0-9]+}}], cache_tile = [16, 2, 1]
 
 // The kernel, double-buffered: slab 0 of both operands into shared buffer 0

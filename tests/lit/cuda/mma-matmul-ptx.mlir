@@ -38,6 +38,26 @@
 // TF32: ld.shared.u32
 // TF32: mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
 
+// 3xtf32 (f32 at about f32's accuracy): each fragment element x becomes
+// big = x rounded to tf32 (add 0x1000 to the bits, clear the low 13) and
+// small = (x - big) rounded the same way; three MMAs a tile, the small
+// terms first. 2x2 warps of 64x64: 32 tiles a warp, 2 k steps a slab of
+// 16, so 192 MMAs in the loop. Registers fit without spilling.
+// RUN: nova-opt %s --nova-test-mma-matmul="m=256 n=256 k=256 type=3xtf32 block-m=128 block-n=128 block-k=16 warps-m=2 warps-n=2 stages=3" --gpu-lower-to-nvvm-pipeline="cubin-chip=sm_80 cubin-features=+ptx76 cubin-format=isa opt-level=3 kernel-bare-ptr-calling-convention=true" 2>/dev/null | %extract-ptx > %t.x3.ptx
+// RUN: FileCheck %s --check-prefix=X3 < %t.x3.ptx
+// RUN: grep -c 'mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32' %t.x3.ptx | FileCheck %s --check-prefix=X3-COUNT
+// RUN: %ptxas -arch=sm_80 -v %t.x3.ptx -o %t.x3.sm_80.cubin 2>&1 | FileCheck %s --check-prefix=X3-REGS
+// RUN: %ptxas -arch=sm_86 %t.x3.ptx -o %t.x3.sm_86.cubin
+// RUN: %ptxas -arch=sm_90a %t.x3.ptx -o %t.x3.sm_90a.cubin
+// X3: .target sm_80
+// X3: ld.shared.f32
+// X3: add.s32 [[BITS:%r[0-9]+]], %r{{[0-9]+}}, 4096;
+// X3-NEXT: and.b32 %r{{[0-9]+}}, [[BITS]], -8192;
+// X3: sub.rn.f32
+// X3: mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
+// X3-COUNT: 192
+// X3-REGS: 0 bytes spill stores, 0 bytes spill loads
+
 // A fused epilogue (scale, bias, GELU, residual) and transposed operands;
 // tanh as an inline polynomial and abs as a sign mask (nova-gpu-inline-math,
 // as PtxEmitter.cpp runs it), so the PTX calls no libdevice function.

@@ -8,7 +8,9 @@
 // layout and width (notes/ptx-semantics.md §4): ldmatrix for K-contiguous
 // tiles, ldmatrix.trans for M/N-contiguous 16-bit tiles, scalar shared loads
 // for M/N-contiguous 32-bit tiles (there is no b32 transposing ldmatrix);
-// wgmma reads shared memory through descriptors.
+// wgmma reads shared memory through descriptors. f32 operands may also run
+// as tf32x3 (GpuConfigurator.h) by mma.sync, at a third of the tf32 rate:
+// where the problem allows it, both are configured and the faster taken.
 //
 // The K slab makes a K-contiguous shared-memory row 128 bytes when K allows
 // (64 bf16, 32 tf32): the full XOR-swizzle span, so every ldmatrix phase is
@@ -115,6 +117,7 @@ int64_t mlir::nova::operandBytes(GpuOperand op) {
     return 2;
   case GpuOperand::tf32:
   case GpuOperand::f32:
+  case GpuOperand::tf32x3:
     return 4;
   case GpuOperand::f64:
     return 8;
@@ -143,6 +146,9 @@ double flopsPerClock(GpuOperand op, const ::nova::TargetDesc &t) {
     return double(t.peak_gflops_bf16) * 1e9 / smClock;
   case GpuOperand::tf32:
     return double(t.peak_gflops_tf32) * 1e9 / smClock;
+  case GpuOperand::tf32x3:
+    // Three tf32 MMAs a product.
+    return double(t.peak_gflops_tf32) * 1e9 / smClock / 3;
   case GpuOperand::f32:
     return double(t.peak_gflops_f32) * 1e9 / smClock;
   case GpuOperand::f64:
@@ -183,6 +189,8 @@ const char *mlir::nova::nameOf(GpuOperand operand) {
     return "bf16";
   case GpuOperand::tf32:
     return "tf32";
+  case GpuOperand::tf32x3:
+    return "3xtf32";
   case GpuOperand::f32:
     return "f32";
   case GpuOperand::f64:
@@ -268,14 +276,18 @@ std::string GpuMatmulConfig::describe() const {
       .str();
 }
 
-GpuMatmulConfig mlir::nova::configureGpuMatmul(const GpuMatmulProblem &p, const ::nova::TargetDesc &t) {
+namespace {
+
+GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc &t) {
   const int64_t es = operandBytes(p.operand);
   const bool sixteen = p.operand == GpuOperand::f16 || p.operand == GpuOperand::bf16;
-  const bool tensor = sixteen || p.operand == GpuOperand::tf32;
+  const bool x3 = p.operand == GpuOperand::tf32x3;
+  const bool tensor = sixteen || p.operand == GpuOperand::tf32 || x3;
   const std::string opName = nameOf(p.operand);
   // wgmma reads tf32 only K-major (imm-trans exists for 16-bit types only).
   const bool kMajor = !p.lhsTransposed && p.rhsTransposed;
-  const bool wgmma = tensor && p.allowWgmma && t.has(std::string("wgmma.") + opName) &&
+  // (tf32x3 splits its operands in registers: mma.sync only.)
+  const bool wgmma = tensor && !x3 && p.allowWgmma && t.has(std::string("wgmma.") + opName) &&
                      (sixteen || kMajor);
   const GpuMmaKind kind = !tensor ? GpuMmaKind::simt : wgmma ? GpuMmaKind::wgmma : GpuMmaKind::mma_sync;
   double rate = flopsPerClock(p.operand, t);
@@ -357,6 +369,7 @@ GpuMatmulConfig mlir::nova::configureGpuMatmul(const GpuMatmulProblem &p, const 
   const double peak = double(p.operand == GpuOperand::f64   ? flopsPerClock(p.operand, t) * sms * clock
                              : p.operand == GpuOperand::f32 ? double(t.peak_gflops_f32) * 1e9
                              : p.operand == GpuOperand::tf32 ? double(t.peak_gflops_tf32) * 1e9
+                             : x3                            ? double(t.peak_gflops_tf32) * 1e9 / 3
                                                              : double(t.peak_gflops_bf16) * 1e9);
   const double roof = std::max(flops / std::max(1.0, peak), minBytes / dram);
 
@@ -366,6 +379,7 @@ GpuMatmulConfig mlir::nova::configureGpuMatmul(const GpuMatmulProblem &p, const 
     for (int64_t split : splits) {
       GpuMatmulConfig c;
       c.kind = kind;
+      c.operand = p.operand;
       c.blockM = s.bm;
       c.blockN = s.bn;
       c.blockK = blockK;
@@ -393,7 +407,9 @@ GpuMatmulConfig mlir::nova::configureGpuMatmul(const GpuMatmulProblem &p, const 
         c.mmaK = mmaK;
         accumulators = s.wm * s.wn / 32;
         // A: 4 registers per 16-row fragment, B: 2 per 8-column one, both
-        // double-buffered across the k steps.
+        // double-buffered across the k steps (tf32x3: its big and small
+        // halves take the second buffer's place; ptxas gave a 64 x 64 warp
+        // tile 226 registers for sm_90a, 234 for sm_80, no spills).
         fragments = 2 * ((s.wm / 16) * 4 + (s.wn / 8) * 2);
         c.instruction = llvm::formatv("mma.sync.m16n8k{0}.{1}", mmaK, opName).str();
       } else {
@@ -518,6 +534,7 @@ GpuMatmulConfig mlir::nova::configureGpuMatmul(const GpuMatmulProblem &p, const 
   std::stable_sort(scored.begin(), scored.end(), better);
 
   GpuMatmulConfig chosen;
+  chosen.operand = p.operand;
   if (!scored.empty())
     chosen = scored.front().config;
   chosen.roofSeconds = roof;
@@ -537,6 +554,8 @@ GpuMatmulConfig mlir::nova::configureGpuMatmul(const GpuMatmulProblem &p, const 
   why.push_back(std::string("instruction: ") + chosen.instruction +
                 (kind == GpuMmaKind::wgmma      ? " (the target has wgmma)"
                  : kind == GpuMmaKind::simt     ? " (no tensor-core instruction takes these operands)"
+                 : x3 ? " (three tf32 MMAs a product, on the halves split in registers: the mma.sync kernel's "
+                        "fragments)"
                  : t.has("wgmma.bf16") && tensor && !p.allowWgmma
                      ? " (the wgmma kernel is not generated yet; mma.sync reaches about 2/3 of the tensor rate on "
                        "Hopper)"
@@ -561,6 +580,30 @@ GpuMatmulConfig mlir::nova::configureGpuMatmul(const GpuMatmulProblem &p, const 
   }
   for (auto &[reason, count] : rejected)
     why.push_back(llvm::formatv("{0} candidates out: {1}", count, reason).str());
+  return chosen;
+}
+
+} // namespace
+
+GpuMatmulConfig mlir::nova::configureGpuMatmul(const GpuMatmulProblem &p, const ::nova::TargetDesc &t) {
+  if (p.operand != GpuOperand::f32 || !p.allowTf32x3 || !t.has("mma.sync.tf32"))
+    return configureFor(p, t);
+  // f32 operands: FMAs on the CUDA cores, or tf32x3 on the tensor cores,
+  // whichever the model finds faster (tf32x3 takes three tf32 MMAs a
+  // product: it wins where the tf32 rate is well over three times f32's).
+  GpuMatmulProblem x3 = p;
+  x3.operand = GpuOperand::tf32x3;
+  GpuMatmulConfig fma = configureFor(p, t), tensor = configureFor(x3, t);
+  const bool tensorFaster =
+      tensor.threads > 0 && (fma.threads < 1 || tensor.estimatedSeconds < fma.estimatedSeconds);
+  GpuMatmulConfig &chosen = tensorFaster ? tensor : fma;
+  const GpuMatmulConfig &other = tensorFaster ? fma : tensor;
+  chosen.why.push_back(llvm::formatv("f32 operands: {0} (model {1}) rather than {2} (model {3})",
+                                     tensorFaster ? "3xtf32 on the tensor cores" : "f32 FMAs",
+                                     fmtSeconds(chosen.estimatedSeconds),
+                                     tensorFaster ? "f32 FMAs" : "3xtf32 on the tensor cores",
+                                     other.threads > 0 ? fmtSeconds(other.estimatedSeconds) : "no shape fits")
+                           .str());
   return chosen;
 }
 

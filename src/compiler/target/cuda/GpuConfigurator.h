@@ -28,7 +28,12 @@ namespace mlir::nova {
 class LoweringConfigAttr;
 
 /// What the multiplies consume (accumulation is f32, f64 for f64).
-enum class GpuOperand { f16, bf16, tf32, f32, f64 };
+/// tf32x3 ("3xtf32"): f32 operands on the tf32 tensor cores at about f32's
+/// accuracy: each element x is split into big = x rounded to tf32 and
+/// small = (x - big) rounded to tf32, and a x b is taken as
+/// a.small b.big + a.big b.small + a.big b.big, three tf32 MMAs (what is
+/// dropped, a.small b.small and the roundings, is below 3 x 2^-22 of |a b|).
+enum class GpuOperand { f16, bf16, tf32, f32, f64, tf32x3 };
 
 /// How the block's multiplies run: warp MMAs (mma.sync), warpgroup MMAs
 /// (wgmma, sm_90a), or FMAs on the CUDA cores (f32 without tf32, f64).
@@ -52,6 +57,9 @@ struct GpuMatmulProblem {
   /// one it cannot).
   bool allowWgmma = true;
   bool allowSplitK = true;
+  /// f32 operands may run as tf32x3 on the tensor cores where the model
+  /// finds that faster than f32 FMAs (the config's operand says which).
+  bool allowTf32x3 = false;
   /// Only this block tile and warp tile (0: any), the model choosing the
   /// rest: the device check's variants of a kernel, measured beside the
   /// configurator's choice (nova-gpu-kernels' CASE@BMxBN/WMxWN).
@@ -60,6 +68,9 @@ struct GpuMatmulProblem {
 
 struct GpuMatmulConfig {
   GpuMmaKind kind = GpuMmaKind::mma_sync;
+  /// What the multiplies consume: the problem's operand, or tf32x3 for an
+  /// f32 problem that allows it.
+  GpuOperand operand = GpuOperand::bf16;
   /// The PTX instruction, e.g. "mma.sync.m16n8k16.bf16", "wgmma.m64n128k16.bf16", "fma.f32".
   std::string instruction;
   int64_t mmaM = 0, mmaN = 0, mmaK = 0;

@@ -409,6 +409,9 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
           kernel->setAttr(kGpuBlockThreadsAttr, i64(c.threads));
           kernel->setAttr(kGpuSharedBytesAttr, i64(c.smemBytes));
           kernel->setAttr(kGpuOperandAttr, StringAttr::get(ctx, nameOf(p.operand)));
+          // Profiles name what the f32 operands ran as.
+          if (p.operand == GpuOperand::tf32 || p.operand == GpuOperand::tf32x3)
+            addToSummary(kernel, std::string(", as ") + nameOf(p.operand));
           const bool wgmma = c.kind == GpuMmaKind::wgmma;
           if (wgmma)
             kernel->setAttr(kGpuTensorMapsAttr, tensorMapsAttr(*plan, ctx));
@@ -419,6 +422,9 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
                                  wgmma ? "TMA + wgmma" : "mma.sync", blocks,
                                  p.operand == GpuOperand::tf32
                                      ? " (f32 operands as tf32, as the step's matmul precision allows)"
+                                 : p.operand == GpuOperand::tf32x3
+                                     ? " (f32 operands as 3xtf32: each split into big and small tf32 halves, "
+                                       "three MMAs a tile, at about f32's accuracy)"
                                      : "",
                                  fusedEpilogue ? ", the elementwise op after it fused (run on the accumulators in registers)"
                                                : ""))};
@@ -985,17 +991,22 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
   /// `<kernel>_total`, launched after each launch, adds the parts into the
   /// result in part order (a reduction into it: a fill before it becomes
   /// its start, dropFillsBeforeTheirReaders).
+  /// Adds `text` to the kernel's summary, before its scope where it has
+  /// one ("... f32, K in 4 parts [block0]").
+  static void addToSummary(func::FuncOp kernel, const std::string &text) {
+    KernelDescription about = describedKernel(kernel);
+    size_t scope = about.summary.back() == ']' ? about.summary.rfind(" [") : std::string::npos;
+    about.summary.insert(std::min(scope, about.summary.size()), text);
+    recordDescription(kernel, about);
+  }
+
   static void splitSimtAcrossK(ModuleOp top, func::FuncOp kernel, linalg::GenericOp matmul, unsigned outArgument,
                                int64_t parts) {
     MLIRContext *ctx = kernel.getContext();
     Location l = kernel.getLoc();
     // Described as the whole matmul (its op no longer writes a whole
     // result), with its parts.
-    KernelDescription about = describedKernel(kernel);
-    // Before the scope, where there is one ("... f32, K in 4 parts [block0]").
-    size_t scope = about.summary.back() == ']' ? about.summary.rfind(" [") : std::string::npos;
-    about.summary.insert(std::min(scope, about.summary.size()), llvm::formatv(", K in {0} parts", parts).str());
-    recordDescription(kernel, about);
+    addToSummary(kernel, llvm::formatv(", K in {0} parts", parts).str());
     Block &entry = kernel.getBody().front();
     BlockArgument result = entry.getArgument(outArgument + 1);
     auto resultType = cast<MemRefType>(result.getType());

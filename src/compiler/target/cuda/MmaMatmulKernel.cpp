@@ -13,6 +13,12 @@
 //   C fragment  lane l holds rows g, g + 8 and columns 2t, 2t + 1 (§1, §2).
 // bf16: MLIR 19's nvgpu.mma.sync cannot type bf16 operands, so the mma is
 // the LLVM intrinsic on i32 registers (notes/mlir19-gpu.md §3).
+// tf32x3 (GpuConfigurator.h): the tf32 kernel, each fragment element x split
+// in registers into big = rna-tf32(x) and small = rna-tf32(x - big) by bit
+// arithmetic (adding half of the dropped 13 bits' unit to the magnitude,
+// then clearing them: both halves are exact tf32 values, so the MMA's own
+// treatment of the low bits, rounding or truncating, cannot matter), and
+// three MMAs a tile: small x big, big x small, big x big.
 //
 // Shared memory is one dynamic buffer: `stages` A slabs (blockM x blockK)
 // then `stages` B slabs (blockK x blockN), each row XOR-swizzled in 16-byte
@@ -87,8 +93,9 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
     return failure();
   };
   const bool sixteen = p.operand == GpuOperand::f16 || p.operand == GpuOperand::bf16;
-  if (cfg.kind != GpuMmaKind::mma_sync || !(sixteen || p.operand == GpuOperand::tf32))
-    return fail("not an mma.sync configuration of f16, bf16 or tf32 operands");
+  const bool x3 = p.operand == GpuOperand::tf32x3;
+  if (cfg.kind != GpuMmaKind::mma_sync || !(sixteen || p.operand == GpuOperand::tf32 || x3))
+    return fail("not an mma.sync configuration of f16, bf16, tf32 or 3xtf32 operands");
   if (cfg.splitK < 1 || (cfg.splitK > 1 && (p.batch > 1 || epilogue.any())))
     return fail("split-K takes one product with no epilogue (its partial products are summed afterwards)");
   const int64_t BM = cfg.blockM, BN = cfg.blockN, BK = cfg.blockK, S = cfg.stages;
@@ -279,7 +286,7 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
   auto mma = [&](Value a, Value bf, Value acc) -> Value {
     if (p.operand != GpuOperand::bf16)
       return b.create<nvgpu::MmaSyncOp>(a, bf, acc, ArrayRef<int64_t>{16, 8, mmaK},
-                                        /*tf32Enabled=*/p.operand == GpuOperand::tf32);
+                                        /*tf32Enabled=*/!sixteen);
     SmallVector<Value> args = registers(a, 4);
     llvm::append_range(args, registers(bf, 2));
     for (int64_t i = 0; i < 4; ++i)
@@ -309,6 +316,26 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
       frag = b.create<vector::InsertOp>(s, frag, ArrayRef<int64_t>{int64_t(i), 0});
     }
     return frag;
+  };
+  // tf32x3: a fragment of f32 elements as its big and small tf32 halves.
+  Value halfUnit = b.create<arith::ConstantIntOp>(0x1000, i32);
+  Value keep = b.create<arith::ConstantIntOp>(int32_t(0xffffe000u), i32);
+  auto roundTf32 = [&](Value x) {
+    Value bits = b.create<arith::BitcastOp>(i32, x);
+    Value rounded = b.create<arith::AndIOp>(b.create<arith::AddIOp>(bits, halfUnit), keep);
+    return b.create<arith::BitcastOp>(f32, rounded).getResult();
+  };
+  auto splitTf32 = [&](Value fragment) {
+    auto type = cast<VectorType>(fragment.getType());
+    Value big = fragment, small = fragment;
+    for (int64_t i = 0; i < type.getDimSize(0); ++i) {
+      Value x = b.create<vector::ExtractOp>(fragment, ArrayRef<int64_t>{i, 0});
+      Value hi = roundTf32(x);
+      Value lo = roundTf32(b.create<arith::SubFOp>(x, hi));
+      big = b.create<vector::InsertOp>(hi, big, ArrayRef<int64_t>{i, 0});
+      small = b.create<vector::InsertOp>(lo, small, ArrayRef<int64_t>{i, 0});
+    }
+    return std::pair<Value, Value>{big, small};
   };
   auto split = [&](Value pair, SmallVector<Value> &out) {
     for (int64_t half : {0, 2})
@@ -393,9 +420,25 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
           }
         }
       }
+      if (!x3) {
+        for (int64_t mi = 0; mi < MT; ++mi)
+          for (int64_t ni = 0; ni < NT; ++ni)
+            accs[mi * NT + ni] = mma(af[mi], bfs[ni], accs[mi * NT + ni]);
+        continue;
+      }
+      // tf32x3: the small terms first, then the big one.
+      SmallVector<std::pair<Value, Value>> as, bs;
+      for (Value a : af)
+        as.push_back(splitTf32(a));
+      for (Value f : bfs)
+        bs.push_back(splitTf32(f));
       for (int64_t mi = 0; mi < MT; ++mi)
-        for (int64_t ni = 0; ni < NT; ++ni)
-          accs[mi * NT + ni] = mma(af[mi], bfs[ni], accs[mi * NT + ni]);
+        for (int64_t ni = 0; ni < NT; ++ni) {
+          Value &acc = accs[mi * NT + ni];
+          acc = mma(as[mi].second, bs[ni].first, acc);
+          acc = mma(as[mi].first, bs[ni].second, acc);
+          acc = mma(as[mi].first, bs[ni].first, acc);
+        }
     }
     // Everyone has read `stage` before the next iteration refills it.
     if (!faults.noBarrierAtLoopEnd)

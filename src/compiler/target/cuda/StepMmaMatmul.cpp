@@ -104,8 +104,13 @@ FailureOr<StepMmaPlan> mlir::nova::planStepMmaMatmul(func::FuncOp kernel, const 
     p.operand = GpuOperand::bf16;
   else if (lhs.isF32() && lowPrecision)
     p.operand = GpuOperand::tf32;
-  else {
-    why = "f32 operands multiply in f32 unless the step allows a lower matmul precision";
+  else if (lhs.isF32()) {
+    // At f32's accuracy: f32 FMAs (the simt kernel) or 3xtf32, as the
+    // configurator finds faster.
+    p.operand = GpuOperand::f32;
+    p.allowTf32x3 = true;
+  } else {
+    why = "its operands are neither f16, bf16 nor f32";
     return failure();
   }
   FailureOr<Operands> args = operandArguments(kernel, *m);
@@ -131,6 +136,7 @@ FailureOr<StepMmaPlan> mlir::nova::planStepMmaMatmul(func::FuncOp kernel, const 
   plan.rhsArgument = args->rhs;
   plan.outArgument = args->out;
   plan.config = configureGpuMatmul(p, target);
+  p.operand = plan.config.operand;
   if (splitGiven && plan.config.splitK != splitGiven.getInt()) {
     why = llvm::formatv("configured split across K into {0} parts, now {1}", splitGiven.getInt(),
                         plan.config.splitK)
@@ -139,6 +145,10 @@ FailureOr<StepMmaPlan> mlir::nova::planStepMmaMatmul(func::FuncOp kernel, const 
   }
   if (plan.config.kind != GpuMmaKind::mma_sync && plan.config.kind != GpuMmaKind::wgmma) {
     why = "the configurator chose " + plan.config.instruction;
+    // An f32 problem: why not 3xtf32 (the configurator's comparison).
+    for (const std::string &line : plan.config.why)
+      if (StringRef(line).starts_with("f32 operands: "))
+        why += ": " + line.substr(14);
     return failure();
   }
   // The generator's own refusals (16-byte chunks, tiles), tried on a scratch

@@ -15,7 +15,9 @@
 //     storage the layout check allowed), its blocks numbered along x.
 // Operands: f16 and bf16 as they are; f32 as tf32 when the step allows a
 // lower matmul precision (nova.matmul_precision = bf16: tf32 keeps 10
-// mantissa bits, bf16 7, and reads the f32 operands in place). The result
+// mantissa bits, bf16 7, and reads the f32 operands in place), else as
+// 3xtf32 where the configurator finds that faster than the simt kernel's
+// f32 FMAs (GpuConfigurator.h). The result
 // is f32, or with a fused elementwise epilogue (kGpuEpilogueAttr) that
 // op's result, computed in registers. A fused lhs prologue, other types and shapes the kernel refuses
 // (contiguous extents not whole 16-byte chunks) keep the scalar threads.

@@ -48,7 +48,7 @@ struct TestMmaMatmul : PassWrapper<TestMmaMatmul, OperationPass<ModuleOp>> {
 
   Option<int64_t> m{*this, "m", llvm::cl::init(256)}, n{*this, "n", llvm::cl::init(256)},
       k{*this, "k", llvm::cl::init(256)};
-  Option<std::string> type{*this, "type", llvm::cl::desc("f16, bf16 or tf32"), llvm::cl::init("f16")};
+  Option<std::string> type{*this, "type", llvm::cl::desc("f16, bf16, tf32 or 3xtf32"), llvm::cl::init("f16")};
   Option<std::string> target{*this, "target", llvm::cl::desc("a NOVA_TARGET GPU name"), llvm::cl::init("sm_80")};
   Option<int64_t> blockM{*this, "block-m", llvm::cl::init(0)}, blockN{*this, "block-n", llvm::cl::init(0)},
       blockK{*this, "block-k", llvm::cl::init(0)}, warpsM{*this, "warps-m", llvm::cl::init(0)},
@@ -68,7 +68,10 @@ struct TestMmaMatmul : PassWrapper<TestMmaMatmul, OperationPass<ModuleOp>> {
     p.m = m;
     p.n = n;
     p.k = k;
-    p.operand = type == "bf16" ? GpuOperand::bf16 : type == "tf32" ? GpuOperand::tf32 : GpuOperand::f16;
+    p.operand = type == "bf16"     ? GpuOperand::bf16
+                : type == "tf32"   ? GpuOperand::tf32
+                : type == "3xtf32" ? GpuOperand::tf32x3
+                                   : GpuOperand::f16;
     p.allowWgmma = wgmma;
     p.allowSplitK = false;
     p.lhsTransposed = transposeA;
