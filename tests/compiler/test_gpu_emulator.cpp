@@ -494,6 +494,62 @@ TEST_CASE("GPU emulator: split-K: each part of K a block, the partial products s
                                         relu)));
 }
 
+TEST_CASE("GPU emulator: a warp may skip a shuffle as a whole, never in part") {
+  // 64 threads; each lane's value is its thread id; under `if tid < LIMIT`
+  // a butterfly over 4 lanes sums them. LIMIT 32: warp 1 skips it whole
+  // (allowed, its out stays 0); LIMIT 40: 8 of warp 1's lanes run a
+  // full-mask shfl.sync without the others (undefined on the GPU): an error.
+  auto run = [](int limit, std::vector<float> &out) {
+    std::string text = R"mlir(
+module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @f(%out: memref<64xf32>) kernel {
+      %c1 = arith.constant 1 : i32
+      %c2 = arith.constant 2 : i32
+      %c32 = arith.constant 32 : i32
+      %limit = arith.constant LIMIT : index
+      %tid = gpu.thread_id x
+      %inside = arith.cmpi ult, %tid, %limit : index
+      scf.if %inside {
+        %i = arith.index_cast %tid : index to i32
+        %x = arith.sitofp %i : i32 to f32
+        %y, %v1 = gpu.shuffle xor %x, %c1, %c32 : f32
+        %s1 = arith.addf %x, %y : f32
+        %z, %v2 = gpu.shuffle xor %s1, %c2, %c32 : f32
+        %s2 = arith.addf %s1, %z : f32
+        memref.store %s2, %out[%tid] : memref<64xf32>
+      }
+      gpu.return
+    }
+  }
+}
+)mlir";
+    text.replace(text.find("LIMIT"), 5, std::to_string(limit));
+    OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context());
+    REQUIRE(module);
+    gpu::GPUFuncOp f;
+    module->walk([&](gpu::GPUFuncOp g) { f = g; });
+    std::vector<uint8_t> bytes(64 * 4, 0);
+    EmulatorLaunch launch;
+    launch.block = {64, 1, 1};
+    launch.args = {&bytes};
+    EmulatorReport report = emulateKernel(f, launch);
+    out.resize(64);
+    std::memcpy(out.data(), bytes.data(), bytes.size());
+    return report;
+  };
+  std::vector<float> out;
+  EmulatorReport whole = run(32, out);
+  REQUIRE_MESSAGE(whole.ok, whole.error);
+  for (int t = 0; t < 64; ++t) {
+    CAPTURE(t);
+    CHECK(out[size_t(t)] == (t < 32 ? float(4 * (t / 4 * 4) + 6) : 0.0f));
+  }
+  EmulatorReport part = run(40, out);
+  CHECK(!part.ok);
+  CHECK(part.error.find("a .sync.aligned warp instruction with inactive lanes") != std::string::npos);
+}
+
 TEST_CASE("GPU emulator: 3xtf32 (big and small tf32 halves, three MMAs) keeps f32's accuracy where tf32 does not") {
   struct Case {
     int64_t m, n, k, bk, split;

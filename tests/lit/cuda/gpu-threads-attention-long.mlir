@@ -13,14 +13,14 @@
 // CHECK-NOT: memref.alloc() {alignment = 64 : i64} : memref<{{.*}}x2xf32>
 // CHECK-LABEL: module @kernels
 // CHECK: func.func @{{k[0-9_]+}}({{.*}}nova.gpu_shared_bytes = 32768 : i64
-// CHECK-SAME: "threads: 6000 query rows of 1 attention (batch, head) pairs, 4 threads (their shuffles sum a dot product) per row
-// CHECK-SAME: workgroups = 47, tile = [512]
+// CHECK-SAME: "threads: 6000 query rows of 1 attention (batch, head) pairs, 4 threads (their shuffles sum a dot product) per 4 rows
+// CHECK-SAME: workgroups = 47, tile = [128]
 // CHECK: func.func @[[BWD:k[0-9]+]]({{.*}}nova.gpu_shared_bytes = 32768 : i64
 // CHECK-SAME: "threads: 6000 query rows (dq; each row's softmax statistics into the workspace)
-// CHECK-SAME: workgroups = 94, tile = [256]
+// CHECK-SAME: workgroups = 94, tile = [128]
 // CHECK: func.func @[[BWD]]_keys({{.*}}nova.gpu_shared_bytes = 32768 : i64
 // CHECK-SAME: "threads: 6000 key rows (dk, dv; the query rows' statistics from the workspace)
-// CHECK-SAME: workgroups = 94, tile = [256]
+// CHECK-SAME: workgroups = 94, tile = [128]
 // CHECK: func.func @{{k[0-9_]+}}(
 // CHECK-NOT: nova.gpu_shared_bytes
 // CHECK-SAME: "threads: 2 attention (batch, head) pairs (heads of 72 columns: wider than a thread's registers take, 64)
@@ -29,7 +29,7 @@
 // CHECK-SAME: "threads: 2 attention (batch, head) pairs (heads of 72 columns: wider than a thread's registers take, 64)
 // CHECK-NOT: _keys(
 // GPU: gpu.func @nova_{{k[0-9_]+}}(
-// GPU: gpu.func @nova_{{k[0-9_]+}}({{.*}}known_block_size = array<i32: 256, 1, 1>
+// GPU: gpu.func @nova_{{k[0-9_]+}}({{.*}}known_block_size = array<i32: 128, 1, 1>
 // GPU: gpu.dynamic_shared_memory
 // GPU: gpu.barrier
 func.func @attention(%qkv: tensor<1x6000x192xf32>, %g: tensor<1x6000x64xf32>) -> (tensor<1x6000x64xf32>, tensor<1x6000x192xf32>) {

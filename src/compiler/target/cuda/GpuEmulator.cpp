@@ -1762,14 +1762,20 @@ private:
     return any || fail(op, "a warpgroup instruction with no thread active");
   }
 
+  /// A .sync.aligned warp instruction: each warp runs it with all its 32
+  /// lanes or none (a warp may skip it as a whole, in a branch the same in
+  /// all its lanes; some of its lanes may not).
   bool warpsAligned(Operation *op) {
     if (threads % 32)
       return fail(op, "a warp instruction in a block that is not whole warps");
-    for (int64_t t = 0; t < threads; ++t)
-      if (!active[size_t(t)])
-        return fail(op, "a .sync.aligned warp instruction with inactive lanes", t);
+    for (int64_t w = 0; w < threads / 32; ++w)
+      for (int64_t lane = 1; lane < 32; ++lane)
+        if (active[size_t(w * 32 + lane)] != active[size_t(w * 32)])
+          return fail(op, "a .sync.aligned warp instruction with inactive lanes",
+                      w * 32 + (active[size_t(w * 32)] ? lane : 0));
     return true;
   }
+  bool warpActive(int64_t w) const { return active[size_t(w * 32)]; }
 
   /// shfl.sync with all 32 lanes taking part (the full mask gpu.shuffle
   /// lowers to): each lane reads the value `offset` names in its warp, its
@@ -1783,6 +1789,8 @@ private:
     Reg &r = def(op.getShuffleResult(), 1);
     Reg &valid = def(op.getValid(), 1);
     for (int64_t t = 0; t < threads; ++t) {
+      if (!active[size_t(t)])
+        continue;
       const int64_t lane = t % 32, w = int64_t(width->v[size_t(t)]), o = int64_t(offset->v[size_t(t)]);
       if (w != 32)
         return fail(op, "a shuffle narrower than the warp", t);
@@ -1814,6 +1822,8 @@ private:
     Type et = resultType.getElementType();
     Reg &r = def(op, tiles * perReg);
     for (int64_t w = 0; w < threads / 32; ++w) {
+      if (!warpActive(w))
+        continue;
       // M[j][q][c]: the 16-bit element c of row q of matrix j, row q from lane 8j + q.
       uint16_t m[4][8][8];
       for (int64_t j = 0; j < tiles; ++j)
@@ -1916,6 +1926,8 @@ private:
     const bool sixteen = K == 16;
     Reg &D = def(result, 4);
     for (int64_t w = 0; w < threads / 32; ++w) {
+      if (!warpActive(w))
+        continue;
       float a[16][16] = {}, b[16][8] = {}, c[16][8] = {};
       for (int64_t lane = 0; lane < 32; ++lane) {
         int64_t t = w * 32 + lane, g = lane >> 2, tg = lane & 3;

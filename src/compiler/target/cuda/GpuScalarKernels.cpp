@@ -322,7 +322,19 @@ std::optional<mlir::nova::AttentionRowsPlan> mlir::nova::planAttentionRows(Atten
   plan.rows = std::min(op.getBackward() ? kAttentionBackwardRows : kAttentionForwardRows, rows32);
   plan.rowBlocks = (T + plan.rows - 1) / plan.rows;
   plan.blocks = op.batch() * op.getHeads() * plan.rowBlocks;
-  plan.threads = plan.rows * plan.lanes;
+  // Rows a thread: as many as kAttentionRowRegisterBytes of registers hold
+  // (a row's own columns of q and the output forward; of q, g and dq for
+  // query rows backward; of k, v, dk and dv for key rows; a register at
+  // least an element), in whole warps.
+  const int64_t vectors = !op.getBackward() ? 2 : *attentionBackwardPart(op) == AttentionBackwardPart::queries ? 3 : 4;
+  const int64_t rowBytes = hd / plan.lanes * std::max<int64_t>(bytes, 4) * vectors;
+  for (int64_t r : {4, 2}) {
+    if (r * rowBytes <= kAttentionRowRegisterBytes && (plan.rows * plan.lanes) % (32 * r) == 0) {
+      plan.rowsPerThread = r;
+      break;
+    }
+  }
+  plan.threads = plan.rows * plan.lanes / plan.rowsPerThread;
   return plan;
 }
 
@@ -339,8 +351,9 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
   Value column0 = b.create<arith::MulIOp>(l, b.create<arith::RemUIOp>(l, pair, s.c(heads)), s.c(hd));
   Value qkv = op.getInputs()[0], out = op.getInit();
   Value scale = s.f(op.getScale().convertToDouble());
-  // This thread's row of the block's rows, and its lane in the row: lane
-  // `lane` owns the head's columns lane + t * lanes, t < own.
+  // This thread's row group of the block's (its rows: ownRows), and its
+  // lane in the group: lane `lane` owns the head's columns lane + t *
+  // lanes, t < own.
   Value rowInPass = b.create<arith::DivUIOp>(l, thread, s.c(lanes));
   Value lane = b.create<arith::RemUIOp>(l, thread, s.c(lanes));
   auto column = [&](int64_t t) { return s.iadd(lane, t * lanes); };
@@ -408,29 +421,65 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
     });
     b.create<gpu::BarrierOp>(l);
   };
-  // sum_c x[c] * tile[r, c] over the row's lanes: each lane its columns in
+  // This thread's R rows of the block's: rows[rho] = first + group R + rho
+  // (a row group's lanes hold the same rows, adjacent rows a thread so
+  // that a warp's rows are one run). Every visited row's columns are read
+  // from shared memory once and serve all R rows: shared reads, not FMAs,
+  // bound one row a thread (a warp reads a visited row's own columns a
+  // lane with as many instructions as it has FMAs for one row).
+  const int64_t R = plan.rowsPerThread, rowsPerWarp = 32 / lanes * R;
+  auto ownRows = [&](Value first) {
+    SmallVector<Value> rows;
+    Value base = s.iadd(first, b.create<arith::MulIOp>(l, rowInPass, s.c(R)));
+    for (int64_t rho = 0; rho < R; ++rho)
+      rows.push_back(s.iadd(base, rho));
+    return rows;
+  };
+  // The warp's first and last rows (of the block's, from `first`): the
+  // rows it visits are the ones these need, the same in all its lanes.
+  Value warp = b.create<arith::DivUIOp>(l, thread, s.c(32));
+  auto warpFirst = [&](Value first) { return s.iadd(first, b.create<arith::MulIOp>(l, warp, s.c(rowsPerWarp))); };
+  auto warpLast = [&](Value first) { return s.iadd(warpFirst(first), rowsPerWarp - 1); };
+  auto cmp = [&](arith::CmpIPredicate p, Value x, Value y) { return b.create<arith::CmpIOp>(l, p, x, y); };
+  // A score where the causal mask allows it, else -inf: its probability is
+  // then exp(-inf - m) = 0 and it moves no running max; the running max
+  // starts at the most negative finite value, not -inf, so that a row
+  // whose first visited scores are all masked rescales by exp(0) = 1, not
+  // exp(-inf + inf) = NaN.
+  Value minusInf = lowest;
+  Value lowestFinite = b.create<arith::ConstantOp>(
+      l, b.getFloatAttr(s.e, APFloat::getLargest(cast<FloatType>(s.e).getFloatSemantics(), /*Negative=*/true)));
+  auto masked = [&](Value allowed, Value score) { return b.create<arith::SelectOp>(l, allowed, score, minusInf); };
+  // This lane's columns of row r of a tile.
+  auto columnsOf = [&](Value tile, Value r) {
+    SmallVector<Value> cols;
+    for (int64_t k = 0; k < own; ++k)
+      cols.push_back(s.load(tile, {r, column(k)}));
+    return cols;
+  };
+  // sum_c x[c] * y[c] over the row's lanes: each lane its columns in
   // order, then a butterfly of shuffles over the row's lanes (every lane
   // gets the sum). Outside any branch that lanes of a warp take apart.
-  auto dot = [&](ArrayRef<Value> x, Value tile, Value r) {
+  auto dot = [&](ArrayRef<Value> x, ArrayRef<Value> y) {
     Value total = s.f(0.0);
     for (int64_t k = 0; k < own; ++k)
-      total = s.add(total, s.mul(x[size_t(k)], s.load(tile, {r, column(k)})));
+      total = s.add(total, s.mul(x[size_t(k)], y[size_t(k)]));
     return lanes == 1 ? total : warpAllReduce(b, l, total, [&](Value x, Value y) { return s.add(x, y); }, lanes);
   };
-  // acc + factor * tile[r, this lane's columns].
-  auto accumulate = [&](ValueRange acc, Value factor, Value tile, Value r, SmallVector<Value> &next) {
+  // acc + factor * y, column by column, appended to `next`.
+  auto accumulate = [&](ValueRange acc, Value factor, ArrayRef<Value> y, SmallVector<Value> &next) {
     for (int64_t k = 0; k < own; ++k)
-      next.push_back(s.add(acc[size_t(k)], s.mul(factor, s.load(tile, {r, column(k)}))));
+      next.push_back(s.add(acc[size_t(k)], s.mul(factor, y[size_t(k)])));
   };
   // Over the tiles of rows [lb, ub) (bounds the same in every thread):
-  // fills them (fillTiles' arguments); for each row r, its dot products
-  // dots(r, r's index in the tiles) in every thread (shuffles), then, where
-  // take(r), step(r, index, dots, carried); a barrier before the next tile
-  // overwrites them.
-  using Dots = function_ref<SmallVector<Value>(Value, Value)>;
-  using Step = function_ref<SmallVector<Value>(Value, Value, ArrayRef<Value>, ValueRange)>;
-  auto overTiles = [&](Value lb, Value ub, ValueRange init, Value a, int64_t partA, Value m, int64_t partB,
-                       function_ref<Value(Value)> take, Dots dots, Step step) {
+  // fills them (fillTiles' arguments); for each row r that the warp's rows
+  // need (lo <= r <= hi, one of them null for none: the same in all its lanes, so
+  // its shuffles see the whole warp), step(r, r's index in the tiles,
+  // carried); a barrier
+  // before the next tile overwrites them.
+  using Step = function_ref<SmallVector<Value>(Value, Value, ValueRange)>;
+  auto overTiles = [&](Value lb, Value ub, ValueRange init, Value a, int64_t partA, Value m, int64_t partB, Value lo,
+                       Value hi, Step step) {
     Value count = b.create<arith::DivUIOp>(l, s.iadd(b.create<arith::SubIOp>(l, ub, lb), tileRows - 1),
                                            s.c(tileRows));
     return nova::buildFor(b, l, s.c(0), count, s.c(1), init, [&](Value t, ValueRange carried) {
@@ -438,12 +487,15 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
       fillTiles(r0, a, partA, m, partB);
       Value end = b.create<arith::MinUIOp>(l, s.iadd(r0, tileRows), ub);
       scf::ForOp rows = nova::buildFor(b, l, r0, end, s.c(1), carried, [&](Value r, ValueRange acc) {
-        Value index = b.create<arith::SubIOp>(l, r, r0);
-        SmallVector<Value> products = dots(r, index);
-        auto branch = b.create<scf::IfOp>(l, acc.getTypes(), take(r), /*withElseRegion=*/true);
+        Value needed = hi ? cmp(arith::CmpIPredicate::ule, r, hi) : Value();
+        if (lo) {
+          Value from = cmp(arith::CmpIPredicate::uge, r, lo);
+          needed = needed ? b.create<arith::AndIOp>(l, from, needed) : from;
+        }
+        auto branch = b.create<scf::IfOp>(l, acc.getTypes(), needed, /*withElseRegion=*/true);
         OpBuilder::InsertionGuard g(b);
         b.setInsertionPointToStart(&branch.getThenRegion().front());
-        b.create<scf::YieldOp>(l, step(r, index, products, acc));
+        b.create<scf::YieldOp>(l, step(r, b.create<arith::SubIOp>(l, r, r0), acc));
         b.setInsertionPointToStart(&branch.getElseRegion().front());
         b.create<scf::YieldOp>(l, acc);
         return SmallVector<Value>(branch.getResults());
@@ -452,32 +504,45 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
       return SmallVector<Value>(rows.getResults());
     });
   };
+  // Carried values: R groups of `width`, row rho's at rho x width.
+  auto groupOf = [](ValueRange all, int64_t rho, int64_t width) { return all.slice(size_t(rho * width), size_t(width)); };
 
   if (!op.getBackward()) {
     // Query row i: one pass over the key tiles (k, v), the running max m,
     // sum l and output, rescaled by exp(m_old - m_new) as the max grows;
     // out = acc / l.
     Value first = queryFirst;
-    Value i = s.iadd(first, rowInPass);
-    Value inside = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, i, s.c(T));
-    SmallVector<Value> q = loadOwn(qkv, i, 0);
-    SmallVector<Value> init{lowest, s.f(0.0)};
-    init.append(zeros);
+    SmallVector<Value> rows = ownRows(first);
+    SmallVector<SmallVector<Value>> q;
+    SmallVector<Value> init;
+    for (Value i : rows) {
+      q.push_back(loadOwn(qkv, i, 0));
+      init.append({lowestFinite, s.f(0.0)});
+      init.append(zeros);
+    }
+    const int64_t width = 2 + own;
     scf::ForOp keys = overTiles(
-        s.c(0), minIndex(s.iadd(first, rowsPerPass), T), init, qkv, 1, qkv, 2,
-        [&](Value j) { return b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ule, j, i); },
-        [&](Value, Value jt) { return SmallVector<Value>{s.mul(scale, dot(q, tileA, jt))}; },
-        [&](Value, Value jt, ArrayRef<Value> score, ValueRange carried) {
-          Value max = b.create<arith::MaximumFOp>(l, carried[0], score[0]);
-          Value rescale = exp(s.sub(carried[0], max)), p = exp(s.sub(score[0], max));
-          SmallVector<Value> next{max, s.add(s.mul(carried[1], rescale), p)};
-          SmallVector<Value> scaled;
-          for (int64_t k = 0; k < own; ++k)
-            scaled.push_back(s.mul(carried[size_t(2 + k)], rescale));
-          accumulate(scaled, p, tileB, jt, next);
+        s.c(0), minIndex(s.iadd(first, rowsPerPass), T), init, qkv, 1, qkv, 2, Value(), warpLast(first),
+        [&](Value j, Value jt, ValueRange carried) {
+          SmallVector<Value> k = columnsOf(tileA, jt), v = columnsOf(tileB, jt), next;
+          for (int64_t rho = 0; rho < R; ++rho) {
+            ValueRange c = groupOf(carried, rho, width);
+            Value score = masked(cmp(arith::CmpIPredicate::ule, j, rows[size_t(rho)]), s.mul(scale, dot(q[size_t(rho)], k)));
+            Value max = b.create<arith::MaximumFOp>(l, c[0], score);
+            Value rescale = exp(s.sub(c[0], max)), p = exp(s.sub(score, max));
+            next.append({max, s.add(s.mul(c[1], rescale), p)});
+            SmallVector<Value> scaled;
+            for (int64_t col = 0; col < own; ++col)
+              scaled.push_back(s.mul(c[size_t(2 + col)], rescale));
+            accumulate(scaled, p, v, next);
+          }
           return next;
         });
-    storeOwn(inside, SmallVector<Value>(keys.getResults().drop_front(2)), i, 0, keys.getResult(1));
+    for (int64_t rho = 0; rho < R; ++rho) {
+      ValueRange result = groupOf(keys.getResults(), rho, width);
+      Value i = rows[size_t(rho)];
+      storeOwn(cmp(arith::CmpIPredicate::ult, i, s.c(T)), SmallVector<Value>(result.drop_front(2)), i, 0, result[1]);
+    }
     return;
   }
 
@@ -486,73 +551,106 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
   // P_ij = exp(score_ij - lse_i), no division a pair.
   Value grad = op.getInputs()[1];
   auto statistic = [&](Value i, int64_t slot) { return SmallVector<Value>{pair, i, s.c(slot)}; };
-  // score_ij and dP_ij = g_i . v_j, from the tiles (k, v) or (q, g).
-  auto scoreAndDP = [&](ArrayRef<Value> x, ArrayRef<Value> y, Value at) {
-    return SmallVector<Value>{dot(x, tileA, at), dot(y, tileB, at)};
-  };
   if (*attentionBackwardPart(op) == AttentionBackwardPart::queries) {
     // Query rows: max m, sum l and D = sum_j P_ij dP_ij online in one pass
     // over the key tiles (k, v); then dq_i = sum_j dS_ij k_j, dS_ij = scale
-    // P_ij (dP_ij - D), in a second.
+    // P_ij (dP_ij - D), in a second. score_ij = q_i . k_j, dP_ij = g_i . v_j.
     Value first = queryFirst;
-    Value i = s.iadd(first, rowInPass);
-    Value inside = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, i, s.c(T));
-    SmallVector<Value> q = loadOwn(qkv, i, 0), g = loadOwn(grad, i, 0);
-    Value end = minIndex(s.iadd(first, rowsPerPass), T);
-    auto causal = [&](Value j) { return b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ule, j, i); };
-    auto dots = [&](Value, Value jt) { return scoreAndDP(q, g, jt); };
-    scf::ForOp pass = overTiles(s.c(0), end, {lowest, s.f(0.0), s.f(0.0)}, qkv, 1, qkv, 2, causal, dots,
-                                [&](Value, Value, ArrayRef<Value> sd, ValueRange c) {
-                                  Value score = s.mul(scale, sd[0]);
-                                  Value max = b.create<arith::MaximumFOp>(l, c[0], score);
-                                  Value rescale = exp(s.sub(c[0], max)), p = exp(s.sub(score, max));
-                                  return SmallVector<Value>{max, s.add(s.mul(c[1], rescale), p),
-                                                            s.add(s.mul(c[2], rescale), s.mul(p, sd[1]))};
+    SmallVector<Value> rows = ownRows(first);
+    SmallVector<SmallVector<Value>> q, g;
+    SmallVector<Value> init;
+    for (Value i : rows) {
+      q.push_back(loadOwn(qkv, i, 0));
+      g.push_back(loadOwn(grad, i, 0));
+      init.append({lowestFinite, s.f(0.0), s.f(0.0)});
+    }
+    Value end = minIndex(s.iadd(first, rowsPerPass), T), last = warpLast(first);
+    auto causal = [&](Value j, int64_t rho) { return cmp(arith::CmpIPredicate::ule, j, rows[size_t(rho)]); };
+    scf::ForOp pass = overTiles(s.c(0), end, init, qkv, 1, qkv, 2, Value(), last,
+                                [&](Value j, Value jt, ValueRange c) {
+                                  SmallVector<Value> k = columnsOf(tileA, jt), v = columnsOf(tileB, jt), next;
+                                  for (int64_t rho = 0; rho < R; ++rho) {
+                                    ValueRange r = groupOf(c, rho, 3);
+                                    Value score = masked(causal(j, rho), s.mul(scale, dot(q[size_t(rho)], k)));
+                                    Value dP = dot(g[size_t(rho)], v);
+                                    Value max = b.create<arith::MaximumFOp>(l, r[0], score);
+                                    Value rescale = exp(s.sub(r[0], max)), p = exp(s.sub(score, max));
+                                    next.append({max, s.add(s.mul(r[1], rescale), p),
+                                                 s.add(s.mul(r[2], rescale), s.mul(p, dP))});
+                                  }
+                                  return next;
                                 });
-    Value total = pass.getResult(1), D = s.div(pass.getResult(2), total);
-    Value lse = s.add(pass.getResult(0), b.create<math::LogOp>(l, total));
-    scf::ForOp dq = overTiles(s.c(0), end, zeros, qkv, 1, qkv, 2, causal, dots,
-                              [&](Value, Value jt, ArrayRef<Value> sd, ValueRange acc) {
-                                Value p = exp(s.sub(s.mul(scale, sd[0]), lse));
-                                Value dS = s.mul(scale, s.mul(p, s.sub(sd[1], D)));
-                                SmallVector<Value> next;
-                                accumulate(acc, dS, tileA, jt, next);
+    SmallVector<Value> lse, D, dqInit;
+    for (int64_t rho = 0; rho < R; ++rho) {
+      Value total = pass.getResult(unsigned(3 * rho + 1));
+      D.push_back(s.div(pass.getResult(unsigned(3 * rho + 2)), total));
+      lse.push_back(s.add(pass.getResult(unsigned(3 * rho)), b.create<math::LogOp>(l, total)));
+      dqInit.append(zeros);
+    }
+    scf::ForOp dq = overTiles(s.c(0), end, dqInit, qkv, 1, qkv, 2, Value(), last,
+                              [&](Value j, Value jt, ValueRange acc) {
+                                SmallVector<Value> k = columnsOf(tileA, jt), v = columnsOf(tileB, jt), next;
+                                for (int64_t rho = 0; rho < R; ++rho) {
+                                  Value score = masked(causal(j, rho), s.mul(scale, dot(q[size_t(rho)], k)));
+                                  Value dP = dot(g[size_t(rho)], v);
+                                  Value p = exp(s.sub(score, lse[size_t(rho)]));
+                                  Value dS = s.mul(scale, s.mul(p, s.sub(dP, D[size_t(rho)])));
+                                  accumulate(groupOf(acc, rho, own), dS, k, next);
+                                }
                                 return next;
                               });
-    storeOwn(inside, SmallVector<Value>(dq.getResults()), i, 0, Value());
-    // The row's statistics, by its first lane.
-    Value firstLane = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, lane, s.c(0));
-    auto guard = b.create<scf::IfOp>(l, b.create<arith::AndIOp>(l, inside, firstLane), /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard ig(b);
-    b.setInsertionPointToStart(&guard.getThenRegion().front());
-    for (auto [slot, value] : llvm::enumerate(SmallVector<Value>{lse, D}))
-      s.store(value, stats, statistic(i, int64_t(slot)));
+    Value firstLane = cmp(arith::CmpIPredicate::eq, lane, s.c(0));
+    for (int64_t rho = 0; rho < R; ++rho) {
+      Value i = rows[size_t(rho)];
+      Value inside = cmp(arith::CmpIPredicate::ult, i, s.c(T));
+      storeOwn(inside, SmallVector<Value>(groupOf(dq.getResults(), rho, own)), i, 0, Value());
+      // The row's statistics, by its first lane.
+      auto guard = b.create<scf::IfOp>(l, b.create<arith::AndIOp>(l, inside, firstLane), /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard ig(b);
+      b.setInsertionPointToStart(&guard.getThenRegion().front());
+      s.store(lse[size_t(rho)], stats, statistic(i, 0));
+      s.store(D[size_t(rho)], stats, statistic(i, 1));
+    }
     return;
   }
   // Key rows: dk_j = sum_{i >= j} dS_ij q_i, dv_j = sum_{i >= j} P_ij g_i,
-  // over the query tiles (q, g) from the block's first key row.
+  // over the query tiles (q, g) from the block's first key row; the warp
+  // visits query rows from its own first key row.
   Value first = keyFirst;
-  Value j = s.iadd(first, rowInPass);
-  Value inside = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, j, s.c(T));
-  SmallVector<Value> k = loadOwn(qkv, j, 1), v = loadOwn(qkv, j, 2);
-  SmallVector<Value> init(zeros);
-  init.append(zeros);
-  scf::ForOp rows = overTiles(
-      first, s.c(T), init, qkv, 0, grad, 0,
-      [&](Value i) { return b.create<arith::CmpIOp>(l, arith::CmpIPredicate::uge, i, j); },
-      [&](Value, Value at) { return scoreAndDP(k, v, at); },
-      [&](Value i, Value at, ArrayRef<Value> sd, ValueRange acc) {
+  SmallVector<Value> rows = ownRows(first);
+  SmallVector<SmallVector<Value>> k, v;
+  SmallVector<Value> init;
+  for (Value j : rows) {
+    k.push_back(loadOwn(qkv, j, 1));
+    v.push_back(loadOwn(qkv, j, 2));
+    init.append(zeros);
+    init.append(zeros);
+  }
+  scf::ForOp visited = overTiles(
+      first, s.c(T), init, qkv, 0, grad, 0, warpFirst(first), Value(), [&](Value i, Value at, ValueRange acc) {
+        SmallVector<Value> qi = columnsOf(tileA, at), gi = columnsOf(tileB, at), next;
         Value lse = s.load(stats, statistic(i, 0)), D = s.load(stats, statistic(i, 1));
-        Value p = exp(s.sub(s.mul(scale, sd[0]), lse));
-        Value dS = s.mul(scale, s.mul(p, s.sub(sd[1], D)));
-        SmallVector<Value> next;
-        accumulate(acc.take_front(own), dS, tileA, at, next);
-        accumulate(acc.drop_front(own), p, tileB, at, next);
+        for (int64_t rho = 0; rho < R; ++rho) {
+          Value score = masked(cmp(arith::CmpIPredicate::uge, i, rows[size_t(rho)]),
+                               s.mul(scale, dot(k[size_t(rho)], qi)));
+          Value dP = dot(v[size_t(rho)], gi);
+          Value p = exp(s.sub(score, lse));
+          Value dS = s.mul(scale, s.mul(p, s.sub(dP, D)));
+          ValueRange mine = groupOf(acc, rho, 2 * own);
+          accumulate(mine.take_front(own), dS, qi, next);
+          accumulate(mine.drop_front(own), p, gi, next);
+        }
         return next;
       });
-  storeOwn(inside, SmallVector<Value>(rows.getResults().take_front(own)), j, 1, Value());
-  storeOwn(inside, SmallVector<Value>(rows.getResults().drop_front(own)), j, 2, Value());
+  for (int64_t rho = 0; rho < R; ++rho) {
+    ValueRange result = groupOf(visited.getResults(), rho, 2 * own);
+    Value j = rows[size_t(rho)];
+    Value inside = cmp(arith::CmpIPredicate::ult, j, s.c(T));
+    storeOwn(inside, SmallVector<Value>(result.take_front(own)), j, 1, Value());
+    storeOwn(inside, SmallVector<Value>(result.drop_front(own)), j, 2, Value());
+  }
 }
+
 
 bool mlir::nova::rowsByWarps(Operation *op) {
   return computeType(op).isF32() && rowKernelShape(op).second >= 32;

@@ -15,7 +15,8 @@
 //     dq, dk, dv of the head's columns (zeroed first, then accumulated row
 //     by row: no other thread writes them);
 //   - attention a row at a time (heads of up to 64 columns; a row 1, 2, 4
-//     or 8 lanes of a warp, its dot products summed by shuffles): a
+//     or 8 lanes of a warp, its dot products summed by shuffles; a thread
+//     1, 2 or 4 adjacent rows, sharing each visited row's shared reads): a
 //     query row's online softmax (running max, sum and output, rescaled
 //     as the max grows) in one pass over its keys; backward, in two
 //     kernels (splitAttentionBackward): per query row its statistics and
@@ -67,7 +68,10 @@ void buildAttentionHead(OpBuilder &b, AttentionKernelOp op, Value unit);
 /// kAttentionLaneBytes a row: 2, 4 or 8), each holding every lanes-th
 /// column of the row's q (or k and v) and accumulators in registers, its
 /// dot products summed over the lanes by shuffles; so only heads of up to
-/// kAttentionRowsMaxHeadDim columns. The rows a row's loop visits (keys;
+/// kAttentionRowsMaxHeadDim columns. A thread takes 1, 2 or 4 adjacent
+/// rows (rowsPerThread), which share each visited row's columns read from
+/// shared memory; a warp visits only the rows its own rows need (causal),
+/// the others masked by score. The rows a row's loop visits (keys;
 /// the backward's key rows: queries) come through shared memory, tileRows
 /// at a time, each tile loaded once by the whole block (coalesced) and
 /// read by all its threads at once, instead of every thread reading every
@@ -83,6 +87,10 @@ inline constexpr int64_t kAttentionBackwardRows = 64;
 inline constexpr int64_t kAttentionLaneBytes = 64;
 /// The bytes of one of the two tiles, at most.
 inline constexpr int64_t kAttentionTileBytes = 16384;
+/// Registers a thread's rows may hold (their own columns of the row
+/// vectors a kernel keeps: 128 registers), which sets how many rows a
+/// thread takes (AttentionRowsPlan::rowsPerThread).
+inline constexpr int64_t kAttentionRowRegisterBytes = 512;
 
 /// The backward's two kernels (the kernel's kAttentionPartAttr).
 enum class AttentionBackwardPart { queries, keys };
@@ -91,8 +99,10 @@ struct AttentionRowsPlan {
   int64_t threads = 0, blocks = 0, sharedBytes = 0;
   /// Blocks per (batch, head).
   int64_t rowBlocks = 1;
-  /// Rows a block takes, threads a row (threads = rows x lanes).
-  int64_t rows = 0, lanes = 1;
+  /// Rows a block takes, threads a row, rows a thread (threads = rows x
+  /// lanes / rowsPerThread): a thread's rows share each row it reads from
+  /// shared memory.
+  int64_t rows = 0, lanes = 1, rowsPerThread = 1;
   /// Rows of a shared tile.
   int64_t tileRows = 0;
 };

@@ -232,18 +232,21 @@ Units unitsOf(Operation *op, int64_t attentionShared = 0) {
   if (auto attention = dyn_cast<AttentionKernelOp>(op)) {
     int64_t n = attention.batch() * attention.getHeads();
     if (std::optional<AttentionRowsPlan> rows = planAttentionRows(attention, attentionShared)) {
-      std::string perRow = rows->lanes == 1 ? std::string("a thread")
-                                            : llvm::formatv("{0} threads (their shuffles sum a dot product)",
-                                                            rows->lanes)
-                                                  .str();
+      // "a thread per row", "a thread per 4 rows", "4 threads (...) per 2 rows".
+      std::string perRow = (rows->lanes == 1 ? std::string("a thread")
+                                             : llvm::formatv("{0} threads (their shuffles sum a dot product)",
+                                                             rows->lanes)
+                                                   .str()) +
+                           (rows->rowsPerThread == 1 ? std::string(" per row")
+                                                     : llvm::formatv(" per {0} rows", rows->rowsPerThread).str());
       std::optional<AttentionBackwardPart> part = attentionBackwardPart(attention);
       StringRef rowsOf = !part ? "query rows"
                          : *part == AttentionBackwardPart::queries
                              ? "query rows (dq; each row's softmax statistics into the workspace)"
                              : "key rows (dk, dv; the query rows' statistics from the workspace)";
       return {Units::attentionRows, rows->blocks,
-              llvm::formatv("{0} {1} of {2} attention (batch, head) pairs, {3} per row", attention.seq(), rowsOf,
-                            n, perRow)
+              llvm::formatv("{0} {1} of {2} attention (batch, head) pairs, {3}", attention.seq(), rowsOf, n,
+                            perRow)
                   .str()};
     }
     if (attention.headDim() > kAttentionRowsMaxHeadDim)
