@@ -868,6 +868,11 @@ TEST_CASE("GPU emulator: the TMA + wgmma kernel matches float64 (f16, bf16, tf32
       {layout(problem(96, 80, 72, f16), false, true), wgmmaBlock(f16, 1, 64, 64, 2)},
       {layout(problem(64, 64, 100, tf32), false, true), wgmmaBlock(tf32, 1, 64, 32, 2)},
       {layout(problem(64, 64, 128, bf16), false, false, 2), wgmmaBlock(bf16, 1, 64, 64, 2)},
+      // 192 columns (m64n192): B three 64-column boxes a slab (NN), one
+      // box of 192 rows (NT, and tf32 NT); an edge tile past N.
+      {problem(128, 384, 128, bf16), wgmmaBlock(bf16, 2, 192, 64, 3)},
+      {layout(problem(128, 192, 128, bf16), false, true), wgmmaBlock(bf16, 2, 192, 64, 2)},
+      {layout(problem(64, 200, 64, tf32), false, true), wgmmaBlock(tf32, 1, 192, 32, 2)},
   };
   for (const Case &cs : cases) {
     GpuMatmulConfig c = cs.c;

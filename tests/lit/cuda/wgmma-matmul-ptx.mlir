@@ -24,6 +24,13 @@
 // RUN: %ptxas -arch=sm_90a %t.f16.ptx -o %t.f16.cubin
 // F16: wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {{.*}}, p, 1,  1, 1,  1;
 
+// 192 columns (B three 64-column boxes a slab), as the configurator may
+// take for a GPT's 768-column products.
+// RUN: nova-opt %s --nova-test-mma-matmul="m=512 n=768 k=512 type=bf16 target=sm_90a wgmma=true block-m=128 block-n=192 block-k=64 warps-m=2 warps-n=1 stages=4" --gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90a cubin-features=+ptx80 cubin-format=isa opt-level=3 kernel-bare-ptr-calling-convention=true" 2>/dev/null | %extract-ptx > %t.n192.ptx
+// RUN: FileCheck %s --check-prefix=N192 < %t.n192.ptx
+// RUN: %ptxas -arch=sm_90a %t.n192.ptx -o %t.n192.cubin
+// N192: wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 {{.*}}, p, 1,  1, 0,  1;
+
 // RUN: nova-opt %s --nova-test-mma-matmul="m=512 n=512 k=512 type=tf32 transpose-b=true target=sm_90a wgmma=true" --gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90a cubin-features=+ptx80 cubin-format=isa opt-level=3 kernel-bare-ptr-calling-convention=true" 2>/dev/null | %extract-ptx > %t.tf32.ptx
 // RUN: FileCheck %s --check-prefix=TF32 < %t.tf32.ptx
 // RUN: %ptxas -arch=sm_90a %t.tf32.ptx -o %t.tf32.cubin

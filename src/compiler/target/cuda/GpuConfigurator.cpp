@@ -48,6 +48,7 @@
 //              every tile's slabs at kL2OverDram times it. Split-K adds its
 //              partial sums' traffic and a second launch.
 //   choice     the least modelled time; within 1 %, fewer splits, then the
+//              least compute time (candidates tied by memory), then the
 //              larger block tile, then fewer stages.
 //
 //===----------------------------------------------------------------------===//
@@ -171,6 +172,8 @@ int64_t copyBytes(int64_t globalRowBytes, int64_t smemRowBytes, int64_t elementB
 struct Scored {
   GpuMatmulConfig config;
   double seconds = 0;
+  /// The compute side alone (seconds is the larger of it and memory's).
+  double compute = 0;
 };
 
 std::string fmtSeconds(double s) {
@@ -326,8 +329,11 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
   std::vector<Shape> shapes;
   const int64_t mCap = std::max<int64_t>(64, roundUp(p.m, 64)), nCap = std::max<int64_t>(64, roundUp(p.n, 64));
   if (kind == GpuMmaKind::wgmma) {
+    // 192 columns (m64n192): three quarters of 256, for products whose
+    // 256-wide tiles leave a wave mostly empty (a GPT's 768 columns: 3
+    // tiles of 256 a row, 4 of 192).
     for (int64_t wgM : {1, 2})
-      for (int64_t bn : {64, 128, 256})
+      for (int64_t bn : {64, 128, 192, 256})
         if (64 * wgM <= mCap * 2 && bn <= nCap * 2)
           shapes.push_back({64 * wgM, bn, 64, bn});
   } else if (kind == GpuMmaKind::mma_sync) {
@@ -513,7 +519,7 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
         seconds += double(split) * p.batch * p.m * p.n * 4 * 2 / dram + kLaunchSeconds;
       c.estimatedSeconds = seconds;
       c.computeBound = compute >= memory;
-      scored.push_back({c, seconds});
+      scored.push_back({c, seconds, compute});
     }
 
   auto better = [](const Scored &a, const Scored &b) {
@@ -522,6 +528,10 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
       return a.seconds < b.seconds;
     if (a.config.splitK != b.config.splitK)
       return a.config.splitK < b.config.splitK;
+    // Tied by memory: the one whose multiplies take less time (a wider
+    // tile's edge columns are work too).
+    if (std::abs(a.compute - b.compute) > 0.01 * std::min(a.compute, b.compute))
+      return a.compute < b.compute;
     int64_t areaA = a.config.blockM * a.config.blockN, areaB = b.config.blockM * b.config.blockN;
     if (areaA != areaB)
       return areaA > areaB;
