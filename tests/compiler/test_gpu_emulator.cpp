@@ -413,12 +413,14 @@ TEST_CASE("GPU emulator: epilogues fused on the accumulator fragments") {
   all.residual = true;
   for (Case c : {Case{GpuOperand::bf16, 128, 128, 64, biasRelu}, Case{GpuOperand::f16, 128, 64, 64, geluResidual},
                  Case{GpuOperand::tf32, 96, 72, 40, all},   // edges
+                 Case{GpuOperand::tf32x3, 96, 72, 40, all}, // f32 as 3xtf32, edges
                  Case{GpuOperand::bf16, 70, 57, 48, all}}) { // an odd last column
     CAPTURE(std::string(nameOf(c.op)));
     CAPTURE(c.n);
     GpuMatmulProblem p = problem(c.m, c.n, c.k, c.op);
     p.rhsTransposed = c.n % 8 != 0; // B stored N x K when N is not whole chunks
-    MatmulRun run = runMatmul(p, block(c.op, 64, 64, c.op == GpuOperand::tf32 ? 16 : 32, 2, 2, 2), {}, c.e);
+    const bool thirtyTwo = c.op == GpuOperand::tf32 || c.op == GpuOperand::tf32x3;
+    MatmulRun run = runMatmul(p, block(c.op, 64, 64, thirtyTwo ? 16 : 32, 2, 2, 2), {}, c.e);
     REQUIRE_MESSAGE(run.report.ok, run.report.error);
     CHECK(run.worst <= run.bound);
   }
