@@ -6,7 +6,8 @@
 // (an A100's or H100's tensor cores, at 8 times their float32 rate), as
 // 3xtf32: each operand split into two tf32 halves and three tensor-core
 // products summed in float32 (relative errors under 3 x 2^-22 a product
-// before the sum, within the float32 bounds the tests check); tf32 ("high") lets a GPU's tensor cores read the
+// before the sum, within the float32 bounds the tests check; an infinite
+// operand element gives NaN there, not +-inf); tf32 ("high") lets a GPU's tensor cores read the
 // float32 operands as tf32 (10 mantissa bits, float32 sums: relative
 // errors near 1e-3); bf16 ("medium") rounds both matmul operands to
 // bfloat16 and accumulates in float32 (about 3 significant digits per

@@ -33,6 +33,9 @@ class LoweringConfigAttr;
 /// small = (x - big) rounded to tf32, and a x b is taken as
 /// a.small b.big + a.big b.small + a.big b.big, three tf32 MMAs (what is
 /// dropped, a.small b.small and the roundings, is below 3 x 2^-22 of |a b|).
+/// Unlike float32, an infinite element gives NaN (its small half is
+/// inf - inf; a cross term inf x 0), and finite ones within 2^-11 of
+/// float32's largest round to infinity: products that overflow anyway.
 enum class GpuOperand { f16, bf16, tf32, f32, f64, tf32x3 };
 
 /// How the block's multiplies run: warp MMAs (mma.sync), warpgroup MMAs
