@@ -15,8 +15,9 @@ rm -rf bench/device/artifacts
 # bf16 and K-major tf32 (NT) take the TMA + wgmma kernel, tf32 NN mma.sync;
 # ":mma" keeps mma.sync for the comparison), transposed operands, an edge
 # shape, the GPT's layer products (tokens x features), and two weight
-# gradients over many tokens that the configurator splits across K (16 and
-# 4 parts; the launcher sums the parts). Then variants (CASE@BMxBN/WMxWN:
+# gradients over many tokens that the configurator splits across K (tf32
+# mma.sync: 16 and 4 parts; bf16 wgmma: 8 and 4; the launcher sums the
+# parts). Then variants (CASE@BMxBN/WMxWN:
 # only that block and warp tile) measured beside the configurator's
 # choices: mma.sync in 256x128 blocks of eight 64x64 warps (one an SM: the
 # choice before 128x128 blocks two an SM measured faster) and 128x256, and
@@ -36,7 +37,7 @@ rm -rf bench/device/artifacts
   bf16:NN:4096x4096x4096:mma tf32:NT:4096x4096x4096:mma \
   bf16:NT:4096x4096x4096 bf16:TN:4096x4096x4096 f16:NN:4096x4096x4096 bf16:NN:1000x1000x1000 \
   bf16:NN:8192x3072x768 bf16:NT:8192x768x3072 bf16:TN:768x3072x8192 \
-  tf32:TN:256x256x16384 tf32:TN:1024x1024x16384 \
+  tf32:TN:256x256x16384 tf32:TN:1024x1024x16384 bf16:TN:256x256x16384 bf16:TN:1024x1024x16384 \
   tf32:NN:4096x4096x4096@256x128/64x64 tf32:NN:4096x4096x4096@128x256/64x64 \
   bf16:NN:4096x4096x4096:mma@256x128/64x64 bf16:NN:4096x4096x4096:mma@128x256/64x64 \
   bf16:NN:4096x4096x4096:mma@128x128/64x32 tf32:NT:4096x4096x4096:mma@256x128/64x64 \

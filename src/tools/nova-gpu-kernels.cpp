@@ -19,7 +19,7 @@
 // launcher encodes and passes in place of A and B, "|"-separated, each
 // "operand;dims;strides;box;swizzle" with comma-separated lists (dims and
 // box in elements, fastest first; strides in bytes), and parts is how many
-// parts the configurator split K into (mma.sync): C is then parts x m x n,
+// parts the configurator split K into: C is then parts x m x n,
 // the parts' partial products (grid_z = parts), for the launcher to sum.
 // bench/device/matmul_check.py loads the PTX through the CUDA driver on a
 // machine without LLVM or MLIR and compares the kernel with cuBLAS.
@@ -117,7 +117,7 @@ int main(int argc, char **argv) {
     p.lhsTransposed = layout[0] == 'T';
     p.rhsTransposed = layout[1] == 'T';
     p.allowWgmma = !mmaOnly;
-    p.allowSplitK = true; // the configurator's choice (mma.sync only)
+    p.allowSplitK = true; // the configurator's choice
     p.onlyBlockM = bm;
     p.onlyBlockN = bn;
     p.onlyWarpM = wm;

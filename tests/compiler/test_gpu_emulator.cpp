@@ -889,6 +889,28 @@ TEST_CASE("GPU emulator: the TMA + wgmma kernel matches float64 (f16, bf16, tf32
     CHECK(run.report.tmaLoads > 0);
     CHECK(run.worst <= run.bound);
   }
+  // Split-K: each part's slabs through the same TMA pipeline into its
+  // layer of C (the parts summed in order, as the step's total kernel
+  // does): a GPT's TN weight gradient shape, smaller; tf32 NT with 5 slabs
+  // over 4 parts (2, 2, 1 and none: a part with no slab stores zeros).
+  struct Split {
+    GpuMatmulProblem p;
+    GpuMatmulConfig c;
+    int64_t parts;
+  };
+  for (Split sp : {Split{layout(problem(128, 192, 1024, bf16), true, false), wgmmaBlock(bf16, 2, 192, 64, 3), 4},
+                   Split{layout(problem(64, 64, 160, tf32), false, true), wgmmaBlock(tf32, 1, 64, 32, 2), 4}}) {
+    GpuMatmulConfig c = sp.c;
+    c.splitK = sp.parts;
+    c.smemBytes = gpuMatmulSmemBytes(c, sp.p.operand);
+    MatmulRun run = runMatmul(sp.p, c);
+    INFO(nameOf(sp.p.operand), " ", sp.p.m, "x", sp.p.n, "x", sp.p.k, " in ", sp.parts, " parts: ", run.config);
+    REQUIRE_MESSAGE(run.report.ok, run.report.error);
+    MESSAGE(std::string(nameOf(sp.p.operand)), " ", sp.p.m, "x", sp.p.n, "x", sp.p.k, " in ", sp.parts,
+            " parts: worst |error| ", run.worst, " (bound ", run.bound, "), ", run.report.wgmmas, " wgmmas");
+    CHECK(run.report.wgmmas > 0);
+    CHECK(run.worst <= run.bound);
+  }
   // A slab of 64-byte rows is refused by name (MLIR 19 verifies only 128-byte swizzled boxes).
   MLIRContext &ctx = context();
   OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));

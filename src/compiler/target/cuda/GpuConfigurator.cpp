@@ -363,8 +363,7 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
            !only(p.onlyWarpN, s.wn);
   });
   std::vector<int64_t> splits = {1};
-  // The wgmma kernel does not split K (its TMA pipeline runs all of it).
-  if (p.allowSplitK && kind != GpuMmaKind::wgmma)
+  if (p.allowSplitK)
     for (int64_t s : {2, 4, 8, 16})
       if (p.k / s >= 4 * blockK)
         splits.push_back(s);

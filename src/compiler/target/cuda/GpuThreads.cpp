@@ -953,12 +953,21 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
       m.fill.erase();
   }
 
+  /// Adds `text` to the kernel's summary, before its scope where it has
+  /// one ("... f32, K in 4 parts [block0]").
+  static void addToSummary(func::FuncOp kernel, const std::string &text) {
+    KernelDescription about = describedKernel(kernel);
+    size_t scope = about.summary.back() == ']' ? about.summary.rfind(" [") : std::string::npos;
+    about.summary.insert(std::min(scope, about.summary.size()), text);
+    recordDescription(kernel, about);
+  }
+
   /// Split-K for `kernel`, planned with plan.config.splitK parts: the
   /// partial products' workspace as its last argument (kGpuSplitKAttr), a
   /// new allocation at each launch, and `<name>_total` (workspace, result;
   /// buildPartsTotal, as the simt kernel's split), inserted right after
   /// `kernel` and launched right after each of its launches, folding the
-  /// parts into the result in part order from zero: the mma.sync kernel
+  /// parts into the result in part order from zero: the tensor-core kernel
   /// writes every element of its result (its zero fill is dropped). The
   /// result is the matmul's whole m x n buffer (planStepMmaMatmul allowed
   /// no other).
@@ -969,6 +978,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
     auto workspaceType = MemRefType::get({parts, m, n}, Float32Type::get(ctx));
     kernel.insertArgument(kernel.getNumArguments(), workspaceType, DictionaryAttr(), loc);
     kernel->setAttr(kGpuSplitKAttr, IntegerAttr::get(IntegerType::get(ctx, 64), parts));
+    addToSummary(kernel, llvm::formatv(", K in {0} parts", parts).str());
     const unsigned result = plan.outArgument; // among the launch's buffers
     auto resultType = cast<MemRefType>(kernel.getArgument(result + 1).getType());
     func::FuncOp total = buildPartsTotal(kernel, workspaceType, resultType,
@@ -994,15 +1004,6 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
   /// `<kernel>_total`, launched after each launch, adds the parts into the
   /// result in part order (a reduction into it: a fill before it becomes
   /// its start, dropFillsBeforeTheirReaders).
-  /// Adds `text` to the kernel's summary, before its scope where it has
-  /// one ("... f32, K in 4 parts [block0]").
-  static void addToSummary(func::FuncOp kernel, const std::string &text) {
-    KernelDescription about = describedKernel(kernel);
-    size_t scope = about.summary.back() == ']' ? about.summary.rfind(" [") : std::string::npos;
-    about.summary.insert(std::min(scope, about.summary.size()), text);
-    recordDescription(kernel, about);
-  }
-
   static void splitSimtAcrossK(ModuleOp top, func::FuncOp kernel, linalg::GenericOp matmul, unsigned outArgument,
                                int64_t parts) {
     MLIRContext *ctx = kernel.getContext();

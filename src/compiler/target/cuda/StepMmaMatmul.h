@@ -7,7 +7,7 @@
 // different buffers), TMA + wgmma (WgmmaMatmulKernel.cpp), whose lhs and
 // rhs arguments become the TMA tensor maps the runtime encodes over them:
 //   - planStepMmaMatmul: whether the kernel can be it, and with which
-//     problem and configuration (the GPU configurator's, mma.sync only);
+//     problem and configuration (the GPU configurator's);
 //     else why not, in words for NOVA_EXPLAIN;
 //   - buildStepMmaMatmul: the gpu.func `nova_<kernel>` taking the kernel's
 //     buffers in the launch's order, each reinterpreted as the operand the
@@ -61,7 +61,7 @@ FailureOr<std::vector<::nova::TensorMapDesc>> tensorMapsOf(Operation *kernel);
 /// failure with `why`. `lowPrecision`: the step allows bf16 matmuls.
 /// `tryBuilding`: the generator tried on a scratch module (configuring);
 /// the codegen that builds it for real re-plans without. Split-K (the
-/// configurator's choice, mma.sync only) is allowed when configuring a
+/// configurator's choice) is allowed when configuring a
 /// product with no batch whose result is its whole m x n buffer, and kept
 /// at codegen where the kernel carries kGpuSplitKAttr (GpuThreads.cpp adds
 /// the partial products' workspace and sum kernel in between).

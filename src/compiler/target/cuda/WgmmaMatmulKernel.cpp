@@ -92,8 +92,8 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
   const bool sixteen = p.operand == GpuOperand::f16 || p.operand == GpuOperand::bf16;
   if (cfg.kind != GpuMmaKind::wgmma || !(sixteen || p.operand == GpuOperand::tf32))
     return fail("not a wgmma configuration of f16, bf16 or tf32 operands");
-  if (cfg.splitK != 1)
-    return fail("split-K is not supported yet");
+  if (cfg.splitK < 1 || (cfg.splitK > 1 && (p.batch > 1 || epilogue.any())))
+    return fail("split-K takes one product with no epilogue (its partial products are summed afterwards)");
   const int64_t WG = cfg.warpsM, BM = cfg.blockM, BN = cfg.blockN, BK = cfg.blockK, S = cfg.stages;
   const int64_t es = operandBytes(p.operand), mmaK = sixteen ? 16 : 8;
   if (WG < 1 || BM != 64 * WG || BN % 8 || BN < 8 || BN > 256 || S < 2 || p.batch < 1)
@@ -161,6 +161,9 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
   if (S * stageBytes + 1023 > gpuMatmulSmemBytes(cfg, p.operand))
     return fail("the stages do not fit the shared memory the configuration asks for");
   const int64_t KT = (p.k + BK - 1) / BK;
+  // Split-K: part s takes slabs [s x perSplit, (s + 1) x perSplit) (fewer
+  // for the last part, none past K), as the mma.sync kernel's parts do.
+  const int64_t perSplit = (KT + cfg.splitK - 1) / cfg.splitK;
 
   MLIRContext *ctx = module.getContext();
   ctx->loadDialect<arith::ArithDialect, math::MathDialect, memref::MemRefDialect, scf::SCFDialect,
@@ -169,11 +172,19 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
   IndexMath k(b);
   Type et = operandElementType(p.operand, ctx), f32 = b.getF32Type(), i64 = b.getI64Type();
   auto ptr = LLVM::LLVMPointerType::get(ctx);
-  MatmulKernelFrame frame =
-      beginMatmulKernel(b, module, name, p, ptr, ptr, BM, BN, wgmmaBlockThreads(WG), epilogue, linearGrid);
+  MatmulKernelFrame frame = beginMatmulKernel(b, module, name, p, ptr, ptr, BM, BN, wgmmaBlockThreads(WG), epilogue,
+                                              linearGrid, cfg.splitK);
   gpu::GPUFuncOp func = frame.func;
   const MatmulResultStore &out = frame.out;
   Value tid = frame.thread, bz = out.batch, row0 = frame.row0, col0 = frame.col0;
+  // This block's slabs: kt0 + [0, slabs) (all KT without split-K). The
+  // pipeline counts its own uses (stage, parity) from 0 either way.
+  Value kt0 = k.c(0), slabs = k.c(KT);
+  if (frame.split) {
+    kt0 = k.mul(frame.split, perSplit);
+    Value left = b.create<arith::SubIOp>(k.c(KT), kt0);
+    slabs = b.create<arith::MaxSIOp>(k.c(0), b.create<arith::MinSIOp>(left, k.c(perSplit)));
+  }
 
   // The tensor maps, typed as the boxes they land.
   auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
@@ -234,7 +245,7 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     // Slab kt into stage kt % S once its consumers released its use
     // kt / S - 1: count the bytes, then issue each box (coordinates fastest
     // first, as the map's dims).
-    auto produce = b.create<scf::ForOp>(k.c(0), k.c(KT), k.c(1));
+    auto produce = b.create<scf::ForOp>(k.c(0), slabs, k.c(1));
     b.setInsertionPointToStart(produce.getBody());
     Value kt = produce.getInductionVar(), stage = k.rem(kt, S);
     if (!faults.noStageRelease) {
@@ -244,7 +255,7 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
       b.setInsertionPointToStart(&reuse.getThenRegion().front());
       b.create<nvgpu::MBarrierTryWaitParityOp>(empty, useParity(kt, 1), k.c(10000000), stage);
     }
-    Value k0 = k.mul(kt, BK);
+    Value k0 = k.mul(k.add(kt0, kt), BK);
     b.create<nvgpu::MBarrierArriveExpectTxOp>(full, k.c(stageBytes), stage, Value());
     Value stageOffset = k.add(pad, k.mul(stage, stageBytes));
     auto load = [&](Value map, const OperandTiles &t, int64_t tileOffset, Value mn0) {
@@ -288,7 +299,7 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
   Value zero = b.create<LLVM::ZeroOp>(accType);
   const int64_t aWarpgroupBytes = aKMajor ? 64 * tA->swizzle : tA->boxBytes;
 
-  auto loop = b.create<scf::ForOp>(k.c(0), k.c(KT), k.c(1), ValueRange{zero});
+  auto loop = b.create<scf::ForOp>(k.c(0), slabs, k.c(1), ValueRange{zero});
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
