@@ -31,6 +31,16 @@
 // RUN: %ptxas -arch=sm_90a %t.n192.ptx -o %t.n192.cubin
 // N192: wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 {{.*}}, p, 1,  1, 0,  1;
 
+// Split-K (4 parts, the grid's z): each part's 16 slabs of K from slab
+// 16 z, at most what is left of K.
+// RUN: nova-opt %s --nova-test-mma-matmul="m=256 n=256 k=4096 type=bf16 transpose-a=true target=sm_90a wgmma=true block-m=128 block-n=128 block-k=64 warps-m=2 warps-n=1 stages=4 split-k=4" --gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90a cubin-features=+ptx80 cubin-format=isa opt-level=3 kernel-bare-ptr-calling-convention=true" 2>/dev/null | %extract-ptx > %t.split.ptx
+// RUN: FileCheck %s --check-prefix=SPLIT < %t.split.ptx
+// RUN: %ptxas -arch=sm_90a %t.split.ptx -o %t.split.cubin
+// SPLIT: mov.u32 {{.*}}, %ctaid.z;
+// SPLIT: min.s64 {{.*}}, 16;
+// SPLIT: cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes
+// SPLIT: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+
 // RUN: nova-opt %s --nova-test-mma-matmul="m=512 n=512 k=512 type=tf32 transpose-b=true target=sm_90a wgmma=true" --gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90a cubin-features=+ptx80 cubin-format=isa opt-level=3 kernel-bare-ptr-calling-convention=true" 2>/dev/null | %extract-ptx > %t.tf32.ptx
 // RUN: FileCheck %s --check-prefix=TF32 < %t.tf32.ptx
 // RUN: %ptxas -arch=sm_90a %t.tf32.ptx -o %t.tf32.cubin
