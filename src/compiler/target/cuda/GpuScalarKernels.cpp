@@ -460,10 +460,15 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
   // sum_c x[c] * y[c] over the row's lanes: each lane its columns in
   // order, then a butterfly of shuffles over the row's lanes (every lane
   // gets the sum). Outside any branch that lanes of a warp take apart.
+  // Two running sums (even and odd columns) halve the chain of dependent
+  // FMAs a visited row waits on.
   auto dot = [&](ArrayRef<Value> x, ArrayRef<Value> y) {
-    Value total = s.f(0.0);
-    for (int64_t k = 0; k < own; ++k)
-      total = s.add(total, s.mul(x[size_t(k)], y[size_t(k)]));
+    Value even = s.f(0.0), odd = s.f(0.0);
+    for (int64_t k = 0; k < own; ++k) {
+      Value &sum = k % 2 ? odd : even;
+      sum = s.add(sum, s.mul(x[size_t(k)], y[size_t(k)]));
+    }
+    Value total = own > 1 ? s.add(even, odd) : even;
     return lanes == 1 ? total : warpAllReduce(b, l, total, [&](Value x, Value y) { return s.add(x, y); }, lanes);
   };
   // acc + factor * y, column by column, appended to `next`.
