@@ -2,7 +2,7 @@
 // backward's rows' softmax statistics (2 x T values: log-sum-exp, D) pass between its two
 // kernels in a global workspace, so only the two tiles (2 x 64 x 64 f32:
 // 32 KiB) take shared memory, within what sm_86 lets a block take. Heads
-// wider than 64 columns keep the kernel of a thread per (batch, head),
+// wider than 128 columns keep the kernel of a thread per (batch, head),
 // forward and backward (one kernel: no split).
 // RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_86" -verify-each | FileCheck %s
 // RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_86" -verify-each \
@@ -23,10 +23,10 @@
 // CHECK-SAME: workgroups = 94, tile = [128]
 // CHECK: func.func @{{k[0-9_]+}}(
 // CHECK-NOT: nova.gpu_shared_bytes
-// CHECK-SAME: "threads: 2 attention (batch, head) pairs (heads of 72 columns: wider than a thread's registers take, 64)
+// CHECK-SAME: "threads: 2 attention (batch, head) pairs (heads of 136 columns: wider than a thread's registers take, 128)
 // CHECK: func.func @{{k[0-9]+}}(
 // CHECK-NOT: nova.attention_part
-// CHECK-SAME: "threads: 2 attention (batch, head) pairs (heads of 72 columns: wider than a thread's registers take, 64)
+// CHECK-SAME: "threads: 2 attention (batch, head) pairs (heads of 136 columns: wider than a thread's registers take, 128)
 // CHECK-NOT: _keys(
 // GPU: gpu.func @nova_{{k[0-9_]+}}(
 // GPU: gpu.func @nova_{{k[0-9_]+}}({{.*}}known_block_size = array<i32: 128, 1, 1>
@@ -37,8 +37,8 @@ func.func @attention(%qkv: tensor<1x6000x192xf32>, %g: tensor<1x6000x64xf32>) ->
   %1 = nova.causal_attention_grad %qkv, %g {heads = 1 : i64, scale = 0.125 : f64} : tensor<1x6000x192xf32>, tensor<1x6000x64xf32>
   return %0, %1 : tensor<1x6000x64xf32>, tensor<1x6000x192xf32>
 }
-func.func @wide(%qkv: tensor<2x5x216xf32>, %g: tensor<2x5x72xf32>) -> (tensor<2x5x72xf32>, tensor<2x5x216xf32>) {
-  %0 = nova.causal_attention %qkv {heads = 1 : i64, scale = 0.125 : f64} : tensor<2x5x216xf32> -> tensor<2x5x72xf32>
-  %1 = nova.causal_attention_grad %qkv, %g {heads = 1 : i64, scale = 0.125 : f64} : tensor<2x5x216xf32>, tensor<2x5x72xf32>
-  return %0, %1 : tensor<2x5x72xf32>, tensor<2x5x216xf32>
+func.func @wide(%qkv: tensor<2x5x408xf32>, %g: tensor<2x5x136xf32>) -> (tensor<2x5x136xf32>, tensor<2x5x408xf32>) {
+  %0 = nova.causal_attention %qkv {heads = 1 : i64, scale = 0.125 : f64} : tensor<2x5x408xf32> -> tensor<2x5x136xf32>
+  %1 = nova.causal_attention_grad %qkv, %g {heads = 1 : i64, scale = 0.125 : f64} : tensor<2x5x408xf32>, tensor<2x5x136xf32>
+  return %0, %1 : tensor<2x5x136xf32>, tensor<2x5x408xf32>
 }

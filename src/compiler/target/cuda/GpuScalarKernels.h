@@ -14,8 +14,8 @@
 //     exp(scale q.k - max) over its causal keys, then the output; backward
 //     dq, dk, dv of the head's columns (zeroed first, then accumulated row
 //     by row: no other thread writes them);
-//   - attention a row at a time (heads of up to 64 columns; a row 1, 2, 4
-//     or 8 lanes of a warp, its dot products summed by shuffles; a thread
+//   - attention a row at a time (heads of up to 128 columns; a row 1, 2,
+//     4, 8 or 16 lanes of a warp, its dot products summed by shuffles; a thread
 //     1, 2 or 4 adjacent rows, sharing each visited row's shared reads): a
 //     query row's online softmax (running max, sum and output, rescaled
 //     as the max grows) in one pass over its keys; backward, in two
@@ -65,7 +65,7 @@ void buildAttentionHead(OpBuilder &b, AttentionKernelOp op, Value unit);
 /// kernels (splitAttentionBackward), first query rows (dq, and each row's
 /// softmax statistics into the workspace), then key rows (dk, dv, reading
 /// them). A row is `lanes` adjacent threads of a warp (heads of over
-/// kAttentionLaneBytes a row: 2, 4 or 8), each holding every lanes-th
+/// kAttentionLaneBytes a row: 2, 4, 8 or 16), each holding every lanes-th
 /// column of the row's q (or k and v) and accumulators in registers, its
 /// dot products summed over the lanes by shuffles; so only heads of up to
 /// kAttentionRowsMaxHeadDim columns. A thread takes 1, 2 or 4 adjacent
@@ -76,7 +76,7 @@ void buildAttentionHead(OpBuilder &b, AttentionKernelOp op, Value unit);
 /// at a time, each tile loaded once by the whole block (coalesced) and
 /// read by all its threads at once, instead of every thread reading every
 /// row from global memory.
-inline constexpr int64_t kAttentionRowsMaxHeadDim = 64;
+inline constexpr int64_t kAttentionRowsMaxHeadDim = 128;
 inline constexpr int64_t kAttentionForwardRows = 128;
 /// Half the forward's: a GPT's (batch, head) pairs times 64-row blocks
 /// fill an H200's 132 SMs at a sequence of 128 (16 x 4 x 2 blocks) where
