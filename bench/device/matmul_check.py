@@ -47,7 +47,7 @@ def check(result, what):
 
 
 # CUtensorMapDataType and CUtensorMapSwizzle (cuda.h); tf32 operands are f32 in memory.
-TMA_DATA_TYPE = {"f16": 6, "tf32": 7, "bf16": 9}
+TMA_DATA_TYPE = {"f16": 6, "tf32": 7, "bf16": 9, "3xtf32": 7}
 TMA_SWIZZLE = {0: 0, 32: 1, 64: 2, 128: 3}
 
 

@@ -28,8 +28,9 @@ rm -rf bench/device/artifacts
 # NT 8192x768x3072 (192 tiles of 128x256 in 2 waves, 73% full) in 128x192
 # (256 tiles, 97%), which the model ranks slower by its L2 term.
 # Last, f32 products at f32's accuracy as 3xtf32 (square, and the GPT's
-# layer products as the medium f32 step runs them), against cuBLAS's f32
-# product.
+# layer products as the medium f32 step runs them: TMA + wgmma, each slab
+# converted in shared memory; ":mma" the mma.sync kernel that splits in
+# registers), against cuBLAS's f32 product.
 "$build/bin/nova-gpu-kernels" "$target" bench/device/artifacts \
   tf32:NN:1024x1024x1024 tf32:NN:2048x2048x2048 tf32:NN:4096x4096x4096 tf32:NN:8192x8192x8192 \
   tf32:NT:1024x1024x1024 tf32:NT:2048x2048x2048 tf32:NT:4096x4096x4096 tf32:NT:8192x8192x8192 \
@@ -43,8 +44,9 @@ rm -rf bench/device/artifacts
   bf16:NN:4096x4096x4096:mma@128x128/64x32 tf32:NT:4096x4096x4096:mma@256x128/64x64 \
   bf16:TN:768x3072x8192@128x128/64x128 bf16:TN:768x3072x8192@64x128/64x128 \
   bf16:TN:768x3072x8192@128x256/64x256 bf16:NT:8192x768x3072@128x192/64x192 \
-  3xtf32:NN:4096x4096x4096 3xtf32:NT:4096x4096x4096 \
-  3xtf32:NN:8192x3072x768 3xtf32:NT:8192x768x3072 3xtf32:TN:768x3072x8192
+  3xtf32:NN:4096x4096x4096 3xtf32:NT:4096x4096x4096 3xtf32:NN:4096x4096x4096:mma \
+  3xtf32:NN:8192x3072x768 3xtf32:NT:8192x768x3072 3xtf32:TN:768x3072x8192 \
+  3xtf32:NN:2048x2048x512 3xtf32:TN:512x2048x2048 3xtf32:NN:2048x2048x512:mma
 # Each kernel's cubin too, where ptxas is here, as a step carries its own
 # (matmul_check.py loads it first, the PTX where the driver refuses it).
 ptxas=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)

@@ -911,6 +911,34 @@ TEST_CASE("GPU emulator: the TMA + wgmma kernel matches float64 (f16, bf16, tf32
     CHECK(run.report.wgmmas > 0);
     CHECK(run.worst <= run.bound);
   }
+  // 3xtf32 on wgmma: raw f32 slabs converted into K-major big and small
+  // tiles (MN-major operands transposed on the way), three wgmmas a k step;
+  // every layout, edges, two warpgroups, split-K.
+  const GpuOperand x3 = GpuOperand::tf32x3;
+  struct X3 {
+    GpuMatmulProblem p;
+    GpuMatmulConfig c;
+    int64_t parts;
+  };
+  for (X3 cs : {X3{problem(128, 128, 128, x3), wgmmaBlock(x3, 1, 64, 32, 2), 1},
+                X3{layout(problem(128, 64, 96, x3), false, true), wgmmaBlock(x3, 2, 64, 32, 3), 1},
+                X3{layout(problem(64, 128, 64, x3), true, false), wgmmaBlock(x3, 1, 128, 32, 2), 1},
+                X3{layout(problem(64, 64, 96, x3), true, true), wgmmaBlock(x3, 1, 64, 32, 4), 1},
+                X3{problem(100, 72, 40, x3), wgmmaBlock(x3, 2, 64, 32, 2), 1},
+                X3{layout(problem(64, 64, 256, x3), true, false), wgmmaBlock(x3, 1, 64, 32, 2), 4}}) {
+    GpuMatmulConfig c = cs.c;
+    c.splitK = cs.parts;
+    c.smemBytes = gpuMatmulSmemBytes(c, cs.p.operand);
+    MatmulRun run = runMatmul(cs.p, c);
+    INFO("3xtf32 ", cs.p.m, "x", cs.p.n, "x", cs.p.k, cs.p.lhsTransposed ? " T" : " N", cs.p.rhsTransposed ? "T" : "N",
+         " in ", cs.parts, " parts: ", run.config);
+    REQUIRE_MESSAGE(run.report.ok, run.report.error);
+    MESSAGE("3xtf32 ", cs.p.m, "x", cs.p.n, "x", cs.p.k, cs.p.lhsTransposed ? " T" : " N", cs.p.rhsTransposed ? "T" : "N",
+            ": worst |error| ", run.worst, " (bound ", run.bound, "), ", run.report.wgmmas, " wgmmas");
+    CHECK(run.report.wgmmas > 0);
+    CHECK(run.worst <= run.bound);
+    CHECK(run.worst < 4e-6); // tf32 alone: about 2e-4 on such inputs
+  }
   // A slab of 64-byte rows is refused by name (MLIR 19 verifies only 128-byte swizzled boxes).
   MLIRContext &ctx = context();
   OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
@@ -991,6 +1019,23 @@ TEST_CASE("GPU emulator: a deliberately broken wgmma kernel fails it") {
                                   [](std::vector<TmaMap> &maps) { maps[0].strides[0] += 4; });
   CHECK(!badStride.report.ok);
   CHECK(badStride.report.error.find("a tensor map cuTensorMapEncodeTiled refuses: stride 1 of") != std::string::npos);
+  // 3xtf32: the conversion's stores need fence.proxy.async before the
+  // wgmmas read them; a converted set given back before its wgmmas finished
+  // is overwritten under them by the conversion two slabs on.
+  const GpuMatmulProblem px3 = layout(problem(128, 64, 160, GpuOperand::tf32x3), true, false);
+  const GpuMatmulConfig cx3 = wgmmaBlock(GpuOperand::tf32x3, 2, 64, 32, 3);
+  WgmmaMatmulFaults unfencedConversion, earlyFree;
+  unfencedConversion.noConversionFence = true;
+  earlyFree.releaseBeforeWgmmaWait = true;
+  MatmulRun x3Fine = runMatmul(px3, cx3);
+  REQUIRE_MESSAGE(x3Fine.report.ok, x3Fine.report.error);
+  MatmulRun x3Unfenced = runMatmul(px3, cx3, {}, {}, unfencedConversion);
+  CHECK(!x3Unfenced.report.ok);
+  CHECK(x3Unfenced.report.error.find("no fence.proxy.async") != std::string::npos);
+  MatmulRun x3Early = runMatmul(px3, cx3, {}, {}, earlyFree);
+  CHECK(!x3Early.report.ok);
+  CHECK(x3Early.report.error.find("that an unfinished wgmma reads") != std::string::npos);
+  MESSAGE("3xtf32 errors caught: ", x3Unfenced.report.error, " / ", x3Early.report.error);
 }
 
 namespace {

@@ -1003,23 +1003,28 @@ TEST_CASE("split-K for wgmma on an emulated H100: bf16 weight gradients over 819
   CHECK(kinds.wgmma >= 2);
 }
 
-TEST_CASE("f32 matmuls as 3xtf32 on an emulated H100 (big and small tf32 halves, three MMAs a tile): a step's products and weight gradients over 2048 tokens, the updates within f32's bound of the interpreter") {
+TEST_CASE("f32 matmuls as 3xtf32 (big and small tf32 halves, three tensor-core products) on an emulated H100 (TMA + wgmma, each slab converted in shared memory) and A100 (mma.sync, split in registers): a step's products and weight gradients over 2048 tokens, the updates within f32's bound of the interpreter") {
   // Whole 16-byte rows: the configurator finds 3xtf32 on the tensor cores
-  // faster than f32 FMAs on an H100 (tf32 at 8 times f32's rate), and the
+  // faster than f32 FMAs on both (tf32 at 8 times f32's rate), and the
   // step's updates still match the float64 interpreter at f32's bound
   // (train_against_interpreter). tf32 alone does not pass it: run as tf32,
   // this step's loss was off by 0.059 against a bound of 0.00044, its
   // updates by 1.4e-3 against 1e-4 (checked once, by hand).
-  const nova::ExecutableDesc desc = train_weight_gradients("sm_90a", nova::MatmulPrecision::fp32);
-  MatmulKernels kinds = matmul_kernels(desc);
-  CHECK(kinds.simt == 0);
-  CHECK(kinds.mma >= 3);
-  std::string ptx(desc.object.begin(), desc.object.end());
-  CHECK(ptx.find(".f32.tf32.tf32") != std::string::npos);
-  CHECK(ptx.find(", -8192;") != std::string::npos); // the halves' rounding mask
-  int x3 = 0;
-  for (const auto& k : desc.kernels) x3 += k.summary.find(", as 3xtf32") != std::string::npos;
-  CHECK(x3 == kinds.mma);
+  for (const char* chip : {"sm_90a", "sm_80"}) {
+    CAPTURE(std::string(chip));
+    const nova::ExecutableDesc desc = train_weight_gradients(chip, nova::MatmulPrecision::fp32);
+    MatmulKernels kinds = matmul_kernels(desc);
+    const bool hopper = std::string(chip) == "sm_90a";
+    CHECK(kinds.simt == 0);
+    CHECK((hopper ? kinds.wgmma : kinds.mma) >= 3);
+    CHECK((hopper ? kinds.mma : kinds.wgmma) == 0);
+    std::string ptx(desc.object.begin(), desc.object.end());
+    CHECK(ptx.find(".f32.tf32.tf32") != std::string::npos);
+    CHECK(ptx.find(", -8192;") != std::string::npos); // the halves' rounding mask
+    int x3 = 0;
+    for (const auto& k : desc.kernels) x3 += k.summary.find(", as 3xtf32") != std::string::npos;
+    CHECK(x3 == kinds.mma + kinds.wgmma);
+  }
 }
 
 TEST_CASE("data parallel on an emulated A100: 2 ranks on half the batch each reach 1 rank's parameters on all of it") {

@@ -41,6 +41,20 @@
 // SPLIT: cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes
 // SPLIT: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 
+// 3xtf32 (f32 at about f32's accuracy) on wgmma, NN (B N-contiguous): each
+// raw f32 slab converted by the consumers into K-major big and small tiles
+// (the rounding mask), fenced for the async proxy, then three tf32 wgmmas
+// a k step: 12 a slab of 32.
+// RUN: nova-opt %s --nova-test-mma-matmul="m=512 n=512 k=512 type=3xtf32 target=sm_90a wgmma=true block-m=128 block-n=128 block-k=32 warps-m=2 warps-n=1 stages=3" --gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90a cubin-features=+ptx80 cubin-format=isa opt-level=3 kernel-bare-ptr-calling-convention=true" 2>/dev/null | %extract-ptx > %t.x3.ptx
+// RUN: FileCheck %s --check-prefix=X3 < %t.x3.ptx
+// RUN: grep -c 'wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32' %t.x3.ptx | FileCheck %s --check-prefix=X3-COUNT
+// RUN: %ptxas -arch=sm_90a %t.x3.ptx -o %t.x3.cubin
+// X3: cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes
+// X3: and.b32 %r{{[0-9]+}}, %r{{[0-9]+}}, -8192;
+// X3: fence.proxy.async.shared::cta;
+// X3: wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32
+// X3-COUNT: 12
+
 // RUN: nova-opt %s --nova-test-mma-matmul="m=512 n=512 k=512 type=tf32 transpose-b=true target=sm_90a wgmma=true" --gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90a cubin-features=+ptx80 cubin-format=isa opt-level=3 kernel-bare-ptr-calling-convention=true" 2>/dev/null | %extract-ptx > %t.tf32.ptx
 // RUN: FileCheck %s --check-prefix=TF32 < %t.tf32.ptx
 // RUN: %ptxas -arch=sm_90a %t.tf32.ptx -o %t.tf32.cubin

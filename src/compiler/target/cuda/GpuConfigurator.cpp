@@ -9,8 +9,11 @@
 // tiles, ldmatrix.trans for M/N-contiguous 16-bit tiles, scalar shared loads
 // for M/N-contiguous 32-bit tiles (there is no b32 transposing ldmatrix);
 // wgmma reads shared memory through descriptors. f32 operands may also run
-// as tf32x3 (GpuConfigurator.h) by mma.sync, at a third of the tf32 rate:
-// where the problem allows it, both are configured and the faster taken.
+// as tf32x3 (GpuConfigurator.h), at a third of the tf32 rate: by wgmma in
+// any layout where the target has it (each slab converted in shared
+// memory, which the model counts as shared-memory traffic), else by
+// mma.sync; where the problem allows it, f32 FMAs and tf32x3 are both
+// configured and the faster taken.
 //
 // The K slab makes a K-contiguous shared-memory row 128 bytes when K allows
 // (64 bf16, 32 tf32): the full XOR-swizzle span, so every ldmatrix phase is
@@ -240,6 +243,9 @@ int64_t mlir::nova::gpuMatmulSmemBytes(const GpuMatmulConfig &c, GpuOperand oper
   // wgmma/TMA: two 8-byte mbarriers per stage (full, empty), aligned tiles
   // (1024 bytes).
   int64_t extra = c.kind == GpuMmaKind::wgmma ? 1024 + 16 * c.stages : 0;
+  // tf32x3 on wgmma: two sets of converted tiles (big and small halves).
+  if (c.kind == GpuMmaKind::wgmma && operand == GpuOperand::tf32x3)
+    extra += 4 * stage;
   return c.stages * stage + extra;
 }
 
@@ -289,9 +295,9 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
   const std::string opName = nameOf(p.operand);
   // wgmma reads tf32 only K-major (imm-trans exists for 16-bit types only).
   const bool kMajor = !p.lhsTransposed && p.rhsTransposed;
-  // (tf32x3 splits its operands in registers: mma.sync only.)
-  const bool wgmma = tensor && !x3 && p.allowWgmma && t.has(std::string("wgmma.") + opName) &&
-                     (sixteen || kMajor);
+  // (tf32x3 converts its raw f32 slabs into K-major tiles first: any layout.)
+  const bool wgmma = tensor && p.allowWgmma &&
+                     (x3 ? t.has("wgmma.tf32") : t.has(std::string("wgmma.") + opName) && (sixteen || kMajor));
   const GpuMmaKind kind = !tensor ? GpuMmaKind::simt : wgmma ? GpuMmaKind::wgmma : GpuMmaKind::mma_sync;
   double rate = flopsPerClock(p.operand, t);
   if (kind == GpuMmaKind::mma_sync && t.compute_capability >= 90)
@@ -458,8 +464,11 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
         continue;
       }
       // Cycles of one slab on the SM with `resident` blocks sharing it.
+      // (tf32x3 on wgmma: each slab also converted, read once and its two
+      // halves written.)
       const double smemPerSlab =
-          kind == GpuMmaKind::wgmma  ? double(c.warpsM) * (64 + s.bn) * blockK * es
+          kind == GpuMmaKind::wgmma  ? double(c.warpsM) * (64 + s.bn) * blockK * es +
+                                          (x3 ? 3.0 * (s.bm + s.bn) * blockK * es : 0.0)
           // The model takes a warp's 16-byte shared read as 4 wavefronts of
           // 128 bytes (a quarter-warp each) however many of its lanes read
           // the same run, so every thread's bytes count (an assumption from
@@ -561,7 +570,9 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
                               flops / minBytes, peak / dram)
                     .str());
   why.push_back(std::string("instruction: ") + chosen.instruction +
-                (kind == GpuMmaKind::wgmma      ? " (the target has wgmma)"
+                (x3 && kind == GpuMmaKind::wgmma
+                     ? " (three tf32 wgmmas a product, on big and small halves each slab is converted into: any layout)"
+                 : kind == GpuMmaKind::wgmma    ? " (the target has wgmma)"
                  : kind == GpuMmaKind::simt     ? " (no tensor-core instruction takes these operands)"
                  : x3 ? " (three tf32 MMAs a product, on the halves split in registers: the mma.sync kernel's "
                         "fragments)"

@@ -28,7 +28,8 @@ namespace mlir::nova {
 class LoweringConfigAttr;
 
 /// What the multiplies consume (accumulation is f32, f64 for f64).
-/// tf32x3 ("3xtf32"): f32 operands on the tf32 tensor cores at about f32's
+/// tf32x3 ("3xtf32"; mma.sync splits in registers, wgmma in shared memory:
+/// MmaMatmulKernel.cpp, WgmmaMatmulKernel.cpp): f32 operands on the tf32 tensor cores at about f32's
 /// accuracy: each element x is split into big = x rounded to tf32 and
 /// small = (x - big) rounded to tf32, and a x b is taken as
 /// a.small b.big + a.big b.small + a.big b.big, three tf32 MMAs (what is

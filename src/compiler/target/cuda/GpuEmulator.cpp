@@ -366,6 +366,11 @@ private:
   /// that ticked before `ordered` (what t had acquired when it issued it).
   bool sharedWrite(Operation *op, int64_t byte, int64_t count, int64_t t, int64_t since, int64_t ordered) {
     for (int64_t b = byte; b < byte + count; ++b) {
+      if (!wgmmaReading.empty() && wgmmaReading[size_t(b)] > 0)
+        return fail(op, llvm::formatv("a store overwrites shared byte {0} that an unfinished wgmma reads "
+                                      "(no wgmma.wait_group for it before the write)",
+                                      b),
+                    t);
       if (readEpoch[size_t(b)] >= since && readTick[size_t(b)] >= ordered &&
           (manyReaders[size_t(b)] || readThread[size_t(b)] != t))
         return fail(op, llvm::formatv("writes shared byte {0} that {1} read with no barrier between "

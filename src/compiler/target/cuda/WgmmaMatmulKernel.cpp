@@ -13,6 +13,17 @@
 //     kk x (mmaK / 8) x 1024 bytes further.
 // (ptx-semantics.md §7b, §7c; the descriptor's base offset is 0 because
 // every tile starts on a 1024-byte boundary.)
+// tf32x3 (f32 operands at about f32's accuracy, GpuConfigurator.h): the
+// stages hold the operands' raw f32 slabs as TMA lands them (K-major as
+// above; MN-major in boxes {32, blockK}: 128-byte rows of 32 columns, one
+// row a k); the consumers convert each slab into two K-major sets of tiles,
+// big = rna-tf32(x) and small = rna-tf32(x - big) (MmaMatmulKernel.cpp's
+// bit arithmetic), released as soon as it is read, and run three wgmmas a
+// k step on them (small x big, big x small, big x big). Two sets of
+// converted tiles alternate, so a slab's conversion overlaps the previous
+// slab's wgmmas: mbarriers convDone[set] (every consumer thread, after its
+// stores and a fence.proxy.async) and setFree[set] (each warpgroup, once
+// its wgmmas reading the set are done) order them.
 // Fragments of the result (§7a): in warpgroup w's 64 rows, thread
 // (warp q, lane g t) holds d_i at row 16 q + g + 8 ((i >> 1) & 1), column
 // 8 (i >> 2) + 2 t + (i & 1): pairs of adjacent columns.
@@ -90,8 +101,9 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     return failure();
   };
   const bool sixteen = p.operand == GpuOperand::f16 || p.operand == GpuOperand::bf16;
-  if (cfg.kind != GpuMmaKind::wgmma || !(sixteen || p.operand == GpuOperand::tf32))
-    return fail("not a wgmma configuration of f16, bf16 or tf32 operands");
+  const bool x3 = p.operand == GpuOperand::tf32x3;
+  if (cfg.kind != GpuMmaKind::wgmma || !(sixteen || p.operand == GpuOperand::tf32 || x3))
+    return fail("not a wgmma configuration of f16, bf16, tf32 or 3xtf32 operands");
   if (cfg.splitK < 1 || (cfg.splitK > 1 && (p.batch > 1 || epilogue.any())))
     return fail("split-K takes one product with no epilogue (its partial products are summed afterwards)");
   const int64_t WG = cfg.warpsM, BM = cfg.blockM, BN = cfg.blockN, BK = cfg.blockK, S = cfg.stages;
@@ -105,7 +117,7 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
                               wgmmaBlockThreads(WG), cfg.threads)
                     .str());
   const bool aKMajor = !p.lhsTransposed, bKMajor = p.rhsTransposed;
-  if (!sixteen && !(aKMajor && bKMajor))
+  if (p.operand == GpuOperand::tf32 && !(aKMajor && bKMajor))
     return fail("tf32 operands must both be K-major (A stored M x K, B stored N x K)");
   if ((p.lhsTransposed ? p.m : p.k) * es % 16 || (p.rhsTransposed ? p.k : p.n) * es % 16)
     return fail(llvm::formatv("each operand's rows ({0} elements of the lhs, {1} of the rhs) must be whole 16-byte "
@@ -139,13 +151,16 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
       t.map.box = {BK, rows};
       t.boxBytes = t.tileBytes;
     } else {
-      if (rows % 64 || BK % 8)
+      // Boxes of 128-byte rows: 64 16-bit columns, or (3xtf32, converted
+      // before wgmma reads them) 32 f32 ones.
+      const int64_t boxColumns = 128 / es;
+      if (rows % boxColumns || BK % 8)
         return failure();
       t.swizzle = 128;
       t.sbo = 1024;
       t.lbo = BK * 128;
       t.kStepBytes = (mmaK / 8) * 1024;
-      t.map.box = {64, BK};
+      t.map.box = {boxColumns, BK};
       t.boxBytes = BK * 128;
     }
     if (batched)
@@ -158,8 +173,16 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     return fail("a K slab must be 128 bytes of K (64 16-bit or 32 tf32 elements), an MN-major tile whole "
                 "64-column boxes");
   const int64_t stageBytes = tA->tileBytes + tB->tileBytes;
-  if (S * stageBytes + 1023 > gpuMatmulSmemBytes(cfg, p.operand))
+  // tf32x3: two sets of converted tiles (big, small) after the stages.
+  if (S * stageBytes + (x3 ? 4 * (BM + BN) * BK * 4 : 0) + 1023 > gpuMatmulSmemBytes(cfg, p.operand))
     return fail("the stages do not fit the shared memory the configuration asks for");
+  // The converted tiles as wgmma reads them: K-major, 128-byte rows.
+  OperandTiles convTilesA, convTilesB;
+  for (OperandTiles *t : {&convTilesA, &convTilesB}) {
+    t->swizzle = 128;
+    t->sbo = 8 * 128;
+    t->kStepBytes = mmaK * 4;
+  }
   const int64_t KT = (p.k + BK - 1) / BK;
   // Split-K: part s takes slabs [s x perSplit, (s + 1) x perSplit) (fewer
   // for the last part, none past K), as the mma.sync kernel's parts do.
@@ -217,6 +240,18 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     b.create<nvgpu::MBarrierInitOp>(full, k.c(1), k.c(s), leader);
     b.create<nvgpu::MBarrierInitOp>(empty, k.c(WG), k.c(s), leader);
   }
+  // tf32x3: convDone[set] (every consumer thread arrives), setFree[set]
+  // (each consumer warpgroup).
+  Value convDone, setFree;
+  if (x3) {
+    auto twoType = nvgpu::MBarrierGroupType::get(ctx, wg, 2u);
+    convDone = b.create<nvgpu::MBarrierCreateOp>(twoType);
+    setFree = b.create<nvgpu::MBarrierCreateOp>(twoType);
+    for (int64_t c = 0; c < 2; ++c) {
+      b.create<nvgpu::MBarrierInitOp>(convDone, k.c(128 * WG), k.c(c), leader);
+      b.create<nvgpu::MBarrierInitOp>(setFree, k.c(WG), k.c(c), leader);
+    }
+  }
   b.create<NVVM::FenceMbarrierInitOp>();
   b.create<gpu::BarrierOp>();
 
@@ -259,14 +294,15 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     b.create<nvgpu::MBarrierArriveExpectTxOp>(full, k.c(stageBytes), stage, Value());
     Value stageOffset = k.add(pad, k.mul(stage, stageBytes));
     auto load = [&](Value map, const OperandTiles &t, int64_t tileOffset, Value mn0) {
-      for (int64_t j = 0; j < (t.kMajor ? 1 : t.rows / 64); ++j) {
+      const int64_t boxColumns = t.map.box[0];
+      for (int64_t j = 0; j < (t.kMajor ? 1 : t.rows / boxColumns); ++j) {
         Value dst = b.create<memref::ViewOp>(boxType(t), dyn, k.add(stageOffset, tileOffset + j * t.boxBytes),
                                              ValueRange{});
         SmallVector<Value> coords;
         if (t.kMajor)
           coords = {k0, mn0};
         else
-          coords = {k.add(mn0, 64 * j), k0};
+          coords = {k.add(mn0, boxColumns * j), k0};
         if (batched)
           coords.push_back(bz);
         b.create<nvgpu::TmaAsyncLoadOp>(dst, full, map, coords, stage, /*multicastMask=*/Value(), Value());
@@ -299,42 +335,173 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
   Value zero = b.create<LLVM::ZeroOp>(accType);
   const int64_t aWarpgroupBytes = aKMajor ? 64 * tA->swizzle : tA->boxBytes;
 
-  auto loop = b.create<scf::ForOp>(k.c(0), slabs, k.c(1), ValueRange{zero});
-  {
+  scf::ForOp loop;
+  if (x3) {
+    // Converted tiles: two sets after the stages, each big then small,
+    // each A (BM rows) then B (BN rows), K-major rows of 128 bytes.
+    const int64_t convA = BM * BK * 4, convBytes = (BM + BN) * BK * 4;
+    const int64_t convBase = S * stageBytes;
+    const int64_t words = (convBase + 4 * convBytes) / 4;
+    Value flat = b.create<memref::ViewOp>(MemRefType::get({words}, f32, MemRefLayoutAttrInterface(), wg), dyn, pad,
+                                          ValueRange{});
+    auto i32 = b.getI32Type();
+    Value halfUnit = b.create<arith::ConstantIntOp>(0x1000, i32);
+    Value keep = b.create<arith::ConstantIntOp>(int32_t(0xffffe000u), i32);
+    auto roundTf32 = [&](Value x) -> Value {
+      Value bits = b.create<arith::BitcastOp>(i32, x);
+      return b.create<arith::BitcastOp>(f32, b.create<arith::AndIOp>(b.create<arith::AddIOp>(bits, halfUnit), keep));
+    };
+    // Byte offset (from the tiles' base) of element (mn, k) of a K-major
+    // tile of 128-byte rows starting at `base`, and of an MN-major raw tile
+    // (boxes of 32 columns, a row a k).
+    auto kMajorAt = [&](int64_t base, Value mn, Value kIdx) {
+      Value logical = k.add(k.mul(mn, 128), k.mul(kIdx, 4));
+      Value swz = k.xori(logical, k.shl(k.andi(k.shr(logical, 7), 7), 4));
+      return k.add(swz, base);
+    };
+    auto mnMajorAt = [&](int64_t base, Value mn, Value kIdx, const OperandTiles &t) {
+      Value box = k.div(mn, 32);
+      Value logical = k.add(k.mul(kIdx, 128), k.mul(k.rem(mn, 32), 4));
+      Value swz = k.xori(logical, k.shl(k.andi(k.shr(logical, 7), 7), 4));
+      return k.add(k.add(swz, k.mul(box, t.boxBytes)), base);
+    };
+    Value consumer = k.rem(tid, 128 * WG);
+    const int64_t consumers = 128 * WG, elements = (BM + BN) * BK;
+    loop = b.create<scf::ForOp>(k.c(0), slabs, k.c(1), ValueRange{zero});
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     Value kt = loop.getInductionVar();
-    Value stage = k.rem(kt, S);
+    Value stage = k.rem(kt, S), set = k.rem(kt, 2);
     if (!faults.noMbarrierWait)
       b.create<nvgpu::MBarrierTryWaitParityOp>(full, useParity(kt, 0), k.c(10000000), stage);
-    Value stageAddress = k.add(tiles, k.mul(stage, stageBytes));
-    Value descA = descriptor(k.add(stageAddress, k.mul(warpgroup, aWarpgroupBytes)), *tA);
-    Value descB = descriptor(k.add(stageAddress, tA->tileBytes), *tB);
+    // The set's last readers (slab kt - 2's wgmmas) are done in every warpgroup.
+    {
+      auto reuse = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, kt, k.c(2)),
+                                       /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(&reuse.getThenRegion().front());
+      Value parity = b.create<arith::CmpIOp>(arith::CmpIPredicate::ne,
+                                             k.andi(k.div(b.create<arith::SubIOp>(kt, k.c(2)), 2), 1), k.c(0));
+      b.create<nvgpu::MBarrierTryWaitParityOp>(setFree, parity, k.c(10000000), set);
+    }
+    // Convert: consecutive threads take consecutive k of a row.
+    Value rawStage = k.mul(stage, stageBytes);
+    Value bigSet = k.add(k.c(convBase), k.mul(set, 2 * convBytes));
+    Value smallSet = k.add(bigSet, k.c(convBytes));
+    for (int64_t r = 0; r < (elements + consumers - 1) / consumers; ++r) {
+      Value e = k.add(consumer, r * consumers);
+      auto convert = [&](bool inA, Value local) {
+        const OperandTiles &t = inA ? *tA : *tB;
+        Value mn = k.div(local, BK), kIdx = k.rem(local, BK);
+        const int64_t rawTile = inA ? 0 : tA->tileBytes, convTile = inA ? 0 : convA;
+        Value src = t.kMajor ? kMajorAt(rawTile, mn, kIdx) : mnMajorAt(rawTile, mn, kIdx, t);
+        Value dst = kMajorAt(convTile, mn, kIdx);
+        Value x = b.create<memref::LoadOp>(flat, ValueRange{k.div(k.add(rawStage, src), 4)});
+        Value hi = roundTf32(x);
+        Value lo = roundTf32(b.create<arith::SubFOp>(x, hi));
+        b.create<memref::StoreOp>(hi, flat, ValueRange{k.div(k.add(bigSet, dst), 4)});
+        b.create<memref::StoreOp>(lo, flat, ValueRange{k.div(k.add(smallSet, dst), 4)});
+      };
+      auto inAIf = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::ult, e, k.c(BM * BK)),
+                                       /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(&inAIf.getThenRegion().front());
+      convert(true, e);
+      b.setInsertionPointToStart(&inAIf.getElseRegion().front());
+      if (elements % consumers == 0) {
+        convert(false, b.create<arith::SubIOp>(e, k.c(BM * BK)));
+      } else {
+        auto inB = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::ult, e, k.c(elements)),
+                                       /*withElseRegion=*/false);
+        b.setInsertionPointToStart(&inB.getThenRegion().front());
+        convert(false, b.create<arith::SubIOp>(e, k.c(BM * BK)));
+      }
+    }
+    // The stores reach the async proxy; every consumer's are in; the raw
+    // stage is read: released to the producer (by each warpgroup's first thread).
+    if (!faults.noConversionFence)
+      b.create<NVVM::FenceProxyOp>(NVVM::ProxyKind::async_shared,
+                                   NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+    b.create<nvgpu::MBarrierArriveOp>(nvgpu::MBarrierTokenType::get(ctx), convDone, set);
+    Value convParity = b.create<arith::CmpIOp>(arith::CmpIPredicate::ne, k.andi(k.div(kt, 2), 1), k.c(0));
+    b.create<nvgpu::MBarrierTryWaitParityOp>(convDone, convParity, k.c(10000000), set);
+    Value firstThread = b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, k.rem(tid, 128), k.c(0));
+    {
+      auto release = b.create<scf::IfOp>(firstThread, /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(&release.getThenRegion().front());
+      b.create<nvgpu::MBarrierArriveOp>(nvgpu::MBarrierTokenType::get(ctx), empty, stage);
+    }
+    // Three wgmmas a k step on the converted set.
+    Value bigAddress = k.add(tiles, bigSet), smallAddress = k.add(tiles, smallSet);
+    const int64_t aWarpgroupConv = 64 * 128;
+    auto descOf = [&](Value setAddress, bool a) {
+      return descriptor(a ? k.add(setAddress, k.mul(warpgroup, aWarpgroupConv)) : k.add(setAddress, k.c(convA)),
+                        a ? convTilesA : convTilesB);
+    };
+    Value aBig = descOf(bigAddress, true), aSmall = descOf(smallAddress, true);
+    Value bBig = descOf(bigAddress, false), bSmall = descOf(smallAddress, false);
     if (!faults.noWgmmaFence)
-      b.create<NVVM::WgmmaFenceAlignedOp>(); // the accumulators were written by other instructions
+      b.create<NVVM::WgmmaFenceAlignedOp>();
     Value acc = loop.getRegionIterArgs()[0];
     auto shape = NVVM::MMAShapeAttr::get(ctx, 64, int(BN), int(mmaK));
     for (int64_t kk = 0; kk < BK / mmaK; ++kk)
-      acc = b.create<NVVM::WgmmaMmaAsyncOp>(
-          accType, acc, advance(descA, kk * tA->kStepBytes), advance(descB, kk * tB->kStepBytes), shape,
-          wgmmaType(p.operand), wgmmaType(p.operand), NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
-          NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, aKMajor ? NVVM::MMALayout::row : NVVM::MMALayout::col,
-          bKMajor ? NVVM::MMALayout::col : NVVM::MMALayout::row, NVVM::MMAIntOverflowAttr());
+      for (auto [da, db] : {std::pair{aSmall, bBig}, std::pair{aBig, bSmall}, std::pair{aBig, bBig}})
+        acc = b.create<NVVM::WgmmaMmaAsyncOp>(
+            accType, acc, advance(da, kk * convTilesA.kStepBytes), advance(db, kk * convTilesB.kStepBytes), shape,
+            NVVM::WGMMATypes::tf32, NVVM::WGMMATypes::tf32, NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
+            NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row, NVVM::MMALayout::col,
+            NVVM::MMAIntOverflowAttr());
     b.create<NVVM::WgmmaGroupSyncAlignedOp>();
-    // Slab kt - 1's group is done in this warpgroup: its first thread
-    // releases the stage (the producer refills it once every consumer
-    // warpgroup has).
+    // Slab kt - 1's group is done in this warpgroup: its set is free here.
     b.create<NVVM::WgmmaWaitGroupSyncOp>(faults.releaseBeforeWgmmaWait ? 2 : 1);
-    Value releases = b.create<arith::AndIOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, kt, k.c(1)),
-                                             b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, k.rem(tid, 128), k.c(0)));
-    auto release = b.create<scf::IfOp>(releases, /*withElseRegion=*/false);
+    Value frees = b.create<arith::AndIOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, kt, k.c(1)), firstThread);
     {
+      auto release = b.create<scf::IfOp>(frees, /*withElseRegion=*/false);
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(&release.getThenRegion().front());
-      b.create<nvgpu::MBarrierArriveOp>(nvgpu::MBarrierTokenType::get(ctx), empty,
-                                        k.rem(b.create<arith::SubIOp>(kt, k.c(1)), S));
+      b.create<nvgpu::MBarrierArriveOp>(nvgpu::MBarrierTokenType::get(ctx), setFree,
+                                        k.rem(b.create<arith::SubIOp>(kt, k.c(1)), 2));
     }
     b.create<scf::YieldOp>(acc);
+  } else {
+    loop = b.create<scf::ForOp>(k.c(0), slabs, k.c(1), ValueRange{zero});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value kt = loop.getInductionVar();
+      Value stage = k.rem(kt, S);
+      if (!faults.noMbarrierWait)
+        b.create<nvgpu::MBarrierTryWaitParityOp>(full, useParity(kt, 0), k.c(10000000), stage);
+      Value stageAddress = k.add(tiles, k.mul(stage, stageBytes));
+      Value descA = descriptor(k.add(stageAddress, k.mul(warpgroup, aWarpgroupBytes)), *tA);
+      Value descB = descriptor(k.add(stageAddress, tA->tileBytes), *tB);
+      if (!faults.noWgmmaFence)
+        b.create<NVVM::WgmmaFenceAlignedOp>(); // the accumulators were written by other instructions
+      Value acc = loop.getRegionIterArgs()[0];
+      auto shape = NVVM::MMAShapeAttr::get(ctx, 64, int(BN), int(mmaK));
+      for (int64_t kk = 0; kk < BK / mmaK; ++kk)
+        acc = b.create<NVVM::WgmmaMmaAsyncOp>(
+            accType, acc, advance(descA, kk * tA->kStepBytes), advance(descB, kk * tB->kStepBytes), shape,
+            wgmmaType(p.operand), wgmmaType(p.operand), NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
+            NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, aKMajor ? NVVM::MMALayout::row : NVVM::MMALayout::col,
+            bKMajor ? NVVM::MMALayout::col : NVVM::MMALayout::row, NVVM::MMAIntOverflowAttr());
+      b.create<NVVM::WgmmaGroupSyncAlignedOp>();
+      // Slab kt - 1's group is done in this warpgroup: its first thread
+      // releases the stage (the producer refills it once every consumer
+      // warpgroup has).
+      b.create<NVVM::WgmmaWaitGroupSyncOp>(faults.releaseBeforeWgmmaWait ? 2 : 1);
+      Value releases = b.create<arith::AndIOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, kt, k.c(1)),
+                                               b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, k.rem(tid, 128), k.c(0)));
+      auto release = b.create<scf::IfOp>(releases, /*withElseRegion=*/false);
+      {
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(&release.getThenRegion().front());
+        b.create<nvgpu::MBarrierArriveOp>(nvgpu::MBarrierTokenType::get(ctx), empty,
+                                          k.rem(b.create<arith::SubIOp>(kt, k.c(1)), S));
+      }
+      b.create<scf::YieldOp>(acc);
+    }
   }
   if (!faults.noFinalWgmmaWait)
     b.create<NVVM::WgmmaWaitGroupSyncOp>(0);

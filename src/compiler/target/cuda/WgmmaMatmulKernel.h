@@ -67,6 +67,9 @@ struct WgmmaMatmulFaults {
   bool wrongDescriptorSwizzle = false;
   /// No wgmma.fence before the first wgmma of the kernel.
   bool noWgmmaFence = false;
+  /// tf32x3: no fence.proxy.async between the conversion's stores and the
+  /// wgmmas that read them.
+  bool noConversionFence = false;
 };
 
 struct WgmmaMatmulKernel {
