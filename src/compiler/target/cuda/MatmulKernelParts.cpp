@@ -35,6 +35,19 @@ Value IndexMath::andi(Value x, int64_t v) { return b.create<arith::AndIOp>(x, c(
 Value IndexMath::xori(Value x, Value y) { return b.create<arith::XOrIOp>(x, y); }
 Value IndexMath::ult(Value x, int64_t v) { return b.create<arith::CmpIOp>(arith::CmpIPredicate::ult, x, c(v)); }
 
+std::pair<Value, Value> mlir::nova::splitTf32(OpBuilder &b, Location loc, Value x) {
+  Type i32 = b.getI32Type(), f32 = b.getF32Type();
+  Value halfUnit = b.create<arith::ConstantIntOp>(loc, 0x1000, i32);
+  Value keep = b.create<arith::ConstantIntOp>(loc, int32_t(0xffffe000u), i32);
+  auto round = [&](Value v) -> Value {
+    Value bits = b.create<arith::BitcastOp>(loc, i32, v);
+    Value rounded = b.create<arith::AndIOp>(loc, b.create<arith::AddIOp>(loc, bits, halfUnit), keep);
+    return b.create<arith::BitcastOp>(loc, f32, rounded);
+  };
+  Value big = round(x);
+  return {big, round(b.create<arith::SubFOp>(loc, x, big))};
+}
+
 Type mlir::nova::operandElementType(GpuOperand operand, MLIRContext *ctx) {
   switch (operand) {
   case GpuOperand::f16:

@@ -68,6 +68,12 @@ inline constexpr const char kAlignedVectorsAttr[] = "nova.aligned_vectors";
 /// The element type a multiply reads (tf32 is stored as f32).
 Type operandElementType(GpuOperand operand, MLIRContext *ctx);
 
+/// tf32x3's halves of an f32 `x` (GpuConfigurator.h): big = x rounded to
+/// tf32 to nearest, ties away (add half of the 13 dropped bits' unit to
+/// the bits, clear them), small = (x - big) rounded the same way; both
+/// exact tf32 values, so how an MMA treats low bits cannot matter.
+std::pair<Value, Value> splitTf32(OpBuilder &b, Location loc, Value x);
+
 /// Where and how the results go: C (f32, [batch,] m x n, row-major), the
 /// epilogue's bias and residual arguments (null when absent) or its body's
 /// input arguments, the batch index (null when not batched), and whether

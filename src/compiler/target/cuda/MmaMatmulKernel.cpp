@@ -318,20 +318,12 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
     return frag;
   };
   // tf32x3: a fragment of f32 elements as its big and small tf32 halves.
-  Value halfUnit = b.create<arith::ConstantIntOp>(0x1000, i32);
-  Value keep = b.create<arith::ConstantIntOp>(int32_t(0xffffe000u), i32);
-  auto roundTf32 = [&](Value x) {
-    Value bits = b.create<arith::BitcastOp>(i32, x);
-    Value rounded = b.create<arith::AndIOp>(b.create<arith::AddIOp>(bits, halfUnit), keep);
-    return b.create<arith::BitcastOp>(f32, rounded).getResult();
-  };
-  auto splitTf32 = [&](Value fragment) {
+  auto splitFragment = [&](Value fragment) {
     auto type = cast<VectorType>(fragment.getType());
     Value big = fragment, small = fragment;
     for (int64_t i = 0; i < type.getDimSize(0); ++i) {
       Value x = b.create<vector::ExtractOp>(fragment, ArrayRef<int64_t>{i, 0});
-      Value hi = roundTf32(x);
-      Value lo = roundTf32(b.create<arith::SubFOp>(x, hi));
+      auto [hi, lo] = splitTf32(b, b.getLoc(), x);
       big = b.create<vector::InsertOp>(hi, big, ArrayRef<int64_t>{i, 0});
       small = b.create<vector::InsertOp>(lo, small, ArrayRef<int64_t>{i, 0});
     }
@@ -429,9 +421,9 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
       // tf32x3: the small terms first, then the big one.
       SmallVector<std::pair<Value, Value>> as, bs;
       for (Value a : af)
-        as.push_back(splitTf32(a));
+        as.push_back(splitFragment(a));
       for (Value f : bfs)
-        bs.push_back(splitTf32(f));
+        bs.push_back(splitFragment(f));
       for (int64_t mi = 0; mi < MT; ++mi)
         for (int64_t ni = 0; ni < NT; ++ni) {
           Value &acc = accs[mi * NT + ni];

@@ -344,13 +344,6 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     const int64_t words = (convBase + 4 * convBytes) / 4;
     Value flat = b.create<memref::ViewOp>(MemRefType::get({words}, f32, MemRefLayoutAttrInterface(), wg), dyn, pad,
                                           ValueRange{});
-    auto i32 = b.getI32Type();
-    Value halfUnit = b.create<arith::ConstantIntOp>(0x1000, i32);
-    Value keep = b.create<arith::ConstantIntOp>(int32_t(0xffffe000u), i32);
-    auto roundTf32 = [&](Value x) -> Value {
-      Value bits = b.create<arith::BitcastOp>(i32, x);
-      return b.create<arith::BitcastOp>(f32, b.create<arith::AndIOp>(b.create<arith::AddIOp>(bits, halfUnit), keep));
-    };
     // Byte offset (from the tiles' base) of element (mn, k) of a K-major
     // tile of 128-byte rows starting at `base`, and of an MN-major raw tile
     // (boxes of 32 columns, a row a k).
@@ -397,8 +390,7 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
         Value src = t.kMajor ? kMajorAt(rawTile, mn, kIdx) : mnMajorAt(rawTile, mn, kIdx, t);
         Value dst = kMajorAt(convTile, mn, kIdx);
         Value x = b.create<memref::LoadOp>(flat, ValueRange{k.div(k.add(rawStage, src), 4)});
-        Value hi = roundTf32(x);
-        Value lo = roundTf32(b.create<arith::SubFOp>(x, hi));
+        auto [hi, lo] = splitTf32(b, b.getLoc(), x);
         b.create<memref::StoreOp>(hi, flat, ValueRange{k.div(k.add(bigSet, dst), 4)});
         b.create<memref::StoreOp>(lo, flat, ValueRange{k.div(k.add(smallSet, dst), 4)});
       };
