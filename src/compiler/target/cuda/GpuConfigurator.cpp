@@ -388,6 +388,14 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
   std::map<std::string, int> rejected;
   for (const Shape &s : shapes)
     for (int64_t split : splits) {
+      // ptxas (CUDA 12, sm_90a) serializes the wgmmas of a one-warpgroup
+      // tf32x3 kernel split across K (warning C7515: non-wgmma instructions
+      // define accumulator registers inside the pipeline), and of no other
+      // tf32x3 or split configuration tried (bench/README.md).
+      if (x3 && kind == GpuMmaKind::wgmma && split > 1 && s.bm == 64) {
+        ++rejected["tf32x3 split across K with one warpgroup (ptxas serializes its wgmmas)"];
+        continue;
+      }
       GpuMatmulConfig c;
       c.kind = kind;
       c.operand = p.operand;
