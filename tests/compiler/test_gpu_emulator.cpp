@@ -606,6 +606,23 @@ TEST_CASE("GPU emulator: 3xtf32 (big and small tf32 halves, three MMAs) keeps f3
     REQUIRE_MESSAGE(run.report.ok, run.report.error);
     CHECK(run.worst <= run.bound);
   }
+  // Where wgmma may be generated (sm_90a), 3xtf32 takes it, in any layout
+  // (here TN: both operands M/N-contiguous), converting each slab; a
+  // one-warpgroup block is never split across K (ptxas serializes it).
+  GpuMatmulProblem hopper = problem(256, 256, 2048, GpuOperand::f32);
+  hopper.allowTf32x3 = true;
+  hopper.allowWgmma = true;
+  hopper.allowSplitK = true;
+  hopper.lhsTransposed = true;
+  GpuMatmulConfig onWgmma = configureGpuMatmul(hopper, ::nova::named_target("sm_90a"));
+  CAPTURE(onWgmma.describe());
+  CHECK(onWgmma.operand == GpuOperand::tf32x3);
+  CHECK(onWgmma.kind == GpuMmaKind::wgmma);
+  CHECK((onWgmma.splitK == 1 || onWgmma.warpsM == 2));
+  hopper.operand = onWgmma.operand;
+  MatmulRun run = runMatmul(hopper, onWgmma);
+  REQUIRE_MESSAGE(run.report.ok, run.report.error);
+  CHECK(run.worst <= run.bound);
 }
 
 TEST_CASE("GPU emulator: a deliberately broken kernel fails it") {
