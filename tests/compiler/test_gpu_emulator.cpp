@@ -930,7 +930,7 @@ TEST_CASE("GPU emulator: the TMA + wgmma kernel matches float64 (f16, bf16, tf32
   }
   // 3xtf32 on wgmma: raw f32 slabs converted into K-major big and small
   // tiles (MN-major operands transposed on the way), three wgmmas a k step;
-  // every layout, edges, two warpgroups, split-K.
+  // every layout, edges, two warpgroups, split-K, a batch.
   const GpuOperand x3 = GpuOperand::tf32x3;
   struct X3 {
     GpuMatmulProblem p;
@@ -942,7 +942,8 @@ TEST_CASE("GPU emulator: the TMA + wgmma kernel matches float64 (f16, bf16, tf32
                 X3{layout(problem(64, 128, 64, x3), true, false), wgmmaBlock(x3, 1, 128, 32, 2), 1},
                 X3{layout(problem(64, 64, 96, x3), true, true), wgmmaBlock(x3, 1, 64, 32, 4), 1},
                 X3{problem(100, 72, 40, x3), wgmmaBlock(x3, 2, 64, 32, 2), 1},
-                X3{layout(problem(64, 64, 256, x3), true, false), wgmmaBlock(x3, 1, 64, 32, 2), 4}}) {
+                X3{layout(problem(64, 64, 256, x3), true, false), wgmmaBlock(x3, 1, 64, 32, 2), 4},
+                X3{layout(problem(64, 96, 64, x3), true, false, 2), wgmmaBlock(x3, 1, 64, 32, 2), 1}}) { // a batch
     GpuMatmulConfig c = cs.c;
     c.splitK = cs.parts;
     c.smemBytes = gpuMatmulSmemBytes(c, cs.p.operand);
