@@ -359,7 +359,7 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
       return k.add(k.add(swz, k.mul(box, t.boxBytes)), base);
     };
     Value consumer = k.rem(tid, 128 * WG);
-    const int64_t consumers = 128 * WG, elements = (BM + BN) * BK;
+    const int64_t consumers = 128 * WG;
     loop = b.create<scf::ForOp>(k.c(0), slabs, k.c(1), ValueRange{zero});
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
@@ -377,38 +377,54 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
                                              k.andi(k.div(b.create<arith::SubIOp>(kt, k.c(2)), 2), 1), k.c(0));
       b.create<nvgpu::MBarrierTryWaitParityOp>(setFree, parity, k.c(10000000), set);
     }
-    // Convert: consecutive threads take consecutive k of a row.
+    // Convert, an operand at a time, consecutive threads along k: a K-major
+    // raw tile lies as its converted tiles do, so a thread moves 16-byte
+    // chunks (the swizzle permutes whole chunks); an MN-major one is read
+    // an element at a time, transposed on the way (4-way bank conflicts on
+    // the reads, none on the writes).
     Value rawStage = k.mul(stage, stageBytes);
     Value bigSet = k.add(k.c(convBase), k.mul(set, 2 * convBytes));
     Value smallSet = k.add(bigSet, k.c(convBytes));
-    for (int64_t r = 0; r < (elements + consumers - 1) / consumers; ++r) {
-      Value e = k.add(consumer, r * consumers);
-      auto convert = [&](bool inA, Value local) {
-        const OperandTiles &t = inA ? *tA : *tB;
-        Value mn = k.div(local, BK), kIdx = k.rem(local, BK);
-        const int64_t rawTile = inA ? 0 : tA->tileBytes, convTile = inA ? 0 : convA;
-        Value src = t.kMajor ? kMajorAt(rawTile, mn, kIdx) : mnMajorAt(rawTile, mn, kIdx, t);
-        Value dst = kMajorAt(convTile, mn, kIdx);
-        Value x = b.create<memref::LoadOp>(flat, ValueRange{k.div(k.add(rawStage, src), 4)});
-        auto [hi, lo] = splitTf32(b, b.getLoc(), x);
-        b.create<memref::StoreOp>(hi, flat, ValueRange{k.div(k.add(bigSet, dst), 4)});
-        b.create<memref::StoreOp>(lo, flat, ValueRange{k.div(k.add(smallSet, dst), 4)});
-      };
-      auto inAIf = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::ult, e, k.c(BM * BK)),
-                                       /*withElseRegion=*/true);
-      OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(&inAIf.getThenRegion().front());
-      convert(true, e);
-      b.setInsertionPointToStart(&inAIf.getElseRegion().front());
-      if (elements % consumers == 0) {
-        convert(false, b.create<arith::SubIOp>(e, k.c(BM * BK)));
-      } else {
-        auto inB = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::ult, e, k.c(elements)),
-                                       /*withElseRegion=*/false);
-        b.setInsertionPointToStart(&inB.getThenRegion().front());
-        convert(false, b.create<arith::SubIOp>(e, k.c(BM * BK)));
+    auto convertOperand = [&](const OperandTiles &t, int64_t rawTile, int64_t convTile) {
+      const int64_t width = t.kMajor ? 4 : 1, units = t.rows * BK / width;
+      for (int64_t r = 0; r < (units + consumers - 1) / consumers; ++r) {
+        Value u = k.add(consumer, r * consumers);
+        auto body = [&] {
+          Value mn = k.div(u, BK / width), kIdx = k.mul(k.rem(u, BK / width), width);
+          Value src = t.kMajor ? kMajorAt(rawTile, mn, kIdx) : mnMajorAt(rawTile, mn, kIdx, t);
+          Value dst = kMajorAt(convTile, mn, kIdx);
+          Value from = k.div(k.add(rawStage, src), 4);
+          Value toBig = k.div(k.add(bigSet, dst), 4), toSmall = k.div(k.add(smallSet, dst), 4);
+          if (width == 1) {
+            auto [hi, lo] = splitTf32(b, b.getLoc(), b.create<memref::LoadOp>(flat, ValueRange{from}));
+            b.create<memref::StoreOp>(hi, flat, ValueRange{toBig});
+            b.create<memref::StoreOp>(lo, flat, ValueRange{toSmall});
+            return;
+          }
+          auto chunk = VectorType::get({width}, f32);
+          Value x = b.create<vector::LoadOp>(chunk, flat, ValueRange{from});
+          Value big = x, small = x;
+          for (int64_t i = 0; i < width; ++i) {
+            auto [hi, lo] = splitTf32(b, b.getLoc(), b.create<vector::ExtractOp>(x, ArrayRef<int64_t>{i}));
+            big = b.create<vector::InsertOp>(hi, big, ArrayRef<int64_t>{i});
+            small = b.create<vector::InsertOp>(lo, small, ArrayRef<int64_t>{i});
+          }
+          b.create<vector::StoreOp>(big, flat, ValueRange{toBig});
+          b.create<vector::StoreOp>(small, flat, ValueRange{toSmall});
+        };
+        if (units % consumers == 0) {
+          body();
+          continue;
+        }
+        auto inside = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::ult, u, k.c(units)),
+                                          /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(&inside.getThenRegion().front());
+        body();
       }
-    }
+    };
+    convertOperand(*tA, 0, 0);
+    convertOperand(*tB, tA->tileBytes, convA);
     // The stores reach the async proxy; every consumer's are in; the raw
     // stage is read: released to the producer (by each warpgroup's first thread).
     if (!faults.noConversionFence)
