@@ -377,40 +377,43 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
                                              k.andi(k.div(b.create<arith::SubIOp>(kt, k.c(2)), 2), 1), k.c(0));
       b.create<nvgpu::MBarrierTryWaitParityOp>(setFree, parity, k.c(10000000), set);
     }
-    // Convert, an operand at a time, consecutive threads along k: a K-major
-    // raw tile lies as its converted tiles do, so a thread moves 16-byte
-    // chunks (the swizzle permutes whole chunks); an MN-major one is read
-    // an element at a time, transposed on the way (4-way bank conflicts on
-    // the reads, none on the writes).
+    // Convert, an operand at a time, a 16-byte chunk (4 k of one row) a
+    // thread: a K-major raw tile lies as its converted tiles do (the
+    // swizzle permutes whole chunks), consecutive threads along k, one
+    // 16-byte read; an MN-major one is read 4 elements (k rows) a chunk,
+    // consecutive threads along the row's 32 columns, so each read is one
+    // 128-byte row (no bank conflicts) and each 8-thread phase of the
+    // 16-byte writes hits 8 distinct chunk positions.
     Value rawStage = k.mul(stage, stageBytes);
     Value bigSet = k.add(k.c(convBase), k.mul(set, 2 * convBytes));
     Value smallSet = k.add(bigSet, k.c(convBytes));
+    auto chunk = VectorType::get({4}, f32);
     auto convertOperand = [&](const OperandTiles &t, int64_t rawTile, int64_t convTile) {
-      const int64_t width = t.kMajor ? 4 : 1, units = t.rows * BK / width;
+      const int64_t units = t.rows * BK / 4;
       for (int64_t r = 0; r < (units + consumers - 1) / consumers; ++r) {
         Value u = k.add(consumer, r * consumers);
         auto body = [&] {
-          Value mn = k.div(u, BK / width), kIdx = k.mul(k.rem(u, BK / width), width);
-          Value src = t.kMajor ? kMajorAt(rawTile, mn, kIdx) : mnMajorAt(rawTile, mn, kIdx, t);
-          Value dst = kMajorAt(convTile, mn, kIdx);
-          Value from = k.div(k.add(rawStage, src), 4);
-          Value toBig = k.div(k.add(bigSet, dst), 4), toSmall = k.div(k.add(smallSet, dst), 4);
-          if (width == 1) {
-            auto [hi, lo] = splitTf32(b, b.getLoc(), b.create<memref::LoadOp>(flat, ValueRange{from}));
-            b.create<memref::StoreOp>(hi, flat, ValueRange{toBig});
-            b.create<memref::StoreOp>(lo, flat, ValueRange{toSmall});
-            return;
+          Value mn = t.kMajor ? k.div(u, BK / 4) : k.rem(u, t.rows);
+          Value k0 = k.mul(t.kMajor ? k.rem(u, BK / 4) : k.div(u, t.rows), 4);
+          Value x;
+          if (t.kMajor) {
+            x = b.create<vector::LoadOp>(chunk, flat, ValueRange{k.div(k.add(rawStage, kMajorAt(rawTile, mn, k0)), 4)});
+          } else {
+            x = b.create<arith::ConstantOp>(chunk, DenseElementsAttr::get(chunk, b.getF32FloatAttr(0)));
+            for (int64_t i = 0; i < 4; ++i) {
+              Value at = k.div(k.add(rawStage, mnMajorAt(rawTile, mn, k.add(k0, i), t)), 4);
+              x = b.create<vector::InsertOp>(b.create<memref::LoadOp>(flat, ValueRange{at}), x, ArrayRef<int64_t>{i});
+            }
           }
-          auto chunk = VectorType::get({width}, f32);
-          Value x = b.create<vector::LoadOp>(chunk, flat, ValueRange{from});
           Value big = x, small = x;
-          for (int64_t i = 0; i < width; ++i) {
+          for (int64_t i = 0; i < 4; ++i) {
             auto [hi, lo] = splitTf32(b, b.getLoc(), b.create<vector::ExtractOp>(x, ArrayRef<int64_t>{i}));
             big = b.create<vector::InsertOp>(hi, big, ArrayRef<int64_t>{i});
             small = b.create<vector::InsertOp>(lo, small, ArrayRef<int64_t>{i});
           }
-          b.create<vector::StoreOp>(big, flat, ValueRange{toBig});
-          b.create<vector::StoreOp>(small, flat, ValueRange{toSmall});
+          Value dst = kMajorAt(convTile, mn, k0);
+          b.create<vector::StoreOp>(big, flat, ValueRange{k.div(k.add(bigSet, dst), 4)});
+          b.create<vector::StoreOp>(small, flat, ValueRange{k.div(k.add(smallSet, dst), 4)});
         };
         if (units % consumers == 0) {
           body();
