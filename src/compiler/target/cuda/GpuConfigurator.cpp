@@ -388,7 +388,7 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
   std::map<std::string, int> rejected;
   for (const Shape &s : shapes)
     for (int64_t split : splits) {
-      // ptxas (CUDA 12, sm_90a) serializes the wgmmas of a one-warpgroup
+      // ptxas (CUDA 13.0, sm_90a) serializes the wgmmas of a one-warpgroup
       // tf32x3 kernel split across K (warning C7515: non-wgmma instructions
       // define accumulator registers inside the pipeline), and of no other
       // tf32x3 or split configuration tried (bench/README.md).

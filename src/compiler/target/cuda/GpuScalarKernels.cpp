@@ -424,9 +424,10 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
   // This thread's R rows of the block's: rows[rho] = first + group R + rho
   // (a row group's lanes hold the same rows, adjacent rows a thread so
   // that a warp's rows are one run). Every visited row's columns are read
-  // from shared memory once and serve all R rows: shared reads, not FMAs,
-  // bound one row a thread (a warp reads a visited row's own columns a
-  // lane with as many instructions as it has FMAs for one row).
+  // from shared memory once and serve all R rows: with one row a thread a
+  // warp issues as many shared reads as FMAs for a visited row, and an SM
+  // issues a quarter as many reads as FMAs a clock, so the reads would
+  // bound it (counted from the instructions, not measured).
   const int64_t R = plan.rowsPerThread, rowsPerWarp = 32 / lanes * R;
   auto ownRows = [&](Value first) {
     SmallVector<Value> rows;

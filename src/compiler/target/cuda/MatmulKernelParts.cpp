@@ -145,6 +145,15 @@ SmallVector<Value> MatmulKernelFrame::operandAt(Value row, Value col) const {
   return out.at(row, col);
 }
 
+std::pair<Value, Value> MatmulKernelFrame::slabRange(IndexMath &k, int64_t slabs, int64_t splitK) const {
+  if (!split)
+    return {k.c(0), k.c(slabs)};
+  const int64_t per = (slabs + splitK - 1) / splitK;
+  Value first = k.mul(split, per);
+  Value left = k.b.create<arith::SubIOp>(k.c(slabs), first);
+  return {first, k.b.create<arith::MaxSIOp>(k.c(0), k.b.create<arith::MinSIOp>(left, k.c(per)))};
+}
+
 MatmulKernelFrame mlir::nova::beginMatmulKernel(ImplicitLocOpBuilder &b, gpu::GPUModuleOp module, StringRef name,
                                                 const GpuMatmulProblem &p, Type aType, Type bType, int64_t blockM,
                                                 int64_t blockN, int64_t threads, const MmaEpilogue &epilogue,

@@ -111,6 +111,13 @@ struct MatmulKernelFrame {
   /// The indices of an operand as stored, [batch,] row, col (a split is no
   /// batch of the operands).
   SmallVector<Value> operandAt(Value row, Value col) const;
+
+  /// The block's K slabs, first and count, of `slabs` in all (blockK each):
+  /// all of them without split-K; with it, part s takes [s x per, (s + 1) x
+  /// per), per = ceil(slabs / splitK) (the configurator's split), fewer for
+  /// the last part, none for parts past K. Loop bounds for the kernel's
+  /// pipeline, which counts its own uses from 0 either way.
+  std::pair<Value, Value> slabRange(IndexMath &k, int64_t slabs, int64_t splitK) const;
 };
 
 /// Adds gpu.func `name` to `module` for `p`, a blockM x blockN result tile

@@ -145,10 +145,6 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
                               p.lhsTransposed ? p.m : p.k, p.rhsTransposed ? p.k : p.n, epc)
                     .str());
   const int64_t KT = (p.k + BK - 1) / BK;
-  // Split-K: part s of the blockK slabs is [s x perSplit, (s + 1) x perSplit)
-  // of them (the configurator's split: ceil(K / splitK) rounded up to
-  // blockK), fewer for the last part, none for parts past K.
-  const int64_t perSplit = (KT + cfg.splitK - 1) / cfg.splitK;
 
   MLIRContext *ctx = module.getContext();
   ctx->loadDialect<arith::ArithDialect, math::MathDialect, memref::MemRefDialect, scf::SCFDialect,
@@ -188,12 +184,7 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
   // Indices of a [batch,] rows x columns operand (C's, and A's and B's as stored).
   auto globalIndex = [&](Value r, Value c) { return frame.operandAt(r, c); };
   // This block's slabs: kt0 + [0, slabs) (all KT without split-K).
-  Value kt0 = k.c(0), slabs = k.c(KT);
-  if (frame.split) {
-    kt0 = k.mul(frame.split, perSplit);
-    Value left = b.create<arith::SubIOp>(k.c(KT), kt0);
-    slabs = b.create<arith::MaxSIOp>(k.c(0), b.create<arith::MinSIOp>(left, k.c(perSplit)));
-  }
+  auto [kt0, slabs] = frame.slabRange(k, KT, cfg.splitK);
 
   // This thread's copies: chunk tid % chunks of rows tid / chunks + i x
   // (threads / chunks), the same in every slab; the slab moves the K

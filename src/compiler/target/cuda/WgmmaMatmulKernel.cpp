@@ -184,9 +184,6 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     t->kStepBytes = mmaK * 4;
   }
   const int64_t KT = (p.k + BK - 1) / BK;
-  // Split-K: part s takes slabs [s x perSplit, (s + 1) x perSplit) (fewer
-  // for the last part, none past K), as the mma.sync kernel's parts do.
-  const int64_t perSplit = (KT + cfg.splitK - 1) / cfg.splitK;
 
   MLIRContext *ctx = module.getContext();
   ctx->loadDialect<arith::ArithDialect, math::MathDialect, memref::MemRefDialect, scf::SCFDialect,
@@ -200,14 +197,8 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
   gpu::GPUFuncOp func = frame.func;
   const MatmulResultStore &out = frame.out;
   Value tid = frame.thread, bz = out.batch, row0 = frame.row0, col0 = frame.col0;
-  // This block's slabs: kt0 + [0, slabs) (all KT without split-K). The
-  // pipeline counts its own uses (stage, parity) from 0 either way.
-  Value kt0 = k.c(0), slabs = k.c(KT);
-  if (frame.split) {
-    kt0 = k.mul(frame.split, perSplit);
-    Value left = b.create<arith::SubIOp>(k.c(KT), kt0);
-    slabs = b.create<arith::MaxSIOp>(k.c(0), b.create<arith::MinSIOp>(left, k.c(perSplit)));
-  }
+  // This block's slabs: kt0 + [0, slabs) (all KT without split-K).
+  auto [kt0, slabs] = frame.slabRange(k, KT, cfg.splitK);
 
   // The tensor maps, typed as the boxes they land.
   auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
@@ -261,9 +252,19 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
   Value base = b.create<memref::ExtractAlignedPointerAsIndexOp>(dyn);
   Value tiles = b.create<arith::AndIOp>(k.add(base, 1023), k.c(-1024));
   Value pad = b.create<arith::SubIOp>(tiles, base);
-  // Use u = kt / S of a stage: its full phase u, then its empty phase u.
-  auto useParity = [&](Value kt, int64_t ahead) {
-    return b.create<arith::CmpIOp>(arith::CmpIPredicate::ne, k.andi(k.add(k.div(kt, S), ahead), 1), k.c(0));
+  // The phase parity of use u = kt / ring of a barrier in a ring of
+  // `ring` (a stage's: its full phase u, then its empty phase u; a
+  // converted set's likewise), `ahead` phases on.
+  auto ringParity = [&](Value kt, int64_t ring, int64_t ahead) -> Value {
+    return b.create<arith::CmpIOp>(arith::CmpIPredicate::ne, k.andi(k.add(k.div(kt, ring), ahead), 1), k.c(0));
+  };
+  auto useParity = [&](Value kt, int64_t ahead) { return ringParity(kt, S, ahead); };
+  // One thread (where `who`) arrives on barrier `index` of `bars`.
+  auto arriveWhere = [&](Value who, Value bars, Value index) {
+    auto arrive = b.create<scf::IfOp>(who, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(&arrive.getThenRegion().front());
+    b.create<nvgpu::MBarrierArriveOp>(nvgpu::MBarrierTokenType::get(ctx), bars, index);
   };
 
   // Warpgroups 0 .. WG - 1 consume (rows 64 w of the block), warpgroup WG
@@ -335,6 +336,18 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
   Value zero = b.create<LLVM::ZeroOp>(accType);
   const int64_t aWarpgroupBytes = aKMajor ? 64 * tA->swizzle : tA->boxBytes;
 
+  // One wgmma of k step kk into `acc`: A and B through descriptors
+  // advanced by kk steps of their tiles.
+  auto shape = NVVM::MMAShapeAttr::get(ctx, 64, int(BN), int(mmaK));
+  auto wgmmaStep = [&](Value acc, Value descA, Value descB, int64_t kk, const OperandTiles &ta,
+                       const OperandTiles &tb) -> Value {
+    return b.create<NVVM::WgmmaMmaAsyncOp>(
+        accType, acc, advance(descA, kk * ta.kStepBytes), advance(descB, kk * tb.kStepBytes), shape,
+        wgmmaType(p.operand), wgmmaType(p.operand), NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
+        NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, ta.kMajor ? NVVM::MMALayout::row : NVVM::MMALayout::col,
+        tb.kMajor ? NVVM::MMALayout::col : NVVM::MMALayout::row, NVVM::MMAIntOverflowAttr());
+  };
+
   scf::ForOp loop;
   if (x3) {
     // Converted tiles: two sets after the stages, each big then small,
@@ -347,16 +360,15 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     // Byte offset (from the tiles' base) of element (mn, k) of a K-major
     // tile of 128-byte rows starting at `base`, and of an MN-major raw tile
     // (boxes of 32 columns, a row a k).
+    // (TMA's and wgmma's 128-byte swizzle on an offset from a 1024-byte
+    // boundary: TmaMap.h's swizzledAddress, in index ops.)
+    auto swizzled128 = [&](Value logical) { return k.xori(logical, k.shl(k.andi(k.shr(logical, 7), 7), 4)); };
     auto kMajorAt = [&](int64_t base, Value mn, Value kIdx) {
-      Value logical = k.add(k.mul(mn, 128), k.mul(kIdx, 4));
-      Value swz = k.xori(logical, k.shl(k.andi(k.shr(logical, 7), 7), 4));
-      return k.add(swz, base);
+      return k.add(swizzled128(k.add(k.mul(mn, 128), k.mul(kIdx, 4))), base);
     };
     auto mnMajorAt = [&](int64_t base, Value mn, Value kIdx, const OperandTiles &t) {
-      Value box = k.div(mn, 32);
-      Value logical = k.add(k.mul(kIdx, 128), k.mul(k.rem(mn, 32), 4));
-      Value swz = k.xori(logical, k.shl(k.andi(k.shr(logical, 7), 7), 4));
-      return k.add(k.add(swz, k.mul(box, t.boxBytes)), base);
+      Value inBox = swizzled128(k.add(k.mul(kIdx, 128), k.mul(k.rem(mn, 32), 4)));
+      return k.add(k.add(inBox, k.mul(k.div(mn, 32), t.boxBytes)), base);
     };
     Value consumer = k.rem(tid, 128 * WG);
     const int64_t consumers = 128 * WG;
@@ -367,15 +379,14 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     Value stage = k.rem(kt, S), set = k.rem(kt, 2);
     if (!faults.noMbarrierWait)
       b.create<nvgpu::MBarrierTryWaitParityOp>(full, useParity(kt, 0), k.c(10000000), stage);
-    // The set's last readers (slab kt - 2's wgmmas) are done in every warpgroup.
+    // The set's last readers (slab kt - 2's wgmmas, its use kt / 2 - 1)
+    // are done in every warpgroup.
     {
       auto reuse = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, kt, k.c(2)),
                                        /*withElseRegion=*/false);
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(&reuse.getThenRegion().front());
-      Value parity = b.create<arith::CmpIOp>(arith::CmpIPredicate::ne,
-                                             k.andi(k.div(b.create<arith::SubIOp>(kt, k.c(2)), 2), 1), k.c(0));
-      b.create<nvgpu::MBarrierTryWaitParityOp>(setFree, parity, k.c(10000000), set);
+      b.create<nvgpu::MBarrierTryWaitParityOp>(setFree, ringParity(kt, 2, 1), k.c(10000000), set);
     }
     // Convert, an operand at a time, a 16-byte chunk (4 k of one row) a
     // thread: a K-major raw tile lies as its converted tiles do (the
@@ -434,15 +445,9 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
       b.create<NVVM::FenceProxyOp>(NVVM::ProxyKind::async_shared,
                                    NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
     b.create<nvgpu::MBarrierArriveOp>(nvgpu::MBarrierTokenType::get(ctx), convDone, set);
-    Value convParity = b.create<arith::CmpIOp>(arith::CmpIPredicate::ne, k.andi(k.div(kt, 2), 1), k.c(0));
-    b.create<nvgpu::MBarrierTryWaitParityOp>(convDone, convParity, k.c(10000000), set);
+    b.create<nvgpu::MBarrierTryWaitParityOp>(convDone, ringParity(kt, 2, 0), k.c(10000000), set);
     Value firstThread = b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, k.rem(tid, 128), k.c(0));
-    {
-      auto release = b.create<scf::IfOp>(firstThread, /*withElseRegion=*/false);
-      OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(&release.getThenRegion().front());
-      b.create<nvgpu::MBarrierArriveOp>(nvgpu::MBarrierTokenType::get(ctx), empty, stage);
-    }
+    arriveWhere(firstThread, empty, stage);
     // Three wgmmas a k step on the converted set.
     Value bigAddress = k.add(tiles, bigSet), smallAddress = k.add(tiles, smallSet);
     const int64_t aWarpgroupConv = 64 * 128;
@@ -455,25 +460,14 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     if (!faults.noWgmmaFence)
       b.create<NVVM::WgmmaFenceAlignedOp>();
     Value acc = loop.getRegionIterArgs()[0];
-    auto shape = NVVM::MMAShapeAttr::get(ctx, 64, int(BN), int(mmaK));
     for (int64_t kk = 0; kk < BK / mmaK; ++kk)
       for (auto [da, db] : {std::pair{aSmall, bBig}, std::pair{aBig, bSmall}, std::pair{aBig, bBig}})
-        acc = b.create<NVVM::WgmmaMmaAsyncOp>(
-            accType, acc, advance(da, kk * convTilesA.kStepBytes), advance(db, kk * convTilesB.kStepBytes), shape,
-            NVVM::WGMMATypes::tf32, NVVM::WGMMATypes::tf32, NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
-            NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row, NVVM::MMALayout::col,
-            NVVM::MMAIntOverflowAttr());
+        acc = wgmmaStep(acc, da, db, kk, convTilesA, convTilesB);
     b.create<NVVM::WgmmaGroupSyncAlignedOp>();
     // Slab kt - 1's group is done in this warpgroup: its set is free here.
     b.create<NVVM::WgmmaWaitGroupSyncOp>(faults.releaseBeforeWgmmaWait ? 2 : 1);
     Value frees = b.create<arith::AndIOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, kt, k.c(1)), firstThread);
-    {
-      auto release = b.create<scf::IfOp>(frees, /*withElseRegion=*/false);
-      OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(&release.getThenRegion().front());
-      b.create<nvgpu::MBarrierArriveOp>(nvgpu::MBarrierTokenType::get(ctx), setFree,
-                                        k.rem(b.create<arith::SubIOp>(kt, k.c(1)), 2));
-    }
+    arriveWhere(frees, setFree, k.rem(b.create<arith::SubIOp>(kt, k.c(1)), 2));
     b.create<scf::YieldOp>(acc);
   } else {
     loop = b.create<scf::ForOp>(k.c(0), slabs, k.c(1), ValueRange{zero});
@@ -490,13 +484,8 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
       if (!faults.noWgmmaFence)
         b.create<NVVM::WgmmaFenceAlignedOp>(); // the accumulators were written by other instructions
       Value acc = loop.getRegionIterArgs()[0];
-      auto shape = NVVM::MMAShapeAttr::get(ctx, 64, int(BN), int(mmaK));
       for (int64_t kk = 0; kk < BK / mmaK; ++kk)
-        acc = b.create<NVVM::WgmmaMmaAsyncOp>(
-            accType, acc, advance(descA, kk * tA->kStepBytes), advance(descB, kk * tB->kStepBytes), shape,
-            wgmmaType(p.operand), wgmmaType(p.operand), NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
-            NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, aKMajor ? NVVM::MMALayout::row : NVVM::MMALayout::col,
-            bKMajor ? NVVM::MMALayout::col : NVVM::MMALayout::row, NVVM::MMAIntOverflowAttr());
+        acc = wgmmaStep(acc, descA, descB, kk, *tA, *tB);
       b.create<NVVM::WgmmaGroupSyncAlignedOp>();
       // Slab kt - 1's group is done in this warpgroup: its first thread
       // releases the stage (the producer refills it once every consumer
@@ -504,13 +493,7 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
       b.create<NVVM::WgmmaWaitGroupSyncOp>(faults.releaseBeforeWgmmaWait ? 2 : 1);
       Value releases = b.create<arith::AndIOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, kt, k.c(1)),
                                                b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, k.rem(tid, 128), k.c(0)));
-      auto release = b.create<scf::IfOp>(releases, /*withElseRegion=*/false);
-      {
-        OpBuilder::InsertionGuard inner(b);
-        b.setInsertionPointToStart(&release.getThenRegion().front());
-        b.create<nvgpu::MBarrierArriveOp>(nvgpu::MBarrierTokenType::get(ctx), empty,
-                                          k.rem(b.create<arith::SubIOp>(kt, k.c(1)), S));
-      }
+      arriveWhere(releases, empty, k.rem(b.create<arith::SubIOp>(kt, k.c(1)), S));
       b.create<scf::YieldOp>(acc);
     }
   }
