@@ -15,7 +15,11 @@
 // 1e-6): on the CPU's AMX tiles when it has them (amx_bf16), on a GPU's
 // tensor cores from bf16 copies of the operands (twice tf32's peak rate
 // by the data sheets, not measured here; on sm_90a wgmma whatever the
-// operands' layout). Everything else
+// operands' layout; causal attention's products too, Q K^T and P V and
+// their gradients' products, with P and dS rounded to bfloat16, where the
+// GPU has bf16 mma.sync and the head is 16, 32, 64 or 128 columns wide
+// (the backward up to 64), as PyTorch's attention under bf16 autocast).
+// Everything else
 // (elementwise ops, reductions, the optimizer, the parameters themselves)
 // stays float32. A CPU runs tf32 steps, and without AMX bf16 steps, in
 // float32.

@@ -11,6 +11,7 @@
 #include <nova/distributed.hpp>
 #include <nova/executable_desc.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -449,6 +450,69 @@ TEST_CASE("causal attention on an emulated A100, a thread per row: forward and g
       const bool rows = s.d / s.heads <= 128;
       CHECK(launches_ending_in(nova::jit(fused_grad).executable(w, qkv, heads)->description(), "_keys") == int(rows));
     }
+}
+
+TEST_CASE("with bf16 matmuls, causal attention and its gradient run on the bf16 tensor cores (mma.sync m16n8k16) on an emulated A100 and H100, within bf16's bound of the interpreter") {
+  // Q K^T and P V, backward dO V^T, dS K, dS^T Q and P^T dO, as bf16
+  // products with f32 sums (GpuAttentionMma.h): 64 rows a block, tiles of
+  // 64 visited rows. T = 270: 5 row blocks and 5 tiles, the last partly
+  // past the sequence; T = 13: one tile, mostly past it; 3 heads of 16
+  // columns; heads of 32 and 64; a head of 128 columns forward only (the
+  // backward a row at a time); one of 72 (not a power of two) a row at a
+  // time both ways, and so is every head in fp32. Scores at a softmax's
+  // usual scale (1 / sqrt(head)) and 4 times it.
+  struct Shape { std::int64_t B, T, d, heads; };
+  Fp32AtExit restore;
+  constexpr auto interp = nova::ExecMode::interpreted;
+  auto has_mma = [](const nova::ExecutableDesc* desc) {
+    std::string ptx(desc->object.begin(), desc->object.end());
+    return ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != std::string::npos;
+  };
+  for (const char* chip : {"sm_80", "sm_90a"})
+    for (Shape s : {Shape{1, 270, 64, 1}, Shape{2, 13, 48, 3}, Shape{2, 70, 64, 2}, Shape{1, 33, 128, 1},
+                    Shape{1, 40, 72, 1}})
+      for (double boost : {1.0, 4.0}) {
+        if (std::string(chip) == "sm_90a" && s.T != 270) continue;
+        EmulatedGpu gpu(chip);
+        Gen g;
+        const std::int64_t hd = s.d / s.heads;
+        const double scale = boost / std::sqrt(double(hd));
+        INFO("seed = ", g.seed, ", ", chip, ", B ", s.B, " T ", s.T, " d ", s.d, " heads ", s.heads, ", scale ", scale);
+        auto attention = [](auto qkv, std::int64_t h, double c) { return nova::causal_attention(qkv, h, c); };
+        auto gradient = [](auto w, auto qkv, std::int64_t h, double c) {
+          return nova::gradients(nova::sum(nova::causal_attention(qkv, h, c) * w), {qkv})[0];
+        };
+        Tensor qkv = g.randn({s.B, s.T, 3 * s.d}), w = g.randn({s.B, s.T, s.d});
+        auto heads = nova::static_arg(s.heads);
+        auto c = nova::static_arg(scale);
+        const bool forward_mma = hd == 16 || hd == 32 || hd == 64 || hd == 128, backward_mma = forward_mma && hd <= 64;
+        for (auto precision : {nova::MatmulPrecision::bf16, nova::MatmulPrecision::fp32}) {
+          const bool bf16 = precision == nova::MatmulPrecision::bf16;
+          CAPTURE(bf16);
+          nova::set_matmul_precision(precision);
+          const double forward = rel_error(nova::jit(attention)(qkv, heads, c), nova::jit(attention, interp)(qkv, heads, c));
+          const double backward =
+              rel_error(nova::jit(gradient)(w, qkv, heads, c), nova::jit(gradient, interp)(w, qkv, heads, c));
+          CAPTURE(forward);
+          CAPTURE(backward);
+          // bf16: a score's error grows with it (its operands' rounding,
+          // 2^-9 each): at the usual scale errors of 1.8e-3 to 4.3e-3 on
+          // six seeds, at 4 times it up to 1.15e-2 (forward) and 1.25e-2.
+          const double bound = !bf16 ? 1e-5 : boost > 1 ? 2e-2 : 1e-2;
+          CHECK(forward <= bound);
+          CHECK(backward <= bound);
+          const nova::ExecutableDesc* f = nova::jit(attention).executable(qkv, heads, c)->description();
+          const nova::ExecutableDesc* b = nova::jit(gradient).executable(w, qkv, heads, c)->description();
+          CHECK(has_mma(f) == (bf16 && forward_mma));
+          CHECK(has_mma(b) == (bf16 && backward_mma));
+          if (bf16 && forward_mma) CHECK(forward > 1e-6); // rounded: not f32's result
+          if (bf16 && backward_mma) CHECK(backward > 1e-6);
+          CHECK(launches_ending_in(b, "_keys") == 1);
+          if (std::filesystem::exists(kPtxas))
+            for (const nova::ExecutableDesc* d : {f, b})
+              CHECK(ptxas_errors(std::string(d->object.begin(), d->object.end()), chip) == "");
+        }
+      }
 }
 
 TEST_CASE("f64 steps for an A100: exp, log, tanh and erf written out (no libdevice); log-softmax, tanh, GELU and attention match the interpreter; ptxas accepts them") {

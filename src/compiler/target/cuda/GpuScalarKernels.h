@@ -26,7 +26,8 @@
 //     together.
 // They compute in their inputs' element; a forward kernel's result may be
 // bf16 (writesEachResultOnce), rounded at its stores.
-// No tensor cores in attention yet.
+// With bf16 matmuls, attention of heads whose width the tensor cores take
+// runs on them instead (GpuAttentionMma.h).
 //
 //===----------------------------------------------------------------------===//
 

@@ -54,6 +54,7 @@
 
 #include "compiler/target/cuda/CudaTarget.h"
 #include "compiler/target/cuda/GpuAttentionBackward.h"
+#include "compiler/target/cuda/GpuAttentionMma.h"
 #include "compiler/target/cuda/GpuBlockReduction.h"
 #include "compiler/target/cuda/GpuColumnReduction.h"
 #include "compiler/target/cuda/GpuScatterAddParts.h"
@@ -336,6 +337,8 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
     // tf32 (and bf16, for a product that kept f32 operands): f32 operands
     // read as tf32 by the tensor cores.
     const bool lowPrecision = precision && (precision.getValue() == "tf32" || precision.getValue() == "bf16");
+    // bf16: products of bf16 operands, attention's among them.
+    const bool bf16Products = precision && precision.getValue() == "bf16";
     // Split: kernel kN of several compute ops -> kN_0, kN_1, ... in order,
     // except a matmul and the elementwise op of its product the matmul
     // kernel runs on its results (fuseEpilogue), which stay one kernel.
@@ -447,6 +450,31 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
         simt = cast<linalg::GenericOp>(ops[0]);
       if (simt && configureSimtMatmul(top, kernel, simt, target, notMma))
         continue;
+      // Attention with bf16 products: on the tensor cores (GpuAttentionMma.h).
+      std::string attentionWhyNot;
+      if (auto attention = ops.size() == 1 ? dyn_cast<AttentionKernelOp>(ops[0]) : AttentionKernelOp()) {
+        if (std::optional<AttentionMmaPlan> mma = planAttentionMma(attention, target, bf16Products, attentionWhyNot)) {
+          kernel->setAttr(kGpuAttentionMmaAttr, UnitAttr::get(ctx));
+          kernel->setAttr(LoweringConfigAttr::name, LoweringConfigAttr::get(ctx, "gpu_threads", mma->blocks,
+                                                                             {AttentionMmaPlan::kThreads}, {}, {}));
+          kernel->setAttr(kGpuBlockThreadsAttr, i64(AttentionMmaPlan::kThreads));
+          kernel->setAttr(kGpuSharedBytesAttr, i64(mma->sharedBytes));
+          std::optional<AttentionBackwardPart> part = attentionBackwardPart(attention);
+          StringRef rows = !part                                   ? "query rows, key tiles"
+                           : *part == AttentionBackwardPart::queries ? "query rows (dq, and each row's softmax "
+                                                                       "statistics into the workspace), key tiles"
+                                                                     : "key rows (dk, dv), query tiles";
+          kernel->setAttr(kGpuWhyAttr,
+                          ArrayAttr::get(ctx, {StringAttr::get(ctx, llvm::formatv(
+                                                                   "on the bf16 tensor cores (mma.sync m16n8k16, "
+                                                                   "f32 sums, as the step's bf16 matmul precision "
+                                                                   "allows): {0} blocks of {1} {2} of {3} rows in "
+                                                                   "{4} bytes of shared memory",
+                                                                   mma->blocks, AttentionMmaPlan::kRows, rows,
+                                                                   AttentionMmaPlan::kTileRows, mma->sharedBytes))}));
+          continue;
+        }
+      }
       const int64_t attentionShared = attentionSharedLimit(target);
       Units units = ops.size() == 1 ? unitsOf(ops[0], attentionShared) : Units{Units::one, 1, "no compute op"};
       int64_t threads = 1, blocks = 1;
@@ -481,6 +509,8 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
         why.push_back(StringAttr::get(ctx, "generated as scalar threads, one per output element: " + notMma));
         why.append(planned.begin(), planned.end());
       }
+      if (!attentionWhyNot.empty())
+        why.push_back(StringAttr::get(ctx, attentionWhyNot));
       why.push_back(StringAttr::get(
           ctx, llvm::formatv("threads: {0} ({1}) over {2} blocks of {3}", units.what,
                              units.kind == Units::one             ? "one thread"
@@ -1476,6 +1506,16 @@ LogicalResult mapKernel(func::FuncOp kernel, LoweringConfigAttr config) {
     Value block = b.create<gpu::BlockIdOp>(l, gpu::Dimension::x);
     at.global = b.create<arith::AddIOp>(l, b.create<arith::MulIOp>(l, block, at.c(threads)), at.thread);
   }
+  // Attention on the tensor cores.
+  if (auto attention = dyn_cast<AttentionKernelOp>(op); attention && kernel->hasAttr(kGpuAttentionMmaAttr)) {
+    b.setInsertionPoint(op);
+    Value block = b.create<gpu::BlockIdOp>(l, gpu::Dimension::x);
+    Value stats = attention.getBackward() ? kernel.getBody().front().getArguments().back() : Value();
+    buildAttentionMma(b, attention, attentionMmaShape(attention), at.thread, block, stats);
+    kernel->setAttr(kAlignedVectorsAttr, b.getUnitAttr());
+    op->erase();
+    return success();
+  }
   // Attention, a thread per row.
   if (units.kind == Units::attentionRows) {
     auto attention = cast<AttentionKernelOp>(op);
@@ -1598,9 +1638,10 @@ struct GpuMapThreads : PassWrapper<GpuMapThreads, OperationPass<ModuleOp>> {
            "the grid's threads";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
-    // vector: the simt matmul's vector reads of its shared tiles.
+    // vector: the simt matmul's vector reads of its shared tiles; nvgpu and
+    // llvm: attention's ldmatrix and mma.sync.
     registry.insert<gpu::GPUDialect, scf::SCFDialect, arith::ArithDialect, memref::MemRefDialect,
-                    math::MathDialect, vector::VectorDialect>();
+                    math::MathDialect, vector::VectorDialect, nvgpu::NVGPUDialect, LLVM::LLVMDialect>();
   }
   void runOnOperation() override {
     for (auto kernel : getOperation().getOps<func::FuncOp>()) {

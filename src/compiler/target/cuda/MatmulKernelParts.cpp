@@ -3,6 +3,7 @@
 #include "compiler/target/cuda/MatmulKernelParts.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -34,6 +35,40 @@ Value IndexMath::shl(Value x, int64_t v) { return v == 0 ? x : b.create<arith::S
 Value IndexMath::andi(Value x, int64_t v) { return b.create<arith::AndIOp>(x, c(v)); }
 Value IndexMath::xori(Value x, Value y) { return b.create<arith::XOrIOp>(x, y); }
 Value IndexMath::ult(Value x, int64_t v) { return b.create<arith::CmpIOp>(arith::CmpIPredicate::ult, x, c(v)); }
+
+Value mlir::nova::swizzleChunk(IndexMath &k, Value row, Value chunk, Swizzle s) {
+  return k.xori(chunk, k.shl(k.andi(k.shr(row, s.rs), s.rm), s.cs));
+}
+
+mlir::nova::Swizzle mlir::nova::ldmatrixSwizzle(int64_t chunks) {
+  int64_t rowsPerLine = std::max<int64_t>(1, 8 / chunks);
+  return {llvm::Log2_64(rowsPerLine), chunks - 1, 0};
+}
+
+Value mlir::nova::mmaSyncBf16(ImplicitLocOpBuilder &b, Value a, Value bFragment, Value acc) {
+  Type i32 = b.getI32Type(), f32 = b.getF32Type();
+  // Registers as i32, one row at a time (a 2-D vector.bitcast is not lowered).
+  auto registers = [&](Value v, int64_t rows, SmallVector<Value> &regs) {
+    for (int64_t j = 0; j < rows; ++j) {
+      Value row = b.create<vector::ExtractOp>(v, ArrayRef<int64_t>{j});
+      Value cast = b.create<vector::BitCastOp>(VectorType::get({1}, i32), row);
+      regs.push_back(b.create<vector::ExtractOp>(cast, ArrayRef<int64_t>{0}));
+    }
+  };
+  SmallVector<Value> args;
+  registers(a, 4, args);
+  registers(bFragment, 2, args);
+  for (int64_t i = 0; i < 4; ++i)
+    args.push_back(b.create<vector::ExtractOp>(acc, ArrayRef<int64_t>{i >> 1, i & 1}));
+  auto structType = LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+  Value d = b.create<LLVM::CallIntrinsicOp>(structType, "llvm.nvvm.mma.m16n8k16.row.col.bf16", args).getResult(0);
+  Value out = acc;
+  for (int64_t i = 0; i < 4; ++i) {
+    Value e = b.create<LLVM::ExtractValueOp>(d, ArrayRef<int64_t>{i});
+    out = b.create<vector::InsertOp>(e, out, ArrayRef<int64_t>{i >> 1, i & 1});
+  }
+  return out;
+}
 
 std::pair<Value, Value> mlir::nova::splitTf32(OpBuilder &b, Location loc, Value x) {
   Type i32 = b.getI32Type(), f32 = b.getF32Type();

@@ -65,6 +65,26 @@ public:
 /// holds the kernel to it.
 inline constexpr const char kAlignedVectorsAttr[] = "nova.aligned_vectors";
 
+/// The XOR swizzle of a shared tile's 16-byte chunks:
+/// chunk' = chunk ^ (((row >> rs) & rm) << cs), at every write and read.
+struct Swizzle {
+  int64_t rs = 0, rm = 0, cs = 0;
+};
+Value swizzleChunk(IndexMath &k, Value row, Value chunk, Swizzle s);
+
+/// For rows of `chunks` 16-byte chunks (a power of two) read by ldmatrix:
+/// MLIR's nvgpu-optimize-shared-memory formula (ptx-semantics.md §8), V
+/// chunks a row, P = max(1, 8 / V) rows a 128-byte line: rs = log2 P, rm =
+/// V - 1, cs = 0; every 8-lane ldmatrix phase then hits 8 distinct 16-byte
+/// bank groups.
+Swizzle ldmatrixSwizzle(int64_t chunks);
+
+/// d = a x b + acc by mma.sync m16n8k16 on bf16 operands: a the A fragment
+/// (vector<4x2xbf16>), b the B fragment (vector<2x2xbf16>), acc and d
+/// vector<2x2xf32>. MLIR 19's nvgpu.mma.sync cannot type bf16 operands, so
+/// it is the LLVM intrinsic on i32 registers (notes/mlir19-gpu.md §3).
+Value mmaSyncBf16(ImplicitLocOpBuilder &b, Value a, Value bFragment, Value acc);
+
 /// The element type a multiply reads (tf32 is stored as f32).
 Type operandElementType(GpuOperand operand, MLIRContext *ctx);
 

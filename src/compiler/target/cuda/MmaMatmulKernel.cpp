@@ -54,25 +54,6 @@
 using namespace mlir;
 using namespace mlir::nova;
 
-namespace {
-
-struct Swizzle {
-  int64_t rs = 0, rm = 0, cs = 0;
-};
-
-/// chunk' = chunk ^ (((row >> rs) & rm) << cs).
-Value swizzleChunk(IndexMath &k, Value row, Value chunk, Swizzle s) {
-  return k.xori(chunk, k.shl(k.andi(k.shr(row, s.rs), s.rm), s.cs));
-}
-
-/// For rows of `chunks` 16-byte chunks read by ldmatrix (MLIR's formula).
-Swizzle ldmatrixSwizzle(int64_t chunks) {
-  int64_t rowsPerLine = std::max<int64_t>(1, 8 / chunks);
-  return {llvm::Log2_64(rowsPerLine), chunks - 1, 0};
-}
-
-} // namespace
-
 gpu::GPUModuleOp mlir::nova::addKernelsModule(ModuleOp top) {
   top->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(top.getContext()));
   OpBuilder b(top.getContext());
@@ -262,34 +243,11 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
   const int64_t regsPer = 4 / es; // elements of one 32-bit register
   auto aFragType = VectorType::get({4, regsPer}, et);
   auto pairType = VectorType::get({4, regsPer}, et);
-  auto i32 = b.getI32Type();
-  // bf16: registers as i32, one row at a time (a 2-D vector.bitcast is not lowered).
-  auto registers = [&](Value v, int64_t rows) {
-    SmallVector<Value> regs;
-    for (int64_t j = 0; j < rows; ++j) {
-      Value row = b.create<vector::ExtractOp>(v, ArrayRef<int64_t>{j});
-      Value cast = b.create<vector::BitCastOp>(VectorType::get({1}, i32), row);
-      regs.push_back(b.create<vector::ExtractOp>(cast, ArrayRef<int64_t>{0}));
-    }
-    return regs;
-  };
-  auto structType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
   auto mma = [&](Value a, Value bf, Value acc) -> Value {
     if (p.operand != GpuOperand::bf16)
       return b.create<nvgpu::MmaSyncOp>(a, bf, acc, ArrayRef<int64_t>{16, 8, mmaK},
                                         /*tf32Enabled=*/!sixteen);
-    SmallVector<Value> args = registers(a, 4);
-    llvm::append_range(args, registers(bf, 2));
-    for (int64_t i = 0; i < 4; ++i)
-      args.push_back(b.create<vector::ExtractOp>(acc, ArrayRef<int64_t>{i >> 1, i & 1}));
-    Value d = b.create<LLVM::CallIntrinsicOp>(structType, "llvm.nvvm.mma.m16n8k16.row.col.bf16", args)
-                  .getResult(0);
-    Value out = zero;
-    for (int64_t i = 0; i < 4; ++i) {
-      Value e = b.create<LLVM::ExtractValueOp>(d, ArrayRef<int64_t>{i});
-      out = b.create<vector::InsertOp>(e, out, ArrayRef<int64_t>{i >> 1, i & 1});
-    }
-    return out;
+    return mmaSyncBf16(b, a, bf, acc);
   };
   // A shared element (row, col) of stage `stage`, swizzled (col in elements).
   auto swizzled = [&](const Tile &tile, Value row, Value chunk, bool unswizzled = false) {

@@ -1,0 +1,527 @@
+//===- GpuAttentionMma.cpp - causal attention on bf16 tensor cores -------===//
+//
+// Lane maps (notes/ptx-semantics.md), with lane l, g = l / 4, t = l % 4,
+// as in MmaMatmulKernel.cpp:
+//   A fragment  ldmatrix.x4 with lane l at (row l % 16, 16-byte chunk l / 16
+//               of the k step): registers a0..a3 = (row g, k 2t..2t+1),
+//               (g + 8, 2t..), (g, 8 + 2t..), (g + 8, 8 + 2t..) (§4).
+//   B fragment  stored n x k (K's rows: B[k][n] = K[n][k]): ldmatrix.x4
+//               with lane l at (n row 8 (l / 16) + l % 8, k chunk (l / 8) %
+//               2): registers {0, 1} are n-block 2p, {2, 3} 2p + 1;
+//               stored k x n (V's rows): ldmatrix.x4.trans with lane l at
+//               (k row l % 16, n chunk 2p + l / 16) (§4).
+//   C fragment  lane l holds rows g, g + 8 and columns 2t, 2t + 1 (§1, §2):
+//               the accumulators of n-blocks 2j and 2j + 1 are, element by
+//               element, the A fragment of k step j ((g, 2t..), (g + 8,
+//               2t..), (g, 8 + 2t..), (g + 8, 8 + 2t..)).
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/target/cuda/GpuAttentionMma.h"
+#include "compiler/target/cuda/GpuBlockReduction.h"
+#include "compiler/target/cuda/GpuScalarKernels.h"
+#include "compiler/target/cuda/MatmulKernelParts.h"
+#include "compiler/transforms/Kernels.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::nova;
+
+namespace {
+
+bool wholeBuffer(Value v, Type element) {
+  auto type = dyn_cast<MemRefType>(v.getType());
+  return type && type.hasStaticShape() && type.getLayout().isIdentity() && type.getRank() == 3 &&
+         type.getElementType() == element;
+}
+
+/// The pieces of the tensor-core attention kernels: a warp's 16 rows
+/// against a shared tile of kTileRows rows of a head's hd columns (bf16,
+/// swizzled), in f32 accumulators (vector<2x2xf32>, an m16n8 tile each).
+struct AttentionMma {
+  ImplicitLocOpBuilder &b;
+  IndexMath k;
+  int64_t T, d, hd;
+  Value batch, column0, thread, lane, warp;
+  Swizzle swizzle;
+  Type bf16, f32;
+  static constexpr int64_t kTile = AttentionMmaPlan::kTileRows;
+
+  AttentionMma(ImplicitLocOpBuilder &b, AttentionKernelOp op, Value thread, Value batch, Value column0)
+      : b(b), k(b), T(op.seq()), d(op.model()), hd(op.headDim()), batch(batch), column0(column0), thread(thread),
+        swizzle(ldmatrixSwizzle(op.headDim() / 8)), bf16(b.getBF16Type()), f32(b.getF32Type()) {
+    lane = k.rem(thread, 32);
+    warp = k.div(thread, 32);
+  }
+
+  Value accZero() {
+    auto type = VectorType::get({2, 2}, f32);
+    return b.create<arith::ConstantOp>(type, DenseElementsAttr::get(type, b.getF32FloatAttr(0)));
+  }
+  Value tile(Value dyn, int64_t index) {
+    auto wg = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+    auto type = MemRefType::get({kTile, hd}, bf16, MemRefLayoutAttrInterface(), wg);
+    return b.create<memref::ViewOp>(type, dyn, k.c(index * kTile * hd * 2), ValueRange{});
+  }
+  /// Column (in elements) of 16-byte chunk `chunk` of tile row `row`, swizzled.
+  Value swizzled(Value row, Value chunk) { return k.mul(swizzleChunk(k, row, chunk, swizzle), 8); }
+
+  /// Rows [r0, r0 + kTile) of part `part` (of `width` columns a part) of
+  /// `src` (f32, [B, T, parts x width]) into `tile` as bf16, rows past the
+  /// sequence clamped to its last (read, never used unmasked): each thread
+  /// 8 columns at a time (two 16-byte loads, two 8-byte shared stores).
+  void stage(Value tile, Value src, int64_t part, Value r0) {
+    const int64_t chunks = hd / 8, perThread = kTile * chunks / AttentionMmaPlan::kThreads;
+    auto f4 = VectorType::get({4}, f32), b4 = VectorType::get({4}, bf16);
+    for (int64_t i = 0; i < perThread; ++i) {
+      Value e = k.add(thread, i * AttentionMmaPlan::kThreads);
+      Value r = k.div(e, chunks), chunk = k.rem(e, chunks);
+      Value row = b.create<arith::MinUIOp>(k.add(r0, r), k.c(T - 1));
+      Value col = k.add(k.add(column0, part * d), k.mul(chunk, 8));
+      Value at = swizzled(r, chunk);
+      for (int64_t half = 0; half < 2; ++half) {
+        Value v = b.create<vector::LoadOp>(f4, src, ValueRange{batch, row, k.add(col, 4 * half)});
+        b.create<vector::StoreOp>(b.create<arith::TruncFOp>(b4, v), tile, ValueRange{r, k.add(at, 4 * half)});
+      }
+    }
+  }
+
+  /// The A fragments (one a k step of 16 columns) of tile rows [m0, m0 + 16).
+  SmallVector<Value> rowFragments(Value tile, Value m0) {
+    SmallVector<Value> frags;
+    auto type = VectorType::get({4, 2}, bf16);
+    Value r = k.add(m0, k.rem(lane, 16));
+    for (int64_t kk = 0; kk < hd / 16; ++kk) {
+      Value chunk = k.add(k.div(lane, 16), 2 * kk);
+      frags.push_back(b.create<nvgpu::LdMatrixOp>(type, tile, ValueRange{r, swizzled(r, chunk)},
+                                                  /*transpose=*/false, /*numTiles=*/4));
+    }
+    return frags;
+  }
+
+  /// The two B fragments (vector<2x2xbf16>) in an ldmatrix.x4's result.
+  std::pair<Value, Value> halves(Value v) {
+    auto slice = [&](int64_t at) -> Value {
+      return b.create<vector::ExtractStridedSliceOp>(v, ArrayRef<int64_t>{at, 0}, ArrayRef<int64_t>{2, 2},
+                                                     ArrayRef<int64_t>{1, 1});
+    };
+    return {slice(0), slice(2)};
+  }
+
+  /// rows (16 x hd, A fragments) x tile^T: 16 x kTile, kTile / 8 accumulators.
+  SmallVector<Value> timesTransposed(ArrayRef<Value> rows, Value tile) {
+    SmallVector<Value> acc(kTile / 8, accZero());
+    auto type = VectorType::get({4, 2}, bf16);
+    Value l8 = k.rem(lane, 8), lq = k.div(lane, 8);
+    for (int64_t kk = 0; kk < hd / 16; ++kk)
+      for (int64_t p = 0; p < kTile / 16; ++p) {
+        Value r = k.add(k.add(l8, k.mul(k.shr(lq, 1), 8)), p * 16);
+        Value chunk = k.add(k.andi(lq, 1), 2 * kk);
+        auto [lo, hi] = halves(b.create<nvgpu::LdMatrixOp>(type, tile, ValueRange{r, swizzled(r, chunk)},
+                                                           /*transpose=*/false, /*numTiles=*/4));
+        acc[size_t(2 * p)] = mmaSyncBf16(b, rows[size_t(kk)], lo, acc[size_t(2 * p)]);
+        acc[size_t(2 * p + 1)] = mmaSyncBf16(b, rows[size_t(kk)], hi, acc[size_t(2 * p + 1)]);
+      }
+    return acc;
+  }
+
+  /// acc (16 x hd, hd / 8 accumulators) += p (16 x kTile, A fragments) x tile.
+  void accumulateTimes(ArrayRef<Value> p, Value tile, SmallVector<Value> &acc) {
+    auto type = VectorType::get({4, 2}, bf16);
+    Value l16 = k.rem(lane, 16), lhi = k.div(lane, 16);
+    for (int64_t kk = 0; kk < kTile / 16; ++kk)
+      for (int64_t q = 0; q < hd / 16; ++q) {
+        Value r = k.add(l16, kk * 16);
+        Value chunk = k.add(lhi, 2 * q);
+        auto [lo, hi] = halves(b.create<nvgpu::LdMatrixOp>(type, tile, ValueRange{r, swizzled(r, chunk)},
+                                                           /*transpose=*/true, /*numTiles=*/4));
+        acc[size_t(2 * q)] = mmaSyncBf16(b, p[size_t(kk)], lo, acc[size_t(2 * q)]);
+        acc[size_t(2 * q + 1)] = mmaSyncBf16(b, p[size_t(kk)], hi, acc[size_t(2 * q + 1)]);
+      }
+  }
+
+  /// values[j][h][e] (f32: n-block j, row g + 8h, column 2t + e) rounded
+  /// to bf16 as the A fragments of its k steps (2 n-blocks each).
+  SmallVector<Value> asRowFragments(ArrayRef<std::array<std::array<Value, 2>, 2>> values) {
+    auto type = VectorType::get({4, 2}, bf16);
+    SmallVector<Value> frags;
+    for (size_t j = 0; j + 1 < values.size(); j += 2) {
+      Value frag = b.create<arith::ConstantOp>(type, DenseElementsAttr::get(type, b.getFloatAttr(bf16, 0.0)));
+      for (int64_t reg = 0; reg < 4; ++reg)
+        for (int64_t e = 0; e < 2; ++e) {
+          Value x = values[j + size_t(reg >> 1)][size_t(reg & 1)][size_t(e)];
+          frag = b.create<vector::InsertOp>(b.create<arith::TruncFOp>(bf16, x), frag, ArrayRef<int64_t>{reg, e});
+        }
+      frags.push_back(frag);
+    }
+    return frags;
+  }
+
+  /// The scale x `acc`'s elements (rows row[h], columns col0 + 8j + 2t +
+  /// e), -inf where `allowed(row, column)` is false: values[j][h][e].
+  using Values = SmallVector<std::array<std::array<Value, 2>, 2>>;
+  Values scores(ArrayRef<Value> acc, Value scale, const Value (&row)[2], Value col0,
+                function_ref<Value(Value, Value)> allowed) {
+    Value t = k.andi(lane, 3);
+    Value minusInf = b.create<arith::ConstantOp>(b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+    Values v(acc.size());
+    for (size_t j = 0; j < acc.size(); ++j)
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t e = 0; e < 2; ++e) {
+          Value col = k.add(k.add(col0, k.shl(t, 1)), 8 * int64_t(j) + e);
+          v[j][size_t(h)][size_t(e)] = b.create<arith::SelectOp>(
+              allowed(row[h], col), b.create<arith::MulFOp>(element(acc[j], h, e), scale), minusInf);
+        }
+    return v;
+  }
+  /// acc's elements times factor[h] (row h's).
+  Value scaleRows(Value acc, const Value (&factor)[2]) {
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t e = 0; e < 2; ++e)
+        acc = b.create<vector::InsertOp>(b.create<arith::MulFOp>(element(acc, h, e), factor[h]), acc,
+                                         ArrayRef<int64_t>{h, e});
+    return acc;
+  }
+  /// Stores `acc` (hd / 8 accumulators of rows row[h]) into part `part` of
+  /// `out` ([B, T, parts x d]), each divided by divisor[h] when given, rows
+  /// past the sequence not.
+  void storeRows(ArrayRef<Value> acc, Value out, int64_t part, const Value (&row)[2], const Value *divisor) {
+    Type element = cast<MemRefType>(out.getType()).getElementType();
+    Value t = k.andi(lane, 3);
+    for (int64_t h = 0; h < 2; ++h) {
+      auto inside = b.create<scf::IfOp>(k.ult(row[h], T), /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&inside.getThenRegion().front());
+      for (size_t n = 0; n < acc.size(); ++n)
+        for (int64_t e = 0; e < 2; ++e) {
+          Value v = this->element(acc[n], h, e);
+          if (divisor)
+            v = b.create<arith::DivFOp>(v, divisor[h]);
+          if (element != f32)
+            v = b.create<arith::TruncFOp>(element, v);
+          Value col = k.add(k.add(k.add(column0, part * d), k.shl(t, 1)), 8 * int64_t(n) + e);
+          b.create<memref::StoreOp>(v, out, ValueRange{batch, row[h], col});
+        }
+    }
+  }
+  /// Row h's running max after `p` (its scores; `old` the max before them),
+  /// the same in the row's 4 lanes, and the rescale exp(old - new) of what
+  /// was summed before.
+  std::pair<Value, Value> runningMax(const Values &p, int64_t h, Value old) {
+    Value rowMax = old;
+    for (auto &tile : p)
+      for (Value x : tile[size_t(h)])
+        rowMax = max(rowMax, x);
+    Value now = quadMax(rowMax);
+    return {now, exp(sub(old, now))};
+  }
+  Value f(double x) { return b.create<arith::ConstantOp>(b.getF32FloatAttr(float(x))); }
+  Value add(Value x, Value y) { return b.create<arith::AddFOp>(x, y); }
+  Value sub(Value x, Value y) { return b.create<arith::SubFOp>(x, y); }
+  Value mul(Value x, Value y) { return b.create<arith::MulFOp>(x, y); }
+  Value max(Value x, Value y) { return b.create<arith::MaximumFOp>(x, y); }
+  /// The running max's start: the lowest finite value, not -inf, so that a
+  /// row whose first scores are all masked rescales by exp(0) = 1, not NaN.
+  Value lowest() { return f(std::numeric_limits<float>::lowest()); }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) { return b.create<arith::CmpIOp>(p, x, y); }
+
+  Value element(Value acc, int64_t h, int64_t e) { return b.create<vector::ExtractOp>(acc, ArrayRef<int64_t>{h, e}); }
+  Value exp(Value x) { return b.create<math::ExpOp>(x); }
+  /// Over a row's 4 lanes (every lane gets it).
+  Value quadMax(Value x) {
+    return warpAllReduce(b, b.getLoc(), x, [&](Value u, Value v) { return b.create<arith::MaximumFOp>(u, v); }, 4);
+  }
+  Value quadSum(Value x) {
+    return warpAllReduce(b, b.getLoc(), x, [&](Value u, Value v) { return b.create<arith::AddFOp>(u, v); }, 4);
+  }
+};
+
+} // namespace
+
+AttentionMmaPlan mlir::nova::attentionMmaShape(AttentionKernelOp op) {
+  AttentionMmaPlan plan;
+  plan.rowBlocks = (op.seq() + AttentionMmaPlan::kRows - 1) / AttentionMmaPlan::kRows;
+  plan.blocks = op.batch() * op.getHeads() * plan.rowBlocks;
+  // K's and V's tiles, bf16 (Q's rows pass through K's).
+  plan.sharedBytes = 2 * AttentionMmaPlan::kTileRows * op.headDim() * 2;
+  return plan;
+}
+
+std::optional<AttentionMmaPlan> mlir::nova::planAttentionMma(AttentionKernelOp op, const ::nova::TargetDesc &target,
+                                                             bool bf16Products, std::string &whyNot) {
+  whyNot.clear();
+  if (!bf16Products)
+    return std::nullopt;
+  auto no = [&](std::string why) -> std::optional<AttentionMmaPlan> {
+    whyNot = "attention not on the tensor cores: " + why;
+    return std::nullopt;
+  };
+  if (!target.has("mma.sync.bf16"))
+    return no("the GPU has no bf16 mma.sync");
+  if (op.getBackward() && !attentionBackwardPart(op))
+    return no("a backward not split into query and key rows");
+  // The backward's warps hold twice the forward's accumulators.
+  const int64_t hd = op.headDim(), widest = op.getBackward() ? 64 : 128;
+  if (hd < 16 || hd > widest || !llvm::isPowerOf2_64(uint64_t(hd)))
+    return no(llvm::formatv("heads of {0} columns (16, 32, 64{1} take it)", hd, widest == 128 ? " or 128" : "").str());
+  Type f32 = Float32Type::get(op.getContext());
+  Value out = op.getInit();
+  auto outType = cast<MemRefType>(out.getType());
+  if (!llvm::all_of(op.getInputs(), [&](Value in) { return wholeBuffer(in, f32); }) ||
+      !wholeBuffer(out, outType.getElementType()) ||
+      !(outType.getElementType().isF32() || outType.getElementType().isBF16()))
+    return no("its input is not a whole f32 buffer, or its result not a whole f32 or bf16 one");
+  AttentionMmaPlan plan = attentionMmaShape(op);
+  if (plan.sharedBytes > std::max(target.smem_per_block, target.smem_per_block_optin))
+    return no(llvm::formatv("its tiles would take {0} bytes of shared memory", plan.sharedBytes).str());
+  return plan;
+}
+
+namespace {
+
+/// What the three kernels share: the block's (batch, head), its first row
+/// (query rows: the blocks of the last rows, with the most keys, first;
+/// key rows: the first rows first), the shared tiles, this lane's two rows
+/// (g and g + 8 of its warp's 16).
+struct AttentionBlock {
+  AttentionMma m;
+  Value pair, first, tileA, tileB, warpRow0;
+  Value row[2];
+  Value scale;
+
+  AttentionBlock(ImplicitLocOpBuilder &b, AttentionKernelOp op, const AttentionMmaPlan &plan, Value thread,
+                 Value block, bool lastRowsFirst)
+      : m(b, op, thread, Value(), Value()) {
+    IndexMath &k = m.k;
+    pair = k.div(block, plan.rowBlocks);
+    Value rowBlock = k.rem(block, plan.rowBlocks);
+    m.batch = k.div(pair, op.getHeads());
+    m.column0 = k.mul(k.rem(pair, op.getHeads()), op.headDim());
+    first = k.mul(lastRowsFirst ? b.create<arith::SubIOp>(k.c(plan.rowBlocks - 1), rowBlock).getResult() : rowBlock,
+                  AttentionMmaPlan::kRows);
+    auto wg = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+    Value dyn = b.create<gpu::DynamicSharedMemoryOp>(
+        MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(), wg));
+    tileA = m.tile(dyn, 0);
+    tileB = m.tile(dyn, 1);
+    warpRow0 = k.mul(m.warp, 16);
+    Value g = k.shr(m.lane, 2);
+    row[0] = k.add(k.add(first, warpRow0), g);
+    row[1] = k.add(row[0], 8);
+    scale = m.f(op.getScale().convertToDouble());
+  }
+
+  /// The tiles of keys up to the block's last row (within the sequence).
+  Value tilesToLastRow() {
+    IndexMath &k = m.k;
+    Value keys = m.b.create<arith::MinUIOp>(k.add(first, AttentionMmaPlan::kRows), k.c(m.T));
+    return k.div(k.add(keys, AttentionMmaPlan::kTileRows - 1), AttentionMmaPlan::kTileRows);
+  }
+
+  /// The warp's A fragments of the block's rows of part `part` of `src`,
+  /// through tileA.
+  SmallVector<Value> ownRows(Value src, int64_t part) {
+    m.stage(tileA, src, part, first);
+    m.b.create<gpu::BarrierOp>();
+    SmallVector<Value> frags = m.rowFragments(tileA, warpRow0);
+    m.b.create<gpu::BarrierOp>();
+    return frags;
+  }
+
+  /// for tiles [0, count) of kTileRows rows from `from`: both tiles staged
+  /// (rows of part partA of a, part partB of bSrc), then `body(r0,
+  /// carried)`, then a barrier before the next tiles are staged.
+  scf::ForOp overTiles(Value from, Value count, ValueRange init, Value a, int64_t partA, Value bSrc, int64_t partB,
+                       function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    IndexMath &k = m.k;
+    return buildFor(m.b, m.b.getLoc(), k.c(0), count, k.c(1), init, [&](Value it, ValueRange carried) {
+      Value r0 = k.add(from, k.mul(it, AttentionMmaPlan::kTileRows));
+      m.stage(tileA, a, partA, r0);
+      m.stage(tileB, bSrc, partB, r0);
+      m.b.create<gpu::BarrierOp>();
+      SmallVector<Value> next = body(r0, carried);
+      m.b.create<gpu::BarrierOp>();
+      return next;
+    });
+  }
+};
+
+constexpr int64_t kTile = AttentionMmaPlan::kTileRows;
+
+/// Forward: O = softmax(scale Q K^T, causal) V, online over the key tiles.
+void buildForward(ImplicitLocOpBuilder &b, AttentionKernelOp op, const AttentionMmaPlan &plan, Value thread,
+                  Value block) {
+  AttentionBlock blk(b, op, plan, thread, block, /*lastRowsFirst=*/true);
+  AttentionMma &m = blk.m;
+  IndexMath &k = m.k;
+  Value qkv = op.getInputs()[0];
+  SmallVector<Value> q = blk.ownRows(qkv, 0);
+  const int64_t outTiles = m.hd / 8;
+  // Carried: m and l of rows g and g + 8 (l this lane's part), then O.
+  SmallVector<Value> init{m.lowest(), m.lowest(), m.f(0), m.f(0)};
+  init.append(size_t(outTiles), m.accZero());
+  auto causal = [&](Value query, Value key) { return m.cmp(arith::CmpIPredicate::ule, key, query); };
+  scf::ForOp loop = blk.overTiles(k.c(0), blk.tilesToLastRow(), init, qkv, 1, qkv, 2,
+                                  [&](Value r0, ValueRange c) {
+    AttentionMma::Values p = m.scores(m.timesTransposed(q, blk.tileA), blk.scale, blk.row, r0, causal);
+    Value max[2], sum[2], rescale[2];
+    for (int64_t h = 0; h < 2; ++h) {
+      std::tie(max[h], rescale[h]) = m.runningMax(p, h, c[size_t(h)]);
+      Value partial = m.f(0);
+      for (auto &tile : p)
+        for (Value &x : tile[size_t(h)]) {
+          x = m.exp(m.sub(x, max[h]));
+          partial = m.add(partial, x);
+        }
+      sum[h] = m.add(m.mul(c[size_t(2 + h)], rescale[h]), partial);
+    }
+    SmallVector<Value> o;
+    for (int64_t n = 0; n < outTiles; ++n)
+      o.push_back(m.scaleRows(c[size_t(4 + n)], rescale));
+    m.accumulateTimes(m.asRowFragments(p), blk.tileB, o);
+    SmallVector<Value> next{max[0], max[1], sum[0], sum[1]};
+    next.append(o);
+    return next;
+  });
+  Value total[2] = {m.quadSum(loop.getResult(2)), m.quadSum(loop.getResult(3))};
+  m.storeRows(SmallVector<Value>(loop.getResults().drop_front(4)), op.getInit(), 0, blk.row, total);
+}
+
+/// Backward, query rows: each row's log-sum-exp and D = sum_j P_ij dP_ij
+/// online over the key tiles, then dq = sum_j dS_ij k_j over them again
+/// (dS_ij = scale P_ij (dP_ij - D_i), dP = dO V^T); the statistics into
+/// `stats` [pair, row, 2].
+void buildQueryRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const AttentionMmaPlan &plan, Value thread,
+                    Value block, Value stats) {
+  AttentionBlock blk(b, op, plan, thread, block, /*lastRowsFirst=*/true);
+  AttentionMma &m = blk.m;
+  IndexMath &k = m.k;
+  Value qkv = op.getInputs()[0], grad = op.getInputs()[1];
+  SmallVector<Value> q = blk.ownRows(qkv, 0), dO = blk.ownRows(grad, 0);
+  Value tiles = blk.tilesToLastRow();
+  auto causal = [&](Value query, Value key) { return m.cmp(arith::CmpIPredicate::ule, key, query); };
+  // Carried: m, l and D (l and D this lane's parts) of rows g and g + 8.
+  SmallVector<Value> init{m.lowest(), m.lowest(), m.f(0), m.f(0), m.f(0), m.f(0)};
+  scf::ForOp pass = blk.overTiles(k.c(0), tiles, init, qkv, 1, qkv, 2, [&](Value r0, ValueRange c) {
+    AttentionMma::Values p = m.scores(m.timesTransposed(q, blk.tileA), blk.scale, blk.row, r0, causal);
+    SmallVector<Value> dP = m.timesTransposed(dO, blk.tileB);
+    SmallVector<Value> next(6);
+    for (int64_t h = 0; h < 2; ++h) {
+      auto [max, rescale] = m.runningMax(p, h, c[size_t(h)]);
+      Value sum = m.f(0), dot = m.f(0);
+      for (size_t j = 0; j < p.size(); ++j)
+        for (int64_t e = 0; e < 2; ++e) {
+          Value x = m.exp(m.sub(p[j][size_t(h)][size_t(e)], max));
+          sum = m.add(sum, x);
+          dot = m.add(dot, m.mul(x, m.element(dP[j], h, e)));
+        }
+      next[size_t(h)] = max;
+      next[size_t(2 + h)] = m.add(m.mul(c[size_t(2 + h)], rescale), sum);
+      next[size_t(4 + h)] = m.add(m.mul(c[size_t(4 + h)], rescale), dot);
+    }
+    return next;
+  });
+  Value lse[2], D[2];
+  for (int64_t h = 0; h < 2; ++h) {
+    Value total = m.quadSum(pass.getResult(unsigned(2 + h)));
+    D[h] = b.create<arith::DivFOp>(m.quadSum(pass.getResult(unsigned(4 + h))), total);
+    lse[h] = m.add(pass.getResult(unsigned(h)), b.create<math::LogOp>(total));
+  }
+  SmallVector<Value> dqInit(size_t(m.hd / 8), m.accZero());
+  scf::ForOp dq = blk.overTiles(k.c(0), tiles, dqInit, qkv, 1, qkv, 2, [&](Value r0, ValueRange c) {
+    AttentionMma::Values dS = m.scores(m.timesTransposed(q, blk.tileA), blk.scale, blk.row, r0, causal);
+    SmallVector<Value> dP = m.timesTransposed(dO, blk.tileB);
+    for (size_t j = 0; j < dS.size(); ++j)
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t e = 0; e < 2; ++e) {
+          Value &x = dS[j][size_t(h)][size_t(e)];
+          Value p = m.exp(m.sub(x, lse[h]));
+          x = m.mul(blk.scale, m.mul(p, m.sub(m.element(dP[j], h, e), D[h])));
+        }
+    SmallVector<Value> acc(c.begin(), c.end());
+    m.accumulateTimes(m.asRowFragments(dS), blk.tileA, acc);
+    return acc;
+  });
+  m.storeRows(SmallVector<Value>(dq.getResults()), op.getInit(), 0, blk.row, nullptr);
+  // The rows' statistics, by their first lane.
+  Value firstLane = m.cmp(arith::CmpIPredicate::eq, k.andi(m.lane, 3), k.c(0));
+  for (int64_t h = 0; h < 2; ++h) {
+    auto guard = b.create<scf::IfOp>(b.create<arith::AndIOp>(firstLane, k.ult(blk.row[h], m.T)),
+                                     /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard ig(b);
+    b.setInsertionPointToStart(&guard.getThenRegion().front());
+    b.create<memref::StoreOp>(lse[h], stats, ValueRange{blk.pair, blk.row[h], k.c(0)});
+    b.create<memref::StoreOp>(D[h], stats, ValueRange{blk.pair, blk.row[h], k.c(1)});
+  }
+}
+
+/// Backward, key rows: dk_j = sum_{i >= j} dS_ij q_i and dv_j = sum_{i >=
+/// j} P_ij dO_i over the query tiles from the block's first row, P^T and
+/// dS^T taken as key rows x query columns (K Q^T, V dO^T) with the query
+/// rows' statistics from `stats`.
+void buildKeyRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const AttentionMmaPlan &plan, Value thread,
+                  Value block, Value stats) {
+  AttentionBlock blk(b, op, plan, thread, block, /*lastRowsFirst=*/false);
+  AttentionMma &m = blk.m;
+  IndexMath &k = m.k;
+  Value qkv = op.getInputs()[0], grad = op.getInputs()[1];
+  SmallVector<Value> kf = blk.ownRows(qkv, 1), vf = blk.ownRows(qkv, 2);
+  const int64_t outTiles = m.hd / 8;
+  SmallVector<Value> init(size_t(2 * outTiles), m.accZero());
+  // Query column i of key row j: i >= j, within the sequence (the tiles'
+  // rows past it are copies of its last).
+  auto causal = [&](Value key, Value query) {
+    return b.create<arith::AndIOp>(m.cmp(arith::CmpIPredicate::uge, query, key), k.ult(query, m.T));
+  };
+  Value count = k.div(k.add(b.create<arith::SubIOp>(k.c(m.T), blk.first), kTile - 1), kTile);
+  Value t = k.andi(m.lane, 3);
+  scf::ForOp loop = blk.overTiles(blk.first, count, init, qkv, 0, grad, 0, [&](Value r0, ValueRange c) {
+    AttentionMma::Values p = m.scores(m.timesTransposed(kf, blk.tileA), blk.scale, blk.row, r0, causal);
+    SmallVector<Value> dP = m.timesTransposed(vf, blk.tileB);
+    AttentionMma::Values dS = p;
+    for (size_t j = 0; j < p.size(); ++j)
+      for (int64_t e = 0; e < 2; ++e) {
+        Value query = b.create<arith::MinUIOp>(k.add(k.add(r0, k.shl(t, 1)), 8 * int64_t(j) + e), k.c(m.T - 1));
+        Value lse = b.create<memref::LoadOp>(stats, ValueRange{blk.pair, query, k.c(0)});
+        Value D = b.create<memref::LoadOp>(stats, ValueRange{blk.pair, query, k.c(1)});
+        for (int64_t h = 0; h < 2; ++h) {
+          Value &x = p[j][size_t(h)][size_t(e)];
+          x = m.exp(m.sub(x, lse));
+          dS[j][size_t(h)][size_t(e)] = m.mul(blk.scale, m.mul(x, m.sub(m.element(dP[j], h, e), D)));
+        }
+      }
+    SmallVector<Value> dk(c.begin(), c.begin() + outTiles), dv(c.begin() + outTiles, c.end());
+    m.accumulateTimes(m.asRowFragments(dS), blk.tileA, dk);
+    m.accumulateTimes(m.asRowFragments(p), blk.tileB, dv);
+    dk.append(dv);
+    return dk;
+  });
+  ValueRange results = loop.getResults();
+  m.storeRows(SmallVector<Value>(results.take_front(outTiles)), op.getInit(), 1, blk.row, nullptr);
+  m.storeRows(SmallVector<Value>(results.drop_front(outTiles)), op.getInit(), 2, blk.row, nullptr);
+}
+
+} // namespace
+
+void mlir::nova::buildAttentionMma(OpBuilder &ob, AttentionKernelOp op, const AttentionMmaPlan &plan, Value thread,
+                                   Value block, Value stats) {
+  ImplicitLocOpBuilder b(op.getLoc(), ob);
+  if (!op.getBackward())
+    return buildForward(b, op, plan, thread, block);
+  if (*attentionBackwardPart(op) == AttentionBackwardPart::queries)
+    return buildQueryRows(b, op, plan, thread, block, stats);
+  buildKeyRows(b, op, plan, thread, block, stats);
+}

@@ -1,0 +1,57 @@
+// With bf16 matmuls (nova.matmul_precision), attention's products run on
+// the bf16 tensor cores (GpuAttentionMma.h): the forward, and the
+// backward's query-rows and key-rows kernels, each in blocks of 128
+// threads over 64 rows (T = 200: 4 row blocks a (batch, head), 2 x 2
+// pairs), with two bf16 tiles of 64 rows x 64 columns (16 KiB) of shared
+// memory; their K steps are ldmatrix (.trans for the tiles whose rows are
+// the product's K) and the bf16 mma.sync intrinsic, a row's max and sum
+// over its 4 lanes by shuffles. Heads of 128 columns: the forward on the
+// tensor cores, the backward a row at a time (its warps would hold twice
+// the accumulators). Without bf16 matmuls: a row at a time.
+// RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each | FileCheck %s
+// RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each \
+// RUN:   | nova-opt -pass-pipeline='builtin.module(builtin.module(nova-gpu-map-threads,canonicalize,cse,nova-gpu-outline-kernels{target=sm_80}))' -verify-each \
+// RUN:   | FileCheck %s --check-prefix=GPU
+// RUN: sed -e 's/"bf16"/"fp32"/' %s | nova-opt -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each \
+// RUN:   | FileCheck %s --check-prefix=FP32
+
+// CHECK-LABEL: module @kernels
+// CHECK: func.func @[[FWD:k[0-9]+]]({{.*}}nova.gpu_attention_mma, nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 16384 : i64
+// CHECK-SAME: "on the bf16 tensor cores (mma.sync m16n8k16, f32 sums, as the step's bf16 matmul precision allows): 16 blocks of 64 query rows, key tiles of 64 rows in 16384 bytes of shared memory"
+// CHECK-SAME: workgroups = 16, tile = [128]
+// CHECK: func.func @[[BWD:k[0-9]+]]({{.*}}nova.attention_part = "queries", nova.gpu_attention_mma
+// CHECK-SAME: 16 blocks of 64 query rows (dq, and each row's softmax statistics into the workspace), key tiles of 64 rows
+// CHECK: func.func @[[BWD]]_keys({{.*}}nova.attention_part = "keys", nova.gpu_attention_mma
+// CHECK-SAME: 16 blocks of 64 key rows (dk, dv), query tiles of 64 rows
+// CHECK: func.func @{{k[0-9]+}}({{.*}}nova.gpu_attention_mma, nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 32768 : i64
+// CHECK: func.func @{{k[0-9]+}}(
+// CHECK-NOT: nova.gpu_attention_mma
+// CHECK-SAME: "attention not on the tensor cores: heads of 128 columns (16, 32, 64 take it)"
+// CHECK-SAME: "threads: 200 query rows (dq;
+
+// GPU: gpu.func @nova_[[F:k[0-9]+]](
+// GPU-SAME: known_block_size = array<i32: 128, 1, 1>
+// GPU: gpu.dynamic_shared_memory
+// GPU: vector.load {{.*}} vector<4xf32>
+// GPU: arith.truncf {{.*}} to vector<4xbf16>
+// GPU: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false}
+// GPU: llvm.call_intrinsic "llvm.nvvm.mma.m16n8k16.row.col.bf16"
+// GPU: gpu.shuffle  xor
+// GPU: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
+// GPU: gpu.barrier
+// GPU: gpu.return
+
+// FP32-NOT: nova.gpu_attention_mma
+// FP32: "threads: 200 query rows of 4 attention (batch, head) pairs
+module attributes {nova.matmul_precision = "bf16"} {
+  func.func @attention(%qkv: tensor<2x200x384xf32>, %g: tensor<2x200x128xf32>) -> (tensor<2x200x128xf32>, tensor<2x200x384xf32>) {
+    %0 = nova.causal_attention %qkv {heads = 2 : i64, scale = 0.125 : f64} : tensor<2x200x384xf32> -> tensor<2x200x128xf32>
+    %1 = nova.causal_attention_grad %qkv, %g {heads = 2 : i64, scale = 0.125 : f64} : tensor<2x200x384xf32>, tensor<2x200x128xf32>
+    return %0, %1 : tensor<2x200x128xf32>, tensor<2x200x384xf32>
+  }
+  func.func @wide(%qkv: tensor<1x200x384xf32>, %g: tensor<1x200x128xf32>) -> (tensor<1x200x128xf32>, tensor<1x200x384xf32>) {
+    %0 = nova.causal_attention %qkv {heads = 1 : i64, scale = 0.125 : f64} : tensor<1x200x384xf32> -> tensor<1x200x128xf32>
+    %1 = nova.causal_attention_grad %qkv, %g {heads = 1 : i64, scale = 0.125 : f64} : tensor<1x200x384xf32>, tensor<1x200x128xf32>
+    return %0, %1 : tensor<1x200x128xf32>, tensor<1x200x384xf32>
+  }
+}
