@@ -5,9 +5,10 @@
 // pairs), with two bf16 tiles of 64 rows x 64 columns (16 KiB) of shared
 // memory; their K steps are ldmatrix (.trans for the tiles whose rows are
 // the product's K) and the bf16 mma.sync intrinsic, a row's max and sum
-// over its 4 lanes by shuffles. Heads of 128 columns: the forward on the
-// tensor cores, the backward a row at a time (its warps would hold twice
-// the accumulators). Without bf16 matmuls: a row at a time.
+// over its 4 lanes by shuffles, its exponentials 2^x by ex2.approx.
+// Heads of 128 columns: the forward on the tensor cores, the backward a
+// row at a time (its warps would hold twice the accumulators). Without
+// bf16 matmuls: a row at a time.
 // RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each | FileCheck %s
 // RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each \
 // RUN:   | nova-opt -pass-pipeline='builtin.module(builtin.module(nova-gpu-map-threads,canonicalize,cse,nova-gpu-outline-kernels{target=sm_80}))' -verify-each \
@@ -37,6 +38,7 @@
 // GPU: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false}
 // GPU: llvm.call_intrinsic "llvm.nvvm.mma.m16n8k16.row.col.bf16"
 // GPU: gpu.shuffle  xor
+// GPU: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
 // GPU: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
 // GPU: gpu.barrier
 // GPU: gpu.return

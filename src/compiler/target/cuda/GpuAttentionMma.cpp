@@ -35,6 +35,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <cmath>
 #include <limits>
 
 using namespace mlir;
@@ -79,23 +80,21 @@ struct AttentionMma {
   /// Column (in elements) of 16-byte chunk `chunk` of tile row `row`, swizzled.
   Value swizzled(Value row, Value chunk) { return k.mul(swizzleChunk(k, row, chunk, swizzle), 8); }
 
-  /// Rows [r0, r0 + kTile) of part `part` (of `width` columns a part) of
-  /// `src` (f32, [B, T, parts x width]) into `tile` as bf16, rows past the
-  /// sequence clamped to its last (read, never used unmasked): each thread
-  /// 8 columns at a time (two 16-byte loads, two 8-byte shared stores).
+  /// Rows [r0, r0 + kTile) of part `part` of `src` (f32, [B, T, parts x
+  /// d]) into `tile` as bf16, rows past the sequence clamped to its last
+  /// (read, never used unmasked): each thread 4 columns at a time (a
+  /// 16-byte load, consecutive threads consecutive ones; an 8-byte shared
+  /// store, half of a swizzled chunk).
   void stage(Value tile, Value src, int64_t part, Value r0) {
-    const int64_t chunks = hd / 8, perThread = kTile * chunks / AttentionMmaPlan::kThreads;
+    const int64_t quads = hd / 4, perThread = kTile * quads / AttentionMmaPlan::kThreads;
     auto f4 = VectorType::get({4}, f32), b4 = VectorType::get({4}, bf16);
     for (int64_t i = 0; i < perThread; ++i) {
       Value e = k.add(thread, i * AttentionMmaPlan::kThreads);
-      Value r = k.div(e, chunks), chunk = k.rem(e, chunks);
+      Value r = k.div(e, quads), quad = k.rem(e, quads);
       Value row = b.create<arith::MinUIOp>(k.add(r0, r), k.c(T - 1));
-      Value col = k.add(k.add(column0, part * d), k.mul(chunk, 8));
-      Value at = swizzled(r, chunk);
-      for (int64_t half = 0; half < 2; ++half) {
-        Value v = b.create<vector::LoadOp>(f4, src, ValueRange{batch, row, k.add(col, 4 * half)});
-        b.create<vector::StoreOp>(b.create<arith::TruncFOp>(b4, v), tile, ValueRange{r, k.add(at, 4 * half)});
-      }
+      Value v = b.create<vector::LoadOp>(f4, src, ValueRange{batch, row, k.add(k.add(column0, part * d), k.shl(quad, 2))});
+      Value at = k.add(swizzled(r, k.shr(quad, 1)), k.shl(k.andi(quad, 1), 2));
+      b.create<vector::StoreOp>(b.create<arith::TruncFOp>(b4, v), tile, ValueRange{r, at});
     }
   }
 
@@ -170,9 +169,12 @@ struct AttentionMma {
     return frags;
   }
 
-  /// The scale x `acc`'s elements (rows row[h], columns col0 + 8j + 2t +
-  /// e), -inf where `allowed(row, column)` is false: values[j][h][e].
+  /// `scale` x `acc`'s elements (rows row[h], columns col0 + 8j + 2t +
+  /// e): values[j][h][e]; with `allowed`, -inf where allowed(row, column)
+  /// is false (only the tiles a mask cuts take one: a compare and a select
+  /// an element).
   using Values = SmallVector<std::array<std::array<Value, 2>, 2>>;
+  using Mask = function_ref<Value(Value, Value)>;
   Values scores(ArrayRef<Value> acc, Value scale, const Value (&row)[2], Value col0,
                 function_ref<Value(Value, Value)> allowed) {
     Value t = k.andi(lane, 3);
@@ -181,9 +183,11 @@ struct AttentionMma {
     for (size_t j = 0; j < acc.size(); ++j)
       for (int64_t h = 0; h < 2; ++h)
         for (int64_t e = 0; e < 2; ++e) {
-          Value col = k.add(k.add(col0, k.shl(t, 1)), 8 * int64_t(j) + e);
-          v[j][size_t(h)][size_t(e)] = b.create<arith::SelectOp>(
-              allowed(row[h], col), b.create<arith::MulFOp>(element(acc[j], h, e), scale), minusInf);
+          Value &x = v[j][size_t(h)][size_t(e)];
+          x = b.create<arith::MulFOp>(element(acc[j], h, e), scale);
+          if (allowed)
+            x = b.create<arith::SelectOp>(allowed(row[h], k.add(k.add(col0, k.shl(t, 1)), 8 * int64_t(j) + e)), x,
+                                          minusInf);
         }
     return v;
   }
@@ -217,16 +221,16 @@ struct AttentionMma {
         }
     }
   }
-  /// Row h's running max after `p` (its scores; `old` the max before them),
-  /// the same in the row's 4 lanes, and the rescale exp(old - new) of what
-  /// was summed before.
+  /// Row h's running max after `p` (its scores, in log2 units; `old` the
+  /// max before them), the same in the row's 4 lanes, and the rescale
+  /// 2^(old - new) of what was summed before.
   std::pair<Value, Value> runningMax(const Values &p, int64_t h, Value old) {
     Value rowMax = old;
     for (auto &tile : p)
       for (Value x : tile[size_t(h)])
         rowMax = max(rowMax, x);
     Value now = quadMax(rowMax);
-    return {now, exp(sub(old, now))};
+    return {now, exp2(sub(old, now))};
   }
   Value f(double x) { return b.create<arith::ConstantOp>(b.getF32FloatAttr(float(x))); }
   Value add(Value x, Value y) { return b.create<arith::AddFOp>(x, y); }
@@ -239,7 +243,15 @@ struct AttentionMma {
   Value cmp(arith::CmpIPredicate p, Value x, Value y) { return b.create<arith::CmpIOp>(p, x, y); }
 
   Value element(Value acc, int64_t h, int64_t e) { return b.create<vector::ExtractOp>(acc, ArrayRef<int64_t>{h, e}); }
-  Value exp(Value x) { return b.create<math::ExpOp>(x); }
+  /// 2^x by the SFU: ex2.approx.ftz.f32 (relative error about 2^-22,
+  /// subnormal results 0), one instruction where math.exp is written out
+  /// in a dozen FMA-pipe ones (GpuInlineMath); per score element the
+  /// softmax's FMA-pipe work is then about 6 instructions against the 256
+  /// tensor-core flops of its two products (head of 64): counted from the
+  /// PTX, not measured.
+  Value exp2(Value x) {
+    return b.create<LLVM::CallIntrinsicOp>(f32, "llvm.nvvm.ex2.approx.ftz.f", ValueRange{x}).getResult(0);
+  }
   /// Over a row's 4 lanes (every lane gets it).
   Value quadMax(Value x) {
     return warpAllReduce(b, b.getLoc(), x, [&](Value u, Value v) { return b.create<arith::MaximumFOp>(u, v); }, 4);
@@ -300,7 +312,9 @@ struct AttentionBlock {
   AttentionMma m;
   Value pair, first, tileA, tileB, warpRow0;
   Value row[2];
-  Value scale;
+  /// The op's scale, and it times log2(e): scores in log2 units, so that
+  /// every exponential is a 2^x (AttentionMma::exp2).
+  Value scale, scale2;
 
   AttentionBlock(ImplicitLocOpBuilder &b, AttentionKernelOp op, const AttentionMmaPlan &plan, Value thread,
                  Value block, bool lastRowsFirst)
@@ -322,6 +336,7 @@ struct AttentionBlock {
     row[0] = k.add(k.add(first, warpRow0), g);
     row[1] = k.add(row[0], 8);
     scale = m.f(op.getScale().convertToDouble());
+    scale2 = m.f(op.getScale().convertToDouble() * M_LOG2E);
   }
 
   /// The tiles of keys up to the block's last row (within the sequence).
@@ -341,21 +356,36 @@ struct AttentionBlock {
     return frags;
   }
 
-  /// for tiles [0, count) of kTileRows rows from `from`: both tiles staged
-  /// (rows of part partA of a, part partB of bSrc), then `body(r0,
-  /// carried)`, then a barrier before the next tiles are staged.
-  scf::ForOp overTiles(Value from, Value count, ValueRange init, Value a, int64_t partA, Value bSrc, int64_t partB,
-                       function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+  /// For tiles [0, count) of kTileRows rows from `from` (count >= 1):
+  /// both tiles staged (rows of part partA of a, part partB of bSrc), then
+  /// `body(r0, carried, masked)`, then a barrier before the next tiles are
+  /// staged. `masked` (the body applies the mask) holds for the last tile
+  /// (`maskLast`: the query rows' diagonal) or the first (the key rows'),
+  /// and for the others where `maskAll`: two loops, so that the tiles the
+  /// mask cannot cut spend nothing on it.
+  using TileBody = function_ref<SmallVector<Value>(Value, ValueRange, bool)>;
+  SmallVector<Value> overTiles(Value from, Value count, ValueRange init, Value a, int64_t partA, Value bSrc,
+                               int64_t partB, bool maskLast, bool maskAll, TileBody body) {
     IndexMath &k = m.k;
-    return buildFor(m.b, m.b.getLoc(), k.c(0), count, k.c(1), init, [&](Value it, ValueRange carried) {
-      Value r0 = k.add(from, k.mul(it, AttentionMmaPlan::kTileRows));
-      m.stage(tileA, a, partA, r0);
-      m.stage(tileB, bSrc, partB, r0);
-      m.b.create<gpu::BarrierOp>();
-      SmallVector<Value> next = body(r0, carried);
-      m.b.create<gpu::BarrierOp>();
-      return next;
-    });
+    auto loop = [&](Value first, Value trips, ValueRange carried, bool masked) {
+      return SmallVector<Value>(
+          buildFor(m.b, m.b.getLoc(), k.c(0), trips, k.c(1), carried, [&](Value it, ValueRange c) {
+            Value r0 = k.add(first, k.mul(it, AttentionMmaPlan::kTileRows));
+            m.stage(tileA, a, partA, r0);
+            m.stage(tileB, bSrc, partB, r0);
+            m.b.create<gpu::BarrierOp>();
+            SmallVector<Value> next = body(r0, c, masked);
+            m.b.create<gpu::BarrierOp>();
+            return next;
+          }).getResults());
+    };
+    Value others = m.b.create<arith::SubIOp>(count, k.c(1));
+    if (maskLast) {
+      SmallVector<Value> before = loop(from, others, init, maskAll);
+      return loop(k.add(from, k.mul(others, AttentionMmaPlan::kTileRows)), k.c(1), before, true);
+    }
+    SmallVector<Value> firstTile = loop(from, k.c(1), init, true);
+    return loop(k.add(from, AttentionMmaPlan::kTileRows), others, firstTile, maskAll);
   }
 };
 
@@ -374,16 +404,20 @@ void buildForward(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attention
   SmallVector<Value> init{m.lowest(), m.lowest(), m.f(0), m.f(0)};
   init.append(size_t(outTiles), m.accZero());
   auto causal = [&](Value query, Value key) { return m.cmp(arith::CmpIPredicate::ule, key, query); };
-  scf::ForOp loop = blk.overTiles(k.c(0), blk.tilesToLastRow(), init, qkv, 1, qkv, 2,
-                                  [&](Value r0, ValueRange c) {
-    AttentionMma::Values p = m.scores(m.timesTransposed(q, blk.tileA), blk.scale, blk.row, r0, causal);
+  // Only the last tile (the diagonal) is cut by the mask: every row of the
+  // block is at or past its first key, and the keys past the sequence are
+  // past every row.
+  SmallVector<Value> loop = blk.overTiles(k.c(0), blk.tilesToLastRow(), init, qkv, 1, qkv, 2, /*maskLast=*/true,
+                                          /*maskAll=*/false, [&](Value r0, ValueRange c, bool masked) {
+    AttentionMma::Values p = m.scores(m.timesTransposed(q, blk.tileA), blk.scale2, blk.row, r0,
+                                      masked ? AttentionMma::Mask(causal) : AttentionMma::Mask());
     Value max[2], sum[2], rescale[2];
     for (int64_t h = 0; h < 2; ++h) {
       std::tie(max[h], rescale[h]) = m.runningMax(p, h, c[size_t(h)]);
       Value partial = m.f(0);
       for (auto &tile : p)
         for (Value &x : tile[size_t(h)]) {
-          x = m.exp(m.sub(x, max[h]));
+          x = m.exp2(m.sub(x, max[h]));
           partial = m.add(partial, x);
         }
       sum[h] = m.add(m.mul(c[size_t(2 + h)], rescale[h]), partial);
@@ -396,8 +430,8 @@ void buildForward(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attention
     next.append(o);
     return next;
   });
-  Value total[2] = {m.quadSum(loop.getResult(2)), m.quadSum(loop.getResult(3))};
-  m.storeRows(SmallVector<Value>(loop.getResults().drop_front(4)), op.getInit(), 0, blk.row, total);
+  Value total[2] = {m.quadSum(loop[2]), m.quadSum(loop[3])};
+  m.storeRows(ArrayRef<Value>(loop).drop_front(4), op.getInit(), 0, blk.row, total);
 }
 
 /// Backward, query rows: each row's log-sum-exp and D = sum_j P_ij dP_ij
@@ -415,8 +449,10 @@ void buildQueryRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attenti
   auto causal = [&](Value query, Value key) { return m.cmp(arith::CmpIPredicate::ule, key, query); };
   // Carried: m, l and D (l and D this lane's parts) of rows g and g + 8.
   SmallVector<Value> init{m.lowest(), m.lowest(), m.f(0), m.f(0), m.f(0), m.f(0)};
-  scf::ForOp pass = blk.overTiles(k.c(0), tiles, init, qkv, 1, qkv, 2, [&](Value r0, ValueRange c) {
-    AttentionMma::Values p = m.scores(m.timesTransposed(q, blk.tileA), blk.scale, blk.row, r0, causal);
+  auto mask = [&](bool masked) { return masked ? AttentionMma::Mask(causal) : AttentionMma::Mask(); };
+  SmallVector<Value> pass = blk.overTiles(k.c(0), tiles, init, qkv, 1, qkv, 2, /*maskLast=*/true, /*maskAll=*/false,
+                                          [&](Value r0, ValueRange c, bool masked) {
+    AttentionMma::Values p = m.scores(m.timesTransposed(q, blk.tileA), blk.scale2, blk.row, r0, mask(masked));
     SmallVector<Value> dP = m.timesTransposed(dO, blk.tileB);
     SmallVector<Value> next(6);
     for (int64_t h = 0; h < 2; ++h) {
@@ -424,7 +460,7 @@ void buildQueryRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attenti
       Value sum = m.f(0), dot = m.f(0);
       for (size_t j = 0; j < p.size(); ++j)
         for (int64_t e = 0; e < 2; ++e) {
-          Value x = m.exp(m.sub(p[j][size_t(h)][size_t(e)], max));
+          Value x = m.exp2(m.sub(p[j][size_t(h)][size_t(e)], max));
           sum = m.add(sum, x);
           dot = m.add(dot, m.mul(x, m.element(dP[j], h, e)));
         }
@@ -434,28 +470,33 @@ void buildQueryRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attenti
     }
     return next;
   });
-  Value lse[2], D[2];
+  // The statistics: D, and the log-sum-exp in natural units (the
+  // workspace's), lse2 in log2 units for the second pass.
+  Value lse[2], lse2[2], D[2];
   for (int64_t h = 0; h < 2; ++h) {
-    Value total = m.quadSum(pass.getResult(unsigned(2 + h)));
-    D[h] = b.create<arith::DivFOp>(m.quadSum(pass.getResult(unsigned(4 + h))), total);
-    lse[h] = m.add(pass.getResult(unsigned(h)), b.create<math::LogOp>(total));
+    Value total = m.quadSum(pass[size_t(2 + h)]);
+    D[h] = b.create<arith::DivFOp>(m.quadSum(pass[size_t(4 + h)]), total);
+    Value logTotal = b.create<math::LogOp>(total);
+    lse[h] = m.add(m.mul(pass[size_t(h)], m.f(M_LN2)), logTotal);
+    lse2[h] = m.add(pass[size_t(h)], m.mul(logTotal, m.f(M_LOG2E)));
   }
   SmallVector<Value> dqInit(size_t(m.hd / 8), m.accZero());
-  scf::ForOp dq = blk.overTiles(k.c(0), tiles, dqInit, qkv, 1, qkv, 2, [&](Value r0, ValueRange c) {
-    AttentionMma::Values dS = m.scores(m.timesTransposed(q, blk.tileA), blk.scale, blk.row, r0, causal);
+  SmallVector<Value> dq = blk.overTiles(k.c(0), tiles, dqInit, qkv, 1, qkv, 2, /*maskLast=*/true, /*maskAll=*/false,
+                                        [&](Value r0, ValueRange c, bool masked) {
+    AttentionMma::Values dS = m.scores(m.timesTransposed(q, blk.tileA), blk.scale2, blk.row, r0, mask(masked));
     SmallVector<Value> dP = m.timesTransposed(dO, blk.tileB);
     for (size_t j = 0; j < dS.size(); ++j)
       for (int64_t h = 0; h < 2; ++h)
         for (int64_t e = 0; e < 2; ++e) {
           Value &x = dS[j][size_t(h)][size_t(e)];
-          Value p = m.exp(m.sub(x, lse[h]));
+          Value p = m.exp2(m.sub(x, lse2[h]));
           x = m.mul(blk.scale, m.mul(p, m.sub(m.element(dP[j], h, e), D[h])));
         }
     SmallVector<Value> acc(c.begin(), c.end());
     m.accumulateTimes(m.asRowFragments(dS), blk.tileA, acc);
     return acc;
   });
-  m.storeRows(SmallVector<Value>(dq.getResults()), op.getInit(), 0, blk.row, nullptr);
+  m.storeRows(dq, op.getInit(), 0, blk.row, nullptr);
   // The rows' statistics, by their first lane.
   Value firstLane = m.cmp(arith::CmpIPredicate::eq, k.andi(m.lane, 3), k.c(0));
   for (int64_t h = 0; h < 2; ++h) {
@@ -488,18 +529,22 @@ void buildKeyRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attention
   };
   Value count = k.div(k.add(b.create<arith::SubIOp>(k.c(m.T), blk.first), kTile - 1), kTile);
   Value t = k.andi(m.lane, 3);
-  scf::ForOp loop = blk.overTiles(blk.first, count, init, qkv, 0, grad, 0, [&](Value r0, ValueRange c) {
-    AttentionMma::Values p = m.scores(m.timesTransposed(kf, blk.tileA), blk.scale, blk.row, r0, causal);
+  // The first tile (the diagonal) is cut by the mask, the others only
+  // where the sequence ends inside a tile.
+  SmallVector<Value> loop = blk.overTiles(blk.first, count, init, qkv, 0, grad, 0, /*maskLast=*/false,
+                                          /*maskAll=*/m.T % kTile != 0, [&](Value r0, ValueRange c, bool masked) {
+    AttentionMma::Values p = m.scores(m.timesTransposed(kf, blk.tileA), blk.scale2, blk.row, r0,
+                                      masked ? AttentionMma::Mask(causal) : AttentionMma::Mask());
     SmallVector<Value> dP = m.timesTransposed(vf, blk.tileB);
     AttentionMma::Values dS = p;
     for (size_t j = 0; j < p.size(); ++j)
       for (int64_t e = 0; e < 2; ++e) {
         Value query = b.create<arith::MinUIOp>(k.add(k.add(r0, k.shl(t, 1)), 8 * int64_t(j) + e), k.c(m.T - 1));
-        Value lse = b.create<memref::LoadOp>(stats, ValueRange{blk.pair, query, k.c(0)});
+        Value lse2 = m.mul(b.create<memref::LoadOp>(stats, ValueRange{blk.pair, query, k.c(0)}), m.f(M_LOG2E));
         Value D = b.create<memref::LoadOp>(stats, ValueRange{blk.pair, query, k.c(1)});
         for (int64_t h = 0; h < 2; ++h) {
           Value &x = p[j][size_t(h)][size_t(e)];
-          x = m.exp(m.sub(x, lse));
+          x = m.exp2(m.sub(x, lse2));
           dS[j][size_t(h)][size_t(e)] = m.mul(blk.scale, m.mul(x, m.sub(m.element(dP[j], h, e), D)));
         }
       }
@@ -509,9 +554,8 @@ void buildKeyRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attention
     dk.append(dv);
     return dk;
   });
-  ValueRange results = loop.getResults();
-  m.storeRows(SmallVector<Value>(results.take_front(outTiles)), op.getInit(), 1, blk.row, nullptr);
-  m.storeRows(SmallVector<Value>(results.drop_front(outTiles)), op.getInit(), 2, blk.row, nullptr);
+  m.storeRows(ArrayRef<Value>(loop).take_front(outTiles), op.getInit(), 1, blk.row, nullptr);
+  m.storeRows(ArrayRef<Value>(loop).drop_front(outTiles), op.getInit(), 2, blk.row, nullptr);
 }
 
 } // namespace
