@@ -468,7 +468,7 @@ TEST_CASE("with bf16 matmuls, causal attention and its gradient run on the bf16 
     std::string ptx(desc->object.begin(), desc->object.end());
     return ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != std::string::npos;
   };
-  // Its exponentials by the SFU (ex2.approx), the others' written out.
+  // f32 exponentials by the SFU (ex2.approx), on the tensor cores or not.
   auto has_ex2 = [](const nova::ExecutableDesc* desc) {
     std::string ptx(desc->object.begin(), desc->object.end());
     return ptx.find("ex2.approx.ftz.f32") != std::string::npos;
@@ -510,8 +510,8 @@ TEST_CASE("with bf16 matmuls, causal attention and its gradient run on the bf16 
           const nova::ExecutableDesc* b = nova::jit(gradient).executable(w, qkv, heads, c)->description();
           CHECK(has_mma(f) == (bf16 && forward_mma));
           CHECK(has_mma(b) == (bf16 && backward_mma));
-          CHECK(has_ex2(f) == has_mma(f));
-          CHECK(has_ex2(b) == has_mma(b));
+          CHECK(has_ex2(f));
+          CHECK(has_ex2(b));
           if (bf16 && forward_mma) CHECK(forward > 1e-6); // rounded: not f32's result
           if (bf16 && backward_mma) CHECK(backward > 1e-6);
           CHECK(launches_ending_in(b, "_keys") == 1);

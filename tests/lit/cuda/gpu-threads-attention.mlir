@@ -3,9 +3,9 @@
 // vectors: 4 forward, 2 backward here). The forward: B x heads x
 // ceil(T / 128) blocks of 32 threads, 4 adjacent query rows each (the last
 // rows' blocks, the most keys, first), one pass of online softmax with the
-// rows' outputs in registers, over tiles of 64 key rows (k and v: 2 x 64 x
-// 4 floats in shared memory) that the block loads together between
-// barriers. The backward in two kernels (nova-gpu-threads splits it; a
+// rows' outputs in registers (f32 scores in log2 units, exponentials by
+// ex2.approx), over tiles of 64 key rows (k and v: 2 x 64 x 4 floats in
+// shared memory) that the block loads together between barriers. The backward in two kernels (nova-gpu-threads splits it; a
 // workspace of each query row's log-sum-exp and D between them, allocated
 // before the first launch and passed to both): B x heads x ceil(T / 64)
 // blocks of 32 threads of query rows (dq; the statistics into the
@@ -54,7 +54,7 @@
 // GPU-NEXT: arith.cmpi ule
 // GPU-NEXT: scf.if {{.*}} -> ({{(f32, ){23}f32}})
 // GPU-COUNT-4: arith.select
-// GPU: math.exp
+// GPU: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
 // GPU: gpu.barrier
 // GPU-COUNT-4: arith.divf
 // GPU: gpu.return

@@ -243,15 +243,10 @@ struct AttentionMma {
   Value cmp(arith::CmpIPredicate p, Value x, Value y) { return b.create<arith::CmpIOp>(p, x, y); }
 
   Value element(Value acc, int64_t h, int64_t e) { return b.create<vector::ExtractOp>(acc, ArrayRef<int64_t>{h, e}); }
-  /// 2^x by the SFU: ex2.approx.ftz.f32 (relative error about 2^-22,
-  /// subnormal results 0), one instruction where math.exp is written out
-  /// in a dozen FMA-pipe ones (GpuInlineMath); per score element the
-  /// softmax's FMA-pipe work is then about 6 instructions against the 256
-  /// tensor-core flops of its two products (head of 64): counted from the
-  /// PTX, not measured.
-  Value exp2(Value x) {
-    return b.create<LLVM::CallIntrinsicOp>(f32, "llvm.nvvm.ex2.approx.ftz.f", ValueRange{x}).getResult(0);
-  }
+  /// By the SFU (sfuExp2): per score element the softmax's FMA-pipe work
+  /// is then about 6 instructions against the 256 tensor-core flops of its
+  /// two products (head of 64): counted from the PTX, not measured.
+  Value exp2(Value x) { return sfuExp2(b, b.getLoc(), x); }
   /// Over a row's 4 lanes (every lane gets it).
   Value quadMax(Value x) {
     return warpAllReduce(b, b.getLoc(), x, [&](Value u, Value v) { return b.create<arith::MaximumFOp>(u, v); }, 4);
@@ -470,15 +465,13 @@ void buildQueryRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attenti
     }
     return next;
   });
-  // The statistics: D, and the log-sum-exp in natural units (the
-  // workspace's), lse2 in log2 units for the second pass.
-  Value lse[2], lse2[2], D[2];
+  // The statistics: D, and the log-sum-exp in log2 units (as the
+  // workspace holds it, attentionStatsType).
+  Value lse2[2], D[2];
   for (int64_t h = 0; h < 2; ++h) {
     Value total = m.quadSum(pass[size_t(2 + h)]);
     D[h] = b.create<arith::DivFOp>(m.quadSum(pass[size_t(4 + h)]), total);
-    Value logTotal = b.create<math::LogOp>(total);
-    lse[h] = m.add(m.mul(pass[size_t(h)], m.f(M_LN2)), logTotal);
-    lse2[h] = m.add(pass[size_t(h)], m.mul(logTotal, m.f(M_LOG2E)));
+    lse2[h] = m.add(pass[size_t(h)], m.mul(b.create<math::LogOp>(total), m.f(M_LOG2E)));
   }
   SmallVector<Value> dqInit(size_t(m.hd / 8), m.accZero());
   SmallVector<Value> dq = blk.overTiles(k.c(0), tiles, dqInit, qkv, 1, qkv, 2, /*maskLast=*/true, /*maskAll=*/false,
@@ -504,7 +497,7 @@ void buildQueryRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attenti
                                      /*withElseRegion=*/false);
     OpBuilder::InsertionGuard ig(b);
     b.setInsertionPointToStart(&guard.getThenRegion().front());
-    b.create<memref::StoreOp>(lse[h], stats, ValueRange{blk.pair, blk.row[h], k.c(0)});
+    b.create<memref::StoreOp>(lse2[h], stats, ValueRange{blk.pair, blk.row[h], k.c(0)});
     b.create<memref::StoreOp>(D[h], stats, ValueRange{blk.pair, blk.row[h], k.c(1)});
   }
 }
@@ -540,7 +533,7 @@ void buildKeyRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attention
     for (size_t j = 0; j < p.size(); ++j)
       for (int64_t e = 0; e < 2; ++e) {
         Value query = b.create<arith::MinUIOp>(k.add(k.add(r0, k.shl(t, 1)), 8 * int64_t(j) + e), k.c(m.T - 1));
-        Value lse2 = m.mul(b.create<memref::LoadOp>(stats, ValueRange{blk.pair, query, k.c(0)}), m.f(M_LOG2E));
+        Value lse2 = b.create<memref::LoadOp>(stats, ValueRange{blk.pair, query, k.c(0)});
         Value D = b.create<memref::LoadOp>(stats, ValueRange{blk.pair, query, k.c(1)});
         for (int64_t h = 0; h < 2; ++h) {
           Value &x = p[j][size_t(h)][size_t(e)];

@@ -5,6 +5,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -45,6 +46,10 @@ Value mlir::nova::warpAllReduce(OpBuilder &b, Location l, Value value, function_
     value = combine(value, b.create<gpu::ShuffleOp>(l, value, off, width, gpu::ShuffleMode::XOR).getShuffleResult());
   }
   return value;
+}
+
+Value mlir::nova::sfuExp2(OpBuilder &b, Location l, Value x) {
+  return b.create<LLVM::CallIntrinsicOp>(l, b.getF32Type(), "llvm.nvvm.ex2.approx.ftz.f", ValueRange{x}).getResult(0);
 }
 
 scf::ForOp mlir::nova::buildMaskedFor(OpBuilder &b, Location l, Value lb, Value ub, ValueRange init,

@@ -39,6 +39,11 @@ void forEachThreadUnit(OpBuilder &b, Location l, int64_t count, int64_t perItera
 Value warpAllReduce(OpBuilder &b, Location l, Value value, function_ref<Value(Value, Value)> combine,
                     int64_t lanes = 32);
 
+/// 2^x (f32) by the SFU: ex2.approx.ftz.f32 (relative error about 2^-22,
+/// subnormal results 0), one instruction where math.exp is written out in
+/// a dozen FMA-pipe ones (GpuInlineMath).
+Value sfuExp2(OpBuilder &b, Location l, Value x);
+
 /// scf.for over [lb, ub) by 1 carrying `init`, whose bounds stay the same
 /// in every thread (the emulator requires uniform loops): `step` builds the
 /// iteration's new values only where `take(iv)` holds (an scf.if with

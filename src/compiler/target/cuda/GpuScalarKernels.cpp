@@ -11,6 +11,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include <cmath>
 #include <limits>
 
 using namespace mlir;
@@ -360,7 +361,19 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
   auto at = [&](Value row, int64_t part, Value c) {
     return SmallVector<Value>{batch, row, s.iadd(s.iadd(column0, c), part * d)};
   };
-  auto exp = [&](Value x) -> Value { return b.create<math::ExpOp>(l, x); };
+  // Exponentials: f32 scores in log2 units (the scale times log2 e), each
+  // exponential a 2^x by the SFU (sfuExp2): one instruction where math.exp
+  // is a dozen FMA-pipe ones (a forward row takes two a visited row,
+  // beside its lane's 16 FMAs of the dot product and 16 of the output, f32
+  // heads of 64: counted, not measured); f64 in natural units, math.exp
+  // (GpuInlineMath). The workspace's
+  // log-sum-exp is in the scores' units (attentionStatsType).
+  const bool log2Units = s.e.isF32();
+  Value scoreScale = log2Units ? s.f(op.getScale().convertToDouble() * M_LOG2E) : scale;
+  auto exp = [&](Value x) -> Value {
+    return log2Units ? sfuExp2(b, l, x) : b.create<math::ExpOp>(l, x).getResult();
+  };
+  auto inUnits = [&](Value natural) { return log2Units ? s.mul(natural, s.f(M_LOG2E)) : natural; };
   auto minIndex = [&](Value x, int64_t bound) -> Value { return b.create<arith::MinUIOp>(l, x, s.c(bound)); };
   // This lane's columns of part `part` of `m` in row t (t clamped into the
   // sequence: threads past its end load a real row and store nothing).
@@ -533,7 +546,7 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
           SmallVector<Value> k = columnsOf(tileA, jt), v = columnsOf(tileB, jt), next;
           for (int64_t rho = 0; rho < R; ++rho) {
             ValueRange c = groupOf(carried, rho, width);
-            Value score = masked(cmp(arith::CmpIPredicate::ule, j, rows[size_t(rho)]), s.mul(scale, dot(q[size_t(rho)], k)));
+            Value score = masked(cmp(arith::CmpIPredicate::ule, j, rows[size_t(rho)]), s.mul(scoreScale, dot(q[size_t(rho)], k)));
             Value max = b.create<arith::MaximumFOp>(l, c[0], score);
             Value rescale = exp(s.sub(c[0], max)), p = exp(s.sub(score, max));
             next.append({max, s.add(s.mul(c[1], rescale), p)});
@@ -577,7 +590,7 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
                                   SmallVector<Value> k = columnsOf(tileA, jt), v = columnsOf(tileB, jt), next;
                                   for (int64_t rho = 0; rho < R; ++rho) {
                                     ValueRange r = groupOf(c, rho, 3);
-                                    Value score = masked(causal(j, rho), s.mul(scale, dot(q[size_t(rho)], k)));
+                                    Value score = masked(causal(j, rho), s.mul(scoreScale, dot(q[size_t(rho)], k)));
                                     Value dP = dot(g[size_t(rho)], v);
                                     Value max = b.create<arith::MaximumFOp>(l, r[0], score);
                                     Value rescale = exp(s.sub(r[0], max)), p = exp(s.sub(score, max));
@@ -586,18 +599,20 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
                                   }
                                   return next;
                                 });
+    // The log-sum-exp in the scores' units.
     SmallVector<Value> lse, D, dqInit;
     for (int64_t rho = 0; rho < R; ++rho) {
-      Value total = pass.getResult(unsigned(3 * rho + 1));
+      Value total = pass.getResult(unsigned(3 * rho + 1)), max = pass.getResult(unsigned(3 * rho));
       D.push_back(s.div(pass.getResult(unsigned(3 * rho + 2)), total));
-      lse.push_back(s.add(pass.getResult(unsigned(3 * rho)), b.create<math::LogOp>(l, total)));
+      Value logTotal = b.create<math::LogOp>(l, total);
+      lse.push_back(s.add(max, inUnits(logTotal)));
       dqInit.append(zeros);
     }
     scf::ForOp dq = overTiles(s.c(0), end, dqInit, qkv, 1, qkv, 2, Value(), last,
                               [&](Value j, Value jt, ValueRange acc) {
                                 SmallVector<Value> k = columnsOf(tileA, jt), v = columnsOf(tileB, jt), next;
                                 for (int64_t rho = 0; rho < R; ++rho) {
-                                  Value score = masked(causal(j, rho), s.mul(scale, dot(q[size_t(rho)], k)));
+                                  Value score = masked(causal(j, rho), s.mul(scoreScale, dot(q[size_t(rho)], k)));
                                   Value dP = dot(g[size_t(rho)], v);
                                   Value p = exp(s.sub(score, lse[size_t(rho)]));
                                   Value dS = s.mul(scale, s.mul(p, s.sub(dP, D[size_t(rho)])));
@@ -638,7 +653,7 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
         Value lse = s.load(stats, statistic(i, 0)), D = s.load(stats, statistic(i, 1));
         for (int64_t rho = 0; rho < R; ++rho) {
           Value score = masked(cmp(arith::CmpIPredicate::uge, i, rows[size_t(rho)]),
-                               s.mul(scale, dot(k[size_t(rho)], qi)));
+                               s.mul(scoreScale, dot(k[size_t(rho)], qi)));
           Value dP = dot(v[size_t(rho)], gi);
           Value p = exp(s.sub(score, lse));
           Value dS = s.mul(scale, s.mul(p, s.sub(dP, D)));

@@ -122,7 +122,9 @@ std::optional<AttentionBackwardPart> attentionBackwardPart(AttentionKernelOp op)
 
 /// The backward's workspace between its two kernels: each query row's
 /// log-sum-exp of its scores (max + log sum of exponentials) and D,
-/// [batch x heads, T, 2] in the element the kernel computes in.
+/// [batch x heads, T, 2] in the element the kernel computes in; the
+/// log-sum-exp in the kernels' units: log2 for f32 (their scores times
+/// log2 e, exponentials 2^x by the SFU), natural for f64.
 MemRefType attentionStatsType(AttentionKernelOp op);
 
 /// `op`'s rows at b's insertion point, as `plan` says, for the thread
