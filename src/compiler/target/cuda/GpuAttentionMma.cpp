@@ -59,6 +59,7 @@ struct AttentionMma {
   Value batch, column0, thread, lane, warp;
   Swizzle swizzle;
   Type bf16, f32;
+  AttentionMmaFaults faults;
   static constexpr int64_t kTile = AttentionMmaPlan::kTileRows;
 
   AttentionMma(ImplicitLocOpBuilder &b, AttentionKernelOp op, Value thread, Value batch, Value column0)
@@ -79,6 +80,8 @@ struct AttentionMma {
   }
   /// Column (in elements) of 16-byte chunk `chunk` of tile row `row`, swizzled.
   Value swizzled(Value row, Value chunk) { return k.mul(swizzleChunk(k, row, chunk, swizzle), 8); }
+  /// ... where ldmatrix reads it.
+  Value readAt(Value row, Value chunk) { return faults.unswizzledReads ? k.mul(chunk, 8) : swizzled(row, chunk); }
 
   /// Rows [r0, r0 + kTile) of part `part` of `src` (f32, [B, T, parts x
   /// d]) into `tile` as bf16, rows past the sequence clamped to its last
@@ -105,7 +108,7 @@ struct AttentionMma {
     Value r = k.add(m0, k.rem(lane, 16));
     for (int64_t kk = 0; kk < hd / 16; ++kk) {
       Value chunk = k.add(k.div(lane, 16), 2 * kk);
-      frags.push_back(b.create<nvgpu::LdMatrixOp>(type, tile, ValueRange{r, swizzled(r, chunk)},
+      frags.push_back(b.create<nvgpu::LdMatrixOp>(type, tile, ValueRange{r, readAt(r, chunk)},
                                                   /*transpose=*/false, /*numTiles=*/4));
     }
     return frags;
@@ -129,7 +132,7 @@ struct AttentionMma {
       for (int64_t p = 0; p < kTile / 16; ++p) {
         Value r = k.add(k.add(l8, k.mul(k.shr(lq, 1), 8)), p * 16);
         Value chunk = k.add(k.andi(lq, 1), 2 * kk);
-        auto [lo, hi] = halves(b.create<nvgpu::LdMatrixOp>(type, tile, ValueRange{r, swizzled(r, chunk)},
+        auto [lo, hi] = halves(b.create<nvgpu::LdMatrixOp>(type, tile, ValueRange{r, readAt(r, chunk)},
                                                            /*transpose=*/false, /*numTiles=*/4));
         acc[size_t(2 * p)] = mmaSyncBf16(b, rows[size_t(kk)], lo, acc[size_t(2 * p)]);
         acc[size_t(2 * p + 1)] = mmaSyncBf16(b, rows[size_t(kk)], hi, acc[size_t(2 * p + 1)]);
@@ -145,7 +148,7 @@ struct AttentionMma {
       for (int64_t q = 0; q < hd / 16; ++q) {
         Value r = k.add(l16, kk * 16);
         Value chunk = k.add(lhi, 2 * q);
-        auto [lo, hi] = halves(b.create<nvgpu::LdMatrixOp>(type, tile, ValueRange{r, swizzled(r, chunk)},
+        auto [lo, hi] = halves(b.create<nvgpu::LdMatrixOp>(type, tile, ValueRange{r, readAt(r, chunk)},
                                                            /*transpose=*/true, /*numTiles=*/4));
         acc[size_t(2 * q)] = mmaSyncBf16(b, p[size_t(kk)], lo, acc[size_t(2 * q)]);
         acc[size_t(2 * q + 1)] = mmaSyncBf16(b, p[size_t(kk)], hi, acc[size_t(2 * q + 1)]);
@@ -312,8 +315,9 @@ struct AttentionBlock {
   Value scale, scale2;
 
   AttentionBlock(ImplicitLocOpBuilder &b, AttentionKernelOp op, const AttentionMmaPlan &plan, Value thread,
-                 Value block, bool lastRowsFirst)
+                 Value block, bool lastRowsFirst, const AttentionMmaFaults &faults)
       : m(b, op, thread, Value(), Value()) {
+    m.faults = faults;
     IndexMath &k = m.k;
     pair = k.div(block, plan.rowBlocks);
     Value rowBlock = k.rem(block, plan.rowBlocks);
@@ -368,9 +372,11 @@ struct AttentionBlock {
             Value r0 = k.add(first, k.mul(it, AttentionMmaPlan::kTileRows));
             m.stage(tileA, a, partA, r0);
             m.stage(tileB, bSrc, partB, r0);
-            m.b.create<gpu::BarrierOp>();
+            if (!m.faults.noBarrierAfterStaging)
+              m.b.create<gpu::BarrierOp>();
             SmallVector<Value> next = body(r0, c, masked);
-            m.b.create<gpu::BarrierOp>();
+            if (!m.faults.noBarrierBeforeRestaging)
+              m.b.create<gpu::BarrierOp>();
             return next;
           }).getResults());
     };
@@ -388,8 +394,8 @@ constexpr int64_t kTile = AttentionMmaPlan::kTileRows;
 
 /// Forward: O = softmax(scale Q K^T, causal) V, online over the key tiles.
 void buildForward(ImplicitLocOpBuilder &b, AttentionKernelOp op, const AttentionMmaPlan &plan, Value thread,
-                  Value block) {
-  AttentionBlock blk(b, op, plan, thread, block, /*lastRowsFirst=*/true);
+                  Value block, const AttentionMmaFaults &faults) {
+  AttentionBlock blk(b, op, plan, thread, block, /*lastRowsFirst=*/true, faults);
   AttentionMma &m = blk.m;
   IndexMath &k = m.k;
   Value qkv = op.getInputs()[0];
@@ -434,8 +440,8 @@ void buildForward(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attention
 /// (dS_ij = scale P_ij (dP_ij - D_i), dP = dO V^T); the statistics into
 /// `stats` [pair, row, 2].
 void buildQueryRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const AttentionMmaPlan &plan, Value thread,
-                    Value block, Value stats) {
-  AttentionBlock blk(b, op, plan, thread, block, /*lastRowsFirst=*/true);
+                    Value block, Value stats, const AttentionMmaFaults &faults) {
+  AttentionBlock blk(b, op, plan, thread, block, /*lastRowsFirst=*/true, faults);
   AttentionMma &m = blk.m;
   IndexMath &k = m.k;
   Value qkv = op.getInputs()[0], grad = op.getInputs()[1];
@@ -507,8 +513,8 @@ void buildQueryRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attenti
 /// dS^T taken as key rows x query columns (K Q^T, V dO^T) with the query
 /// rows' statistics from `stats`.
 void buildKeyRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const AttentionMmaPlan &plan, Value thread,
-                  Value block, Value stats) {
-  AttentionBlock blk(b, op, plan, thread, block, /*lastRowsFirst=*/false);
+                  Value block, Value stats, const AttentionMmaFaults &faults) {
+  AttentionBlock blk(b, op, plan, thread, block, /*lastRowsFirst=*/false, faults);
   AttentionMma &m = blk.m;
   IndexMath &k = m.k;
   Value qkv = op.getInputs()[0], grad = op.getInputs()[1];
@@ -554,11 +560,11 @@ void buildKeyRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attention
 } // namespace
 
 void mlir::nova::buildAttentionMma(OpBuilder &ob, AttentionKernelOp op, const AttentionMmaPlan &plan, Value thread,
-                                   Value block, Value stats) {
+                                   Value block, Value stats, const AttentionMmaFaults &faults) {
   ImplicitLocOpBuilder b(op.getLoc(), ob);
   if (!op.getBackward())
-    return buildForward(b, op, plan, thread, block);
+    return buildForward(b, op, plan, thread, block, faults);
   if (*attentionBackwardPart(op) == AttentionBackwardPart::queries)
-    return buildQueryRows(b, op, plan, thread, block, stats);
-  buildKeyRows(b, op, plan, thread, block, stats);
+    return buildQueryRows(b, op, plan, thread, block, stats, faults);
+  buildKeyRows(b, op, plan, thread, block, stats, faults);
 }

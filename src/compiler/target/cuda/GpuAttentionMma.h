@@ -61,11 +61,21 @@ AttentionMmaPlan attentionMmaShape(AttentionKernelOp op);
 std::optional<AttentionMmaPlan> planAttentionMma(AttentionKernelOp op, const ::nova::TargetDesc &target,
                                                  bool bf16Products, std::string &whyNot);
 
+/// Deliberate faults, for tests that the emulator catches what they break.
+struct AttentionMmaFaults {
+  /// No barrier between staging the tiles and reading them.
+  bool noBarrierAfterStaging = false;
+  /// No barrier between reading the tiles and staging the next over them.
+  bool noBarrierBeforeRestaging = false;
+  /// ldmatrix without the swizzle the tiles were written with.
+  bool unswizzledReads = false;
+};
+
 /// `op`'s kernel at b's insertion point, as `plan` says, for thread
 /// `thread` of block `block`; a backward's statistics in `stats`
 /// (attentionStatsType).
 void buildAttentionMma(OpBuilder &b, AttentionKernelOp op, const AttentionMmaPlan &plan, Value thread, Value block,
-                       Value stats = {});
+                       Value stats = {}, const AttentionMmaFaults &faults = {});
 
 } // namespace mlir::nova
 
