@@ -265,8 +265,11 @@ AttentionMmaPlan mlir::nova::attentionMmaShape(AttentionKernelOp op) {
   AttentionMmaPlan plan;
   plan.rowBlocks = (op.seq() + AttentionMmaPlan::kRows - 1) / AttentionMmaPlan::kRows;
   plan.blocks = op.batch() * op.getHeads() * plan.rowBlocks;
-  // K's and V's tiles, bf16 (Q's rows pass through K's).
+  // Two bf16 tiles (the own rows pass through the first); key rows also
+  // the visited query rows' statistics, f32.
   plan.sharedBytes = 2 * AttentionMmaPlan::kTileRows * op.headDim() * 2;
+  if (attentionBackwardPart(op) == AttentionBackwardPart::keys)
+    plan.sharedBytes += AttentionMmaPlan::kTileRows * 2 * 4;
   return plan;
 }
 
@@ -309,6 +312,9 @@ namespace {
 struct AttentionBlock {
   AttentionMma m;
   Value pair, first, tileA, tileB, warpRow0;
+  /// Key rows: the visited query rows' log-sum-exp and D, staged with the
+  /// tiles from `stats` (attentionStatsType): a thread a value.
+  Value statsTile, stats;
   Value row[2];
   /// The op's scale, and it times log2(e): scores in log2 units, so that
   /// every exponential is a 2^x (AttentionMma::exp2).
@@ -330,6 +336,10 @@ struct AttentionBlock {
         MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(), wg));
     tileA = m.tile(dyn, 0);
     tileB = m.tile(dyn, 1);
+    if (attentionBackwardPart(op) == AttentionBackwardPart::keys)
+      statsTile = b.create<memref::ViewOp>(
+          MemRefType::get({AttentionMmaPlan::kTileRows, 2}, m.f32, MemRefLayoutAttrInterface(), wg), dyn,
+          k.c(2 * AttentionMmaPlan::kTileRows * op.headDim() * 2), ValueRange{});
     warpRow0 = k.mul(m.warp, 16);
     Value g = k.shr(m.lane, 2);
     row[0] = k.add(k.add(first, warpRow0), g);
@@ -372,6 +382,13 @@ struct AttentionBlock {
             Value r0 = k.add(first, k.mul(it, AttentionMmaPlan::kTileRows));
             m.stage(tileA, a, partA, r0);
             m.stage(tileB, bSrc, partB, r0);
+            if (statsTile) {
+              static_assert(AttentionMmaPlan::kThreads == 2 * AttentionMmaPlan::kTileRows);
+              Value r = k.shr(m.thread, 1), slot = k.andi(m.thread, 1);
+              Value row = m.b.create<arith::MinUIOp>(k.add(r0, r), k.c(m.T - 1));
+              m.b.create<memref::StoreOp>(m.b.create<memref::LoadOp>(stats, ValueRange{pair, row, slot}), statsTile,
+                                          ValueRange{r, slot});
+            }
             if (!m.faults.noBarrierAfterStaging)
               m.b.create<gpu::BarrierOp>();
             SmallVector<Value> next = body(r0, c, masked);
@@ -528,6 +545,7 @@ void buildKeyRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attention
   };
   Value count = k.div(k.add(b.create<arith::SubIOp>(k.c(m.T), blk.first), kTile - 1), kTile);
   Value t = k.andi(m.lane, 3);
+  blk.stats = stats;
   // The first tile (the diagonal) is cut by the mask, the others only
   // where the sequence ends inside a tile.
   SmallVector<Value> loop = blk.overTiles(blk.first, count, init, qkv, 0, grad, 0, /*maskLast=*/false,
@@ -538,9 +556,10 @@ void buildKeyRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attention
     AttentionMma::Values dS = p;
     for (size_t j = 0; j < p.size(); ++j)
       for (int64_t e = 0; e < 2; ++e) {
-        Value query = b.create<arith::MinUIOp>(k.add(k.add(r0, k.shl(t, 1)), 8 * int64_t(j) + e), k.c(m.T - 1));
-        Value lse2 = b.create<memref::LoadOp>(stats, ValueRange{blk.pair, query, k.c(0)});
-        Value D = b.create<memref::LoadOp>(stats, ValueRange{blk.pair, query, k.c(1)});
+        // Query r0 + 8j + 2t + e's statistics, from the tile staged with q's.
+        Value at = k.add(k.shl(t, 1), 8 * int64_t(j) + e);
+        Value lse2 = b.create<memref::LoadOp>(blk.statsTile, ValueRange{at, k.c(0)});
+        Value D = b.create<memref::LoadOp>(blk.statsTile, ValueRange{at, k.c(1)});
         for (int64_t h = 0; h < 2; ++h) {
           Value &x = p[j][size_t(h)][size_t(e)];
           x = m.exp2(m.sub(x, lse2));
