@@ -464,15 +464,15 @@ TEST_CASE("with bf16 matmuls, causal attention and its gradient run on the bf16 
   struct Shape { std::int64_t B, T, d, heads; };
   Fp32AtExit restore;
   constexpr auto interp = nova::ExecMode::interpreted;
-  auto has_mma = [](const nova::ExecutableDesc* desc) {
+  auto ptx_has = [](const nova::ExecutableDesc* desc, const char* text) {
     std::string ptx(desc->object.begin(), desc->object.end());
-    return ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") != std::string::npos;
+    return ptx.find(text) != std::string::npos;
+  };
+  auto has_mma = [&](const nova::ExecutableDesc* desc) {
+    return ptx_has(desc, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32");
   };
   // f32 exponentials by the SFU (ex2.approx), on the tensor cores or not.
-  auto has_ex2 = [](const nova::ExecutableDesc* desc) {
-    std::string ptx(desc->object.begin(), desc->object.end());
-    return ptx.find("ex2.approx.ftz.f32") != std::string::npos;
-  };
+  auto has_ex2 = [&](const nova::ExecutableDesc* desc) { return ptx_has(desc, "ex2.approx.ftz.f32"); };
   for (const char* chip : {"sm_80", "sm_90a"})
     for (Shape s : {Shape{1, 270, 64, 1}, Shape{2, 13, 48, 3}, Shape{2, 70, 64, 2}, Shape{1, 33, 128, 1},
                     Shape{1, 40, 72, 1}})

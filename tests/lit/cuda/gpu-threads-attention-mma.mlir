@@ -18,12 +18,12 @@
 
 // CHECK-LABEL: module @kernels
 // CHECK: func.func @[[FWD:k[0-9]+]]({{.*}}nova.gpu_attention_mma, nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 16384 : i64
-// CHECK-SAME: "on the bf16 tensor cores (mma.sync m16n8k16, f32 sums, as the step's bf16 matmul precision allows): 16 blocks of 64 query rows, key tiles of 64 rows in 16384 bytes of shared memory"
+// CHECK-SAME: "on the bf16 tensor cores (mma.sync m16n8k16, f32 sums, as the step's bf16 matmul precision allows): 16 blocks of 64 query rows, the rows they visit in tiles of 64 in 16384 bytes of shared memory"
 // CHECK-SAME: workgroups = 16, tile = [128]
 // CHECK: func.func @[[BWD:k[0-9]+]]({{.*}}nova.attention_part = "queries", nova.gpu_attention_mma
-// CHECK-SAME: 16 blocks of 64 query rows (dq, and each row's softmax statistics into the workspace), key tiles of 64 rows
+// CHECK-SAME: 16 blocks of 64 query rows (dq; each row's softmax statistics into the workspace), the rows they visit in tiles of 64
 // CHECK: func.func @[[BWD]]_keys({{.*}}nova.attention_part = "keys", nova.gpu_attention_mma
-// CHECK-SAME: 16 blocks of 64 key rows (dk, dv), query tiles of 64 rows
+// CHECK-SAME: 16 blocks of 64 key rows (dk, dv; the query rows' statistics from the workspace), the rows they visit in tiles of 64
 // CHECK: func.func @{{k[0-9]+}}({{.*}}nova.gpu_attention_mma, nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 32768 : i64
 // CHECK: func.func @{{k[0-9]+}}(
 // CHECK-NOT: nova.gpu_attention_mma

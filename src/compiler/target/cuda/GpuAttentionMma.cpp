@@ -246,9 +246,11 @@ struct AttentionMma {
   Value cmp(arith::CmpIPredicate p, Value x, Value y) { return b.create<arith::CmpIOp>(p, x, y); }
 
   Value element(Value acc, int64_t h, int64_t e) { return b.create<vector::ExtractOp>(acc, ArrayRef<int64_t>{h, e}); }
-  /// By the SFU (sfuExp2): per score element the softmax's FMA-pipe work
-  /// is then about 6 instructions against the 256 tensor-core flops of its
-  /// two products (head of 64): counted from the PTX, not measured.
+  /// By the SFU (sfuExp2). The forward's unmasked loop for heads of 64
+  /// (PTX, a lane's tile of 32 scores: 455 instructions) is then 64
+  /// mma.sync, 32 ldmatrix, 34 ex2 and, a score, a multiply, a max, an FMA,
+  /// an add and a bf16 conversion, besides O's rescale and the staging:
+  /// counted, not measured.
   Value exp2(Value x) { return sfuExp2(b, b.getLoc(), x); }
   /// Over a row's 4 lanes (every lane gets it).
   Value quadMax(Value x) {
@@ -321,8 +323,8 @@ struct AttentionBlock {
   Value scale, scale2;
 
   AttentionBlock(ImplicitLocOpBuilder &b, AttentionKernelOp op, const AttentionMmaPlan &plan, Value thread,
-                 Value block, bool lastRowsFirst, const AttentionMmaFaults &faults)
-      : m(b, op, thread, Value(), Value()) {
+                 Value block, bool lastRowsFirst, const AttentionMmaFaults &faults, Value stats = {})
+      : m(b, op, thread, Value(), Value()), stats(stats) {
     m.faults = faults;
     IndexMath &k = m.k;
     pair = k.div(block, plan.rowBlocks);
@@ -367,14 +369,14 @@ struct AttentionBlock {
 
   /// For tiles [0, count) of kTileRows rows from `from` (count >= 1):
   /// both tiles staged (rows of part partA of a, part partB of bSrc), then
-  /// `body(r0, carried, masked)`, then a barrier before the next tiles are
-  /// staged. `masked` (the body applies the mask) holds for the last tile
-  /// (`maskLast`: the query rows' diagonal) or the first (the key rows'),
-  /// and for the others where `maskAll`: two loops, so that the tiles the
-  /// mask cannot cut spend nothing on it.
-  using TileBody = function_ref<SmallVector<Value>(Value, ValueRange, bool)>;
+  /// `body(r0, carried, tileMask)`, then a barrier before the next tiles
+  /// are staged. `tileMask` is `mask` for the last tile (`maskLast`: the
+  /// query rows' diagonal) or the first (the key rows'), and for the others
+  /// where `maskAll`, else none: two loops, so that the tiles the mask
+  /// cannot cut spend nothing on it.
+  using TileBody = function_ref<SmallVector<Value>(Value, ValueRange, AttentionMma::Mask)>;
   SmallVector<Value> overTiles(Value from, Value count, ValueRange init, Value a, int64_t partA, Value bSrc,
-                               int64_t partB, bool maskLast, bool maskAll, TileBody body) {
+                               int64_t partB, AttentionMma::Mask mask, bool maskLast, bool maskAll, TileBody body) {
     IndexMath &k = m.k;
     auto loop = [&](Value first, Value trips, ValueRange carried, bool masked) {
       return SmallVector<Value>(
@@ -391,7 +393,7 @@ struct AttentionBlock {
             }
             if (!m.faults.noBarrierAfterStaging)
               m.b.create<gpu::BarrierOp>();
-            SmallVector<Value> next = body(r0, c, masked);
+            SmallVector<Value> next = body(r0, c, masked ? mask : AttentionMma::Mask());
             if (!m.faults.noBarrierBeforeRestaging)
               m.b.create<gpu::BarrierOp>();
             return next;
@@ -425,10 +427,10 @@ void buildForward(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attention
   // Only the last tile (the diagonal) is cut by the mask: every row of the
   // block is at or past its first key, and the keys past the sequence are
   // past every row.
-  SmallVector<Value> loop = blk.overTiles(k.c(0), blk.tilesToLastRow(), init, qkv, 1, qkv, 2, /*maskLast=*/true,
-                                          /*maskAll=*/false, [&](Value r0, ValueRange c, bool masked) {
-    AttentionMma::Values p = m.scores(m.timesTransposed(q, blk.tileA), blk.scale2, blk.row, r0,
-                                      masked ? AttentionMma::Mask(causal) : AttentionMma::Mask());
+  SmallVector<Value> loop = blk.overTiles(k.c(0), blk.tilesToLastRow(), init, qkv, 1, qkv, 2, causal,
+                                          /*maskLast=*/true, /*maskAll=*/false,
+                                          [&](Value r0, ValueRange c, AttentionMma::Mask mask) {
+    AttentionMma::Values p = m.scores(m.timesTransposed(q, blk.tileA), blk.scale2, blk.row, r0, mask);
     Value max[2], sum[2], rescale[2];
     for (int64_t h = 0; h < 2; ++h) {
       std::tie(max[h], rescale[h]) = m.runningMax(p, h, c[size_t(h)]);
@@ -467,10 +469,9 @@ void buildQueryRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attenti
   auto causal = [&](Value query, Value key) { return m.cmp(arith::CmpIPredicate::ule, key, query); };
   // Carried: m, l and D (l and D this lane's parts) of rows g and g + 8.
   SmallVector<Value> init{m.lowest(), m.lowest(), m.f(0), m.f(0), m.f(0), m.f(0)};
-  auto mask = [&](bool masked) { return masked ? AttentionMma::Mask(causal) : AttentionMma::Mask(); };
-  SmallVector<Value> pass = blk.overTiles(k.c(0), tiles, init, qkv, 1, qkv, 2, /*maskLast=*/true, /*maskAll=*/false,
-                                          [&](Value r0, ValueRange c, bool masked) {
-    AttentionMma::Values p = m.scores(m.timesTransposed(q, blk.tileA), blk.scale2, blk.row, r0, mask(masked));
+  SmallVector<Value> pass = blk.overTiles(k.c(0), tiles, init, qkv, 1, qkv, 2, causal, /*maskLast=*/true,
+                                          /*maskAll=*/false, [&](Value r0, ValueRange c, AttentionMma::Mask mask) {
+    AttentionMma::Values p = m.scores(m.timesTransposed(q, blk.tileA), blk.scale2, blk.row, r0, mask);
     SmallVector<Value> dP = m.timesTransposed(dO, blk.tileB);
     SmallVector<Value> next(6);
     for (int64_t h = 0; h < 2; ++h) {
@@ -497,9 +498,9 @@ void buildQueryRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attenti
     lse2[h] = m.add(pass[size_t(h)], m.mul(b.create<math::LogOp>(total), m.f(M_LOG2E)));
   }
   SmallVector<Value> dqInit(size_t(m.hd / 8), m.accZero());
-  SmallVector<Value> dq = blk.overTiles(k.c(0), tiles, dqInit, qkv, 1, qkv, 2, /*maskLast=*/true, /*maskAll=*/false,
-                                        [&](Value r0, ValueRange c, bool masked) {
-    AttentionMma::Values dS = m.scores(m.timesTransposed(q, blk.tileA), blk.scale2, blk.row, r0, mask(masked));
+  SmallVector<Value> dq = blk.overTiles(k.c(0), tiles, dqInit, qkv, 1, qkv, 2, causal, /*maskLast=*/true,
+                                        /*maskAll=*/false, [&](Value r0, ValueRange c, AttentionMma::Mask mask) {
+    AttentionMma::Values dS = m.scores(m.timesTransposed(q, blk.tileA), blk.scale2, blk.row, r0, mask);
     SmallVector<Value> dP = m.timesTransposed(dO, blk.tileB);
     for (size_t j = 0; j < dS.size(); ++j)
       for (int64_t h = 0; h < 2; ++h)
@@ -531,7 +532,7 @@ void buildQueryRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attenti
 /// rows' statistics from `stats`.
 void buildKeyRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const AttentionMmaPlan &plan, Value thread,
                   Value block, Value stats, const AttentionMmaFaults &faults) {
-  AttentionBlock blk(b, op, plan, thread, block, /*lastRowsFirst=*/false, faults);
+  AttentionBlock blk(b, op, plan, thread, block, /*lastRowsFirst=*/false, faults, stats);
   AttentionMma &m = blk.m;
   IndexMath &k = m.k;
   Value qkv = op.getInputs()[0], grad = op.getInputs()[1];
@@ -545,13 +546,12 @@ void buildKeyRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attention
   };
   Value count = k.div(k.add(b.create<arith::SubIOp>(k.c(m.T), blk.first), kTile - 1), kTile);
   Value t = k.andi(m.lane, 3);
-  blk.stats = stats;
   // The first tile (the diagonal) is cut by the mask, the others only
   // where the sequence ends inside a tile.
-  SmallVector<Value> loop = blk.overTiles(blk.first, count, init, qkv, 0, grad, 0, /*maskLast=*/false,
-                                          /*maskAll=*/m.T % kTile != 0, [&](Value r0, ValueRange c, bool masked) {
-    AttentionMma::Values p = m.scores(m.timesTransposed(kf, blk.tileA), blk.scale2, blk.row, r0,
-                                      masked ? AttentionMma::Mask(causal) : AttentionMma::Mask());
+  SmallVector<Value> loop = blk.overTiles(blk.first, count, init, qkv, 0, grad, 0, causal, /*maskLast=*/false,
+                                          /*maskAll=*/m.T % kTile != 0,
+                                          [&](Value r0, ValueRange c, AttentionMma::Mask mask) {
+    AttentionMma::Values p = m.scores(m.timesTransposed(kf, blk.tileA), blk.scale2, blk.row, r0, mask);
     SmallVector<Value> dP = m.timesTransposed(vf, blk.tileB);
     AttentionMma::Values dS = p;
     for (size_t j = 0; j < p.size(); ++j)

@@ -294,6 +294,14 @@ std::optional<mlir::nova::AttentionBackwardPart> mlir::nova::attentionBackwardPa
   return part.getValue() == "keys" ? AttentionBackwardPart::keys : AttentionBackwardPart::queries;
 }
 
+StringRef mlir::nova::attentionRowsOf(AttentionKernelOp op) {
+  std::optional<AttentionBackwardPart> part = attentionBackwardPart(op);
+  return !part ? "query rows"
+         : *part == AttentionBackwardPart::queries
+             ? "query rows (dq; each row's softmax statistics into the workspace)"
+             : "key rows (dk, dv; the query rows' statistics from the workspace)";
+}
+
 MemRefType mlir::nova::attentionStatsType(AttentionKernelOp op) {
   return MemRefType::get({op.batch() * int64_t(op.getHeads()), op.seq(), 2}, computeType(op));
 }
@@ -364,8 +372,9 @@ void mlir::nova::buildAttentionRows(OpBuilder &b, AttentionKernelOp op, const At
   // Exponentials: f32 scores in log2 units (the scale times log2 e), each
   // exponential a 2^x by the SFU (sfuExp2): one instruction where math.exp
   // is a dozen FMA-pipe ones (a forward row takes two a visited row,
-  // beside its lane's 16 FMAs of the dot product and 16 of the output, f32
-  // heads of 64: counted, not measured); f64 in natural units, math.exp
+  // beside its lane's 16 FMAs of the dot product, 16 multiplies rescaling
+  // its output and 16 FMAs adding to it, f32 heads of 64: counted, not
+  // measured); f64 in natural units, math.exp
   // (GpuInlineMath). The workspace's
   // log-sum-exp is in the scores' units (attentionStatsType).
   const bool log2Units = s.e.isF32();

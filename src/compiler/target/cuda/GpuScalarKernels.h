@@ -120,6 +120,10 @@ std::optional<AttentionRowsPlan> planAttentionRows(AttentionKernelOp op, int64_t
 /// forward, or a backward not split).
 std::optional<AttentionBackwardPart> attentionBackwardPart(AttentionKernelOp op);
 
+/// The rows `op`'s kernel takes, in words: "query rows", or a backward
+/// part's with what it computes (for NOVA_EXPLAIN).
+StringRef attentionRowsOf(AttentionKernelOp op);
+
 /// The backward's workspace between its two kernels: each query row's
 /// log-sum-exp of its scores (max + log sum of exponentials) and D,
 /// [batch x heads, T, 2] in the element the kernel computes in; the

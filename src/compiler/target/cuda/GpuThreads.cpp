@@ -240,11 +240,7 @@ Units unitsOf(Operation *op, int64_t attentionShared = 0) {
                                                    .str()) +
                            (rows->rowsPerThread == 1 ? std::string(" per row")
                                                      : llvm::formatv(" per {0} rows", rows->rowsPerThread).str());
-      std::optional<AttentionBackwardPart> part = attentionBackwardPart(attention);
-      StringRef rowsOf = !part ? "query rows"
-                         : *part == AttentionBackwardPart::queries
-                             ? "query rows (dq; each row's softmax statistics into the workspace)"
-                             : "key rows (dk, dv; the query rows' statistics from the workspace)";
+      StringRef rowsOf = attentionRowsOf(attention);
       return {Units::attentionRows, rows->blocks,
               llvm::formatv("{0} {1} of {2} attention (batch, head) pairs, {3}", attention.seq(), rowsOf, n,
                             perRow)
@@ -459,18 +455,15 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
                                                                              {AttentionMmaPlan::kThreads}, {}, {}));
           kernel->setAttr(kGpuBlockThreadsAttr, i64(AttentionMmaPlan::kThreads));
           kernel->setAttr(kGpuSharedBytesAttr, i64(mma->sharedBytes));
-          std::optional<AttentionBackwardPart> part = attentionBackwardPart(attention);
-          StringRef rows = !part                                   ? "query rows, key tiles"
-                           : *part == AttentionBackwardPart::queries ? "query rows (dq, and each row's softmax "
-                                                                       "statistics into the workspace), key tiles"
-                                                                     : "key rows (dk, dv), query tiles";
           kernel->setAttr(kGpuWhyAttr,
                           ArrayAttr::get(ctx, {StringAttr::get(ctx, llvm::formatv(
                                                                    "on the bf16 tensor cores (mma.sync m16n8k16, "
                                                                    "f32 sums, as the step's bf16 matmul precision "
-                                                                   "allows): {0} blocks of {1} {2} of {3} rows in "
-                                                                   "{4} bytes of shared memory",
-                                                                   mma->blocks, AttentionMmaPlan::kRows, rows,
+                                                                   "allows): {0} blocks of {1} {2}, the rows they "
+                                                                   "visit in tiles of {3} in {4} bytes of shared "
+                                                                   "memory",
+                                                                   mma->blocks, AttentionMmaPlan::kRows,
+                                                                   attentionRowsOf(attention),
                                                                    AttentionMmaPlan::kTileRows, mma->sharedBytes))}));
           continue;
         }
@@ -1506,24 +1499,21 @@ LogicalResult mapKernel(func::FuncOp kernel, LoweringConfigAttr config) {
     Value block = b.create<gpu::BlockIdOp>(l, gpu::Dimension::x);
     at.global = b.create<arith::AddIOp>(l, b.create<arith::MulIOp>(l, block, at.c(threads)), at.thread);
   }
-  // Attention on the tensor cores.
-  if (auto attention = dyn_cast<AttentionKernelOp>(op); attention && kernel->hasAttr(kGpuAttentionMmaAttr)) {
-    b.setInsertionPoint(op);
-    Value block = b.create<gpu::BlockIdOp>(l, gpu::Dimension::x);
-    Value stats = attention.getBackward() ? kernel.getBody().front().getArguments().back() : Value();
-    buildAttentionMma(b, attention, attentionMmaShape(attention), at.thread, block, stats);
-    kernel->setAttr(kAlignedVectorsAttr, b.getUnitAttr());
-    op->erase();
-    return success();
-  }
-  // Attention, a thread per row.
-  if (units.kind == Units::attentionRows) {
+  // Attention a block of rows at a time: on the tensor cores where it was
+  // configured so, else a few lanes a row.
+  const bool attentionMma = kernel->hasAttr(kGpuAttentionMmaAttr);
+  if (attentionMma || units.kind == Units::attentionRows) {
     auto attention = cast<AttentionKernelOp>(op);
     b.setInsertionPoint(op);
     Value block = b.create<gpu::BlockIdOp>(l, gpu::Dimension::x);
     // A backward's statistics: the workspace, its kernel's last argument.
     Value stats = attention.getBackward() ? kernel.getBody().front().getArguments().back() : Value();
-    buildAttentionRows(b, attention, *planAttentionRows(attention, attentionShared), at.thread, block, stats);
+    if (attentionMma) {
+      buildAttentionMma(b, attention, attentionMmaShape(attention), at.thread, block, stats);
+      kernel->setAttr(kAlignedVectorsAttr, b.getUnitAttr());
+    } else {
+      buildAttentionRows(b, attention, *planAttentionRows(attention, attentionShared), at.thread, block, stats);
+    }
     op->erase();
     return success();
   }
