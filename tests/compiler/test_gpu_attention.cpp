@@ -56,7 +56,8 @@ struct AttentionRun {
 };
 
 /// The forward over qkv [1, T, 3 heads hd] (f32), result f32, with `faults`.
-AttentionRun runAttention(int64_t T, int64_t heads, int64_t hd, const AttentionMmaFaults &faults = {}) {
+AttentionRun runAttention(int64_t T, int64_t heads, int64_t hd, const AttentionMmaFaults &faults = {},
+                          AttentionMmaOperands operands = AttentionMmaOperands::bf16) {
   MLIRContext &ctx = attentionContext();
   Location loc = UnknownLoc::get(&ctx);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
@@ -75,7 +76,7 @@ AttentionRun runAttention(int64_t T, int64_t heads, int64_t hd, const AttentionM
                                          fb.getI64IntegerAttr(heads), fb.getF64FloatAttr(scale), UnitAttr());
   fb.create<gpu::ReturnOp>(loc);
   std::string why;
-  std::optional<AttentionMmaPlan> plan = planAttentionMma(op, ::nova::builtin_gpu_target("sm_80"), true, why);
+  std::optional<AttentionMmaPlan> plan = planAttentionMma(op, ::nova::builtin_gpu_target("sm_80"), operands, why);
   REQUIRE_MESSAGE(plan.has_value(), why);
   fb.setInsertionPoint(op);
   Value thread = fb.create<gpu::ThreadIdOp>(loc, gpu::Dimension::x);
@@ -105,9 +106,10 @@ AttentionRun runAttention(int64_t T, int64_t heads, int64_t hd, const AttentionM
   if (!run.report.ok)
     return run;
   std::memcpy(out.data(), O.data(), O.size());
-  // float64 of the bf16-rounded inputs.
+  // float64 of the inputs (bf16: rounded).
   auto at = [&](int64_t t, int64_t part, int64_t h, int64_t c) {
-    return double(fromBFloat16Bits(toBFloat16Bits(qkv[size_t(t * 3 * d + part * d + h * hd + c)])));
+    const float x = qkv[size_t(t * 3 * d + part * d + h * hd + c)];
+    return operands == AttentionMmaOperands::bf16 ? double(fromBFloat16Bits(toBFloat16Bits(x))) : double(x);
   };
   for (int64_t h = 0; h < heads; ++h) {
     double vMax = 0;
@@ -177,4 +179,39 @@ TEST_CASE("GPU emulator: attention on the bf16 tensor cores matches float64 of i
   // published), a wrong result.
   CHECK((!run.report.ok || run.worst > 0.1));
   MESSAGE("caught: " << staged << " / " << restaged << " / unswizzled: error / max |v| " << run.worst);
+}
+
+TEST_CASE("GPU emulator: attention on the tensor cores as 3xtf32 matches float64 of its f32 inputs to f32's bound, and broken fails") {
+  // The shapes of the bf16 test; f32 tiles with padded rows, the own rows
+  // in a tile of their own, P's accumulators as A fragments in a permuted
+  // k order that the B rows' scalar loads follow.
+  struct Shape { int64_t T, heads, hd; };
+  for (Shape s : {Shape{64, 1, 64}, Shape{100, 1, 32}, Shape{200, 2, 64}, Shape{13, 3, 16}, Shape{70, 1, 128}}) {
+    CAPTURE(s.T);
+    CAPTURE(s.heads);
+    CAPTURE(s.hd);
+    AttentionRun run = runAttention(s.T, s.heads, s.hd, {}, AttentionMmaOperands::tf32x3);
+    INFO(run.report.error);
+    REQUIRE(run.report.ok);
+    CAPTURE(run.worst);
+    CHECK(run.worst <= 1e-5);
+    MESSAGE("T " << s.T << ", " << s.heads << " heads of " << s.hd << ": error / max |v| " << run.worst);
+    CHECK(run.report.mmas > 0);
+    CHECK(run.report.ldmatrices > 0);
+  }
+  // One MMA of tf32 operands instead of three: tf32's error, not f32's.
+  AttentionRun tf32 = runAttention(200, 1, 64, {}, AttentionMmaOperands::tf32);
+  REQUIRE(tf32.report.ok);
+  CHECK(tf32.worst > 1e-5);
+  CHECK(tf32.worst <= 5e-3);
+  AttentionMmaFaults noStagedBarrier, unpermuted;
+  noStagedBarrier.noBarrierAfterStaging = true;
+  unpermuted.unpermutedRows = true;
+  AttentionRun run = runAttention(200, 1, 64, noStagedBarrier, AttentionMmaOperands::tf32x3);
+  CHECK_FALSE(run.report.ok);
+  CHECK(run.report.error.find("a missing gpu.barrier") != std::string::npos);
+  const std::string staged = run.report.error;
+  run = runAttention(200, 1, 64, unpermuted, AttentionMmaOperands::tf32x3);
+  CHECK((!run.report.ok || run.worst > 0.1));
+  MESSAGE("tf32: error / max |v| " << tf32.worst << "; caught: " << staged << " / B rows in the natural k order: error / max |v| " << run.worst);
 }

@@ -415,7 +415,7 @@ TEST_CASE("independent warp rows, thread rows and points run side by side in one
   CHECK(sm80_ptxas_errors(desc) == "");
 }
 
-TEST_CASE("causal attention on an emulated A100, a thread per row: forward and gradient match the interpreter, past one block of rows") {
+TEST_CASE("causal attention on an emulated A100, a few lanes a row or on the tensor cores: forward and gradient match the interpreter, past one block of rows") {
   // T = 270: the forward's rows over three blocks of 128, its keys over
   // 5 shared tiles of 64 rows (the last partly past the sequence), the
   // backward in two kernels (query rows, then key rows; the statistics
@@ -452,24 +452,22 @@ TEST_CASE("causal attention on an emulated A100, a thread per row: forward and g
     }
 }
 
-TEST_CASE("with bf16 matmuls, causal attention and its gradient run on the bf16 tensor cores (mma.sync m16n8k16) on an emulated A100 and H100, within bf16's bound of the interpreter") {
-  // Q K^T and P V, backward dO V^T, dS K, dS^T Q and P^T dO, as bf16
-  // products with f32 sums (GpuAttentionMma.h): 64 rows a block, tiles of
-  // 64 visited rows. T = 270: 5 row blocks and 5 tiles, the last partly
-  // past the sequence; T = 13: one tile, mostly past it; 3 heads of 16
-  // columns; heads of 32 and 64; a head of 128 columns forward only (the
-  // backward a row at a time); one of 72 (not a power of two) a row at a
-  // time both ways, and so is every head in fp32. Scores at a softmax's
-  // usual scale (1 / sqrt(head)) and 4 times it.
+TEST_CASE("causal attention and its gradient run on the tensor cores with the matmuls' operands (bf16 m16n8k16, tf32 m16n8k8, f32 as 3xtf32) on an emulated A100 and H100, within each precision's bound of the interpreter") {
+  // Q K^T and P V, backward dO V^T, dS K, dS^T Q and P^T dO, as products
+  // with f32 sums (GpuAttentionMma.h): 64 rows a block, tiles of 64
+  // visited rows. T = 270: 5 row blocks and 5 tiles, the last partly past
+  // the sequence; T = 13: one tile, mostly past it; 3 heads of 16 columns;
+  // heads of 32 and 64; a head of 128 columns forward only (the backward a
+  // row at a time); one of 72 (not a power of two) a row at a time both
+  // ways. Scores at a softmax's usual scale (1 / sqrt(head)) and 4 times
+  // it. With f32 matmuls the products are 3xtf32: within f32's bound, and
+  // tf32 ones (one MMA, operands truncated to 10 bits) are not.
   struct Shape { std::int64_t B, T, d, heads; };
   Fp32AtExit restore;
   constexpr auto interp = nova::ExecMode::interpreted;
   auto ptx_has = [](const nova::ExecutableDesc* desc, const char* text) {
     std::string ptx(desc->object.begin(), desc->object.end());
     return ptx.find(text) != std::string::npos;
-  };
-  auto has_mma = [&](const nova::ExecutableDesc* desc) {
-    return ptx_has(desc, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32");
   };
   // f32 exponentials by the SFU (ex2.approx), on the tensor cores or not.
   auto has_ex2 = [&](const nova::ExecutableDesc* desc) { return ptx_has(desc, "ex2.approx.ftz.f32"); };
@@ -491,29 +489,36 @@ TEST_CASE("with bf16 matmuls, causal attention and its gradient run on the bf16 
         auto heads = nova::static_arg(s.heads);
         auto c = nova::static_arg(scale);
         const bool forward_mma = hd == 16 || hd == 32 || hd == 64 || hd == 128, backward_mma = forward_mma && hd <= 64;
-        for (auto precision : {nova::MatmulPrecision::bf16, nova::MatmulPrecision::fp32}) {
-          const bool bf16 = precision == nova::MatmulPrecision::bf16;
-          CAPTURE(bf16);
+        for (auto precision : {nova::MatmulPrecision::bf16, nova::MatmulPrecision::tf32, nova::MatmulPrecision::fp32}) {
+          const bool bf16 = precision == nova::MatmulPrecision::bf16, tf32 = precision == nova::MatmulPrecision::tf32;
+          const char* name = bf16 ? "bf16" : tf32 ? "tf32" : "fp32";
+          CAPTURE(name);
           nova::set_matmul_precision(precision);
           const double forward = rel_error(nova::jit(attention)(qkv, heads, c), nova::jit(attention, interp)(qkv, heads, c));
           const double backward =
               rel_error(nova::jit(gradient)(w, qkv, heads, c), nova::jit(gradient, interp)(w, qkv, heads, c));
-          CAPTURE(forward);
-          CAPTURE(backward);
+          MESSAGE(std::string(chip), " ", std::string(name), " T ", s.T, " head ", hd, " scale x", boost, ": forward ", forward, ", gradient ",
+                  backward);
           // bf16: a score's error grows with it (its operands' rounding,
           // 2^-9 each): at the usual scale errors of 1.8e-3 to 4.3e-3 on
           // six seeds, at 4 times it up to 1.15e-2 (forward) and 1.25e-2.
-          const double bound = !bf16 ? 1e-5 : boost > 1 ? 2e-2 : 1e-2;
+          // tf32 (2^-11 each, truncated by the emulator's MMA as the ISA
+          // says wgmma does: 2^-10): half of bf16's bounds (errors of 7.5e-4
+          // to 2.0e-3 at either scale on one seed); 3xtf32: 3.7e-7 to 1.9e-6.
+          const double bound = bf16 ? (boost > 1 ? 2e-2 : 1e-2) : tf32 ? (boost > 1 ? 1e-2 : 5e-3) : 1e-5;
           CHECK(forward <= bound);
           CHECK(backward <= bound);
           const nova::ExecutableDesc* f = nova::jit(attention).executable(qkv, heads, c)->description();
           const nova::ExecutableDesc* b = nova::jit(gradient).executable(w, qkv, heads, c)->description();
-          CHECK(has_mma(f) == (bf16 && forward_mma));
-          CHECK(has_mma(b) == (bf16 && backward_mma));
+          const char* mma = bf16 ? "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+                                 : "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32";
+          CHECK(ptx_has(f, mma) == forward_mma);
+          CHECK(ptx_has(b, mma) == backward_mma);
           CHECK(has_ex2(f));
           CHECK(has_ex2(b));
-          if (bf16 && forward_mma) CHECK(forward > 1e-6); // rounded: not f32's result
-          if (bf16 && backward_mma) CHECK(backward > 1e-6);
+          // Rounded operands: not f32's result.
+          if (!(precision == nova::MatmulPrecision::fp32) && forward_mma) CHECK(forward > 1e-5);
+          if (!(precision == nova::MatmulPrecision::fp32) && backward_mma) CHECK(backward > 1e-5);
           CHECK(launches_ending_in(b, "_keys") == 1);
           if (std::filesystem::exists(kPtxas))
             for (const nova::ExecutableDesc* d : {f, b})

@@ -9,8 +9,10 @@
 // rounded to whole warps: 64 rows x 4 lanes / 4 rows a thread = 64
 // threads; one tile of 40 key rows (k, v: 2 x 40 x 64 floats). The
 // backward's two kernels (query rows, key rows) likewise, 128 threads.
-// RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each | FileCheck %s
-// RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each \
+// attention-mma=0: the kernels of a row at a time, which f32 heads of 64
+// would otherwise leave for the tensor cores (gpu-threads-attention-mma).
+// RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80 attention-mma=0" -verify-each | FileCheck %s
+// RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80 attention-mma=0" -verify-each \
 // RUN:   | nova-opt -pass-pipeline='builtin.module(builtin.module(nova-gpu-map-threads,canonicalize,cse,nova-gpu-outline-kernels{target=sm_80}))' -verify-each \
 // RUN:   | FileCheck %s --check-prefix=GPU
 

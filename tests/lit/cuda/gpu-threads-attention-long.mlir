@@ -4,8 +4,10 @@
 // 32 KiB) take shared memory, within what sm_86 lets a block take. Heads
 // wider than 128 columns keep the kernel of a thread per (batch, head),
 // forward and backward (one kernel: no split).
-// RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_86" -verify-each | FileCheck %s
-// RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_86" -verify-each \
+// attention-mma=0: the kernels of a row at a time, which f32 heads of 64
+// would otherwise leave for the tensor cores (gpu-threads-attention-mma).
+// RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_86 attention-mma=0" -verify-each | FileCheck %s
+// RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_86 attention-mma=0" -verify-each \
 // RUN:   | nova-opt -pass-pipeline='builtin.module(builtin.module(nova-gpu-map-threads,canonicalize,cse,nova-gpu-outline-kernels{target=sm_86}))' -verify-each \
 // RUN:   | FileCheck %s --check-prefix=GPU
 

@@ -1,30 +1,45 @@
-// With bf16 matmuls (nova.matmul_precision), attention's products run on
-// the bf16 tensor cores (GpuAttentionMma.h): the forward, and the
-// backward's query-rows and key-rows kernels, each in blocks of 128
-// threads over 64 rows (T = 200: 4 row blocks a (batch, head), 2 x 2
-// pairs), with two bf16 tiles of 64 rows x 64 columns (16 KiB) of shared
-// memory; their K steps are ldmatrix (.trans for the tiles whose rows are
-// the product's K) and the bf16 mma.sync intrinsic, a row's max and sum
-// over its 4 lanes by shuffles, its exponentials 2^x by ex2.approx.
-// Heads of 128 columns: the forward on the tensor cores, the backward a
-// row at a time (its warps would hold twice the accumulators). Without
-// bf16 matmuls: a row at a time.
+// Attention's products run on the tensor cores (GpuAttentionMma.h) with
+// the operands the step's matmul precision (nova.matmul_precision) gives
+// the matmuls. bf16: the forward, and the backward's query-rows and
+// key-rows kernels, each in blocks of 128 threads over 64 rows (T = 200: 4
+// row blocks a (batch, head), 2 x 2 pairs), with two bf16 tiles of 64 rows
+// x 64 columns (16 KiB) of shared memory; their K steps are ldmatrix
+// (.trans for the tiles whose rows are the product's K) and the bf16
+// mma.sync intrinsic, a row's max and sum over its 4 lanes by shuffles,
+// its exponentials 2^x by ex2.approx. Heads of 128 columns: the forward on
+// the tensor cores, the backward a row at a time (its warps would hold
+// twice the accumulators).
+// fp32: 3xtf32 (each f32 operand split into big and small tf32 halves by
+// bit masks, three m16n8k8 MMAs a product), the tiles f32 with rows padded
+// to 68 (17408 bytes each), the own rows in tiles of their own: 3 tiles
+// forward (52224 bytes), 4 backward (69632; key rows 512 more for the
+// statistics), 3 of 132-element rows for the head of 128 (101376 bytes);
+// own rows and the tiles' rows as B's columns by ldmatrix (vector<4x1xf32>:
+// the tf32 fragment), the tiles' rows as B's k by scalar loads. tf32: the
+// same kernels, one MMA a product, no split.
 // RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each | FileCheck %s
 // RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each \
 // RUN:   | nova-opt -pass-pipeline='builtin.module(builtin.module(nova-gpu-map-threads,canonicalize,cse,nova-gpu-outline-kernels{target=sm_80}))' -verify-each \
 // RUN:   | FileCheck %s --check-prefix=GPU
 // RUN: sed -e 's/"bf16"/"fp32"/' %s | nova-opt -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each \
 // RUN:   | FileCheck %s --check-prefix=FP32
+// RUN: sed -e 's/"bf16"/"fp32"/' %s | nova-opt -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each \
+// RUN:   | nova-opt -pass-pipeline='builtin.module(builtin.module(nova-gpu-map-threads,canonicalize,cse,nova-gpu-outline-kernels{target=sm_80}))' -verify-each \
+// RUN:   | FileCheck %s --check-prefix=FP32GPU
+// RUN: sed -e 's/"bf16"/"tf32"/' %s | nova-opt -nova-lower-to-kernels -nova-gpu-threads="target=sm_80" -verify-each \
+// RUN:   | FileCheck %s --check-prefix=TF32
+// RUN: nova-opt %s -nova-lower-to-kernels -nova-gpu-threads="target=sm_80 attention-mma=0" -verify-each \
+// RUN:   | FileCheck %s --check-prefix=ROWS
 
 // CHECK-LABEL: module @kernels
-// CHECK: func.func @[[FWD:k[0-9]+]]({{.*}}nova.gpu_attention_mma, nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 16384 : i64
+// CHECK: func.func @[[FWD:k[0-9]+]]({{.*}}nova.gpu_attention_mma = "bf16", nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 16384 : i64
 // CHECK-SAME: "on the bf16 tensor cores (mma.sync m16n8k16, f32 sums, as the step's bf16 matmul precision allows): 16 blocks of 64 query rows, the rows they visit in tiles of 64 in 16384 bytes of shared memory"
 // CHECK-SAME: workgroups = 16, tile = [128]
-// CHECK: func.func @[[BWD:k[0-9]+]]({{.*}}nova.attention_part = "queries", nova.gpu_attention_mma
+// CHECK: func.func @[[BWD:k[0-9]+]]({{.*}}nova.attention_part = "queries", nova.gpu_attention_mma = "bf16"
 // CHECK-SAME: 16 blocks of 64 query rows (dq; each row's softmax statistics into the workspace), the rows they visit in tiles of 64
-// CHECK: func.func @[[BWD]]_keys({{.*}}nova.attention_part = "keys", nova.gpu_attention_mma
+// CHECK: func.func @[[BWD]]_keys({{.*}}nova.attention_part = "keys", nova.gpu_attention_mma = "bf16"
 // CHECK-SAME: 16 blocks of 64 key rows (dk, dv; the query rows' statistics from the workspace), the rows they visit in tiles of 64
-// CHECK: func.func @{{k[0-9]+}}({{.*}}nova.gpu_attention_mma, nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 32768 : i64
+// CHECK: func.func @{{k[0-9]+}}({{.*}}nova.gpu_attention_mma = "bf16", nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 32768 : i64
 // CHECK: func.func @{{k[0-9]+}}(
 // CHECK-NOT: nova.gpu_attention_mma
 // CHECK-SAME: "attention not on the tensor cores: heads of 128 columns (16, 32, 64 take it)"
@@ -43,8 +58,35 @@
 // GPU: gpu.barrier
 // GPU: gpu.return
 
+// FP32: func.func @{{k[0-9]+}}({{.*}}nova.gpu_attention_mma = "tf32x3", nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 52224 : i64
+// FP32-SAME: "on the tensor cores as 3xtf32 (mma.sync m16n8k8, each f32 operand split into big and small tf32 halves, three MMAs a product, f32 sums: about f32's accuracy): 16 blocks of 64 query rows, the rows they visit in tiles of 64 in 52224 bytes of shared memory"
+// FP32: func.func @[[BWD:k[0-9]+]]({{.*}}nova.attention_part = "queries", nova.gpu_attention_mma = "tf32x3", nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 69632 : i64
+// FP32: func.func @[[BWD]]_keys({{.*}}nova.attention_part = "keys", nova.gpu_attention_mma = "tf32x3", nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 70144 : i64
+// FP32: func.func @{{k[0-9]+}}({{.*}}nova.gpu_attention_mma = "tf32x3", nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 101376 : i64
+// FP32: func.func @{{k[0-9]+}}(
 // FP32-NOT: nova.gpu_attention_mma
-// FP32: "threads: 200 query rows of 4 attention (batch, head) pairs
+// FP32-SAME: "attention not on the tensor cores: heads of 128 columns (16, 32, 64 take it)"
+
+// FP32GPU: gpu.func @nova_{{k[0-9]+}}(
+// FP32GPU: gpu.dynamic_shared_memory
+// FP32GPU: memref.view {{.*}} to memref<64x68xf32, #gpu.address_space<workgroup>>
+// FP32GPU: vector.load {{.*}} vector<4xf32>
+// FP32GPU-NOT: arith.truncf
+// FP32GPU: vector.store {{.*}} memref<64x68xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// FP32GPU: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false} : memref<64x68xf32, #gpu.address_space<workgroup>> -> vector<4x1xf32>
+// FP32GPU: arith.andi {{.*}}, %c-8192_i32 : i32
+// FP32GPU: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 8], tf32Enabled} : (vector<4x1xf32>, vector<2x1xf32>, vector<2x2xf32>)
+// FP32GPU-NEXT: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 8], tf32Enabled}
+// FP32GPU-NEXT: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 8], tf32Enabled}
+// FP32GPU: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// FP32GPU: memref.load {{.*}} : memref<64x68xf32, #gpu.address_space<workgroup>>
+// FP32GPU: gpu.return
+
+// TF32: func.func @{{k[0-9]+}}({{.*}}nova.gpu_attention_mma = "tf32", nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 52224 : i64
+// TF32-SAME: "on the tf32 tensor cores (mma.sync m16n8k8, f32 sums, as the step's tf32 matmul precision allows)
+
+// ROWS-NOT: nova.gpu_attention_mma
+// ROWS: "threads: 200 query rows of 4 attention (batch, head) pairs
 module attributes {nova.matmul_precision = "bf16"} {
   func.func @attention(%qkv: tensor<2x200x384xf32>, %g: tensor<2x200x128xf32>) -> (tensor<2x200x128xf32>, tensor<2x200x384xf32>) {
     %0 = nova.causal_attention %qkv {heads = 2 : i64, scale = 0.125 : f64} : tensor<2x200x384xf32> -> tensor<2x200x128xf32>

@@ -49,22 +49,58 @@ bool wholeBuffer(Value v, Type element) {
          type.getElementType() == element;
 }
 
+/// A shared tile's row, in elements: bf16 rows of hd (swizzled), f32 rows
+/// of hd + 4 (padded; AttentionMma).
+int64_t attentionTileStride(int64_t hd, AttentionMmaOperands operands) {
+  return operands == AttentionMmaOperands::bf16 ? hd : hd + 4;
+}
+int64_t attentionTileBytes(int64_t hd, AttentionMmaOperands operands) {
+  return AttentionMmaPlan::kTileRows * attentionTileStride(hd, operands) *
+         (operands == AttentionMmaOperands::bf16 ? 2 : 4);
+}
+/// The tiles a kernel stages: the visited rows' two, and with f32
+/// operands one for each of its own rows' operands (the backward's two).
+int64_t attentionTiles(AttentionKernelOp op, AttentionMmaOperands operands) {
+  return 2 + (operands == AttentionMmaOperands::bf16 ? 0 : op.getBackward() ? 2 : 1);
+}
+
+/// An operand fragment of one MMA: bf16 or tf32 (`big`), and 3xtf32's
+/// small half (null otherwise).
+struct Frag {
+  Value big, small;
+};
+
 /// The pieces of the tensor-core attention kernels: a warp's 16 rows
-/// against a shared tile of kTileRows rows of a head's hd columns (bf16,
-/// swizzled), in f32 accumulators (vector<2x2xf32>, an m16n8 tile each).
+/// against a shared tile of kTileRows rows of a head's hd columns, in f32
+/// accumulators (vector<2x2xf32>, an m16n8 tile each). bf16 tiles have
+/// rows of hd elements, their 16-byte chunks XOR-swizzled; f32 tiles rows
+/// of hd + 4 (padded: hd + 4 is 4 modulo 8 words, so that the 8 rows of an
+/// ldmatrix phase start in 8 distinct 16-byte bank groups and the scalar
+/// loads of rows 2t, 2t + 1 and columns g hit 32 distinct banks).
 struct AttentionMma {
   ImplicitLocOpBuilder &b;
   IndexMath k;
   int64_t T, d, hd;
   Value batch, column0, thread, lane, warp;
+  AttentionMmaOperands operands;
+  /// bf16 operands: k steps of 16; else f32 ones (tf32 MMAs), of 8.
+  bool sixteen;
+  int64_t stride, kStep;
   Swizzle swizzle;
-  Type bf16, f32;
+  Type shared, bf16, f32;
   AttentionMmaFaults faults;
   static constexpr int64_t kTile = AttentionMmaPlan::kTileRows;
+  /// 3xtf32's split truncates (splitTf32): 3 instructions an element where
+  /// rounding takes 5, and every B element is split by each of the 4 warps.
+  static constexpr bool kTruncatedSplit = true;
 
-  AttentionMma(ImplicitLocOpBuilder &b, AttentionKernelOp op, Value thread, Value batch, Value column0)
+  AttentionMma(ImplicitLocOpBuilder &b, AttentionKernelOp op, AttentionMmaOperands operands, Value thread,
+               Value batch, Value column0)
       : b(b), k(b), T(op.seq()), d(op.model()), hd(op.headDim()), batch(batch), column0(column0), thread(thread),
+        operands(operands), sixteen(operands == AttentionMmaOperands::bf16),
+        stride(attentionTileStride(op.headDim(), operands)), kStep(sixteen ? 16 : 8),
         swizzle(ldmatrixSwizzle(op.headDim() / 8)), bf16(b.getBF16Type()), f32(b.getF32Type()) {
+    shared = sixteen ? bf16 : f32;
     lane = k.rem(thread, 32);
     warp = k.div(thread, 32);
   }
@@ -75,19 +111,24 @@ struct AttentionMma {
   }
   Value tile(Value dyn, int64_t index) {
     auto wg = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
-    auto type = MemRefType::get({kTile, hd}, bf16, MemRefLayoutAttrInterface(), wg);
-    return b.create<memref::ViewOp>(type, dyn, k.c(index * kTile * hd * 2), ValueRange{});
+    auto type = MemRefType::get({kTile, stride}, shared, MemRefLayoutAttrInterface(), wg);
+    return b.create<memref::ViewOp>(type, dyn, k.c(index * attentionTileBytes(hd, operands)), ValueRange{});
   }
-  /// Column (in elements) of 16-byte chunk `chunk` of tile row `row`, swizzled.
-  Value swizzled(Value row, Value chunk) { return k.mul(swizzleChunk(k, row, chunk, swizzle), 8); }
+  /// Column (in elements) of 16-byte chunk `chunk` of tile row `row`:
+  /// swizzled (bf16) or not (f32).
+  Value swizzled(Value row, Value chunk) {
+    return sixteen ? k.mul(swizzleChunk(k, row, chunk, swizzle), 8) : k.shl(chunk, 2);
+  }
   /// ... where ldmatrix reads it.
-  Value readAt(Value row, Value chunk) { return faults.unswizzledReads ? k.mul(chunk, 8) : swizzled(row, chunk); }
+  Value readAt(Value row, Value chunk) {
+    return faults.unswizzledReads ? k.mul(chunk, 16 / (sixteen ? 2 : 4)) : swizzled(row, chunk);
+  }
 
   /// Rows [r0, r0 + kTile) of part `part` of `src` (f32, [B, T, parts x
-  /// d]) into `tile` as bf16, rows past the sequence clamped to its last
-  /// (read, never used unmasked): each thread 4 columns at a time (a
+  /// d]) into `tile` (bf16: rounded), rows past the sequence clamped to its
+  /// last (read, never used unmasked): each thread 4 columns at a time (a
   /// 16-byte load, consecutive threads consecutive ones; an 8-byte shared
-  /// store, half of a swizzled chunk).
+  /// store, half of a swizzled chunk, or a 16-byte one).
   void stage(Value tile, Value src, int64_t part, Value r0) {
     const int64_t quads = hd / 4, perThread = kTile * quads / AttentionMmaPlan::kThreads;
     auto f4 = VectorType::get({4}, f32), b4 = VectorType::get({4}, bf16);
@@ -96,70 +137,146 @@ struct AttentionMma {
       Value r = k.div(e, quads), quad = k.rem(e, quads);
       Value row = b.create<arith::MinUIOp>(k.add(r0, r), k.c(T - 1));
       Value v = b.create<vector::LoadOp>(f4, src, ValueRange{batch, row, k.add(k.add(column0, part * d), k.shl(quad, 2))});
+      if (!sixteen) {
+        b.create<vector::StoreOp>(v, tile, ValueRange{r, k.shl(quad, 2)});
+        continue;
+      }
       Value at = k.add(swizzled(r, k.shr(quad, 1)), k.shl(k.andi(quad, 1), 2));
       b.create<vector::StoreOp>(b.create<arith::TruncFOp>(b4, v), tile, ValueRange{r, at});
     }
   }
 
-  /// The A fragments (one a k step of 16 columns) of tile rows [m0, m0 + 16).
-  SmallVector<Value> rowFragments(Value tile, Value m0) {
-    SmallVector<Value> frags;
-    auto type = VectorType::get({4, 2}, bf16);
-    Value r = k.add(m0, k.rem(lane, 16));
-    for (int64_t kk = 0; kk < hd / 16; ++kk) {
-      Value chunk = k.add(k.div(lane, 16), 2 * kk);
-      frags.push_back(b.create<nvgpu::LdMatrixOp>(type, tile, ValueRange{r, readAt(r, chunk)},
-                                                  /*transpose=*/false, /*numTiles=*/4));
+  /// ldmatrix.x4 of `tile` with this lane at (row, 16-byte chunk).
+  Value ldmatrix(Value tile, Value row, Value chunk, bool transpose) {
+    auto type = VectorType::get({4, sixteen ? 2 : 1}, shared);
+    return b.create<nvgpu::LdMatrixOp>(type, tile, ValueRange{row, readAt(row, chunk)}, transpose,
+                                       /*numTiles=*/4);
+  }
+  /// `v` (a fragment of f32 elements) as an operand: 3xtf32 splits it.
+  Frag operand(Value v) {
+    if (operands != AttentionMmaOperands::tf32x3)
+      return {v, Value()};
+    auto [big, small] = splitTf32Fragment(b, v, kTruncatedSplit);
+    return {big, small};
+  }
+  /// acc += a x b, one MMA (3xtf32: small x big, big x small, big x big).
+  void mma(Value &acc, const Frag &a, const Frag &bf) {
+    auto one = [&](Value x, Value y) {
+      acc = sixteen ? mmaSyncBf16(b, x, y, acc)
+                    : b.create<nvgpu::MmaSyncOp>(x, y, acc, ArrayRef<int64_t>{16, 8, 8}, /*tf32Enabled=*/true)
+                          .getResult();
+    };
+    if (a.small) {
+      one(a.small, bf.big);
+      one(a.big, bf.small);
     }
-    return frags;
+    one(a.big, bf.big);
   }
 
-  /// The two B fragments (vector<2x2xbf16>) in an ldmatrix.x4's result.
+  /// A warp's own 16 rows as the A operand of its products: bf16 in
+  /// registers (a fragment a k step, loaded once), f32 in their own shared
+  /// tile (an ldmatrix a k step and use: its tf32 halves would take 64
+  /// registers a head of 64 columns).
+  struct Rows {
+    SmallVector<Value> frags;
+    Value tile, row0;
+  };
+  /// The A fragment of k step kk (16 bf16 or 8 f32 columns) of tile rows
+  /// [m0, m0 + 16): lane l at (row l % 16, chunk l / 16 of the step); for
+  /// 32-bit data a .b16 ldmatrix gives lane l word l % 4 of row l / 4 of
+  /// each 8 x 4 block, the tf32 A fragment (MmaMatmulKernel.cpp).
+  Value rowFragment(Value tile, Value m0, int64_t kk) {
+    return ldmatrix(tile, k.add(m0, k.rem(lane, 16)), k.add(k.div(lane, 16), 2 * kk), /*transpose=*/false);
+  }
+  Frag rowsFragment(const Rows &rows, int64_t kk) {
+    return sixteen ? Frag{rows.frags[size_t(kk)], Value()} : operand(rowFragment(rows.tile, rows.row0, kk));
+  }
+
+  /// The two B fragments (vector<2x2xbf16> or vector<2x1xf32>) in an ldmatrix.x4's result.
   std::pair<Value, Value> halves(Value v) {
+    const int64_t regs = cast<VectorType>(v.getType()).getDimSize(1);
     auto slice = [&](int64_t at) -> Value {
-      return b.create<vector::ExtractStridedSliceOp>(v, ArrayRef<int64_t>{at, 0}, ArrayRef<int64_t>{2, 2},
+      return b.create<vector::ExtractStridedSliceOp>(v, ArrayRef<int64_t>{at, 0}, ArrayRef<int64_t>{2, regs},
                                                      ArrayRef<int64_t>{1, 1});
     };
     return {slice(0), slice(2)};
   }
 
-  /// rows (16 x hd, A fragments) x tile^T: 16 x kTile, kTile / 8 accumulators.
-  SmallVector<Value> timesTransposed(ArrayRef<Value> rows, Value tile) {
+  /// rows (16 x hd) x tile^T: 16 x kTile, kTile / 8 accumulators. The
+  /// tile's rows are B's columns: ldmatrix without .trans, lane l at (n row
+  /// 8 (l / 16) + l % 8, chunk (l / 8) % 2 of the k step): registers {0, 1}
+  /// n-block 2p, {2, 3} 2p + 1, for bf16 and f32 alike.
+  SmallVector<Value> timesTransposed(const Rows &rows, Value tile) {
     SmallVector<Value> acc(kTile / 8, accZero());
-    auto type = VectorType::get({4, 2}, bf16);
     Value l8 = k.rem(lane, 8), lq = k.div(lane, 8);
-    for (int64_t kk = 0; kk < hd / 16; ++kk)
+    for (int64_t kk = 0; kk < hd / kStep; ++kk) {
+      Frag a = rowsFragment(rows, kk);
       for (int64_t p = 0; p < kTile / 16; ++p) {
         Value r = k.add(k.add(l8, k.mul(k.shr(lq, 1), 8)), p * 16);
-        Value chunk = k.add(k.andi(lq, 1), 2 * kk);
-        auto [lo, hi] = halves(b.create<nvgpu::LdMatrixOp>(type, tile, ValueRange{r, readAt(r, chunk)},
-                                                           /*transpose=*/false, /*numTiles=*/4));
-        acc[size_t(2 * p)] = mmaSyncBf16(b, rows[size_t(kk)], lo, acc[size_t(2 * p)]);
-        acc[size_t(2 * p + 1)] = mmaSyncBf16(b, rows[size_t(kk)], hi, acc[size_t(2 * p + 1)]);
+        auto [lo, hi] = halves(ldmatrix(tile, r, k.add(k.andi(lq, 1), 2 * kk), /*transpose=*/false));
+        mma(acc[size_t(2 * p)], a, operand(lo));
+        mma(acc[size_t(2 * p + 1)], a, operand(hi));
       }
+    }
     return acc;
   }
 
-  /// acc (16 x hd, hd / 8 accumulators) += p (16 x kTile, A fragments) x tile.
-  void accumulateTimes(ArrayRef<Value> p, Value tile, SmallVector<Value> &acc) {
-    auto type = VectorType::get({4, 2}, bf16);
-    Value l16 = k.rem(lane, 16), lhi = k.div(lane, 16);
-    for (int64_t kk = 0; kk < kTile / 16; ++kk)
-      for (int64_t q = 0; q < hd / 16; ++q) {
-        Value r = k.add(l16, kk * 16);
-        Value chunk = k.add(lhi, 2 * q);
-        auto [lo, hi] = halves(b.create<nvgpu::LdMatrixOp>(type, tile, ValueRange{r, readAt(r, chunk)},
-                                                           /*transpose=*/true, /*numTiles=*/4));
-        acc[size_t(2 * q)] = mmaSyncBf16(b, p[size_t(kk)], lo, acc[size_t(2 * q)]);
-        acc[size_t(2 * q + 1)] = mmaSyncBf16(b, p[size_t(kk)], hi, acc[size_t(2 * q + 1)]);
+  /// acc (16 x hd, hd / 8 accumulators) += p (16 x kTile, A fragments,
+  /// asRowFragments) x tile. bf16: the tile's rows are the k steps'
+  /// (ldmatrix.trans); f32 (no 32-bit transposing ldmatrix): scalar loads
+  /// of rows 8j + 2t and 8j + 2t + 1, column g, the k order asRowFragments
+  /// gives its A fragments.
+  void accumulateTimes(ArrayRef<Frag> p, Value tile, SmallVector<Value> &acc) {
+    if (sixteen) {
+      Value l16 = k.rem(lane, 16), lhi = k.div(lane, 16);
+      for (int64_t kk = 0; kk < kTile / 16; ++kk)
+        for (int64_t q = 0; q < hd / 16; ++q) {
+          auto [lo, hi] = halves(ldmatrix(tile, k.add(l16, kk * 16), k.add(lhi, 2 * q), /*transpose=*/true));
+          mma(acc[size_t(2 * q)], p[size_t(kk)], operand(lo));
+          mma(acc[size_t(2 * q + 1)], p[size_t(kk)], operand(hi));
+        }
+      return;
+    }
+    auto type = VectorType::get({2, 1}, f32);
+    Value g = k.shr(lane, 2), t = k.andi(lane, 3);
+    // Row 8j + 2t + i (faults.unpermutedRows: 8j + t + 4i).
+    const bool natural = faults.unpermutedRows;
+    Value first = natural ? t : k.shl(t, 1);
+    for (int64_t kk = 0; kk < kTile / 8; ++kk) {
+      Value r = k.add(first, 8 * kk);
+      for (int64_t q = 0; q < hd / 8; ++q) {
+        Value col = k.add(g, 8 * q);
+        Value frag = b.create<arith::ConstantOp>(type, DenseElementsAttr::get(type, b.getF32FloatAttr(0)));
+        for (int64_t i = 0; i < 2; ++i)
+          frag = b.create<vector::InsertOp>(
+              b.create<memref::LoadOp>(tile, ValueRange{k.add(r, natural ? 4 * i : i), col}), frag,
+              ArrayRef<int64_t>{i, 0});
+        mma(acc[size_t(q)], p[size_t(kk)], operand(frag));
       }
+    }
   }
 
-  /// values[j][h][e] (f32: n-block j, row g + 8h, column 2t + e) rounded
-  /// to bf16 as the A fragments of its k steps (2 n-blocks each).
-  SmallVector<Value> asRowFragments(ArrayRef<std::array<std::array<Value, 2>, 2>> values) {
+  /// values[j][h][e] (f32: n-block j, row g + 8h, column 2t + e) as the A
+  /// fragments of the k steps over its columns. bf16: rounded, 2 n-blocks
+  /// a k step of 16, element by element (an m16n8 accumulator pair is the
+  /// m16n8k16 A fragment's layout). f32: an n-block a k step of 8, taken
+  /// in the order k slot t = column 2t, slot t + 4 = column 2t + 1 (a sum
+  /// over k does not care, and accumulateTimes reads B's rows in the same
+  /// order): a0..a3 = (g, 2t), (g + 8, 2t), (g, 2t + 1), (g + 8, 2t + 1),
+  /// this lane's own elements, no shuffle.
+  SmallVector<Frag> asRowFragments(ArrayRef<std::array<std::array<Value, 2>, 2>> values) {
+    SmallVector<Frag> frags;
+    if (!sixteen) {
+      auto type = VectorType::get({4, 1}, f32);
+      for (const auto &v : values) {
+        Value frag = b.create<arith::ConstantOp>(type, DenseElementsAttr::get(type, b.getF32FloatAttr(0)));
+        for (int64_t reg = 0; reg < 4; ++reg)
+          frag = b.create<vector::InsertOp>(v[size_t(reg & 1)][size_t(reg >> 1)], frag, ArrayRef<int64_t>{reg, 0});
+        frags.push_back(operand(frag));
+      }
+      return frags;
+    }
     auto type = VectorType::get({4, 2}, bf16);
-    SmallVector<Value> frags;
     for (size_t j = 0; j + 1 < values.size(); j += 2) {
       Value frag = b.create<arith::ConstantOp>(type, DenseElementsAttr::get(type, b.getFloatAttr(bf16, 0.0)));
       for (int64_t reg = 0; reg < 4; ++reg)
@@ -167,7 +284,7 @@ struct AttentionMma {
           Value x = values[j + size_t(reg >> 1)][size_t(reg & 1)][size_t(e)];
           frag = b.create<vector::InsertOp>(b.create<arith::TruncFOp>(bf16, x), frag, ArrayRef<int64_t>{reg, e});
         }
-      frags.push_back(frag);
+      frags.push_back({frag, Value()});
     }
     return frags;
   }
@@ -263,29 +380,50 @@ struct AttentionMma {
 
 } // namespace
 
-AttentionMmaPlan mlir::nova::attentionMmaShape(AttentionKernelOp op) {
+const char *mlir::nova::attentionMmaOperandsName(AttentionMmaOperands operands) {
+  switch (operands) {
+  case AttentionMmaOperands::bf16:
+    return "bf16";
+  case AttentionMmaOperands::tf32:
+    return "tf32";
+  case AttentionMmaOperands::tf32x3:
+    return "tf32x3";
+  }
+  return "";
+}
+
+std::optional<AttentionMmaOperands> mlir::nova::attentionMmaOperands(Operation *kernel) {
+  auto name = kernel->getAttrOfType<StringAttr>(kGpuAttentionMmaAttr);
+  if (!name)
+    return std::nullopt;
+  for (auto operands : {AttentionMmaOperands::bf16, AttentionMmaOperands::tf32, AttentionMmaOperands::tf32x3})
+    if (name.getValue() == attentionMmaOperandsName(operands))
+      return operands;
+  return std::nullopt;
+}
+
+AttentionMmaPlan mlir::nova::attentionMmaShape(AttentionKernelOp op, AttentionMmaOperands operands) {
   AttentionMmaPlan plan;
+  plan.operands = operands;
   plan.rowBlocks = (op.seq() + AttentionMmaPlan::kRows - 1) / AttentionMmaPlan::kRows;
   plan.blocks = op.batch() * op.getHeads() * plan.rowBlocks;
-  // Two bf16 tiles (the own rows pass through the first); key rows also
-  // the visited query rows' statistics, f32.
-  plan.sharedBytes = 2 * AttentionMmaPlan::kTileRows * op.headDim() * 2;
+  // The tiles; key rows also the visited query rows' statistics, f32.
+  plan.sharedBytes = attentionTiles(op, operands) * attentionTileBytes(op.headDim(), operands);
   if (attentionBackwardPart(op) == AttentionBackwardPart::keys)
     plan.sharedBytes += AttentionMmaPlan::kTileRows * 2 * 4;
   return plan;
 }
 
 std::optional<AttentionMmaPlan> mlir::nova::planAttentionMma(AttentionKernelOp op, const ::nova::TargetDesc &target,
-                                                             bool bf16Products, std::string &whyNot) {
+                                                             AttentionMmaOperands operands, std::string &whyNot) {
   whyNot.clear();
-  if (!bf16Products)
-    return std::nullopt;
   auto no = [&](std::string why) -> std::optional<AttentionMmaPlan> {
     whyNot = "attention not on the tensor cores: " + why;
     return std::nullopt;
   };
-  if (!target.has("mma.sync.bf16"))
-    return no("the GPU has no bf16 mma.sync");
+  const bool sixteen = operands == AttentionMmaOperands::bf16;
+  if (!target.has(sixteen ? "mma.sync.bf16" : "mma.sync.tf32"))
+    return no(sixteen ? "the GPU has no bf16 mma.sync" : "the GPU has no tf32 mma.sync");
   if (op.getBackward() && !attentionBackwardPart(op))
     return no("a backward not split into query and key rows");
   // The backward's warps hold twice the forward's accumulators.
@@ -299,7 +437,7 @@ std::optional<AttentionMmaPlan> mlir::nova::planAttentionMma(AttentionKernelOp o
       !wholeBuffer(out, outType.getElementType()) ||
       !(outType.getElementType().isF32() || outType.getElementType().isBF16()))
     return no("its input is not a whole f32 buffer, or its result not a whole f32 or bf16 one");
-  AttentionMmaPlan plan = attentionMmaShape(op);
+  AttentionMmaPlan plan = attentionMmaShape(op, operands);
   if (plan.sharedBytes > std::max(target.smem_per_block, target.smem_per_block_optin))
     return no(llvm::formatv("its tiles would take {0} bytes of shared memory", plan.sharedBytes).str());
   return plan;
@@ -313,7 +451,9 @@ namespace {
 /// (g and g + 8 of its warp's 16).
 struct AttentionBlock {
   AttentionMma m;
-  Value pair, first, tileA, tileB, warpRow0;
+  Value pair, first, dyn, tileA, tileB, warpRow0;
+  /// The own rows' tiles staged so far (f32 operands).
+  int64_t ownTiles = 0;
   /// Key rows: the visited query rows' log-sum-exp and D, staged with the
   /// tiles from `stats` (attentionStatsType): a thread a value.
   Value statsTile, stats;
@@ -324,7 +464,7 @@ struct AttentionBlock {
 
   AttentionBlock(ImplicitLocOpBuilder &b, AttentionKernelOp op, const AttentionMmaPlan &plan, Value thread,
                  Value block, bool lastRowsFirst, const AttentionMmaFaults &faults, Value stats = {})
-      : m(b, op, thread, Value(), Value()), stats(stats) {
+      : m(b, op, plan.operands, thread, Value(), Value()), stats(stats) {
     m.faults = faults;
     IndexMath &k = m.k;
     pair = k.div(block, plan.rowBlocks);
@@ -334,14 +474,17 @@ struct AttentionBlock {
     first = k.mul(lastRowsFirst ? b.create<arith::SubIOp>(k.c(plan.rowBlocks - 1), rowBlock).getResult() : rowBlock,
                   AttentionMmaPlan::kRows);
     auto wg = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
-    Value dyn = b.create<gpu::DynamicSharedMemoryOp>(
+    dyn = b.create<gpu::DynamicSharedMemoryOp>(
         MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(), wg));
-    tileA = m.tile(dyn, 0);
-    tileB = m.tile(dyn, 1);
+    // f32 operands: the own rows' tiles first (ownRows), then the visited
+    // rows' two.
+    const int64_t tiles = attentionTiles(op, plan.operands);
+    tileA = m.tile(dyn, tiles - 2);
+    tileB = m.tile(dyn, tiles - 1);
     if (attentionBackwardPart(op) == AttentionBackwardPart::keys)
       statsTile = b.create<memref::ViewOp>(
           MemRefType::get({AttentionMmaPlan::kTileRows, 2}, m.f32, MemRefLayoutAttrInterface(), wg), dyn,
-          k.c(2 * AttentionMmaPlan::kTileRows * op.headDim() * 2), ValueRange{});
+          k.c(tiles * attentionTileBytes(op.headDim(), plan.operands)), ValueRange{});
     warpRow0 = k.mul(m.warp, 16);
     Value g = k.shr(m.lane, 2);
     row[0] = k.add(k.add(first, warpRow0), g);
@@ -357,14 +500,23 @@ struct AttentionBlock {
     return k.div(k.add(keys, AttentionMmaPlan::kTileRows - 1), AttentionMmaPlan::kTileRows);
   }
 
-  /// The warp's A fragments of the block's rows of part `part` of `src`,
-  /// through tileA.
-  SmallVector<Value> ownRows(Value src, int64_t part) {
+  /// The block's rows of part `part` of `src` as its warps' A operand:
+  /// bf16 fragments in registers (through tileA), f32 in a tile of their
+  /// own.
+  AttentionMma::Rows ownRows(Value src, int64_t part) {
+    if (!m.sixteen) {
+      Value tile = m.tile(dyn, ownTiles++);
+      m.stage(tile, src, part, first);
+      m.b.create<gpu::BarrierOp>();
+      return {{}, tile, warpRow0};
+    }
     m.stage(tileA, src, part, first);
     m.b.create<gpu::BarrierOp>();
-    SmallVector<Value> frags = m.rowFragments(tileA, warpRow0);
+    AttentionMma::Rows rows;
+    for (int64_t kk = 0; kk < m.hd / 16; ++kk)
+      rows.frags.push_back(m.rowFragment(tileA, warpRow0, kk));
     m.b.create<gpu::BarrierOp>();
-    return frags;
+    return rows;
   }
 
   /// For tiles [0, count) of kTileRows rows from `from` (count >= 1):
@@ -418,7 +570,7 @@ void buildForward(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attention
   AttentionMma &m = blk.m;
   IndexMath &k = m.k;
   Value qkv = op.getInputs()[0];
-  SmallVector<Value> q = blk.ownRows(qkv, 0);
+  AttentionMma::Rows q = blk.ownRows(qkv, 0);
   const int64_t outTiles = m.hd / 8;
   // Carried: m and l of rows g and g + 8 (l this lane's part), then O.
   SmallVector<Value> init{m.lowest(), m.lowest(), m.f(0), m.f(0)};
@@ -464,7 +616,7 @@ void buildQueryRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attenti
   AttentionMma &m = blk.m;
   IndexMath &k = m.k;
   Value qkv = op.getInputs()[0], grad = op.getInputs()[1];
-  SmallVector<Value> q = blk.ownRows(qkv, 0), dO = blk.ownRows(grad, 0);
+  AttentionMma::Rows q = blk.ownRows(qkv, 0), dO = blk.ownRows(grad, 0);
   Value tiles = blk.tilesToLastRow();
   auto causal = [&](Value query, Value key) { return m.cmp(arith::CmpIPredicate::ule, key, query); };
   // Carried: m, l and D (l and D this lane's parts) of rows g and g + 8.
@@ -536,7 +688,7 @@ void buildKeyRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attention
   AttentionMma &m = blk.m;
   IndexMath &k = m.k;
   Value qkv = op.getInputs()[0], grad = op.getInputs()[1];
-  SmallVector<Value> kf = blk.ownRows(qkv, 1), vf = blk.ownRows(qkv, 2);
+  AttentionMma::Rows kf = blk.ownRows(qkv, 1), vf = blk.ownRows(qkv, 2);
   const int64_t outTiles = m.hd / 8;
   SmallVector<Value> init(size_t(2 * outTiles), m.accZero());
   // Query column i of key row j: i >= j, within the sequence (the tiles'

@@ -1,23 +1,28 @@
-//===- GpuAttentionMma.h - causal attention on bf16 tensor cores -*- C++ -*-===//
+//===- GpuAttentionMma.h - causal attention on the tensor cores -*- C++ -*-===//
 //
-// With bf16 matmuls asked for (nova.matmul_precision = "bf16": both operands
-// of a product rounded to bfloat16, f32 sums) on a GPU with bf16 mma.sync,
-// attention's products are such products too: they run on the tensor cores
-// (mma.sync m16n8k16) instead of the f32 FMAs of a row at a time
-// (GpuScalarKernels.h), as PyTorch's scaled_dot_product_attention does
-// under bf16 autocast. Three kernels, as the rows' split has them
+// Attention's products are matmuls: on a GPU with mma.sync they run on the
+// tensor cores instead of the f32 FMAs of a row at a time
+// (GpuScalarKernels.h), with the operands the step's matmul precision
+// gives the matmuls (nova.matmul_precision): bf16 ones (m16n8k16) as
+// PyTorch's scaled_dot_product_attention under bf16 autocast, tf32 ones
+// (m16n8k8) under tf32, and f32 ones as 3xtf32 otherwise (each operand
+// split into big and small tf32 halves, three m16n8k8 MMAs a product:
+// about f32's accuracy). Three kernels, as the rows' split has them
 // (GpuAttentionBackward.h): the forward, the backward's query rows (dq and
 // each row's statistics into the workspace) and its key rows (dk, dv).
 //
 // A block of 4 warps takes 64 rows of one (batch, head), a warp 16 of them
 // (query rows: the blocks of the last rows, with the most keys, first).
-// Its own rows' operands (q; backward also dO, or k and v) go through
-// shared memory into registers as A fragments (ldmatrix) once; then, over
-// the tiles of 64 rows it visits (keys up to its last row; the key rows':
-// queries from its first), the block stages two tiles in shared memory as
-// bf16 (each f32 element read once from global memory, 16 bytes a thread,
-// and rounded there; each row's 16-byte chunks XOR-swizzled for ldmatrix),
-// and each warp
+// Its own rows' operands (q; backward also dO, or k and v) are the A
+// fragments of its products: bf16 ones loaded from shared memory
+// (ldmatrix) into registers once, f32 ones kept in shared tiles of their
+// own and loaded at each use (their tf32 halves would take 64 registers a
+// head of 64 columns). Then, over the tiles of 64 rows it visits (keys up
+// to its last row; the key rows': queries from its first), the block
+// stages two tiles in shared memory (each f32 element read once from
+// global memory, 16 bytes a thread; bf16 tiles rounded there, their rows'
+// 16-byte chunks XOR-swizzled for ldmatrix; f32 tiles' rows padded), and
+// each warp
 //   - takes its scores (16 x 64: Q K^T, or K Q^T for key rows) in f32
 //     accumulators, the tile's rows as the B fragments' columns (ldmatrix
 //     without .trans), and likewise dP = dO V^T (or V dO^T);
@@ -26,11 +31,13 @@
 //     each row's running max (over its 4 lanes by shuffles) and sum
 //     (per lane, summed once at the end), rescaling by 2^(m_old - m_new);
 //     every exponential 2^x by the SFU (ex2.approx);
-//   - rounds P = 2^(S - m) (or dS = scale P (dP - D)) to bf16 into A
-//     fragments straight from the accumulators (an m16n8 accumulator pair
-//     is an m16n8k16 A fragment's layout: no shared memory), and adds P V,
-//     dS K, dS^T Q or P^T dO into its f32 accumulators (the tile's rows as
-//     the B fragments' k: ldmatrix.trans).
+//   - takes P = 2^(S - m) (or dS = scale P (dP - D)) into A fragments
+//     straight from the accumulators (bf16: an m16n8 accumulator pair is
+//     an m16n8k16 A fragment's layout; f32: an m16n8 accumulator is an
+//     m16n8k8 A fragment with its k order permuted, which B's rows follow:
+//     no shared memory either way), and adds P V, dS K, dS^T Q or P^T dO
+//     into its f32 accumulators (the tile's rows as the B fragments' k:
+//     ldmatrix.trans for bf16, scalar loads for f32).
 // At the end each lane stores its rows (the forward's O / l rounded to the
 // result's element, f32 or bf16). Heads of 16, 32, 64 or 128 columns
 // forward, up to 64 backward (its warps hold twice the accumulators); f32
@@ -51,23 +58,34 @@
 
 namespace mlir::nova {
 
-/// On an attention kernel built by buildAttentionMma (a UnitAttr).
+/// What attention's products consume on the tensor cores, f32 sums in
+/// each case: bf16 operands (mma.sync m16n8k16; the step's matmuls are
+/// bf16), tf32 (m16n8k8; they are tf32), or f32 operands as 3xtf32
+/// (m16n8k8, each operand split into big and small tf32 halves, three
+/// MMAs a product: about f32's accuracy, as the step's f32 matmuls).
+enum class AttentionMmaOperands { bf16, tf32, tf32x3 };
+const char *attentionMmaOperandsName(AttentionMmaOperands operands);
+
+/// On an attention kernel built by buildAttentionMma: its operands'
+/// name (attentionMmaOperandsName).
 inline constexpr const char kGpuAttentionMmaAttr[] = "nova.gpu_attention_mma";
+/// The operands `kernel`'s attribute names, if it has one.
+std::optional<AttentionMmaOperands> attentionMmaOperands(Operation *kernel);
 
 struct AttentionMmaPlan {
   /// 4 warps a block, 64 rows a block (16 a warp), key tiles of 64 rows.
   static constexpr int64_t kThreads = 128, kRows = 64, kTileRows = 64;
+  AttentionMmaOperands operands = AttentionMmaOperands::bf16;
   int64_t rowBlocks = 0, blocks = 0, sharedBytes = 0;
 };
 
 /// The plan's shape for `op` (which planAttentionMma accepted).
-AttentionMmaPlan attentionMmaShape(AttentionKernelOp op);
+AttentionMmaPlan attentionMmaShape(AttentionKernelOp op, AttentionMmaOperands operands);
 
-/// The plan for `op` with bf16 products allowed (`bf16Products`) on
-/// `target`, or none, with `whyNot` saying why (empty where bf16 products
-/// are not asked for).
+/// The plan for `op` with `operands` on `target`, or none, with `whyNot`
+/// saying why.
 std::optional<AttentionMmaPlan> planAttentionMma(AttentionKernelOp op, const ::nova::TargetDesc &target,
-                                                 bool bf16Products, std::string &whyNot);
+                                                 AttentionMmaOperands operands, std::string &whyNot);
 
 /// Deliberate faults, for tests that the emulator catches what they break.
 struct AttentionMmaFaults {
@@ -77,6 +95,9 @@ struct AttentionMmaFaults {
   bool noBarrierBeforeRestaging = false;
   /// ldmatrix without the swizzle the tiles were written with.
   bool unswizzledReads = false;
+  /// f32 operands: B's rows read in the k order of the MMA's own layout
+  /// (t, t + 4), not the permuted one P's A fragments take (2t, 2t + 1).
+  bool unpermutedRows = false;
 };
 
 /// `op`'s kernel at b's insertion point, as `plan` says, for thread

@@ -310,6 +310,10 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
   Option<bool> sideBySide{*this, "side-by-side",
                           llvm::cl::desc("fuse independent launches side by side (lit tests of single kernels: 0)"),
                           llvm::cl::init(true)};
+  Option<bool> attentionMma{*this, "attention-mma",
+                            llvm::cl::desc("attention on the tensor cores where it can (lit tests of the kernels "
+                                           "of a row at a time: 0)"),
+                            llvm::cl::init(true)};
   ::nova::TargetDesc fixed;
   bool hasFixed = false;
 
@@ -446,23 +450,34 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
         simt = cast<linalg::GenericOp>(ops[0]);
       if (simt && configureSimtMatmul(top, kernel, simt, target, notMma))
         continue;
-      // Attention with bf16 products: on the tensor cores (GpuAttentionMma.h).
+      // Attention on the tensor cores (GpuAttentionMma.h), with the
+      // operands the step's matmul precision gives its matmuls.
       std::string attentionWhyNot;
-      if (auto attention = ops.size() == 1 ? dyn_cast<AttentionKernelOp>(ops[0]) : AttentionKernelOp()) {
-        if (std::optional<AttentionMmaPlan> mma = planAttentionMma(attention, target, bf16Products, attentionWhyNot)) {
-          kernel->setAttr(kGpuAttentionMmaAttr, UnitAttr::get(ctx));
+      auto attention = ops.size() == 1 ? dyn_cast<AttentionKernelOp>(ops[0]) : AttentionKernelOp();
+      if (attention && attentionMma) {
+        const AttentionMmaOperands operands = bf16Products   ? AttentionMmaOperands::bf16
+                                              : lowPrecision ? AttentionMmaOperands::tf32
+                                                             : AttentionMmaOperands::tf32x3;
+        if (std::optional<AttentionMmaPlan> mma = planAttentionMma(attention, target, operands, attentionWhyNot)) {
+          kernel->setAttr(kGpuAttentionMmaAttr, StringAttr::get(ctx, attentionMmaOperandsName(operands)));
           kernel->setAttr(LoweringConfigAttr::name, LoweringConfigAttr::get(ctx, "gpu_threads", mma->blocks,
                                                                              {AttentionMmaPlan::kThreads}, {}, {}));
           kernel->setAttr(kGpuBlockThreadsAttr, i64(AttentionMmaPlan::kThreads));
           kernel->setAttr(kGpuSharedBytesAttr, i64(mma->sharedBytes));
+          const char *how = operands == AttentionMmaOperands::bf16
+                                ? "on the bf16 tensor cores (mma.sync m16n8k16, f32 sums, as the step's bf16 matmul "
+                                  "precision allows)"
+                            : operands == AttentionMmaOperands::tf32
+                                ? "on the tf32 tensor cores (mma.sync m16n8k8, f32 sums, as the step's tf32 matmul "
+                                  "precision allows)"
+                                : "on the tensor cores as 3xtf32 (mma.sync m16n8k8, each f32 operand split into big "
+                                  "and small tf32 halves, three MMAs a product, f32 sums: about f32's accuracy)";
           kernel->setAttr(kGpuWhyAttr,
                           ArrayAttr::get(ctx, {StringAttr::get(ctx, llvm::formatv(
-                                                                   "on the bf16 tensor cores (mma.sync m16n8k16, "
-                                                                   "f32 sums, as the step's bf16 matmul precision "
-                                                                   "allows): {0} blocks of {1} {2}, the rows they "
-                                                                   "visit in tiles of {3} in {4} bytes of shared "
+                                                                   "{0}: {1} blocks of {2} {3}, the rows they "
+                                                                   "visit in tiles of {4} in {5} bytes of shared "
                                                                    "memory",
-                                                                   mma->blocks, AttentionMmaPlan::kRows,
+                                                                   how, mma->blocks, AttentionMmaPlan::kRows,
                                                                    attentionRowsOf(attention),
                                                                    AttentionMmaPlan::kTileRows, mma->sharedBytes))}));
           continue;
@@ -1501,7 +1516,7 @@ LogicalResult mapKernel(func::FuncOp kernel, LoweringConfigAttr config) {
   }
   // Attention a block of rows at a time: on the tensor cores where it was
   // configured so, else a few lanes a row.
-  const bool attentionMma = kernel->hasAttr(kGpuAttentionMmaAttr);
+  const std::optional<AttentionMmaOperands> attentionMma = attentionMmaOperands(kernel);
   if (attentionMma || units.kind == Units::attentionRows) {
     auto attention = cast<AttentionKernelOp>(op);
     b.setInsertionPoint(op);
@@ -1509,7 +1524,7 @@ LogicalResult mapKernel(func::FuncOp kernel, LoweringConfigAttr config) {
     // A backward's statistics: the workspace, its kernel's last argument.
     Value stats = attention.getBackward() ? kernel.getBody().front().getArguments().back() : Value();
     if (attentionMma) {
-      buildAttentionMma(b, attention, attentionMmaShape(attention), at.thread, block, stats);
+      buildAttentionMma(b, attention, attentionMmaShape(attention, *attentionMma), at.thread, block, stats);
       kernel->setAttr(kAlignedVectorsAttr, b.getUnitAttr());
     } else {
       buildAttentionRows(b, attention, *planAttentionRows(attention, attentionShared), at.thread, block, stats);

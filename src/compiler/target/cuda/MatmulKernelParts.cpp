@@ -70,17 +70,30 @@ Value mlir::nova::mmaSyncBf16(ImplicitLocOpBuilder &b, Value a, Value bFragment,
   return out;
 }
 
-std::pair<Value, Value> mlir::nova::splitTf32(OpBuilder &b, Location loc, Value x) {
+std::pair<Value, Value> mlir::nova::splitTf32(OpBuilder &b, Location loc, Value x, bool truncate) {
   Type i32 = b.getI32Type(), f32 = b.getF32Type();
   Value halfUnit = b.create<arith::ConstantIntOp>(loc, 0x1000, i32);
   Value keep = b.create<arith::ConstantIntOp>(loc, int32_t(0xffffe000u), i32);
   auto round = [&](Value v) -> Value {
     Value bits = b.create<arith::BitcastOp>(loc, i32, v);
-    Value rounded = b.create<arith::AndIOp>(loc, b.create<arith::AddIOp>(loc, bits, halfUnit), keep);
-    return b.create<arith::BitcastOp>(loc, f32, rounded);
+    if (!truncate)
+      bits = b.create<arith::AddIOp>(loc, bits, halfUnit);
+    return b.create<arith::BitcastOp>(loc, f32, b.create<arith::AndIOp>(loc, bits, keep));
   };
   Value big = round(x);
   return {big, round(b.create<arith::SubFOp>(loc, x, big))};
+}
+
+std::pair<Value, Value> mlir::nova::splitTf32Fragment(ImplicitLocOpBuilder &b, Value fragment, bool truncate) {
+  auto type = cast<VectorType>(fragment.getType());
+  Value big = fragment, small = fragment;
+  for (int64_t i = 0; i < type.getDimSize(0); ++i) {
+    Value x = b.create<vector::ExtractOp>(fragment, ArrayRef<int64_t>{i, 0});
+    auto [hi, lo] = splitTf32(b, b.getLoc(), x, truncate);
+    big = b.create<vector::InsertOp>(hi, big, ArrayRef<int64_t>{i, 0});
+    small = b.create<vector::InsertOp>(lo, small, ArrayRef<int64_t>{i, 0});
+  }
+  return {big, small};
 }
 
 Type mlir::nova::operandElementType(GpuOperand operand, MLIRContext *ctx) {

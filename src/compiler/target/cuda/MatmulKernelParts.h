@@ -92,7 +92,16 @@ Type operandElementType(GpuOperand operand, MLIRContext *ctx);
 /// tf32 to nearest, ties away (add half of the 13 dropped bits' unit to
 /// the bits, clear them), small = (x - big) rounded the same way; both
 /// exact tf32 values, so how an MMA treats low bits cannot matter.
-std::pair<Value, Value> splitTf32(OpBuilder &b, Location loc, Value x);
+/// With `truncate`, both halves are truncated instead (the bits cleared,
+/// nothing added: 3 instructions where rounding takes 5): x - big is then
+/// exact in f32 and below one tf32 unit of x, and small's truncation loses
+/// under 2^-20 |x| (rounding: 2^-22); the dropped small x small term is of
+/// the same order.
+std::pair<Value, Value> splitTf32(OpBuilder &b, Location loc, Value x, bool truncate = false);
+
+/// splitTf32 of each element of `fragment` (vector<N x 1 x f32>, an
+/// mma.sync tf32 fragment): {big, small}.
+std::pair<Value, Value> splitTf32Fragment(ImplicitLocOpBuilder &b, Value fragment, bool truncate = false);
 
 /// Where and how the results go: C (f32, [batch,] m x n, row-major), the
 /// epilogue's bias and residual arguments (null when absent) or its body's

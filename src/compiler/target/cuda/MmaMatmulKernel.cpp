@@ -266,18 +266,6 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
     }
     return frag;
   };
-  // tf32x3: a fragment of f32 elements as its big and small tf32 halves.
-  auto splitFragment = [&](Value fragment) {
-    auto type = cast<VectorType>(fragment.getType());
-    Value big = fragment, small = fragment;
-    for (int64_t i = 0; i < type.getDimSize(0); ++i) {
-      Value x = b.create<vector::ExtractOp>(fragment, ArrayRef<int64_t>{i, 0});
-      auto [hi, lo] = splitTf32(b, b.getLoc(), x);
-      big = b.create<vector::InsertOp>(hi, big, ArrayRef<int64_t>{i, 0});
-      small = b.create<vector::InsertOp>(lo, small, ArrayRef<int64_t>{i, 0});
-    }
-    return std::pair<Value, Value>{big, small};
-  };
   auto split = [&](Value pair, SmallVector<Value> &out) {
     for (int64_t half : {0, 2})
       out.push_back(b.create<vector::ExtractStridedSliceOp>(pair, ArrayRef<int64_t>{half, 0},
@@ -370,9 +358,9 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
       // tf32x3: the small terms first, then the big one.
       SmallVector<std::pair<Value, Value>> as, bs;
       for (Value a : af)
-        as.push_back(splitFragment(a));
+        as.push_back(splitTf32Fragment(b, a));
       for (Value f : bfs)
-        bs.push_back(splitFragment(f));
+        bs.push_back(splitTf32Fragment(b, f));
       for (int64_t mi = 0; mi < MT; ++mi)
         for (int64_t ni = 0; ni < NT; ++ni) {
           Value &acc = accs[mi * NT + ni];
