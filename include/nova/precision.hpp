@@ -18,7 +18,10 @@
 // operands' layout; causal attention's products too, Q K^T and P V and
 // their gradients' products, with P and dS rounded to bfloat16, where the
 // GPU has bf16 mma.sync and the head is 16, 32, 64 or 128 columns wide
-// (the backward up to 64), as PyTorch's attention under bf16 autocast).
+// (the backward up to 64), as PyTorch's attention under bf16 autocast;
+// with tf32, attention's products read tf32 operands there too, and with
+// fp32 they run as 3xtf32, each operand split into two tf32 halves, three
+// products each, at about float32's accuracy: errors near 1e-6).
 // Everything else
 // (elementwise ops, reductions, the optimizer, the parameters themselves)
 // stays float32. A CPU runs tf32 steps, and without AMX bf16 steps, in
