@@ -6,7 +6,8 @@
 // x 64 columns (16 KiB) of shared memory; their K steps are ldmatrix
 // (.trans for the tiles whose rows are the product's K) and the bf16
 // mma.sync intrinsic, a row's max and sum over its 4 lanes by shuffles,
-// its exponentials 2^x by ex2.approx. Heads of 128 columns: the forward on
+// its exponentials 2^x by ex2.approx, P's elements rounded to bf16 a pair
+// at a time (cvt.rn.bf16x2.f32). Heads of 128 columns: the forward on
 // the tensor cores, the backward a row at a time (its warps would hold
 // twice the accumulators).
 // fp32: 3xtf32 (each f32 operand split into big and small tf32 halves by
@@ -54,6 +55,7 @@
 // GPU: llvm.call_intrinsic "llvm.nvvm.mma.m16n8k16.row.col.bf16"
 // GPU: gpu.shuffle  xor
 // GPU: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// GPU: llvm.call_intrinsic "llvm.nvvm.ff2bf16x2.rn"({{.*}}) : (f32, f32) -> vector<2xbf16>
 // GPU: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
 // GPU: gpu.barrier
 // GPU: gpu.return

@@ -131,7 +131,7 @@ struct AttentionMma {
   /// store, half of a swizzled chunk, or a 16-byte one).
   void stage(Value tile, Value src, int64_t part, Value r0) {
     const int64_t quads = hd / 4, perThread = kTile * quads / AttentionMmaPlan::kThreads;
-    auto f4 = VectorType::get({4}, f32), b4 = VectorType::get({4}, bf16);
+    auto f4 = VectorType::get({4}, f32);
     for (int64_t i = 0; i < perThread; ++i) {
       Value e = k.add(thread, i * AttentionMmaPlan::kThreads);
       Value r = k.div(e, quads), quad = k.rem(e, quads);
@@ -142,7 +142,7 @@ struct AttentionMma {
         continue;
       }
       Value at = k.add(swizzled(r, k.shr(quad, 1)), k.shl(k.andi(quad, 1), 2));
-      b.create<vector::StoreOp>(b.create<arith::TruncFOp>(b4, v), tile, ValueRange{r, at});
+      b.create<vector::StoreOp>(b.create<arith::TruncFOp>(VectorType::get({4}, bf16), v), tile, ValueRange{r, at});
     }
   }
 
@@ -279,11 +279,10 @@ struct AttentionMma {
     auto type = VectorType::get({4, 2}, bf16);
     for (size_t j = 0; j + 1 < values.size(); j += 2) {
       Value frag = b.create<arith::ConstantOp>(type, DenseElementsAttr::get(type, b.getFloatAttr(bf16, 0.0)));
-      for (int64_t reg = 0; reg < 4; ++reg)
-        for (int64_t e = 0; e < 2; ++e) {
-          Value x = values[j + size_t(reg >> 1)][size_t(reg & 1)][size_t(e)];
-          frag = b.create<vector::InsertOp>(b.create<arith::TruncFOp>(bf16, x), frag, ArrayRef<int64_t>{reg, e});
-        }
+      for (int64_t reg = 0; reg < 4; ++reg) {
+        const auto &row = values[j + size_t(reg >> 1)][size_t(reg & 1)];
+        frag = b.create<vector::InsertOp>(packBf16x2(b, row[0], row[1]), frag, ArrayRef<int64_t>{reg});
+      }
       frags.push_back({frag, Value()});
     }
     return frags;

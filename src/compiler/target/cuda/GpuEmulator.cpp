@@ -1539,6 +1539,20 @@ private:
           double y = std::exp2(a);
           return y < double(std::numeric_limits<float>::min()) ? 0.0 : y;
         });
+      // cvt.rn.bf16x2.f32 d, a, b: b rounded into d's lower half (element
+      // 0), a into its upper half.
+      if (call.getIntrin() == "llvm.nvvm.ff2bf16x2.rn") {
+        const Reg *hi = get(call.getOperand(0)), *lo = get(call.getOperand(1));
+        if (!hi || !lo || hi->width != 1 || lo->width != 1)
+          return fail(op, "ff2bf16x2 takes two f32 scalars");
+        Reg &r = def(call.getResult(0), 2);
+        for (int64_t t = 0; t < threads; ++t)
+          if (active[size_t(t)]) {
+            r.v[size_t(2 * t)] = roundTo(BFloat16Type::get(op->getContext()), lo->v[size_t(t)]);
+            r.v[size_t(2 * t + 1)] = roundTo(BFloat16Type::get(op->getContext()), hi->v[size_t(t)]);
+          }
+        return true;
+      }
       if (call.getIntrin() != "llvm.nvvm.mma.m16n8k16.row.col.bf16")
         return fail(op, "unsupported intrinsic " + call.getIntrin().str());
       return mmaSync(op, Value(), Value(), Value(), call.getResult(0), false, /*bf16Registers=*/true);

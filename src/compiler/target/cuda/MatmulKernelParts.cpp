@@ -70,6 +70,12 @@ Value mlir::nova::mmaSyncBf16(ImplicitLocOpBuilder &b, Value a, Value bFragment,
   return out;
 }
 
+Value mlir::nova::packBf16x2(ImplicitLocOpBuilder &b, Value lo, Value hi) {
+  // cvt.rn.bf16x2.f32 d, a, b puts a in d's upper half: hi first.
+  auto type = VectorType::get({2}, b.getBF16Type());
+  return b.create<LLVM::CallIntrinsicOp>(type, "llvm.nvvm.ff2bf16x2.rn", ValueRange{hi, lo}).getResult(0);
+}
+
 std::pair<Value, Value> mlir::nova::splitTf32(OpBuilder &b, Location loc, Value x, bool truncate) {
   Type i32 = b.getI32Type(), f32 = b.getF32Type();
   Value halfUnit = b.create<arith::ConstantIntOp>(loc, 0x1000, i32);

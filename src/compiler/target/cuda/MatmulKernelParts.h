@@ -85,6 +85,13 @@ Swizzle ldmatrixSwizzle(int64_t chunks);
 /// it is the LLVM intrinsic on i32 registers (notes/mlir19-gpu.md §3).
 Value mmaSyncBf16(ImplicitLocOpBuilder &b, Value a, Value bFragment, Value acc);
 
+/// f32 `lo` and `hi` rounded to bf16 (to nearest even) as vector<2xbf16>
+/// [lo, hi], by one cvt.rn.bf16x2.f32 (sm_80 and later), where LLVM 19
+/// makes a cvt.rn.bf16.f32 of each arith.truncf and a mov to pack two.
+/// (Not for the halves of a vector just loaded: LLVM then splits the
+/// load, 16-byte loads became two 8-byte ones in the attention staging.)
+Value packBf16x2(ImplicitLocOpBuilder &b, Value lo, Value hi);
+
 /// The element type a multiply reads (tf32 is stored as f32).
 Type operandElementType(GpuOperand operand, MLIRContext *ctx);
 
