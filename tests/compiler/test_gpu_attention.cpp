@@ -204,14 +204,21 @@ TEST_CASE("GPU emulator: attention on the tensor cores as 3xtf32 matches float64
   REQUIRE(tf32.report.ok);
   CHECK(tf32.worst > 1e-5);
   CHECK(tf32.worst <= 5e-3);
-  AttentionMmaFaults noStagedBarrier, unpermuted;
+  AttentionMmaFaults noStagedBarrier, noWait, unpermuted;
   noStagedBarrier.noBarrierAfterStaging = true;
+  noWait.noWaitAfterStaging = true;
   unpermuted.unpermutedRows = true;
   AttentionRun run = runAttention(200, 1, 64, noStagedBarrier, AttentionMmaOperands::tf32x3);
   CHECK_FALSE(run.report.ok);
   CHECK(run.report.error.find("a missing gpu.barrier") != std::string::npos);
   const std::string staged = run.report.error;
+  // cp.async data lands at the wait: without it the tiles are read stale.
+  run = runAttention(200, 1, 64, noWait, AttentionMmaOperands::tf32x3);
+  CHECK_FALSE(run.report.ok);
+  CHECK(run.report.error.find("a missing nvgpu.device_async_wait") != std::string::npos);
+  const std::string unwaited = run.report.error;
   run = runAttention(200, 1, 64, unpermuted, AttentionMmaOperands::tf32x3);
   CHECK((!run.report.ok || run.worst > 0.1));
-  MESSAGE("tf32: error / max |v| " << tf32.worst << "; caught: " << staged << " / B rows in the natural k order: error / max |v| " << run.worst);
+  MESSAGE("tf32: error / max |v| " << tf32.worst << "; caught: " << staged << " / no cp.async wait: " << unwaited
+                                  << " / B rows in the natural k order: error / max |v| " << run.worst);
 }

@@ -72,9 +72,11 @@
 // FP32GPU: gpu.func @nova_{{k[0-9]+}}(
 // FP32GPU: gpu.dynamic_shared_memory
 // FP32GPU: memref.view {{.*}} to memref<64x68xf32, #gpu.address_space<workgroup>>
-// FP32GPU: vector.load {{.*}} vector<4xf32>
 // FP32GPU-NOT: arith.truncf
-// FP32GPU: vector.store {{.*}} memref<64x68xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// FP32GPU: nvgpu.device_async_copy {{.*}} : memref<2x200x384xf32> to memref<64x68xf32, #gpu.address_space<workgroup>>
+// FP32GPU: nvgpu.device_async_create_group
+// FP32GPU: nvgpu.device_async_wait {{.*}} {numGroups = 0 : i32}
+// FP32GPU-NEXT: gpu.barrier
 // FP32GPU: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false} : memref<64x68xf32, #gpu.address_space<workgroup>> -> vector<4x1xf32>
 // FP32GPU: arith.andi {{.*}}, %c-8192_i32 : i32
 // FP32GPU: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 8], tf32Enabled} : (vector<4x1xf32>, vector<2x1xf32>, vector<2x2xf32>)

@@ -125,10 +125,11 @@ struct AttentionMma {
   }
 
   /// Rows [r0, r0 + kTile) of part `part` of `src` (f32, [B, T, parts x
-  /// d]) into `tile` (bf16: rounded), rows past the sequence clamped to its
-  /// last (read, never used unmasked): each thread 4 columns at a time (a
-  /// 16-byte load, consecutive threads consecutive ones; an 8-byte shared
-  /// store, half of a swizzled chunk, or a 16-byte one).
+  /// d]) into `tile`, rows past the sequence clamped to its last (read,
+  /// never used unmasked), each thread 4 columns at a time, consecutive
+  /// threads consecutive ones: bf16 tiles by a 16-byte load, rounded, and
+  /// an 8-byte shared store (half of a swizzled chunk); f32 tiles by a
+  /// 16-byte cp.async (no registers; landStaged waits for it).
   void stage(Value tile, Value src, int64_t part, Value r0) {
     const int64_t quads = hd / 4, perThread = kTile * quads / AttentionMmaPlan::kThreads;
     auto f4 = VectorType::get({4}, f32);
@@ -136,14 +137,32 @@ struct AttentionMma {
       Value e = k.add(thread, i * AttentionMmaPlan::kThreads);
       Value r = k.div(e, quads), quad = k.rem(e, quads);
       Value row = b.create<arith::MinUIOp>(k.add(r0, r), k.c(T - 1));
-      Value v = b.create<vector::LoadOp>(f4, src, ValueRange{batch, row, k.add(k.add(column0, part * d), k.shl(quad, 2))});
+      SmallVector<Value, 3> from{batch, row, k.add(k.add(column0, part * d), k.shl(quad, 2))};
       if (!sixteen) {
-        b.create<vector::StoreOp>(v, tile, ValueRange{r, k.shl(quad, 2)});
+        pending.push_back(b.create<nvgpu::DeviceAsyncCopyOp>(
+            nvgpu::DeviceAsyncTokenType::get(b.getContext()), tile, ValueRange{r, k.shl(quad, 2)}, src, from,
+            b.getIndexAttr(4), Value(), /*bypassL1=*/b.getUnitAttr()));
         continue;
       }
+      Value v = b.create<vector::LoadOp>(f4, src, from);
       Value at = k.add(swizzled(r, k.shr(quad, 1)), k.shl(k.andi(quad, 1), 2));
       b.create<vector::StoreOp>(b.create<arith::TruncFOp>(VectorType::get({4}, bf16), v), tile, ValueRange{r, at});
     }
+  }
+
+  /// The cp.async copies stage issued since the last landStaged.
+  SmallVector<Value> pending;
+  /// Waits until this thread's staged copies have landed (f32 tiles: a
+  /// cp.async group, waited for at once; bf16 tiles are stored already);
+  /// the barrier after it makes everyone's visible.
+  void landStaged() {
+    if (pending.empty())
+      return;
+    Value group = b.create<nvgpu::DeviceAsyncCreateGroupOp>(nvgpu::DeviceAsyncTokenType::get(b.getContext()),
+                                                            pending);
+    pending.clear();
+    if (!faults.noWaitAfterStaging)
+      b.create<nvgpu::DeviceAsyncWaitOp>(group, b.getI32IntegerAttr(0));
   }
 
   /// ldmatrix.x4 of `tile` with this lane at (row, 16-byte chunk).
@@ -506,6 +525,7 @@ struct AttentionBlock {
     if (!m.sixteen) {
       Value tile = m.tile(dyn, ownTiles++);
       m.stage(tile, src, part, first);
+      m.landStaged();
       m.b.create<gpu::BarrierOp>();
       return {{}, tile, warpRow0};
     }
@@ -542,6 +562,7 @@ struct AttentionBlock {
               m.b.create<memref::StoreOp>(m.b.create<memref::LoadOp>(stats, ValueRange{pair, row, slot}), statsTile,
                                           ValueRange{r, slot});
             }
+            m.landStaged();
             if (!m.faults.noBarrierAfterStaging)
               m.b.create<gpu::BarrierOp>();
             SmallVector<Value> next = body(r0, c, masked ? mask : AttentionMma::Mask());

@@ -95,6 +95,8 @@ struct AttentionMmaFaults {
   bool noBarrierBeforeRestaging = false;
   /// ldmatrix without the swizzle the tiles were written with.
   bool unswizzledReads = false;
+  /// f32 tiles: no wait for the cp.async copies that stage them.
+  bool noWaitAfterStaging = false;
   /// f32 operands: B's rows read in the k order of the MMA's own layout
   /// (t, t + 4), not the permuted one P's A fragments take (2t, 2t + 1).
   bool unpermutedRows = false;
