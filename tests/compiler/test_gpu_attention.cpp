@@ -81,7 +81,7 @@ AttentionRun runAttention(int64_t T, int64_t heads, int64_t hd, const AttentionM
   fb.setInsertionPoint(op);
   Value thread = fb.create<gpu::ThreadIdOp>(loc, gpu::Dimension::x);
   Value block = fb.create<gpu::BlockIdOp>(loc, gpu::Dimension::x);
-  buildAttentionMma(fb, op, *plan, thread, block, Value(), faults);
+  buildAttentionMma(fb, op, *plan, thread, block, {}, faults);
   op->erase();
   func->setAttr(kAlignedVectorsAttr, fb.getUnitAttr());
   REQUIRE(succeeded(verify(*module)));

@@ -527,6 +527,58 @@ TEST_CASE("causal attention and its gradient run on the tensor cores with the ma
       }
 }
 
+TEST_CASE("where a step has attention's forward and backward on the tensor cores, the backward's query rows read the forward's log-sum-exp and result (one pass over the keys), within each precision's bound of the interpreter") {
+  // As in a GPT: O multiplied by a weight, whose gradient reads O, so O
+  // stays whole (no op writes over it) until the query rows read it
+  // (GpuAttentionForwardStats.h). T = 270 (5 row blocks, the last tile cut
+  // by the sequence's end), 3 heads of 16 columns over 13 rows, 2 heads of
+  // 32 over 70; bf16 and fp32 (3xtf32) products. (Where an elementwise op
+  // on O is its last use it writes over O, and the query rows compute the
+  // statistics themselves, as the other tests' steps do.)
+  struct Shape { std::int64_t B, T, d, heads; };
+  Fp32AtExit restore;
+  constexpr auto interp = nova::ExecMode::interpreted;
+  auto both = [](auto w, auto qkv, auto proj, std::int64_t h, double c) {
+    return nova::gradients(nova::sum(nova::matmul(nova::causal_attention(qkv, h, c), proj) * w), {qkv, proj});
+  };
+  for (const char* chip : {"sm_80", "sm_90a"})
+    for (Shape s : {Shape{1, 270, 64, 1}, Shape{2, 13, 48, 3}, Shape{2, 70, 64, 2}}) {
+      if (std::string(chip) == "sm_90a" && s.T != 270) continue;
+      EmulatedGpu gpu(chip);
+      Gen g;
+      const double scale = 1.0 / std::sqrt(double(s.d / s.heads));
+      INFO("seed = ", g.seed, ", ", chip, ", B ", s.B, " T ", s.T, " d ", s.d, " heads ", s.heads);
+      Tensor qkv = g.randn({s.B, s.T, 3 * s.d}), w = g.randn({s.B, s.T, s.d}), proj = g.randn({s.B, s.d, s.d});
+      auto heads = nova::static_arg(s.heads);
+      auto c = nova::static_arg(scale);
+      for (auto precision : {nova::MatmulPrecision::bf16, nova::MatmulPrecision::fp32}) {
+        const bool bf16 = precision == nova::MatmulPrecision::bf16;
+        CAPTURE(bf16);
+        nova::set_matmul_precision(precision);
+        std::vector<Tensor> got = nova::jit(both)(w, qkv, proj, heads, c);
+        std::vector<Tensor> want = nova::jit(both, interp)(w, qkv, proj, heads, c);
+        REQUIRE(got.size() == 2);
+        const double error = rel_error(got[0], want[0]), weight = rel_error(got[1], want[1]);
+        MESSAGE(std::string(chip), bf16 ? " bf16" : " fp32", " T ", s.T, " head ", s.d / s.heads, ": d(qkv) ", error,
+                ", d(proj) ", weight);
+        // bf16: two products in a row (attention's, then the weight's), D
+        // from O as stored (bf16, the weight's operand, as FlashAttention-2
+        // reads it under autocast): d(qkv) 2.15e-3 to 6.77e-3 over seven
+        // seeds (with D from P and dP, on three of them, up to 4.69e-3
+        // where these gave 6.06e-3), d(proj) 2.37e-3 to 5.28e-3; fp32
+        // 2.46e-7 to 2.13e-6.
+        CHECK(error <= (bf16 ? 1.5e-2 : 1e-5));
+        CHECK(weight <= (bf16 ? 1.5e-2 : 1e-5));
+        const nova::ExecutableDesc* desc = nova::jit(both).executable(w, qkv, proj, heads, c)->description();
+        std::string all;
+        for (const auto& k : desc->kernels) all += k.summary + "\n";
+        INFO(all);
+        CHECK(all.find("(query rows: dq; the forward's statistics)") != std::string::npos);
+        CHECK(launches_ending_in(desc, "_keys") == 1);
+      }
+    }
+}
+
 TEST_CASE("f64 steps for an A100: exp, log, tanh and erf written out (no libdevice); log-softmax, tanh, GELU and attention match the interpreter; ptxas accepts them") {
   // The emulator runs the kernels as the configurator leaves them (math
   // ops by the C library); the PTX has nova-gpu-inline-math's f64

@@ -328,7 +328,9 @@ mlir::nova::KernelDescription mlir::nova::describeKernel(func::FuncOp kernel) {
     if (auto part = kernel->getAttrOfType<StringAttr>(kAttentionPartAttr)) {
       const bool keys = part.getValue() == "keys";
       products = keys ? 2 : 3;
-      w.summary += keys ? " (key rows: dk, dv)" : " (query rows: dq)";
+      w.summary += keys ? " (key rows: dk, dv)"
+                   : kernel->hasAttr(kAttentionForwardStatsAttr) ? " (query rows: dq; the forward's statistics)"
+                                                                  : " (query rows: dq)";
     }
     w.flops = 2 * products * pairs * static_cast<uint64_t>(attention.batch() * attention.model());
     return w;

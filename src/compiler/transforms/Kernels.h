@@ -142,6 +142,9 @@ LoweringConfigAttr loweringConfig(func::FuncOp kernel);
 /// statistics into its last argument) or "keys" (dk and dv, reading them).
 /// Its description names the part and counts the op's products it adds.
 inline constexpr const char kAttentionPartAttr[] = "nova.attention_part";
+/// On a "queries" kernel that reads the forward's log-sum-exp and result
+/// (a UnitAttr; GpuAttentionForwardStats.h): its description says so.
+inline constexpr const char kAttentionForwardStatsAttr[] = "nova.attention_forward_stats";
 
 /// What a kernel computes, for humans and rooflines: "matmul 2048x768x256
 /// f32", "loops linalg.generic 16x128x256 f32"; per launch, the arithmetic

@@ -511,6 +511,46 @@ struct AttentionBlock {
     scale2 = m.f(op.getScale().convertToDouble() * M_LOG2E);
   }
 
+  /// Stores values[h] (the same in a row's 4 lanes) of this lane's rows
+  /// within the sequence into `buffer` at [pair, row] (slot < 0) or
+  /// [pair, row, slot], by the rows' first lanes.
+  void storeRowValues(Value buffer, const Value (&values)[2], int64_t slot) {
+    IndexMath &k = m.k;
+    Value firstLane = m.cmp(arith::CmpIPredicate::eq, k.andi(m.lane, 3), k.c(0));
+    for (int64_t h = 0; h < 2; ++h) {
+      auto guard = m.b.create<scf::IfOp>(m.b.create<arith::AndIOp>(firstLane, k.ult(row[h], m.T)),
+                                         /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard ig(m.b);
+      m.b.setInsertionPointToStart(&guard.getThenRegion().front());
+      SmallVector<Value, 3> at{pair, row[h]};
+      if (slot >= 0)
+        at.push_back(k.c(slot));
+      m.b.create<memref::StoreOp>(values[h], buffer, at);
+    }
+  }
+
+  /// This lane's part of the dot product of row `r` of `x` (f32) and `y`
+  /// (f32 or bf16), both [B, T, d], over the head's columns: a quarter of
+  /// them, 4 at a time (a row's 4 lanes sum the parts).
+  Value rowDot(Value x, Value y, Value r) {
+    IndexMath &k = m.k;
+    const int64_t per = m.hd / 4;
+    Type yElement = cast<MemRefType>(y.getType()).getElementType();
+    auto f4 = VectorType::get({4}, m.f32);
+    Value first = k.add(m.column0, k.mul(k.andi(m.lane, 3), per)), sum = m.f(0);
+    for (int64_t c = 0; c < per; c += 4) {
+      SmallVector<Value, 3> at{m.batch, r, k.add(first, c)};
+      Value xv = m.b.create<vector::LoadOp>(f4, x, at);
+      Value yv = m.b.create<vector::LoadOp>(VectorType::get({4}, yElement), y, at);
+      if (yElement != m.f32)
+        yv = m.b.create<arith::ExtFOp>(f4, yv);
+      for (int64_t e = 0; e < 4; ++e)
+        sum = m.b.create<math::FmaOp>(m.b.create<vector::ExtractOp>(xv, ArrayRef<int64_t>{e}),
+                                      m.b.create<vector::ExtractOp>(yv, ArrayRef<int64_t>{e}), sum);
+    }
+    return sum;
+  }
+
   /// The tiles of keys up to the block's last row (within the sequence).
   Value tilesToLastRow() {
     IndexMath &k = m.k;
@@ -585,7 +625,7 @@ constexpr int64_t kTile = AttentionMmaPlan::kTileRows;
 
 /// Forward: O = softmax(scale Q K^T, causal) V, online over the key tiles.
 void buildForward(ImplicitLocOpBuilder &b, AttentionKernelOp op, const AttentionMmaPlan &plan, Value thread,
-                  Value block, const AttentionMmaFaults &faults) {
+                  Value block, Value lse, const AttentionMmaFaults &faults) {
   AttentionBlock blk(b, op, plan, thread, block, /*lastRowsFirst=*/true, faults);
   AttentionMma &m = blk.m;
   IndexMath &k = m.k;
@@ -624,6 +664,14 @@ void buildForward(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attention
   });
   Value total[2] = {m.quadSum(loop[2]), m.quadSum(loop[3])};
   m.storeRows(ArrayRef<Value>(loop).drop_front(4), op.getInit(), 0, blk.row, total);
+  // The rows' log-sum-exp for the backward, in log2 units (as the query
+  // rows would compute it: the same max, sum and formula).
+  if (lse) {
+    Value lse2[2];
+    for (int64_t h = 0; h < 2; ++h)
+      lse2[h] = m.add(loop[size_t(h)], m.mul(b.create<math::LogOp>(total[h]), m.f(M_LOG2E)));
+    blk.storeRowValues(lse, lse2, -1);
+  }
 }
 
 /// Backward, query rows: each row's log-sum-exp and D = sum_j P_ij dP_ij
@@ -631,7 +679,7 @@ void buildForward(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attention
 /// (dS_ij = scale P_ij (dP_ij - D_i), dP = dO V^T); the statistics into
 /// `stats` [pair, row, 2].
 void buildQueryRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const AttentionMmaPlan &plan, Value thread,
-                    Value block, Value stats, const AttentionMmaFaults &faults) {
+                    Value block, const AttentionMmaBuffers &buffers, const AttentionMmaFaults &faults) {
   AttentionBlock blk(b, op, plan, thread, block, /*lastRowsFirst=*/true, faults);
   AttentionMma &m = blk.m;
   IndexMath &k = m.k;
@@ -639,35 +687,44 @@ void buildQueryRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attenti
   AttentionMma::Rows q = blk.ownRows(qkv, 0), dO = blk.ownRows(grad, 0);
   Value tiles = blk.tilesToLastRow();
   auto causal = [&](Value query, Value key) { return m.cmp(arith::CmpIPredicate::ule, key, query); };
-  // Carried: m, l and D (l and D this lane's parts) of rows g and g + 8.
-  SmallVector<Value> init{m.lowest(), m.lowest(), m.f(0), m.f(0), m.f(0), m.f(0)};
-  SmallVector<Value> pass = blk.overTiles(k.c(0), tiles, init, qkv, 1, qkv, 2, causal, /*maskLast=*/true,
-                                          /*maskAll=*/false, [&](Value r0, ValueRange c, AttentionMma::Mask mask) {
-    AttentionMma::Values p = m.scores(m.timesTransposed(q, blk.tileA), blk.scale2, blk.row, r0, mask);
-    SmallVector<Value> dP = m.timesTransposed(dO, blk.tileB);
-    SmallVector<Value> next(6);
-    for (int64_t h = 0; h < 2; ++h) {
-      auto [max, rescale] = m.runningMax(p, h, c[size_t(h)]);
-      Value sum = m.f(0), dot = m.f(0);
-      for (size_t j = 0; j < p.size(); ++j)
-        for (int64_t e = 0; e < 2; ++e) {
-          Value x = m.exp2(m.sub(p[j][size_t(h)][size_t(e)], max));
-          sum = m.add(sum, x);
-          dot = m.add(dot, m.mul(x, m.element(dP[j], h, e)));
-        }
-      next[size_t(h)] = max;
-      next[size_t(2 + h)] = m.add(m.mul(c[size_t(2 + h)], rescale), sum);
-      next[size_t(4 + h)] = m.add(m.mul(c[size_t(4 + h)], rescale), dot);
-    }
-    return next;
-  });
   // The statistics: D, and the log-sum-exp in log2 units (as the
   // workspace holds it, attentionStatsType).
   Value lse2[2], D[2];
-  for (int64_t h = 0; h < 2; ++h) {
-    Value total = m.quadSum(pass[size_t(2 + h)]);
-    D[h] = b.create<arith::DivFOp>(m.quadSum(pass[size_t(4 + h)]), total);
-    lse2[h] = m.add(pass[size_t(h)], m.mul(b.create<math::LogOp>(total), m.f(M_LOG2E)));
+  if (buffers.forwardOut) {
+    // From the forward: its log-sum-exp, and D = dO . O.
+    for (int64_t h = 0; h < 2; ++h) {
+      Value row = b.create<arith::MinUIOp>(blk.row[h], k.c(m.T - 1));
+      lse2[h] = b.create<memref::LoadOp>(buffers.lse, ValueRange{blk.pair, row});
+      D[h] = m.quadSum(blk.rowDot(grad, buffers.forwardOut, row));
+    }
+  } else {
+    // Carried: m, l and D (l and D this lane's parts) of rows g and g + 8.
+    SmallVector<Value> init{m.lowest(), m.lowest(), m.f(0), m.f(0), m.f(0), m.f(0)};
+    SmallVector<Value> pass = blk.overTiles(k.c(0), tiles, init, qkv, 1, qkv, 2, causal, /*maskLast=*/true,
+                                            /*maskAll=*/false, [&](Value r0, ValueRange c, AttentionMma::Mask mask) {
+      AttentionMma::Values p = m.scores(m.timesTransposed(q, blk.tileA), blk.scale2, blk.row, r0, mask);
+      SmallVector<Value> dP = m.timesTransposed(dO, blk.tileB);
+      SmallVector<Value> next(6);
+      for (int64_t h = 0; h < 2; ++h) {
+        auto [max, rescale] = m.runningMax(p, h, c[size_t(h)]);
+        Value sum = m.f(0), dot = m.f(0);
+        for (size_t j = 0; j < p.size(); ++j)
+          for (int64_t e = 0; e < 2; ++e) {
+            Value x = m.exp2(m.sub(p[j][size_t(h)][size_t(e)], max));
+            sum = m.add(sum, x);
+            dot = m.add(dot, m.mul(x, m.element(dP[j], h, e)));
+          }
+        next[size_t(h)] = max;
+        next[size_t(2 + h)] = m.add(m.mul(c[size_t(2 + h)], rescale), sum);
+        next[size_t(4 + h)] = m.add(m.mul(c[size_t(4 + h)], rescale), dot);
+      }
+      return next;
+    });
+    for (int64_t h = 0; h < 2; ++h) {
+      Value total = m.quadSum(pass[size_t(2 + h)]);
+      D[h] = b.create<arith::DivFOp>(m.quadSum(pass[size_t(4 + h)]), total);
+      lse2[h] = m.add(pass[size_t(h)], m.mul(b.create<math::LogOp>(total), m.f(M_LOG2E)));
+    }
   }
   SmallVector<Value> dqInit(size_t(m.hd / 8), m.accZero());
   SmallVector<Value> dq = blk.overTiles(k.c(0), tiles, dqInit, qkv, 1, qkv, 2, causal, /*maskLast=*/true,
@@ -686,16 +743,8 @@ void buildQueryRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attenti
     return acc;
   });
   m.storeRows(dq, op.getInit(), 0, blk.row, nullptr);
-  // The rows' statistics, by their first lane.
-  Value firstLane = m.cmp(arith::CmpIPredicate::eq, k.andi(m.lane, 3), k.c(0));
-  for (int64_t h = 0; h < 2; ++h) {
-    auto guard = b.create<scf::IfOp>(b.create<arith::AndIOp>(firstLane, k.ult(blk.row[h], m.T)),
-                                     /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard ig(b);
-    b.setInsertionPointToStart(&guard.getThenRegion().front());
-    b.create<memref::StoreOp>(lse2[h], stats, ValueRange{blk.pair, blk.row[h], k.c(0)});
-    b.create<memref::StoreOp>(D[h], stats, ValueRange{blk.pair, blk.row[h], k.c(1)});
-  }
+  blk.storeRowValues(buffers.stats, lse2, 0);
+  blk.storeRowValues(buffers.stats, D, 1);
 }
 
 /// Backward, key rows: dk_j = sum_{i >= j} dS_ij q_i and dv_j = sum_{i >=
@@ -751,11 +800,12 @@ void buildKeyRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attention
 } // namespace
 
 void mlir::nova::buildAttentionMma(OpBuilder &ob, AttentionKernelOp op, const AttentionMmaPlan &plan, Value thread,
-                                   Value block, Value stats, const AttentionMmaFaults &faults) {
+                                   Value block, const AttentionMmaBuffers &buffers,
+                                   const AttentionMmaFaults &faults) {
   ImplicitLocOpBuilder b(op.getLoc(), ob);
   if (!op.getBackward())
-    return buildForward(b, op, plan, thread, block, faults);
+    return buildForward(b, op, plan, thread, block, buffers.lse, faults);
   if (*attentionBackwardPart(op) == AttentionBackwardPart::queries)
-    return buildQueryRows(b, op, plan, thread, block, stats, faults);
-  buildKeyRows(b, op, plan, thread, block, stats, faults);
+    return buildQueryRows(b, op, plan, thread, block, buffers, faults);
+  buildKeyRows(b, op, plan, thread, block, buffers.stats, faults);
 }

@@ -102,11 +102,21 @@ struct AttentionMmaFaults {
   bool unpermutedRows = false;
 };
 
+/// The buffers an attention kernel takes besides its op's operands.
+struct AttentionMmaBuffers {
+  /// A backward's workspace between its query and key rows
+  /// (attentionStatsType), which the query rows write.
+  Value stats;
+  /// A forward's rows' log-sum-exp, which it writes (kAttentionWritesLseAttr),
+  /// or the forward's, which the query rows read with the forward's result
+  /// `forwardOut` (kAttentionForwardStatsAttr; GpuAttentionForwardStats.h).
+  Value lse, forwardOut;
+};
+
 /// `op`'s kernel at b's insertion point, as `plan` says, for thread
-/// `thread` of block `block`; a backward's statistics in `stats`
-/// (attentionStatsType).
+/// `thread` of block `block`, with `buffers`.
 void buildAttentionMma(OpBuilder &b, AttentionKernelOp op, const AttentionMmaPlan &plan, Value thread, Value block,
-                       Value stats = {}, const AttentionMmaFaults &faults = {});
+                       const AttentionMmaBuffers &buffers = {}, const AttentionMmaFaults &faults = {});
 
 } // namespace mlir::nova
 

@@ -54,6 +54,7 @@
 
 #include "compiler/target/cuda/CudaTarget.h"
 #include "compiler/target/cuda/GpuAttentionBackward.h"
+#include "compiler/target/cuda/GpuAttentionForwardStats.h"
 #include "compiler/target/cuda/GpuAttentionMma.h"
 #include "compiler/target/cuda/GpuBlockReduction.h"
 #include "compiler/target/cuda/GpuColumnReduction.h"
@@ -529,6 +530,8 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
                              blocks, threads)));
       kernel->setAttr(kGpuWhyAttr, ArrayAttr::get(ctx, why));
     }
+    // The tensor-core backward's query rows read the forward's statistics.
+    reuseAttentionForwardStats(top, kernels);
     dropFillsBeforeTheirReaders(top, kernels);
     if (sideBySide)
       fuseSideBySide(top, kernels, maxBlocks);
@@ -1521,10 +1524,19 @@ LogicalResult mapKernel(func::FuncOp kernel, LoweringConfigAttr config) {
     auto attention = cast<AttentionKernelOp>(op);
     b.setInsertionPoint(op);
     Value block = b.create<gpu::BlockIdOp>(l, gpu::Dimension::x);
-    // A backward's statistics: the workspace, its kernel's last argument.
-    Value stats = attention.getBackward() ? kernel.getBody().front().getArguments().back() : Value();
+    // A backward's statistics: the workspace, its kernel's last argument
+    // (but for the forward's O and log-sum-exp after it,
+    // GpuAttentionForwardStats.h); a forward's log-sum-exp out, its last.
+    auto args = kernel.getBody().front().getArguments();
+    const bool forwardStats = kernel->hasAttr(kAttentionForwardStatsAttr);
+    Value stats = attention.getBackward() ? args[args.size() - (forwardStats ? 3 : 1)] : Value();
     if (attentionMma) {
-      buildAttentionMma(b, attention, attentionMmaShape(attention, *attentionMma), at.thread, block, stats);
+      AttentionMmaBuffers buffers{stats, Value(), Value()};
+      if (forwardStats || kernel->hasAttr(kAttentionWritesLseAttr))
+        buffers.lse = args.back();
+      if (forwardStats)
+        buffers.forwardOut = args[args.size() - 2];
+      buildAttentionMma(b, attention, attentionMmaShape(attention, *attentionMma), at.thread, block, buffers);
       kernel->setAttr(kAlignedVectorsAttr, b.getUnitAttr());
     } else {
       buildAttentionRows(b, attention, *planAttentionRows(attention, attentionShared), at.thread, block, stats);
