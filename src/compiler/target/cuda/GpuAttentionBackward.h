@@ -17,7 +17,9 @@
 //     key rows (dk, dv), reading them.
 //
 // Both grids are (batch, head) pairs x row blocks; no shared memory holds
-// the statistics, so any sequence length runs a row at a time.
+// the statistics, so any sequence length runs a row at a time. On the
+// tensor cores the query rows may take the statistics from the forward
+// instead of a pass of their own (GpuAttentionForwardStats.h).
 //
 //===----------------------------------------------------------------------===//
 
