@@ -1,13 +1,16 @@
 // test_gpu_attention.cpp - the tensor-core attention forward
 // (target/cuda/GpuAttentionMma.cpp) built on its own and run by the
-// lane-exact emulator against float64 of the same bf16-rounded q, k and v
-// (the kernel rounds P to bf16 too, and takes 2^x by ex2.approx: errors
-// relative to the largest |v| near 2^-9), over sequences that end inside
-// a block and inside a tile, and deliberately broken: no barrier after the
-// tiles are staged, none before the next tiles overwrite them (each a
-// hazard the emulator names), reads without the swizzle the tiles were
-// written with (a wrong result). The steps' tests (tests/unit/
-// test_gpu_steps.cpp) run it and its backward inside whole steps.
+// lane-exact emulator against float64: with bf16 operands against float64
+// of the same bf16-rounded q, k and v (the kernel rounds P to bf16 too,
+// and takes 2^x by ex2.approx: errors relative to the largest |v| near
+// 2^-9), as 3xtf32 against float64 of the f32 inputs (f32's bound) and as
+// tf32 (not within it), over sequences that end inside a block and inside
+// a tile, and deliberately broken: no barrier after the tiles are staged,
+// none before the next tiles overwrite them, no wait for the cp.async
+// copies (each a hazard the emulator names), reads without the swizzle the
+// tiles were written with, B's rows in the wrong k order (wrong results).
+// The steps' tests (tests/unit/test_gpu_attention_steps.cpp) run it and
+// its backward inside whole steps.
 // Inputs come from a printed seed (NOVA_TEST_SEED overrides it).
 #include <doctest/doctest.h>
 
@@ -140,28 +143,34 @@ AttentionRun runAttention(int64_t T, int64_t heads, int64_t hd, const AttentionM
   return run;
 }
 
-} // namespace
-
-TEST_CASE("GPU emulator: attention on the bf16 tensor cores matches float64 of its bf16 inputs, and broken fails") {
-  // T = 64: one block, one tile; 100: two blocks, the second tile cut by
-  // the sequence's end; 200 with 2 heads of 64; 13 with heads of 16; 70
-  // with a head of 128.
+/// The forward with `operands` over T = 64 (one block, one tile), 100 (two
+/// blocks, the second tile cut by the sequence's end), 200 with 2 heads of
+/// 64, 13 with heads of 16 and 70 with a head of 128, each within `bound`
+/// of float64.
+void checkShapes(AttentionMmaOperands operands, double bound) {
   struct Shape { int64_t T, heads, hd; };
   for (Shape s : {Shape{64, 1, 64}, Shape{100, 1, 32}, Shape{200, 2, 64}, Shape{13, 3, 16}, Shape{70, 1, 128}}) {
     CAPTURE(s.T);
     CAPTURE(s.heads);
     CAPTURE(s.hd);
-    AttentionRun run = runAttention(s.T, s.heads, s.hd);
+    AttentionRun run = runAttention(s.T, s.heads, s.hd, {}, operands);
     INFO(run.report.error);
     REQUIRE(run.report.ok);
     CAPTURE(run.worst);
-    // P rounded to bf16 (2^-9 a term) is the error left: 4.4e-4 to
-    // 1.02e-3 over three seeds.
-    CHECK(run.worst <= std::ldexp(1.0, -8));
-    MESSAGE("T " << s.T << ", " << s.heads << " heads of " << s.hd << ": error / max |v| " << run.worst);
+    CHECK(run.worst <= bound);
+    MESSAGE(std::string(attentionMmaOperandsName(operands)) << ", T " << s.T << ", " << s.heads << " heads of " << s.hd
+                                               << ": error / max |v| " << run.worst);
     CHECK(run.report.mmas > 0);
     CHECK(run.report.ldmatrices > 0);
   }
+}
+
+} // namespace
+
+TEST_CASE("GPU emulator: attention on the bf16 tensor cores matches float64 of its bf16 inputs, and broken fails") {
+  // P rounded to bf16 (2^-9 a term) is the error left: 4.4e-4 to 1.02e-3
+  // over three seeds.
+  checkShapes(AttentionMmaOperands::bf16, std::ldexp(1.0, -8));
   AttentionMmaFaults noStagedBarrier, noTileBarrier, unswizzled;
   noStagedBarrier.noBarrierAfterStaging = true;
   noTileBarrier.noBarrierBeforeRestaging = true;
@@ -182,23 +191,11 @@ TEST_CASE("GPU emulator: attention on the bf16 tensor cores matches float64 of i
 }
 
 TEST_CASE("GPU emulator: attention on the tensor cores as 3xtf32 matches float64 of its f32 inputs to f32's bound, and broken fails") {
-  // The shapes of the bf16 test; f32 tiles with padded rows, the own rows
-  // in a tile of their own, P's accumulators as A fragments in a permuted
-  // k order that the B rows' scalar loads follow.
-  struct Shape { int64_t T, heads, hd; };
-  for (Shape s : {Shape{64, 1, 64}, Shape{100, 1, 32}, Shape{200, 2, 64}, Shape{13, 3, 16}, Shape{70, 1, 128}}) {
-    CAPTURE(s.T);
-    CAPTURE(s.heads);
-    CAPTURE(s.hd);
-    AttentionRun run = runAttention(s.T, s.heads, s.hd, {}, AttentionMmaOperands::tf32x3);
-    INFO(run.report.error);
-    REQUIRE(run.report.ok);
-    CAPTURE(run.worst);
-    CHECK(run.worst <= 1e-5);
-    MESSAGE("T " << s.T << ", " << s.heads << " heads of " << s.hd << ": error / max |v| " << run.worst);
-    CHECK(run.report.mmas > 0);
-    CHECK(run.report.ldmatrices > 0);
-  }
+  // The shapes of the bf16 test; f32 tiles with padded rows staged by
+  // cp.async, the own rows in a tile of their own, P's accumulators as A
+  // fragments in a permuted k order that the B rows' scalar loads follow:
+  // 2.53e-7 to 3.97e-7 on one seed.
+  checkShapes(AttentionMmaOperands::tf32x3, 1e-5);
   // One MMA of tf32 operands instead of three: tf32's error, not f32's.
   AttentionRun tf32 = runAttention(200, 1, 64, {}, AttentionMmaOperands::tf32);
   REQUIRE(tf32.report.ok);

@@ -14,6 +14,18 @@
 //               the accumulators of n-blocks 2j and 2j + 1 are, element by
 //               element, the A fragment of k step j ((g, 2t..), (g + 8,
 //               2t..), (g, 8 + 2t..), (g + 8, 8 + 2t..)).
+// tf32 (m16n8k8, f32 tiles):
+//   A fragment  ldmatrix.x4 (.b16) as above, 16-byte chunks of 4 f32: lane
+//               l gets word l % 4 of row l / 4 of each 8 x 4 block: a0..a3
+//               = (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4) (§1, §4).
+//   B fragment  stored n x k: the same ldmatrix.x4 as bf16's, registers
+//               {0, 1} n-block 2p (b0 = (k t, n g), b1 = (k t + 4, n g)),
+//               {2, 3} 2p + 1; stored k x n: scalar loads (no 32-bit
+//               .trans), rows 2t and 2t + 1 of the k step for b0 and b1.
+//   C -> A      an n-block's accumulator (g, 2t), (g + 8, 2t), (g, 2t + 1),
+//               (g + 8, 2t + 1) is the A fragment of its k step with k slot
+//               t holding column 2t and slot t + 4 column 2t + 1, which the
+//               B rows 2t, 2t + 1 above follow.
 //
 //===----------------------------------------------------------------------===//
 
