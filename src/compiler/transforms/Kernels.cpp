@@ -423,6 +423,14 @@ void mlir::nova::forgetDescription(func::FuncOp kernel) {
   kernel->removeAttr(kWorkAttr);
 }
 
+BlockArgument mlir::nova::addKernelArgument(func::FuncOp kernel, Type type) {
+  Block &entry = kernel.getBody().front();
+  BlockArgument arg = entry.addArgument(type, kernel.getLoc());
+  kernel.setFunctionType(FunctionType::get(kernel.getContext(), entry.getArgumentTypes(), {}));
+  forgetDescription(kernel);
+  return arg;
+}
+
 mlir::nova::KernelDescription mlir::nova::describedKernel(func::FuncOp kernel) {
   auto summary = kernel->getAttrOfType<StringAttr>(kSummaryAttr);
   auto work = kernel->getAttrOfType<DenseI64ArrayAttr>(kWorkAttr);

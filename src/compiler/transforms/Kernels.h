@@ -167,6 +167,10 @@ void recordDescription(func::FuncOp kernel, const KernelDescription &d);
 /// described from its op again when asked.
 void forgetDescription(func::FuncOp kernel);
 
+/// Appends an argument of `type` to `kernel` (its function type and
+/// description follow).
+BlockArgument addKernelArgument(func::FuncOp kernel, Type type);
+
 /// The nova::named_scope path an op was traced under ("block0/attention"):
 /// the first name in its location, else in its body's; "" if none.
 std::string scopeOf(Operation *root);

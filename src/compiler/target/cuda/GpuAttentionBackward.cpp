@@ -19,11 +19,7 @@ LogicalResult mlir::nova::splitAttentionBackward(ModuleOp top, ModuleOp kernels)
         split.emplace_back(kernel, op);
   for (auto [queries, op] : split) {
     MemRefType stats = attentionStatsType(op);
-    Block &entry = queries.getBody().front();
-    entry.addArgument(stats, queries.getLoc());
-    queries.setFunctionType(FunctionType::get(ctx, entry.getArgumentTypes(), {}));
-    // Each kernel described from its op and part when the launch plan asks.
-    forgetDescription(queries);
+    addKernelArgument(queries, stats);
     OpBuilder kb(queries);
     kb.setInsertionPointAfter(queries);
     auto keys = cast<func::FuncOp>(kb.clone(*queries));

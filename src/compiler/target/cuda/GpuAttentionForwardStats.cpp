@@ -41,15 +41,6 @@ void explain(func::FuncOp kernel, StringRef line) {
   kernel->setAttr(kGpuWhyAttr, ArrayAttr::get(kernel.getContext(), why));
 }
 
-/// Appends an argument of `type` to `kernel`.
-void addArgument(func::FuncOp kernel, Type type) {
-  Block &entry = kernel.getBody().front();
-  entry.addArgument(type, kernel.getLoc());
-  kernel.setFunctionType(FunctionType::get(kernel.getContext(), entry.getArgumentTypes(), {}));
-  // Each kernel described from its op and arguments when the launch plan asks.
-  forgetDescription(kernel);
-}
-
 } // namespace
 
 void mlir::nova::reuseAttentionForwardStats(ModuleOp top, ModuleOp kernels) {
@@ -61,27 +52,42 @@ void mlir::nova::reuseAttentionForwardStats(ModuleOp top, ModuleOp kernels) {
     return kernel && kernel->hasAttr(kGpuAttentionMmaAttr) ? dyn_cast_or_null<AttentionKernelOp>(soleComputeOp(kernel))
                                                            : AttentionKernelOp();
   };
-  // The root buffers (step arguments or allocations) a launch writes: its
-  // kernel's written arguments.
+  // The buffers a kernel writes (launch buffer numbers), or none where it
+  // writes through something else; once a kernel.
+  llvm::DenseMap<Operation *, std::optional<SmallVector<unsigned>>> writtenBy;
+  auto written = [&](func::FuncOp kernel) -> const std::optional<SmallVector<unsigned>> & {
+    auto [it, inserted] = writtenBy.try_emplace(kernel);
+    if (inserted && kernel) {
+      SmallVector<unsigned> args;
+      bool known = true;
+      forEachWrittenRoot(kernel, [&](Value root) {
+        auto arg = dyn_cast<BlockArgument>(root);
+        if (arg && arg.getOwner() == &kernel.getBody().front() && arg.getArgNumber() > 0)
+          args.push_back(arg.getArgNumber() - 1);
+        else if (!root.getDefiningOp<memref::AllocOp>())
+          known = false; // a write through something else: take it as anything
+      });
+      if (known)
+        it->second = std::move(args);
+    }
+    return it->second;
+  };
+  // The root buffers (step arguments or allocations) a launch writes.
   auto writtenRoots = [&](LaunchOp launch, SmallVectorImpl<Value> &roots) {
-    func::FuncOp kernel = kernelOf(launch);
-    if (!kernel)
+    const std::optional<SmallVector<unsigned>> &args = written(kernelOf(launch));
+    if (!args)
       return false;
-    bool known = true;
-    forEachWrittenRoot(kernel, [&](Value root) {
-      auto arg = dyn_cast<BlockArgument>(root);
-      if (arg && arg.getOwner() == &kernel.getBody().front() && arg.getArgNumber() > 0)
-        roots.push_back(bufferRoot(launch.getBuffers()[arg.getArgNumber() - 1]));
-      else if (!root.getDefiningOp<memref::AllocOp>())
-        known = false; // a write through something else: take it as anything
-    });
-    return known;
+    for (unsigned arg : *args)
+      roots.push_back(bufferRoot(launch.getBuffers()[arg]));
+    return true;
   };
 
   // The query-rows kernels on the tensor cores, and for each of their
   // launches the forward launch it reads the statistics of.
   struct Pair {
     LaunchOp queries, forward;
+    /// The forward's result buffer, O.
+    Value out;
   };
   llvm::MapVector<Operation *, SmallVector<Pair>> paired; // by query-rows kernel
   for (auto kernel : kernels.getOps<func::FuncOp>()) {
@@ -110,12 +116,13 @@ void mlir::nova::reuseAttentionForwardStats(ModuleOp top, ModuleOp kernels) {
             launch.getBuffers()[*out] == bufferRoot(launch.getBuffers()[*out]))
           forward = launch;
       }
-      if (!forward || (!pairs.empty() && attentionOf(kernelOf(forward)).getInit().getType() !=
-                                             attentionOf(kernelOf(pairs.front().forward)).getInit().getType()))
+      if (!forward)
         break;
-      // Neither qkv nor O written between them.
       AttentionKernelOp f = attentionOf(kernelOf(forward));
       Value out = forward.getBuffers()[*bufferIndex(f, f.getInit())];
+      if (!pairs.empty() && out.getType() != pairs.front().out.getType())
+        break;
+      // Neither qkv nor O written between them.
       bool clean = true;
       for (Operation *at = forward->getNextNode(); at != queries.getOperation() && clean; at = at->getNextNode()) {
         SmallVector<Value> roots;
@@ -129,7 +136,7 @@ void mlir::nova::reuseAttentionForwardStats(ModuleOp top, ModuleOp kernels) {
       }
       if (!clean)
         break;
-      pairs.push_back({queries, forward});
+      pairs.push_back({queries, forward, out});
     }
     if (pairs.size() == launches.size())
       paired[kernel] = std::move(pairs);
@@ -145,7 +152,7 @@ void mlir::nova::reuseAttentionForwardStats(ModuleOp top, ModuleOp kernels) {
   for (Operation *f : forwards) {
     auto kernel = cast<func::FuncOp>(f);
     MemRefType type = attentionLseType(attentionOf(kernel));
-    addArgument(kernel, type);
+    addKernelArgument(kernel, type);
     kernel->setAttr(kAttentionWritesLseAttr, UnitAttr::get(kernel.getContext()));
     explain(kernel, "its rows' log-sum-exp into a buffer of their own, for the backward's query rows");
     for (LaunchOp launch : launchesOf(top, kernel.getSymName())) {
@@ -157,21 +164,34 @@ void mlir::nova::reuseAttentionForwardStats(ModuleOp top, ModuleOp kernels) {
   }
   for (auto &[k, pairs] : paired) {
     auto kernel = cast<func::FuncOp>(k);
-    AttentionKernelOp f = attentionOf(kernelOf(pairs.front().forward));
-    addArgument(kernel, cast<MemRefType>(f.getInit().getType()));
-    addArgument(kernel, attentionLseType(f));
+    addKernelArgument(kernel, pairs.front().out.getType());
+    addKernelArgument(kernel, attentionLseType(attentionOf(kernelOf(pairs.front().forward))));
     kernel->setAttr(kAttentionForwardStatsAttr, UnitAttr::get(kernel.getContext()));
     explain(kernel, "the forward's log-sum-exp, and D = dO . O from its result: one pass over the keys (three "
                     "products a tile), where computing the statistics took a pass of two more");
     for (Pair &p : pairs) {
-      AttentionKernelOp pf = attentionOf(kernelOf(p.forward));
-      Value out = p.forward.getBuffers()[*bufferIndex(pf, pf.getInit())];
-      p.queries.getBuffersMutable().append(ValueRange{out, lseOf.lookup(p.forward)});
+      p.queries.getBuffersMutable().append(ValueRange{p.out, lseOf.lookup(p.forward)});
       // O now lives until the query rows read it.
-      for (Operation *user : llvm::make_early_inc_range(out.getUsers()))
+      for (Operation *user : llvm::make_early_inc_range(p.out.getUsers()))
         if (auto dealloc = dyn_cast<memref::DeallocOp>(user))
           if (dealloc->getBlock() == p.queries->getBlock() && dealloc->isBeforeInBlock(p.queries))
             dealloc->moveAfter(p.queries);
     }
   }
+}
+
+AttentionMmaBuffers mlir::nova::attentionKernelBuffers(func::FuncOp kernel, AttentionKernelOp op) {
+  // Arguments after the op's: a backward's workspace (splitAttentionBackward),
+  // then for kAttentionForwardStatsAttr O and the log-sum-exp; a forward's
+  // log-sum-exp (kAttentionWritesLseAttr).
+  auto args = kernel.getBody().front().getArguments();
+  AttentionMmaBuffers buffers;
+  const bool forwardStats = kernel->hasAttr(kAttentionForwardStatsAttr);
+  if (op.getBackward())
+    buffers.stats = args[args.size() - (forwardStats ? 3 : 1)];
+  if (forwardStats || kernel->hasAttr(kAttentionWritesLseAttr))
+    buffers.lse = args.back();
+  if (forwardStats)
+    buffers.forwardOut = args[args.size() - 2];
+  return buffers;
 }

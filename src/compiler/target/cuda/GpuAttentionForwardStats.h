@@ -28,6 +28,7 @@
 #define NOVA_COMPILER_TARGET_CUDA_GPUATTENTIONFORWARDSTATS_H
 
 #include "compiler/dialect/NovaDialect.h"
+#include "compiler/target/cuda/GpuAttentionMma.h"
 #include "compiler/transforms/Kernels.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -46,6 +47,10 @@ MemRefType attentionLseType(AttentionKernelOp op);
 /// Pairs the tensor-core query-rows launches in `top` with their forwards'
 /// launches, as above.
 void reuseAttentionForwardStats(ModuleOp top, ModuleOp kernels);
+
+/// The buffers `kernel` (of attention op `op`) takes besides the op's
+/// operands, from its last arguments.
+AttentionMmaBuffers attentionKernelBuffers(func::FuncOp kernel, AttentionKernelOp op);
 
 } // namespace mlir::nova
 

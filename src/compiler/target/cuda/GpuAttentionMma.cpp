@@ -393,12 +393,16 @@ struct AttentionMma {
   Value cmp(arith::CmpIPredicate p, Value x, Value y) { return b.create<arith::CmpIOp>(p, x, y); }
 
   Value element(Value acc, int64_t h, int64_t e) { return b.create<vector::ExtractOp>(acc, ArrayRef<int64_t>{h, e}); }
-  /// By the SFU (sfuExp2). The forward's unmasked loop for heads of 64
-  /// (PTX, a lane's tile of 32 scores: 455 instructions) is then 64
-  /// mma.sync, 32 ldmatrix, 34 ex2 and, a score, a multiply, a max, an FMA,
-  /// an add and a bf16 conversion, besides O's rescale and the staging:
-  /// counted, not measured.
+  /// By the SFU (sfuExp2). The bf16 forward's unmasked loop for heads of
+  /// 64 (PTX, a lane's tile of 32 scores: 424 instructions) is then 64
+  /// mma.sync, 32 ldmatrix, 34 ex2 and, a score, a multiply, a max, an FMA
+  /// and an add, a bf16x2 conversion a pair, besides O's rescale and the
+  /// staging: counted, not measured.
   Value exp2(Value x) { return sfuExp2(b, b.getLoc(), x); }
+  /// A row's log-sum-exp in log2 units from its running max (log2 units)
+  /// and its sum of 2^(s - max): the forward's and the query rows' alike,
+  /// so that the one the backward reads is the one it would compute.
+  Value logSumExp2(Value max, Value total) { return add(max, mul(b.create<math::LogOp>(total), f(M_LOG2E))); }
   /// Over a row's 4 lanes (every lane gets it).
   Value quadMax(Value x) {
     return warpAllReduce(b, b.getLoc(), x, [&](Value u, Value v) { return b.create<arith::MaximumFOp>(u, v); }, 4);
@@ -418,6 +422,19 @@ const char *mlir::nova::attentionMmaOperandsName(AttentionMmaOperands operands) 
     return "tf32";
   case AttentionMmaOperands::tf32x3:
     return "tf32x3";
+  }
+  return "";
+}
+
+const char *mlir::nova::attentionMmaHow(AttentionMmaOperands operands) {
+  switch (operands) {
+  case AttentionMmaOperands::bf16:
+    return "on the bf16 tensor cores (mma.sync m16n8k16, f32 sums, as the step's bf16 matmul precision allows)";
+  case AttentionMmaOperands::tf32:
+    return "on the tf32 tensor cores (mma.sync m16n8k8, f32 sums, as the step's tf32 matmul precision allows)";
+  case AttentionMmaOperands::tf32x3:
+    return "on the tensor cores as 3xtf32 (mma.sync m16n8k8, each f32 operand split into big and small tf32 "
+           "halves, three MMAs a product, f32 sums: about f32's accuracy)";
   }
   return "";
 }
@@ -681,7 +698,7 @@ void buildForward(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attention
   if (lse) {
     Value lse2[2];
     for (int64_t h = 0; h < 2; ++h)
-      lse2[h] = m.add(loop[size_t(h)], m.mul(b.create<math::LogOp>(total[h]), m.f(M_LOG2E)));
+      lse2[h] = m.logSumExp2(loop[size_t(h)], total[h]);
     blk.storeRowValues(lse, lse2, -1);
   }
 }
@@ -735,7 +752,7 @@ void buildQueryRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attenti
     for (int64_t h = 0; h < 2; ++h) {
       Value total = m.quadSum(pass[size_t(2 + h)]);
       D[h] = b.create<arith::DivFOp>(m.quadSum(pass[size_t(4 + h)]), total);
-      lse2[h] = m.add(pass[size_t(h)], m.mul(b.create<math::LogOp>(total), m.f(M_LOG2E)));
+      lse2[h] = m.logSumExp2(pass[size_t(h)], total);
     }
   }
   SmallVector<Value> dqInit(size_t(m.hd / 8), m.accZero());

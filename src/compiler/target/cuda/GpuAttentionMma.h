@@ -65,6 +65,8 @@ namespace mlir::nova {
 /// MMAs a product: about f32's accuracy, as the step's f32 matmuls).
 enum class AttentionMmaOperands { bf16, tf32, tf32x3 };
 const char *attentionMmaOperandsName(AttentionMmaOperands operands);
+/// How the products run with `operands`, in words (for NOVA_EXPLAIN).
+const char *attentionMmaHow(AttentionMmaOperands operands);
 
 /// On an attention kernel built by buildAttentionMma: its operands'
 /// name (attentionMmaOperandsName).

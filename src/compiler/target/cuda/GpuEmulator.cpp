@@ -1546,10 +1546,11 @@ private:
         if (!hi || !lo || hi->width != 1 || lo->width != 1)
           return fail(op, "ff2bf16x2 takes two f32 scalars");
         Reg &r = def(call.getResult(0), 2);
+        Type bf16 = BFloat16Type::get(op->getContext());
         for (int64_t t = 0; t < threads; ++t)
           if (active[size_t(t)]) {
-            r.v[size_t(2 * t)] = roundTo(BFloat16Type::get(op->getContext()), lo->v[size_t(t)]);
-            r.v[size_t(2 * t + 1)] = roundTo(BFloat16Type::get(op->getContext()), hi->v[size_t(t)]);
+            r.v[size_t(2 * t)] = roundTo(bf16, lo->v[size_t(t)]);
+            r.v[size_t(2 * t + 1)] = roundTo(bf16, hi->v[size_t(t)]);
           }
         return true;
       }

@@ -465,20 +465,13 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
                                                                              {AttentionMmaPlan::kThreads}, {}, {}));
           kernel->setAttr(kGpuBlockThreadsAttr, i64(AttentionMmaPlan::kThreads));
           kernel->setAttr(kGpuSharedBytesAttr, i64(mma->sharedBytes));
-          const char *how = operands == AttentionMmaOperands::bf16
-                                ? "on the bf16 tensor cores (mma.sync m16n8k16, f32 sums, as the step's bf16 matmul "
-                                  "precision allows)"
-                            : operands == AttentionMmaOperands::tf32
-                                ? "on the tf32 tensor cores (mma.sync m16n8k8, f32 sums, as the step's tf32 matmul "
-                                  "precision allows)"
-                                : "on the tensor cores as 3xtf32 (mma.sync m16n8k8, each f32 operand split into big "
-                                  "and small tf32 halves, three MMAs a product, f32 sums: about f32's accuracy)";
           kernel->setAttr(kGpuWhyAttr,
                           ArrayAttr::get(ctx, {StringAttr::get(ctx, llvm::formatv(
                                                                    "{0}: {1} blocks of {2} {3}, the rows they "
                                                                    "visit in tiles of {4} in {5} bytes of shared "
                                                                    "memory",
-                                                                   how, mma->blocks, AttentionMmaPlan::kRows,
+                                                                   attentionMmaHow(operands), mma->blocks,
+                                                                   AttentionMmaPlan::kRows,
                                                                    attentionRowsOf(attention),
                                                                    AttentionMmaPlan::kTileRows, mma->sharedBytes))}));
           continue;
@@ -1524,22 +1517,13 @@ LogicalResult mapKernel(func::FuncOp kernel, LoweringConfigAttr config) {
     auto attention = cast<AttentionKernelOp>(op);
     b.setInsertionPoint(op);
     Value block = b.create<gpu::BlockIdOp>(l, gpu::Dimension::x);
-    // A backward's statistics: the workspace, its kernel's last argument
-    // (but for the forward's O and log-sum-exp after it,
-    // GpuAttentionForwardStats.h); a forward's log-sum-exp out, its last.
-    auto args = kernel.getBody().front().getArguments();
-    const bool forwardStats = kernel->hasAttr(kAttentionForwardStatsAttr);
-    Value stats = attention.getBackward() ? args[args.size() - (forwardStats ? 3 : 1)] : Value();
+    AttentionMmaBuffers buffers = attentionKernelBuffers(kernel, attention);
     if (attentionMma) {
-      AttentionMmaBuffers buffers{stats, Value(), Value()};
-      if (forwardStats || kernel->hasAttr(kAttentionWritesLseAttr))
-        buffers.lse = args.back();
-      if (forwardStats)
-        buffers.forwardOut = args[args.size() - 2];
       buildAttentionMma(b, attention, attentionMmaShape(attention, *attentionMma), at.thread, block, buffers);
       kernel->setAttr(kAlignedVectorsAttr, b.getUnitAttr());
     } else {
-      buildAttentionRows(b, attention, *planAttentionRows(attention, attentionShared), at.thread, block, stats);
+      buildAttentionRows(b, attention, *planAttentionRows(attention, attentionShared), at.thread, block,
+                         buffers.stats);
     }
     op->erase();
     return success();

@@ -78,7 +78,7 @@ Value mlir::nova::packBf16x2(ImplicitLocOpBuilder &b, Value lo, Value hi) {
 
 std::pair<Value, Value> mlir::nova::splitTf32(OpBuilder &b, Location loc, Value x, bool truncate) {
   Type i32 = b.getI32Type(), f32 = b.getF32Type();
-  Value halfUnit = b.create<arith::ConstantIntOp>(loc, 0x1000, i32);
+  Value halfUnit = truncate ? Value() : b.create<arith::ConstantIntOp>(loc, 0x1000, i32);
   Value keep = b.create<arith::ConstantIntOp>(loc, int32_t(0xffffe000u), i32);
   auto round = [&](Value v) -> Value {
     Value bits = b.create<arith::BitcastOp>(loc, i32, v);
