@@ -628,15 +628,15 @@ TEST_CASE("GPU emulator: 3xtf32 (big and small tf32 halves, three MMAs) keeps f3
 TEST_CASE("GPU emulator: a deliberately broken kernel fails it") {
   GpuMatmulProblem p = problem(256, 256, 128, GpuOperand::f16);
   GpuMatmulConfig c = block(GpuOperand::f16, 128, 128, 32, 2, 2, 2);
-  MmaMatmulFaults noWaitBarrier, noEndBarrier, shortWait, unswizzled;
+  MmaMatmulFaults noWaitBarrier, earlyRefill, shortWait, unswizzled;
   noWaitBarrier.noBarrierAfterWait = true;
-  noEndBarrier.noBarrierAtLoopEnd = true;
+  earlyRefill.refillBeforeBarrier = true;
   shortWait.waitOneGroupShort = true;
   unswizzled.unswizzledRhsReads = true;
   MatmulRun run = runMatmul(p, c, noWaitBarrier);
   CHECK_FALSE(run.report.ok);
   CHECK(run.report.error.find("a missing gpu.barrier") != std::string::npos);
-  run = runMatmul(p, c, noEndBarrier);
+  run = runMatmul(p, c, earlyRefill);
   CHECK_FALSE(run.report.ok);
   CHECK(run.report.error.find("before the buffer is refilled") != std::string::npos);
   run = runMatmul(p, c, shortWait);
@@ -646,7 +646,7 @@ TEST_CASE("GPU emulator: a deliberately broken kernel fails it") {
   // Reads in the wrong places: the product is wrong (no hazard: the bytes
   // were written and published).
   CHECK((!run.report.ok || run.worst > 0.1));
-  MESSAGE("errors caught: no barrier after wait / no barrier at loop end / short wait; unswizzled worst "
+  MESSAGE("errors caught: no barrier after wait / refill before the barrier / short wait; unswizzled worst "
           << run.worst);
 }
 

@@ -186,9 +186,12 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
   };
   const Copies cA = copiesOf(tA), cB = copiesOf(tB);
   auto tokenType = nvgpu::DeviceAsyncTokenType::get(ctx);
-  auto issueSlab = [&](Value kt, Value stage) {
+  // `live` (i1, or null for always): false copies nothing (zero-fill from a
+  // valid address), so that the loop's refills need no branch.
+  auto issueSlab = [&](Value kt, Value stage, Value live = Value()) {
     SmallVector<Value> tokens;
     Value k0 = k.mul(kt, BK);
+    Value liveElements = live && !edges ? b.create<arith::SelectOp>(live, k.c(epc), k.c(0)).getResult() : Value();
     auto copy = [&](const Tile &tile, const Copies &c, Value src, Value dst, Value mn0, int64_t rowsExtent,
                     int64_t colsExtent) {
       for (size_t i = 0; i < c.rows.size(); ++i) {
@@ -201,9 +204,13 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
           Value inRows = b.create<arith::CmpIOp>(arith::CmpIPredicate::ult, gr, k.c(rowsExtent));
           Value inCols = b.create<arith::CmpIOp>(arith::CmpIPredicate::ult, gc, k.c(colsExtent));
           Value inside = b.create<arith::AndIOp>(inRows, inCols);
+          if (live)
+            inside = b.create<arith::AndIOp>(inside, live);
           srcElements = b.create<arith::SelectOp>(inside, k.c(epc), k.c(0));
           gr = b.create<arith::SelectOp>(inside, gr, k.c(0));
           gc = b.create<arith::SelectOp>(inside, gc, k.c(0));
+        } else if (live) {
+          srcElements = liveElements;
         }
         tokens.push_back(b.create<nvgpu::DeviceAsyncCopyOp>(tokenType, dst, ValueRange{stage, c.rows[i], c.dstCols[i]},
                                                             src, globalIndex(gr, gc), b.getIndexAttr(epc), srcElements,
@@ -215,24 +222,19 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
     return tokens;
   };
   // Prologue: slabs 0 .. S-2, one group each (empty past the last slab, so
-  // that wait_group S-1 in the loop always means "slab kt has landed").
+  // that the loop's wait always counts S - 1 groups before slab 0's refill).
+  // Split-K knows how many slabs a part has at run time only: there a slab
+  // past the part's copies nothing (zero-fill from slab 0's address).
+  Value prologueGroup;
   for (int64_t s = 0; s + 1 < S; ++s) {
-    if (frame.split) {
-      // How many slabs this part has is known at run time only: a group
-      // either way.
-      auto ifOp = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::slt, k.c(s), slabs),
-                                      /*withElseRegion=*/true);
-      OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-      b.create<nvgpu::DeviceAsyncCreateGroupOp>(tokenType, issueSlab(k.add(kt0, s), k.c(s)));
-      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-      b.create<nvgpu::DeviceAsyncCreateGroupOp>(tokenType, ValueRange{});
-      continue;
-    }
     SmallVector<Value> tokens;
-    if (s < KT)
+    if (frame.split) {
+      Value live = b.create<arith::CmpIOp>(arith::CmpIPredicate::slt, k.c(s), slabs);
+      tokens = issueSlab(b.create<arith::SelectOp>(live, k.add(kt0, s), k.c(0)), k.c(s), live);
+    } else if (s < KT) {
       tokens = issueSlab(k.c(s), k.c(s));
-    b.create<nvgpu::DeviceAsyncCreateGroupOp>(tokenType, tokens);
+    }
+    prologueGroup = b.create<nvgpu::DeviceAsyncCreateGroupOp>(tokenType, tokens);
   }
 
   const int64_t MT = WM / 16, NT = WN / 8;
@@ -278,21 +280,32 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
     b.setInsertionPointToStart(loop.getBody());
     Value kt = loop.getInductionVar(); // the block's own slab number
     Value stage = k.rem(kt, S);
+    // One barrier a slab (CUTLASS's multistage loop): S - 1 + kt groups are
+    // committed here and slab kt is group kt, so waiting until at most S - 2
+    // are pending means it has landed in this thread; the barrier makes
+    // every thread's copies visible, and also means every warp is done with
+    // slab kt - 1, whose stage ((kt + S - 1) mod S) is refilled after it
+    // with slab kt + S - 1. The refill is one group in every iteration, past
+    // the last slab copying nothing (zero-fill from slab kt's address, into
+    // the stage no later iteration reads), so the loop body is one basic
+    // block in which ptxas may interleave the copies with the MMAs.
     Value next = k.add(kt, S - 1);
     Value more = b.create<arith::CmpIOp>(arith::CmpIPredicate::ult, next, slabs);
-    auto ifOp = b.create<scf::IfOp>(more, /*withElseRegion=*/false);
-    {
-      OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-      issueSlab(frame.split ? k.add(kt0, next) : next, k.rem(next, S));
-    }
-    // The copies just issued (none in the last S-1 iterations) are one group;
-    // waiting until at most S-1 groups are pending means slab kt has landed
-    // in this thread; the barrier then makes every thread's copies visible.
-    Value group = b.create<nvgpu::DeviceAsyncCreateGroupOp>(tokenType, ValueRange{});
-    b.create<nvgpu::DeviceAsyncWaitOp>(group, b.getI32IntegerAttr(faults.waitOneGroupShort ? S : S - 1));
+    auto refill = [&] {
+      Value slab = b.create<arith::SelectOp>(more, next, kt);
+      b.create<nvgpu::DeviceAsyncCreateGroupOp>(
+          tokenType, issueSlab(frame.split ? k.add(kt0, slab) : slab, k.rem(next, S), more));
+    };
+    if (faults.refillBeforeBarrier)
+      refill();
+    // With the refill committed first, one more group may be pending. (The
+    // wait's token is only an operand: its count is what it waits for.)
+    const int64_t pending = (faults.refillBeforeBarrier ? S - 1 : S - 2) + (faults.waitOneGroupShort ? 1 : 0);
+    b.create<nvgpu::DeviceAsyncWaitOp>(prologueGroup, b.getI32IntegerAttr(pending));
     if (!faults.noBarrierAfterWait)
       b.create<gpu::BarrierOp>();
+    if (!faults.refillBeforeBarrier)
+      refill();
     SmallVector<Value> accs(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
     for (int64_t kk = 0; kk < BK / mmaK; ++kk) {
       const int64_t kChunk0 = kk * mmaK / epc; // the k step's first 16-byte chunk along K
@@ -369,9 +382,6 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
           acc = mma(as[mi].first, bs[ni].first, acc);
         }
     }
-    // Everyone has read `stage` before the next iteration refills it.
-    if (!faults.noBarrierAtLoopEnd)
-      b.create<gpu::BarrierOp>();
     b.create<scf::YieldOp>(accs);
   }
 

@@ -37,9 +37,10 @@ namespace mlir::nova {
 struct MmaMatmulFaults {
   /// No barrier between the cp.async wait and the reads of the slab.
   bool noBarrierAfterWait = false;
-  /// No barrier between the reads of a slab and its refill.
-  bool noBarrierAtLoopEnd = false;
-  /// wait_group(stages) instead of stages - 1: the slab read is in flight.
+  /// The refill of the stage read in the previous iteration issued before
+  /// the barrier that ends those reads.
+  bool refillBeforeBarrier = false;
+  /// One more group left pending at the wait: the slab read is in flight.
   bool waitOneGroupShort = false;
   /// The rhs read without the swizzle it was written with.
   bool unswizzledRhsReads = false;
