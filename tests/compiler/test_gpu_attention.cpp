@@ -171,11 +171,24 @@ TEST_CASE("GPU emulator: attention on the bf16 tensor cores matches float64 of i
   // P rounded to bf16 (2^-9 a term) is the error left: 4.4e-4 to 1.02e-3
   // over three seeds.
   checkShapes(AttentionMmaOperands::bf16, std::ldexp(1.0, -8));
-  AttentionMmaFaults noStagedBarrier, noTileBarrier, unswizzled;
+  AttentionMmaFaults noStagedBarrier, noTileBarrier, unswizzled, noWait, earlyPrefetch;
   noStagedBarrier.noBarrierAfterStaging = true;
   noTileBarrier.noBarrierBeforeRestaging = true;
   unswizzled.unswizzledReads = true;
-  AttentionRun run = runAttention(200, 1, 64, noStagedBarrier);
+  noWait.noWaitAfterStaging = true;
+  earlyPrefetch.prefetchBeforeConvert = true;
+  // The tiles' f32 rows are copied a tile ahead into the staging buffer:
+  // reading them back before their wait, or copying the next ones over
+  // them before they are read back, is caught.
+  AttentionRun run = runAttention(200, 1, 64, noWait);
+  CHECK_FALSE(run.report.ok);
+  CHECK(run.report.error.find("has not been waited for") != std::string::npos);
+  const std::string unwaited = run.report.error;
+  run = runAttention(200, 1, 64, earlyPrefetch);
+  CHECK_FALSE(run.report.ok);
+  CHECK(run.report.error.find("two asynchronous copies in flight write shared byte") != std::string::npos);
+  const std::string early = run.report.error;
+  run = runAttention(200, 1, 64, noStagedBarrier);
   CHECK_FALSE(run.report.ok);
   CHECK(run.report.error.find("a missing gpu.barrier") != std::string::npos);
   const std::string staged = run.report.error;
@@ -187,7 +200,8 @@ TEST_CASE("GPU emulator: attention on the bf16 tensor cores matches float64 of i
   // Reads in the wrong places: no hazard (the bytes were written and
   // published), a wrong result.
   CHECK((!run.report.ok || run.worst > 0.1));
-  MESSAGE("caught: " << staged << " / " << restaged << " / unswizzled: error / max |v| " << run.worst);
+  MESSAGE("caught: " << unwaited << " / " << early << " / " << staged << " / " << restaged
+                     << " / unswizzled: error / max |v| " << run.worst);
 }
 
 TEST_CASE("GPU emulator: attention on the tensor cores as 3xtf32 matches float64 of its f32 inputs to f32's bound, and broken fails") {

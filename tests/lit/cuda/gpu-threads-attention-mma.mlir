@@ -3,7 +3,10 @@
 // the matmuls. bf16: the forward, and the backward's query-rows and
 // key-rows kernels, each in blocks of 128 threads over 64 rows (T = 200: 4
 // row blocks a (batch, head), 2 x 2 pairs), with two bf16 tiles of 64 rows
-// x 64 columns (16 KiB) of shared memory; their K steps are ldmatrix
+// x 64 columns (16 KiB) of shared memory and a staging buffer the next
+// tiles' f32 rows are copied ahead into by cp.async (32 KiB; each thread
+// reads back its own quads and rounds them into the tiles, so 48 KiB in
+// all; 96 KiB for the head of 128); their K steps are ldmatrix
 // (.trans for the tiles whose rows are the product's K) and the bf16
 // mma.sync intrinsic, a row's max and sum over its 4 lanes by shuffles,
 // its exponentials 2^x by ex2.approx, P's elements rounded to bf16 a pair
@@ -33,14 +36,14 @@
 // RUN:   | FileCheck %s --check-prefix=ROWS
 
 // CHECK-LABEL: module @kernels
-// CHECK: func.func @[[FWD:k[0-9]+]]({{.*}}nova.gpu_attention_mma = "bf16", nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 16384 : i64
-// CHECK-SAME: "on the bf16 tensor cores (mma.sync m16n8k16, f32 sums, as the step's bf16 matmul precision allows): 16 blocks of 64 query rows, the rows they visit in tiles of 64 in 16384 bytes of shared memory"
+// CHECK: func.func @[[FWD:k[0-9]+]]({{.*}}nova.gpu_attention_mma = "bf16", nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 49152 : i64
+// CHECK-SAME: "on the bf16 tensor cores (mma.sync m16n8k16, f32 sums, as the step's bf16 matmul precision allows): 16 blocks of 64 query rows, the rows they visit in tiles of 64 in 49152 bytes of shared memory"
 // CHECK-SAME: workgroups = 16, tile = [128]
 // CHECK: func.func @[[BWD:k[0-9]+]]({{.*}}nova.attention_part = "queries", nova.gpu_attention_mma = "bf16"
 // CHECK-SAME: 16 blocks of 64 query rows (dq; each row's softmax statistics into the workspace), the rows they visit in tiles of 64
 // CHECK: func.func @[[BWD]]_keys({{.*}}nova.attention_part = "keys", nova.gpu_attention_mma = "bf16"
 // CHECK-SAME: 16 blocks of 64 key rows (dk, dv; the query rows' statistics from the workspace), the rows they visit in tiles of 64
-// CHECK: func.func @{{k[0-9]+}}({{.*}}nova.gpu_attention_mma = "bf16", nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 32768 : i64
+// CHECK: func.func @{{k[0-9]+}}({{.*}}nova.gpu_attention_mma = "bf16", nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 98304 : i64
 // CHECK: func.func @{{k[0-9]+}}(
 // CHECK-NOT: nova.gpu_attention_mma
 // CHECK-SAME: "attention not on the tensor cores: heads of 128 columns (16, 32, 64 take it)"
@@ -51,6 +54,18 @@
 // GPU: gpu.dynamic_shared_memory
 // GPU: vector.load {{.*}} vector<4xf32>
 // GPU: arith.truncf {{.*}} to vector<4xbf16>
+// The first tiles copied ahead into the staging buffer, one group; in the
+// loop: wait for it, round this thread's quads into the tiles, copy the
+// next tiles (zero-fill past the last), a barrier before the products.
+// GPU: nvgpu.device_async_copy {{.*}}, 4 {bypassL1} : memref<2x200x384xf32> to memref<8192xf32, #gpu.address_space<workgroup>>
+// GPU: %[[INFLIGHT:.*]] = nvgpu.device_async_create_group
+// GPU: scf.for
+// GPU: nvgpu.device_async_wait %[[INFLIGHT]] {numGroups = 0 : i32}
+// GPU: vector.load {{.*}} : memref<8192xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// GPU: arith.truncf {{.*}} to vector<4xbf16>
+// GPU: nvgpu.device_async_copy {{.*}}, 4, %{{.*}} {bypassL1} : memref<2x200x384xf32> to memref<8192xf32, #gpu.address_space<workgroup>>
+// GPU: nvgpu.device_async_create_group
+// GPU: gpu.barrier
 // GPU: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false}
 // GPU: llvm.call_intrinsic "llvm.nvvm.mma.m16n8k16.row.col.bf16"
 // GPU: gpu.shuffle  xor

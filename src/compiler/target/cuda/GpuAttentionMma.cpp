@@ -76,6 +76,16 @@ int64_t attentionTiles(AttentionKernelOp op, AttentionMmaOperands operands) {
   return 2 + (operands == AttentionMmaOperands::bf16 ? 0 : op.getBackward() ? 2 : 1);
 }
 
+/// bf16 operands: the f32 floats of the staging buffer the visited rows'
+/// next tiles are copied ahead into (AttentionMma::prefetch), and with the
+/// key rows the next query rows' statistics (one a thread).
+int64_t attentionStagingFloats(AttentionKernelOp op, AttentionMmaOperands operands) {
+  if (operands != AttentionMmaOperands::bf16)
+    return 0;
+  const bool keys = attentionBackwardPart(op) == AttentionBackwardPart::keys;
+  return 2 * AttentionMmaPlan::kTileRows * op.headDim() + (keys ? AttentionMmaPlan::kThreads : 0);
+}
+
 /// An operand fragment of one MMA: bf16 or tf32 (`big`), and 3xtf32's
 /// small half (null otherwise).
 struct Frag {
@@ -143,23 +153,85 @@ struct AttentionMma {
   /// an 8-byte shared store (half of a swizzled chunk); f32 tiles by a
   /// 16-byte cp.async (no registers; landStaged waits for it).
   void stage(Value tile, Value src, int64_t part, Value r0) {
-    const int64_t quads = hd / 4, perThread = kTile * quads / AttentionMmaPlan::kThreads;
-    auto f4 = VectorType::get({4}, f32);
-    for (int64_t i = 0; i < perThread; ++i) {
-      Value e = k.add(thread, i * AttentionMmaPlan::kThreads);
-      Value r = k.div(e, quads), quad = k.rem(e, quads);
-      Value row = b.create<arith::MinUIOp>(k.add(r0, r), k.c(T - 1));
-      SmallVector<Value, 3> from{batch, row, k.add(k.add(column0, part * d), k.shl(quad, 2))};
+    Value column;
+    forEachQuad([&](int64_t i, Value r, Value quad) {
+      SmallVector<Value, 3> from = quadSource(part, r0, r, quad);
       if (!sixteen) {
         pending.push_back(b.create<nvgpu::DeviceAsyncCopyOp>(
             nvgpu::DeviceAsyncTokenType::get(b.getContext()), tile, ValueRange{r, k.shl(quad, 2)}, src, from,
             b.getIndexAttr(4), Value(), /*bypassL1=*/b.getUnitAttr()));
-        continue;
+        return;
       }
-      Value v = b.create<vector::LoadOp>(f4, src, from);
-      Value at = k.add(swizzled(r, k.shr(quad, 1)), k.shl(k.andi(quad, 1), 2));
-      b.create<vector::StoreOp>(b.create<arith::TruncFOp>(VectorType::get({4}, bf16), v), tile, ValueRange{r, at});
-    }
+      storeBf16(tile, r, quad, b.create<vector::LoadOp>(VectorType::get({4}, f32), src, from), column);
+    });
+  }
+
+  /// fn(i, r, quad) for this thread's quads of a tile, i < kTile x hd / 4 /
+  /// threads: the i-th is quad e = thread + i x threads of the tile, its
+  /// row r = e / (hd / 4) and columns 4 quad .. 4 quad + 3, quad = e mod
+  /// (hd / 4) (consecutive threads consecutive quads). A thread's quads are
+  /// whole rows apart (threads is a multiple of hd / 4): r is the first's
+  /// row plus a constant, quad the same, so that their addresses differ by
+  /// constants (immediate offsets, not registers held across the loops).
+  void forEachQuad(function_ref<void(int64_t, Value, Value)> fn) {
+    const int64_t quads = hd / 4, perThread = kTile * quads / AttentionMmaPlan::kThreads;
+    static_assert(AttentionMmaPlan::kThreads % 32 == 0);
+    Value row = k.div(thread, quads), quad = k.rem(thread, quads);
+    for (int64_t i = 0; i < perThread; ++i)
+      fn(i, i ? k.add(row, i * (AttentionMmaPlan::kThreads / quads)) : row, quad);
+  }
+  /// Where this thread's i-th quad lies in staging slot `slot` (in floats).
+  Value stagedAt(int64_t slot, int64_t i) {
+    return k.add(k.shl(thread, 2), i * AttentionMmaPlan::kThreads * 4 + slot * kTile * hd);
+  }
+  /// Where a tile's quad comes from: part `part` of [B, T, parts x d], row
+  /// r0 + r clamped to the sequence's last.
+  SmallVector<Value, 3> quadSource(int64_t part, Value r0, Value r, Value quad) {
+    Value row = b.create<arith::MinUIOp>(k.add(r0, r), k.c(T - 1));
+    return {batch, row, k.add(k.add(column0, part * d), k.shl(quad, 2))};
+  }
+  /// A quad (vector<4xf32>) of forEachQuad rounded into a bf16 tile, half
+  /// of a swizzled chunk. `column` caches the quad's column where the
+  /// swizzle repeats within a thread's rows' step (every head but 128's).
+  void storeBf16(Value tile, Value r, Value quad, Value v, Value &column) {
+    const int64_t step = AttentionMmaPlan::kThreads / (hd / 4);
+    const bool repeats = step % ((swizzle.rm + 1) << swizzle.rs) == 0;
+    Value at = repeats && column ? column : k.add(swizzled(r, k.shr(quad, 1)), k.shl(k.andi(quad, 1), 2));
+    column = at;
+    b.create<vector::StoreOp>(b.create<arith::TruncFOp>(VectorType::get({4}, bf16), v), tile, ValueRange{r, at});
+  }
+
+  /// bf16 operands: the staging buffer (attentionStagingFloats), slot s of
+  /// a tile's f32 rows at s x kTile x hd, as a tile's quads lie ([r][4
+  /// quad]), so that each thread copies (cp.async, 16 bytes) and later reads
+  /// back only its own quads: no barrier orders them, and the copies of the
+  /// next tiles run while the present ones are computed on.
+  Value staging;
+  /// Copies the quads of rows [r0, r0 + kTile) of part `part` of `src` into
+  /// staging slot `slot`; where `live` is false nothing (zero-fill from the
+  /// clamped rows' addresses: the tiles past the last).
+  void prefetch(int64_t slot, Value src, int64_t part, Value r0, Value live) {
+    Value size = live ? b.create<arith::SelectOp>(live, k.c(4), k.c(0)).getResult() : Value();
+    forEachQuad([&](int64_t i, Value r, Value quad) {
+      pending.push_back(b.create<nvgpu::DeviceAsyncCopyOp>(
+          nvgpu::DeviceAsyncTokenType::get(b.getContext()), staging, ValueRange{stagedAt(slot, i)}, src,
+          quadSource(part, r0, r, quad), b.getIndexAttr(4), size, /*bypassL1=*/b.getUnitAttr()));
+    });
+  }
+  /// This thread's quads of staging slot `slot` rounded into `tile`.
+  void convertStaged(int64_t slot, Value tile) {
+    Value column;
+    forEachQuad([&](int64_t i, Value r, Value quad) {
+      storeBf16(tile, r, quad,
+                b.create<vector::LoadOp>(VectorType::get({4}, f32), staging, ValueRange{stagedAt(slot, i)}), column);
+    });
+  }
+  /// Commits the copies issued since the last commit as one group.
+  Value commitStaged() {
+    Value group = b.create<nvgpu::DeviceAsyncCreateGroupOp>(nvgpu::DeviceAsyncTokenType::get(b.getContext()),
+                                                            pending);
+    pending.clear();
+    return group;
   }
 
   /// The cp.async copies stage issued since the last landStaged.
@@ -170,9 +242,7 @@ struct AttentionMma {
   void landStaged() {
     if (pending.empty())
       return;
-    Value group = b.create<nvgpu::DeviceAsyncCreateGroupOp>(nvgpu::DeviceAsyncTokenType::get(b.getContext()),
-                                                            pending);
-    pending.clear();
+    Value group = commitStaged();
     if (!faults.noWaitAfterStaging)
       b.create<nvgpu::DeviceAsyncWaitOp>(group, b.getI32IntegerAttr(0));
   }
@@ -458,6 +528,7 @@ AttentionMmaPlan mlir::nova::attentionMmaShape(AttentionKernelOp op, AttentionMm
   plan.sharedBytes = attentionTiles(op, operands) * attentionTileBytes(op.headDim(), operands);
   if (attentionBackwardPart(op) == AttentionBackwardPart::keys)
     plan.sharedBytes += AttentionMmaPlan::kTileRows * 2 * 4;
+  plan.sharedBytes += attentionStagingFloats(op, operands) * 4;
   return plan;
 }
 
@@ -528,10 +599,16 @@ struct AttentionBlock {
     const int64_t tiles = attentionTiles(op, plan.operands);
     tileA = m.tile(dyn, tiles - 2);
     tileB = m.tile(dyn, tiles - 1);
-    if (attentionBackwardPart(op) == AttentionBackwardPart::keys)
+    int64_t end = tiles * attentionTileBytes(op.headDim(), plan.operands);
+    if (attentionBackwardPart(op) == AttentionBackwardPart::keys) {
       statsTile = b.create<memref::ViewOp>(
-          MemRefType::get({AttentionMmaPlan::kTileRows, 2}, m.f32, MemRefLayoutAttrInterface(), wg), dyn,
-          k.c(tiles * attentionTileBytes(op.headDim(), plan.operands)), ValueRange{});
+          MemRefType::get({AttentionMmaPlan::kTileRows, 2}, m.f32, MemRefLayoutAttrInterface(), wg), dyn, k.c(end),
+          ValueRange{});
+      end += AttentionMmaPlan::kTileRows * 2 * 4;
+    }
+    if (int64_t floats = attentionStagingFloats(op, plan.operands))
+      m.staging = b.create<memref::ViewOp>(MemRefType::get({floats}, m.f32, MemRefLayoutAttrInterface(), wg), dyn,
+                                           k.c(end), ValueRange{});
     warpRow0 = k.mul(m.warp, 16);
     Value g = k.shr(m.lane, 2);
     row[0] = k.add(k.add(first, warpRow0), g);
@@ -610,7 +687,10 @@ struct AttentionBlock {
   /// For tiles [0, count) of kTileRows rows from `from` (count >= 1):
   /// both tiles staged (rows of part partA of a, part partB of bSrc), then
   /// `body(r0, carried, tileMask)`, then a barrier before the next tiles
-  /// are staged. `tileMask` is `mask` for the last tile (`maskLast`: the
+  /// are staged. bf16 tiles are copied a tile ahead (AttentionMma::prefetch):
+  /// an iteration waits for its tiles' copies, rounds them into the bf16
+  /// tiles, issues the next tiles' copies, and computes while they run.
+  /// `tileMask` is `mask` for the last tile (`maskLast`: the
   /// query rows' diagonal) or the first (the key rows'), and for the others
   /// where `maskAll`, else none: two loops, so that the tiles the mask
   /// cannot cut spend nothing on it.
@@ -618,20 +698,56 @@ struct AttentionBlock {
   SmallVector<Value> overTiles(Value from, Value count, ValueRange init, Value a, int64_t partA, Value bSrc,
                                int64_t partB, AttentionMma::Mask mask, bool maskLast, bool maskAll, TileBody body) {
     IndexMath &k = m.k;
+    // Key rows: the statistics of the tile's query rows, a value a thread.
+    static_assert(AttentionMmaPlan::kThreads == 2 * AttentionMmaPlan::kTileRows);
+    Value statsRow = k.shr(m.thread, 1), statsSlot = k.andi(m.thread, 1);
+    auto statsAt = [&](Value r0) -> SmallVector<Value, 3> {
+      return {pair, m.b.create<arith::MinUIOp>(k.add(r0, statsRow), k.c(m.T - 1)), statsSlot};
+    };
+    const int64_t statsStaged = 2 * AttentionMmaPlan::kTileRows * m.hd;
+    auto prefetch = [&](Value r0, Value live) {
+      m.prefetch(0, a, partA, r0, live);
+      m.prefetch(1, bSrc, partB, r0, live);
+      if (statsTile)
+        m.pending.push_back(m.b.create<nvgpu::DeviceAsyncCopyOp>(
+            nvgpu::DeviceAsyncTokenType::get(m.b.getContext()), m.staging,
+            ValueRange{k.add(m.thread, statsStaged)}, stats, statsAt(r0), m.b.getIndexAttr(1),
+            live ? m.b.create<arith::SelectOp>(live, k.c(1), k.c(0)).getResult() : Value(), UnitAttr()));
+      return m.commitStaged();
+    };
+    Value end = k.add(from, k.mul(count, AttentionMmaPlan::kTileRows));
+    Value inFlight = m.sixteen ? prefetch(from, Value()) : Value();
     auto loop = [&](Value first, Value trips, ValueRange carried, bool masked) {
       return SmallVector<Value>(
           buildFor(m.b, m.b.getLoc(), k.c(0), trips, k.c(1), carried, [&](Value it, ValueRange c) {
             Value r0 = k.add(first, k.mul(it, AttentionMmaPlan::kTileRows));
-            m.stage(tileA, a, partA, r0);
-            m.stage(tileB, bSrc, partB, r0);
-            if (statsTile) {
-              static_assert(AttentionMmaPlan::kThreads == 2 * AttentionMmaPlan::kTileRows);
-              Value r = k.shr(m.thread, 1), slot = k.andi(m.thread, 1);
-              Value row = m.b.create<arith::MinUIOp>(k.add(r0, r), k.c(m.T - 1));
-              m.b.create<memref::StoreOp>(m.b.create<memref::LoadOp>(stats, ValueRange{pair, row, slot}), statsTile,
-                                          ValueRange{r, slot});
+            if (m.sixteen) {
+              // Tile r0's copies (the previous iteration's or the
+              // prologue's group) land; the next tiles' go out once this
+              // thread has read its quads of the staging buffer back.
+              Value next = k.add(r0, AttentionMmaPlan::kTileRows);
+              Value live = m.cmp(arith::CmpIPredicate::ult, next, end);
+              if (m.faults.prefetchBeforeConvert)
+                prefetch(next, live);
+              if (!m.faults.noWaitAfterStaging)
+                m.b.create<nvgpu::DeviceAsyncWaitOp>(inFlight,
+                                                     m.b.getI32IntegerAttr(m.faults.prefetchBeforeConvert ? 1 : 0));
+              m.convertStaged(0, tileA);
+              m.convertStaged(1, tileB);
+              if (statsTile)
+                m.b.create<memref::StoreOp>(
+                    m.b.create<memref::LoadOp>(m.staging, ValueRange{k.add(m.thread, statsStaged)}), statsTile,
+                    ValueRange{statsRow, statsSlot});
+              if (!m.faults.prefetchBeforeConvert)
+                prefetch(next, live);
+            } else {
+              m.stage(tileA, a, partA, r0);
+              m.stage(tileB, bSrc, partB, r0);
+              if (statsTile)
+                m.b.create<memref::StoreOp>(m.b.create<memref::LoadOp>(stats, statsAt(r0)), statsTile,
+                                            ValueRange{statsRow, statsSlot});
+              m.landStaged();
             }
-            m.landStaged();
             if (!m.faults.noBarrierAfterStaging)
               m.b.create<gpu::BarrierOp>();
             SmallVector<Value> next = body(r0, c, masked ? mask : AttentionMma::Mask());
@@ -641,12 +757,19 @@ struct AttentionBlock {
           }).getResults());
     };
     Value others = m.b.create<arith::SubIOp>(count, k.c(1));
+    SmallVector<Value> result;
     if (maskLast) {
       SmallVector<Value> before = loop(from, others, init, maskAll);
-      return loop(k.add(from, k.mul(others, AttentionMmaPlan::kTileRows)), k.c(1), before, true);
+      result = loop(k.add(from, k.mul(others, AttentionMmaPlan::kTileRows)), k.c(1), before, true);
+    } else {
+      SmallVector<Value> firstTile = loop(from, k.c(1), init, true);
+      result = loop(k.add(from, AttentionMmaPlan::kTileRows), others, firstTile, maskAll);
     }
-    SmallVector<Value> firstTile = loop(from, k.c(1), init, true);
-    return loop(k.add(from, AttentionMmaPlan::kTileRows), others, firstTile, maskAll);
+    // The last iteration's copies (zero-fills past the last tile) are
+    // waited for: none outlives the kernel or the staging buffer's next use.
+    if (inFlight)
+      m.b.create<nvgpu::DeviceAsyncWaitOp>(inFlight, m.b.getI32IntegerAttr(0));
+    return result;
   }
 };
 

@@ -97,8 +97,12 @@ struct AttentionMmaFaults {
   bool noBarrierBeforeRestaging = false;
   /// ldmatrix without the swizzle the tiles were written with.
   bool unswizzledReads = false;
-  /// f32 tiles: no wait for the cp.async copies that stage them.
+  /// No wait for the cp.async copies that stage the tiles (f32 tiles) or
+  /// the staging buffer (bf16 tiles).
   bool noWaitAfterStaging = false;
+  /// bf16 tiles: the next tiles' copies into the staging buffer issued
+  /// before this thread has read the present ones back.
+  bool prefetchBeforeConvert = false;
   /// f32 operands: B's rows read in the k order of the MMA's own layout
   /// (t, t + 4), not the permuted one P's A fragments take (2t, 2t + 1).
   bool unpermutedRows = false;
