@@ -2,11 +2,12 @@
 // the operands the step's matmul precision (nova.matmul_precision) gives
 // the matmuls. bf16: the forward, and the backward's query-rows and
 // key-rows kernels, each in blocks of 128 threads over 64 rows (T = 200: 4
-// row blocks a (batch, head), 2 x 2 pairs), with two bf16 tiles of 64 rows
-// x 64 columns (16 KiB) of shared memory and a staging buffer the next
-// tiles' f32 rows are copied ahead into by cp.async (32 KiB; each thread
-// reads back its own quads and rounds them into the tiles, so 48 KiB in
-// all; 96 KiB for the head of 128); their K steps are ldmatrix
+// row blocks a (batch, head), 2 x 2 pairs), with two buffers of two bf16
+// tiles of 64 rows x 64 columns (32 KiB) of shared memory and a staging
+// buffer the next tiles' f32 rows are copied ahead into by cp.async (32
+// KiB; each thread reads back its own quads and rounds them into the
+// tiles; 64 KiB in all, the key rows 1 KiB more for two buffers of the
+// query rows' statistics; 128 KiB for the head of 128); their K steps are ldmatrix
 // (.trans for the tiles whose rows are the product's K) and the bf16
 // mma.sync intrinsic, a row's max and sum over its 4 lanes by shuffles,
 // its exponentials 2^x by ex2.approx, P's elements rounded to bf16 a pair
@@ -15,9 +16,11 @@
 // twice the accumulators).
 // fp32: 3xtf32 (each f32 operand split into big and small tf32 halves by
 // bit masks, three m16n8k8 MMAs a product), the tiles f32 with rows padded
-// to 68 (17408 bytes each), the own rows in tiles of their own: 3 tiles
-// forward (52224 bytes), 4 backward (69632; key rows 512 more for the
-// statistics), 3 of 132-element rows for the head of 128 (101376 bytes);
+// to 68 (17408 bytes each), the own rows in tiles of their own, the
+// visited rows' in two buffers: 5 tiles forward (87040 bytes), 6 backward
+// (104448; key rows 1024 more for the statistics), and for the head of
+// 128, whose two buffers (168960 bytes) would not fit the A100's 166912,
+// one: 3 tiles of 132-element rows (101376 bytes);
 // own rows and the tiles' rows as B's columns by ldmatrix (vector<4x1xf32>:
 // the tf32 fragment), the tiles' rows as B's k by scalar loads. tf32: the
 // same kernels, one MMA a product, no split.
@@ -36,14 +39,14 @@
 // RUN:   | FileCheck %s --check-prefix=ROWS
 
 // CHECK-LABEL: module @kernels
-// CHECK: func.func @[[FWD:k[0-9]+]]({{.*}}nova.gpu_attention_mma = "bf16", nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 49152 : i64
-// CHECK-SAME: "on the bf16 tensor cores (mma.sync m16n8k16, f32 sums, as the step's bf16 matmul precision allows): 16 blocks of 64 query rows, the rows they visit in tiles of 64 in 49152 bytes of shared memory"
+// CHECK: func.func @[[FWD:k[0-9]+]]({{.*}}nova.gpu_attention_mma = "bf16", nova.gpu_attention_tile_stages = 2 : i64, nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 65536 : i64
+// CHECK-SAME: "on the bf16 tensor cores (mma.sync m16n8k16, f32 sums, as the step's bf16 matmul precision allows): 16 blocks of 64 query rows, the rows they visit in tiles of 64, double-buffered (the next tiles land while these are read), in 65536 bytes of shared memory"
 // CHECK-SAME: workgroups = 16, tile = [128]
 // CHECK: func.func @[[BWD:k[0-9]+]]({{.*}}nova.attention_part = "queries", nova.gpu_attention_mma = "bf16"
 // CHECK-SAME: 16 blocks of 64 query rows (dq; each row's softmax statistics into the workspace), the rows they visit in tiles of 64
 // CHECK: func.func @[[BWD]]_keys({{.*}}nova.attention_part = "keys", nova.gpu_attention_mma = "bf16"
 // CHECK-SAME: 16 blocks of 64 key rows (dk, dv; the query rows' statistics from the workspace), the rows they visit in tiles of 64
-// CHECK: func.func @{{k[0-9]+}}({{.*}}nova.gpu_attention_mma = "bf16", nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 98304 : i64
+// CHECK: func.func @{{k[0-9]+}}({{.*}}nova.gpu_attention_mma = "bf16", nova.gpu_attention_tile_stages = 2 : i64, nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 131072 : i64
 // CHECK: func.func @{{k[0-9]+}}(
 // CHECK-NOT: nova.gpu_attention_mma
 // CHECK-SAME: "attention not on the tensor cores: heads of 128 columns (16, 32, 64 take it)"
@@ -72,14 +75,19 @@
 // GPU: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
 // GPU: llvm.call_intrinsic "llvm.nvvm.ff2bf16x2.rn"({{.*}}) : (f32, f32) -> vector<2xbf16>
 // GPU: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
-// GPU: gpu.barrier
+// Two buffers: no barrier after the products (the next iteration rounds
+// into the other buffer); after the loops, the last copies waited for.
+// GPU-NOT: gpu.barrier
+// GPU: scf.yield
+// GPU: nvgpu.device_async_wait %[[INFLIGHT]] {numGroups = 0 : i32}
 // GPU: gpu.return
 
-// FP32: func.func @{{k[0-9]+}}({{.*}}nova.gpu_attention_mma = "tf32x3", nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 52224 : i64
-// FP32-SAME: "on the tensor cores as 3xtf32 (mma.sync m16n8k8, each f32 operand split into big and small tf32 halves, three MMAs a product, f32 sums: about f32's accuracy): 16 blocks of 64 query rows, the rows they visit in tiles of 64 in 52224 bytes of shared memory"
-// FP32: func.func @[[BWD:k[0-9]+]]({{.*}}nova.attention_part = "queries", nova.gpu_attention_mma = "tf32x3", nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 69632 : i64
-// FP32: func.func @[[BWD]]_keys({{.*}}nova.attention_part = "keys", nova.gpu_attention_mma = "tf32x3", nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 70144 : i64
-// FP32: func.func @{{k[0-9]+}}({{.*}}nova.gpu_attention_mma = "tf32x3", nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 101376 : i64
+// FP32: func.func @{{k[0-9]+}}({{.*}}nova.gpu_attention_mma = "tf32x3", nova.gpu_attention_tile_stages = 2 : i64, nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 87040 : i64
+// FP32-SAME: "on the tensor cores as 3xtf32 (mma.sync m16n8k8, each f32 operand split into big and small tf32 halves, three MMAs a product, f32 sums: about f32's accuracy): 16 blocks of 64 query rows, the rows they visit in tiles of 64, double-buffered (the next tiles land while these are read), in 87040 bytes of shared memory"
+// FP32: func.func @[[BWD:k[0-9]+]]({{.*}}nova.attention_part = "queries", nova.gpu_attention_mma = "tf32x3", nova.gpu_attention_tile_stages = 2 : i64, nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 104448 : i64
+// FP32: func.func @[[BWD]]_keys({{.*}}nova.attention_part = "keys", nova.gpu_attention_mma = "tf32x3", nova.gpu_attention_tile_stages = 2 : i64, nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 105472 : i64
+// FP32: func.func @{{k[0-9]+}}({{.*}}nova.gpu_attention_mma = "tf32x3", nova.gpu_attention_tile_stages = 1 : i64, nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 101376 : i64
+// FP32-SAME: "{{.*}} in tiles of 64, one buffer (two would not fit), in 101376 bytes of shared memory"
 // FP32: func.func @{{k[0-9]+}}(
 // FP32-NOT: nova.gpu_attention_mma
 // FP32-SAME: "attention not on the tensor cores: heads of 128 columns (16, 32, 64 take it)"
@@ -92,6 +100,18 @@
 // FP32GPU: nvgpu.device_async_create_group
 // FP32GPU: nvgpu.device_async_wait {{.*}} {numGroups = 0 : i32}
 // FP32GPU-NEXT: gpu.barrier
+// The first visited tiles copied ahead; in the loop, a tile's copies
+// land, a barrier publishes them (and ends the reads of the other
+// buffer), the next tiles go into the other buffer (zero-fill past the
+// last), then the products.
+// FP32GPU: nvgpu.device_async_copy {{.*}}, 4 {bypassL1} : memref<2x200x384xf32> to memref<64x68xf32, #gpu.address_space<workgroup>>
+// FP32GPU: %[[FIRST:.*]] = nvgpu.device_async_create_group
+// FP32GPU: scf.for
+// FP32GPU: nvgpu.device_async_wait %[[FIRST]] {numGroups = 0 : i32}
+// FP32GPU-NEXT: gpu.barrier
+// FP32GPU: arith.xori
+// FP32GPU: nvgpu.device_async_copy {{.*}}, 4, %{{.*}} {bypassL1} : memref<2x200x384xf32> to memref<64x68xf32, #gpu.address_space<workgroup>>
+// FP32GPU: nvgpu.device_async_create_group
 // FP32GPU: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false} : memref<64x68xf32, #gpu.address_space<workgroup>> -> vector<4x1xf32>
 // FP32GPU: arith.andi {{.*}}, %c-8192_i32 : i32
 // FP32GPU: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 8], tf32Enabled} : (vector<4x1xf32>, vector<2x1xf32>, vector<2x2xf32>)
@@ -101,7 +121,7 @@
 // FP32GPU: memref.load {{.*}} : memref<64x68xf32, #gpu.address_space<workgroup>>
 // FP32GPU: gpu.return
 
-// TF32: func.func @{{k[0-9]+}}({{.*}}nova.gpu_attention_mma = "tf32", nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 52224 : i64
+// TF32: func.func @{{k[0-9]+}}({{.*}}nova.gpu_attention_mma = "tf32", nova.gpu_attention_tile_stages = 2 : i64, nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 87040 : i64
 // TF32-SAME: "on the tf32 tensor cores (mma.sync m16n8k8, f32 sums, as the step's tf32 matmul precision allows)
 
 // ROWS-NOT: nova.gpu_attention_mma

@@ -70,10 +70,10 @@ int64_t attentionTileBytes(int64_t hd, AttentionMmaOperands operands) {
   return AttentionMmaPlan::kTileRows * attentionTileStride(hd, operands) *
          (operands == AttentionMmaOperands::bf16 ? 2 : 4);
 }
-/// The tiles a kernel stages: the visited rows' two, and with f32
-/// operands one for each of its own rows' operands (the backward's two).
-int64_t attentionTiles(AttentionKernelOp op, AttentionMmaOperands operands) {
-  return 2 + (operands == AttentionMmaOperands::bf16 ? 0 : op.getBackward() ? 2 : 1);
+/// The tiles of a kernel's own rows: with f32 operands one for each of
+/// their operands (q; the backward's two), none with bf16 (in registers).
+int64_t attentionOwnTiles(AttentionKernelOp op, AttentionMmaOperands operands) {
+  return operands == AttentionMmaOperands::bf16 ? 0 : op.getBackward() ? 2 : 1;
 }
 
 /// bf16 operands: the f32 floats of the staging buffer the visited rows'
@@ -152,14 +152,15 @@ struct AttentionMma {
   /// threads consecutive ones: bf16 tiles by a 16-byte load, rounded, and
   /// an 8-byte shared store (half of a swizzled chunk); f32 tiles by a
   /// 16-byte cp.async (no registers; landStaged waits for it).
-  void stage(Value tile, Value src, int64_t part, Value r0) {
-    Value column;
+  /// f32 tiles: where `live` is false, nothing is copied (zero-fill).
+  void stage(Value tile, Value src, int64_t part, Value r0, Value live = Value()) {
+    Value column, size = live ? b.create<arith::SelectOp>(live, k.c(4), k.c(0)).getResult() : Value();
     forEachQuad([&](int64_t i, Value r, Value quad) {
       SmallVector<Value, 3> from = quadSource(part, r0, r, quad);
       if (!sixteen) {
         pending.push_back(b.create<nvgpu::DeviceAsyncCopyOp>(
             nvgpu::DeviceAsyncTokenType::get(b.getContext()), tile, ValueRange{r, k.shl(quad, 2)}, src, from,
-            b.getIndexAttr(4), Value(), /*bypassL1=*/b.getUnitAttr()));
+            b.getIndexAttr(4), size, /*bypassL1=*/b.getUnitAttr()));
         return;
       }
       storeBf16(tile, r, quad, b.create<vector::LoadOp>(VectorType::get({4}, f32), src, from), column);
@@ -509,25 +510,35 @@ const char *mlir::nova::attentionMmaHow(AttentionMmaOperands operands) {
   return "";
 }
 
-std::optional<AttentionMmaOperands> mlir::nova::attentionMmaOperands(Operation *kernel) {
+void mlir::nova::markAttentionMma(Operation *kernel, const AttentionMmaPlan &plan) {
+  MLIRContext *ctx = kernel->getContext();
+  kernel->setAttr(kGpuAttentionMmaAttr, StringAttr::get(ctx, attentionMmaOperandsName(plan.operands)));
+  kernel->setAttr(kGpuAttentionTileStagesAttr, IntegerAttr::get(IntegerType::get(ctx, 64), plan.tileStages));
+}
+
+std::optional<AttentionMmaPlan> mlir::nova::markedAttentionMma(Operation *kernel, AttentionKernelOp op) {
   auto name = kernel->getAttrOfType<StringAttr>(kGpuAttentionMmaAttr);
-  if (!name)
+  auto stages = kernel->getAttrOfType<IntegerAttr>(kGpuAttentionTileStagesAttr);
+  if (!name || !stages)
     return std::nullopt;
   for (auto operands : {AttentionMmaOperands::bf16, AttentionMmaOperands::tf32, AttentionMmaOperands::tf32x3})
     if (name.getValue() == attentionMmaOperandsName(operands))
-      return operands;
+      return attentionMmaShape(op, operands, stages.getInt());
   return std::nullopt;
 }
 
-AttentionMmaPlan mlir::nova::attentionMmaShape(AttentionKernelOp op, AttentionMmaOperands operands) {
+AttentionMmaPlan mlir::nova::attentionMmaShape(AttentionKernelOp op, AttentionMmaOperands operands,
+                                               int64_t tileStages) {
   AttentionMmaPlan plan;
   plan.operands = operands;
   plan.rowBlocks = (op.seq() + AttentionMmaPlan::kRows - 1) / AttentionMmaPlan::kRows;
   plan.blocks = op.batch() * op.getHeads() * plan.rowBlocks;
   // The tiles; key rows also the visited query rows' statistics, f32.
-  plan.sharedBytes = attentionTiles(op, operands) * attentionTileBytes(op.headDim(), operands);
+  plan.tileStages = tileStages;
+  plan.sharedBytes =
+      (attentionOwnTiles(op, operands) + 2 * tileStages) * attentionTileBytes(op.headDim(), operands);
   if (attentionBackwardPart(op) == AttentionBackwardPart::keys)
-    plan.sharedBytes += AttentionMmaPlan::kTileRows * 2 * 4;
+    plan.sharedBytes += tileStages * AttentionMmaPlan::kTileRows * 2 * 4;
   plan.sharedBytes += attentionStagingFloats(op, operands) * 4;
   return plan;
 }
@@ -555,8 +566,12 @@ std::optional<AttentionMmaPlan> mlir::nova::planAttentionMma(AttentionKernelOp o
       !wholeBuffer(out, outType.getElementType()) ||
       !(outType.getElementType().isF32() || outType.getElementType().isBF16()))
     return no("its input is not a whole f32 buffer, or its result not a whole f32 or bf16 one");
-  AttentionMmaPlan plan = attentionMmaShape(op, operands);
-  if (plan.sharedBytes > std::max(target.smem_per_block, target.smem_per_block_optin))
+  // Two buffers of the visited rows' tiles where they fit, else one.
+  const int64_t limit = std::max(target.smem_per_block, target.smem_per_block_optin);
+  AttentionMmaPlan plan = attentionMmaShape(op, operands, 2);
+  if (plan.sharedBytes > limit)
+    plan = attentionMmaShape(op, operands, 1);
+  if (plan.sharedBytes > limit)
     return no(llvm::formatv("its tiles would take {0} bytes of shared memory", plan.sharedBytes).str());
   return plan;
 }
@@ -569,12 +584,15 @@ namespace {
 /// (g and g + 8 of its warp's 16).
 struct AttentionBlock {
   AttentionMma m;
-  Value pair, first, dyn, tileA, tileB, warpRow0;
+  Value pair, first, dyn, warpRow0;
   /// The own rows' tiles staged so far (f32 operands).
   int64_t ownTiles = 0;
+  /// Shared memory: [own rows' tiles (f32)] [visited rows' tiles A, B] x
+  /// tileStages [key rows' statistics tile] x tileStages [staging (bf16)].
+  int64_t tileStages, tileBytes, visited0, statsAt0 = -1;
   /// Key rows: the visited query rows' log-sum-exp and D, staged with the
   /// tiles from `stats` (attentionStatsType): a thread a value.
-  Value statsTile, stats;
+  Value stats;
   Value row[2];
   /// The op's scale, and it times log2(e): scores in log2 units, so that
   /// every exponential is a 2^x (AttentionMma::exp2).
@@ -594,17 +612,13 @@ struct AttentionBlock {
     auto wg = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
     dyn = b.create<gpu::DynamicSharedMemoryOp>(
         MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(), wg));
-    // f32 operands: the own rows' tiles first (ownRows), then the visited
-    // rows' two.
-    const int64_t tiles = attentionTiles(op, plan.operands);
-    tileA = m.tile(dyn, tiles - 2);
-    tileB = m.tile(dyn, tiles - 1);
-    int64_t end = tiles * attentionTileBytes(op.headDim(), plan.operands);
+    tileStages = plan.tileStages;
+    tileBytes = attentionTileBytes(op.headDim(), plan.operands);
+    visited0 = attentionOwnTiles(op, plan.operands) * tileBytes;
+    int64_t end = visited0 + 2 * tileStages * tileBytes;
     if (attentionBackwardPart(op) == AttentionBackwardPart::keys) {
-      statsTile = b.create<memref::ViewOp>(
-          MemRefType::get({AttentionMmaPlan::kTileRows, 2}, m.f32, MemRefLayoutAttrInterface(), wg), dyn, k.c(end),
-          ValueRange{});
-      end += AttentionMmaPlan::kTileRows * 2 * 4;
+      statsAt0 = end;
+      end += tileStages * kStatsBytes;
     }
     if (int64_t floats = attentionStagingFloats(op, plan.operands))
       m.staging = b.create<memref::ViewOp>(MemRefType::get({floats}, m.f32, MemRefLayoutAttrInterface(), wg), dyn,
@@ -665,8 +679,8 @@ struct AttentionBlock {
   }
 
   /// The block's rows of part `part` of `src` as its warps' A operand:
-  /// bf16 fragments in registers (through tileA), f32 in a tile of their
-  /// own.
+  /// bf16 fragments in registers (through the first visited tile), f32 in
+  /// a tile of their own.
   AttentionMma::Rows ownRows(Value src, int64_t part) {
     if (!m.sixteen) {
       Value tile = m.tile(dyn, ownTiles++);
@@ -675,88 +689,152 @@ struct AttentionBlock {
       m.b.create<gpu::BarrierOp>();
       return {{}, tile, warpRow0};
     }
-    m.stage(tileA, src, part, first);
+    Value tile = tilesAt(m.k.c(0)).a;
+    m.stage(tile, src, part, first);
     m.b.create<gpu::BarrierOp>();
     AttentionMma::Rows rows;
     for (int64_t kk = 0; kk < m.hd / 16; ++kk)
-      rows.frags.push_back(m.rowFragment(tileA, warpRow0, kk));
+      rows.frags.push_back(m.rowFragment(tile, warpRow0, kk));
     m.b.create<gpu::BarrierOp>();
     return rows;
   }
 
+  /// The key rows' statistics tile: [kTileRows][2] f32.
+  static constexpr int64_t kStatsBytes = AttentionMmaPlan::kTileRows * 2 * 4;
+  /// The visited rows' tiles of buffer `slot` (an index < tileStages).
+  struct Tiles {
+    Value a, b, stats;
+  };
+  Tiles tilesAt(Value slot) {
+    IndexMath &k = m.k;
+    auto view = [&](int64_t at, int64_t stride, MemRefType type) -> Value {
+      return m.b.create<memref::ViewOp>(type, dyn, k.add(k.c(at), k.mul(slot, stride)), ValueRange{});
+    };
+    auto wg = gpu::AddressSpaceAttr::get(m.b.getContext(), gpu::AddressSpace::Workgroup);
+    auto tileType = MemRefType::get({AttentionMmaPlan::kTileRows, m.stride}, m.shared, MemRefLayoutAttrInterface(), wg);
+    Tiles t{view(visited0, 2 * tileBytes, tileType), view(visited0 + tileBytes, 2 * tileBytes, tileType), Value()};
+    if (statsAt0 >= 0)
+      t.stats = view(statsAt0, kStatsBytes,
+                     MemRefType::get({AttentionMmaPlan::kTileRows, 2}, m.f32, MemRefLayoutAttrInterface(), wg));
+    return t;
+  }
+
   /// For tiles [0, count) of kTileRows rows from `from` (count >= 1):
-  /// both tiles staged (rows of part partA of a, part partB of bSrc), then
-  /// `body(r0, carried, tileMask)`, then a barrier before the next tiles
-  /// are staged. bf16 tiles are copied a tile ahead (AttentionMma::prefetch):
-  /// an iteration waits for its tiles' copies, rounds them into the bf16
-  /// tiles, issues the next tiles' copies, and computes while they run.
-  /// `tileMask` is `mask` for the last tile (`maskLast`: the
+  /// both tiles staged (rows of part partA of a, part partB of bSrc; key
+  /// rows also the rows' statistics), then `body(r0, tiles, carried,
+  /// tileMask)`. `tileMask` is `mask` for the last tile (`maskLast`: the
   /// query rows' diagonal) or the first (the key rows'), and for the others
   /// where `maskAll`, else none: two loops, so that the tiles the mask
   /// cannot cut spend nothing on it.
-  using TileBody = function_ref<SmallVector<Value>(Value, ValueRange, AttentionMma::Mask)>;
+  ///
+  /// The next tiles' copies run while the present ones are computed on.
+  /// bf16: each thread's f32 quads go a tile ahead by cp.async into the
+  /// staging buffer (AttentionMma::prefetch), which only that thread reads
+  /// back, rounding them into the bf16 tiles. f32: by cp.async straight
+  /// into the tiles. With two buffers of tiles (tileStages 2) an iteration
+  /// fills one while the other is read, one barrier a tile: tile i's
+  /// copies landed, the barrier publishes them and ends every warp's reads
+  /// of tile i - 1's buffer, which then takes tile i + 1 (bf16: tile i is
+  /// rounded into its buffer, read two iterations before, then the barrier).
+  /// With one buffer (where two do not fit), a barrier after the tiles'
+  /// reads too, and f32 tiles staged after it, waited for at once.
+  using TileBody = function_ref<SmallVector<Value>(Value, const Tiles &, ValueRange, AttentionMma::Mask)>;
   SmallVector<Value> overTiles(Value from, Value count, ValueRange init, Value a, int64_t partA, Value bSrc,
                                int64_t partB, AttentionMma::Mask mask, bool maskLast, bool maskAll, TileBody body) {
     IndexMath &k = m.k;
+    ImplicitLocOpBuilder &b = m.b;
+    auto tokenType = nvgpu::DeviceAsyncTokenType::get(b.getContext());
+    const bool twoBuffers = tileStages == 2;
     // Key rows: the statistics of the tile's query rows, a value a thread.
     static_assert(AttentionMmaPlan::kThreads == 2 * AttentionMmaPlan::kTileRows);
     Value statsRow = k.shr(m.thread, 1), statsSlot = k.andi(m.thread, 1);
     auto statsAt = [&](Value r0) -> SmallVector<Value, 3> {
-      return {pair, m.b.create<arith::MinUIOp>(k.add(r0, statsRow), k.c(m.T - 1)), statsSlot};
+      return {pair, b.create<arith::MinUIOp>(k.add(r0, statsRow), k.c(m.T - 1)), statsSlot};
     };
     const int64_t statsStaged = 2 * AttentionMmaPlan::kTileRows * m.hd;
-    auto prefetch = [&](Value r0, Value live) {
-      m.prefetch(0, a, partA, r0, live);
-      m.prefetch(1, bSrc, partB, r0, live);
-      if (statsTile)
-        m.pending.push_back(m.b.create<nvgpu::DeviceAsyncCopyOp>(
-            nvgpu::DeviceAsyncTokenType::get(m.b.getContext()), m.staging,
-            ValueRange{k.add(m.thread, statsStaged)}, stats, statsAt(r0), m.b.getIndexAttr(1),
-            live ? m.b.create<arith::SelectOp>(live, k.c(1), k.c(0)).getResult() : Value(), UnitAttr()));
+    // Copies of the tiles from row r0 (none where `live` is false: zero-fill)
+    // into the staging buffer (bf16) or `into` (f32), one group.
+    auto copyAhead = [&](Value r0, Value live, const Tiles &into) {
+      Value one = live ? b.create<arith::SelectOp>(live, k.c(1), k.c(0)).getResult() : Value();
+      if (m.sixteen) {
+        m.prefetch(0, a, partA, r0, live);
+        m.prefetch(1, bSrc, partB, r0, live);
+        if (into.stats)
+          m.pending.push_back(b.create<nvgpu::DeviceAsyncCopyOp>(tokenType, m.staging,
+                                                                 ValueRange{k.add(m.thread, statsStaged)}, stats,
+                                                                 statsAt(r0), b.getIndexAttr(1), one, UnitAttr()));
+      } else {
+        m.stage(into.a, a, partA, r0, live);
+        m.stage(into.b, bSrc, partB, r0, live);
+        if (into.stats)
+          m.pending.push_back(b.create<nvgpu::DeviceAsyncCopyOp>(tokenType, into.stats,
+                                                                 ValueRange{statsRow, statsSlot}, stats,
+                                                                 statsAt(r0), b.getIndexAttr(1), one, UnitAttr()));
+      }
       return m.commitStaged();
     };
-    Value end = k.add(from, k.mul(count, AttentionMmaPlan::kTileRows));
-    Value inFlight = m.sixteen ? prefetch(from, Value()) : Value();
-    auto loop = [&](Value first, Value trips, ValueRange carried, bool masked) {
-      return SmallVector<Value>(
-          buildFor(m.b, m.b.getLoc(), k.c(0), trips, k.c(1), carried, [&](Value it, ValueRange c) {
-            Value r0 = k.add(first, k.mul(it, AttentionMmaPlan::kTileRows));
-            if (m.sixteen) {
-              // Tile r0's copies (the previous iteration's or the
-              // prologue's group) land; the next tiles' go out once this
-              // thread has read its quads of the staging buffer back.
-              Value next = k.add(r0, AttentionMmaPlan::kTileRows);
-              Value live = m.cmp(arith::CmpIPredicate::ult, next, end);
-              if (m.faults.prefetchBeforeConvert)
-                prefetch(next, live);
-              if (!m.faults.noWaitAfterStaging)
-                m.b.create<nvgpu::DeviceAsyncWaitOp>(inFlight,
-                                                     m.b.getI32IntegerAttr(m.faults.prefetchBeforeConvert ? 1 : 0));
-              m.convertStaged(0, tileA);
-              m.convertStaged(1, tileB);
-              if (statsTile)
-                m.b.create<memref::StoreOp>(
-                    m.b.create<memref::LoadOp>(m.staging, ValueRange{k.add(m.thread, statsStaged)}), statsTile,
-                    ValueRange{statsRow, statsSlot});
-              if (!m.faults.prefetchBeforeConvert)
-                prefetch(next, live);
-            } else {
-              m.stage(tileA, a, partA, r0);
-              m.stage(tileB, bSrc, partB, r0);
-              if (statsTile)
-                m.b.create<memref::StoreOp>(m.b.create<memref::LoadOp>(stats, statsAt(r0)), statsTile,
-                                            ValueRange{statsRow, statsSlot});
-              m.landStaged();
-            }
-            if (!m.faults.noBarrierAfterStaging)
-              m.b.create<gpu::BarrierOp>();
-            SmallVector<Value> next = body(r0, c, masked ? mask : AttentionMma::Mask());
-            if (!m.faults.noBarrierBeforeRestaging)
-              m.b.create<gpu::BarrierOp>();
-            return next;
-          }).getResults());
+    auto wait = [&](Value group, int64_t pending) {
+      if (!m.faults.noWaitAfterStaging)
+        b.create<nvgpu::DeviceAsyncWaitOp>(group, b.getI32IntegerAttr(pending));
     };
-    Value others = m.b.create<arith::SubIOp>(count, k.c(1));
+    auto barrier = [&] {
+      if (!m.faults.noBarrierAfterStaging)
+        b.create<gpu::BarrierOp>();
+    };
+    // The buffer of the tile from row r0 (its index from `from`, modulo 2).
+    // The fault of a missing barrier before restaging keeps one buffer.
+    auto slotOf = [&](Value r0) -> Value {
+      if (!twoBuffers || m.faults.noBarrierBeforeRestaging)
+        return k.c(0);
+      return k.andi(k.div(b.create<arith::SubIOp>(r0, from), AttentionMmaPlan::kTileRows), 1);
+    };
+    auto otherSlot = [&](Value slot) -> Value {
+      return m.faults.noBarrierBeforeRestaging ? slot : b.create<arith::XOrIOp>(slot, k.c(1)).getResult();
+    };
+    Value end = k.add(from, k.mul(count, AttentionMmaPlan::kTileRows));
+    // The first tiles' copies, ahead of the loop (but f32 with one buffer).
+    Value inFlight = m.sixteen || twoBuffers ? copyAhead(from, Value(), tilesAt(k.c(0))) : Value();
+    auto loop = [&](Value first, Value trips, ValueRange carried, bool masked) {
+      return SmallVector<Value>(buildFor(b, b.getLoc(), k.c(0), trips, k.c(1), carried, [&](Value it, ValueRange c) {
+        Value r0 = k.add(first, k.mul(it, AttentionMmaPlan::kTileRows));
+        Value next = k.add(r0, AttentionMmaPlan::kTileRows);
+        Value live = m.cmp(arith::CmpIPredicate::ult, next, end);
+        Value slot = slotOf(r0);
+        Tiles tiles = tilesAt(slot);
+        if (m.sixteen) {
+          // Tile r0's quads (the previous iteration's group, or the
+          // prologue's) land; this thread rounds them into the tiles, then
+          // copies the next ones over them in the staging buffer.
+          if (m.faults.prefetchBeforeConvert)
+            copyAhead(next, live, tiles);
+          wait(inFlight, m.faults.prefetchBeforeConvert ? 1 : 0);
+          m.convertStaged(0, tiles.a);
+          m.convertStaged(1, tiles.b);
+          if (tiles.stats)
+            b.create<memref::StoreOp>(b.create<memref::LoadOp>(m.staging, ValueRange{k.add(m.thread, statsStaged)}),
+                                      tiles.stats, ValueRange{statsRow, statsSlot});
+          if (!m.faults.prefetchBeforeConvert)
+            copyAhead(next, live, tiles);
+          barrier();
+        } else if (twoBuffers) {
+          // Tile r0's copies land and are published; every warp is past
+          // the previous tile's reads, whose buffer takes the next tile.
+          wait(inFlight, 0);
+          barrier();
+          copyAhead(next, live, tilesAt(otherSlot(slot)));
+        } else {
+          Value group = copyAhead(r0, Value(), tiles);
+          wait(group, 0);
+          barrier();
+        }
+        SmallVector<Value> out = body(r0, tiles, c, masked ? mask : AttentionMma::Mask());
+        // One buffer: every warp is done with it before it is restaged.
+        if (!twoBuffers && !m.faults.noBarrierBeforeRestaging)
+          b.create<gpu::BarrierOp>();
+        return out;
+      }).getResults());
+    };
+    Value others = b.create<arith::SubIOp>(count, k.c(1));
     SmallVector<Value> result;
     if (maskLast) {
       SmallVector<Value> before = loop(from, others, init, maskAll);
@@ -766,9 +844,12 @@ struct AttentionBlock {
       result = loop(k.add(from, AttentionMmaPlan::kTileRows), others, firstTile, maskAll);
     }
     // The last iteration's copies (zero-fills past the last tile) are
-    // waited for: none outlives the kernel or the staging buffer's next use.
+    // waited for: none outlives the kernel, and every warp is done with
+    // the tiles before a next pass stages over them.
     if (inFlight)
-      m.b.create<nvgpu::DeviceAsyncWaitOp>(inFlight, m.b.getI32IntegerAttr(0));
+      b.create<nvgpu::DeviceAsyncWaitOp>(inFlight, b.getI32IntegerAttr(0));
+    if (twoBuffers)
+      b.create<gpu::BarrierOp>();
     return result;
   }
 };
@@ -793,8 +874,8 @@ void buildForward(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attention
   // past every row.
   SmallVector<Value> loop = blk.overTiles(k.c(0), blk.tilesToLastRow(), init, qkv, 1, qkv, 2, causal,
                                           /*maskLast=*/true, /*maskAll=*/false,
-                                          [&](Value r0, ValueRange c, AttentionMma::Mask mask) {
-    AttentionMma::Values p = m.scores(m.timesTransposed(q, blk.tileA), blk.scale2, blk.row, r0, mask);
+                                          [&](Value r0, const AttentionBlock::Tiles &tiles, ValueRange c, AttentionMma::Mask mask) {
+    AttentionMma::Values p = m.scores(m.timesTransposed(q, tiles.a), blk.scale2, blk.row, r0, mask);
     Value max[2], sum[2], rescale[2];
     for (int64_t h = 0; h < 2; ++h) {
       std::tie(max[h], rescale[h]) = m.runningMax(p, h, c[size_t(h)]);
@@ -809,7 +890,7 @@ void buildForward(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attention
     SmallVector<Value> o;
     for (int64_t n = 0; n < outTiles; ++n)
       o.push_back(m.scaleRows(c[size_t(4 + n)], rescale));
-    m.accumulateTimes(m.asRowFragments(p), blk.tileB, o);
+    m.accumulateTimes(m.asRowFragments(p), tiles.b, o);
     SmallVector<Value> next{max[0], max[1], sum[0], sum[1]};
     next.append(o);
     return next;
@@ -853,9 +934,9 @@ void buildQueryRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attenti
     // Carried: m, l and D (l and D this lane's parts) of rows g and g + 8.
     SmallVector<Value> init{m.lowest(), m.lowest(), m.f(0), m.f(0), m.f(0), m.f(0)};
     SmallVector<Value> pass = blk.overTiles(k.c(0), tiles, init, qkv, 1, qkv, 2, causal, /*maskLast=*/true,
-                                            /*maskAll=*/false, [&](Value r0, ValueRange c, AttentionMma::Mask mask) {
-      AttentionMma::Values p = m.scores(m.timesTransposed(q, blk.tileA), blk.scale2, blk.row, r0, mask);
-      SmallVector<Value> dP = m.timesTransposed(dO, blk.tileB);
+                                            /*maskAll=*/false, [&](Value r0, const AttentionBlock::Tiles &tiles, ValueRange c, AttentionMma::Mask mask) {
+      AttentionMma::Values p = m.scores(m.timesTransposed(q, tiles.a), blk.scale2, blk.row, r0, mask);
+      SmallVector<Value> dP = m.timesTransposed(dO, tiles.b);
       SmallVector<Value> next(6);
       for (int64_t h = 0; h < 2; ++h) {
         auto [max, rescale] = m.runningMax(p, h, c[size_t(h)]);
@@ -880,9 +961,9 @@ void buildQueryRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attenti
   }
   SmallVector<Value> dqInit(size_t(m.hd / 8), m.accZero());
   SmallVector<Value> dq = blk.overTiles(k.c(0), tiles, dqInit, qkv, 1, qkv, 2, causal, /*maskLast=*/true,
-                                        /*maskAll=*/false, [&](Value r0, ValueRange c, AttentionMma::Mask mask) {
-    AttentionMma::Values dS = m.scores(m.timesTransposed(q, blk.tileA), blk.scale2, blk.row, r0, mask);
-    SmallVector<Value> dP = m.timesTransposed(dO, blk.tileB);
+                                        /*maskAll=*/false, [&](Value r0, const AttentionBlock::Tiles &tiles, ValueRange c, AttentionMma::Mask mask) {
+    AttentionMma::Values dS = m.scores(m.timesTransposed(q, tiles.a), blk.scale2, blk.row, r0, mask);
+    SmallVector<Value> dP = m.timesTransposed(dO, tiles.b);
     for (size_t j = 0; j < dS.size(); ++j)
       for (int64_t h = 0; h < 2; ++h)
         for (int64_t e = 0; e < 2; ++e) {
@@ -891,7 +972,7 @@ void buildQueryRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attenti
           x = m.mul(blk.scale, m.mul(p, m.sub(m.element(dP[j], h, e), D[h])));
         }
     SmallVector<Value> acc(c.begin(), c.end());
-    m.accumulateTimes(m.asRowFragments(dS), blk.tileA, acc);
+    m.accumulateTimes(m.asRowFragments(dS), tiles.a, acc);
     return acc;
   });
   m.storeRows(dq, op.getInit(), 0, blk.row, nullptr);
@@ -923,16 +1004,16 @@ void buildKeyRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attention
   // where the sequence ends inside a tile.
   SmallVector<Value> loop = blk.overTiles(blk.first, count, init, qkv, 0, grad, 0, causal, /*maskLast=*/false,
                                           /*maskAll=*/m.T % kTile != 0,
-                                          [&](Value r0, ValueRange c, AttentionMma::Mask mask) {
-    AttentionMma::Values p = m.scores(m.timesTransposed(kf, blk.tileA), blk.scale2, blk.row, r0, mask);
-    SmallVector<Value> dP = m.timesTransposed(vf, blk.tileB);
+                                          [&](Value r0, const AttentionBlock::Tiles &tiles, ValueRange c, AttentionMma::Mask mask) {
+    AttentionMma::Values p = m.scores(m.timesTransposed(kf, tiles.a), blk.scale2, blk.row, r0, mask);
+    SmallVector<Value> dP = m.timesTransposed(vf, tiles.b);
     AttentionMma::Values dS = p;
     for (size_t j = 0; j < p.size(); ++j)
       for (int64_t e = 0; e < 2; ++e) {
         // Query r0 + 8j + 2t + e's statistics, from the tile staged with q's.
         Value at = k.add(k.shl(t, 1), 8 * int64_t(j) + e);
-        Value lse2 = b.create<memref::LoadOp>(blk.statsTile, ValueRange{at, k.c(0)});
-        Value D = b.create<memref::LoadOp>(blk.statsTile, ValueRange{at, k.c(1)});
+        Value lse2 = b.create<memref::LoadOp>(tiles.stats, ValueRange{at, k.c(0)});
+        Value D = b.create<memref::LoadOp>(tiles.stats, ValueRange{at, k.c(1)});
         for (int64_t h = 0; h < 2; ++h) {
           Value &x = p[j][size_t(h)][size_t(e)];
           x = m.exp2(m.sub(x, lse2));
@@ -940,8 +1021,8 @@ void buildKeyRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attention
         }
       }
     SmallVector<Value> dk(c.begin(), c.begin() + outTiles), dv(c.begin() + outTiles, c.end());
-    m.accumulateTimes(m.asRowFragments(dS), blk.tileA, dk);
-    m.accumulateTimes(m.asRowFragments(p), blk.tileB, dv);
+    m.accumulateTimes(m.asRowFragments(dS), tiles.a, dk);
+    m.accumulateTimes(m.asRowFragments(p), tiles.b, dv);
     dk.append(dv);
     return dk;
   });

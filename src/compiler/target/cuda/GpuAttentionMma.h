@@ -69,31 +69,41 @@ const char *attentionMmaOperandsName(AttentionMmaOperands operands);
 const char *attentionMmaHow(AttentionMmaOperands operands);
 
 /// On an attention kernel built by buildAttentionMma: its operands'
-/// name (attentionMmaOperandsName).
+/// name (attentionMmaOperandsName), and its tiles' buffers (tileStages).
 inline constexpr const char kGpuAttentionMmaAttr[] = "nova.gpu_attention_mma";
-/// The operands `kernel`'s attribute names, if it has one.
-std::optional<AttentionMmaOperands> attentionMmaOperands(Operation *kernel);
+inline constexpr const char kGpuAttentionTileStagesAttr[] = "nova.gpu_attention_tile_stages";
 
 struct AttentionMmaPlan {
   /// 4 warps a block, 64 rows a block (16 a warp), key tiles of 64 rows.
   static constexpr int64_t kThreads = 128, kRows = 64, kTileRows = 64;
   AttentionMmaOperands operands = AttentionMmaOperands::bf16;
   int64_t rowBlocks = 0, blocks = 0, sharedBytes = 0;
+  /// Buffers of the visited rows' tiles: 2 (where they fit) lets the next
+  /// tiles land while the present ones are read, one barrier a tile; 1
+  /// takes a second barrier a tile (and f32 tiles wait for their copies).
+  int64_t tileStages = 2;
 };
 
 /// The plan's shape for `op` (which planAttentionMma accepted).
-AttentionMmaPlan attentionMmaShape(AttentionKernelOp op, AttentionMmaOperands operands);
+AttentionMmaPlan attentionMmaShape(AttentionKernelOp op, AttentionMmaOperands operands, int64_t tileStages);
 
 /// The plan for `op` with `operands` on `target`, or none, with `whyNot`
 /// saying why.
 std::optional<AttentionMmaPlan> planAttentionMma(AttentionKernelOp op, const ::nova::TargetDesc &target,
                                                  AttentionMmaOperands operands, std::string &whyNot);
 
+/// Marks `kernel` as attention on the tensor cores by `plan`
+/// (kGpuAttentionMmaAttr, kGpuAttentionTileStagesAttr).
+void markAttentionMma(Operation *kernel, const AttentionMmaPlan &plan);
+/// The plan `kernel`'s marks give its attention `op`, if it has them.
+std::optional<AttentionMmaPlan> markedAttentionMma(Operation *kernel, AttentionKernelOp op);
+
 /// Deliberate faults, for tests that the emulator catches what they break.
 struct AttentionMmaFaults {
   /// No barrier between staging the tiles and reading them.
   bool noBarrierAfterStaging = false;
-  /// No barrier between reading the tiles and staging the next over them.
+  /// No barrier between reading the tiles and staging the next over them
+  /// (with two buffers: every tile staged into the first).
   bool noBarrierBeforeRestaging = false;
   /// ldmatrix without the swizzle the tiles were written with.
   bool unswizzledReads = false;

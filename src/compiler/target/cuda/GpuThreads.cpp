@@ -460,7 +460,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
                                               : lowPrecision ? AttentionMmaOperands::tf32
                                                              : AttentionMmaOperands::tf32x3;
         if (std::optional<AttentionMmaPlan> mma = planAttentionMma(attention, target, operands, attentionWhyNot)) {
-          kernel->setAttr(kGpuAttentionMmaAttr, StringAttr::get(ctx, attentionMmaOperandsName(operands)));
+          markAttentionMma(kernel, *mma);
           kernel->setAttr(LoweringConfigAttr::name, LoweringConfigAttr::get(ctx, "gpu_threads", mma->blocks,
                                                                              {AttentionMmaPlan::kThreads}, {}, {}));
           kernel->setAttr(kGpuBlockThreadsAttr, i64(AttentionMmaPlan::kThreads));
@@ -468,12 +468,16 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
           kernel->setAttr(kGpuWhyAttr,
                           ArrayAttr::get(ctx, {StringAttr::get(ctx, llvm::formatv(
                                                                    "{0}: {1} blocks of {2} {3}, the rows they "
-                                                                   "visit in tiles of {4} in {5} bytes of shared "
-                                                                   "memory",
+                                                                   "visit in tiles of {4}, {6}, in {5} bytes of "
+                                                                   "shared memory",
                                                                    attentionMmaHow(operands), mma->blocks,
                                                                    AttentionMmaPlan::kRows,
                                                                    attentionRowsOf(attention),
-                                                                   AttentionMmaPlan::kTileRows, mma->sharedBytes))}));
+                                                                   AttentionMmaPlan::kTileRows, mma->sharedBytes,
+                                                                   mma->tileStages == 2
+                                                                       ? "double-buffered (the next tiles land "
+                                                                         "while these are read)"
+                                                                       : "one buffer (two would not fit)"))}));
           continue;
         }
       }
@@ -1512,14 +1516,16 @@ LogicalResult mapKernel(func::FuncOp kernel, LoweringConfigAttr config) {
   }
   // Attention a block of rows at a time: on the tensor cores where it was
   // configured so, else a few lanes a row.
-  const std::optional<AttentionMmaOperands> attentionMma = attentionMmaOperands(kernel);
+  auto attentionOp = dyn_cast<AttentionKernelOp>(op);
+  const std::optional<AttentionMmaPlan> attentionMma =
+      attentionOp ? markedAttentionMma(kernel, attentionOp) : std::nullopt;
   if (attentionMma || units.kind == Units::attentionRows) {
     auto attention = cast<AttentionKernelOp>(op);
     b.setInsertionPoint(op);
     Value block = b.create<gpu::BlockIdOp>(l, gpu::Dimension::x);
     AttentionMmaBuffers buffers = attentionKernelBuffers(kernel, attention);
     if (attentionMma) {
-      buildAttentionMma(b, attention, attentionMmaShape(attention, *attentionMma), at.thread, block, buffers);
+      buildAttentionMma(b, attention, *attentionMma, at.thread, block, buffers);
       kernel->setAttr(kAlignedVectorsAttr, b.getUnitAttr());
     } else {
       buildAttentionRows(b, attention, *planAttentionRows(attention, attentionShared), at.thread, block,
