@@ -58,9 +58,10 @@ struct AttentionRun {
   double worst = 0;
 };
 
-/// The forward over qkv [1, T, 3 heads hd] (f32), result f32, with `faults`.
+/// The forward over qkv [1, T, 3 heads hd] (f32), result f32, with `faults`,
+/// with `tileStages` buffers of tiles (0: the plan's choice for the A100).
 AttentionRun runAttention(int64_t T, int64_t heads, int64_t hd, const AttentionMmaFaults &faults = {},
-                          AttentionMmaOperands operands = AttentionMmaOperands::bf16) {
+                          AttentionMmaOperands operands = AttentionMmaOperands::bf16, int64_t tileStages = 0) {
   MLIRContext &ctx = attentionContext();
   Location loc = UnknownLoc::get(&ctx);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
@@ -81,6 +82,8 @@ AttentionRun runAttention(int64_t T, int64_t heads, int64_t hd, const AttentionM
   std::string why;
   std::optional<AttentionMmaPlan> plan = planAttentionMma(op, ::nova::builtin_gpu_target("sm_80"), operands, why);
   REQUIRE_MESSAGE(plan.has_value(), why);
+  if (tileStages)
+    plan = attentionMmaShape(op, operands, tileStages);
   fb.setInsertionPoint(op);
   Value thread = fb.create<gpu::ThreadIdOp>(loc, gpu::Dimension::x);
   Value block = fb.create<gpu::BlockIdOp>(loc, gpu::Dimension::x);
@@ -196,12 +199,22 @@ TEST_CASE("GPU emulator: attention on the bf16 tensor cores matches float64 of i
   CHECK_FALSE(run.report.ok);
   CHECK(run.report.error.find("before the buffer is refilled") != std::string::npos);
   const std::string restaged = run.report.error;
+  // One buffer of tiles (where two do not fit): a second barrier a tile,
+  // after the products; without it the next rounding overwrites tiles
+  // being read.
+  AttentionRun single = runAttention(200, 2, 64, {}, AttentionMmaOperands::bf16, 1);
+  REQUIRE(single.report.ok);
+  CHECK(single.worst <= std::ldexp(1.0, -8));
+  run = runAttention(200, 1, 64, noTileBarrier, AttentionMmaOperands::bf16, 1);
+  CHECK_FALSE(run.report.ok);
+  CHECK(run.report.error.find("before the buffer is refilled") != std::string::npos);
   run = runAttention(200, 1, 64, unswizzled);
   // Reads in the wrong places: no hazard (the bytes were written and
   // published), a wrong result.
   CHECK((!run.report.ok || run.worst > 0.1));
-  MESSAGE("caught: " << unwaited << " / " << early << " / " << staged << " / " << restaged
-                     << " / unswizzled: error / max |v| " << run.worst);
+  MESSAGE("one buffer: error / max |v| " << single.worst << "; caught: " << unwaited << " / " << early << " / "
+                                         << staged << " / " << restaged << " / unswizzled: error / max |v| "
+                                         << run.worst);
 }
 
 TEST_CASE("GPU emulator: attention on the tensor cores as 3xtf32 matches float64 of its f32 inputs to f32's bound, and broken fails") {
@@ -215,6 +228,11 @@ TEST_CASE("GPU emulator: attention on the tensor cores as 3xtf32 matches float64
   REQUIRE(tf32.report.ok);
   CHECK(tf32.worst > 1e-5);
   CHECK(tf32.worst <= 5e-3);
+  // One buffer (the head of 128 above has one; here a head of 64 too):
+  // its tiles copied and waited for at once, a second barrier a tile.
+  AttentionRun single = runAttention(200, 2, 64, {}, AttentionMmaOperands::tf32x3, 1);
+  REQUIRE(single.report.ok);
+  CHECK(single.worst <= 1e-5);
   AttentionMmaFaults noStagedBarrier, noWait, unpermuted, oneBuffer;
   noStagedBarrier.noBarrierAfterStaging = true;
   noWait.noWaitAfterStaging = true;
@@ -238,7 +256,8 @@ TEST_CASE("GPU emulator: attention on the tensor cores as 3xtf32 matches float64
   const std::string unwaited = run.report.error;
   run = runAttention(200, 1, 64, unpermuted, AttentionMmaOperands::tf32x3);
   CHECK((!run.report.ok || run.worst > 0.1));
-  MESSAGE("tf32: error / max |v| " << tf32.worst << "; caught: " << overRead << " / " << staged
+  MESSAGE("tf32: error / max |v| " << tf32.worst << "; one buffer: " << single.worst << "; caught: " << overRead
+                                  << " / " << staged
                                   << " / no cp.async wait: " << unwaited
                                   << " / B rows in the natural k order: error / max |v| " << run.worst);
 }
