@@ -239,8 +239,42 @@ TEST_CASE("reductions across many rows on an emulated A100 fold parts of the row
     CAPTURE(i);
     CHECK(rel_error(got[i], want[i]) <= 1e-5);
   }
-  CHECK(totals(nova::jit(norm_grads).executable(w, x, gamma, beta)->description()) >= 1);
+  // Their parts run side by side in one launch, their totals in another
+  // (the totals move past the independent launches after them).
+  const nova::ExecutableDesc* norm = nova::jit(norm_grads).executable(w, x, gamma, beta)->description();
+  int sideBySideTotals = 0;
+  for (const auto& l : norm->launches) {
+    const nova::KernelDesc& k = norm->kernels[l.kernel];
+    sideBySideTotals += k.symbol.find("_total") != std::string::npos &&
+                        k.summary.find("2 kernels side by side") != std::string::npos;
+  }
+  CHECK(sideBySideTotals == 1);
   CHECK(sm80_ptxas_errors(nova::jit(column_sums).executable(tall)->description()) == "");
+}
+
+TEST_CASE("reductions of many points to a scalar on an emulated A100 fold contiguous parts a warp each, then their total: sums of squares, maxima and means match the interpreter") {
+  // 512 x 256 = 131072 points: 512 parts of 256 (a warp each), then the
+  // 512 partials in part order on one block; 256 x 300 = 76800 points:
+  // 256 parts of 300 (lanes past a part's end); maxima start from -inf.
+  EmulatedGpu gpu("sm_80");
+  Gen g;
+  INFO("seed = ", g.seed);
+  Tensor w = g.randn({512, 256}), odd = g.randn({256, 300});
+  auto sum_of_squares = [](auto x) { return nova::sum(x * x); };
+  auto all_max = [](auto x) { return nova::max(x, {0, 1}); };
+  auto all_mean = [](auto x) { return nova::mean(x, {0, 1}); };
+  CHECK(compare(sum_of_squares, w) <= 1e-5);
+  CHECK(compare(all_max, odd) <= 1e-5);
+  CHECK(compare(all_mean, odd) <= 1e-5);
+  auto totals = [](const nova::ExecutableDesc* desc) { return launches_of_parts_totals(desc); };
+  CHECK(totals(nova::jit(sum_of_squares).executable(w)->description()) == 1);
+  CHECK(totals(nova::jit(all_max).executable(odd)->description()) == 1);
+  CHECK(shuffles(nova::jit(sum_of_squares).executable(w)->description()));
+  // Too few points to split: one block.
+  Tensor few = g.randn({100, 40});
+  CHECK(compare(sum_of_squares, few) <= 1e-5);
+  CHECK(totals(nova::jit(sum_of_squares).executable(few)->description()) == 0);
+  CHECK(sm80_ptxas_errors(nova::jit(sum_of_squares).executable(w)->description()) == "");
 }
 
 TEST_CASE("a scatter-add over many indices on an emulated A100 adds parts of them into tables of their own, then their total: an embedding's gradient matches the interpreter, out-of-range indices skipped") {

@@ -49,6 +49,9 @@ inline constexpr const char kGpuOutputInitAttr[] = "nova.gpu_output_init";
 /// tensor maps' addresses, index values).
 inline constexpr int64_t kMaxKernelParameterBytes = 4352, kKernelParameterBytes = 8;
 
+/// On a kernel that folds a split reduction's parts into its result
+/// (buildPartsTotal, GpuColumnReduction.h).
+inline constexpr const char kGpuPartsTotalAttr[] = "nova.gpu_parts_total";
 /// A kernel of independent structured ops side by side (GpuThreads.cpp):
 /// each op's blocks, in order (a block's index selects its op).
 inline constexpr const char kGpuSideBySideAttr[] = "nova.gpu_side_by_side";

@@ -170,6 +170,7 @@ func::FuncOp mlir::nova::buildPartsTotal(func::FuncOp kernel, MemRefType parts, 
   kb.setInsertionPointAfter(kernel);
   auto total = kb.create<func::FuncOp>(l, (kernel.getSymName() + "_total").str(),
                                        kb.getFunctionType({kb.getIndexType(), parts, result}, {}));
+  total->setAttr(kGpuPartsTotalAttr, kb.getUnitAttr());
   Block *entry = total.addEntryBlock();
   OpBuilder tb = OpBuilder::atBlockBegin(entry);
   const unsigned rank = unsigned(result.getRank());

@@ -58,6 +58,7 @@
 #include "compiler/target/cuda/GpuAttentionMma.h"
 #include "compiler/target/cuda/GpuBlockReduction.h"
 #include "compiler/target/cuda/GpuColumnReduction.h"
+#include "compiler/target/cuda/GpuFullReductionParts.h"
 #include "compiler/target/cuda/GpuScatterAddParts.h"
 #include "compiler/target/cuda/GpuScalarKernels.h"
 #include "compiler/target/cuda/GpuSimtMatmul.h"
@@ -388,11 +389,12 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
         launch.erase();
       }
     }
-    // Scatter-adds over many indices and reductions across many rows into
-    // few columns: parts, then their total.
+    // Scatter-adds over many indices, reductions across many rows into
+    // few columns and reductions of many points to a scalar: parts, then
+    // their total.
     // An attention backward a row at a time: query rows, then key rows.
     if (failed(splitScatterAdds(top, kernels)) || failed(splitColumnReductions(top, kernels)) ||
-        failed(splitAttentionBackward(top, kernels)))
+        failed(splitFullReductions(top, kernels)) || failed(splitAttentionBackward(top, kernels)))
       return signalPassFailure();
     // Configure.
     MLIRContext *ctx = &getContext();
@@ -613,6 +615,56 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
       }
   }
 
+  /// A split reduction's total (kGpuPartsTotalAttr) moves down past the
+  /// launches after it that could run side by side (`memberOf`) and are
+  /// independent of it, up to the next total: consecutive split
+  /// reductions (gradient clipping's sums of squares of large weights)
+  /// then launch all their parts in a row, then all their totals, two runs
+  /// side by side instead of a part and a total in turn. (A total's
+  /// workspace lives until it: a few KiB.)
+  /// (Independence here is by the buffers' roots: a launch may take a view.)
+  template <typename MemberOf>
+  static void sinkPartsTotals(ModuleOp top, SymbolTable &symbols, MemberOf &&memberOf) {
+    auto independent = [](const auto &a, const auto &b) {
+      auto meets = [](ArrayRef<Value> writes, ArrayRef<Value> buffers) {
+        return llvm::any_of(writes, [&](Value w) {
+          return llvm::any_of(buffers, [&](Value v) { return bufferRoot(v) == bufferRoot(w); });
+        });
+      };
+      return !meets(a.writes, b.buffers) && !meets(b.writes, a.buffers);
+    };
+    auto isTotal = [&](LaunchOp launch) {
+      auto k = symbols.lookup<func::FuncOp>(launch.getKernelAttr().getLeafReference().getValue());
+      return k && k->hasAttr(kGpuPartsTotalAttr);
+    };
+    for (auto step : top.getOps<func::FuncOp>())
+      for (Block &block : step.getBody()) {
+        SmallVector<LaunchOp> launches(block.getOps<LaunchOp>());
+        // From the last total to the first, so that each stops at the one
+        // after it (their order kept).
+        for (LaunchOp total : llvm::reverse(launches)) {
+          if (!isTotal(total))
+            continue;
+          auto self = memberOf(total);
+          if (!self)
+            continue;
+          for (;;) {
+            // The next launch, with nothing but allocations before it.
+            Operation *op = total->getNextNode();
+            while (op && isa<memref::AllocOp>(op))
+              op = op->getNextNode();
+            auto next = dyn_cast_or_null<LaunchOp>(op);
+            if (!next || isTotal(next))
+              break;
+            auto other = memberOf(next);
+            if (!other || !independent(*self, *other))
+              break;
+            total->moveAfter(next);
+          }
+        }
+      }
+  }
+
   /// Independent kernels launched one after another (nothing but
   /// allocations between), each a structured op's points, a block
   /// reduction, warp rows (a row reduction's, a LayerNorm's, a
@@ -717,6 +769,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
           return false;
       return true;
     };
+    sinkPartsTotals(top, symbols, memberOf);
     hoistOverOneLaunch(top, memberOf, independent);
     SmallVector<SmallVector<Member>> runs;
     for (auto step : top.getOps<func::FuncOp>())
