@@ -427,8 +427,11 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
         accumulators = s.wm * s.wn / 32;
         // A: 4 registers per 16-row fragment, B: 2 per 8-column one, both
         // double-buffered across the k steps (tf32x3: its big and small
-        // halves take the second buffer's place; ptxas gave a 64 x 64 warp
-        // tile 226 registers for sm_90a, 234 for sm_80, no spills).
+        // halves take the second buffer's place). ptxas 13.0 gave a 64 x
+        // 64 warp tile 226 registers for sm_90a before the one-barrier
+        // loop (MmaMatmulKernel.cpp), whose copies it interleaves with the
+        // MMAs: 244 (bf16 NN) to 252 (tf32 NN) since, and 255 with 48
+        // bytes of spills for 3xtf32 (an estimate below ptxas's).
         fragments = 2 * ((s.wm / 16) * 4 + (s.wn / 8) * 2);
         c.instruction = llvm::formatv("mma.sync.m16n8k{0}.{1}", mmaK, opName).str();
       } else {
