@@ -143,7 +143,7 @@ int main(int argc, char **argv) {
       FailureOr<WgmmaMatmulKernel> kernel = buildWgmmaMatmulKernel(kernels, name, p, config, error);
       if ((built = succeeded(kernel))) {
         tma.clear();
-        auto list = [](const std::vector<int64_t> &v) {
+        auto list = [](const std::vector<uint64_t> &v) {
           std::string s;
           for (int64_t x : v) {
             if (!s.empty())
@@ -152,12 +152,12 @@ int main(int argc, char **argv) {
           }
           return s;
         };
-        for (const TmaMap &map : kernel->maps) {
+        for (const ::nova::TensorMapDesc &map : kernel->maps) {
           if (!tma.empty())
             tma += "|";
-          tma += std::to_string(map.operand);
+          tma += std::to_string(map.arg);
           for (const std::string &field : {list(map.dims), list(map.strides), list(map.box),
-                                           std::to_string(map.swizzleBytes)})
+                                           std::to_string(map.swizzle_bytes)})
             tma += ";" + field;
         }
       }

@@ -80,7 +80,7 @@ struct MatmulRun {
 /// config), runs it on random inputs and compares with float64.
 MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const MmaMatmulFaults &faults = {},
                     const MmaEpilogue &epilogue = {}, const WgmmaMatmulFaults &wgmmaFaults = {},
-                    const std::function<void(std::vector<TmaMap> &)> &editMaps = {}) {
+                    const std::function<void(std::vector<::nova::TensorMapDesc> &)> &editMaps = {}) {
   MatmulRun run;
   run.config = c.describe();
   MLIRContext &ctx = context();
@@ -88,7 +88,7 @@ MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const M
   gpu::GPUModuleOp kernels = addKernelsModule(*module);
   std::string error;
   FailureOr<gpu::GPUFuncOp> kernel = failure();
-  std::vector<TmaMap> maps;
+  std::vector<::nova::TensorMapDesc> maps;
   if (c.kind == GpuMmaKind::wgmma) {
     FailureOr<WgmmaMatmulKernel> built =
         buildWgmmaMatmulKernel(kernels, "matmul", p, c, error, wgmmaFaults, epilogue);
@@ -152,9 +152,9 @@ MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const M
   if (!maps.empty()) {
     // The maps read A and B; the kernel takes them where A and B would be.
     launch.args = {nullptr, nullptr, &C};
-    for (const TmaMap &map : maps)
-      launch.tensorMaps[map.operand] = EmulatorTensorMap{map, map.operand == 0 ? std::span<uint8_t>(A)
-                                                                               : std::span<uint8_t>(B)};
+    for (const ::nova::TensorMapDesc &map : maps)
+      launch.tensorMaps[int(map.arg)] = EmulatorTensorMap{map, map.arg == 0 ? std::span<uint8_t>(A)
+                                                                            : std::span<uint8_t>(B)};
   }
   std::vector<float> bias(size_t(p.n)), residual(size_t(p.batch * p.m * p.n));
   for (float &x : bias)
@@ -1034,7 +1034,7 @@ TEST_CASE("GPU emulator: a deliberately broken wgmma kernel fails it") {
   // A map the driver would not encode (a row stride off the 16-byte grid)
   // is refused as the runtime refuses it in a description.
   MatmulRun badStride = runMatmul(problem(128, 128, 64, GpuOperand::bf16), c, {}, {}, {},
-                                  [](std::vector<TmaMap> &maps) { maps[0].strides[0] += 4; });
+                                  [](std::vector<::nova::TensorMapDesc> &maps) { maps[0].strides[0] += 4; });
   CHECK(!badStride.report.ok);
   CHECK(badStride.report.error.find("a tensor map cuTensorMapEncodeTiled refuses: stride 1 of") != std::string::npos);
   // 3xtf32: the conversion's stores need fence.proxy.async before the

@@ -214,20 +214,56 @@ void mlir::nova::launchInParts(ModuleOp top, func::FuncOp kernel, unsigned resul
   }
 }
 
-LogicalResult mlir::nova::splitColumnReductions(ModuleOp top, ModuleOp kernels) {
+LogicalResult mlir::nova::splitIntoParts(ModuleOp top, func::FuncOp kernel, linalg::GenericOp op,
+                                         unsigned outArgument, ValueRange ins, ArrayRef<AffineMap> maps,
+                                         ArrayRef<utils::IteratorType> iterators, MemRefType partials) {
   MLIRContext *ctx = top.getContext();
-  SmallVector<std::tuple<func::FuncOp, linalg::GenericOp, int64_t>> split;
+  Location l = op.getLoc();
+  Value out = op.getDpsInits()[0];
+  auto outType = cast<MemRefType>(out.getType());
+  Block &entry = kernel.getBody().front();
+  BlockArgument partialsArg = entry.addArgument(partials, l);
+  OpBuilder b(op);
+  auto partOp = b.create<linalg::GenericOp>(l, TypeRange{}, ins, ValueRange{partialsArg}, maps, iterators);
+  IRMapping same;
+  op.getRegion().cloneInto(&partOp.getRegion(), same);
+  op.erase();
+  // The partials' op's combiner (the original's went with it).
+  Operation *combiner = combinerOf(partOp, 0);
+  // The kernel's type: the output's argument gone, the partials' added.
+  if (!out.use_empty())
+    return kernel.emitError("nova-gpu-threads: the output of a reduction split into parts has other uses");
+  entry.eraseArgument(outArgument + 1);
+  kernel.setFunctionType(FunctionType::get(ctx, entry.getArgumentTypes(), {}));
+  // The partials start from the combiner's identity.
+  kernel->setAttr(kGpuOutputInitAttr, FloatAttr::get(outType.getElementType(), identityOf(combiner)));
+  // Each kernel described from its own op when the launch plan asks.
+  forgetDescription(kernel);
+  auto fold = [&](OpBuilder &nb, Location nl, Value v, Value p) { return combineLike(nb, nl, combiner, v, p); };
+  func::FuncOp total = buildPartsTotal(kernel, partials, outType, fold);
+  launchInParts(top, kernel, outArgument, partials, total);
+  return success();
+}
+
+SmallVector<mlir::nova::PartsSplit>
+mlir::nova::kernelsToSplit(ModuleOp kernels, function_ref<std::optional<int64_t>(linalg::GenericOp)> partsOf) {
+  SmallVector<PartsSplit> split;
   for (auto kernel : kernels.getOps<func::FuncOp>()) {
     auto generic = dyn_cast_or_null<linalg::GenericOp>(soleComputeOp(kernel));
-    if (!generic || generic.getNumDpsInits() != 1 || !wholeArgumentOf(kernel, generic.getDpsInits()[0]))
+    std::optional<unsigned> out;
+    if (!generic || generic.getNumDpsInits() != 1 || !(out = wholeArgumentOf(kernel, generic.getDpsInits()[0])))
       continue;
-    if (std::optional<int64_t> parts = columnSplitParts(generic))
-      split.emplace_back(kernel, generic, *parts);
+    if (std::optional<int64_t> parts = partsOf(generic))
+      split.push_back({kernel, generic, *parts, *out});
   }
-  for (auto [kernel, op, parts] : split) {
+  return split;
+}
+
+LogicalResult mlir::nova::splitColumnReductions(ModuleOp top, ModuleOp kernels) {
+  MLIRContext *ctx = top.getContext();
+  for (auto [kernel, op, parts, outArgument] : kernelsToSplit(kernels, columnSplitParts)) {
     Location l = op.getLoc();
     Value out = op.getDpsInits()[0];
-    const unsigned outArgument = *wholeArgumentOf(kernel, out);
     auto outType = cast<MemRefType>(out.getType());
     AffineMap outMap = op.getIndexingMapsArray().back();
     const ReductionLoops reduction = reductionLoopsOf(op);
@@ -289,33 +325,14 @@ LogicalResult mlir::nova::splitColumnReductions(ModuleOp top, ModuleOp kernels) 
     SmallVector<int64_t> partialShape{parts};
     llvm::append_range(partialShape, outType.getShape());
     auto partialType = MemRefType::get(partialShape, outType.getElementType());
-    Block &entry = kernel.getBody().front();
-    BlockArgument partials = entry.addArgument(partialType, l);
     SmallVector<AffineExpr> partialResults{part};
     for (AffineExpr e : outMap.getResults())
       partialResults.push_back(remap(e));
     maps.push_back(AffineMap::get(loops, 0, partialResults, ctx));
     SmallVector<utils::IteratorType> partIterators(loops, utils::IteratorType::parallel);
     partIterators.back() = utils::IteratorType::reduction;
-    auto partOp = b.create<linalg::GenericOp>(l, TypeRange{}, ins, ValueRange{partials}, maps, partIterators);
-    IRMapping same;
-    op.getRegion().cloneInto(&partOp.getRegion(), same);
-    op.erase();
-    // The partials' op's combiner (the original's went with it).
-    Operation *combiner = combinerOf(partOp, 0);
-    // The kernel's type: the output's argument gone, the partials' added.
-    if (!out.use_empty())
-      return kernel.emitError("nova-gpu-threads: the output of a split column reduction has other uses");
-    entry.eraseArgument(outArgument + 1);
-    kernel.setFunctionType(FunctionType::get(ctx, entry.getArgumentTypes(), {}));
-    // The partials start from the combiner's identity.
-    kernel->setAttr(kGpuOutputInitAttr, FloatAttr::get(outType.getElementType(), identityOf(combiner)));
-    // Each kernel described from its own op when the launch plan asks.
-    forgetDescription(kernel);
-
-    auto fold = [&](OpBuilder &nb, Location nl, Value v, Value p) { return combineLike(nb, nl, combiner, v, p); };
-    func::FuncOp total = buildPartsTotal(kernel, partialType, outType, fold);
-    launchInParts(top, kernel, outArgument, partialType, total);
+    if (failed(splitIntoParts(top, kernel, op, outArgument, ins, maps, partIterators, partialType)))
+      return failure();
   }
   return success();
 }

@@ -32,6 +32,7 @@
 #ifndef NOVA_COMPILER_TARGET_CUDA_GPUCOLUMNREDUCTION_H
 #define NOVA_COMPILER_TARGET_CUDA_GPUCOLUMNREDUCTION_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -75,6 +76,29 @@ func::FuncOp buildPartsTotal(func::FuncOp kernel, MemRefType parts, MemRefType r
 /// after it on the workspace and the result.
 void launchInParts(ModuleOp top, func::FuncOp kernel, unsigned resultArgument, MemRefType parts, func::FuncOp total,
                    func::FuncOp first = {});
+
+/// A kernel to split into parts: its one generic `op`, whose one output is
+/// all of argument `outArgument` (numbered after the workgroup number).
+struct PartsSplit {
+  func::FuncOp kernel;
+  linalg::GenericOp op;
+  int64_t parts;
+  unsigned outArgument;
+};
+/// The kernels of `kernels` that are one such generic `partsOf` splits.
+SmallVector<PartsSplit> kernelsToSplit(ModuleOp kernels,
+                                       function_ref<std::optional<int64_t>(linalg::GenericOp)> partsOf);
+
+/// Shared by the splits of a reduction into parts (this one and
+/// GpuFullReductionParts.h): replaces `op`, the one output of which is all
+/// of `kernel`'s argument `outArgument` (numbered after the workgroup
+/// number), by a generic of `op`'s body over `ins` with `maps` (the
+/// inputs', then the partials') and `iterators`, folding into a new last
+/// argument of type `partials` from the combiner's identity; then builds
+/// its total (buildPartsTotal) and rewrites its launches (launchInParts).
+LogicalResult splitIntoParts(ModuleOp top, func::FuncOp kernel, linalg::GenericOp op, unsigned outArgument,
+                             ValueRange ins, ArrayRef<AffineMap> maps, ArrayRef<utils::IteratorType> iterators,
+                             MemRefType partials);
 
 /// Splits each kernel of `kernels` that is one reduction across rows
 /// (columnSplitParts) into its parts and their total, rewriting its

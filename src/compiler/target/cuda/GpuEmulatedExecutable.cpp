@@ -86,13 +86,7 @@ public:
         launch.memory.emplace_back(address(b), size_t(b.bytes));
       // What the runtime would encode with cuTensorMapEncodeTiled.
       for (const ::nova::TensorMapDesc &m : k.tensor_maps) {
-        mlir::nova::TmaMap map;
-        map.elementBytes = int64_t(::nova::size_of(m.element));
-        map.dims.assign(m.dims.begin(), m.dims.end());
-        map.strides.assign(m.strides.begin(), m.strides.end());
-        map.box.assign(m.box.begin(), m.box.end());
-        map.swizzleBytes = m.swizzle_bytes;
-        launch.tensorMaps[int(m.arg)] = mlir::nova::EmulatorTensorMap{map, launch.memory[m.arg]};
+        launch.tensorMaps[int(m.arg)] = mlir::nova::EmulatorTensorMap{m, launch.memory[m.arg]};
       }
       mlir::nova::EmulatorReport report = mlir::nova::emulateKernel(funcs_.at(k.symbol), launch);
       if (!report.ok)

@@ -621,14 +621,13 @@ private:
       return fail(op, "a TMA load through a tensor map the launch does not give");
     if (dst == memrefs.end() || dst->second.space != Space::shared)
       return fail(op, "a TMA load into something other than shared memory");
-    const TmaMap &map = launch.tensorMaps.at(int(mapArg->second)).map;
-    const int64_t rank = int64_t(map.dims.size()), bytes = map.boxBytes();
+    const ::nova::TensorMapDesc &map = launch.tensorMaps.at(int(mapArg->second)).map;
+    const int64_t rank = int64_t(map.dims.size()), bytes = tmaBoxBytes(map);
     if (int64_t(op.getCoordinates().size()) != rank)
       return fail(op, "the coordinates and the map disagree in rank");
     // What the driver would refuse to encode (the runtime's own check).
-    auto u64 = [](const std::vector<int64_t> &v) { return std::vector<uint64_t>(v.begin(), v.end()); };
-    std::string problem = ::nova::detail::tensor_map_problem(u64(map.dims), u64(map.strides), u64(map.box),
-                                                             uint64_t(map.elementBytes), uint64_t(map.swizzleBytes));
+    std::string problem = ::nova::detail::tensor_map_problem(map.dims, map.strides, map.box,
+                                                             ::nova::size_of(map.element), map.swizzle_bytes);
     if (!problem.empty())
       return fail(op, "a tensor map cuTensorMapEncodeTiled refuses: " + problem);
     if (dst->second.shape.size() != size_t(rank) ||
@@ -670,8 +669,8 @@ private:
   bool landTma(Operation *op, int64_t id, MBarrier &bar) {
     const TmaLoad &load = tmaLoads[size_t(id)];
     const EmulatorTensorMap &tm = launch.tensorMaps.at(int(load.map));
-    const TmaMap &map = tm.map;
-    const int64_t es = map.elementBytes, rank = int64_t(map.dims.size()), bytes = map.boxBytes();
+    const ::nova::TensorMapDesc &map = tm.map;
+    const int64_t es = int64_t(::nova::size_of(map.element)), rank = int64_t(map.dims.size()), bytes = tmaBoxBytes(map);
     const int64_t first = load.dstAddress - kSharedWindowBase;
     if (!sharedWrite(op, first, bytes, load.thread, load.issueEpoch, load.issueAcquired))
       return false;
@@ -684,12 +683,13 @@ private:
       int64_t rest = e, source = 0;
       bool inside = true;
       for (int64_t d = 0; d < rank; ++d) {
-        int64_t c = load.coords[size_t(d)] + rest % map.box[size_t(d)];
-        rest /= map.box[size_t(d)];
-        inside &= c >= 0 && c < map.dims[size_t(d)];
-        source += d == 0 ? c * es : c * map.strides[size_t(d - 1)];
+        const int64_t box = int64_t(map.box[size_t(d)]);
+        int64_t c = load.coords[size_t(d)] + rest % box;
+        rest /= box;
+        inside &= c >= 0 && c < int64_t(map.dims[size_t(d)]);
+        source += d == 0 ? c * es : c * int64_t(map.strides[size_t(d - 1)]);
       }
-      const int64_t to = swizzledAddress(load.dstAddress + e * es, map.swizzleBytes) - kSharedWindowBase;
+      const int64_t to = swizzledAddress(load.dstAddress + e * es, map.swizzle_bytes) - kSharedWindowBase;
       for (int64_t i = 0; i < es; ++i) {
         if (inside && (source + i < 0 || source + i >= int64_t(tm.global.size())))
           return fail(op, "a TMA element outside the mapped tensor's bytes", load.thread);

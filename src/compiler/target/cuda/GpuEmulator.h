@@ -59,7 +59,7 @@ namespace mlir::nova {
 /// A TMA tensor map (what cuTensorMapEncodeTiled would encode) and the
 /// global bytes of the tensor it maps.
 struct EmulatorTensorMap {
-  TmaMap map;
+  ::nova::TensorMapDesc map;
   std::span<uint8_t> global;
 };
 

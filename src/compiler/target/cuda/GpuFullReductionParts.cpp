@@ -8,7 +8,6 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/IR/IRMapping.h"
 
 using namespace mlir;
 using namespace mlir::nova;
@@ -17,15 +16,6 @@ namespace {
 /// Below this many points one block reads them in a few microseconds,
 /// about what the second launch costs.
 constexpr int64_t kFullSplitMinPoints = int64_t(1) << 16;
-
-/// The kernel argument (numbered after the workgroup number) `view` is all
-/// of, or nullopt.
-std::optional<unsigned> wholeArgumentOf(func::FuncOp kernel, Value view) {
-  auto arg = dyn_cast<BlockArgument>(view);
-  if (!arg || arg.getOwner() != &kernel.getBody().front() || arg.getArgNumber() == 0)
-    return std::nullopt;
-  return arg.getArgNumber() - 1;
-}
 } // namespace
 
 std::optional<int64_t> mlir::nova::fullReductionParts(linalg::GenericOp op) {
@@ -62,19 +52,9 @@ std::optional<int64_t> mlir::nova::fullReductionParts(linalg::GenericOp op) {
 
 LogicalResult mlir::nova::splitFullReductions(ModuleOp top, ModuleOp kernels) {
   MLIRContext *ctx = top.getContext();
-  SmallVector<std::tuple<func::FuncOp, linalg::GenericOp, int64_t>> split;
-  for (auto kernel : kernels.getOps<func::FuncOp>()) {
-    auto generic = dyn_cast_or_null<linalg::GenericOp>(soleComputeOp(kernel));
-    if (!generic || generic.getNumDpsInits() != 1 || !wholeArgumentOf(kernel, generic.getDpsInits()[0]))
-      continue;
-    if (std::optional<int64_t> parts = fullReductionParts(generic))
-      split.emplace_back(kernel, generic, *parts);
-  }
-  for (auto [kernel, op, parts] : split) {
+  for (auto [kernel, op, parts, outArgument] : kernelsToSplit(kernels, fullReductionParts)) {
     Location l = op.getLoc();
-    Value out = op.getDpsInits()[0];
-    const unsigned outArgument = *wholeArgumentOf(kernel, out);
-    auto outType = cast<MemRefType>(out.getType());
+    auto outType = cast<MemRefType>(op.getDpsInits()[0].getType());
     int64_t points = 1;
     for (int64_t r : op.getStaticLoopRanges())
       points *= r;
@@ -99,28 +79,10 @@ LogicalResult mlir::nova::splitFullReductions(ModuleOp top, ModuleOp kernels) {
       maps.push_back(AffineMap::get(2, 0, {part, point}, ctx));
     }
     auto partialType = MemRefType::get({parts}, outType.getElementType());
-    Block &entry = kernel.getBody().front();
-    BlockArgument partials = entry.addArgument(partialType, l);
     maps.push_back(AffineMap::get(2, 0, {part}, ctx));
-    auto partOp = b.create<linalg::GenericOp>(
-        l, TypeRange{}, ins, ValueRange{partials}, maps,
-        SmallVector<utils::IteratorType>{utils::IteratorType::parallel, utils::IteratorType::reduction});
-    IRMapping same;
-    op.getRegion().cloneInto(&partOp.getRegion(), same);
-    op.erase();
-    Operation *combiner = combinerOf(partOp, 0);
-    if (!out.use_empty())
-      return kernel.emitError("nova-gpu-threads: the output of a split full reduction has other uses");
-    // The kernel's type: the output's argument gone, the partials' added;
-    // the partials start from the combiner's identity.
-    entry.eraseArgument(outArgument + 1);
-    kernel.setFunctionType(FunctionType::get(ctx, entry.getArgumentTypes(), {}));
-    kernel->setAttr(kGpuOutputInitAttr, FloatAttr::get(outType.getElementType(), identityOf(combiner)));
-    forgetDescription(kernel);
-
-    auto fold = [&](OpBuilder &nb, Location nl, Value v, Value p) { return combineLike(nb, nl, combiner, v, p); };
-    func::FuncOp total = buildPartsTotal(kernel, partialType, outType, fold);
-    launchInParts(top, kernel, outArgument, partialType, total);
+    if (failed(splitIntoParts(top, kernel, op, outArgument, ins, maps,
+                              {utils::IteratorType::parallel, utils::IteratorType::reduction}, partialType)))
+      return failure();
   }
   return success();
 }

@@ -364,16 +364,15 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildStepMmaMatmul(gpu::GPUModuleOp module
   return func;
 }
 
-// The attribute: one i64 array a map, [argument, element bytes, swizzle,
-// rank, dims..., strides (rank - 1)..., box...].
+// The attribute: one i64 array a map, [argument, element (MapElement's
+// number), swizzle, rank, dims..., strides (rank - 1)..., box...].
 ArrayAttr mlir::nova::tensorMapsAttr(const StepMmaPlan &plan, MLIRContext *ctx) {
   SmallVector<Attribute> arrays;
-  for (const TmaMap &map : plan.maps) {
-    SmallVector<int64_t> a{map.operand == 0 ? plan.lhsArgument : plan.rhsArgument, map.elementBytes,
-                           map.swizzleBytes, int64_t(map.dims.size())};
-    a.append(map.dims.begin(), map.dims.end());
-    a.append(map.strides.begin(), map.strides.end());
-    a.append(map.box.begin(), map.box.end());
+  for (const ::nova::TensorMapDesc &map : plan.maps) {
+    SmallVector<int64_t> a{map.arg == 0 ? plan.lhsArgument : plan.rhsArgument, int64_t(map.element),
+                           int64_t(map.swizzle_bytes), int64_t(map.dims.size())};
+    for (const std::vector<uint64_t> *v : {&map.dims, &map.strides, &map.box})
+      a.append(v->begin(), v->end());
     arrays.push_back(DenseI64ArrayAttr::get(ctx, a));
   }
   return ArrayAttr::get(ctx, arrays);
@@ -388,15 +387,14 @@ FailureOr<std::vector<::nova::TensorMapDesc>> mlir::nova::tensorMapsOf(Operation
     auto array = dyn_cast<DenseI64ArrayAttr>(a);
     ArrayRef<int64_t> v = array ? array.asArrayRef() : ArrayRef<int64_t>();
     const size_t rank = v.size() > 3 ? size_t(v[3]) : 0;
-    if (rank < 1 || v.size() != 4 + 3 * rank - 1 || (v[1] != 4 && v[1] != 2))
+    // Steps' operands: f32 (read as tf32), or bf16 / f16 copies.
+    using ::nova::MapElement;
+    if (rank < 1 || v.size() != 4 + 3 * rank - 1 ||
+        !llvm::is_contained({int64_t(MapElement::f32), int64_t(MapElement::bf16), int64_t(MapElement::f16)}, v[1]))
       return failure();
-    // Steps' operands: f32 (read as tf32), or bf16 / f16 copies (2 bytes).
-    auto operand = kernel->getAttrOfType<StringAttr>(kGpuOperandAttr);
     ::nova::TensorMapDesc m;
     m.arg = static_cast<uint32_t>(v[0]);
-    m.element = v[1] == 4                                  ? ::nova::MapElement::f32
-                : operand && operand.getValue() == "f16" ? ::nova::MapElement::f16
-                                                         : ::nova::MapElement::bf16;
+    m.element = static_cast<MapElement>(v[1]);
     m.swizzle_bytes = static_cast<uint32_t>(v[2]);
     m.dims.assign(v.begin() + 4, v.begin() + 4 + rank);
     m.strides.assign(v.begin() + 4 + rank, v.begin() + 4 + 2 * rank - 1);

@@ -45,9 +45,10 @@ struct StepMmaPlan {
   GpuMatmulProblem problem;
   GpuMatmulConfig config;
   bool batched = false;
-  /// wgmma: the tensor maps, and the kernel arguments (after the workgroup
-  /// number) they replace: the lhs's and the rhs's buffers.
-  std::vector<TmaMap> maps;
+  /// wgmma: the tensor maps (WgmmaMatmulKernel's: `arg` 0 the lhs, 1 the
+  /// rhs), and the kernel arguments (after the workgroup number) they
+  /// replace: the lhs's and the rhs's buffers.
+  std::vector<::nova::TensorMapDesc> maps;
   unsigned lhsArgument = 0, rhsArgument = 0, outArgument = 0;
 };
 

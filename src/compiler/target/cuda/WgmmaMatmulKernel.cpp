@@ -57,7 +57,7 @@ struct OperandTiles {
   int64_t swizzle = 0;     ///< bytes: 128, 64 or 32
   int64_t lbo = 16, sbo = 0;
   int64_t kStepBytes = 0;  ///< descriptor start advance per k step
-  TmaMap map;
+  ::nova::TensorMapDesc map;
 };
 
 /// The descriptor's swizzle field (bits 62-63): 1 = 128B, 2 = 64B, 3 = 32B.
@@ -125,20 +125,24 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
                               p.lhsTransposed ? p.m : p.k, p.rhsTransposed ? p.k : p.n)
                     .str());
   const bool batched = p.batch > 1;
+  // The maps' elements: 16-bit floats, or f32 (tf32 and 3xtf32 read f32).
+  const ::nova::MapElement mapElement = p.operand == GpuOperand::f16    ? ::nova::MapElement::f16
+                                        : p.operand == GpuOperand::bf16 ? ::nova::MapElement::bf16
+                                                                        : ::nova::MapElement::f32;
   // Each operand's tiles and its tensor map (the operand as stored).
   auto tilesOf = [&](int operand, bool kMajor, int64_t rows, int64_t mnExtent) -> FailureOr<OperandTiles> {
     OperandTiles t;
     t.kMajor = kMajor;
     t.rows = rows;
     t.tileBytes = rows * BK * es;
-    t.map.operand = operand;
-    t.map.elementBytes = es;
+    t.map.arg = uint32_t(operand);
+    t.map.element = mapElement;
     const int64_t contiguous = kMajor ? p.k : mnExtent, outer = kMajor ? mnExtent : p.k;
-    t.map.dims = {contiguous, outer};
-    t.map.strides = {contiguous * es};
+    t.map.dims = {uint64_t(contiguous), uint64_t(outer)};
+    t.map.strides = {uint64_t(contiguous * es)};
     if (batched) {
-      t.map.dims.push_back(p.batch);
-      t.map.strides.push_back(contiguous * outer * es);
+      t.map.dims.push_back(uint64_t(p.batch));
+      t.map.strides.push_back(uint64_t(contiguous * outer * es));
     }
     if (kMajor) {
       // 128-byte rows: MLIR 19's verifier takes a swizzled TMA box only
@@ -148,7 +152,7 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
         return failure();
       t.sbo = 8 * t.swizzle;
       t.kStepBytes = mmaK * es;
-      t.map.box = {BK, rows};
+      t.map.box = {uint64_t(BK), uint64_t(rows)};
       t.boxBytes = t.tileBytes;
     } else {
       // Boxes of 128-byte rows: 64 16-bit columns, or (3xtf32, converted
@@ -160,12 +164,12 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
       t.sbo = 1024;
       t.lbo = BK * 128;
       t.kStepBytes = (mmaK / 8) * 1024;
-      t.map.box = {boxColumns, BK};
+      t.map.box = {uint64_t(boxColumns), uint64_t(BK)};
       t.boxBytes = BK * 128;
     }
     if (batched)
       t.map.box.push_back(1);
-    t.map.swizzleBytes = t.swizzle;
+    t.map.swizzle_bytes = uint32_t(t.swizzle);
     return t;
   };
   FailureOr<OperandTiles> tA = tilesOf(0, aKMajor, 64 * WG, p.m), tB = tilesOf(1, bKMajor, BN, p.n);
@@ -204,8 +208,8 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
   auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   auto boxType = [&](const OperandTiles &t) {
     SmallVector<int64_t> shape;
-    for (auto d : llvm::reverse(t.map.box))
-      shape.push_back(d);
+    for (uint64_t d : llvm::reverse(t.map.box))
+      shape.push_back(int64_t(d));
     return MemRefType::get(shape, et, MemRefLayoutAttrInterface(), wg);
   };
   auto mapOf = [&](Value arg, const OperandTiles &t) -> Value {
@@ -295,7 +299,7 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     b.create<nvgpu::MBarrierArriveExpectTxOp>(full, k.c(stageBytes), stage, Value());
     Value stageOffset = k.add(pad, k.mul(stage, stageBytes));
     auto load = [&](Value map, const OperandTiles &t, int64_t tileOffset, Value mn0) {
-      const int64_t boxColumns = t.map.box[0];
+      const int64_t boxColumns = int64_t(t.map.box[0]);
       for (int64_t j = 0; j < (t.kMajor ? 1 : t.rows / boxColumns); ++j) {
         Value dst = b.create<memref::ViewOp>(boxType(t), dyn, k.add(stageOffset, tileOffset + j * t.boxBytes),
                                              ValueRange{});

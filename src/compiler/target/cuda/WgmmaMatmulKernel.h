@@ -74,8 +74,9 @@ struct WgmmaMatmulFaults {
 
 struct WgmmaMatmulKernel {
   gpu::GPUFuncOp func;
-  /// The tensor maps, for the kernel's first two arguments (A's, B's).
-  std::vector<TmaMap> maps;
+  /// The tensor maps of the kernel's first two arguments (A's, B's; `arg`
+  /// 0 and 1).
+  std::vector<::nova::TensorMapDesc> maps;
 };
 
 /// Adds the kernel `name` to `module` (arguments: A's map, B's map, C, then
