@@ -154,16 +154,33 @@ struct AttentionMma {
   /// 16-byte cp.async (no registers; landStaged waits for it).
   /// f32 tiles: where `live` is false, nothing is copied (zero-fill).
   void stage(Value tile, Value src, int64_t part, Value r0, Value live = Value()) {
-    Value column, size = live ? b.create<arith::SelectOp>(live, k.c(4), k.c(0)).getResult() : Value();
+    if (!sixteen) {
+      copyQuads(tile, [&](int64_t, Value r, Value quad) { return SmallVector<Value, 2>{r, k.shl(quad, 2)}; }, src,
+                part, r0, live);
+      return;
+    }
+    Value column;
+    forEachQuad([&](int64_t, Value r, Value quad) {
+      storeBf16(tile, r, quad,
+                b.create<vector::LoadOp>(VectorType::get({4}, f32), src, quadSource(part, r0, r, quad)), column);
+    });
+  }
+
+  /// A cp.async's source size: `elements`, or none (zero-fill) where
+  /// `live` is false; null (all of them) without `live`.
+  Value copiedElements(Value live, int64_t elements) {
+    return live ? b.create<arith::SelectOp>(live, k.c(elements), k.c(0)).getResult() : Value();
+  }
+  /// cp.async (16 bytes, past L1) of this thread's quads of rows [r0, r0 +
+  /// kTile) of part `part` of `src` into `dst` at `at(i, r, quad)`; where
+  /// `live` is false nothing (zero-fill from the clamped rows' addresses).
+  void copyQuads(Value dst, function_ref<SmallVector<Value, 2>(int64_t, Value, Value)> at, Value src, int64_t part,
+                 Value r0, Value live) {
+    Value size = copiedElements(live, 4);
     forEachQuad([&](int64_t i, Value r, Value quad) {
-      SmallVector<Value, 3> from = quadSource(part, r0, r, quad);
-      if (!sixteen) {
-        pending.push_back(b.create<nvgpu::DeviceAsyncCopyOp>(
-            nvgpu::DeviceAsyncTokenType::get(b.getContext()), tile, ValueRange{r, k.shl(quad, 2)}, src, from,
-            b.getIndexAttr(4), size, /*bypassL1=*/b.getUnitAttr()));
-        return;
-      }
-      storeBf16(tile, r, quad, b.create<vector::LoadOp>(VectorType::get({4}, f32), src, from), column);
+      pending.push_back(b.create<nvgpu::DeviceAsyncCopyOp>(nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
+                                                           at(i, r, quad), src, quadSource(part, r0, r, quad),
+                                                           b.getIndexAttr(4), size, /*bypassL1=*/b.getUnitAttr()));
     });
   }
 
@@ -212,12 +229,8 @@ struct AttentionMma {
   /// staging slot `slot`; where `live` is false nothing (zero-fill from the
   /// clamped rows' addresses: the tiles past the last).
   void prefetch(int64_t slot, Value src, int64_t part, Value r0, Value live) {
-    Value size = live ? b.create<arith::SelectOp>(live, k.c(4), k.c(0)).getResult() : Value();
-    forEachQuad([&](int64_t i, Value r, Value quad) {
-      pending.push_back(b.create<nvgpu::DeviceAsyncCopyOp>(
-          nvgpu::DeviceAsyncTokenType::get(b.getContext()), staging, ValueRange{stagedAt(slot, i)}, src,
-          quadSource(part, r0, r, quad), b.getIndexAttr(4), size, /*bypassL1=*/b.getUnitAttr()));
-    });
+    copyQuads(staging, [&](int64_t i, Value, Value) { return SmallVector<Value, 2>{stagedAt(slot, i)}; }, src, part,
+              r0, live);
   }
   /// This thread's quads of staging slot `slot` rounded into `tile`.
   void convertStaged(int64_t slot, Value tile) {
@@ -755,22 +768,20 @@ struct AttentionBlock {
     // Copies of the tiles from row r0 (none where `live` is false: zero-fill)
     // into the staging buffer (bf16) or `into` (f32), one group.
     auto copyAhead = [&](Value r0, Value live, const Tiles &into) {
-      Value one = live ? b.create<arith::SelectOp>(live, k.c(1), k.c(0)).getResult() : Value();
       if (m.sixteen) {
         m.prefetch(0, a, partA, r0, live);
         m.prefetch(1, bSrc, partB, r0, live);
-        if (into.stats)
-          m.pending.push_back(b.create<nvgpu::DeviceAsyncCopyOp>(tokenType, m.staging,
-                                                                 ValueRange{k.add(m.thread, statsStaged)}, stats,
-                                                                 statsAt(r0), b.getIndexAttr(1), one, UnitAttr()));
       } else {
         m.stage(into.a, a, partA, r0, live);
         m.stage(into.b, bSrc, partB, r0, live);
-        if (into.stats)
-          m.pending.push_back(b.create<nvgpu::DeviceAsyncCopyOp>(tokenType, into.stats,
-                                                                 ValueRange{statsRow, statsSlot}, stats,
-                                                                 statsAt(r0), b.getIndexAttr(1), one, UnitAttr()));
       }
+      // The statistics: 4 bytes a thread, into the staging buffer (bf16)
+      // or the tiles' own.
+      if (into.stats)
+        m.pending.push_back(b.create<nvgpu::DeviceAsyncCopyOp>(
+            tokenType, m.sixteen ? m.staging : into.stats,
+            m.sixteen ? SmallVector<Value, 2>{k.add(m.thread, statsStaged)} : SmallVector<Value, 2>{statsRow, statsSlot},
+            stats, statsAt(r0), b.getIndexAttr(1), m.copiedElements(live, 1), UnitAttr()));
       return m.commitStaged();
     };
     auto wait = [&](Value group, int64_t pending) {

@@ -221,8 +221,7 @@ LogicalResult mlir::nova::splitIntoParts(ModuleOp top, func::FuncOp kernel, lina
   Location l = op.getLoc();
   Value out = op.getDpsInits()[0];
   auto outType = cast<MemRefType>(out.getType());
-  Block &entry = kernel.getBody().front();
-  BlockArgument partialsArg = entry.addArgument(partials, l);
+  BlockArgument partialsArg = addKernelArgument(kernel, partials);
   OpBuilder b(op);
   auto partOp = b.create<linalg::GenericOp>(l, TypeRange{}, ins, ValueRange{partialsArg}, maps, iterators);
   IRMapping same;
@@ -230,15 +229,14 @@ LogicalResult mlir::nova::splitIntoParts(ModuleOp top, func::FuncOp kernel, lina
   op.erase();
   // The partials' op's combiner (the original's went with it).
   Operation *combiner = combinerOf(partOp, 0);
-  // The kernel's type: the output's argument gone, the partials' added.
+  // The kernel's type: the output's argument gone (the partials' added).
   if (!out.use_empty())
     return kernel.emitError("nova-gpu-threads: the output of a reduction split into parts has other uses");
+  Block &entry = kernel.getBody().front();
   entry.eraseArgument(outArgument + 1);
   kernel.setFunctionType(FunctionType::get(ctx, entry.getArgumentTypes(), {}));
   // The partials start from the combiner's identity.
   kernel->setAttr(kGpuOutputInitAttr, FloatAttr::get(outType.getElementType(), identityOf(combiner)));
-  // Each kernel described from its own op when the launch plan asks.
-  forgetDescription(kernel);
   auto fold = [&](OpBuilder &nb, Location nl, Value v, Value p) { return combineLike(nb, nl, combiner, v, p); };
   func::FuncOp total = buildPartsTotal(kernel, partials, outType, fold);
   launchInParts(top, kernel, outArgument, partials, total);

@@ -35,9 +35,7 @@ std::optional<int64_t> mlir::nova::fullReductionParts(linalg::GenericOp op) {
         !op.getMatchingIndexingMap(in).isIdentity())
       return std::nullopt;
   }
-  int64_t points = 1;
-  for (int64_t r : op.getStaticLoopRanges())
-    points *= r;
+  const int64_t points = reductionLoopsOf(op).reductionPoints;
   if (points < kFullSplitMinPoints)
     return std::nullopt;
   // About sqrt(points) parts, a power of two dividing them: a part a warp,
@@ -55,9 +53,7 @@ LogicalResult mlir::nova::splitFullReductions(ModuleOp top, ModuleOp kernels) {
   for (auto [kernel, op, parts, outArgument] : kernelsToSplit(kernels, fullReductionParts)) {
     Location l = op.getLoc();
     auto outType = cast<MemRefType>(op.getDpsInits()[0].getType());
-    int64_t points = 1;
-    for (int64_t r : op.getStaticLoopRanges())
-      points *= r;
+    const int64_t points = reductionLoopsOf(op).reductionPoints;
     // Loops (part: parallel, point of the part: a reduction); each input
     // viewed as [parts, points / parts], in loop order.
     OpBuilder b(op);

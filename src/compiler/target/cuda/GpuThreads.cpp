@@ -622,17 +622,8 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
   /// then launch all their parts in a row, then all their totals, two runs
   /// side by side instead of a part and a total in turn. (A total's
   /// workspace lives until it: a few KiB.)
-  /// (Independence here is by the buffers' roots: a launch may take a view.)
-  template <typename MemberOf>
-  static void sinkPartsTotals(ModuleOp top, SymbolTable &symbols, MemberOf &&memberOf) {
-    auto independent = [](const auto &a, const auto &b) {
-      auto meets = [](ArrayRef<Value> writes, ArrayRef<Value> buffers) {
-        return llvm::any_of(writes, [&](Value w) {
-          return llvm::any_of(buffers, [&](Value v) { return bufferRoot(v) == bufferRoot(w); });
-        });
-      };
-      return !meets(a.writes, b.buffers) && !meets(b.writes, a.buffers);
-    };
+  template <typename MemberOf, typename Independent>
+  static void sinkPartsTotals(ModuleOp top, SymbolTable &symbols, MemberOf &&memberOf, Independent &&independent) {
     auto isTotal = [&](LaunchOp launch) {
       auto k = symbols.lookup<func::FuncOp>(launch.getKernelAttr().getLeafReference().getValue());
       return k && k->hasAttr(kGpuPartsTotalAttr);
@@ -760,16 +751,17 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
       }
       return m;
     };
+    // No buffer one writes is another's, by the buffers' roots (a launch
+    // may take a view).
     auto independent = [](const Member &a, const Member &b) {
-      for (Value w : a.writes)
-        if (llvm::is_contained(b.buffers, w))
-          return false;
-      for (Value w : b.writes)
-        if (llvm::is_contained(a.buffers, w))
-          return false;
-      return true;
+      auto meets = [](ArrayRef<Value> writes, ArrayRef<Value> buffers) {
+        return llvm::any_of(writes, [&](Value w) {
+          return llvm::any_of(buffers, [&](Value v) { return bufferRoot(v) == bufferRoot(w); });
+        });
+      };
+      return !meets(a.writes, b.buffers) && !meets(b.writes, a.buffers);
     };
-    sinkPartsTotals(top, symbols, memberOf);
+    sinkPartsTotals(top, symbols, memberOf, independent);
     hoistOverOneLaunch(top, memberOf, independent);
     SmallVector<SmallVector<Member>> runs;
     for (auto step : top.getOps<func::FuncOp>())

@@ -53,7 +53,7 @@ struct StepMmaPlan {
 };
 
 /// The plan's tensor maps as the kernel's kGpuTensorMapsAttr, and back as
-/// the launch plan records them (failure: a malformed or non-f32 map). The
+/// the launch plan records them (failure: a malformed map, or one of elements other than f32, bf16 or f16). The
 /// attribute's layout is these two functions' alone.
 ArrayAttr tensorMapsAttr(const StepMmaPlan &plan, MLIRContext *ctx);
 FailureOr<std::vector<::nova::TensorMapDesc>> tensorMapsOf(Operation *kernel);
