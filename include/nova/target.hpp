@@ -17,6 +17,9 @@
 //                          sm_90a (h100), h200, or cuda (the live device 0)
 //   NOVA_NUM_THREADS=<n>   cores the code is configured for (and the pool runs)
 //   NOVA_VECTOR_BITS=<b>   narrower vectors than the ISA allows (128/256/512)
+//   NOVA_GPU_SMS=<n>       a GPU target's multiprocessors (fewer than the
+//                          entry's: a MIG slice, a cut-down part; the compute
+//                          peaks scale with them)
 #pragma once
 
 #include <cstdint>
@@ -114,7 +117,8 @@ TargetDesc named_target(std::string_view name);
 TargetDesc builtin_gpu_target(std::string_view name);
 std::vector<std::string> known_targets();
 /// NOVA_TARGET (default "host") with the NOVA_NUM_THREADS / NOVA_VECTOR_BITS
-/// overrides: what steps compile for now. Read on each call (cheap).
+/// (CPU) or NOVA_GPU_SMS (GPU) overrides: what steps compile for now. Read
+/// on each call (cheap).
 TargetDesc target_from_env();
 /// Features `needed` uses that `machine` lacks (empty: code for `needed` runs
 /// on `machine`). For GPUs also a compute capability too low, or, for code

@@ -340,7 +340,22 @@ TargetDesc named_target(std::string_view name) {
 TargetDesc target_from_env() {
   const char* name = std::getenv("NOVA_TARGET");
   TargetDesc t = named_target(name ? name : "host");
-  if (t.is_gpu()) return t; // the CPU overrides below do not apply
+  if (t.is_gpu()) {
+    // Fewer multiprocessors (a MIG slice, a part with SMs fused off): the
+    // configurator's waves, and the compute peaks, follow them; DRAM stays.
+    if (const char* v = std::getenv("NOVA_GPU_SMS"); v && *v) {
+      const int sms = env_int("NOVA_GPU_SMS");
+      if (sms < 1 || sms > t.multiprocessors)
+        throw Error("nova: NOVA_GPU_SMS must be 1 to " + std::to_string(t.multiprocessors) + " for " + t.name +
+                    ", not '" + v + "'");
+      auto scaled = [&](std::int64_t peak) { return peak * sms / t.multiprocessors; };
+      t.peak_gflops_f32 = scaled(t.peak_gflops_f32);
+      t.peak_gflops_tf32 = scaled(t.peak_gflops_tf32);
+      t.peak_gflops_bf16 = scaled(t.peak_gflops_bf16);
+      t.multiprocessors = sms;
+    }
+    return t; // the CPU overrides below do not apply
+  }
   if (int n = env_int("NOVA_NUM_THREADS"); n > 0) t.cores = n;
   if (int bits = env_int("NOVA_VECTOR_BITS"); bits > 0) {
     if (bits != 128 && bits != 256 && bits != 512)

@@ -6,7 +6,8 @@
 //     at about f32's accuracy, the configurator's 3xtf32 kernel even where
 //     it would take f32 FMAs); layout NN, NT, TN or
 //     TT: whether A, B are stored transposed; :mma keeps the mma.sync kernel
-//     where wgmma would do; @128x128/64x64 only that block and warp tile,
+//     where wgmma would do, :flat a block a tile where the wgmma kernel
+//     would be persistent; @128x128/64x64 only that block and warp tile,
 //     the model choosing depth and split: a variant measured beside the
 //     configurator's choice, named with its tile)
 //
@@ -15,12 +16,14 @@
 // (OUT_DIR/<name>.ptx), and a line of OUT_DIR/manifest.tsv saying how to
 // launch it:
 //   name ptx type layout m n k grid_x grid_y grid_z block_x shared_bytes config tma parts
+// (the grid: tiles along N, M and the parts of K, or a persistent
+// kernel's blocks along x)
 // where tma is "-" (the kernel takes A, B, C) or the two tensor maps the
 // launcher encodes and passes in place of A and B, "|"-separated, each
 // "operand;dims;strides;box;swizzle" with comma-separated lists (dims and
 // box in elements, fastest first; strides in bytes), and parts is how many
 // parts the configurator split K into: C is then parts x m x n,
-// the parts' partial products (grid_z = parts), for the launcher to sum.
+// the parts' partial products, for the launcher to sum.
 // bench/device/matmul_check.py loads the PTX through the CUDA driver on a
 // machine without LLVM or MLIR and compares the kernel with cuBLAS.
 //
@@ -38,6 +41,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -50,8 +54,9 @@ using namespace mlir::nova;
 namespace {
 
 int usage() {
-  std::fprintf(stderr, "usage: nova-gpu-kernels TARGET OUT_DIR type:layout:MxNxK[:mma][@BMxBN/WMxWN]...\n"
-                       "  type f16, bf16, tf32 or 3xtf32; layout NN, NT, TN or TT; :mma keeps mma.sync on sm_90a;\n"
+  std::fprintf(stderr, "usage: nova-gpu-kernels TARGET OUT_DIR type:layout:MxNxK[:mma|:flat][@BMxBN/WMxWN]...\n"
+                       "  type f16, bf16, tf32 or 3xtf32; layout NN, NT, TN or TT; :mma keeps mma.sync on sm_90a,\n"
+                       "  :flat a block a tile (not persistent);\n"
                        "  @BMxBN/WMxWN only that block and warp tile\n");
   return 2;
 }
@@ -96,11 +101,13 @@ int main(int argc, char **argv) {
     char type[8] = {}, layout[3] = {}, kind[8] = {};
     long long m = 0, n = 0, k = 0;
     int fields = std::sscanf(spec.c_str(), "%7[a-z0-9]:%2[NT]:%lldx%lldx%lld:%7[a-z]", type, layout, &m, &n, &k, kind);
-    if (fields < 5 || m < 1 || n < 1 || k < 1 || (fields == 6 && std::string(kind) != "mma")) {
-      std::fprintf(stderr, "nova-gpu-kernels: '%s' is not type:layout:MxNxK[:mma]\n", spec.c_str());
+    if (fields < 5 || m < 1 || n < 1 || k < 1 ||
+        (fields == 6 && std::string(kind) != "mma" && std::string(kind) != "flat")) {
+      std::fprintf(stderr, "nova-gpu-kernels: '%s' is not type:layout:MxNxK[:mma|:flat]\n", spec.c_str());
       return 2;
     }
-    const bool mmaOnly = fields == 6;
+    const bool mmaOnly = fields == 6 && std::string(kind) == "mma";
+    const bool flat = fields == 6 && std::string(kind) == "flat";
     GpuMatmulProblem p;
     p.m = m;
     p.n = n;
@@ -118,6 +125,7 @@ int main(int argc, char **argv) {
     p.rhsTransposed = layout[1] == 'T';
     p.allowWgmma = !mmaOnly;
     p.allowSplitK = true; // the configurator's choice
+    p.allowPersistent = !flat;
     p.onlyBlockM = bm;
     p.onlyBlockN = bn;
     p.onlyWarpM = wm;
@@ -130,18 +138,20 @@ int main(int argc, char **argv) {
     const bool wgmma = config.kind == GpuMmaKind::wgmma;
     // (A PTX name starts with a letter.)
     const std::string prefix = t == "3xtf32" ? "tf32x3" : t;
-    std::string name = prefix + "_" + layout + "_" + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
-                       (wgmma ? "_wgmma" : "_mma") +
-                       (tile.empty() ? std::string()
-                                     : "_" + std::to_string(bm) + "x" + std::to_string(bn) + "_w" +
-                                           std::to_string(wm) + "x" + std::to_string(wn));
+    std::string name = prefix + "_" + layout + "_" + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+    name += wgmma ? "_wgmma" : "_mma";
+    if (!tile.empty())
+      name += llvm::formatv("_{0}x{1}_w{2}x{3}", bm, bn, wm, wn).str();
+    if (flat)
+      name += "_flat";
     OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
     gpu::GPUModuleOp kernels = addKernelsModule(*module);
     std::string error, tma = "-";
-    bool built = false;
+    gpu::GPUFuncOp func;
     if (wgmma) {
       FailureOr<WgmmaMatmulKernel> kernel = buildWgmmaMatmulKernel(kernels, name, p, config, error);
-      if ((built = succeeded(kernel))) {
+      if (succeeded(kernel)) {
+        func = kernel->func;
         tma.clear();
         auto list = [](const std::vector<uint64_t> &v) {
           std::string s;
@@ -162,12 +172,22 @@ int main(int argc, char **argv) {
         }
       }
     } else {
-      built = succeeded(buildMmaSyncMatmulKernel(kernels, name, p, config, error));
+      FailureOr<gpu::GPUFuncOp> kernel = buildMmaSyncMatmulKernel(kernels, name, p, config, error);
+      if (succeeded(kernel))
+        func = *kernel;
     }
-    if (!built || failed(verify(*module))) {
+    if (!func || failed(verify(*module))) {
       std::fprintf(stderr, "nova-gpu-kernels: %s\n", error.empty() ? "the kernel does not verify" : error.c_str());
       return 1;
     }
+    // The grid the kernel was built for: tiles along N, M and the parts of
+    // K, or a persistent kernel's blocks.
+    std::optional<ArrayRef<int32_t>> known = func.getKnownGridSize();
+    if (!known || known->size() != 3) {
+      std::fprintf(stderr, "nova-gpu-kernels: %s has no known grid\n", name.c_str());
+      return 1;
+    }
+    const SmallVector<int32_t, 3> grid(known->begin(), known->end());
     FailureOr<std::string> ptx = emitPtx(*module, target, error);
     if (failed(ptx)) {
       std::fprintf(stderr, "nova-gpu-kernels: %s\n", error.c_str());
@@ -181,8 +201,7 @@ int main(int argc, char **argv) {
     file << *ptx;
     int64_t threads = config.threads;
     manifest << name << "\t" << name << ".ptx\t" << t << "\t" << layout << "\t" << m << "\t" << n << "\t" << k
-             << "\t" << (n + config.blockN - 1) / config.blockN << "\t" << (m + config.blockM - 1) / config.blockM
-             << "\t" << config.splitK << "\t" << threads << "\t" << gpuMatmulSmemBytes(config, p.operand) << "\t"
+             << "\t" << grid[0] << "\t" << grid[1] << "\t" << grid[2] << "\t" << threads << "\t" << gpuMatmulSmemBytes(config, p.operand) << "\t"
              << config.describe() << "\t" << tma << "\t" << config.splitK << "\n";
     std::fprintf(stderr, "%s: %s\n", name.c_str(), config.describe().c_str());
   }

@@ -103,7 +103,11 @@ TEST_CASE("GPU configurator: every decision fits its device and is one the devic
             CHECK(c.mmaN == c.blockN);
             CHECK(c.blockN % 8 == 0);
             CHECK(c.blockN <= 256);
+            // Persistent exactly where the tiles outnumber the blocks the
+            // device holds at once: one block per resident slot.
+            CHECK(c.persistentBlocks == (c.waves > 1 ? t.multiprocessors * c.blocksPerSM : 0));
           } else {
+            CHECK(c.persistentBlocks == 0);
             CHECK(c.kind == GpuMmaKind::mma_sync);
             CHECK(c.blockM == c.warpsM * c.warpM);
             CHECK(c.blockN == c.warpsN * c.warpN);
@@ -175,6 +179,24 @@ TEST_CASE("GPU configurator: pinned decisions") {
   CAPTURE(card.describe());
   CHECK(card.smemBytes <= rtx.smem_per_block_optin);
   CHECK(card.kind == GpuMmaKind::mma_sync);
+  // A GPT layer's product on Hopper, many waves of tiles: persistent, a
+  // block a resident slot (fewer blocks than tiles, the launch's workgroups);
+  // one wave or less: a block a tile.
+  GpuMatmulConfig gpt = configureGpuMatmul(problem(1, 8192, 3072, 768, GpuOperand::bf16), h200);
+  CAPTURE(gpt.describe());
+  CHECK(gpt.kind == GpuMmaKind::wgmma);
+  CHECK(gpt.waves > 1);
+  CHECK(gpt.persistentBlocks == h200.multiprocessors * gpt.blocksPerSM);
+  CHECK(gpt.launchedBlocks() == gpt.persistentBlocks);
+  CHECK(gpt.describe().find("persistent on") != std::string::npos);
+  GpuMatmulProblem flat = problem(1, 8192, 3072, 768, GpuOperand::bf16);
+  flat.allowPersistent = false;
+  CHECK(configureGpuMatmul(flat, h200).persistentBlocks == 0);
+  CHECK(configureGpuMatmul(flat, h200).launchedBlocks() == configureGpuMatmul(flat, h200).tiles);
+  GpuMatmulConfig oneWave = configureGpuMatmul(problem(1, 768, 3072, 8192, GpuOperand::bf16, true, false), h200);
+  CAPTURE(oneWave.describe());
+  CHECK(oneWave.waves == 1);
+  CHECK(oneWave.persistentBlocks == 0);
   // Deterministic.
   CHECK(configureGpuMatmul(problem(1, 4096, 4096, 4096, GpuOperand::bf16), h200).describe() == big.describe());
 }

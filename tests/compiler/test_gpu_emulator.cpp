@@ -145,7 +145,13 @@ MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const M
     std::memcpy(B.data(), bStored.data(), B.size());
   }
   EmulatorLaunch launch;
-  launch.grid = {(p.n + c.blockN - 1) / c.blockN, (p.m + c.blockM - 1) / c.blockM, layers};
+  // The grid the kernel was built for (a persistent kernel's fewer blocks).
+  std::optional<ArrayRef<int32_t>> grid = kernel->getKnownGridSize();
+  REQUIRE(grid);
+  launch.grid = {(*grid)[0], (*grid)[1], (*grid)[2]};
+  CHECK(launch.grid[0] * launch.grid[1] * launch.grid[2] ==
+        (c.persistentBlocks > 0 ? c.persistentBlocks
+                                : (p.n + c.blockN - 1) / c.blockN * ((p.m + c.blockM - 1) / c.blockM) * layers));
   launch.block = {c.threads, 1, 1};
   launch.dynamicSharedBytes = gpuMatmulSmemBytes(c, p.operand);
   launch.args = {&A, &B, &C};
@@ -964,6 +970,75 @@ TEST_CASE("GPU emulator: the TMA + wgmma kernel matches float64 (f16, bf16, tf32
   CHECK(failed(buildWgmmaMatmulKernel(addKernelsModule(*module), "narrow", problem(64, 64, 64, bf16),
                                       wgmmaBlock(bf16, 1, 64, 32, 2), error)));
   CHECK(error.find("128 bytes of K") != std::string::npos);
+}
+
+TEST_CASE("GPU emulator: a persistent wgmma kernel runs several tiles a block, its ring running on across them") {
+  // Fewer blocks than tiles: each block runs tiles `blocks` apart (unevenly
+  // many), its producer loading the next tile's slabs while the consumers
+  // store the present one. Ring depths that divide a tile's slabs and
+  // ones that do not, edges, a batch, split-K (a part with no slab),
+  // 3xtf32, a fused epilogue.
+  const GpuOperand bf16 = GpuOperand::bf16, f16 = GpuOperand::f16, tf32 = GpuOperand::tf32,
+                   x3 = GpuOperand::tf32x3;
+  struct Case {
+    GpuMatmulProblem p;
+    GpuMatmulConfig c;
+    int64_t blocks, parts;
+  };
+  MmaEpilogue none, fused;
+  fused.scale = 0.5;
+  fused.bias = true;
+  fused.activation = MmaEpilogue::Activation::gelu_tanh;
+  fused.residual = true;
+  for (auto [cs, epilogue] : {std::pair{Case{problem(256, 256, 192, bf16), wgmmaBlock(bf16, 1, 64, 64, 2), 3, 1}, none},
+                              std::pair{Case{problem(256, 128, 128, bf16), wgmmaBlock(bf16, 2, 64, 64, 3), 2, 1}, none},
+                              std::pair{Case{layout(problem(160, 72, 96, f16), true, false), wgmmaBlock(f16, 1, 64, 32, 4),
+                                             2, 1},
+                                        none},
+                              std::pair{Case{layout(problem(100, 72, 40, tf32), false, true),
+                                             wgmmaBlock(tf32, 1, 64, 32, 2), 3, 1},
+                                        none},
+                              std::pair{Case{layout(problem(64, 64, 128, bf16), false, false, 3),
+                                             wgmmaBlock(bf16, 1, 64, 64, 2), 2, 1},
+                                        none},
+                              std::pair{Case{layout(problem(64, 64, 160, tf32), false, true),
+                                             wgmmaBlock(tf32, 1, 64, 32, 2), 3, 4},
+                                        none},
+                              std::pair{Case{problem(128, 128, 96, x3), wgmmaBlock(x3, 1, 64, 32, 2), 3, 1}, none},
+                              std::pair{Case{layout(problem(64, 128, 160, x3), true, false), wgmmaBlock(x3, 1, 64, 32, 3),
+                                             1, 1},
+                                        none},
+                              std::pair{Case{problem(256, 72, 64, bf16), wgmmaBlock(bf16, 2, 64, 64, 2), 2, 1}, fused}}) {
+    GpuMatmulConfig c = cs.c;
+    c.splitK = cs.parts;
+    c.persistentBlocks = cs.blocks;
+    c.smemBytes = gpuMatmulSmemBytes(c, cs.p.operand);
+    MatmulRun run = runMatmul(cs.p, c, {}, epilogue);
+    const int64_t tiles = cs.p.batch * cs.parts * ((cs.p.m + c.blockM - 1) / c.blockM) * ((cs.p.n + c.blockN - 1) / c.blockN);
+    INFO(nameOf(cs.p.operand), " ", cs.p.m, "x", cs.p.n, "x", cs.p.k, " batch ", cs.p.batch, " in ", cs.parts,
+         " parts, ", tiles, " tiles on ", cs.blocks, " blocks: ", run.config);
+    REQUIRE(tiles > cs.blocks);
+    REQUIRE_MESSAGE(run.report.ok, run.report.error);
+    MESSAGE(std::string(nameOf(cs.p.operand)), " ", cs.p.m, "x", cs.p.n, "x", cs.p.k, ", ", tiles, " tiles on ",
+            cs.blocks, " blocks: worst |error| ", run.worst, " (bound ", run.bound, "), ", run.report.wgmmas,
+            " wgmmas, ", run.report.tmaLoads, " TMA loads");
+    CHECK(run.report.blocks == cs.blocks);
+    CHECK(run.report.wgmmas > 0);
+    CHECK(run.worst <= run.bound);
+  }
+  // The tile's last slab not released at its end: the producer waits
+  // forever for that stage (or converted set) in the block's next tile.
+  for (GpuOperand op : {bf16, x3}) {
+    GpuMatmulConfig c = wgmmaBlock(op, 1, 64, op == x3 ? 32 : 64, 2);
+    c.persistentBlocks = 1;
+    c.smemBytes = gpuMatmulSmemBytes(c, op);
+    WgmmaMatmulFaults f;
+    f.noTileEndRelease = true;
+    MatmulRun stuck = runMatmul(problem(64, 128, 96, op), c, {}, {}, f);
+    MESSAGE(std::string(nameOf(op)), ", no release at a tile's end: ", stuck.report.error);
+    CHECK(!stuck.report.ok);
+    CHECK(stuck.report.error.find("waits forever on an mbarrier") != std::string::npos);
+  }
 }
 
 TEST_CASE("GPU emulator: the wgmma kernel's fused epilogue and the configurator's sm_90a decisions") {

@@ -738,6 +738,43 @@ TEST_CASE("a matmul's elementwise epilogue reading a residual, a bias, a row's s
   }
 }
 
+TEST_CASE("on an emulated H100 of one SM (NOVA_GPU_SMS=1), a matmul of several tiles runs as a persistent wgmma kernel, one block looping over its tiles, with a bias and with a fused residual body, bf16 and 3xtf32, within the precision's bound of the interpreter") {
+  // x [300, 64] w [64, 256]: more tiles than the one resident block, so the
+  // wgmma kernel is persistent (a launch of one block whose producer runs
+  // on into the next tile's slabs). fp32 runs as 3xtf32 on wgmma.
+  Env env;
+  env.set("NOVA_TARGET", "sm_90a");
+  env.set("NOVA_GPU_SMS", "1");
+  env.set("NOVA_GPU", "emulate");
+  Fp32AtExit restore;
+  auto linear = [](auto x, auto w, auto b) { return nova::matmul(x, w) + b; };
+  auto residual = [](auto x, auto w, auto b, auto r) {
+    return nova::reshape(nova::matmul(nova::reshape(x, {300, 64}), w) + b, {2, 150, 256}) + r;
+  };
+  struct Case { nova::MatmulPrecision precision; double bound; std::size_t launches; };
+  // bf16: x's and w's copies side by side, then the kernel.
+  for (Case c : {Case{nova::MatmulPrecision::bf16, 2e-2, 2}, Case{nova::MatmulPrecision::fp32, 1e-5, 1}}) {
+    Gen g;
+    INFO("seed = ", g.seed, ", ", nova::name_of(c.precision));
+    nova::set_matmul_precision(c.precision);
+    Tensor x = g.randn({300, 64}), w = g.randn({64, 256}), b = g.randn({256});
+    Tensor x3 = g.randn({2, 150, 64}), r = g.randn({2, 150, 256});
+    for (const nova::ExecutableDesc& desc : {emulated_against_interpreter(linear, c.bound, c.launches, x, w, b),
+                                              emulated_against_interpreter(residual, c.bound, c.launches, x3, w, b, r)}) {
+      const nova::LaunchDesc& matmul = desc.launches.back();
+      const nova::KernelDesc& kernel = desc.kernels[matmul.kernel];
+      INFO(kernel.summary);
+      CHECK(kernel.tensor_maps.size() == 2); // TMA + wgmma
+      CHECK(matmul.workgroups == 1);
+      std::string ptx(desc.object.begin(), desc.object.end());
+      CHECK(kernel_ptx(ptx, kernel.symbol).find("wgmma.mma_async") != std::string::npos);
+    }
+  }
+  // A target's SMs are 1 to the entry's.
+  env.set("NOVA_GPU_SMS", "133");
+  CHECK_THROWS_WITH_AS(nova::target_from_env(), doctest::Contains("NOVA_GPU_SMS must be 1 to 132"), nova::Error);
+}
+
 TEST_CASE("with bf16 matmuls, LayerNorm, attention and tanh write their products' bf16 operands themselves, and a weight's one copy serves its transpose, on an emulated A100") {
   // nova-gpu-bf16-operands looks through the reshape from [B, T, d] to
   // [B*T, d] (the copy fuses into tanh; a forward LayerNorm and attention

@@ -59,3 +59,17 @@
 // RUN: FileCheck %s --check-prefix=TF32 < %t.tf32.ptx
 // RUN: %ptxas -arch=sm_90a %t.tf32.ptx -o %t.tf32.cubin
 // TF32: wgmma.mma_async.sync.aligned.m64n{{[0-9]+}}k8.f32.tf32.tf32 {{.*}}, p, 1,  1;
+
+// Persistent (3 blocks for 8 tiles, wgmma-matmul-persistent.mlir): the
+// blocks step over the tiles by 3 (%nctaid is not read: the grid is the
+// kernel's own); each tile's wgmmas, then (the loop rotated: wait_group
+// 0 leads the tile's end) its stores.
+// RUN: nova-opt %s --nova-test-mma-matmul="m=512 n=256 k=256 type=bf16 target=sm_90a wgmma=true block-m=128 block-n=128 block-k=64 warps-m=2 warps-n=1 stages=3 persistent-blocks=3" --gpu-lower-to-nvvm-pipeline="cubin-chip=sm_90a cubin-features=+ptx80 cubin-format=isa opt-level=3 kernel-bare-ptr-calling-convention=true" 2>/dev/null | %extract-ptx > %t.persist.ptx
+// RUN: FileCheck %s --check-prefix=PERSIST < %t.persist.ptx
+// RUN: %ptxas -arch=sm_90a %t.persist.ptx -o %t.persist.cubin
+// PERSIST: mov.u32 {{.*}}, %ctaid.x;
+// PERSIST: cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes
+// PERSIST: add.s64 {{.*}}, 3;
+// PERSIST: wgmma.wait_group.sync.aligned 0;
+// PERSIST: st.global
+// PERSIST: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16

@@ -282,7 +282,8 @@ std::string GpuMatmulConfig::describe() const {
                                                                                           : "warps",
                        warpM, warpN, stages, splitK, threads, smemBytes, registersPerThread, blocksPerSM,
                        tiles, waves, waveEfficiency * 100, nameOf(loadA), swizzleA, nameOf(loadB), swizzleB)
-      .str();
+             .str() +
+         (persistentBlocks > 0 ? llvm::formatv(", persistent on {0} blocks", persistentBlocks).str() : "");
 }
 
 namespace {
@@ -529,8 +530,13 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
       resident = std::min(c.blocksPerSM, ceilDiv(c.tiles, sms));
       c.waves = ceilDiv(c.tiles, sms * c.blocksPerSM);
       c.waveEfficiency = double(c.tiles) / double(c.waves * sms * c.blocksPerSM);
-      double tileSeconds = (double(slabs) * slabCycles(resident) + kLoadLatencyCycles) / clock;
-      double compute = double(c.waves) * tileSeconds;
+      // A block a tile fills its pipeline once a tile; a persistent block
+      // (wgmma, more tiles than resident blocks) once: its producer loads
+      // the next tile's slabs while the consumers store the present one.
+      const bool persistent = kind == GpuMmaKind::wgmma && p.allowPersistent && c.waves > 1;
+      c.persistentBlocks = persistent ? sms * c.blocksPerSM : 0;
+      double compute = persistent ? (double(c.waves * slabs) * slabCycles(resident) + kLoadLatencyCycles) / clock
+                                  : double(c.waves) * (double(slabs) * slabCycles(resident) + kLoadLatencyCycles) / clock;
       double l2Bytes = double(c.tiles) * (s.bm + s.bn) * double(kPer) * es;
       double memory = std::max(minBytes / dram, l2Bytes / (kL2OverDram * dram));
       double seconds = std::max(compute, memory);
@@ -644,6 +650,6 @@ LoweringConfigAttr mlir::nova::toLoweringConfig(const GpuMatmulConfig &c, bool b
     tile.push_back(1);
   tile.push_back(c.blockM);
   tile.push_back(c.blockN);
-  return LoweringConfigAttr::get(context, nameOf(c.kind), std::max<int64_t>(1, c.tiles), tile,
+  return LoweringConfigAttr::get(context, nameOf(c.kind), std::max<int64_t>(1, c.launchedBlocks()), tile,
                                  {c.blockK, c.stages, c.splitK}, {c.warpM, c.warpN});
 }

@@ -64,6 +64,10 @@ struct GpuMatmulProblem {
   /// f32 operands may run as tf32x3 on the tensor cores where the model
   /// finds that faster than f32 FMAs (the config's operand says which).
   bool allowTf32x3 = false;
+  /// A wgmma kernel of more tiles than the device holds at once may be
+  /// persistent (GpuMatmulConfig::persistentBlocks); false: a block a tile
+  /// (the device check's `:flat` variants, measured beside it).
+  bool allowPersistent = true;
   /// Only this block tile and warp tile (0: any), the model choosing the
   /// rest: the device check's variants of a kernel, measured beside the
   /// configurator's choice (nova-gpu-kernels' CASE@BMxBN/WMxWN).
@@ -87,6 +91,14 @@ struct GpuMatmulConfig {
   /// Slabs in flight (cp.async or TMA pipeline depth).
   int64_t stages = 0;
   int64_t splitK = 1;
+  /// wgmma: the blocks launched when fewer than the tiles (0: a block a
+  /// tile). Each block then runs tiles persistentBlocks apart, its
+  /// producer loading the next tile's slabs while the consumers finish the
+  /// present one (the epilogue) instead of a new block filling its pipeline
+  /// from nothing: CUTLASS's persistent warp-specialized Hopper kernels.
+  int64_t persistentBlocks = 0;
+  /// The blocks a launch starts: persistentBlocks, or a block a tile.
+  int64_t launchedBlocks() const { return persistentBlocks > 0 ? persistentBlocks : tiles; }
   /// Shared-memory rows and their XOR swizzle, in bytes (0: none), and how
   /// warps read each operand.
   int64_t rowBytesA = 0, rowBytesB = 0, swizzleA = 0, swizzleB = 0;

@@ -412,8 +412,9 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
         if (succeeded(plan)) {
           const GpuMatmulConfig &c = plan->config;
           const GpuMatmulProblem &p = plan->problem;
-          // A block a tile (the plan allows no split-K): workgroups = tiles.
-          const int64_t blocks = c.tiles;
+          // A block a tile (the plan allows no split-K), or a persistent
+          // kernel's blocks: the launch's workgroups.
+          const int64_t blocks = c.launchedBlocks();
           kernel->setAttr(LoweringConfigAttr::name, toLoweringConfig(c, plan->batched, ctx));
           kernel->setAttr(kGpuBlockThreadsAttr, i64(c.threads));
           kernel->setAttr(kGpuSharedBytesAttr, i64(c.smemBytes));
@@ -427,7 +428,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
           if (c.splitK > 1)
             splitAcrossK(top, kernel, *plan); // its sum kernel is configured next
           SmallVector<Attribute> why{StringAttr::get(
-              ctx, llvm::formatv("generated as the {0} kernel over {1} blocks{2}{3}",
+              ctx, llvm::formatv("generated as the {0} kernel over {1} blocks{4}{2}{3}",
                                  wgmma ? "TMA + wgmma" : "mma.sync", blocks,
                                  p.operand == GpuOperand::tf32
                                      ? " (f32 operands as tf32, as the step's matmul precision allows)"
@@ -436,7 +437,13 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
                                        "three MMAs a tile, at about f32's accuracy)"
                                      : "",
                                  fusedEpilogue ? ", the elementwise op after it fused (run on the accumulators in registers)"
-                                               : ""))};
+                                               : "",
+                                 c.persistentBlocks > 0
+                                     ? llvm::formatv(" (persistent: each runs tiles {0} apart of the {1}, its "
+                                                     "producer loading the next tile's slabs during the epilogue)",
+                                                     c.persistentBlocks, c.tiles)
+                                           .str()
+                                     : std::string()))};
           // The configurator's decision for the problem as generated (tf32).
           for (const std::string &line : c.why)
             why.push_back(StringAttr::get(ctx, line));

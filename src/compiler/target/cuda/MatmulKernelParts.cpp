@@ -211,7 +211,7 @@ std::pair<Value, Value> MatmulKernelFrame::slabRange(IndexMath &k, int64_t slabs
 MatmulKernelFrame mlir::nova::beginMatmulKernel(ImplicitLocOpBuilder &b, gpu::GPUModuleOp module, StringRef name,
                                                 const GpuMatmulProblem &p, Type aType, Type bType, int64_t blockM,
                                                 int64_t blockN, int64_t threads, const MmaEpilogue &epilogue,
-                                                bool linearGrid, int64_t splitK) {
+                                                bool linearGrid, int64_t splitK, int64_t persistentBlocks) {
   if (Operation *end = module.getBody()->getTerminator())
     b.setInsertionPoint(end); // gpu.module_end
   else
@@ -244,7 +244,10 @@ MatmulKernelFrame mlir::nova::beginMatmulKernel(ImplicitLocOpBuilder &b, gpu::GP
   if (p.n % 2 == 0)
     func->setAttr(kAlignedVectorsAttr, b.getUnitAttr());
   const int64_t tilesN = (p.n + blockN - 1) / blockN, tilesM = (p.m + blockM - 1) / blockM;
-  if (linearGrid)
+  const bool persistent = persistentBlocks > 0;
+  if (persistent)
+    func.setKnownGridSizeAttr(b.getDenseI32ArrayAttr({int32_t(persistentBlocks), 1, 1}));
+  else if (linearGrid)
     func.setKnownGridSizeAttr(b.getDenseI32ArrayAttr({int32_t(tilesN * tilesM * layers), 1, 1}));
   else
     func.setKnownGridSizeAttr(b.getDenseI32ArrayAttr({int32_t(tilesN), int32_t(tilesM), int32_t(layers)}));
@@ -252,31 +255,44 @@ MatmulKernelFrame mlir::nova::beginMatmulKernel(ImplicitLocOpBuilder &b, gpu::GP
 
   IndexMath k(b);
   frame.thread = b.create<gpu::ThreadIdOp>(gpu::Dimension::x);
-  Value bx, by, bz;
-  if (linearGrid) {
-    Value id = b.create<gpu::BlockIdOp>(gpu::Dimension::x);
-    bx = k.rem(id, tilesN);
-    Value rest = k.div(id, tilesN);
-    by = batched ? k.rem(rest, tilesM) : rest;
-    bz = batched ? k.div(rest, tilesM) : Value();
-  } else {
-    bx = b.create<gpu::BlockIdOp>(gpu::Dimension::x);
-    by = b.create<gpu::BlockIdOp>(gpu::Dimension::y);
-    bz = batched ? b.create<gpu::BlockIdOp>(gpu::Dimension::z).getResult() : Value();
-  }
-  frame.row0 = k.mul(by, blockM);
-  frame.col0 = k.mul(bx, blockN);
+  frame.tilesN = tilesN;
+  frame.tilesM = tilesM;
+  frame.layers = batched ? layers : 1;
+  frame.blockM = blockM;
+  frame.blockN = blockN;
+  frame.splitK = splitK;
   MatmulResultStore &out = frame.out;
   out.c = func.getArgument(2);
   out.bias = epilogue.bias ? func.getArgument(3) : Value();
   out.residual = epilogue.residual ? func.getArgument(epilogue.bias ? 4 : 3) : Value();
   for (BlockArgument arg : func.getArguments().drop_front(3 + unsigned(epilogue.bias) + unsigned(epilogue.residual)))
     out.epilogueArgs.push_back(arg);
-  out.batch = bz;
-  frame.split = split ? bz : Value();
   out.m = p.m;
   out.n = p.n;
   out.edges = p.m % blockM || p.n % blockN;
   out.epilogue = epilogue;
+  if (persistent)
+    return frame;
+  if (linearGrid)
+    return frame.atTile(k, b.create<gpu::BlockIdOp>(gpu::Dimension::x));
+  Value bx = b.create<gpu::BlockIdOp>(gpu::Dimension::x), by = b.create<gpu::BlockIdOp>(gpu::Dimension::y);
+  Value bz = batched ? b.create<gpu::BlockIdOp>(gpu::Dimension::z).getResult() : Value();
+  frame.row0 = k.mul(by, blockM);
+  frame.col0 = k.mul(bx, blockN);
+  out.batch = bz;
+  frame.split = split ? bz : Value();
   return frame;
+}
+
+MatmulKernelFrame MatmulKernelFrame::atTile(IndexMath &k, Value tile) const {
+  MatmulKernelFrame f = *this;
+  const bool batched = layers > 1;
+  Value bx = k.rem(tile, tilesN), rest = k.div(tile, tilesN);
+  Value by = batched ? k.rem(rest, tilesM) : rest;
+  Value bz = batched ? k.div(rest, tilesM) : Value();
+  f.row0 = k.mul(by, blockM);
+  f.col0 = k.mul(bx, blockN);
+  f.out.batch = bz;
+  f.split = splitK > 1 ? bz : Value();
+  return f;
 }

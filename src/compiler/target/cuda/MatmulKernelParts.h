@@ -143,6 +143,14 @@ struct MatmulKernelFrame {
   /// partial products' first dimension (out.batch).
   Value split;
   MatmulResultStore out;
+  /// The result's tiles: along N, along M, and the layers (batch or parts
+  /// of K); tile t is column t % tilesN, then row, then layer (a linear
+  /// grid's block ids, a persistent kernel's loop).
+  int64_t tilesN = 1, tilesM = 1, layers = 1;
+  int64_t blockM = 0, blockN = 0, splitK = 1;
+  /// This frame at tile `tile` (index): row0, col0, split and out.batch of
+  /// that tile.
+  MatmulKernelFrame atTile(IndexMath &k, Value tile) const;
 
   /// The indices of an operand as stored, [batch,] row, col (a split is no
   /// batch of the operands).
@@ -164,11 +172,14 @@ struct MatmulKernelFrame {
 /// With `splitK` > 1 (no batch, no epilogue) the blocks' z (or slowest)
 /// index is their part of K, and C is the partial products, splitK x m x
 /// n, one m x n slice a part, which the caller sums.
+/// With `persistentBlocks` > 0, that many blocks along x, which loop over
+/// the tiles themselves (MatmulKernelFrame::atTile; the frame's row0,
+/// col0, split and out.batch are null).
 /// Leaves `b` at the start of its body.
 MatmulKernelFrame beginMatmulKernel(ImplicitLocOpBuilder &b, gpu::GPUModuleOp module, StringRef name,
                                     const GpuMatmulProblem &p, Type aType, Type bType, int64_t blockM,
                                     int64_t blockN, int64_t threads, const MmaEpilogue &epilogue, bool linearGrid,
-                                    int64_t splitK = 1);
+                                    int64_t splitK = 1, int64_t persistentBlocks = 0);
 
 } // namespace mlir::nova
 

@@ -6,7 +6,8 @@
 // configurator picks it): the configurator's decision for that target, or the block given
 // (block-m, block-n, block-k, warps-m, warps-n, stages; all or none);
 // transpose-a / transpose-b; an epilogue (scale, bias, activation =
-// relu | gelu, residual). Lit tests check its IR and, through
+// relu | gelu, residual; with a given block, persistent-blocks: a
+// persistent wgmma kernel of that many blocks). Lit tests check its IR and, through
 // gpu-lower-to-nvvm-pipeline, its PTX.
 //
 //===----------------------------------------------------------------------===//
@@ -54,7 +55,11 @@ struct TestMmaMatmul : PassWrapper<TestMmaMatmul, OperationPass<ModuleOp>> {
       blockK{*this, "block-k", llvm::cl::init(0)}, warpsM{*this, "warps-m", llvm::cl::init(0)},
       warpsN{*this, "warps-n", llvm::cl::init(0)}, stages{*this, "stages", llvm::cl::init(0)},
       splitK{*this, "split-k", llvm::cl::desc("parts of K (mma.sync; the configurator's when 0)"),
-             llvm::cl::init(0)};
+             llvm::cl::init(0)},
+      persistentBlocks{*this, "persistent-blocks",
+                       llvm::cl::desc("wgmma: blocks looping over the tiles (with a given block; else the "
+                                      "configurator's)"),
+                       llvm::cl::init(0)};
   Option<bool> transposeA{*this, "transpose-a", llvm::cl::init(false)},
       transposeB{*this, "transpose-b", llvm::cl::init(false)}, bias{*this, "bias", llvm::cl::init(false)},
       residual{*this, "residual", llvm::cl::init(false)},
@@ -101,6 +106,7 @@ struct TestMmaMatmul : PassWrapper<TestMmaMatmul, OperationPass<ModuleOp>> {
       c.stages = stages;
       c.threads = c.kind == GpuMmaKind::wgmma ? wgmmaBlockThreads(warpsM) : 32 * warpsM * warpsN;
       c.tiles = ((p.m + blockM - 1) / blockM) * ((p.n + blockN - 1) / blockN);
+      c.persistentBlocks = persistentBlocks;
     }
     if (splitK)
       c.splitK = splitK;

@@ -43,6 +43,8 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <functional>
+
 using namespace mlir;
 using namespace mlir::nova;
 
@@ -196,13 +198,31 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
   IndexMath k(b);
   Type et = operandElementType(p.operand, ctx), f32 = b.getF32Type(), i64 = b.getI64Type();
   auto ptr = LLVM::LLVMPointerType::get(ctx);
+  const bool persistent = cfg.persistentBlocks > 0;
   MatmulKernelFrame frame = beginMatmulKernel(b, module, name, p, ptr, ptr, BM, BN, wgmmaBlockThreads(WG), epilogue,
-                                              linearGrid, cfg.splitK);
+                                              linearGrid, cfg.splitK, cfg.persistentBlocks);
   gpu::GPUFuncOp func = frame.func;
-  const MatmulResultStore &out = frame.out;
-  Value tid = frame.thread, bz = out.batch, row0 = frame.row0, col0 = frame.col0;
-  // This block's slabs: kt0 + [0, slabs) (all KT without split-K).
-  auto [kt0, slabs] = frame.slabRange(k, KT, cfg.splitK);
+  Value tid = frame.thread;
+  // Each role runs `perTile` on its block's tiles: the block's own, or
+  // (persistent) tiles blockIdx.x, + persistentBlocks, ... < all, with
+  // `used`, the slabs the block's pipeline ran before the tile (null: none);
+  // perTile returns the count after it. The ring's stages and phases
+  // follow that running count, so the producer runs on into the next
+  // tile's slabs while the consumers finish the present one.
+  const int64_t allTiles = frame.tilesN * frame.tilesM * frame.layers;
+  auto forEachTile = [&](const std::function<Value(const MatmulKernelFrame &, Value)> &perTile) {
+    if (!persistent) {
+      perTile(frame, Value());
+      return;
+    }
+    auto tiles = b.create<scf::ForOp>(b.create<gpu::BlockIdOp>(gpu::Dimension::x), k.c(allTiles),
+                                      k.c(cfg.persistentBlocks), ValueRange{k.c(0)});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(tiles.getBody());
+    b.create<scf::YieldOp>(perTile(frame.atTile(k, tiles.getInductionVar()), tiles.getRegionIterArgs()[0]));
+  };
+  // The pipeline's use of slab kt of a tile that `used` slabs preceded.
+  auto useOf = [&](Value used, Value kt) { return used ? k.add(used, kt) : kt; };
 
   // The tensor maps, typed as the boxes they land.
   auto wg = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
@@ -213,10 +233,9 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     return MemRefType::get(shape, et, MemRefLayoutAttrInterface(), wg);
   };
   auto mapOf = [&](Value arg, const OperandTiles &t) -> Value {
-    auto type = nvgpu::TensorMapDescriptorType::get(ctx, boxType(t), tmaSwizzle(t.swizzle),
-                                                    nvgpu::TensorMapL2PromoKind::L2PROMO_NONE,
-                                                    nvgpu::TensorMapOOBKind::OOB_ZERO,
-                                                    nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
+    auto type = nvgpu::TensorMapDescriptorType::get(
+        ctx, boxType(t), tmaSwizzle(t.swizzle), nvgpu::TensorMapL2PromoKind::L2PROMO_NONE,
+        nvgpu::TensorMapOOBKind::OOB_ZERO, nvgpu::TensorMapInterleaveKind::INTERLEAVE_NONE);
     return b.create<UnrealizedConversionCastOp>(type, arg).getResult(0);
   };
   Value mapA = mapOf(func.getArgument(0), *tA), mapB = mapOf(func.getArgument(1), *tB);
@@ -251,8 +270,8 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
   b.create<gpu::BarrierOp>();
 
   // The tiles: the dynamic shared memory's base rounded up to 1024 bytes.
-  Value dyn = b.create<gpu::DynamicSharedMemoryOp>(MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
-                                                                   MemRefLayoutAttrInterface(), wg));
+  Value dyn = b.create<gpu::DynamicSharedMemoryOp>(
+      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(), wg));
   Value base = b.create<memref::ExtractAlignedPointerAsIndexOp>(dyn);
   Value tiles = b.create<arith::AndIOp>(k.add(base, 1023), k.c(-1024));
   Value pad = b.create<arith::SubIOp>(tiles, base);
@@ -282,39 +301,46 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     auto issuer = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, tid, k.c(128 * WG)),
                                       /*withElseRegion=*/false);
     b.setInsertionPointToStart(&issuer.getThenRegion().front());
-    // Slab kt into stage kt % S once its consumers released its use
-    // kt / S - 1: count the bytes, then issue each box (coordinates fastest
-    // first, as the map's dims).
-    auto produce = b.create<scf::ForOp>(k.c(0), slabs, k.c(1));
-    b.setInsertionPointToStart(produce.getBody());
-    Value kt = produce.getInductionVar(), stage = k.rem(kt, S);
-    if (!faults.noStageRelease) {
-      auto reuse = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, kt, k.c(S)),
-                                       /*withElseRegion=*/false);
+    forEachTile([&](const MatmulKernelFrame &f, Value used) -> Value {
+      // The tile's slabs: kt0 + [0, slabs) (all KT without split-K).
+      auto [kt0, slabs] = f.slabRange(k, KT, cfg.splitK);
+      // Use u of the ring into stage u % S once its consumers released
+      // use u - S: count the bytes, then issue each box (coordinates
+      // fastest first, as the map's dims).
+      auto produce = b.create<scf::ForOp>(k.c(0), slabs, k.c(1));
       OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(&reuse.getThenRegion().front());
-      b.create<nvgpu::MBarrierTryWaitParityOp>(empty, useParity(kt, 1), k.c(10000000), stage);
-    }
-    Value k0 = k.mul(k.add(kt0, kt), BK);
-    b.create<nvgpu::MBarrierArriveExpectTxOp>(full, k.c(stageBytes), stage, Value());
-    Value stageOffset = k.add(pad, k.mul(stage, stageBytes));
-    auto load = [&](Value map, const OperandTiles &t, int64_t tileOffset, Value mn0) {
-      const int64_t boxColumns = int64_t(t.map.box[0]);
-      for (int64_t j = 0; j < (t.kMajor ? 1 : t.rows / boxColumns); ++j) {
-        Value dst = b.create<memref::ViewOp>(boxType(t), dyn, k.add(stageOffset, tileOffset + j * t.boxBytes),
-                                             ValueRange{});
-        SmallVector<Value> coords;
-        if (t.kMajor)
-          coords = {k0, mn0};
-        else
-          coords = {k.add(mn0, boxColumns * j), k0};
-        if (batched)
-          coords.push_back(bz);
-        b.create<nvgpu::TmaAsyncLoadOp>(dst, full, map, coords, stage, /*multicastMask=*/Value(), Value());
+      b.setInsertionPointToStart(produce.getBody());
+      Value kt = produce.getInductionVar(), use = useOf(used, kt), stage = k.rem(use, S);
+      if (!faults.noStageRelease) {
+        auto reuse = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, use, k.c(S)),
+                                         /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard then(b);
+        b.setInsertionPointToStart(&reuse.getThenRegion().front());
+        b.create<nvgpu::MBarrierTryWaitParityOp>(empty, useParity(use, 1), k.c(10000000), stage);
       }
-    };
-    load(mapA, *tA, 0, row0);
-    load(mapB, *tB, tA->tileBytes, col0);
+      Value k0 = k.mul(k.add(kt0, kt), BK);
+      b.create<nvgpu::MBarrierArriveExpectTxOp>(full, k.c(stageBytes), stage, Value());
+      Value stageOffset = k.add(pad, k.mul(stage, stageBytes));
+      auto load = [&](Value map, const OperandTiles &t, int64_t tileOffset, Value mn0) {
+        const int64_t boxColumns = int64_t(t.map.box[0]);
+        for (int64_t j = 0; j < (t.kMajor ? 1 : t.rows / boxColumns); ++j) {
+          Value dst =
+              b.create<memref::ViewOp>(boxType(t), dyn, k.add(stageOffset, tileOffset + j * t.boxBytes), ValueRange{});
+          SmallVector<Value> coords;
+          if (t.kMajor)
+            coords = {k0, mn0};
+          else
+            coords = {k.add(mn0, boxColumns * j), k0};
+          if (batched)
+            coords.push_back(f.out.batch);
+          b.create<nvgpu::TmaAsyncLoadOp>(dst, full, map, coords, stage, /*multicastMask=*/Value(), Value());
+        }
+      };
+      load(mapA, *tA, 0, f.row0);
+      load(mapB, *tB, tA->tileBytes, f.col0);
+      b.setInsertionPointAfter(produce);
+      return used ? k.add(used, slabs) : Value();
+    });
   }
   b.setInsertionPointToStart(&roles.getElseRegion().front());
 
@@ -325,8 +351,8 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     Value a = b.create<arith::IndexCastOp>(i64, address);
     Value field = b.create<arith::ShRUIOp>(b.create<arith::AndIOp>(a, b.create<arith::ConstantIntOp>(0x3FFFF, 64)),
                                            b.create<arith::ConstantIntOp>(4, 64));
-    return b.create<arith::OrIOp>(
-        field, b.create<arith::ConstantIntOp>(int64_t(descriptorHigh(t.lbo, t.sbo, swizzle)), 64));
+    return b.create<arith::OrIOp>(field,
+                                  b.create<arith::ConstantIntOp>(int64_t(descriptorHigh(t.lbo, t.sbo, swizzle)), 64));
   };
   auto advance = [&](Value desc, int64_t bytes) -> Value {
     if (bytes == 0)
@@ -352,173 +378,193 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
         tb.kMajor ? NVVM::MMALayout::col : NVVM::MMALayout::row, NVVM::MMAIntOverflowAttr());
   };
 
-  scf::ForOp loop;
-  if (x3) {
-    // Converted tiles: two sets after the stages, each big then small,
-    // each A (BM rows) then B (BN rows), K-major rows of 128 bytes.
-    const int64_t convA = BM * BK * 4, convBytes = (BM + BN) * BK * 4;
-    const int64_t convBase = S * stageBytes;
-    const int64_t words = (convBase + 4 * convBytes) / 4;
-    Value flat = b.create<memref::ViewOp>(MemRefType::get({words}, f32, MemRefLayoutAttrInterface(), wg), dyn, pad,
-                                          ValueRange{});
-    // Byte offset (from the tiles' base) of element (mn, k) of a K-major
-    // tile of 128-byte rows starting at `base`, and of an MN-major raw tile
-    // (boxes of 32 columns, a row a k).
-    // (TMA's and wgmma's 128-byte swizzle on an offset from a 1024-byte
-    // boundary: TmaMap.h's swizzledAddress, in index ops.)
-    auto swizzled128 = [&](Value logical) { return k.xori(logical, k.shl(k.andi(k.shr(logical, 7), 7), 4)); };
-    auto kMajorAt = [&](int64_t base, Value mn, Value kIdx) {
-      return k.add(swizzled128(k.add(k.mul(mn, 128), k.mul(kIdx, 4))), base);
-    };
-    auto mnMajorAt = [&](int64_t base, Value mn, Value kIdx, const OperandTiles &t) {
-      Value inBox = swizzled128(k.add(k.mul(kIdx, 128), k.mul(k.rem(mn, 32), 4)));
-      return k.add(k.add(inBox, k.mul(k.div(mn, 32), t.boxBytes)), base);
-    };
-    Value consumer = k.rem(tid, 128 * WG);
-    const int64_t consumers = 128 * WG;
-    loop = b.create<scf::ForOp>(k.c(0), slabs, k.c(1), ValueRange{zero});
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value kt = loop.getInductionVar();
-    Value stage = k.rem(kt, S), set = k.rem(kt, 2);
-    if (!faults.noMbarrierWait)
-      b.create<nvgpu::MBarrierTryWaitParityOp>(full, useParity(kt, 0), k.c(10000000), stage);
-    // The set's last readers (slab kt - 2's wgmmas, its use kt / 2 - 1)
-    // are done in every warpgroup.
-    {
-      auto reuse = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, kt, k.c(2)),
-                                       /*withElseRegion=*/false);
-      OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(&reuse.getThenRegion().front());
-      b.create<nvgpu::MBarrierTryWaitParityOp>(setFree, ringParity(kt, 2, 1), k.c(10000000), set);
-    }
-    // Convert, an operand at a time, a 16-byte chunk (4 k of one row) a
-    // thread: a K-major raw tile lies as its converted tiles do (the
-    // swizzle permutes whole chunks), consecutive threads along k, one
-    // 16-byte read; an MN-major one is read 4 elements (k rows) a chunk,
-    // consecutive threads along the row's 32 columns, so each read is one
-    // 128-byte row (no bank conflicts) and each 8-thread phase of the
-    // 16-byte writes hits 8 distinct chunk positions.
-    Value rawStage = k.mul(stage, stageBytes);
-    Value bigSet = k.add(k.c(convBase), k.mul(set, 2 * convBytes));
-    Value smallSet = k.add(bigSet, k.c(convBytes));
-    auto chunk = VectorType::get({4}, f32);
-    auto convertOperand = [&](const OperandTiles &t, int64_t rawTile, int64_t convTile) {
-      const int64_t units = t.rows * BK / 4;
-      for (int64_t r = 0; r < (units + consumers - 1) / consumers; ++r) {
-        Value u = k.add(consumer, r * consumers);
-        auto body = [&] {
-          Value mn = t.kMajor ? k.div(u, BK / 4) : k.rem(u, t.rows);
-          Value k0 = k.mul(t.kMajor ? k.rem(u, BK / 4) : k.div(u, t.rows), 4);
-          Value x;
-          if (t.kMajor) {
-            x = b.create<vector::LoadOp>(chunk, flat, ValueRange{k.div(k.add(rawStage, kMajorAt(rawTile, mn, k0)), 4)});
-          } else {
-            x = b.create<arith::ConstantOp>(chunk, DenseElementsAttr::get(chunk, b.getF32FloatAttr(0)));
-            for (int64_t i = 0; i < 4; ++i) {
-              Value at = k.div(k.add(rawStage, mnMajorAt(rawTile, mn, k.add(k0, i), t)), 4);
-              x = b.create<vector::InsertOp>(b.create<memref::LoadOp>(flat, ValueRange{at}), x, ArrayRef<int64_t>{i});
-            }
-          }
-          Value big = x, small = x;
-          for (int64_t i = 0; i < 4; ++i) {
-            auto [hi, lo] = splitTf32(b, b.getLoc(), b.create<vector::ExtractOp>(x, ArrayRef<int64_t>{i}));
-            big = b.create<vector::InsertOp>(hi, big, ArrayRef<int64_t>{i});
-            small = b.create<vector::InsertOp>(lo, small, ArrayRef<int64_t>{i});
-          }
-          Value dst = kMajorAt(convTile, mn, k0);
-          b.create<vector::StoreOp>(big, flat, ValueRange{k.div(k.add(bigSet, dst), 4)});
-          b.create<vector::StoreOp>(small, flat, ValueRange{k.div(k.add(smallSet, dst), 4)});
-        };
-        if (units % consumers == 0) {
-          body();
-          continue;
-        }
-        auto inside = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::ult, u, k.c(units)),
-                                          /*withElseRegion=*/false);
-        OpBuilder::InsertionGuard inner(b);
-        b.setInsertionPointToStart(&inside.getThenRegion().front());
-        body();
-      }
-    };
-    convertOperand(*tA, 0, 0);
-    convertOperand(*tB, tA->tileBytes, convA);
-    // The stores reach the async proxy; every consumer's are in; the raw
-    // stage is read: released to the producer (by each warpgroup's first thread).
-    if (!faults.noConversionFence)
-      b.create<NVVM::FenceProxyOp>(NVVM::ProxyKind::async_shared,
-                                   NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-    b.create<nvgpu::MBarrierArriveOp>(nvgpu::MBarrierTokenType::get(ctx), convDone, set);
-    b.create<nvgpu::MBarrierTryWaitParityOp>(convDone, ringParity(kt, 2, 0), k.c(10000000), set);
-    Value firstThread = b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, k.rem(tid, 128), k.c(0));
-    arriveWhere(firstThread, empty, stage);
-    // Three wgmmas a k step on the converted set.
-    Value bigAddress = k.add(tiles, bigSet), smallAddress = k.add(tiles, smallSet);
-    const int64_t aWarpgroupConv = 64 * 128;
-    auto descOf = [&](Value setAddress, bool a) {
-      return descriptor(a ? k.add(setAddress, k.mul(warpgroup, aWarpgroupConv)) : k.add(setAddress, k.c(convA)),
-                        a ? convTilesA : convTilesB);
-    };
-    Value aBig = descOf(bigAddress, true), aSmall = descOf(smallAddress, true);
-    Value bBig = descOf(bigAddress, false), bSmall = descOf(smallAddress, false);
-    if (!faults.noWgmmaFence)
-      b.create<NVVM::WgmmaFenceAlignedOp>();
-    Value acc = loop.getRegionIterArgs()[0];
-    for (int64_t kk = 0; kk < BK / mmaK; ++kk)
-      for (auto [da, db] : {std::pair{aSmall, bBig}, std::pair{aBig, bSmall}, std::pair{aBig, bBig}})
-        acc = wgmmaStep(acc, da, db, kk, convTilesA, convTilesB);
-    b.create<NVVM::WgmmaGroupSyncAlignedOp>();
-    // Slab kt - 1's group is done in this warpgroup: its set is free here.
-    b.create<NVVM::WgmmaWaitGroupSyncOp>(faults.releaseBeforeWgmmaWait ? 2 : 1);
-    Value frees = b.create<arith::AndIOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, kt, k.c(1)), firstThread);
-    arriveWhere(frees, setFree, k.rem(b.create<arith::SubIOp>(kt, k.c(1)), 2));
-    b.create<scf::YieldOp>(acc);
-  } else {
-    loop = b.create<scf::ForOp>(k.c(0), slabs, k.c(1), ValueRange{zero});
-    {
+  forEachTile([&](const MatmulKernelFrame &f, Value used) -> Value {
+    Value slabs = f.slabRange(k, KT, cfg.splitK).second; // (where they start is the producer's business)
+    scf::ForOp loop;
+    if (x3) {
+      // Converted tiles: two sets after the stages, each big then small,
+      // each A (BM rows) then B (BN rows), K-major rows of 128 bytes.
+      const int64_t convA = BM * BK * 4, convBytes = (BM + BN) * BK * 4;
+      const int64_t convBase = S * stageBytes;
+      const int64_t words = (convBase + 4 * convBytes) / 4;
+      Value flat = b.create<memref::ViewOp>(MemRefType::get({words}, f32, MemRefLayoutAttrInterface(), wg), dyn, pad,
+                                            ValueRange{});
+      // Byte offset (from the tiles' base) of element (mn, k) of a K-major
+      // tile of 128-byte rows starting at `base`, and of an MN-major raw tile
+      // (boxes of 32 columns, a row a k).
+      // (TMA's and wgmma's 128-byte swizzle on an offset from a 1024-byte
+      // boundary: TmaMap.h's swizzledAddress, in index ops.)
+      auto swizzled128 = [&](Value logical) { return k.xori(logical, k.shl(k.andi(k.shr(logical, 7), 7), 4)); };
+      auto kMajorAt = [&](int64_t base, Value mn, Value kIdx) {
+        return k.add(swizzled128(k.add(k.mul(mn, 128), k.mul(kIdx, 4))), base);
+      };
+      auto mnMajorAt = [&](int64_t base, Value mn, Value kIdx, const OperandTiles &t) {
+        Value inBox = swizzled128(k.add(k.mul(kIdx, 128), k.mul(k.rem(mn, 32), 4)));
+        return k.add(k.add(inBox, k.mul(k.div(mn, 32), t.boxBytes)), base);
+      };
+      Value consumer = k.rem(tid, 128 * WG);
+      const int64_t consumers = 128 * WG;
+      loop = b.create<scf::ForOp>(k.c(0), slabs, k.c(1), ValueRange{zero});
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
-      Value kt = loop.getInductionVar();
-      Value stage = k.rem(kt, S);
+      Value kt = loop.getInductionVar(), use = useOf(used, kt);
+      Value stage = k.rem(use, S), set = k.rem(use, 2);
       if (!faults.noMbarrierWait)
-        b.create<nvgpu::MBarrierTryWaitParityOp>(full, useParity(kt, 0), k.c(10000000), stage);
-      Value stageAddress = k.add(tiles, k.mul(stage, stageBytes));
-      Value descA = descriptor(k.add(stageAddress, k.mul(warpgroup, aWarpgroupBytes)), *tA);
-      Value descB = descriptor(k.add(stageAddress, tA->tileBytes), *tB);
+        b.create<nvgpu::MBarrierTryWaitParityOp>(full, useParity(use, 0), k.c(10000000), stage);
+      // The set's last readers (use u - 2's wgmmas, the set's use u / 2 - 1)
+      // are done in every warpgroup.
+      {
+        auto reuse = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, use, k.c(2)),
+                                         /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(&reuse.getThenRegion().front());
+        b.create<nvgpu::MBarrierTryWaitParityOp>(setFree, ringParity(use, 2, 1), k.c(10000000), set);
+      }
+      // Convert, an operand at a time, a 16-byte chunk (4 k of one row) a
+      // thread: a K-major raw tile lies as its converted tiles do (the
+      // swizzle permutes whole chunks), consecutive threads along k, one
+      // 16-byte read; an MN-major one is read 4 elements (k rows) a chunk,
+      // consecutive threads along the row's 32 columns, so each read is one
+      // 128-byte row (no bank conflicts) and each 8-thread phase of the
+      // 16-byte writes hits 8 distinct chunk positions.
+      Value rawStage = k.mul(stage, stageBytes);
+      Value bigSet = k.add(k.c(convBase), k.mul(set, 2 * convBytes));
+      Value smallSet = k.add(bigSet, k.c(convBytes));
+      auto chunk = VectorType::get({4}, f32);
+      auto convertOperand = [&](const OperandTiles &t, int64_t rawTile, int64_t convTile) {
+        const int64_t units = t.rows * BK / 4;
+        for (int64_t r = 0; r < (units + consumers - 1) / consumers; ++r) {
+          Value u = k.add(consumer, r * consumers);
+          auto body = [&] {
+            Value mn = t.kMajor ? k.div(u, BK / 4) : k.rem(u, t.rows);
+            Value k0 = k.mul(t.kMajor ? k.rem(u, BK / 4) : k.div(u, t.rows), 4);
+            Value x;
+            if (t.kMajor) {
+              x = b.create<vector::LoadOp>(chunk, flat,
+                                           ValueRange{k.div(k.add(rawStage, kMajorAt(rawTile, mn, k0)), 4)});
+            } else {
+              x = b.create<arith::ConstantOp>(chunk, DenseElementsAttr::get(chunk, b.getF32FloatAttr(0)));
+              for (int64_t i = 0; i < 4; ++i) {
+                Value at = k.div(k.add(rawStage, mnMajorAt(rawTile, mn, k.add(k0, i), t)), 4);
+                x = b.create<vector::InsertOp>(b.create<memref::LoadOp>(flat, ValueRange{at}), x, ArrayRef<int64_t>{i});
+              }
+            }
+            Value big = x, small = x;
+            for (int64_t i = 0; i < 4; ++i) {
+              auto [hi, lo] = splitTf32(b, b.getLoc(), b.create<vector::ExtractOp>(x, ArrayRef<int64_t>{i}));
+              big = b.create<vector::InsertOp>(hi, big, ArrayRef<int64_t>{i});
+              small = b.create<vector::InsertOp>(lo, small, ArrayRef<int64_t>{i});
+            }
+            Value dst = kMajorAt(convTile, mn, k0);
+            b.create<vector::StoreOp>(big, flat, ValueRange{k.div(k.add(bigSet, dst), 4)});
+            b.create<vector::StoreOp>(small, flat, ValueRange{k.div(k.add(smallSet, dst), 4)});
+          };
+          if (units % consumers == 0) {
+            body();
+            continue;
+          }
+          auto inside = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::ult, u, k.c(units)),
+                                            /*withElseRegion=*/false);
+          OpBuilder::InsertionGuard inner(b);
+          b.setInsertionPointToStart(&inside.getThenRegion().front());
+          body();
+        }
+      };
+      convertOperand(*tA, 0, 0);
+      convertOperand(*tB, tA->tileBytes, convA);
+      // The stores reach the async proxy; every consumer's are in; the raw
+      // stage is read: released to the producer (by each warpgroup's first thread).
+      if (!faults.noConversionFence)
+        b.create<NVVM::FenceProxyOp>(NVVM::ProxyKind::async_shared,
+                                     NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+      b.create<nvgpu::MBarrierArriveOp>(nvgpu::MBarrierTokenType::get(ctx), convDone, set);
+      b.create<nvgpu::MBarrierTryWaitParityOp>(convDone, ringParity(use, 2, 0), k.c(10000000), set);
+      Value firstThread = b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, k.rem(tid, 128), k.c(0));
+      arriveWhere(firstThread, empty, stage);
+      // Three wgmmas a k step on the converted set.
+      Value bigAddress = k.add(tiles, bigSet), smallAddress = k.add(tiles, smallSet);
+      const int64_t aWarpgroupConv = 64 * 128;
+      auto descOf = [&](Value setAddress, bool a) {
+        return descriptor(a ? k.add(setAddress, k.mul(warpgroup, aWarpgroupConv)) : k.add(setAddress, k.c(convA)),
+                          a ? convTilesA : convTilesB);
+      };
+      Value aBig = descOf(bigAddress, true), aSmall = descOf(smallAddress, true);
+      Value bBig = descOf(bigAddress, false), bSmall = descOf(smallAddress, false);
       if (!faults.noWgmmaFence)
-        b.create<NVVM::WgmmaFenceAlignedOp>(); // the accumulators were written by other instructions
+        b.create<NVVM::WgmmaFenceAlignedOp>();
       Value acc = loop.getRegionIterArgs()[0];
       for (int64_t kk = 0; kk < BK / mmaK; ++kk)
-        acc = wgmmaStep(acc, descA, descB, kk, *tA, *tB);
+        for (auto [da, db] : {std::pair{aSmall, bBig}, std::pair{aBig, bSmall}, std::pair{aBig, bBig}})
+          acc = wgmmaStep(acc, da, db, kk, convTilesA, convTilesB);
       b.create<NVVM::WgmmaGroupSyncAlignedOp>();
-      // Slab kt - 1's group is done in this warpgroup: its first thread
-      // releases the stage (the producer refills it once every consumer
-      // warpgroup has).
+      // Slab kt - 1's group is done in this warpgroup: its set is free here.
       b.create<NVVM::WgmmaWaitGroupSyncOp>(faults.releaseBeforeWgmmaWait ? 2 : 1);
-      Value releases = b.create<arith::AndIOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, kt, k.c(1)),
-                                               b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, k.rem(tid, 128), k.c(0)));
-      arriveWhere(releases, empty, k.rem(b.create<arith::SubIOp>(kt, k.c(1)), S));
+      Value frees =
+          b.create<arith::AndIOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, kt, k.c(1)), firstThread);
+      arriveWhere(frees, setFree, k.rem(b.create<arith::SubIOp>(use, k.c(1)), 2));
       b.create<scf::YieldOp>(acc);
+    } else {
+      loop = b.create<scf::ForOp>(k.c(0), slabs, k.c(1), ValueRange{zero});
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(loop.getBody());
+        Value kt = loop.getInductionVar(), use = useOf(used, kt);
+        Value stage = k.rem(use, S);
+        if (!faults.noMbarrierWait)
+          b.create<nvgpu::MBarrierTryWaitParityOp>(full, useParity(use, 0), k.c(10000000), stage);
+        Value stageAddress = k.add(tiles, k.mul(stage, stageBytes));
+        Value descA = descriptor(k.add(stageAddress, k.mul(warpgroup, aWarpgroupBytes)), *tA);
+        Value descB = descriptor(k.add(stageAddress, tA->tileBytes), *tB);
+        if (!faults.noWgmmaFence)
+          b.create<NVVM::WgmmaFenceAlignedOp>(); // the accumulators were written by other instructions
+        Value acc = loop.getRegionIterArgs()[0];
+        for (int64_t kk = 0; kk < BK / mmaK; ++kk)
+          acc = wgmmaStep(acc, descA, descB, kk, *tA, *tB);
+        b.create<NVVM::WgmmaGroupSyncAlignedOp>();
+        // Slab kt - 1's group is done in this warpgroup: its first thread
+        // releases the stage (the producer refills it once every consumer
+        // warpgroup has).
+        b.create<NVVM::WgmmaWaitGroupSyncOp>(faults.releaseBeforeWgmmaWait ? 2 : 1);
+        Value releases =
+            b.create<arith::AndIOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, kt, k.c(1)),
+                                    b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, k.rem(tid, 128), k.c(0)));
+        arriveWhere(releases, empty, k.rem(b.create<arith::SubIOp>(use, k.c(1)), S));
+        b.create<scf::YieldOp>(acc);
+      }
     }
-  }
-  if (!faults.noFinalWgmmaWait)
-    b.create<NVVM::WgmmaWaitGroupSyncOp>(0);
+    if (!faults.noFinalWgmmaWait)
+      b.create<NVVM::WgmmaWaitGroupSyncOp>(0);
+    // A persistent block's next tile reuses the ring: the tile's last slab
+    // is released here, its wgmmas done (its stage, or tf32x3's converted
+    // set; a block a tile ends instead).
+    if (used && !faults.noTileEndRelease) {
+      Value last = k.add(used, b.create<arith::SubIOp>(slabs, k.c(1)));
+      Value releases =
+          b.create<arith::AndIOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, slabs, k.c(1)),
+                                  b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, k.rem(tid, 128), k.c(0)));
+      if (x3)
+        arriveWhere(releases, setFree, k.rem(last, 2));
+      else
+        arriveWhere(releases, empty, k.rem(last, S));
+    }
 
-  // Epilogue: thread (warp q of its warpgroup, lane g, t) holds the pairs
-  // (d_i, d_i+1), i = 4 j + 2 h: row 16 q + g + 8 h, columns 8 j + 2 t, + 1.
-  Value acc = loop.getResult(0);
-  Value lane = k.rem(tid, 32), q = k.rem(k.div(tid, 32), 4);
-  Value g = k.shr(lane, 2), t = k.andi(lane, 3);
-  Value rowBase = k.add(k.add(row0, k.mul(warpgroup, 64)), k.add(k.mul(q, 16), g));
-  Value colBase = k.add(col0, k.mul(t, 2));
-  for (int64_t j = 0; j < BN / 8; ++j)
-    for (int64_t h = 0; h < 2; ++h) {
-      const int64_t i = 4 * j + 2 * h;
-      Value pair = vectorOf(b, b.getLoc(),
-                            {b.create<LLVM::ExtractValueOp>(acc, ArrayRef<int64_t>{i}),
-                             b.create<LLVM::ExtractValueOp>(acc, ArrayRef<int64_t>{i + 1})});
-      out.storePair(k, pair, k.add(rowBase, 8 * h), k.add(colBase, 8 * j));
-    }
+    // Epilogue: thread (warp q of its warpgroup, lane g, t) holds the pairs
+    // (d_i, d_i+1), i = 4 j + 2 h: row 16 q + g + 8 h, columns 8 j + 2 t, + 1.
+    Value acc = loop.getResult(0);
+    Value lane = k.rem(tid, 32), q = k.rem(k.div(tid, 32), 4);
+    Value g = k.shr(lane, 2), t = k.andi(lane, 3);
+    Value rowBase = k.add(k.add(f.row0, k.mul(warpgroup, 64)), k.add(k.mul(q, 16), g));
+    Value colBase = k.add(f.col0, k.mul(t, 2));
+    for (int64_t j = 0; j < BN / 8; ++j)
+      for (int64_t h = 0; h < 2; ++h) {
+        const int64_t i = 4 * j + 2 * h;
+        Value pair = vectorOf(b, b.getLoc(),
+                              {b.create<LLVM::ExtractValueOp>(acc, ArrayRef<int64_t>{i}),
+                               b.create<LLVM::ExtractValueOp>(acc, ArrayRef<int64_t>{i + 1})});
+        f.out.storePair(k, pair, k.add(rowBase, 8 * h), k.add(colBase, 8 * j));
+      }
+    return used ? k.add(used, slabs) : Value();
+  });
   b.setInsertionPointAfter(roles);
   b.create<gpu::ReturnOp>();
   return WgmmaMatmulKernel{func, {tA->map, tB->map}};

@@ -21,6 +21,13 @@
 //     first thread arrives on that stage's `empty` mbarrier;
 //   - the accumulators (64 x blockN f32 a warpgroup, blockN / 2 registers a
 //     thread) go through the fused epilogue to global memory.
+// With config.persistentBlocks (more tiles than the SMs hold at once), that
+// many blocks each run tiles persistentBlocks apart, both roles looping over
+// the same tiles and counting the ring's uses across them: the producer
+// loads the next tile's first slabs while the consumers store the present
+// tile, where a block a tile would end and a new block fill its pipeline
+// from nothing (CUTLASS's persistent warp-specialized kernels). The
+// consumers release a tile's last stage after its final wgmma.wait_group.
 // Tiles are written by TMA with the 128/64/32-byte swizzle of their rows and
 // read by wgmma with the same swizzle, both on absolute shared addresses, so
 // every tile starts on a 1024-byte boundary (the kernel rounds the dynamic
@@ -70,6 +77,9 @@ struct WgmmaMatmulFaults {
   /// tf32x3: no fence.proxy.async between the conversion's stores and the
   /// wgmmas that read them.
   bool noConversionFence = false;
+  /// Persistent: a tile's last slab never released (its stage, or the
+  /// tf32x3 converted set), so the block's next tile waits for it.
+  bool noTileEndRelease = false;
 };
 
 struct WgmmaMatmulKernel {
