@@ -11,6 +11,7 @@
 //     the model choosing depth and split: a variant measured beside the
 //     configurator's choice, named with its tile)
 //
+// With NOVA_EXPLAIN=1 each decision's reasons follow its line on stderr.
 // For each case: the configurator's decision for TARGET (on sm_90a the TMA
 // + wgmma kernel where it applies, else mma.sync), the kernel, its PTX
 // (OUT_DIR/<name>.ptx), and a line of OUT_DIR/manifest.tsv saying how to
@@ -46,6 +47,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 using namespace mlir;
@@ -204,6 +206,9 @@ int main(int argc, char **argv) {
              << "\t" << grid[0] << "\t" << grid[1] << "\t" << grid[2] << "\t" << threads << "\t" << gpuMatmulSmemBytes(config, p.operand) << "\t"
              << config.describe() << "\t" << tma << "\t" << config.splitK << "\n";
     std::fprintf(stderr, "%s: %s\n", name.c_str(), config.describe().c_str());
+    if (const char *explain = std::getenv("NOVA_EXPLAIN"); explain && *explain && std::string(explain) != "0")
+      for (const std::string &line : config.why)
+        std::fprintf(stderr, "  %s\n", line.c_str());
   }
   return 0;
 }

@@ -142,6 +142,52 @@ TEST_CASE("CUDA codegen: the configurator's matmul decisions become PTX that ptx
   MESSAGE(assembled << " kernels assembled by ptxas");
 }
 
+TEST_CASE("CUDA codegen: the configurator's 3xtf32 mma.sync decisions fit their registers: ptxas spills nothing") {
+  // Each fragment held three times (as loaded, its big and its small half):
+  // the configurator's register estimate keeps out the 64 x 64 warp tiles
+  // that ptxas (13.0) gave 255 registers and 12 to 48 bytes of spills.
+  const std::string ptxas = ptxasPath();
+  if (ptxas.empty()) {
+    MESSAGE("no ptxas: nothing to check");
+    return;
+  }
+  struct Case {
+    const char *target;
+    int64_t m, n, k;
+    bool lhsTransposed, rhsTransposed;
+  };
+  for (Case c : {Case{"sm_80", 4096, 4096, 4096, false, false}, Case{"sm_80", 768, 3072, 8192, true, false},
+                 Case{"sm_80", 8192, 3072, 768, false, false}, Case{"sm_86", 2048, 2048, 512, false, true},
+                 Case{"sm_90a", 4096, 4096, 4096, false, false}, Case{"sm_90a", 2048, 2048, 512, false, false}}) {
+    ::nova::TargetDesc target = ::nova::named_target(c.target);
+    GpuMatmulProblem p;
+    p.m = c.m;
+    p.n = c.n;
+    p.k = c.k;
+    p.operand = GpuOperand::tf32x3;
+    p.lhsTransposed = c.lhsTransposed;
+    p.rhsTransposed = c.rhsTransposed;
+    p.allowWgmma = false;
+    GpuMatmulConfig config = configureGpuMatmul(p, target);
+    CAPTURE(c.target);
+    CAPTURE(config.describe());
+    REQUIRE(config.kind == GpuMmaKind::mma_sync);
+    KernelsModule k;
+    std::string error;
+    REQUIRE_MESSAGE(succeeded(buildMmaSyncMatmulKernel(k.kernels, "matmul", p, config, error)), error);
+    FailureOr<std::string> ptx = emitPtx(*k.module, target, error);
+    REQUIRE_MESSAGE(succeeded(ptx), error);
+    FailureOr<Cubin> cubin = assemblePtx(ptxas, *ptx, target.cpu, error);
+    REQUIRE_MESSAGE(succeeded(cubin), error);
+    REQUIRE(cubin->kernels.size() == 1);
+    const PtxasKernelInfo &info = cubin->kernels[0];
+    MESSAGE(std::string(c.target), " 3xtf32 ", c.m, "x", c.n, "x", c.k, ": ", info.registers, " registers (estimate ",
+            config.registersPerThread, "), spills ", info.spillStoreBytes, " / ", info.spillLoadBytes, " bytes");
+    CHECK(info.spillStoreBytes == 0);
+    CHECK(info.spillLoadBytes == 0);
+  }
+}
+
 TEST_CASE("CUDA codegen: a multiply feeding an add or a subtract is one fma, as nvcc's default -fmad=true makes it, "
           "and a lone multiply or add stays rounded alone") {
   KernelsModule k;

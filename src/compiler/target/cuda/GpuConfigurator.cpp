@@ -42,10 +42,13 @@
 //              sub-partitions its resident warps keep busy: the simt
 //              kernel's need kSimtWarpsPerQuarter warps each; x
 //              kMmaSyncLoneBlock for mma.sync at one block an SM where
-//              the tiles would give it two) and shared memory's (bytes the
+//              the tiles would give it two), shared memory's (bytes the
 //              warps read / kSmemBytesPerClock; the simt kernel's 16-byte
-//              reads count every thread's bytes), plus filling the pipeline
-//              once; waves = ceil(tiles / (SMs x blocks per SM)), so a
+//              reads count every thread's bytes) and, for tf32x3, the
+//              integer pipes' splitting its operands into halves, plus
+//              filling the pipeline once (a persistent wgmma kernel: once
+//              a block, its producer loading the next tile during the
+//              epilogue); waves = ceil(tiles / (SMs x blocks per SM)), so a
 //              partial last wave costs a whole one (wave quantization). The
 //              memory side: the fewest DRAM bytes at the DRAM bandwidth, and
 //              every tile's slabs at kL2OverDram times it. Split-K adds its
@@ -108,6 +111,15 @@ constexpr int64_t kFreeStages = 4;
 constexpr double kMmaSyncLoneBlock = 0.8;
 /// mma.sync's share of the tensor cores' rate on Hopper (wgmma's is 1).
 constexpr double kMmaSyncOnHopper = 2.0 / 3.0;
+/// tf32x3's split of an f32 into big and small tf32 halves
+/// (MatmulKernelParts.h's splitTf32): four integer instructions (add, and,
+/// for each half) and an f32 subtraction an element, the integer ones on
+/// a sub-partition's 16 INT32 lanes (A100, H100: a warp's instruction
+/// takes two clocks there), which bound it. The mma.sync kernel splits
+/// each fragment element it loads, the wgmma kernel's consumers each slab
+/// element once.
+constexpr double kSplitIntOpsPerElement = 4;
+constexpr double kIntLanesPerSubPartition = 16;
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
@@ -427,13 +439,14 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
         c.mmaK = mmaK;
         accumulators = s.wm * s.wn / 32;
         // A: 4 registers per 16-row fragment, B: 2 per 8-column one, both
-        // double-buffered across the k steps (tf32x3: its big and small
-        // halves take the second buffer's place). ptxas 13.0 gave a 64 x
-        // 64 warp tile 226 registers for sm_90a before the one-barrier
-        // loop (MmaMatmulKernel.cpp), whose copies it interleaves with the
-        // MMAs: 244 (bf16 NN) to 252 (tf32 NN) since, and 255 with 48
-        // bytes of spills for 3xtf32 (an estimate below ptxas's).
-        fragments = 2 * ((s.wm / 16) * 4 + (s.wn / 8) * 2);
+        // double-buffered across the k steps; tf32x3 holds three sets (the
+        // loaded fragment, its big and its small half). ptxas 13.0 gave a
+        // 64 x 64 warp tile 226 registers for sm_90a before the
+        // one-barrier loop (MmaMatmulKernel.cpp), whose copies it
+        // interleaves with the MMAs: 244 (bf16 NN) to 252 (tf32 NN) since;
+        // 3xtf32 255 with 12 to 48 bytes of spills (sm_80, sm_90a), which
+        // three sets (264) keep out.
+        fragments = (x3 ? 3 : 2) * ((s.wm / 16) * 4 + (s.wn / 8) * 2);
         c.instruction = llvm::formatv("mma.sync.m16n8k{0}.{1}", mmaK, opName).str();
       } else {
         c.warpsM = s.bm / s.wm;
@@ -487,6 +500,17 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
           // the 4x4 tiles' measured slowness, not measured itself).
           : kind == GpuMmaKind::simt ? double(c.threads) * (s.wm + s.wn) * blockK * es
                                      : double(c.warpsM * c.warpsN) * (s.wm + s.wn) * blockK * es;
+      // tf32x3's splits, in clocks of the SM's integer pipes a slab: a
+      // warp's elements (mma.sync: its fragments' (wm + wn) x blockK / 32
+      // a thread; wgmma: the slab's (bm + bn) x blockK over the consumers).
+      double splitPerSlab = 0;
+      if (x3) {
+        const double warps = kind == GpuMmaKind::wgmma ? 4.0 * c.warpsM : double(c.warpsM * c.warpsN);
+        const double perThread = kind == GpuMmaKind::wgmma ? double(s.bm + s.bn) * blockK / (128.0 * c.warpsM)
+                                                           : double(s.wm + s.wn) * blockK / 32.0;
+        splitPerSlab =
+            warps * perThread * kSplitIntOpsPerElement * (32.0 / kIntLanesPerSubPartition) / kSubPartitions;
+      }
       auto slabCycles = [&](int64_t resident) {
         // An SM's tensor cores (and FMA pipes) sit in kSubPartitions
         // quarters, each fed by the warps scheduled on it: fewer resident
@@ -499,7 +523,7 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
           busy *= kMmaSyncLoneBlock;
         double mma = 2.0 * s.bm * s.bn * blockK / (rate * busy);
         double smem = smemPerSlab / kSmemBytesPerClock;
-        return std::max(mma, smem) * double(resident);
+        return std::max({mma, smem, splitPerSlab}) * double(resident);
       };
       int64_t resident = std::min(c.blocksPerSM, ceilDiv(c.tiles, sms));
       int64_t stages = 1 + int64_t(std::ceil(kLoadLatencyCycles / slabCycles(resident)));
