@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <new>
+#include <optional>
 
 #include "nova/distributed.hpp"
 #include "nova/executable_desc.hpp"
@@ -26,6 +27,7 @@
 #include "nova/profile.hpp"
 #include "nova/timeline.hpp"
 #include "profile_registry.hpp"
+#include "host_collectives.hpp"
 #include "cuda_executable.hpp"
 #include "thread_pool.hpp"
 
@@ -92,7 +94,7 @@ class LoadedObject {
 class CpuExecutable final : public Executable {
  public:
   explicit CpuExecutable(ExecutableDesc desc)
-      : Executable(desc.inputs, desc.outputs, desc.aliases), desc_(std::move(desc)) {
+      : Executable(desc.inputs, desc.outputs, desc.aliases), desc_(std::move(desc)), schedule_(desc_) {
     if (!desc_.launches.empty()) {
       object_ = std::make_unique<LoadedObject>(desc_.object);
       for (const auto& k : desc_.kernels) kernels_.push_back(object_->symbol(k.symbol));
@@ -124,25 +126,8 @@ class CpuExecutable final : public Executable {
       timeline = std::make_unique<RunTimeline>(detail::timeline_of(desc_, comm ? comm->rank() : -1, detail::clock_s()));
     // Collectives: started once `after_launch` launches have run, waited
     // for before launch `before_launch` (the plan's end: launches.size()).
-    std::vector<std::vector<dist::Communicator::Handle>> pending(desc_.collectives.size());
-    auto collectives_at = [&](std::size_t i) {
-      for (std::size_t c = 0; c < desc_.collectives.size(); ++c) {
-        const CollectiveDesc& col = desc_.collectives[c];
-        if (col.after_launch != i) continue;
-        if (timeline) timeline->collectives[c].start_s = detail::clock_s();
-        std::vector<dist::Communicator::Buffer> bucket;
-        for (const BufferRef& b : col.buffers) bucket.push_back({resolve(b), b.bytes / size_of(col.dtype)});
-        pending[c] = comm->start_bucket_sum(bucket, col.dtype);
-        if (timeline) timeline->collectives[c].start_end_s = detail::clock_s();
-      }
-      for (std::size_t c = 0; c < desc_.collectives.size(); ++c) {
-        const CollectiveDesc& col = desc_.collectives[c];
-        if (col.before_launch != i) continue;
-        if (timeline) timeline->collectives[c].wait_begin_s = detail::clock_s();
-        for (dist::Communicator::Handle h : pending[c]) comm->wait(h);
-        if (timeline) timeline->collectives[c].wait_end_s = detail::clock_s();
-      }
-    };
+    std::optional<detail::HostCollectives> collectives;
+    if (comm) collectives.emplace(desc_, schedule_, *comm, resolve, timeline.get());
     // Output slots of aliased outputs are their inputs' buffers.
     void* pointers[64];
     std::vector<void*> heap;
@@ -151,7 +136,7 @@ class CpuExecutable final : public Executable {
     for (std::size_t i = 0; i < desc_.launches.size(); ++i) {
       if (comm) {
         try {
-          collectives_at(i);
+          collectives->at(i);
         } catch (...) {
           // A failed collective may still be written by a peer: this arena
           // is never handed out again.
@@ -181,7 +166,7 @@ class CpuExecutable final : public Executable {
     }
     if (comm) {
       try {
-        collectives_at(desc_.launches.size());
+        collectives->at(desc_.launches.size());
       } catch (...) {
         abandon(std::move(arena));
         throw;
@@ -221,6 +206,7 @@ class CpuExecutable final : public Executable {
   }
 
   ExecutableDesc desc_;
+  detail::CollectiveSchedule schedule_;
   std::unique_ptr<LoadedObject> object_;
   std::vector<KernelFn> kernels_;
   detail::ExecutableProfile* profile_ = nullptr;

@@ -48,6 +48,7 @@
 #include <vector>
 
 #include "cuda_driver.hpp"
+#include "host_collectives.hpp"
 #include "nccl.hpp"
 #include "nova/cuda.hpp"
 #include "nova/distributed.hpp"
@@ -65,7 +66,7 @@ using cuda::CUdeviceptr;
 class CudaExecutable final : public Executable, public detail::DeviceHolder {
  public:
   explicit CudaExecutable(ExecutableDesc desc)
-      : Executable(desc.inputs, desc.outputs, desc.aliases), desc_(std::move(desc)) {
+      : Executable(desc.inputs, desc.outputs, desc.aliases), desc_(std::move(desc)), schedule_(desc_) {
     std::string why;
     d_ = cuda::driver(&why);
     if (!d_) throw Error("nova: " + why);
@@ -323,9 +324,8 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
   /// for before launch `i`.
   void all_reduces_at(std::size_t i, cuda::CUstream stream) const {
     const bool apart = sum_stream_ != nullptr;
-    for (std::size_t ci = 0; ci < desc_.collectives.size(); ++ci) {
+    for (std::size_t ci : schedule_.started_after[i]) {
       const CollectiveDesc& c = desc_.collectives[ci];
-      if (c.after_launch != i) continue;
       cuda::CUstream on = stream;
       if (apart) { // after the launches so far, on the sums' stream
         check("cuEventRecord", d_->cuEventRecord(produced_[ci], stream));
@@ -347,11 +347,10 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
       if (apart) check("cuEventRecord", d_->cuEventRecord(summed_[ci], sum_stream_));
     }
     if (!apart) return; // one stream: its order is the wait
-    for (std::size_t ci = 0; ci < desc_.collectives.size(); ++ci)
-      if (desc_.collectives[ci].before_launch == i) {
-        if (timing_sums_) check("cuEventRecord", d_->cuEventRecord(arrive_[ci], stream));
-        check("cuStreamWaitEvent", d_->cuStreamWaitEvent(stream, summed_[ci], 0));
-      }
+    for (std::size_t ci : schedule_.waited_before[i]) {
+      if (timing_sums_) check("cuEventRecord", d_->cuEventRecord(arrive_[ci], stream));
+      check("cuStreamWaitEvent", d_->cuStreamWaitEvent(stream, summed_[ci], 0));
+    }
   }
 
   /// A data-parallel step's streams and events: the launches on stream_,
@@ -535,6 +534,7 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
   }
 
   ExecutableDesc desc_;
+  detail::CollectiveSchedule schedule_;
   const cuda::Driver* d_ = nullptr;
   cuda::CUdevice device_ = 0;
   cuda::CUcontext context_ = nullptr;

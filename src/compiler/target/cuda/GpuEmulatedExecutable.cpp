@@ -5,6 +5,7 @@
 #include "compiler/target/cuda/GpuEmulator.h"
 #include "nova/distributed.hpp"
 #include "nova/error.hpp"
+#include "runtime/host_collectives.hpp"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
@@ -12,6 +13,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 
 using namespace mlir;
@@ -48,34 +50,17 @@ public:
     // for where the plan says, as the CPU runtime does; the compiler's lock
     // is let go while waiting, so that another rank's thread can run its
     // launches up to its own start of the same sum.
-    std::vector<std::vector<::nova::dist::Communicator::Handle>> pending(desc_.collectives.size());
-    auto sums_at = [&](size_t i) {
-      for (size_t c = 0; c < desc_.collectives.size(); ++c) {
-        const ::nova::CollectiveDesc &col = desc_.collectives[c];
-        if (col.after_launch != i)
-          continue;
-        std::vector<::nova::dist::Communicator::Buffer> bucket;
-        for (const ::nova::BufferRef &b : col.buffers)
-          bucket.push_back({address(b), size_t(b.bytes / ::nova::size_of(col.dtype))});
-        pending[c] = comm->start_bucket_sum(bucket, col.dtype);
-      }
-      for (size_t c = 0; c < desc_.collectives.size(); ++c) {
-        if (desc_.collectives[c].before_launch != i)
-          continue;
-        lock.unlock();
-        try {
-          for (auto h : pending[c])
-            comm->wait(h);
-        } catch (...) {
+    std::optional<::nova::detail::HostCollectives> sums;
+    if (comm)
+      sums.emplace(desc_, schedule_, *comm, address, /*timeline=*/nullptr, [&](bool waiting) {
+        if (waiting)
+          lock.unlock();
+        else
           lock.lock();
-          throw;
-        }
-        lock.lock();
-      }
-    };
+      });
     for (size_t i = 0; i < desc_.launches.size(); ++i) {
-      if (comm)
-        sums_at(i);
+      if (sums)
+        sums->at(i);
       const ::nova::LaunchDesc &l = desc_.launches[i];
       const ::nova::KernelDesc &k = desc_.kernels[l.kernel];
       mlir::nova::EmulatorLaunch launch;
@@ -93,12 +78,13 @@ public:
         throw ::nova::Error("nova: launch " + std::to_string(i) + " of " + std::to_string(desc_.launches.size()) +
                             " (" + k.symbol + ", " + k.summary + ") failed under the GPU emulator: " + report.error);
     }
-    if (comm)
-      sums_at(desc_.launches.size());
+    if (sums)
+      sums->at(desc_.launches.size());
   }
 
 private:
   ::nova::ExecutableDesc desc_;
+  ::nova::detail::CollectiveSchedule schedule_{desc_};
   OwningOpRef<ModuleOp> kernels_;
   std::map<std::string, gpu::GPUFuncOp> funcs_;
 };
