@@ -124,6 +124,11 @@ TargetDesc target_from_env();
 /// on `machine`). For GPUs also a compute capability too low, or, for code
 /// built for an arch-specific chip (sm_90a), any other architecture.
 std::vector<std::string> missing_features(const TargetDesc& needed, const TargetDesc& machine);
+/// What makes code for `needed` slower on `machine`, where it runs (empty:
+/// nothing known): a GPU with fewer multiprocessors than the code was
+/// configured for, whose launches of one block an SM (persistent matmuls)
+/// then leave blocks for a second round.
+std::vector<std::string> fit_warnings(const TargetDesc& needed, const TargetDesc& machine);
 
 /// Threads the runtime may use: NOVA_NUM_THREADS, else the cores this
 /// process may run on.

@@ -155,6 +155,10 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
 
   void load() {
     check("cuDeviceGet", d_->cuDeviceGet(&device_, 0));
+    // Code configured for more SMs than this GPU has runs, slower: say so
+    // once a plan.
+    for (const std::string& note : fit_warnings(desc_.target, cuda_device_target(0)))
+      std::fprintf(stderr, "nova: note: %s\n", note.c_str());
     check("cuDevicePrimaryCtxRetain", d_->cuDevicePrimaryCtxRetain(&context_, device_));
     check("cuCtxSetCurrent", d_->cuCtxSetCurrent(context_));
     load_module();

@@ -365,6 +365,18 @@ TargetDesc target_from_env() {
   return t;
 }
 
+std::vector<std::string> fit_warnings(const TargetDesc& needed, const TargetDesc& machine) {
+  std::vector<std::string> notes;
+  if (needed.is_gpu() && machine.is_gpu() && machine.multiprocessors > 0 &&
+      machine.multiprocessors < needed.multiprocessors)
+    notes.push_back("configured for " + std::to_string(needed.multiprocessors) + " SMs (" + needed.name +
+                    "), this GPU has " + std::to_string(machine.multiprocessors) +
+                    ": launches of a block an SM (persistent matmuls) leave blocks for a second round; "
+                    "compile for this GPU with NOVA_TARGET=cuda, or NOVA_GPU_SMS=" +
+                    std::to_string(machine.multiprocessors));
+  return notes;
+}
+
 std::vector<std::string> missing_features(const TargetDesc& needed, const TargetDesc& machine) {
   std::vector<std::string> missing;
   if (needed.kind != machine.kind) return {"a " + std::string(needed.kind == DeviceKind::cpu ? "CPU" : "CUDA") + " device"};

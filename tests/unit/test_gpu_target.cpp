@@ -135,6 +135,25 @@ TEST_CASE("GPU targets: hashes, NOVA_TARGET, and what code for one GPU needs of 
     env.set("NOVA_TARGET", "sm_90a");
     env.set("NOVA_NUM_THREADS", "3"); // a CPU setting: no effect on a GPU target
     CHECK(nova::target_from_env() == h100);
+    // NOVA_GPU_SMS: fewer SMs, the compute peaks in proportion, another hash.
+    env.set("NOVA_GPU_SMS", "66");
+    nova::TargetDesc half = nova::target_from_env();
+    CHECK(half.multiprocessors == 66);
+    CHECK(half.peak_gflops_bf16 == h100.peak_gflops_bf16 / 2);
+    CHECK(half.dram_gb_per_s == h100.dram_gb_per_s);
+    CHECK(half.hash() != h100.hash());
+    for (const char* bad : {"0", "133", "x"}) {
+      env.set("NOVA_GPU_SMS", bad);
+      CHECK_THROWS_WITH_AS(nova::target_from_env(), doctest::Contains("NOVA_GPU_SMS must be 1 to 132"), nova::Error);
+    }
+    // Code configured for 132 SMs runs on 66, slower: a note saying how to
+    // configure for them; none the other way, none for the same count.
+    std::vector<std::string> notes = nova::fit_warnings(h100, half);
+    REQUIRE(notes.size() == 1);
+    CHECK(notes[0].find("configured for 132 SMs (sm_90a), this GPU has 66") != std::string::npos);
+    CHECK(notes[0].find("NOVA_GPU_SMS=66") != std::string::npos);
+    CHECK(nova::fit_warnings(half, h100).empty());
+    CHECK(nova::fit_warnings(h100, h200).empty());
   }
 }
 
