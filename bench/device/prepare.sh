@@ -12,7 +12,8 @@ target=${2:-sm_90a}
 cmake --build "$build" --target nova-gpu-kernels >/dev/null
 rm -rf bench/device/artifacts
 # Square TF32 and BF16 products at the sizes the issue names (on sm_90a
-# bf16 and K-major tf32 (NT) take the TMA + wgmma kernel, tf32 NN mma.sync;
+# bf16 and tf32 take the TMA + wgmma kernel, tf32 NN's rhs transposed in
+# shared memory first since 2026-12-05 (mma.sync before);
 # ":mma" keeps mma.sync for the comparison), transposed operands, an edge
 # shape, the GPT's layer products (tokens x features), and two weight
 # gradients over many tokens that the configurator splits across K (tf32
@@ -39,7 +40,7 @@ rm -rf bench/device/artifacts
   tf32:NN:1024x1024x1024 tf32:NN:2048x2048x2048 tf32:NN:4096x4096x4096 tf32:NN:8192x8192x8192 \
   tf32:NT:1024x1024x1024 tf32:NT:2048x2048x2048 tf32:NT:4096x4096x4096 tf32:NT:8192x8192x8192 \
   bf16:NN:1024x1024x1024 bf16:NN:2048x2048x2048 bf16:NN:4096x4096x4096 bf16:NN:8192x8192x8192 \
-  bf16:NN:4096x4096x4096:mma tf32:NT:4096x4096x4096:mma \
+  bf16:NN:4096x4096x4096:mma tf32:NT:4096x4096x4096:mma tf32:NN:4096x4096x4096:mma \
   bf16:NT:4096x4096x4096 bf16:TN:4096x4096x4096 f16:NN:4096x4096x4096 bf16:NN:1000x1000x1000 \
   bf16:NN:8192x3072x768 bf16:NT:8192x768x3072 bf16:TN:768x3072x8192 \
   tf32:TN:256x256x16384 tf32:TN:1024x1024x16384 bf16:TN:256x256x16384 bf16:TN:1024x1024x16384 \

@@ -97,7 +97,10 @@ TEST_CASE("GPU configurator: every decision fits its device and is one the devic
             CHECK(c.threads == (c.blockM / c.warpM) * (c.blockN / c.warpN));
           } else if (c.kind == GpuMmaKind::wgmma) {
             CHECK(t.compute_capability == 90);
-            CHECK((sixteen || (!ta && tb))); // tf32 wgmma reads K-major operands only
+            // tf32 wgmma reads K-major operands only: an M/N-contiguous one
+            // is converted (transposed) in shared memory first.
+            CHECK(c.convertA == (op == GpuOperand::tf32 && ta));
+            CHECK(c.convertB == (op == GpuOperand::tf32 && !tb));
             CHECK(c.blockM % 64 == 0);
             CHECK(c.threads == 128 * (c.blockM / 64 + 1)); // and the producer warpgroup
             CHECK(c.mmaN == c.blockN);
@@ -108,6 +111,8 @@ TEST_CASE("GPU configurator: every decision fits its device and is one the devic
             CHECK(c.persistentBlocks == (c.waves > 1 ? t.multiprocessors * c.blocksPerSM : 0));
           } else {
             CHECK(c.persistentBlocks == 0);
+            CHECK(!c.convertA);
+            CHECK(!c.convertB);
             CHECK(c.kind == GpuMmaKind::mma_sync);
             CHECK(c.blockM == c.warpsM * c.warpM);
             CHECK(c.blockN == c.warpsN * c.warpN);
@@ -158,10 +163,25 @@ TEST_CASE("GPU configurator: pinned decisions") {
   CHECK(tf.instruction == "mma.sync.m16n8k8.tf32");
   CHECK(tf.blockK == 32);
   CHECK(tf.loadB == FragmentLoad::scalar);
-  // tf32 NN on Hopper stays on mma.sync (wgmma's tf32 is K-major only); NT uses wgmma.
-  CHECK(configureGpuMatmul(problem(1, 4096, 4096, 4096, GpuOperand::tf32), h200).kind == GpuMmaKind::mma_sync);
-  CHECK(configureGpuMatmul(problem(1, 4096, 4096, 4096, GpuOperand::tf32, false, true), h200).kind ==
-        GpuMmaKind::wgmma);
+  // tf32 on Hopper: wgmma in every layout; wgmma reads tf32 only K-major,
+  // so NN's rhs (N-contiguous) is transposed in shared memory first, and
+  // more shared memory a stage set is the converted tiles'; NT reads both
+  // as stored.
+  GpuMatmulConfig nn = configureGpuMatmul(problem(1, 4096, 4096, 4096, GpuOperand::tf32), h200);
+  CAPTURE(nn.describe());
+  CHECK(nn.kind == GpuMmaKind::wgmma);
+  CHECK(!nn.convertA);
+  CHECK(nn.convertB);
+  CHECK(nn.smemBytes == nn.stages * (nn.blockM + nn.blockN) * nn.blockK * 4 + 1024 + 16 * nn.stages +
+                            2 * nn.blockN * nn.blockK * 4);
+  CHECK(nn.describe().find("converted in shared memory: B") != std::string::npos);
+  GpuMatmulConfig nt = configureGpuMatmul(problem(1, 4096, 4096, 4096, GpuOperand::tf32, false, true), h200);
+  CHECK(nt.kind == GpuMmaKind::wgmma);
+  CHECK(!nt.convertA);
+  CHECK(!nt.convertB);
+  GpuMatmulProblem noWgmma = problem(1, 4096, 4096, 4096, GpuOperand::tf32);
+  noWgmma.allowWgmma = false;
+  CHECK(configureGpuMatmul(noWgmma, h200).kind == GpuMmaKind::mma_sync);
   // A small square on a big GPU: tiles shrink or K splits until the SMs are
   // busy, rather than 64 tiles on 132 SMs.
   GpuMatmulConfig small = configureGpuMatmul(problem(1, 1024, 1024, 1024, GpuOperand::bf16), h200);

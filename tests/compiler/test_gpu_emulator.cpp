@@ -934,6 +934,47 @@ TEST_CASE("GPU emulator: the TMA + wgmma kernel matches float64 (f16, bf16, tf32
     CHECK(run.report.wgmmas > 0);
     CHECK(run.worst <= run.bound);
   }
+  // tf32 in the layouts wgmma cannot read as tf32: an M/N-contiguous
+  // operand transposed in shared memory into K-major tiles first (NN: B,
+  // TN: A, TT: both), the other read as TMA landed it; edges, two
+  // warpgroups, split-K, a batch, persistent.
+  struct Tf32 {
+    GpuMatmulProblem p;
+    GpuMatmulConfig c;
+    int64_t parts, blocks;
+  };
+  for (Tf32 cs : {Tf32{problem(128, 128, 128, tf32), wgmmaBlock(tf32, 1, 64, 32, 2), 1, 0},
+                  Tf32{layout(problem(128, 64, 96, tf32), true, false), wgmmaBlock(tf32, 2, 64, 32, 3), 1, 0},
+                  Tf32{layout(problem(64, 96, 64, tf32), true, true), wgmmaBlock(tf32, 1, 32, 32, 4), 1, 0},
+                  Tf32{problem(100, 72, 40, tf32), wgmmaBlock(tf32, 2, 64, 32, 2), 1, 0},
+                  Tf32{problem(64, 64, 256, tf32), wgmmaBlock(tf32, 1, 64, 32, 2), 4, 0},
+                  Tf32{layout(problem(64, 96, 64, tf32), false, false, 2), wgmmaBlock(tf32, 1, 32, 32, 2), 1, 0},
+                  Tf32{problem(192, 128, 96, tf32), wgmmaBlock(tf32, 1, 64, 32, 2), 1, 2}}) {
+    GpuMatmulConfig c = cs.c;
+    c.splitK = cs.parts;
+    c.persistentBlocks = cs.blocks;
+    c.convertA = cs.p.lhsTransposed;
+    c.convertB = !cs.p.rhsTransposed;
+    c.smemBytes = gpuMatmulSmemBytes(c, cs.p.operand);
+    MatmulRun run = runMatmul(cs.p, c);
+    INFO("tf32 ", cs.p.m, "x", cs.p.n, "x", cs.p.k, cs.p.lhsTransposed ? " T" : " N", cs.p.rhsTransposed ? "T" : "N",
+         " in ", cs.parts, " parts: ", run.config);
+    REQUIRE_MESSAGE(run.report.ok, run.report.error);
+    MESSAGE("tf32 ", cs.p.m, "x", cs.p.n, "x", cs.p.k, cs.p.lhsTransposed ? " T" : " N", cs.p.rhsTransposed ? "T" : "N",
+            ": worst |error| ", run.worst, " (bound ", run.bound, "), ", run.report.wgmmas, " wgmmas");
+    CHECK(run.report.wgmmas > 0);
+    CHECK(run.worst <= run.bound);
+  }
+  // A configuration that does not say the kernel converts an operand it
+  // must is refused by name.
+  {
+    MLIRContext &ctx = context();
+    OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
+    std::string error;
+    CHECK(failed(buildWgmmaMatmulKernel(addKernelsModule(*module), "unconverted", problem(128, 128, 128, tf32),
+                                        wgmmaBlock(tf32, 1, 64, 32, 2), error)));
+    CHECK(error.find("converted in shared memory (A read as stored, B converted)") != std::string::npos);
+  }
   // 3xtf32 on wgmma: raw f32 slabs converted into K-major big and small
   // tiles (MN-major operands transposed on the way), three wgmmas a k step;
   // every layout, edges, two warpgroups, split-K, a batch.
@@ -1129,6 +1170,22 @@ TEST_CASE("GPU emulator: a deliberately broken wgmma kernel fails it") {
   CHECK(!x3Early.report.ok);
   CHECK(x3Early.report.error.find("that an unfinished wgmma reads") != std::string::npos);
   MESSAGE("3xtf32 errors caught: ", x3Unfenced.report.error, " / ", x3Early.report.error);
+  // tf32 NN: B transposed in shared memory, A read by wgmma from the raw
+  // stage, which is released with the converted set once the wgmmas are
+  // done: released early, the refill lands under an unfinished wgmma; the
+  // transposed tiles unfenced, wgmma may not see them.
+  const GpuMatmulProblem pnn = problem(128, 64, 160, GpuOperand::tf32);
+  GpuMatmulConfig cnn = wgmmaBlock(GpuOperand::tf32, 2, 64, 32, 2);
+  cnn.convertB = true;
+  MatmulRun nnFine = runMatmul(pnn, cnn);
+  REQUIRE_MESSAGE(nnFine.report.ok, nnFine.report.error);
+  MatmulRun nnEarly = runMatmul(pnn, cnn, {}, {}, earlyFree);
+  CHECK(!nnEarly.report.ok);
+  CHECK(nnEarly.report.error.find("that an unfinished wgmma reads") != std::string::npos);
+  MatmulRun nnUnfenced = runMatmul(pnn, cnn, {}, {}, unfencedConversion);
+  CHECK(!nnUnfenced.report.ok);
+  CHECK(nnUnfenced.report.error.find("no fence.proxy.async") != std::string::npos);
+  MESSAGE("tf32 NN errors caught: ", nnEarly.report.error, " / ", nnUnfenced.report.error);
 }
 
 namespace {

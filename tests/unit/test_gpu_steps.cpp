@@ -868,13 +868,16 @@ nova::ExecutableDesc train_against_interpreter(Loss loss, const nova::Params& in
   return *desc;
 }
 
-TEST_CASE("with tf32 matmuls, K-major matmuls run as the TMA + wgmma kernel (tf32) on an emulated H100") {
-  // On sm_90a the configurator picks wgmma where both operands are stored
-  // K-contiguous (tf32 has no transposed wgmma): here the forward products
-  // with weights stored out x in (nn.Linear's layout). Their operands reach
-  // the kernel as TMA tensor maps over the step's buffers, which the
-  // emulator reads as the runtime would encode them. Within tf32's error of
-  // the interpreter over several SGD steps, as the mma.sync kernel is.
+TEST_CASE("with tf32 matmuls, every product runs as the TMA + wgmma kernel (tf32) on an emulated H100, M/N-contiguous operands transposed in shared memory first") {
+  // On sm_90a the configurator picks wgmma in every layout: the forward
+  // products with weights stored out x in (nn.Linear's layout) read both
+  // operands as stored (K-contiguous); the backward's (dh = dout w2: w2
+  // N-contiguous; the weight gradients dout^T h, dh^T x: the lhs
+  // M-contiguous) have them transposed in shared memory first, tf32 having
+  // no transposed wgmma. Their operands reach the kernel as TMA tensor maps
+  // over the step's buffers, which the emulator reads as the runtime would
+  // encode them. Within tf32's error of the interpreter over several SGD
+  // steps, as the mma.sync kernel is.
   auto linear_loss = [](const nova::ParamExprs& p, auto x, auto y) {
     auto h = nova::tanh(nova::matmul(x, p["w1"], nova::Transpose::b));
     auto out = nova::matmul(h, p["w2"], nova::Transpose::b);
@@ -889,7 +892,14 @@ TEST_CASE("with tf32 matmuls, K-major matmuls run as the TMA + wgmma kernel (tf3
   const nova::ExecutableDesc desc = train_against_interpreter(linear_loss, init, x, y, "sm_90a", 3);
   MatmulKernels kinds = matmul_kernels(desc);
   INFO("wgmma matmul kernels: ", kinds.wgmma, ", mma.sync: ", kinds.mma, ", simt: ", kinds.simt);
-  CHECK(kinds.wgmma == 2);
+  CHECK(kinds.wgmma == 5);
+  CHECK(kinds.mma == 0);
+  int converting = 0;
+  const std::string ptx(desc.object.begin(), desc.object.end());
+  for (const auto& k : desc.kernels)
+    if (k.tensor_maps.size() == 2 && kernel_ptx(ptx, k.symbol).find("fence.proxy.async") != std::string::npos)
+      ++converting;
+  CHECK(converting == 3);
   int maps = 0;
   for (const auto& k : desc.kernels) maps += static_cast<int>(k.tensor_maps.size());
   CHECK(maps == 2 * kinds.wgmma);

@@ -12,7 +12,7 @@
 // (arith.extf) for its f32 sums. That is what the precision promises
 // ("rounds both matmul operands to bfloat16"), at twice tf32's peak rate
 // (by the data sheets), and a bf16 operand reaches wgmma in any layout
-// (tf32 only K-major).
+// (an M/N-contiguous tf32 one only transposed in shared memory first).
 //
 // It runs on tensors, before elementwise fusion: a value that only products
 // read is then made in bf16 by its producer (the rounding fused into it),

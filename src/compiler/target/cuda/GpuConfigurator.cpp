@@ -85,6 +85,12 @@ constexpr double kL2OverDram = 2.5;
 /// Registers beyond accumulators and fragments: addresses, loop counters,
 /// pipeline indices.
 constexpr int64_t kRegisterOverhead = 40;
+/// A wgmma kernel's registers for converting an operand's slabs in shared
+/// memory (its chunks in flight, their addresses): ptxas 13.0 (sm_90a) gave
+/// the tf32 kernel that transposes B 124 registers at 64 accumulators and
+/// 168 at 96 (the block's cap at 384 threads), and spilled with both A and
+/// B transposed at 96, and with B at 128.
+constexpr int64_t kConvertRegisters = 32;
 /// The second launch split-K needs, to sum its partial results.
 constexpr double kLaunchSeconds = 3e-6;
 /// Warp schedulers (each with its own tensor core) per SM since Volta.
@@ -255,9 +261,12 @@ int64_t mlir::nova::gpuMatmulSmemBytes(const GpuMatmulConfig &c, GpuOperand oper
   // wgmma/TMA: two 8-byte mbarriers per stage (full, empty), aligned tiles
   // (1024 bytes).
   int64_t extra = c.kind == GpuMmaKind::wgmma ? 1024 + 16 * c.stages : 0;
-  // tf32x3 on wgmma: two sets of converted tiles (big and small halves).
+  // tf32x3 on wgmma: two sets of converted tiles (big and small halves);
+  // tf32: two sets of the converted operands' tiles.
   if (c.kind == GpuMmaKind::wgmma && operand == GpuOperand::tf32x3)
     extra += 4 * stage;
+  else if (c.kind == GpuMmaKind::wgmma && operand == GpuOperand::tf32)
+    extra += 2 * ((c.convertA ? c.blockM : 0) + (c.convertB ? c.blockN : 0)) * c.blockK * 4;
   return c.stages * stage + extra;
 }
 
@@ -295,6 +304,9 @@ std::string GpuMatmulConfig::describe() const {
                        warpM, warpN, stages, splitK, threads, smemBytes, registersPerThread, blocksPerSM,
                        tiles, waves, waveEfficiency * 100, nameOf(loadA), swizzleA, nameOf(loadB), swizzleB)
              .str() +
+         (convertA || convertB
+              ? std::string(", converted in shared memory: ") + (convertA && convertB ? "A and B" : convertA ? "A" : "B")
+              : "") +
          (persistentBlocks > 0 ? llvm::formatv(", persistent on {0} blocks", persistentBlocks).str() : "");
 }
 
@@ -306,11 +318,12 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
   const bool x3 = p.operand == GpuOperand::tf32x3;
   const bool tensor = sixteen || p.operand == GpuOperand::tf32 || x3;
   const std::string opName = nameOf(p.operand);
-  // wgmma reads tf32 only K-major (imm-trans exists for 16-bit types only).
-  const bool kMajor = !p.lhsTransposed && p.rhsTransposed;
-  // (tf32x3 converts its raw f32 slabs into K-major tiles first: any layout.)
-  const bool wgmma = tensor && p.allowWgmma &&
-                     (x3 ? t.has("wgmma.tf32") : t.has(std::string("wgmma.") + opName) && (sixteen || kMajor));
+  // wgmma reads tf32 only K-major (imm-trans exists for 16-bit types
+  // only): an M/N-contiguous tf32 operand is converted into K-major tiles in
+  // shared memory first (tf32x3 converts both of its operands: any layout).
+  const bool wgmma = tensor && p.allowWgmma && t.has(x3 ? "wgmma.tf32" : std::string("wgmma.") + opName);
+  const bool convertA = wgmma && (x3 || (p.operand == GpuOperand::tf32 && p.lhsTransposed));
+  const bool convertB = wgmma && (x3 || (p.operand == GpuOperand::tf32 && !p.rhsTransposed));
   const GpuMmaKind kind = !tensor ? GpuMmaKind::simt : wgmma ? GpuMmaKind::wgmma : GpuMmaKind::mma_sync;
   double rate = flopsPerClock(p.operand, t);
   if (kind == GpuMmaKind::mma_sync && t.compute_capability >= 90)
@@ -420,6 +433,8 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
       c.splitK = split;
       c.loadA = loadA;
       c.loadB = loadB;
+      c.convertA = convertA;
+      c.convertB = convertB;
       int64_t accumulators = 0, fragments = 0;
       if (kind == GpuMmaKind::wgmma) {
         c.warpsM = s.bm / 64;
@@ -459,7 +474,8 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
                     (p.operand == GpuOperand::f64 ? 2 : 1);
         c.instruction = p.operand == GpuOperand::f64 ? "fma.f64" : "fma.f32";
       }
-      c.registersPerThread = accumulators + fragments + kRegisterOverhead;
+      c.registersPerThread = accumulators + fragments + kRegisterOverhead +
+                             kConvertRegisters * (int64_t(convertA) + int64_t(convertB));
       c.rowBytesA = (p.lhsTransposed ? s.bm : blockK) * es;
       c.rowBytesB = (p.rhsTransposed ? blockK : s.bn) * es;
       if (kind != GpuMmaKind::simt) {
@@ -490,10 +506,12 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
       }
       // Cycles of one slab on the SM with `resident` blocks sharing it.
       // (tf32x3 on wgmma: each slab also converted, read once and its two
-      // halves written.)
+      // halves written; tf32: its M/N-contiguous operands read and written
+      // once, transposed.)
       const double smemPerSlab =
           kind == GpuMmaKind::wgmma  ? double(c.warpsM) * (64 + s.bn) * blockK * es +
-                                          (x3 ? 3.0 * (s.bm + s.bn) * blockK * es : 0.0)
+                                          (x3 ? 3.0 * (s.bm + s.bn) * blockK * es
+                                              : 2.0 * ((convertA ? s.bm : 0) + (convertB ? s.bn : 0)) * blockK * es)
           // The model takes a warp's 16-byte shared read as 4 wavefronts of
           // 128 bytes (a quarter-warp each) however many of its lanes read
           // the same run, so every thread's bytes count (an assumption from
@@ -613,16 +631,17 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
   why.push_back(std::string("instruction: ") + chosen.instruction +
                 (x3 && kind == GpuMmaKind::wgmma
                      ? " (three tf32 wgmmas a product, on big and small halves each slab is converted into: any layout)"
+                 : kind == GpuMmaKind::wgmma && (chosen.convertA || chosen.convertB)
+                     ? " (the target has wgmma, which reads tf32 only K-major: each slab of an M/N-contiguous "
+                       "operand is transposed in shared memory first)"
                  : kind == GpuMmaKind::wgmma    ? " (the target has wgmma)"
                  : kind == GpuMmaKind::simt     ? " (no tensor-core instruction takes these operands)"
                  : x3 ? " (three tf32 MMAs a product, on the halves split in registers: the mma.sync kernel's "
                         "fragments)"
                  : t.has("wgmma.bf16") && tensor && !p.allowWgmma
-                     ? " (the wgmma kernel is not generated yet; mma.sync reaches about 2/3 of the tensor rate on "
+                     ? " (the wgmma kernel is not allowed here; mma.sync reaches about 2/3 of the tensor rate on "
                        "Hopper)"
-                 : t.has("wgmma.bf16") && tensor ? " (wgmma reads tf32 only K-major: the lhs stored M x K, the rhs "
-                                                  "N x K; mma.sync reaches about 2/3 of the tensor rate on Hopper)"
-                                                : ""));
+                     : ""));
   if (!scored.empty()) {
     why.push_back(llvm::formatv("chosen (model {0}, {1:f0}% of the roof's speed, {2} bound): {3}",
                                 fmtSeconds(chosen.estimatedSeconds), 100 * roof / chosen.estimatedSeconds,

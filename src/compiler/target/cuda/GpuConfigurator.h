@@ -97,6 +97,10 @@ struct GpuMatmulConfig {
   /// present one (the epilogue) instead of a new block filling its pipeline
   /// from nothing: CUTLASS's persistent warp-specialized Hopper kernels.
   int64_t persistentBlocks = 0;
+  /// wgmma, tf32: an operand stored M/N-contiguous, which wgmma cannot read
+  /// as tf32, is converted (transposed) in shared memory into K-major tiles
+  /// first, as tf32x3's operands are (whose kernel converts both, always).
+  bool convertA = false, convertB = false;
   /// The blocks a launch starts: persistentBlocks, or a block a tile.
   int64_t launchedBlocks() const { return persistentBlocks > 0 ? persistentBlocks : tiles; }
   /// Shared-memory rows and their XOR swizzle, in bytes (0: none), and how

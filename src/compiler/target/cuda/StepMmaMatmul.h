@@ -3,8 +3,8 @@
 // The bridge between a step's matmul kernel (a linalg matmul generic over
 // views of the kernel's buffers, nova-lower-to-linalg's form) and the
 // tensor-core kernels written lane by lane: mma.sync (MmaMatmulKernel.cpp)
-// or, where the configurator picks it (sm_90a, K-major tf32 operands, two
-// different buffers), TMA + wgmma (WgmmaMatmulKernel.cpp), whose lhs and
+// or, where the configurator picks it (sm_90a, two different buffers),
+// TMA + wgmma (WgmmaMatmulKernel.cpp), whose lhs and
 // rhs arguments become the TMA tensor maps the runtime encodes over them:
 //   - planStepMmaMatmul: whether the kernel can be it, and with which
 //     problem and configuration (the GPU configurator's);

@@ -13,6 +13,11 @@
 //     kk x (mmaK / 8) x 1024 bytes further.
 // (ptx-semantics.md §7b, §7c; the descriptor's base offset is 0 because
 // every tile starts on a 1024-byte boundary.)
+// tf32 with an M/N-contiguous operand (convertA / convertB): as tf32x3
+// below, that operand's raw slabs transposed into one set of K-major tiles
+// (no halves) and one wgmma a k step; the other operand read from the raw
+// stage, which is released with the set once the wgmmas reading it are
+// done (instead of after the conversion).
 // tf32x3 (f32 operands at about f32's accuracy, GpuConfigurator.h): the
 // stages hold the operands' raw f32 slabs as TMA lands them (K-major as
 // above; MN-major in boxes {32, blockK}: 128-byte rows of 32 columns, one
@@ -119,8 +124,16 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
                               wgmmaBlockThreads(WG), cfg.threads)
                     .str());
   const bool aKMajor = !p.lhsTransposed, bKMajor = p.rhsTransposed;
-  if (p.operand == GpuOperand::tf32 && !(aKMajor && bKMajor))
-    return fail("tf32 operands must both be K-major (A stored M x K, B stored N x K)");
+  // Operands converted in shared memory before wgmma reads them: both of
+  // tf32x3's (into big and small halves), a tf32 operand stored
+  // M/N-contiguous (transposed: wgmma reads tf32 only K-major).
+  const bool tf32 = p.operand == GpuOperand::tf32;
+  const bool convA = x3 || (tf32 && !aKMajor), convB = x3 || (tf32 && !bKMajor);
+  if (tf32 && (cfg.convertA != convA || cfg.convertB != convB))
+    return fail(llvm::formatv("a tf32 operand stored M/N-contiguous is converted in shared memory (A {0}, B {1}), "
+                              "as the configuration must say",
+                              convA ? "converted" : "read as stored", convB ? "converted" : "read as stored")
+                    .str());
   if ((p.lhsTransposed ? p.m : p.k) * es % 16 || (p.rhsTransposed ? p.k : p.n) * es % 16)
     return fail(llvm::formatv("each operand's rows ({0} elements of the lhs, {1} of the rhs) must be whole 16-byte "
                               "chunks (TMA's global strides)",
@@ -179,8 +192,13 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     return fail("a K slab must be 128 bytes of K (64 16-bit or 32 tf32 elements), an MN-major tile whole "
                 "64-column boxes");
   const int64_t stageBytes = tA->tileBytes + tB->tileBytes;
-  // tf32x3: two sets of converted tiles (big, small) after the stages.
-  if (S * stageBytes + (x3 ? 4 * (BM + BN) * BK * 4 : 0) + 1023 > gpuMatmulSmemBytes(cfg, p.operand))
+  // Converted tiles after the stages: two sets, each of `halves` (tf32x3:
+  // big, small; tf32: one), each the converted operands' K-major tiles, A's
+  // (BM rows) then B's (BN rows).
+  const int64_t halves = x3 ? 2 : 1;
+  const int64_t convA0 = 0, convB0 = convA ? BM * BK * 4 : 0;
+  const int64_t convBytes = ((convA ? BM : 0) + (convB ? BN : 0)) * BK * 4;
+  if (S * stageBytes + 2 * halves * convBytes + 1023 > gpuMatmulSmemBytes(cfg, p.operand))
     return fail("the stages do not fit the shared memory the configuration asks for");
   // The converted tiles as wgmma reads them: K-major, 128-byte rows.
   OperandTiles convTilesA, convTilesB;
@@ -254,10 +272,10 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     b.create<nvgpu::MBarrierInitOp>(full, k.c(1), k.c(s), leader);
     b.create<nvgpu::MBarrierInitOp>(empty, k.c(WG), k.c(s), leader);
   }
-  // tf32x3: convDone[set] (every consumer thread arrives), setFree[set]
-  // (each consumer warpgroup).
+  // Converted operands: convDone[set] (every consumer thread arrives),
+  // setFree[set] (each consumer warpgroup).
   Value convDone, setFree;
-  if (x3) {
+  if (convA || convB) {
     auto twoType = nvgpu::MBarrierGroupType::get(ctx, wg, 2u);
     convDone = b.create<nvgpu::MBarrierCreateOp>(twoType);
     setFree = b.create<nvgpu::MBarrierCreateOp>(twoType);
@@ -381,12 +399,12 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
   forEachTile([&](const MatmulKernelFrame &f, Value used) -> Value {
     Value slabs = f.slabRange(k, KT, cfg.splitK).second; // (where they start is the producer's business)
     scf::ForOp loop;
-    if (x3) {
-      // Converted tiles: two sets after the stages, each big then small,
-      // each A (BM rows) then B (BN rows), K-major rows of 128 bytes.
-      const int64_t convA = BM * BK * 4, convBytes = (BM + BN) * BK * 4;
+    if (convA || convB) {
+      // Converted tiles: two sets after the stages, each of `halves` (big,
+      // small), each the converted operands' (A's BM rows, then B's BN
+      // rows), K-major rows of 128 bytes.
       const int64_t convBase = S * stageBytes;
-      const int64_t words = (convBase + 4 * convBytes) / 4;
+      const int64_t words = (convBase + 2 * halves * convBytes) / 4;
       Value flat = b.create<memref::ViewOp>(MemRefType::get({words}, f32, MemRefLayoutAttrInterface(), wg), dyn, pad,
                                             ValueRange{});
       // Byte offset (from the tiles' base) of element (mn, k) of a K-major
@@ -428,8 +446,8 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
       // 128-byte row (no bank conflicts) and each 8-thread phase of the
       // 16-byte writes hits 8 distinct chunk positions.
       Value rawStage = k.mul(stage, stageBytes);
-      Value bigSet = k.add(k.c(convBase), k.mul(set, 2 * convBytes));
-      Value smallSet = k.add(bigSet, k.c(convBytes));
+      Value bigSet = k.add(k.c(convBase), k.mul(set, halves * convBytes));
+      Value smallSet = x3 ? k.add(bigSet, k.c(convBytes)) : Value();
       auto chunk = VectorType::get({4}, f32);
       auto convertOperand = [&](const OperandTiles &t, int64_t rawTile, int64_t convTile) {
         const int64_t units = t.rows * BK / 4;
@@ -449,13 +467,17 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
                 x = b.create<vector::InsertOp>(b.create<memref::LoadOp>(flat, ValueRange{at}), x, ArrayRef<int64_t>{i});
               }
             }
+            Value dst = kMajorAt(convTile, mn, k0);
+            if (!x3) { // tf32: transposed only (wgmma reads the f32 bits as tf32, as it reads a raw tile)
+              b.create<vector::StoreOp>(x, flat, ValueRange{k.div(k.add(bigSet, dst), 4)});
+              return;
+            }
             Value big = x, small = x;
             for (int64_t i = 0; i < 4; ++i) {
               auto [hi, lo] = splitTf32(b, b.getLoc(), b.create<vector::ExtractOp>(x, ArrayRef<int64_t>{i}));
               big = b.create<vector::InsertOp>(hi, big, ArrayRef<int64_t>{i});
               small = b.create<vector::InsertOp>(lo, small, ArrayRef<int64_t>{i});
             }
-            Value dst = kMajorAt(convTile, mn, k0);
             b.create<vector::StoreOp>(big, flat, ValueRange{k.div(k.add(bigSet, dst), 4)});
             b.create<vector::StoreOp>(small, flat, ValueRange{k.div(k.add(smallSet, dst), 4)});
           };
@@ -470,38 +492,60 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
           body();
         }
       };
-      convertOperand(*tA, 0, 0);
-      convertOperand(*tB, tA->tileBytes, convA);
-      // The stores reach the async proxy; every consumer's are in; the raw
-      // stage is read: released to the producer (by each warpgroup's first thread).
+      if (convA)
+        convertOperand(*tA, 0, convA0);
+      if (convB)
+        convertOperand(*tB, tA->tileBytes, convB0);
+      // The stores reach the async proxy; every consumer's are in. With both
+      // operands converted the raw stage is read: released to the producer
+      // (by each warpgroup's first thread); else wgmma still reads an
+      // operand there, and the stage goes with the set, below.
       if (!faults.noConversionFence)
         b.create<NVVM::FenceProxyOp>(NVVM::ProxyKind::async_shared,
                                      NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
       b.create<nvgpu::MBarrierArriveOp>(nvgpu::MBarrierTokenType::get(ctx), convDone, set);
       b.create<nvgpu::MBarrierTryWaitParityOp>(convDone, ringParity(use, 2, 0), k.c(10000000), set);
       Value firstThread = b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, k.rem(tid, 128), k.c(0));
-      arriveWhere(firstThread, empty, stage);
-      // Three wgmmas a k step on the converted set.
-      Value bigAddress = k.add(tiles, bigSet), smallAddress = k.add(tiles, smallSet);
-      const int64_t aWarpgroupConv = 64 * 128;
-      auto descOf = [&](Value setAddress, bool a) {
-        return descriptor(a ? k.add(setAddress, k.mul(warpgroup, aWarpgroupConv)) : k.add(setAddress, k.c(convA)),
-                          a ? convTilesA : convTilesB);
+      if (convA && convB)
+        arriveWhere(firstThread, empty, stage);
+      // The wgmmas of a k step on the converted set (tf32x3: three, on the
+      // halves), an operand read as stored from the raw stage.
+      Value stageAddress = k.add(tiles, rawStage);
+      auto descA = [&](Value setAddress) {
+        return convA ? descriptor(k.add(setAddress, k.add(k.c(convA0), k.mul(warpgroup, 64 * 128))), convTilesA)
+                     : descriptor(k.add(stageAddress, k.mul(warpgroup, aWarpgroupBytes)), *tA);
       };
-      Value aBig = descOf(bigAddress, true), aSmall = descOf(smallAddress, true);
-      Value bBig = descOf(bigAddress, false), bSmall = descOf(smallAddress, false);
+      auto descB = [&](Value setAddress) {
+        return convB ? descriptor(k.add(setAddress, k.c(convB0)), convTilesB)
+                     : descriptor(k.add(stageAddress, tA->tileBytes), *tB);
+      };
+      const OperandTiles &readA = convA ? convTilesA : *tA, &readB = convB ? convTilesB : *tB;
+      Value bigAddress = k.add(tiles, bigSet);
+      Value aBig = descA(bigAddress), bBig = descB(bigAddress), aSmall, bSmall;
+      if (x3) {
+        Value smallAddress = k.add(tiles, smallSet);
+        aSmall = descA(smallAddress);
+        bSmall = descB(smallAddress);
+      }
       if (!faults.noWgmmaFence)
         b.create<NVVM::WgmmaFenceAlignedOp>();
       Value acc = loop.getRegionIterArgs()[0];
-      for (int64_t kk = 0; kk < BK / mmaK; ++kk)
-        for (auto [da, db] : {std::pair{aSmall, bBig}, std::pair{aBig, bSmall}, std::pair{aBig, bBig}})
-          acc = wgmmaStep(acc, da, db, kk, convTilesA, convTilesB);
+      for (int64_t kk = 0; kk < BK / mmaK; ++kk) {
+        if (x3)
+          for (auto [da, db] : {std::pair{aSmall, bBig}, std::pair{aBig, bSmall}})
+            acc = wgmmaStep(acc, da, db, kk, readA, readB);
+        acc = wgmmaStep(acc, aBig, bBig, kk, readA, readB);
+      }
       b.create<NVVM::WgmmaGroupSyncAlignedOp>();
-      // Slab kt - 1's group is done in this warpgroup: its set is free here.
+      // Slab kt - 1's group is done in this warpgroup: its set (and, with
+      // an operand read as stored, its stage) is free here.
       b.create<NVVM::WgmmaWaitGroupSyncOp>(faults.releaseBeforeWgmmaWait ? 2 : 1);
       Value frees =
           b.create<arith::AndIOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, kt, k.c(1)), firstThread);
-      arriveWhere(frees, setFree, k.rem(b.create<arith::SubIOp>(use, k.c(1)), 2));
+      Value previous = b.create<arith::SubIOp>(use, k.c(1));
+      arriveWhere(frees, setFree, k.rem(previous, 2));
+      if (!(convA && convB))
+        arriveWhere(frees, empty, k.rem(previous, S));
       b.create<scf::YieldOp>(acc);
     } else {
       loop = b.create<scf::ForOp>(k.c(0), slabs, k.c(1), ValueRange{zero});
@@ -542,9 +586,9 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
       Value releases =
           b.create<arith::AndIOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, slabs, k.c(1)),
                                   b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, k.rem(tid, 128), k.c(0)));
-      if (x3)
+      if (convA || convB)
         arriveWhere(releases, setFree, k.rem(last, 2));
-      else
+      if (!(convA && convB))
         arriveWhere(releases, empty, k.rem(last, S));
     }
 

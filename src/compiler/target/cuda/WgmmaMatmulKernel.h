@@ -34,8 +34,10 @@
 // shared memory's base up; the launch asks for 1024 bytes more).
 //
 // Operands: f16 and bf16 in any layout (an M/N-contiguous operand is read
-// "MN-major", imm-trans); tf32 only K-major (A stored M x K, B stored N x
-// K: wgmma has no transposed tf32). Each operand reaches the kernel as a
+// "MN-major", imm-trans); tf32 K-major as stored (A stored M x K, B stored
+// N x K), an M/N-contiguous tf32 operand (config.convertA / convertB)
+// transposed by the consumers in shared memory into K-major tiles first,
+// wgmma having no transposed tf32 (as tf32x3's both). Each operand reaches the kernel as a
 // TMA tensor map (an !llvm.ptr to the 128-byte CUtensorMap in global
 // memory), which the launcher encodes as `maps` says. The argument is an
 // !llvm.ptr cast to !nvgpu.tensormap.descriptor inside: MLIR 19's
