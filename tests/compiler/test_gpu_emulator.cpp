@@ -1556,3 +1556,79 @@ module attributes {gpu.container_module} {
   CHECK(deadlock.error.find("waits forever on an mbarrier") != std::string::npos);
   CHECK(deadlock.error.find("a deadlock") != std::string::npos);
 }
+
+TEST_CASE("GPU emulator: consumer warps on paths of their own inside a context each run as a context (nested)") {
+  // Warp 2 waits on B and reads slot 1; warps 0 and 1, the other side of
+  // the block's divergent branch, split again: warp 0 waits on A, writes
+  // slot 1 = slot 0 + 1 and arrives on B; warp 1 writes slot 0 = 41 and
+  // arrives on A. Warp 0 can go on only after warp 1, which the branch
+  // puts after it: run in lockstep, warps 0 and 1 would wait for each
+  // other (a deadlock on a GPU that none has); as contexts of their own,
+  // warp 2 reads 42.
+  std::string text = R"mlir(
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @nested(%out: memref<32xf32>) kernel {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c32 = arith.constant 32 : index
+      %c64 = arith.constant 64 : index
+      %false = arith.constant false
+      %ticks = arith.constant 1000 : index
+      %t = gpu.thread_id x
+      %first = arith.cmpi eq, %t, %c0 : index
+      %bars = nvgpu.mbarrier.create -> !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+      nvgpu.mbarrier.init %bars[%c0], %c32, predicate = %first : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+      nvgpu.mbarrier.init %bars[%c1], %c32, predicate = %first : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+      gpu.barrier
+      %dyn = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+      %slots = memref.view %dyn[%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<2xf32, #gpu.address_space<workgroup>>
+      %reader = arith.cmpi uge, %t, %c64 : index
+      scf.if %reader {
+        nvgpu.mbarrier.try_wait.parity %bars[%c1], %false, %ticks : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+        %v = memref.load %slots[%c1] : memref<2xf32, #gpu.address_space<workgroup>>
+        %i = arith.subi %t, %c64 : index
+        memref.store %v, %out[%i] : memref<32xf32>
+      } else {
+        %warp0 = arith.cmpi ult, %t, %c32 : index
+        scf.if %warp0 {
+          nvgpu.mbarrier.try_wait.parity %bars[%c0], %false, %ticks : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+          %x = memref.load %slots[%c0] : memref<2xf32, #gpu.address_space<workgroup>>
+          %one = arith.constant 1.0 : f32
+          %y = arith.addf %x, %one : f32
+          scf.if %first {
+            memref.store %y, %slots[%c1] : memref<2xf32, #gpu.address_space<workgroup>>
+          }
+          %tb = nvgpu.mbarrier.arrive %bars[%c1] : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 2> -> !nvgpu.mbarrier.token
+        } else {
+          %writer = arith.cmpi eq, %t, %c32 : index
+          scf.if %writer {
+            %v = arith.constant 41.0 : f32
+            memref.store %v, %slots[%c0] : memref<2xf32, #gpu.address_space<workgroup>>
+          }
+          %ta = nvgpu.mbarrier.arrive %bars[%c0] : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 2> -> !nvgpu.mbarrier.token
+        }
+      }
+      gpu.return
+    }
+  }
+}
+)mlir";
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context());
+  REQUIRE(module);
+  REQUIRE(succeeded(verify(*module)));
+  gpu::GPUFuncOp f;
+  module->walk([&](gpu::GPUFuncOp g) { f = g; });
+  std::vector<uint8_t> out(32 * 4, 0);
+  EmulatorLaunch launch;
+  launch.block = {96, 1, 1};
+  launch.dynamicSharedBytes = 8;
+  launch.args = {&out};
+  EmulatorReport report = emulateKernel(f, launch);
+  REQUIRE_MESSAGE(report.ok, report.error);
+  for (int i = 0; i < 32; ++i) {
+    float v = 0;
+    std::memcpy(&v, out.data() + 4 * i, 4);
+    CHECK(v == 42.0f);
+  }
+}

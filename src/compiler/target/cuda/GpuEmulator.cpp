@@ -741,7 +741,7 @@ private:
                 std::max(acquired[size_t(t)], barrierAt(op, op.getBarriers(), op.getMbarId(), t)->completedTick);
         return true;
       }
-      const bool otherRuns = contexts && !contexts->done[1 - runningContext];
+      const bool otherRuns = otherContextRuns();
       if (!otherRuns || stalledAt == phasesCompleted)
         return fail(op,
                     llvm::formatv("waits forever on an mbarrier for phase parity {0}: phase {1}, {2} arrivals and "
@@ -1001,37 +1001,66 @@ private:
   // kernel: a producer warpgroup issuing TMA loads, consumer warpgroups
   // releasing stages) runs each branch as a context of its own, one at a
   // time: the then-branch first, and a wait for a phase that has not
-  // completed passes the baton to the other (tryWaitParity). Each context
-  // is an OS thread for its own interpreter stack; the emulator's state is
+  // completed passes the baton to the next context that can run, round
+  // robin (tryWaitParity). Such an scf.if inside a context (consumer
+  // warpgroups on paths of their own) splits it in two the same way, the
+  // context itself resuming once both have finished. Each context is an
+  // OS thread for its own interpreter stack; the emulator's state is
   // touched only by the one holding the baton (handed over under the
   // mutex), so a run is deterministic.
   struct Contexts {
     std::mutex mutex;
     std::condition_variable turnChanged;
-    int turn = 0;
-    bool done[2] = {false, false};
+    int turn = -1;
     bool abandoned = false;
-    std::vector<char> mask[2];
+    struct Context {
+      std::vector<char> mask;
+      bool done = false;
+      /// Its branches' contexts still running (it runs again at 0).
+      int children = 0;
+    };
+    std::deque<Context> all; // (references stay valid as it grows)
+    bool runnable(int i) const { return !all[size_t(i)].done && all[size_t(i)].children == 0; }
+    /// The next context after `from` that can run, round robin (`from`
+    /// itself last); -1: none.
+    int next(int from) const {
+      const int n = int(all.size());
+      for (int step = 1; step <= n; ++step) {
+        int i = ((from < 0 ? n - 1 : from) + step) % n;
+        if (runnable(i))
+          return i;
+      }
+      return -1;
+    }
   };
-  Contexts *contexts = nullptr;
+  std::unique_ptr<Contexts> contexts;
   int runningContext = -1;
   int64_t phasesCompleted = 0;
   llvm::DenseMap<Operation *, bool> waitsInside;
 
-  /// Passes the baton to the other context; false: the run was abandoned
-  /// (the other failed).
+  /// Whether a context other than the running one can run.
+  bool otherContextRuns() {
+    if (!contexts)
+      return false;
+    std::lock_guard lock(contexts->mutex);
+    int n = contexts->next(runningContext);
+    return n >= 0 && n != runningContext;
+  }
+
+  /// Passes the baton to the next context that can run; false: the run
+  /// was abandoned (another failed).
   bool yieldContext() {
     Contexts &c = *contexts;
     const int me = runningContext;
     std::unique_lock lock(c.mutex);
-    c.mask[me] = active;
-    c.turn = 1 - me;
+    c.all[size_t(me)].mask = active;
+    c.turn = c.next(me);
     c.turnChanged.notify_all();
     c.turnChanged.wait(lock, [&] { return c.turn == me || c.abandoned; });
     if (c.abandoned)
       return false;
     runningContext = me;
-    active = c.mask[me];
+    active = c.all[size_t(me)].mask;
     return true;
   }
 
@@ -1042,14 +1071,30 @@ private:
     return it->second;
   }
 
-  /// Both branches of `op` (no results) as contexts under their masks.
+  /// Both branches of `op` (no results) as contexts under their masks: at
+  /// the top, or splitting the running context, which resumes after them.
   bool runAsContexts(scf::IfOp op, std::vector<char> thenMask, std::vector<char> elseMask) {
-    Contexts c;
-    c.mask[0] = std::move(thenMask);
-    c.mask[1] = std::move(elseMask);
-    contexts = &c;
+    const bool top = !contexts;
+    if (top)
+      contexts = std::make_unique<Contexts>();
+    Contexts &c = *contexts;
+    const int parent = runningContext;
+    int ids[2];
+    {
+      std::lock_guard lock(c.mutex);
+      if (parent >= 0) {
+        c.all[size_t(parent)].mask = active;
+        c.all[size_t(parent)].children = 2;
+      }
+      ids[0] = int(c.all.size());
+      ids[1] = ids[0] + 1;
+      c.all.push_back({std::move(thenMask)});
+      c.all.push_back({std::move(elseMask)});
+      c.turn = ids[0];
+    }
     bool ok[2] = {true, true};
-    auto run = [&](int me) {
+    auto run = [&](int branch) {
+      const int me = ids[branch];
       bool start;
       {
         std::unique_lock lock(c.mutex);
@@ -1058,22 +1103,32 @@ private:
       }
       if (start) {
         runningContext = me;
-        active = c.mask[me];
+        active = c.all[size_t(me)].mask;
         bool returned = false;
-        ok[me] = runBlockOps((me == 0 ? op.getThenRegion() : op.getElseRegion()).front(), {}, returned);
+        ok[branch] = runBlockOps((branch == 0 ? op.getThenRegion() : op.getElseRegion()).front(), {}, returned);
       } else {
-        ok[me] = false;
+        ok[branch] = false;
       }
       std::lock_guard lock(c.mutex);
-      c.done[me] = true;
-      c.abandoned |= !ok[me];
-      c.turn = 1 - me;
+      c.all[size_t(me)].done = true;
+      c.abandoned |= !ok[branch];
+      if (parent >= 0)
+        --c.all[size_t(parent)].children;
+      c.turn = c.next(me);
       c.turnChanged.notify_all();
     };
     std::thread other(run, 0);
     run(1);
     other.join();
-    contexts = nullptr;
+    if (!top) {
+      // This thread goes on as the parent once the baton comes back to it.
+      std::unique_lock lock(c.mutex);
+      c.turnChanged.wait(lock, [&] { return c.turn == parent || c.abandoned; });
+      runningContext = parent;
+      active = c.all[size_t(parent)].mask;
+      return !c.abandoned && ok[0] && ok[1];
+    }
+    contexts.reset();
     runningContext = -1;
     return ok[0] && ok[1];
   }
@@ -2040,7 +2095,7 @@ private:
     if (!cond)
       return fail(op, "the condition has no value");
     std::vector<char> saved = active;
-    if (!contexts && op.getNumResults() == 0 && !op.getElseRegion().empty() && hasWaits(op)) {
+    if (op.getNumResults() == 0 && !op.getElseRegion().empty() && hasWaits(op)) {
       std::vector<char> thenMask(saved.size()), elseMask(saved.size());
       bool anyThen = false, anyElse = false;
       for (int64_t t = 0; t < threads; ++t) {

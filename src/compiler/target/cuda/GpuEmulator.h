@@ -21,6 +21,10 @@
 //     every lane of the block must take part;
 //   - views (subview, expand/collapse_shape, transpose, cast) address their
 //     buffer through the strides and offset of their static layout;
+//   - the two sides of a divergent branch that wait on mbarriers (a
+//     producer and its consumers, and within them warps on paths of their
+//     own) run as contexts, one at a time: a wait whose phase has not
+//     completed passes the baton to the next that can run;
 //   - Hopper (§7): mbarriers (init published by fence.mbarrier_init and a
 //     barrier, arrive.expect_tx, phases and their parity waits), TMA loads
 //     that land, swizzled, only when a thread waits on their mbarrier (a
