@@ -7,7 +7,8 @@
 //     it would take f32 FMAs); layout NN, NT, TN or
 //     TT: whether A, B are stored transposed; :mma keeps the mma.sync kernel
 //     where wgmma would do, :flat a block a tile where the wgmma kernel
-//     would be persistent; @128x128/64x64 only that block and warp tile,
+//     would be persistent, :pingpong the persistent wgmma kernel whose two
+//     consumer warpgroups take 64-row tiles in turn; @128x128/64x64 only that block and warp tile,
 //     the model choosing depth and split: a variant measured beside the
 //     configurator's choice, named with its tile)
 //
@@ -58,7 +59,7 @@ namespace {
 int usage() {
   std::fprintf(stderr, "usage: nova-gpu-kernels TARGET OUT_DIR type:layout:MxNxK[:mma|:flat][@BMxBN/WMxWN]...\n"
                        "  type f16, bf16, tf32 or 3xtf32; layout NN, NT, TN or TT; :mma keeps mma.sync on sm_90a,\n"
-                       "  :flat a block a tile (not persistent);\n"
+                       "  :flat a block a tile (not persistent), :pingpong consumer warpgroups in turn;\n"
                        "  @BMxBN/WMxWN only that block and warp tile\n");
   return 2;
 }
@@ -100,16 +101,17 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "nova-gpu-kernels: '%s' is not BMxBN/WMxWN\n", tile.c_str());
       return 2;
     }
-    char type[8] = {}, layout[3] = {}, kind[8] = {};
+    char type[8] = {}, layout[3] = {}, kind[16] = {};
     long long m = 0, n = 0, k = 0;
-    int fields = std::sscanf(spec.c_str(), "%7[a-z0-9]:%2[NT]:%lldx%lldx%lld:%7[a-z]", type, layout, &m, &n, &k, kind);
+    int fields = std::sscanf(spec.c_str(), "%7[a-z0-9]:%2[NT]:%lldx%lldx%lld:%15[a-z]", type, layout, &m, &n, &k, kind);
     if (fields < 5 || m < 1 || n < 1 || k < 1 ||
-        (fields == 6 && std::string(kind) != "mma" && std::string(kind) != "flat")) {
-      std::fprintf(stderr, "nova-gpu-kernels: '%s' is not type:layout:MxNxK[:mma|:flat]\n", spec.c_str());
+        (fields == 6 && std::string(kind) != "mma" && std::string(kind) != "flat" && std::string(kind) != "pingpong")) {
+      std::fprintf(stderr, "nova-gpu-kernels: '%s' is not type:layout:MxNxK[:mma|:flat|:pingpong]\n", spec.c_str());
       return 2;
     }
     const bool mmaOnly = fields == 6 && std::string(kind) == "mma";
     const bool flat = fields == 6 && std::string(kind) == "flat";
+    const bool pingPong = fields == 6 && std::string(kind) == "pingpong";
     GpuMatmulProblem p;
     p.m = m;
     p.n = n;
@@ -128,6 +130,7 @@ int main(int argc, char **argv) {
     p.allowWgmma = !mmaOnly;
     p.allowSplitK = true; // the configurator's choice
     p.allowPersistent = !flat;
+    p.pingPong = pingPong;
     p.onlyBlockM = bm;
     p.onlyBlockN = bn;
     p.onlyWarpM = wm;
@@ -146,6 +149,8 @@ int main(int argc, char **argv) {
       name += llvm::formatv("_{0}x{1}_w{2}x{3}", bm, bn, wm, wn).str();
     if (flat)
       name += "_flat";
+    if (pingPong)
+      name += "_pingpong";
     OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
     gpu::GPUModuleOp kernels = addKernelsModule(*module);
     std::string error, tma = "-";

@@ -213,6 +213,18 @@ TEST_CASE("GPU configurator: pinned decisions") {
   flat.allowPersistent = false;
   CHECK(configureGpuMatmul(flat, h200).persistentBlocks == 0);
   CHECK(configureGpuMatmul(flat, h200).launchedBlocks() == configureGpuMatmul(flat, h200).tiles);
+  // Ping-pong only when asked (the device check's variants): two consumer
+  // warpgroups taking 64-row tiles in turn, persistent.
+  CHECK(!gpt.pingPong);
+  GpuMatmulProblem pp = problem(1, 8192, 3072, 768, GpuOperand::bf16);
+  pp.pingPong = true;
+  GpuMatmulConfig pingPong = configureGpuMatmul(pp, h200);
+  CAPTURE(pingPong.describe());
+  CHECK(pingPong.pingPong);
+  CHECK(pingPong.blockM == 64);
+  CHECK(pingPong.warpsM == 2);
+  CHECK(pingPong.threads == 384);
+  CHECK(pingPong.persistentBlocks == h200.multiprocessors * pingPong.blocksPerSM);
   GpuMatmulConfig oneWave = configureGpuMatmul(problem(1, 768, 3072, 8192, GpuOperand::bf16, true, false), h200);
   CAPTURE(oneWave.describe());
   CHECK(oneWave.waves == 1);

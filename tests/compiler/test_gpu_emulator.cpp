@@ -1056,7 +1056,7 @@ TEST_CASE("GPU emulator: a persistent wgmma kernel runs several tiles a block, i
     c.smemBytes = gpuMatmulSmemBytes(c, cs.p.operand);
     MatmulRun run = runMatmul(cs.p, c, {}, epilogue);
     const int64_t tiles = cs.p.batch * cs.parts * ((cs.p.m + c.blockM - 1) / c.blockM) * ((cs.p.n + c.blockN - 1) / c.blockN);
-    INFO(nameOf(cs.p.operand), " ", cs.p.m, "x", cs.p.n, "x", cs.p.k, " batch ", cs.p.batch, " in ", cs.parts,
+    INFO(std::string(nameOf(cs.p.operand)), " ", cs.p.m, "x", cs.p.n, "x", cs.p.k, " batch ", cs.p.batch, " in ", cs.parts,
          " parts, ", tiles, " tiles on ", cs.blocks, " blocks: ", run.config);
     REQUIRE(tiles > cs.blocks);
     REQUIRE_MESSAGE(run.report.ok, run.report.error);
@@ -1066,6 +1066,55 @@ TEST_CASE("GPU emulator: a persistent wgmma kernel runs several tiles a block, i
     CHECK(run.report.blocks == cs.blocks);
     CHECK(run.report.wgmmas > 0);
     CHECK(run.worst <= run.bound);
+  }
+  // Ping-pong: the two consumer warpgroups take the block's 64-row tiles in
+  // turn, each slab read (and released) by one of them.
+  for (auto [cs, epilogue] :
+       {std::pair{Case{problem(256, 128, 192, bf16), wgmmaBlock(bf16, 1, 64, 64, 3), 3, 1}, none},
+        std::pair{Case{layout(problem(200, 72, 96, f16), true, true), wgmmaBlock(f16, 1, 64, 64, 2), 2, 1}, none},
+        std::pair{Case{layout(problem(128, 64, 160, tf32), false, true), wgmmaBlock(tf32, 1, 64, 32, 2), 2, 4}, none},
+        std::pair{Case{problem(192, 64, 64, tf32), wgmmaBlock(tf32, 1, 64, 32, 2), 1, 1}, none},
+        std::pair{Case{problem(128, 128, 96, x3), wgmmaBlock(x3, 1, 64, 32, 2), 2, 1}, none},
+        std::pair{Case{layout(problem(64, 64, 128, bf16), false, false, 4), wgmmaBlock(bf16, 1, 64, 64, 2), 1, 1}, none},
+        std::pair{Case{problem(256, 72, 64, bf16), wgmmaBlock(bf16, 1, 64, 64, 2), 2, 1}, fused}}) {
+    GpuMatmulConfig c = cs.c;
+    c.splitK = cs.parts;
+    c.persistentBlocks = cs.blocks;
+    c.pingPong = true;
+    c.warpsM = 2;
+    c.threads = wgmmaBlockThreads(2);
+    c.convertA = cs.p.operand == tf32 && cs.p.lhsTransposed;
+    c.convertB = cs.p.operand == tf32 && !cs.p.rhsTransposed;
+    c.smemBytes = gpuMatmulSmemBytes(c, cs.p.operand);
+    MatmulRun run = runMatmul(cs.p, c, {}, epilogue);
+    const int64_t tiles = cs.p.batch * cs.parts * ((cs.p.m + 63) / 64) * ((cs.p.n + c.blockN - 1) / c.blockN);
+    INFO("ping-pong ", std::string(nameOf(cs.p.operand)), " ", cs.p.m, "x", cs.p.n, "x", cs.p.k, ", ", tiles, " tiles on ",
+         cs.blocks, " blocks: ", run.config);
+    REQUIRE(tiles >= 2 * cs.blocks);
+    REQUIRE_MESSAGE(run.report.ok, run.report.error);
+    MESSAGE("ping-pong ", std::string(nameOf(cs.p.operand)), " ", cs.p.m, "x", cs.p.n, "x", cs.p.k, ", ", tiles,
+            " tiles on ", cs.blocks, " blocks: worst |error| ", run.worst, " (bound ", run.bound, ")");
+    CHECK(run.worst <= run.bound);
+  }
+  // Ping-pong with a stage released before its wgmmas finished, or none
+  // released at a tile's end: caught.
+  {
+    GpuMatmulConfig c = wgmmaBlock(bf16, 1, 64, 64, 2);
+    c.persistentBlocks = 1;
+    c.pingPong = true;
+    c.warpsM = 2;
+    c.threads = wgmmaBlockThreads(2);
+    c.smemBytes = gpuMatmulSmemBytes(c, bf16);
+    WgmmaMatmulFaults early, noEnd;
+    early.releaseBeforeWgmmaWait = true;
+    noEnd.noTileEndRelease = true;
+    MatmulRun e = runMatmul(problem(128, 64, 192, bf16), c, {}, {}, early);
+    CHECK(!e.report.ok);
+    CHECK(e.report.error.find("that an unfinished wgmma reads") != std::string::npos);
+    MatmulRun n = runMatmul(problem(128, 64, 192, bf16), c, {}, {}, noEnd);
+    CHECK(!n.report.ok);
+    CHECK(n.report.error.find("waits forever on an mbarrier") != std::string::npos);
+    MESSAGE("ping-pong errors caught: ", e.report.error, " / ", n.report.error);
   }
   // The tile's last slab not released at its end: the producer waits
   // forever for that stage (or converted set) in the block's next tile.

@@ -289,7 +289,7 @@ bool GpuMatmulConfig::fits(const ::nova::TargetDesc &t, std::string *whyNot) con
                             t.smem_per_block_optin).str());
   if (blocksPerSM < 1 || blocksPerSM > t.max_blocks_per_sm)
     return no(llvm::formatv("{0} blocks an SM", blocksPerSM).str());
-  if (blockM % std::max<int64_t>(1, warpsM * warpM) != 0 && kind != GpuMmaKind::simt)
+  if (blockM % std::max<int64_t>(1, (pingPong ? 1 : warpsM) * warpM) != 0 && kind != GpuMmaKind::simt)
     return no("the warps do not tile the block");
   return true;
 }
@@ -307,7 +307,8 @@ std::string GpuMatmulConfig::describe() const {
          (convertA || convertB
               ? std::string(", converted in shared memory: ") + (convertA && convertB ? "A and B" : convertA ? "A" : "B")
               : "") +
-         (persistentBlocks > 0 ? llvm::formatv(", persistent on {0} blocks", persistentBlocks).str() : "");
+         (persistentBlocks > 0 ? llvm::formatv(", persistent on {0} blocks", persistentBlocks).str() : "") +
+         (pingPong ? ", ping-pong" : "");
 }
 
 namespace {
@@ -366,7 +367,7 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
     // tiles of 256 a row, 4 of 192).
     for (int64_t wgM : {1, 2})
       for (int64_t bn : {64, 128, 192, 256})
-        if (64 * wgM <= mCap * 2 && bn <= nCap * 2)
+        if (64 * wgM <= mCap * 2 && bn <= nCap * 2 && (!p.pingPong || wgM == 1))
           shapes.push_back({64 * wgM, bn, 64, bn});
   } else if (kind == GpuMmaKind::mma_sync) {
     for (int64_t bm : {32, 64, 128, 256})
@@ -437,7 +438,9 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
       c.convertB = convertB;
       int64_t accumulators = 0, fragments = 0;
       if (kind == GpuMmaKind::wgmma) {
-        c.warpsM = s.bm / 64;
+        // (Ping-pong: two consumer warpgroups, a 64-row tile each.)
+        c.pingPong = p.pingPong;
+        c.warpsM = p.pingPong ? 2 : s.bm / 64;
         c.warpsN = 1;
         c.threads = wgmmaBlockThreads(c.warpsM);
         c.mmaM = 64;
@@ -509,7 +512,7 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
       // halves written; tf32: its M/N-contiguous operands read and written
       // once, transposed.)
       const double smemPerSlab =
-          kind == GpuMmaKind::wgmma  ? double(c.warpsM) * (64 + s.bn) * blockK * es +
+          kind == GpuMmaKind::wgmma  ? double(c.pingPong ? 1 : c.warpsM) * (64 + s.bn) * blockK * es +
                                           (x3 ? 3.0 * (s.bm + s.bn) * blockK * es
                                               : 2.0 * ((convertA ? s.bm : 0) + (convertB ? s.bn : 0)) * blockK * es)
           // The model takes a warp's 16-byte shared read as 4 wavefronts of
@@ -575,8 +578,11 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
       // A block a tile fills its pipeline once a tile; a persistent block
       // (wgmma, more tiles than resident blocks) once: its producer loads
       // the next tile's slabs while the consumers store the present one.
-      const bool persistent = kind == GpuMmaKind::wgmma && p.allowPersistent && c.waves > 1;
-      c.persistentBlocks = persistent ? sms * c.blocksPerSM : 0;
+      // (Ping-pong: always, with at least two tiles a block.)
+      const bool persistent = kind == GpuMmaKind::wgmma && (p.pingPong || (p.allowPersistent && c.waves > 1));
+      c.persistentBlocks = !persistent ? 0
+                           : p.pingPong ? std::max<int64_t>(1, std::min(sms * c.blocksPerSM, ceilDiv(c.tiles, 2)))
+                                        : sms * c.blocksPerSM;
       double compute = persistent ? (double(c.waves * slabs) * slabCycles(resident) + kLoadLatencyCycles) / clock
                                   : double(c.waves) * (double(slabs) * slabCycles(resident) + kLoadLatencyCycles) / clock;
       double l2Bytes = double(c.tiles) * (s.bm + s.bn) * double(kPer) * es;

@@ -68,6 +68,10 @@ struct GpuMatmulProblem {
   /// persistent (GpuMatmulConfig::persistentBlocks); false: a block a tile
   /// (the device check's `:flat` variants, measured beside it).
   bool allowPersistent = true;
+  /// wgmma: only ping-pong configurations (GpuMatmulConfig::pingPong), the
+  /// device check's `:pingpong` variants; the model does not pick them
+  /// itself (it has no term for the epilogue they overlap).
+  bool pingPong = false;
   /// Only this block tile and warp tile (0: any), the model choosing the
   /// rest: the device check's variants of a kernel, measured beside the
   /// configurator's choice (nova-gpu-kernels' CASE@BMxBN/WMxWN).
@@ -97,6 +101,11 @@ struct GpuMatmulConfig {
   /// present one (the epilogue) instead of a new block filling its pipeline
   /// from nothing: CUTLASS's persistent warp-specialized Hopper kernels.
   int64_t persistentBlocks = 0;
+  /// wgmma, persistent: the two consumer warpgroups take the block's tiles
+  /// (blockM = 64 rows each) in turn, each its own, so one's epilogue runs
+  /// while the other's wgmmas do (CUTLASS's ping-pong kernels); warpsM is
+  /// then the consumer warpgroups (2), not blockM / 64.
+  bool pingPong = false;
   /// wgmma, tf32: an operand stored M/N-contiguous, which wgmma cannot read
   /// as tf32, is converted (transposed) in shared memory into K-major tiles
   /// first, as tf32x3's operands are (whose kernel converts both, always).

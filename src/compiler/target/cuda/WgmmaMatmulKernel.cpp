@@ -115,8 +115,14 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     return fail("split-K takes one product with no epilogue (its partial products are summed afterwards)");
   const int64_t WG = cfg.warpsM, BM = cfg.blockM, BN = cfg.blockN, BK = cfg.blockK, S = cfg.stages;
   const int64_t es = operandBytes(p.operand), mmaK = sixteen ? 16 : 8;
-  if (WG < 1 || BM != 64 * WG || BN % 8 || BN < 8 || BN > 256 || S < 2 || p.batch < 1)
+  // Ping-pong: two consumer warpgroups, each its own 64-row tiles in turn.
+  const bool pingPong = cfg.pingPong;
+  if (pingPong && (WG != 2 || cfg.persistentBlocks < 1))
+    return fail("a ping-pong block is persistent, its two consumer warpgroups taking its tiles in turn");
+  if (WG < 1 || BM != 64 * (pingPong ? 1 : WG) || BN % 8 || BN < 8 || BN > 256 || S < 2 || p.batch < 1)
     return fail("a block is 64-row warpgroups, 8 to 256 columns, at least 2 stages");
+  // The consumer warpgroups that read each slab (and release it).
+  const int64_t readers = pingPong ? 1 : WG;
   if (BK % mmaK)
     return fail("the K slab must be a multiple of the wgmma's K");
   if (cfg.threads != wgmmaBlockThreads(WG))
@@ -187,7 +193,7 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     t.map.swizzle_bytes = uint32_t(t.swizzle);
     return t;
   };
-  FailureOr<OperandTiles> tA = tilesOf(0, aKMajor, 64 * WG, p.m), tB = tilesOf(1, bKMajor, BN, p.n);
+  FailureOr<OperandTiles> tA = tilesOf(0, aKMajor, BM, p.m), tB = tilesOf(1, bKMajor, BN, p.n);
   if (failed(tA) || failed(tB))
     return fail("a K slab must be 128 bytes of K (64 16-bit or 32 tf32 elements), an MN-major tile whole "
                 "64-column boxes");
@@ -223,21 +229,25 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
   Value tid = frame.thread;
   // Each role runs `perTile` on its block's tiles: the block's own, or
   // (persistent) tiles blockIdx.x, + persistentBlocks, ... < all, with
-  // `used`, the slabs the block's pipeline ran before the tile (null: none);
-  // perTile returns the count after it. The ring's stages and phases
-  // follow that running count, so the producer runs on into the next
-  // tile's slabs while the consumers finish the present one.
+  // `used`, the slabs the block's pipeline ran before the tile (null: none),
+  // and the tile's ordinal among the block's (null: none); perTile returns
+  // the count after it. The ring's stages and phases follow that running
+  // count, so the producer runs on into the next tile's slabs while the
+  // consumers finish the present one.
   const int64_t allTiles = frame.tilesN * frame.tilesM * frame.layers;
-  auto forEachTile = [&](const std::function<Value(const MatmulKernelFrame &, Value)> &perTile) {
+  auto forEachTile = [&](const std::function<Value(const MatmulKernelFrame &, Value, Value)> &perTile) {
     if (!persistent) {
-      perTile(frame, Value());
+      perTile(frame, Value(), Value());
       return;
     }
-    auto tiles = b.create<scf::ForOp>(b.create<gpu::BlockIdOp>(gpu::Dimension::x), k.c(allTiles),
-                                      k.c(cfg.persistentBlocks), ValueRange{k.c(0)});
+    Value first = b.create<gpu::BlockIdOp>(gpu::Dimension::x);
+    auto tiles = b.create<scf::ForOp>(first, k.c(allTiles), k.c(cfg.persistentBlocks), ValueRange{k.c(0)});
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(tiles.getBody());
-    b.create<scf::YieldOp>(perTile(frame.atTile(k, tiles.getInductionVar()), tiles.getRegionIterArgs()[0]));
+    Value ordinal =
+        pingPong ? k.div(b.create<arith::SubIOp>(tiles.getInductionVar(), first), cfg.persistentBlocks) : Value();
+    b.create<scf::YieldOp>(
+        perTile(frame.atTile(k, tiles.getInductionVar()), tiles.getRegionIterArgs()[0], ordinal));
   };
   // The pipeline's use of slab kt of a tile that `used` slabs preceded.
   auto useOf = [&](Value used, Value kt) { return used ? k.add(used, kt) : kt; };
@@ -270,7 +280,7 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
   Value full = b.create<nvgpu::MBarrierCreateOp>(barsType), empty = b.create<nvgpu::MBarrierCreateOp>(barsType);
   for (int64_t s = 0; s < S; ++s) {
     b.create<nvgpu::MBarrierInitOp>(full, k.c(1), k.c(s), leader);
-    b.create<nvgpu::MBarrierInitOp>(empty, k.c(WG), k.c(s), leader);
+    b.create<nvgpu::MBarrierInitOp>(empty, k.c(readers), k.c(s), leader);
   }
   // Converted operands: convDone[set] (every consumer thread arrives),
   // setFree[set] (each consumer warpgroup).
@@ -280,8 +290,8 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     convDone = b.create<nvgpu::MBarrierCreateOp>(twoType);
     setFree = b.create<nvgpu::MBarrierCreateOp>(twoType);
     for (int64_t c = 0; c < 2; ++c) {
-      b.create<nvgpu::MBarrierInitOp>(convDone, k.c(128 * WG), k.c(c), leader);
-      b.create<nvgpu::MBarrierInitOp>(setFree, k.c(WG), k.c(c), leader);
+      b.create<nvgpu::MBarrierInitOp>(convDone, k.c(128 * readers), k.c(c), leader);
+      b.create<nvgpu::MBarrierInitOp>(setFree, k.c(readers), k.c(c), leader);
     }
   }
   b.create<NVVM::FenceMbarrierInitOp>();
@@ -319,7 +329,7 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     auto issuer = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, tid, k.c(128 * WG)),
                                       /*withElseRegion=*/false);
     b.setInsertionPointToStart(&issuer.getThenRegion().front());
-    forEachTile([&](const MatmulKernelFrame &f, Value used) -> Value {
+    forEachTile([&](const MatmulKernelFrame &f, Value used, Value) -> Value {
       // The tile's slabs: kt0 + [0, slabs) (all KT without split-K).
       auto [kt0, slabs] = f.slabRange(k, KT, cfg.splitK);
       // Use u of the ring into stage u % S once its consumers released
@@ -378,7 +388,9 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     return b.create<arith::AddIOp>(desc, b.create<arith::ConstantIntOp>(bytes >> 4, 64));
   };
 
-  // Consumer warpgroup w: rows 64 w of the block; its A starts 64 w rows in.
+  // Consumer warpgroup w: rows 64 w of the block; its A starts 64 w rows in
+  // (ping-pong: its tile's rows, all of them).
+  Value rowsOf = pingPong ? k.c(0) : warpgroup;
   const int64_t accs = BN / 2;
   auto accType = LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(size_t(accs), f32));
   Value zero = b.create<LLVM::ZeroOp>(accType);
@@ -396,8 +408,16 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
         tb.kMajor ? NVVM::MMALayout::col : NVVM::MMALayout::row, NVVM::MMAIntOverflowAttr());
   };
 
-  forEachTile([&](const MatmulKernelFrame &f, Value used) -> Value {
+  forEachTile([&](const MatmulKernelFrame &f, Value used, Value ordinal) -> Value {
     Value slabs = f.slabRange(k, KT, cfg.splitK).second; // (where they start is the producer's business)
+    // Ping-pong: the tile is warpgroup (ordinal mod 2)'s; the other counts
+    // its slabs and goes on to its own next one.
+    scf::IfOp mine;
+    if (pingPong) {
+      mine = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, k.rem(ordinal, 2), warpgroup),
+                                 /*withElseRegion=*/false);
+      b.setInsertionPointToStart(&mine.getThenRegion().front());
+    }
     scf::ForOp loop;
     if (convA || convB) {
       // Converted tiles: two sets after the stages, each of `halves` (big,
@@ -420,8 +440,8 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
         Value inBox = swizzled128(k.add(k.mul(kIdx, 128), k.mul(k.rem(mn, 32), 4)));
         return k.add(k.add(inBox, k.mul(k.div(mn, 32), t.boxBytes)), base);
       };
-      Value consumer = k.rem(tid, 128 * WG);
-      const int64_t consumers = 128 * WG;
+      Value consumer = k.rem(tid, 128 * readers);
+      const int64_t consumers = 128 * readers;
       loop = b.create<scf::ForOp>(k.c(0), slabs, k.c(1), ValueRange{zero});
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
@@ -512,8 +532,8 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
       // halves), an operand read as stored from the raw stage.
       Value stageAddress = k.add(tiles, rawStage);
       auto descA = [&](Value setAddress) {
-        return convA ? descriptor(k.add(setAddress, k.add(k.c(convA0), k.mul(warpgroup, 64 * 128))), convTilesA)
-                     : descriptor(k.add(stageAddress, k.mul(warpgroup, aWarpgroupBytes)), *tA);
+        return convA ? descriptor(k.add(setAddress, k.add(k.c(convA0), k.mul(rowsOf, 64 * 128))), convTilesA)
+                     : descriptor(k.add(stageAddress, k.mul(rowsOf, aWarpgroupBytes)), *tA);
       };
       auto descB = [&](Value setAddress) {
         return convB ? descriptor(k.add(setAddress, k.c(convB0)), convTilesB)
@@ -557,7 +577,7 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
         if (!faults.noMbarrierWait)
           b.create<nvgpu::MBarrierTryWaitParityOp>(full, useParity(use, 0), k.c(10000000), stage);
         Value stageAddress = k.add(tiles, k.mul(stage, stageBytes));
-        Value descA = descriptor(k.add(stageAddress, k.mul(warpgroup, aWarpgroupBytes)), *tA);
+        Value descA = descriptor(k.add(stageAddress, k.mul(rowsOf, aWarpgroupBytes)), *tA);
         Value descB = descriptor(k.add(stageAddress, tA->tileBytes), *tB);
         if (!faults.noWgmmaFence)
           b.create<NVVM::WgmmaFenceAlignedOp>(); // the accumulators were written by other instructions
@@ -597,7 +617,7 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     Value acc = loop.getResult(0);
     Value lane = k.rem(tid, 32), q = k.rem(k.div(tid, 32), 4);
     Value g = k.shr(lane, 2), t = k.andi(lane, 3);
-    Value rowBase = k.add(k.add(f.row0, k.mul(warpgroup, 64)), k.add(k.mul(q, 16), g));
+    Value rowBase = k.add(k.add(f.row0, k.mul(rowsOf, 64)), k.add(k.mul(q, 16), g));
     Value colBase = k.add(f.col0, k.mul(t, 2));
     for (int64_t j = 0; j < BN / 8; ++j)
       for (int64_t h = 0; h < 2; ++h) {
@@ -607,6 +627,8 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
                                b.create<LLVM::ExtractValueOp>(acc, ArrayRef<int64_t>{i + 1})});
         f.out.storePair(k, pair, k.add(rowBase, 8 * h), k.add(colBase, 8 * j));
       }
+    if (pingPong)
+      b.setInsertionPointAfter(mine);
     return used ? k.add(used, slabs) : Value();
   });
   b.setInsertionPointAfter(roles);

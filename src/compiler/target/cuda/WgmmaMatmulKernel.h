@@ -28,6 +28,10 @@
 // tile, where a block a tile would end and a new block fill its pipeline
 // from nothing (CUTLASS's persistent warp-specialized kernels). The
 // consumers release a tile's last stage after its final wgmma.wait_group.
+// With config.pingPong, the two consumer warpgroups take the block's 64-row
+// tiles in turn (tile ordinal mod 2), each slab read and released by one
+// of them, so one's epilogue runs beside the other's wgmmas (CUTLASS's
+// ping-pong kernels); the other warpgroup only counts the tile's slabs.
 // Tiles are written by TMA with the 128/64/32-byte swizzle of their rows and
 // read by wgmma with the same swizzle, both on absolute shared addresses, so
 // every tile starts on a 1024-byte boundary (the kernel rounds the dynamic
