@@ -80,7 +80,8 @@ struct MatmulRun {
 /// config), runs it on random inputs and compares with float64.
 MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const MmaMatmulFaults &faults = {},
                     const MmaEpilogue &epilogue = {}, const WgmmaMatmulFaults &wgmmaFaults = {},
-                    const std::function<void(std::vector<::nova::TensorMapDesc> &)> &editMaps = {}) {
+                    const std::function<void(std::vector<::nova::TensorMapDesc> &)> &editMaps = {},
+                    bool elseFirst = false) {
   MatmulRun run;
   run.config = c.describe();
   MLIRContext &ctx = context();
@@ -154,6 +155,7 @@ MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const M
                                 : (p.n + c.blockN - 1) / c.blockN * ((p.m + c.blockM - 1) / c.blockM) * layers));
   launch.block = {c.threads, 1, 1};
   launch.dynamicSharedBytes = gpuMatmulSmemBytes(c, p.operand);
+  launch.elseFirst = elseFirst;
   launch.args = {&A, &B, &C};
   if (!maps.empty()) {
     // The maps read A and B; the kernel takes them where A and B would be.
@@ -1086,15 +1088,19 @@ TEST_CASE("GPU emulator: a persistent wgmma kernel runs several tiles a block, i
     c.convertA = cs.p.operand == tf32 && cs.p.lhsTransposed;
     c.convertB = cs.p.operand == tf32 && !cs.p.rhsTransposed;
     c.smemBytes = gpuMatmulSmemBytes(c, cs.p.operand);
-    MatmulRun run = runMatmul(cs.p, c, {}, epilogue);
+    // Each warpgroup first, and the producer after its consumers.
+    for (bool elseFirst : {false, true}) {
+    MatmulRun run = runMatmul(cs.p, c, {}, epilogue, {}, {}, elseFirst);
     const int64_t tiles = cs.p.batch * cs.parts * ((cs.p.m + 63) / 64) * ((cs.p.n + c.blockN - 1) / c.blockN);
     INFO("ping-pong ", std::string(nameOf(cs.p.operand)), " ", cs.p.m, "x", cs.p.n, "x", cs.p.k, ", ", tiles, " tiles on ",
          cs.blocks, " blocks: ", run.config);
     REQUIRE(tiles >= 2 * cs.blocks);
     REQUIRE_MESSAGE(run.report.ok, run.report.error);
     MESSAGE("ping-pong ", std::string(nameOf(cs.p.operand)), " ", cs.p.m, "x", cs.p.n, "x", cs.p.k, ", ", tiles,
-            " tiles on ", cs.blocks, " blocks: worst |error| ", run.worst, " (bound ", run.bound, ")");
+            " tiles on ", cs.blocks, " blocks", elseFirst ? " (else-branches first)" : "", ": worst |error| ",
+            run.worst, " (bound ", run.bound, ")");
     CHECK(run.worst <= run.bound);
+    }
   }
   // Ping-pong with a stage released before its wgmmas finished, or none
   // released at a tile's end: caught.
@@ -1105,9 +1111,21 @@ TEST_CASE("GPU emulator: a persistent wgmma kernel runs several tiles a block, i
     c.warpsM = 2;
     c.threads = wgmmaBlockThreads(2);
     c.smemBytes = gpuMatmulSmemBytes(c, bf16);
-    WgmmaMatmulFaults early, noEnd;
+    WgmmaMatmulFaults early, noEnd, noOrder;
     early.releaseBeforeWgmmaWait = true;
     noEnd.noTileEndRelease = true;
+    noOrder.noPingPongOrder = true;
+    // The warpgroups not taking turns: the second waits on a stage's
+    // `full` a phase ahead of the first, which its parity wait takes for
+    // the phase before.
+    // (The second warpgroup first: its first tile's first stage is the
+    // first's, still in flight.)
+    MatmulRun ordered = runMatmul(problem(128, 64, 192, bf16), c, {}, {}, {}, {}, /*elseFirst=*/true);
+    REQUIRE_MESSAGE(ordered.report.ok, ordered.report.error);
+    CHECK(ordered.worst <= ordered.bound);
+    MatmulRun o = runMatmul(problem(128, 64, 192, bf16), c, {}, {}, noOrder, {}, /*elseFirst=*/true);
+    CHECK(!o.report.ok);
+    MESSAGE("ping-pong without turns: ", o.report.ok ? "not caught" : o.report.error);
     MatmulRun e = runMatmul(problem(128, 64, 192, bf16), c, {}, {}, early);
     CHECK(!e.report.ok);
     CHECK(e.report.error.find("that an unfinished wgmma reads") != std::string::npos);

@@ -555,7 +555,7 @@ private:
       ++bar.phase;
       bar.pending = bar.expected;
       bar.completedTick = ++tick;
-      ++phasesCompleted;
+      ++mbarrierEvents;
     }
   }
 
@@ -596,6 +596,7 @@ private:
   bool arrive(nvgpu::MBarrierArriveOp op) {
     def(op.getToken(), 1); // the state token: nothing reads it
     return forEachArrival(op, Value(), op.getBarriers(), op.getMbarId(), false, [&](int64_t t, MBarrier &bar) {
+      ++mbarrierEvents;
       if (--bar.pending < 0)
         return fail(op, "more arrivals on an mbarrier phase than its count", t);
       completePhase(bar);
@@ -606,6 +607,7 @@ private:
   bool arriveExpectTx(nvgpu::MBarrierArriveExpectTxOp op) {
     const Reg *bytes = get(op.getTxcount());
     return forEachArrival(op, op.getPredicate(), op.getBarriers(), op.getMbarId(), false, [&](int64_t t, MBarrier &bar) {
+      ++mbarrierEvents;
       bar.tx += bytes ? int64_t(bytes->v[size_t(t)]) : 0;
       if (--bar.pending < 0)
         return fail(op, "more arrivals on an mbarrier phase than its count", t);
@@ -742,7 +744,7 @@ private:
         return true;
       }
       const bool otherRuns = otherContextRuns();
-      if (!otherRuns || stalledAt == phasesCompleted)
+      if (!otherRuns || stalledAt == mbarrierEvents)
         return fail(op,
                     llvm::formatv("waits forever on an mbarrier for phase parity {0}: phase {1}, {2} arrivals and "
                                   "{3} transaction bytes outstanding{4}",
@@ -751,7 +753,7 @@ private:
                                                         : " (the block's other warps have finished)")
                                            : ""),
                     blockedThread);
-      stalledAt = phasesCompleted;
+      stalledAt = mbarrierEvents;
       if (!yieldContext())
         return false;
     }
@@ -1035,7 +1037,11 @@ private:
   };
   std::unique_ptr<Contexts> contexts;
   int runningContext = -1;
-  int64_t phasesCompleted = 0;
+  /// Arrivals and completed phases so far: a context that gets the baton
+  /// back after every other had it, with none since it passed it on, is in
+  /// a deadlock (an arrival that completes no phase, as the producer's
+  /// arrive.expect_tx, is progress too: its loads land at the next wait).
+  int64_t mbarrierEvents = 0;
   llvm::DenseMap<Operation *, bool> waitsInside;
 
   /// Whether a context other than the running one can run.
@@ -1090,7 +1096,7 @@ private:
       ids[1] = ids[0] + 1;
       c.all.push_back({std::move(thenMask)});
       c.all.push_back({std::move(elseMask)});
-      c.turn = ids[0];
+      c.turn = ids[launch.elseFirst ? 1 : 0];
     }
     bool ok[2] = {true, true};
     auto run = [&](int branch) {

@@ -80,6 +80,10 @@ struct EmulatorLaunch {
   /// The tensor maps of the kernel's !llvm.ptr arguments, by argument
   /// index (their `args` entries are unused and may be null).
   std::map<int, EmulatorTensorMap> tensorMaps;
+  /// Which side of a divergent branch that waits on mbarriers runs first:
+  /// the then-branch, or with this the else (another order a GPU may take,
+  /// for tests of an ordering the kernel must enforce itself).
+  bool elseFirst = false;
 };
 
 struct EmulatorReport {

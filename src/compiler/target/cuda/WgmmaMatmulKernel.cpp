@@ -294,6 +294,18 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
       b.create<nvgpu::MBarrierInitOp>(setFree, k.c(readers), k.c(c), leader);
     }
   }
+  // Ping-pong: turn[w] (one arrival, the other warpgroup's first thread,
+  // once its tile's slabs are all in hand): warpgroup w's next tile waits
+  // for it, so the two take the ring's slabs in order. Without it a
+  // warpgroup could wait on a stage's `full` two phases ahead, which a
+  // parity wait takes for the phase before (CUTLASS's ping-pong order
+  // barrier).
+  Value turn;
+  if (pingPong) {
+    turn = b.create<nvgpu::MBarrierCreateOp>(nvgpu::MBarrierGroupType::get(ctx, wg, 2u));
+    for (int64_t w = 0; w < 2; ++w)
+      b.create<nvgpu::MBarrierInitOp>(turn, k.c(1), k.c(w), leader);
+  }
   b.create<NVVM::FenceMbarrierInitOp>();
   b.create<gpu::BarrierOp>();
 
@@ -408,15 +420,29 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
         tb.kMajor ? NVVM::MMALayout::col : NVVM::MMALayout::row, NVVM::MMAIntOverflowAttr());
   };
 
+  auto consumerTiles = [&](int64_t owner) {
   forEachTile([&](const MatmulKernelFrame &f, Value used, Value ordinal) -> Value {
     Value slabs = f.slabRange(k, KT, cfg.splitK).second; // (where they start is the producer's business)
-    // Ping-pong: the tile is warpgroup (ordinal mod 2)'s; the other counts
-    // its slabs and goes on to its own next one.
+    // Ping-pong: the tile is warpgroup (ordinal mod 2)'s (`owner` runs this
+    // copy of the loop); the other counts its slabs and goes on to its own
+    // next one.
     scf::IfOp mine;
     if (pingPong) {
-      mine = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, k.rem(ordinal, 2), warpgroup),
+      mine = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, k.rem(ordinal, 2), k.c(owner)),
                                  /*withElseRegion=*/false);
       b.setInsertionPointToStart(&mine.getThenRegion().front());
+      // The other warpgroup's previous tile (ordinal - 1, its
+      // ((ordinal - 1) / 2)th) has all its slabs: this one's come next.
+      if (!faults.noPingPongOrder) {
+        auto after = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, ordinal, k.c(1)),
+                                         /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(&after.getThenRegion().front());
+        Value previous = k.div(b.create<arith::SubIOp>(ordinal, k.c(1)), 2);
+        b.create<nvgpu::MBarrierTryWaitParityOp>(
+            turn, b.create<arith::CmpIOp>(arith::CmpIPredicate::ne, k.andi(previous, 1), k.c(0)), k.c(10000000),
+            k.c(owner));
+      }
     }
     scf::ForOp loop;
     if (convA || convB) {
@@ -596,6 +622,10 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
         b.create<scf::YieldOp>(acc);
       }
     }
+    // Ping-pong: the tile's slabs are all in hand: the other warpgroup's
+    // turn (its wgmmas beside this one's last and its epilogue).
+    if (pingPong)
+      arriveWhere(b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, k.rem(tid, 128), k.c(0)), turn, k.c(1 - owner));
     if (!faults.noFinalWgmmaWait)
       b.create<NVVM::WgmmaWaitGroupSyncOp>(0);
     // A persistent block's next tile reuses the ring: the tile's last slab
@@ -631,6 +661,21 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
       b.setInsertionPointAfter(mine);
     return used ? k.add(used, slabs) : Value();
   });
+  };
+  // Ping-pong: each warpgroup its own copy of the loop (an scf.if on the
+  // warpgroup: on a GPU as in the emulator, where each then runs as a
+  // context of its own, the two interleaving at their waits).
+  if (pingPong) {
+    auto split = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, warpgroup, k.c(0)),
+                                     /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&split.getThenRegion().front());
+    consumerTiles(0);
+    b.setInsertionPointToStart(&split.getElseRegion().front());
+    consumerTiles(1);
+  } else {
+    consumerTiles(-1);
+  }
   b.setInsertionPointAfter(roles);
   b.create<gpu::ReturnOp>();
   return WgmmaMatmulKernel{func, {tA->map, tB->map}};

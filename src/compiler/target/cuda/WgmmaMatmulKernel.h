@@ -86,6 +86,9 @@ struct WgmmaMatmulFaults {
   /// Persistent: a tile's last slab never released (its stage, or the
   /// tf32x3 converted set), so the block's next tile waits for it.
   bool noTileEndRelease = false;
+  /// Ping-pong: a warpgroup's tile not waiting for the other's previous
+  /// one, so it may wait on a stage two phases ahead.
+  bool noPingPongOrder = false;
 };
 
 struct WgmmaMatmulKernel {
