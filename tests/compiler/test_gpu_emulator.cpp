@@ -1056,6 +1056,10 @@ TEST_CASE("GPU emulator: a persistent wgmma kernel runs several tiles a block, i
     c.splitK = cs.parts;
     c.persistentBlocks = cs.blocks;
     c.smemBytes = gpuMatmulSmemBytes(c, cs.p.operand);
+    // (And with the consumers before the producer: they wait for it.)
+    MatmulRun consumersFirst = runMatmul(cs.p, c, {}, epilogue, {}, {}, /*elseFirst=*/true);
+    REQUIRE_MESSAGE(consumersFirst.report.ok, consumersFirst.report.error);
+    CHECK(consumersFirst.worst <= consumersFirst.bound);
     MatmulRun run = runMatmul(cs.p, c, {}, epilogue);
     const int64_t tiles = cs.p.batch * cs.parts * ((cs.p.m + c.blockM - 1) / c.blockM) * ((cs.p.n + c.blockN - 1) / c.blockN);
     INFO(std::string(nameOf(cs.p.operand)), " ", cs.p.m, "x", cs.p.n, "x", cs.p.k, " batch ", cs.p.batch, " in ", cs.parts,
