@@ -323,8 +323,7 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
   // only): an M/N-contiguous tf32 operand is converted into K-major tiles in
   // shared memory first (tf32x3 converts both of its operands: any layout).
   const bool wgmma = tensor && p.allowWgmma && t.has(x3 ? "wgmma.tf32" : std::string("wgmma.") + opName);
-  const bool convertA = wgmma && (x3 || (p.operand == GpuOperand::tf32 && p.lhsTransposed));
-  const bool convertB = wgmma && (x3 || (p.operand == GpuOperand::tf32 && !p.rhsTransposed));
+  const auto [convertA, convertB] = wgmma ? wgmmaConvertedOperands(p) : std::pair{false, false};
   const GpuMmaKind kind = !tensor ? GpuMmaKind::simt : wgmma ? GpuMmaKind::wgmma : GpuMmaKind::mma_sync;
   double rate = flopsPerClock(p.operand, t);
   if (kind == GpuMmaKind::mma_sync && t.compute_capability >= 90)
@@ -670,6 +669,11 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
 }
 
 } // namespace
+
+std::pair<bool, bool> mlir::nova::wgmmaConvertedOperands(const GpuMatmulProblem &p) {
+  const bool x3 = p.operand == GpuOperand::tf32x3, tf32 = p.operand == GpuOperand::tf32;
+  return {x3 || (tf32 && p.lhsTransposed), x3 || (tf32 && !p.rhsTransposed)};
+}
 
 GpuMatmulConfig mlir::nova::configureGpuMatmul(const GpuMatmulProblem &p, const ::nova::TargetDesc &t) {
   if (p.operand != GpuOperand::f32 || !p.allowTf32x3 || !t.has("mma.sync.tf32"))

@@ -137,6 +137,12 @@ struct GpuMatmulConfig {
 /// producer warpgroup that issues the TMA loads.
 inline int64_t wgmmaBlockThreads(int64_t consumerWarpgroups) { return 128 * (consumerWarpgroups + 1); }
 
+/// Which operands (A, B) a wgmma kernel of `problem` converts in shared
+/// memory before wgmma reads them: both of tf32x3's (into big and small
+/// halves), a tf32 operand stored M/N-contiguous (transposed: wgmma reads
+/// tf32 only K-major), none of 16-bit ones.
+std::pair<bool, bool> wgmmaConvertedOperands(const GpuMatmulProblem &problem);
+
 /// The decision for `problem` on the GPU `target` (target.is_gpu()).
 GpuMatmulConfig configureGpuMatmul(const GpuMatmulProblem &problem, const ::nova::TargetDesc &target);
 

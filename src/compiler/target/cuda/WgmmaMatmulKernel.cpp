@@ -130,11 +130,9 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
                               wgmmaBlockThreads(WG), cfg.threads)
                     .str());
   const bool aKMajor = !p.lhsTransposed, bKMajor = p.rhsTransposed;
-  // Operands converted in shared memory before wgmma reads them: both of
-  // tf32x3's (into big and small halves), a tf32 operand stored
-  // M/N-contiguous (transposed: wgmma reads tf32 only K-major).
+  // Operands converted in shared memory before wgmma reads them.
   const bool tf32 = p.operand == GpuOperand::tf32;
-  const bool convA = x3 || (tf32 && !aKMajor), convB = x3 || (tf32 && !bKMajor);
+  const auto [convA, convB] = wgmmaConvertedOperands(p);
   if (tf32 && (cfg.convertA != convA || cfg.convertB != convB))
     return fail(llvm::formatv("a tf32 operand stored M/N-contiguous is converted in shared memory (A {0}, B {1}), "
                               "as the configuration must say",
@@ -322,12 +320,15 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     return b.create<arith::CmpIOp>(arith::CmpIPredicate::ne, k.andi(k.add(k.div(kt, ring), ahead), 1), k.c(0));
   };
   auto useParity = [&](Value kt, int64_t ahead) { return ringParity(kt, S, ahead); };
-  // One thread (where `who`) arrives on barrier `index` of `bars`.
-  auto arriveWhere = [&](Value who, Value bars, Value index) {
+  // One thread (where `who`) arrives on barrier `index` of `bars`, and
+  // on `index2` of `bars2` too when given (one branch for both).
+  auto arriveWhere = [&](Value who, Value bars, Value index, Value bars2 = Value(), Value index2 = Value()) {
     auto arrive = b.create<scf::IfOp>(who, /*withElseRegion=*/false);
     OpBuilder::InsertionGuard inner(b);
     b.setInsertionPointToStart(&arrive.getThenRegion().front());
     b.create<nvgpu::MBarrierArriveOp>(nvgpu::MBarrierTokenType::get(ctx), bars, index);
+    if (bars2)
+      b.create<nvgpu::MBarrierArriveOp>(nvgpu::MBarrierTokenType::get(ctx), bars2, index2);
   };
 
   // Warpgroups 0 .. WG - 1 consume (rows 64 w of the block), warpgroup WG
@@ -589,9 +590,7 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
       Value frees =
           b.create<arith::AndIOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, kt, k.c(1)), firstThread);
       Value previous = b.create<arith::SubIOp>(use, k.c(1));
-      arriveWhere(frees, setFree, k.rem(previous, 2));
-      if (!(convA && convB))
-        arriveWhere(frees, empty, k.rem(previous, S));
+      arriveWhere(frees, setFree, k.rem(previous, 2), !(convA && convB) ? empty : Value(), k.rem(previous, S));
       b.create<scf::YieldOp>(acc);
     } else {
       loop = b.create<scf::ForOp>(k.c(0), slabs, k.c(1), ValueRange{zero});
@@ -637,8 +636,8 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
           b.create<arith::AndIOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, slabs, k.c(1)),
                                   b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, k.rem(tid, 128), k.c(0)));
       if (convA || convB)
-        arriveWhere(releases, setFree, k.rem(last, 2));
-      if (!(convA && convB))
+        arriveWhere(releases, setFree, k.rem(last, 2), !(convA && convB) ? empty : Value(), k.rem(last, S));
+      else
         arriveWhere(releases, empty, k.rem(last, S));
     }
 
