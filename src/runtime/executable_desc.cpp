@@ -205,7 +205,8 @@ ExecutableDesc ExecutableDesc::deserialize(std::span<const std::uint8_t> bytes, 
     head.fail("format version " + std::to_string(version) + ", this runtime reads version " +
               std::to_string(executable_format_version));
   auto length = head.get<std::uint64_t>("body length");
-  if (length + 8 != head.remaining())
+  // Compared without adding to `length`: a length near 2^64 would wrap round to the bytes left.
+  if (head.remaining() < 8 || length != head.remaining() - 8)
     head.fail("body length " + std::to_string(length) + " does not match the " +
               std::to_string(head.remaining()) + " bytes that follow (truncated or padded)");
   auto body_bytes = bytes.subspan(head.position(), length);

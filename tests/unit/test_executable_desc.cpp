@@ -97,6 +97,13 @@ TEST_CASE("every truncation and bit flip of a description is refused by name") {
     INFO("bit ", bit);
     CHECK_THROWS_AS(ExecutableDesc::deserialize(bad, "flipped"), nova::FormatError);
   }
+  // A body length of 2^64 - 4 followed by 4 bytes: length + 8 wraps to the 4 bytes left
+  // (libFuzzer's find; the reader hashed 2^64 bytes).
+  std::vector<std::uint8_t> wrapped(good.begin(), good.begin() + 12);
+  for (int i = 0; i < 8; ++i) wrapped.push_back(i == 0 ? 0xfc : 0xff);
+  for (std::uint8_t b : {0x6e, 0x27, 0x6f, 0x01}) wrapped.push_back(b);
+  CHECK_THROWS_WITH_AS(ExecutableDesc::deserialize(wrapped, "wrapped"), doctest::Contains("body length"),
+                       nova::FormatError);
   std::vector<std::uint8_t> newer = good;
   newer[8] = static_cast<std::uint8_t>(nova::executable_format_version + 1);
   try {
