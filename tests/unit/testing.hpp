@@ -16,6 +16,16 @@
 
 namespace nova_test {
 
+/// Built with AddressSanitizer (GCC's -fsanitize=address; NOVA_SANITIZE):
+/// tests whose repetitions differ only in their data, not in the code they
+/// run, do fewer of them there (the sanitizers look for memory errors, the
+/// normal build checks the numbers).
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
 /// A number unlike any other call's (std::random_device): for names that
 /// must not collide (temporary directories), never for test data.
 inline std::uint64_t unique_number() {
