@@ -24,15 +24,16 @@ struct Fp32AtExit {
 inline const std::filesystem::path kPtxas = "/usr/local/cuda/bin/ptxas";
 
 /// What ptxas says when it does not assemble `ptx` for `chip` (its command
-/// and output); empty when it does.
-inline std::string ptxas_errors(const std::string& ptx, const std::string& chip) {
+/// and output); empty when it does (and, with `no_spills`, no kernel
+/// spills registers).
+inline std::string ptxas_errors(const std::string& ptx, const std::string& chip, bool no_spills = false) {
   auto dir = std::filesystem::temp_directory_path() / ("nova-ptx-" + std::to_string(unique_number()));
   std::filesystem::create_directories(dir);
   {
     std::ofstream(dir / "step.ptx") << ptx;
   }
   std::string cmd = kPtxas.string() + " -arch=" + chip + " " + (dir / "step.ptx").string() + " -o " +
-                    (dir / "step.cubin").string() + " 2>&1";
+                    (dir / "step.cubin").string() + (no_spills ? " -v" : "") + " 2>&1";
   FILE* pipe = ::popen(cmd.c_str(), "r");
   REQUIRE(pipe != nullptr);
   std::string out;
@@ -40,7 +41,15 @@ inline std::string ptxas_errors(const std::string& ptx, const std::string& chip)
   while (std::fgets(buf, sizeof buf, pipe)) out += buf;
   int status = ::pclose(pipe);
   std::filesystem::remove_all(dir);
-  return status == 0 ? std::string() : cmd + "\n" + out;
+  if (status != 0) return cmd + "\n" + out;
+  if (!no_spills) return "";
+  // ptxas -v: "N bytes stack frame, S bytes spill stores, L bytes spill loads" a kernel.
+  for (std::size_t at = out.find(" bytes spill stores"); at != std::string::npos;
+       at = out.find(" bytes spill stores", at + 1)) {
+    std::size_t begin = out.find_last_not_of("0123456789", at - 1) + 1;
+    if (out.compare(begin, at - begin, "0") != 0) return cmd + "\n" + out;
+  }
+  return "";
 }
 
 /// The calling test's steps compiled for `chip` and run under the GPU

@@ -61,9 +61,10 @@ TEST_CASE("causal attention and its gradient run on the tensor cores with the ma
   // with f32 sums (GpuAttentionMma.h): 64 rows a block, tiles of 64
   // visited rows. T = 270: 5 row blocks and 5 tiles, the last partly past
   // the sequence; T = 13: one tile, mostly past it; 3 heads of 16 columns;
-  // heads of 32 and 64; a head of 128 columns forward only (the backward a
-  // row at a time); one of 72 (not a power of two) a row at a time both
-  // ways. Scores at a softmax's usual scale (1 / sqrt(head)) and 4 times
+  // heads of 32 and 64; a head of 128 over T = 100 (2 row blocks, the
+  // backward's tiles in halves of 32 rows, the last cut by the sequence's
+  // end; bf16 rows in tiles of their own, f32 ones in one buffer of tiles
+  // on the A100); one of 72 (not a power of two) a row at a time both ways. Scores at a softmax's usual scale (1 / sqrt(head)) and 4 times
   // it. With f32 matmuls the products are 3xtf32: within f32's bound, and
   // tf32 ones (one MMA, operands truncated to 10 bits) are not. (Every
   // shape and scale with bf16; 3xtf32 at 4 times the scale and tf32 on
@@ -80,7 +81,7 @@ TEST_CASE("causal attention and its gradient run on the tensor cores with the ma
   // f32 exponentials by the SFU (ex2.approx), on the tensor cores or not.
   auto has_ex2 = [&](const nova::ExecutableDesc* desc) { return ptx_has(desc, "ex2.approx.ftz.f32"); };
   for (const char* chip : {"sm_80", "sm_90a"})
-    for (Shape s : {Shape{1, 270, 64, 1}, Shape{2, 13, 48, 3}, Shape{2, 70, 64, 2}, Shape{1, 33, 128, 1},
+    for (Shape s : {Shape{1, 270, 64, 1}, Shape{2, 13, 48, 3}, Shape{2, 70, 64, 2}, Shape{1, 100, 128, 1},
                     Shape{1, 40, 72, 1}})
       for (double boost : {1.0, 4.0}) {
         if (std::string(chip) == "sm_90a" && s.T != 270) continue;
@@ -96,7 +97,7 @@ TEST_CASE("causal attention and its gradient run on the tensor cores with the ma
         Tensor qkv = g.randn({s.B, s.T, 3 * s.d}), w = g.randn({s.B, s.T, s.d});
         auto heads = nova::static_arg(s.heads);
         auto c = nova::static_arg(scale);
-        const bool forward_mma = hd == 16 || hd == 32 || hd == 64 || hd == 128, backward_mma = forward_mma && hd <= 64;
+        const bool forward_mma = hd == 16 || hd == 32 || hd == 64 || hd == 128, backward_mma = forward_mma;
         for (auto precision : {nova::MatmulPrecision::bf16, nova::MatmulPrecision::tf32, nova::MatmulPrecision::fp32}) {
           const bool bf16 = precision == nova::MatmulPrecision::bf16, tf32 = precision == nova::MatmulPrecision::tf32;
           const bool h100 = std::string(chip) == "sm_90a", fp32 = !bf16 && !tf32;
@@ -134,7 +135,10 @@ TEST_CASE("causal attention and its gradient run on the tensor cores with the ma
           CHECK(launches_ending_in(b, "_keys") == 1);
           if (std::filesystem::exists(kPtxas))
             for (const nova::ExecutableDesc* d : {f, b})
-              CHECK(ptxas_errors(std::string(d->object.begin(), d->object.end()), chip) == "");
+              // Heads of 128: the backward's accumulators and its scores
+              // in halves of the tile fit the registers (whole tiles spilled
+              // 192 to 344 bytes a lane).
+              CHECK(ptxas_errors(std::string(d->object.begin(), d->object.end()), chip, hd == 128) == "");
         }
       }
 }

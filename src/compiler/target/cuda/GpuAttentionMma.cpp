@@ -70,10 +70,15 @@ int64_t attentionTileBytes(int64_t hd, AttentionMmaOperands operands) {
   return AttentionMmaPlan::kTileRows * attentionTileStride(hd, operands) *
          (operands == AttentionMmaOperands::bf16 ? 2 : 4);
 }
-/// The tiles of a kernel's own rows: with f32 operands one for each of
-/// their operands (q; the backward's two), none with bf16 (in registers).
+/// The tiles of a kernel's own rows: one for each of their operands (q;
+/// the backward's two) with f32 operands, and with bf16 ones in a backward
+/// with heads of 128 columns (their fragments would take 64 registers a
+/// lane beside its accumulators: 80 to 100 bytes of spills); none with
+/// bf16 otherwise (in registers).
 int64_t attentionOwnTiles(AttentionKernelOp op, AttentionMmaOperands operands) {
-  return operands == AttentionMmaOperands::bf16 ? 0 : op.getBackward() ? 2 : 1;
+  if (operands == AttentionMmaOperands::bf16 && !(op.getBackward() && op.headDim() > 64))
+    return 0;
+  return op.getBackward() ? 2 : 1;
 }
 
 /// bf16 operands: the f32 floats of the staging buffer the visited rows'
@@ -304,7 +309,10 @@ struct AttentionMma {
     return ldmatrix(tile, k.add(m0, k.rem(lane, 16)), k.add(k.div(lane, 16), 2 * kk), /*transpose=*/false);
   }
   Frag rowsFragment(const Rows &rows, int64_t kk) {
-    return sixteen ? Frag{rows.frags[size_t(kk)], Value()} : operand(rowFragment(rows.tile, rows.row0, kk));
+    if (!rows.tile)
+      return {rows.frags[size_t(kk)], Value()};
+    Value frag = rowFragment(rows.tile, rows.row0, kk);
+    return sixteen ? Frag{frag, Value()} : operand(frag);
   }
 
   /// The two B fragments (vector<2x2xbf16> or vector<2x1xf32>) in an ldmatrix.x4's result.
@@ -317,17 +325,20 @@ struct AttentionMma {
     return {slice(0), slice(2)};
   }
 
-  /// rows (16 x hd) x tile^T: 16 x kTile, kTile / 8 accumulators. The
-  /// tile's rows are B's columns: ldmatrix without .trans, lane l at (n row
-  /// 8 (l / 16) + l % 8, chunk (l / 8) % 2 of the k step): registers {0, 1}
-  /// n-block 2p, {2, 3} 2p + 1, for bf16 and f32 alike.
-  SmallVector<Value> timesTransposed(const Rows &rows, Value tile) {
-    SmallVector<Value> acc(kTile / 8, accZero());
+  /// rows (16 x hd) x tile rows [n0, n0 + n)^T: 16 x n, n / 8
+  /// accumulators. The tile's rows are B's columns: ldmatrix without
+  /// .trans, lane l at (n row 8 (l / 16) + l % 8, chunk (l / 8) % 2 of the
+  /// k step): registers {0, 1} n-block 2p, {2, 3} 2p + 1, for bf16 and f32
+  /// alike.
+  SmallVector<Value> timesTransposed(const Rows &rows, Value tile, Value n0 = Value(), int64_t n = kTile) {
+    SmallVector<Value> acc(size_t(n / 8), accZero());
     Value l8 = k.rem(lane, 8), lq = k.div(lane, 8);
     for (int64_t kk = 0; kk < hd / kStep; ++kk) {
       Frag a = rowsFragment(rows, kk);
-      for (int64_t p = 0; p < kTile / 16; ++p) {
+      for (int64_t p = 0; p < n / 16; ++p) {
         Value r = k.add(k.add(l8, k.mul(k.shr(lq, 1), 8)), p * 16);
+        if (n0)
+          r = k.add(r, n0);
         auto [lo, hi] = halves(ldmatrix(tile, r, k.add(k.andi(lq, 1), 2 * kk), /*transpose=*/false));
         mma(acc[size_t(2 * p)], a, operand(lo));
         mma(acc[size_t(2 * p + 1)], a, operand(hi));
@@ -336,15 +347,17 @@ struct AttentionMma {
     return acc;
   }
 
-  /// acc (16 x hd, hd / 8 accumulators) += p (16 x kTile, A fragments,
-  /// asRowFragments) x tile. bf16: the tile's rows are the k steps'
-  /// (ldmatrix.trans); f32 (no 32-bit transposing ldmatrix): scalar loads
-  /// of rows 8j + 2t and 8j + 2t + 1, column g, the k order asRowFragments
-  /// gives its A fragments.
-  void accumulateTimes(ArrayRef<Frag> p, Value tile, SmallVector<Value> &acc) {
+  /// acc (16 x hd, hd / 8 accumulators) += p (16 x n, A fragments,
+  /// asRowFragments) x tile rows [k0, k0 + n). bf16: the tile's rows are
+  /// the k steps' (ldmatrix.trans); f32 (no 32-bit transposing ldmatrix):
+  /// scalar loads of rows 8j + 2t and 8j + 2t + 1, column g, the k order
+  /// asRowFragments gives its A fragments.
+  void accumulateTimes(ArrayRef<Frag> p, Value tile, SmallVector<Value> &acc, Value k0 = Value()) {
     if (sixteen) {
       Value l16 = k.rem(lane, 16), lhi = k.div(lane, 16);
-      for (int64_t kk = 0; kk < kTile / 16; ++kk)
+      if (k0)
+        l16 = k.add(l16, k0);
+      for (int64_t kk = 0; kk < int64_t(p.size()); ++kk)
         for (int64_t q = 0; q < hd / 16; ++q) {
           auto [lo, hi] = halves(ldmatrix(tile, k.add(l16, kk * 16), k.add(lhi, 2 * q), /*transpose=*/true));
           mma(acc[size_t(2 * q)], p[size_t(kk)], operand(lo));
@@ -357,7 +370,9 @@ struct AttentionMma {
     // Row 8j + 2t + i (faults.unpermutedRows: 8j + t + 4i).
     const bool natural = faults.unpermutedRows;
     Value first = natural ? t : k.shl(t, 1);
-    for (int64_t kk = 0; kk < kTile / 8; ++kk) {
+    if (k0)
+      first = k.add(first, k0);
+    for (int64_t kk = 0; kk < int64_t(p.size()); ++kk) {
       Value r = k.add(first, 8 * kk);
       for (int64_t q = 0; q < hd / 8; ++q) {
         Value col = k.add(g, 8 * q);
@@ -548,6 +563,8 @@ AttentionMmaPlan mlir::nova::attentionMmaShape(AttentionKernelOp op, AttentionMm
   plan.blocks = op.batch() * op.getHeads() * plan.rowBlocks;
   // The tiles; key rows also the visited query rows' statistics, f32.
   plan.tileStages = tileStages;
+  if (op.getBackward() && op.headDim() > 64)
+    plan.subRows = AttentionMmaPlan::kTileRows / 2;
   plan.sharedBytes =
       (attentionOwnTiles(op, operands) + 2 * tileStages) * attentionTileBytes(op.headDim(), operands);
   if (attentionBackwardPart(op) == AttentionBackwardPart::keys)
@@ -568,10 +585,9 @@ std::optional<AttentionMmaPlan> mlir::nova::planAttentionMma(AttentionKernelOp o
     return no(sixteen ? "the GPU has no bf16 mma.sync" : "the GPU has no tf32 mma.sync");
   if (op.getBackward() && !attentionBackwardPart(op))
     return no("a backward not split into query and key rows");
-  // The backward's warps hold twice the forward's accumulators.
-  const int64_t hd = op.headDim(), widest = op.getBackward() ? 64 : 128;
-  if (hd < 16 || hd > widest || !llvm::isPowerOf2_64(uint64_t(hd)))
-    return no(llvm::formatv("heads of {0} columns (16, 32, 64{1} take it)", hd, widest == 128 ? " or 128" : "").str());
+  const int64_t hd = op.headDim();
+  if (hd < 16 || hd > 128 || !llvm::isPowerOf2_64(uint64_t(hd)))
+    return no(llvm::formatv("heads of {0} columns (16, 32, 64 or 128 take it)", hd).str());
   Type f32 = Float32Type::get(op.getContext());
   Value out = op.getInit();
   auto outType = cast<MemRefType>(out.getType());
@@ -598,11 +614,13 @@ namespace {
 struct AttentionBlock {
   AttentionMma m;
   Value pair, first, dyn, warpRow0;
-  /// The own rows' tiles staged so far (f32 operands).
-  int64_t ownTiles = 0;
+  /// The own rows' tiles staged so far, of ownTileCount (attentionOwnTiles).
+  int64_t ownTiles = 0, ownTileCount;
   /// Shared memory: [own rows' tiles (f32)] [visited rows' tiles A, B] x
   /// tileStages [key rows' statistics tile] x tileStages [staging (bf16)].
   int64_t tileStages, tileBytes, visited0, statsAt0 = -1;
+  /// Rows of a visited tile taken at once (AttentionMmaPlan::subRows).
+  int64_t sub;
   /// Key rows: the visited query rows' log-sum-exp and D, staged with the
   /// tiles from `stats` (attentionStatsType): a thread a value.
   Value stats;
@@ -626,8 +644,10 @@ struct AttentionBlock {
     dyn = b.create<gpu::DynamicSharedMemoryOp>(
         MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(), wg));
     tileStages = plan.tileStages;
+    sub = plan.subRows;
     tileBytes = attentionTileBytes(op.headDim(), plan.operands);
-    visited0 = attentionOwnTiles(op, plan.operands) * tileBytes;
+    ownTileCount = attentionOwnTiles(op, plan.operands);
+    visited0 = ownTileCount * tileBytes;
     int64_t end = visited0 + 2 * tileStages * tileBytes;
     if (attentionBackwardPart(op) == AttentionBackwardPart::keys) {
       statsAt0 = end;
@@ -643,6 +663,22 @@ struct AttentionBlock {
     scale = m.f(op.getScale().convertToDouble());
     scale2 = m.f(op.getScale().convertToDouble() * M_LOG2E);
   }
+
+  /// fn(n0, carried) over the visited tile's parts of `sub` rows (n0 their
+  /// first row in it), carrying `init` through them: the whole tile at
+  /// once (n0 null), or a loop over its parts, not unrolled, so that
+  /// ptxas does not schedule one part's loads beside the other's
+  /// accumulators (unrolled, the tf32 backward's heads of 128 spilled 644
+  /// to 956 bytes a lane).
+  SmallVector<Value> overParts(ValueRange init, function_ref<SmallVector<Value>(Value, ValueRange)> fn) {
+    if (sub == AttentionMmaPlan::kTileRows)
+      return fn(Value(), init);
+    IndexMath &k = m.k;
+    return SmallVector<Value>(
+        buildFor(m.b, m.b.getLoc(), k.c(0), k.c(AttentionMmaPlan::kTileRows), k.c(sub), init, fn).getResults());
+  }
+  /// Row n0 of the visited tile from row r0 (r0 itself for the whole).
+  Value at(Value r0, Value n0) { return n0 ? m.k.add(r0, n0) : r0; }
 
   /// Stores values[h] (the same in a row's 4 lanes) of this lane's rows
   /// within the sequence into `buffer` at [pair, row] (slot < 0) or
@@ -691,11 +727,11 @@ struct AttentionBlock {
     return k.div(k.add(keys, AttentionMmaPlan::kTileRows - 1), AttentionMmaPlan::kTileRows);
   }
 
-  /// The block's rows of part `part` of `src` as its warps' A operand:
-  /// bf16 fragments in registers (through the first visited tile), f32 in
-  /// a tile of their own.
+  /// The block's rows of part `part` of `src` as its warps' A operand: in
+  /// a tile of their own (attentionOwnTiles), or bf16 fragments in
+  /// registers (through the first visited tile).
   AttentionMma::Rows ownRows(Value src, int64_t part) {
-    if (!m.sixteen) {
+    if (ownTiles < ownTileCount) {
       Value tile = m.tile(dyn, ownTiles++);
       m.stage(tile, src, part, first);
       m.landStaged();
@@ -946,23 +982,26 @@ void buildQueryRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attenti
     SmallVector<Value> init{m.lowest(), m.lowest(), m.f(0), m.f(0), m.f(0), m.f(0)};
     SmallVector<Value> pass = blk.overTiles(k.c(0), tiles, init, qkv, 1, qkv, 2, causal, /*maskLast=*/true,
                                             /*maskAll=*/false, [&](Value r0, const AttentionBlock::Tiles &tiles, ValueRange c, AttentionMma::Mask mask) {
-      AttentionMma::Values p = m.scores(m.timesTransposed(q, tiles.a), blk.scale2, blk.row, r0, mask);
-      SmallVector<Value> dP = m.timesTransposed(dO, tiles.b);
-      SmallVector<Value> next(6);
-      for (int64_t h = 0; h < 2; ++h) {
-        auto [max, rescale] = m.runningMax(p, h, c[size_t(h)]);
-        Value sum = m.f(0), dot = m.f(0);
-        for (size_t j = 0; j < p.size(); ++j)
-          for (int64_t e = 0; e < 2; ++e) {
-            Value x = m.exp2(m.sub(p[j][size_t(h)][size_t(e)], max));
-            sum = m.add(sum, x);
-            dot = m.add(dot, m.mul(x, m.element(dP[j], h, e)));
-          }
-        next[size_t(h)] = max;
-        next[size_t(2 + h)] = m.add(m.mul(c[size_t(2 + h)], rescale), sum);
-        next[size_t(4 + h)] = m.add(m.mul(c[size_t(4 + h)], rescale), dot);
-      }
-      return next;
+      return blk.overParts(c, [&](Value n0, ValueRange part) {
+        SmallVector<Value> next(part.begin(), part.end());
+        AttentionMma::Values p =
+            m.scores(m.timesTransposed(q, tiles.a, n0, blk.sub), blk.scale2, blk.row, blk.at(r0, n0), mask);
+        SmallVector<Value> dP = m.timesTransposed(dO, tiles.b, n0, blk.sub);
+        for (int64_t h = 0; h < 2; ++h) {
+          auto [max, rescale] = m.runningMax(p, h, next[size_t(h)]);
+          Value sum = m.f(0), dot = m.f(0);
+          for (size_t j = 0; j < p.size(); ++j)
+            for (int64_t e = 0; e < 2; ++e) {
+              Value x = m.exp2(m.sub(p[j][size_t(h)][size_t(e)], max));
+              sum = m.add(sum, x);
+              dot = m.add(dot, m.mul(x, m.element(dP[j], h, e)));
+            }
+          next[size_t(h)] = max;
+          next[size_t(2 + h)] = m.add(m.mul(next[size_t(2 + h)], rescale), sum);
+          next[size_t(4 + h)] = m.add(m.mul(next[size_t(4 + h)], rescale), dot);
+        }
+        return next;
+      });
     });
     for (int64_t h = 0; h < 2; ++h) {
       Value total = m.quadSum(pass[size_t(2 + h)]);
@@ -973,18 +1012,21 @@ void buildQueryRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attenti
   SmallVector<Value> dqInit(size_t(m.hd / 8), m.accZero());
   SmallVector<Value> dq = blk.overTiles(k.c(0), tiles, dqInit, qkv, 1, qkv, 2, causal, /*maskLast=*/true,
                                         /*maskAll=*/false, [&](Value r0, const AttentionBlock::Tiles &tiles, ValueRange c, AttentionMma::Mask mask) {
-    AttentionMma::Values dS = m.scores(m.timesTransposed(q, tiles.a), blk.scale2, blk.row, r0, mask);
-    SmallVector<Value> dP = m.timesTransposed(dO, tiles.b);
-    for (size_t j = 0; j < dS.size(); ++j)
-      for (int64_t h = 0; h < 2; ++h)
-        for (int64_t e = 0; e < 2; ++e) {
-          Value &x = dS[j][size_t(h)][size_t(e)];
-          Value p = m.exp2(m.sub(x, lse2[h]));
-          x = m.mul(blk.scale, m.mul(p, m.sub(m.element(dP[j], h, e), D[h])));
-        }
-    SmallVector<Value> acc(c.begin(), c.end());
-    m.accumulateTimes(m.asRowFragments(dS), tiles.a, acc);
-    return acc;
+    return blk.overParts(c, [&](Value n0, ValueRange part) {
+      SmallVector<Value> acc(part.begin(), part.end());
+      AttentionMma::Values dS =
+          m.scores(m.timesTransposed(q, tiles.a, n0, blk.sub), blk.scale2, blk.row, blk.at(r0, n0), mask);
+      SmallVector<Value> dP = m.timesTransposed(dO, tiles.b, n0, blk.sub);
+      for (size_t j = 0; j < dS.size(); ++j)
+        for (int64_t h = 0; h < 2; ++h)
+          for (int64_t e = 0; e < 2; ++e) {
+            Value &x = dS[j][size_t(h)][size_t(e)];
+            Value p = m.exp2(m.sub(x, lse2[h]));
+            x = m.mul(blk.scale, m.mul(p, m.sub(m.element(dP[j], h, e), D[h])));
+          }
+      m.accumulateTimes(m.asRowFragments(dS), tiles.a, acc, n0);
+      return acc;
+    });
   });
   m.storeRows(dq, op.getInit(), 0, blk.row, nullptr);
   blk.storeRowValues(buffers.stats, lse2, 0);
@@ -1016,26 +1058,30 @@ void buildKeyRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attention
   SmallVector<Value> loop = blk.overTiles(blk.first, count, init, qkv, 0, grad, 0, causal, /*maskLast=*/false,
                                           /*maskAll=*/m.T % kTile != 0,
                                           [&](Value r0, const AttentionBlock::Tiles &tiles, ValueRange c, AttentionMma::Mask mask) {
-    AttentionMma::Values p = m.scores(m.timesTransposed(kf, tiles.a), blk.scale2, blk.row, r0, mask);
-    SmallVector<Value> dP = m.timesTransposed(vf, tiles.b);
-    AttentionMma::Values dS = p;
-    for (size_t j = 0; j < p.size(); ++j)
-      for (int64_t e = 0; e < 2; ++e) {
-        // Query r0 + 8j + 2t + e's statistics, from the tile staged with q's.
-        Value at = k.add(k.shl(t, 1), 8 * int64_t(j) + e);
-        Value lse2 = b.create<memref::LoadOp>(tiles.stats, ValueRange{at, k.c(0)});
-        Value D = b.create<memref::LoadOp>(tiles.stats, ValueRange{at, k.c(1)});
-        for (int64_t h = 0; h < 2; ++h) {
-          Value &x = p[j][size_t(h)][size_t(e)];
-          x = m.exp2(m.sub(x, lse2));
-          dS[j][size_t(h)][size_t(e)] = m.mul(blk.scale, m.mul(x, m.sub(m.element(dP[j], h, e), D)));
+    return blk.overParts(c, [&](Value n0, ValueRange part) {
+      SmallVector<Value> dk(part.begin(), part.begin() + outTiles), dv(part.begin() + outTiles, part.end());
+      AttentionMma::Values p =
+          m.scores(m.timesTransposed(kf, tiles.a, n0, blk.sub), blk.scale2, blk.row, blk.at(r0, n0), mask);
+      SmallVector<Value> dP = m.timesTransposed(vf, tiles.b, n0, blk.sub);
+      AttentionMma::Values dS = p;
+      for (size_t j = 0; j < p.size(); ++j)
+        for (int64_t e = 0; e < 2; ++e) {
+          // Query r0 + n0 + 8j + 2t + e's statistics, from the tile staged
+          // with q's.
+          Value at = k.add(n0 ? k.add(k.shl(t, 1), n0) : k.shl(t, 1), 8 * int64_t(j) + e);
+          Value lse2 = b.create<memref::LoadOp>(tiles.stats, ValueRange{at, k.c(0)});
+          Value D = b.create<memref::LoadOp>(tiles.stats, ValueRange{at, k.c(1)});
+          for (int64_t h = 0; h < 2; ++h) {
+            Value &x = p[j][size_t(h)][size_t(e)];
+            x = m.exp2(m.sub(x, lse2));
+            dS[j][size_t(h)][size_t(e)] = m.mul(blk.scale, m.mul(x, m.sub(m.element(dP[j], h, e), D)));
+          }
         }
-      }
-    SmallVector<Value> dk(c.begin(), c.begin() + outTiles), dv(c.begin() + outTiles, c.end());
-    m.accumulateTimes(m.asRowFragments(dS), tiles.a, dk);
-    m.accumulateTimes(m.asRowFragments(p), tiles.b, dv);
-    dk.append(dv);
-    return dk;
+      m.accumulateTimes(m.asRowFragments(dS), tiles.a, dk, n0);
+      m.accumulateTimes(m.asRowFragments(p), tiles.b, dv, n0);
+      dk.append(dv);
+      return dk;
+    });
   });
   m.storeRows(ArrayRef<Value>(loop).take_front(outTiles), op.getInit(), 1, blk.row, nullptr);
   m.storeRows(ArrayRef<Value>(loop).drop_front(outTiles), op.getInit(), 2, blk.row, nullptr);

@@ -39,9 +39,10 @@
 //     into its f32 accumulators (the tile's rows as the B fragments' k:
 //     ldmatrix.trans for bf16, scalar loads for f32).
 // At the end each lane stores its rows (the forward's O / l rounded to the
-// result's element, f32 or bf16). Heads of 16, 32, 64 or 128 columns
-// forward, up to 64 backward (its warps hold twice the accumulators); f32
-// inputs; whole buffers (16-byte vector loads).
+// result's element, f32 or bf16). Heads of 16, 32, 64 or 128 columns; a
+// backward with heads of 128 takes each visited tile in two halves of 32
+// rows (AttentionMmaPlan::subRows); f32 inputs; whole buffers (16-byte
+// vector loads).
 //
 //===----------------------------------------------------------------------===//
 
@@ -82,6 +83,11 @@ struct AttentionMmaPlan {
   /// tiles land while the present ones are read, one barrier a tile; 1
   /// takes a second barrier a tile (and f32 tiles wait for their copies).
   int64_t tileStages = 2;
+  /// Rows of a visited tile a warp's products take at once (its scores'
+  /// columns): the whole tile, or half of it in a backward with heads of
+  /// 128 columns, whose warps' accumulators (dq, or dk and dv) take 64 or
+  /// 128 registers a lane beside the scores and dP.
+  int64_t subRows = kTileRows;
 };
 
 /// The plan's shape for `op` (which planAttentionMma accepted).

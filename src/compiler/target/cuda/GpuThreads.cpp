@@ -477,7 +477,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
           kernel->setAttr(kGpuWhyAttr,
                           ArrayAttr::get(ctx, {StringAttr::get(ctx, llvm::formatv(
                                                                    "{0}: {1} blocks of {2} {3}, the rows they "
-                                                                   "visit in tiles of {4}, {6}, in {5} bytes of "
+                                                                   "visit in tiles of {4}{7}, {6}, in {5} bytes of "
                                                                    "shared memory",
                                                                    attentionMmaHow(operands), mma->blocks,
                                                                    AttentionMmaPlan::kRows,
@@ -486,7 +486,14 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
                                                                    mma->tileStages == 2
                                                                        ? "double-buffered (the next tiles land "
                                                                          "while these are read)"
-                                                                       : "one buffer (two would not fit)"))}));
+                                                                       : "one buffer (two would not fit)",
+                                                                   mma->subRows < AttentionMmaPlan::kTileRows
+                                                                       ? llvm::formatv(" (taken {0} rows at a time: "
+                                                                                       "the backward's heads of "
+                                                                                       "128)",
+                                                                                       mma->subRows)
+                                                                             .str()
+                                                                       : std::string()))}));
           continue;
         }
       }
