@@ -11,16 +11,18 @@
 // (.trans for the tiles whose rows are the product's K) and the bf16
 // mma.sync intrinsic, a row's max and sum over its 4 lanes by shuffles,
 // its exponentials 2^x by ex2.approx, P's elements rounded to bf16 a pair
-// at a time (cvt.rn.bf16x2.f32). Heads of 128 columns: the forward on
-// the tensor cores, the backward a row at a time (its warps would hold
-// twice the accumulators).
+// at a time (cvt.rn.bf16x2.f32). Heads of 128 columns: the backward
+// takes each visited tile in two halves of 32 rows (its warps hold twice
+// the forward's accumulators), its own rows in two bf16 tiles of their own
+// (32 KiB more: 160 KiB, the key rows 161.5 KiB, within the A100's 163).
 // fp32: 3xtf32 (each f32 operand split into big and small tf32 halves by
 // bit masks, three m16n8k8 MMAs a product), the tiles f32 with rows padded
 // to 68 (17408 bytes each), the own rows in tiles of their own, the
 // visited rows' in two buffers: 5 tiles forward (87040 bytes), 6 backward
 // (104448; key rows 1024 more for the statistics), and for the head of
 // 128, whose two buffers (168960 bytes) would not fit the A100's 166912,
-// one: 3 tiles of 132-element rows (101376 bytes);
+// one: 3 tiles of 132-element rows (101376 bytes; the backward 4, 135168
+// and 135680);
 // own rows and the tiles' rows as B's columns by ldmatrix (vector<4x1xf32>:
 // the tf32 fragment), the tiles' rows as B's k by scalar loads. tf32: the
 // same kernels, one MMA a product, no split.
@@ -47,10 +49,10 @@
 // CHECK: func.func @[[BWD]]_keys({{.*}}nova.attention_part = "keys", nova.gpu_attention_mma = "bf16"
 // CHECK-SAME: 16 blocks of 64 key rows (dk, dv; the query rows' statistics from the workspace), the rows they visit in tiles of 64
 // CHECK: func.func @{{k[0-9]+}}({{.*}}nova.gpu_attention_mma = "bf16", nova.gpu_attention_tile_stages = 2 : i64, nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 131072 : i64
-// CHECK: func.func @{{k[0-9]+}}(
-// CHECK-NOT: nova.gpu_attention_mma
-// CHECK-SAME: "attention not on the tensor cores: heads of 128 columns (16, 32, 64 take it)"
-// CHECK-SAME: "threads: 200 query rows (dq;
+// CHECK: func.func @[[WIDE:k[0-9]+]]({{.*}}nova.attention_part = "queries", nova.gpu_attention_mma = "bf16", nova.gpu_attention_tile_stages = 2 : i64, nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 163840 : i64
+// CHECK-SAME: 4 blocks of 64 query rows (dq; each row's softmax statistics into the workspace), the rows they visit in tiles of 64 (taken 32 rows at a time: the backward's heads of 128), double-buffered
+// CHECK: func.func @[[WIDE]]_keys({{.*}}nova.attention_part = "keys", nova.gpu_attention_mma = "bf16", nova.gpu_attention_tile_stages = 2 : i64, nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 165376 : i64
+// CHECK-SAME: (taken 32 rows at a time: the backward's heads of 128)
 
 // GPU: gpu.func @nova_[[F:k[0-9]+]](
 // GPU-SAME: known_block_size = array<i32: 128, 1, 1>
@@ -88,9 +90,9 @@
 // FP32: func.func @[[BWD]]_keys({{.*}}nova.attention_part = "keys", nova.gpu_attention_mma = "tf32x3", nova.gpu_attention_tile_stages = 2 : i64, nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 105472 : i64
 // FP32: func.func @{{k[0-9]+}}({{.*}}nova.gpu_attention_mma = "tf32x3", nova.gpu_attention_tile_stages = 1 : i64, nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 101376 : i64
 // FP32-SAME: "{{.*}} in tiles of 64, one buffer (two would not fit), in 101376 bytes of shared memory"
-// FP32: func.func @{{k[0-9]+}}(
-// FP32-NOT: nova.gpu_attention_mma
-// FP32-SAME: "attention not on the tensor cores: heads of 128 columns (16, 32, 64 take it)"
+// FP32: func.func @[[WIDE:k[0-9]+]]({{.*}}nova.attention_part = "queries", nova.gpu_attention_mma = "tf32x3", nova.gpu_attention_tile_stages = 1 : i64, nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 135168 : i64
+// FP32-SAME: in tiles of 64 (taken 32 rows at a time: the backward's heads of 128), one buffer (two would not fit)
+// FP32: func.func @[[WIDE]]_keys({{.*}}nova.attention_part = "keys", nova.gpu_attention_mma = "tf32x3", nova.gpu_attention_tile_stages = 1 : i64, nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 135680 : i64
 
 // FP32GPU: gpu.func @nova_{{k[0-9]+}}(
 // FP32GPU: gpu.dynamic_shared_memory
