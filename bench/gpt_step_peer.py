@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """PyTorch peer of bench/gpt_step: the same GPT, equations and optimizer.
 
-Usage: gpt_step_peer.py small|medium [steps] [eager|compile] [cpu|cuda]. Prints
+Usage: gpt_step_peer.py small|medium|wide [steps] [eager|compile] [cpu|cuda]. Prints
 "RESULT torch ..." and, first, what this PyTorch actually runs on (its BLAS,
 CPU kernel set, threads; for OpenBLAS the core type it chose).
 Same model as nova::nn::gpt_logits: token + position embeddings, pre-LN
 blocks (eps 1e-5), fused QKV [d, 3d] with bias, causal softmax attention
 scaled by 1/sqrt(hd), output projection with bias, MLP d -> 4d -> d with
 tanh-GELU, final LN, lm_head without bias; AdamW(0.9, 0.95, wd 0.1), grad
-clip 1.0; fp32. Step memory = peak RSS over the run - RSS after
+clip 1.0; fp32. "wide" is medium with 4 heads of 128 columns (the device
+check's gpt_wide_bf16). Step memory = peak RSS over the run - RSS after
 initialisation (model, optimizer and batch exist), as for Nova.
 """
 import math
@@ -70,14 +71,17 @@ class GPT(torch.nn.Module):
 
 
 def main():
-    medium = len(sys.argv) > 1 and sys.argv[1] == "medium"
+    size = sys.argv[1] if len(sys.argv) > 1 else "small"
+    if size not in ("small", "medium", "wide"):
+        sys.exit(f"gpt_step_peer.py: no size {size!r} (small, medium, wide)")
     steps = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     mode = sys.argv[3] if len(sys.argv) > 3 else "eager"
     # cuda: the device check (bench/device/check.sh); step memory is then
     # the GPU's peak allocated bytes over the steps, beyond the model's.
     device = sys.argv[4] if len(sys.argv) > 4 else "cpu"
     cuda = device == "cuda"
-    vocab, context, d, layers, heads, B = (256, 256, 512, 8, 8, 8) if medium else (256, 128, 256, 4, 4, 16)
+    vocab, context, d, layers, heads, B = {"small": (256, 128, 256, 4, 4, 16), "medium": (256, 256, 512, 8, 8, 8),
+                                           "wide": (256, 256, 512, 8, 4, 8)}[size]
     layers = int(os.environ.get("NOVA_BENCH_LAYERS", layers))  # bench/gpt_fits.sh
     torch.set_num_threads(os.cpu_count() or 1)
     torch.manual_seed(0)
@@ -92,7 +96,7 @@ def main():
           f"{' on ' + torch.cuda.get_device_name() if cuda else ''}", flush=True)
     secs, peak, rss_init = peer_info.time_steps(torch, step, steps, 2 if mode == "eager" else 3, cuda)
     n = sum(p.numel() for p in model.parameters())
-    print(f"torch {mode} {'medium' if medium else 'small'}: params {n / 1e6:.2f}M, step {secs:.3f} s, "
+    print(f"torch {mode} {size}: params {n / 1e6:.2f}M, step {secs:.3f} s, "
           f"{B * context / secs:.0f} tokens/s, threads {torch.get_num_threads()}, "
           f"step memory {peak - rss_init:.1f} MiB = peak {peak:.1f} - after init {rss_init:.1f}, "
           f"torch {torch.__version__}")
