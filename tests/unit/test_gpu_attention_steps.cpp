@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -135,10 +136,7 @@ TEST_CASE("causal attention and its gradient run on the tensor cores with the ma
           CHECK(launches_ending_in(b, "_keys") == 1);
           if (std::filesystem::exists(kPtxas))
             for (const nova::ExecutableDesc* d : {f, b})
-              // Heads of 128: the backward's accumulators and its scores
-              // in halves of the tile fit the registers (whole tiles spilled
-              // 192 to 344 bytes a lane).
-              CHECK(ptxas_errors(std::string(d->object.begin(), d->object.end()), chip, hd == 128) == "");
+              CHECK(ptxas_errors(std::string(d->object.begin(), d->object.end()), chip) == "");
         }
       }
 }
@@ -191,5 +189,47 @@ TEST_CASE("where a step has attention's forward and backward on the tensor cores
         CHECK(all.find("(query rows: dq; the forward's statistics)") != std::string::npos);
         CHECK(launches_ending_in(desc, "_keys") == 1);
       }
+    }
+}
+
+TEST_CASE("attention with heads of 128 assembles for the A100 and the H100 with its accumulators in registers (at most a few bytes spilled), with bf16 and with 3xtf32 operands") {
+  // As in a GPT (the product after attention: the backward's query rows
+  // read the forward's statistics). The backward's tiles in halves and
+  // bf16 own rows in shared tiles keep ptxas 13.0's spills of the
+  // attention kernels (252 to 255 registers each) to none or 4 bytes
+  // (whole tiles: 192 to 344 bytes a lane in the backward; bf16 fragments
+  // in registers: 104 bytes in the H100's forward). (The query rows that
+  // compute the statistics themselves, a gradient of attention alone, do
+  // two passes over the keys and spill more at some shapes: with tf32 and
+  // 3xtf32 operands none or 12 bytes at T = 256, 128 to 304 at T = 128.)
+  // Compiled only, not run (the emulated runs are the A100's, above); tf32
+  // operands take the 3xtf32 kernels' structure with a third of the MMAs.
+  // Not under the sanitizers: ptxas's registers are the same there.
+  if (!std::filesystem::exists(kPtxas) || kSanitized) return;
+  Fp32AtExit restore;
+  auto both = [](auto w, auto qkv, auto proj, std::int64_t h, double c) {
+    return nova::gradients(nova::sum(nova::matmul(nova::causal_attention(qkv, h, c), proj) * w), {qkv, proj});
+  };
+  Tensor qkv = Tensor::zeros({2, 128, 384}), w = Tensor::zeros({2, 128, 128}), proj = Tensor::zeros({2, 128, 128});
+  auto heads = nova::static_arg(1);
+  auto scale = nova::static_arg(0.088);
+  for (const char* chip : {"sm_80", "sm_90a"})
+    for (auto precision : {nova::MatmulPrecision::bf16, nova::MatmulPrecision::fp32}) {
+      EmulatedGpu gpu(chip);
+      nova::set_matmul_precision(precision);
+      const nova::ExecutableDesc* desc = nova::jit(both).executable(w, qkv, proj, heads, scale)->description();
+      CAPTURE(chip);
+      CAPTURE(nova::name_of(precision));
+      CHECK(launches_ending_in(desc, "_keys") == 1);
+      std::map<std::string, int> spills = ptxas_spill_stores(std::string(desc->object.begin(), desc->object.end()), chip);
+      int attention = 0;
+      for (const auto& k : desc->kernels) {
+        if (k.summary.find("attention") == std::string::npos) continue;
+        ++attention;
+        CAPTURE(k.symbol);
+        REQUIRE(spills.count(k.symbol) == 1);
+        CHECK(spills[k.symbol] <= 16);
+      }
+      CHECK(attention == 3);
     }
 }

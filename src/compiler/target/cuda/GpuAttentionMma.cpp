@@ -71,12 +71,13 @@ int64_t attentionTileBytes(int64_t hd, AttentionMmaOperands operands) {
          (operands == AttentionMmaOperands::bf16 ? 2 : 4);
 }
 /// The tiles of a kernel's own rows: one for each of their operands (q;
-/// the backward's two) with f32 operands, and with bf16 ones in a backward
-/// with heads of 128 columns (their fragments would take 64 registers a
-/// lane beside its accumulators: 80 to 100 bytes of spills); none with
-/// bf16 otherwise (in registers).
+/// the backward's two) with f32 operands, and with bf16 ones for heads of
+/// 128 columns (their fragments would take 32 registers a lane an operand
+/// beside the accumulators: ptxas 13.0 spilled 104 bytes in the sm_90a
+/// forward, 80 to 100 in the backward); none with bf16 otherwise (in
+/// registers).
 int64_t attentionOwnTiles(AttentionKernelOp op, AttentionMmaOperands operands) {
-  if (operands == AttentionMmaOperands::bf16 && !(op.getBackward() && op.headDim() > 64))
+  if (operands == AttentionMmaOperands::bf16 && op.headDim() <= 64)
     return 0;
   return op.getBackward() ? 2 : 1;
 }
@@ -666,10 +667,9 @@ struct AttentionBlock {
 
   /// fn(n0, carried) over the visited tile's parts of `sub` rows (n0 their
   /// first row in it), carrying `init` through them: the whole tile at
-  /// once (n0 null), or a loop over its parts, not unrolled, so that
-  /// ptxas does not schedule one part's loads beside the other's
-  /// accumulators (unrolled, the tf32 backward's heads of 128 spilled 644
-  /// to 956 bytes a lane).
+  /// once (n0 null), or a loop over its parts (unrolled here, the tf32
+  /// backward's heads of 128 spilled 644 to 956 bytes a lane; as a loop,
+  /// none in a GPT's step, ptxas 13.0).
   SmallVector<Value> overParts(ValueRange init, function_ref<SmallVector<Value>(Value, ValueRange)> fn) {
     if (sub == AttentionMmaPlan::kTileRows)
       return fn(Value(), init);

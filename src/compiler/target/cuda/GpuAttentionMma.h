@@ -15,9 +15,10 @@
 // (query rows: the blocks of the last rows, with the most keys, first).
 // Its own rows' operands (q; backward also dO, or k and v) are the A
 // fragments of its products: bf16 ones loaded from shared memory
-// (ldmatrix) into registers once, f32 ones kept in shared tiles of their
-// own and loaded at each use (their tf32 halves would take 64 registers a
-// head of 64 columns). Then, over the tiles of 64 rows it visits (keys up
+// (ldmatrix) into registers once (heads of 128: kept in shared tiles as
+// f32 ones are), f32 ones kept in shared tiles of their own and loaded at
+// each use (their tf32 halves would take 64 registers a head of 64
+// columns). Then, over the tiles of 64 rows it visits (keys up
 // to its last row; the key rows': queries from its first), the block
 // stages two tiles in shared memory (each f32 element read once from
 // global memory, 16 bytes a thread; bf16 tiles rounded there, their rows'
