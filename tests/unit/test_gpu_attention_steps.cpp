@@ -57,7 +57,7 @@ TEST_CASE("causal attention on an emulated A100, a few lanes a row or on the ten
     }
 }
 
-TEST_CASE("causal attention and its gradient run on the tensor cores with the matmuls' operands (bf16 m16n8k16, tf32 m16n8k8, f32 as 3xtf32) on an emulated A100 and H100, within each precision's bound of the interpreter") {
+TEST_CASE("causal attention and its gradient run on the tensor cores with the matmuls' operands (bf16 m16n8k16, tf32 m16n8k8, f32 as 3xtf32) on an emulated A100, H100 and RTX 3060, within each precision's bound of the interpreter") {
   // Q K^T and P V, backward dO V^T, dS K, dS^T Q and P^T dO, as products
   // with f32 sums (GpuAttentionMma.h): 64 rows a block, tiles of 64
   // visited rows. T = 270: 5 row blocks and 5 tiles, the last partly past
@@ -65,7 +65,8 @@ TEST_CASE("causal attention and its gradient run on the tensor cores with the ma
   // heads of 32 and 64; a head of 128 over T = 100 (2 row blocks, the
   // backward's tiles in halves of 32 rows, the last cut by the sequence's
   // end; bf16 rows in tiles of their own, f32 ones in one buffer of tiles
-  // on the A100); one of 72 (not a power of two) a row at a time both ways. Scores at a softmax's usual scale (1 / sqrt(head)) and 4 times
+  // on the A100; on the RTX 3060's 99 KiB, bf16 rows in registers, one
+  // buffer); one of 72 (not a power of two) a row at a time both ways. Scores at a softmax's usual scale (1 / sqrt(head)) and 4 times
   // it. With f32 matmuls the products are 3xtf32: within f32's bound, and
   // tf32 ones (one MMA, operands truncated to 10 bits) are not. (Every
   // shape and scale with bf16; 3xtf32 at 4 times the scale and tf32 on
@@ -81,11 +82,12 @@ TEST_CASE("causal attention and its gradient run on the tensor cores with the ma
   };
   // f32 exponentials by the SFU (ex2.approx), on the tensor cores or not.
   auto has_ex2 = [&](const nova::ExecutableDesc* desc) { return ptx_has(desc, "ex2.approx.ftz.f32"); };
-  for (const char* chip : {"sm_80", "sm_90a"})
+  for (const char* chip : {"sm_80", "sm_86", "sm_90a"})
     for (Shape s : {Shape{1, 270, 64, 1}, Shape{2, 13, 48, 3}, Shape{2, 70, 64, 2}, Shape{1, 100, 128, 1},
                     Shape{1, 40, 72, 1}})
       for (double boost : {1.0, 4.0}) {
         if (std::string(chip) == "sm_90a" && s.T != 270) continue;
+        if (std::string(chip) == "sm_86" && s.d != 128) continue;
         EmulatedGpu gpu(chip);
         Gen g;
         const std::int64_t hd = s.d / s.heads;
@@ -102,7 +104,8 @@ TEST_CASE("causal attention and its gradient run on the tensor cores with the ma
         for (auto precision : {nova::MatmulPrecision::bf16, nova::MatmulPrecision::tf32, nova::MatmulPrecision::fp32}) {
           const bool bf16 = precision == nova::MatmulPrecision::bf16, tf32 = precision == nova::MatmulPrecision::tf32;
           const bool h100 = std::string(chip) == "sm_90a", fp32 = !bf16 && !tf32;
-          if ((nova_test::kSanitized && boost > 1) || (h100 && boost > 1) || (fp32 && boost > 1 && s.T != 270) ||
+          const bool rtx3060 = std::string(chip) == "sm_86";
+          if ((rtx3060 && (boost > 1 || !bf16)) || (nova_test::kSanitized && boost > 1) || (h100 && boost > 1) || (fp32 && boost > 1 && s.T != 270) ||
               (tf32 && !(s.T == 270 || (s.T == 13 && boost == 1))))
             continue;
           const char* name = bf16 ? "bf16" : tf32 ? "tf32" : "fp32";

@@ -70,16 +70,18 @@ int64_t attentionTileBytes(int64_t hd, AttentionMmaOperands operands) {
   return AttentionMmaPlan::kTileRows * attentionTileStride(hd, operands) *
          (operands == AttentionMmaOperands::bf16 ? 2 : 4);
 }
+/// Whether a kernel keeps its own rows in shared tiles: f32 operands
+/// always, bf16 ones for heads of 128 columns (their fragments would take
+/// 32 registers a lane an operand beside the accumulators: ptxas 13.0
+/// spilled 104 bytes in the sm_90a forward, 80 to 100 in the backward)
+/// unless `bf16RowsInRegisters` (where the tiles do not fit: sm_86).
+bool attentionOwnRowsShared(AttentionKernelOp op, AttentionMmaOperands operands, bool bf16RowsInRegisters) {
+  return operands != AttentionMmaOperands::bf16 || (op.headDim() > 64 && !bf16RowsInRegisters);
+}
 /// The tiles of a kernel's own rows: one for each of their operands (q;
-/// the backward's two) with f32 operands, and with bf16 ones for heads of
-/// 128 columns (their fragments would take 32 registers a lane an operand
-/// beside the accumulators: ptxas 13.0 spilled 104 bytes in the sm_90a
-/// forward, 80 to 100 in the backward); none with bf16 otherwise (in
-/// registers).
-int64_t attentionOwnTiles(AttentionKernelOp op, AttentionMmaOperands operands) {
-  if (operands == AttentionMmaOperands::bf16 && op.headDim() <= 64)
-    return 0;
-  return op.getBackward() ? 2 : 1;
+/// the backward's two) where they are shared (attentionOwnRowsShared).
+int64_t attentionOwnTiles(AttentionKernelOp op, const AttentionMmaPlan &plan) {
+  return plan.ownRowsShared ? (op.getBackward() ? 2 : 1) : 0;
 }
 
 /// bf16 operands: the f32 floats of the staging buffer the visited rows'
@@ -539,10 +541,21 @@ const char *mlir::nova::attentionMmaHow(AttentionMmaOperands operands) {
   return "";
 }
 
+std::string mlir::nova::attentionMmaTileNotes(AttentionKernelOp op, const AttentionMmaPlan &plan) {
+  std::string notes;
+  if (plan.subRows < AttentionMmaPlan::kTileRows)
+    notes += llvm::formatv(" (taken {0} rows at a time: the backward's heads of 128)", plan.subRows).str();
+  if (op.headDim() > 64 && plan.operands == AttentionMmaOperands::bf16 && !plan.ownRowsShared)
+    notes += " (its own rows in registers: tiles of them would not fit)";
+  return notes;
+}
+
 void mlir::nova::markAttentionMma(Operation *kernel, const AttentionMmaPlan &plan) {
   MLIRContext *ctx = kernel->getContext();
   kernel->setAttr(kGpuAttentionMmaAttr, StringAttr::get(ctx, attentionMmaOperandsName(plan.operands)));
   kernel->setAttr(kGpuAttentionTileStagesAttr, IntegerAttr::get(IntegerType::get(ctx, 64), plan.tileStages));
+  if (plan.operands == AttentionMmaOperands::bf16 && !plan.ownRowsShared)
+    kernel->setAttr(kGpuAttentionOwnRowsInRegistersAttr, UnitAttr::get(ctx));
 }
 
 std::optional<AttentionMmaPlan> mlir::nova::markedAttentionMma(Operation *kernel, AttentionKernelOp op) {
@@ -552,22 +565,23 @@ std::optional<AttentionMmaPlan> mlir::nova::markedAttentionMma(Operation *kernel
     return std::nullopt;
   for (auto operands : {AttentionMmaOperands::bf16, AttentionMmaOperands::tf32, AttentionMmaOperands::tf32x3})
     if (name.getValue() == attentionMmaOperandsName(operands))
-      return attentionMmaShape(op, operands, stages.getInt());
+      return attentionMmaShape(op, operands, stages.getInt(), kernel->hasAttr(kGpuAttentionOwnRowsInRegistersAttr));
   return std::nullopt;
 }
 
 AttentionMmaPlan mlir::nova::attentionMmaShape(AttentionKernelOp op, AttentionMmaOperands operands,
-                                               int64_t tileStages) {
+                                               int64_t tileStages, bool bf16RowsInRegisters) {
   AttentionMmaPlan plan;
   plan.operands = operands;
   plan.rowBlocks = (op.seq() + AttentionMmaPlan::kRows - 1) / AttentionMmaPlan::kRows;
   plan.blocks = op.batch() * op.getHeads() * plan.rowBlocks;
   // The tiles; key rows also the visited query rows' statistics, f32.
   plan.tileStages = tileStages;
+  plan.ownRowsShared = attentionOwnRowsShared(op, operands, bf16RowsInRegisters);
   if (op.getBackward() && op.headDim() > 64)
     plan.subRows = AttentionMmaPlan::kTileRows / 2;
   plan.sharedBytes =
-      (attentionOwnTiles(op, operands) + 2 * tileStages) * attentionTileBytes(op.headDim(), operands);
+      (attentionOwnTiles(op, plan) + 2 * tileStages) * attentionTileBytes(op.headDim(), operands);
   if (attentionBackwardPart(op) == AttentionBackwardPart::keys)
     plan.sharedBytes += tileStages * AttentionMmaPlan::kTileRows * 2 * 4;
   plan.sharedBytes += attentionStagingFloats(op, operands) * 4;
@@ -596,14 +610,17 @@ std::optional<AttentionMmaPlan> mlir::nova::planAttentionMma(AttentionKernelOp o
       !wholeBuffer(out, outType.getElementType()) ||
       !(outType.getElementType().isF32() || outType.getElementType().isBF16()))
     return no("its input is not a whole f32 buffer, or its result not a whole f32 or bf16 one");
-  // Two buffers of the visited rows' tiles where they fit, else one.
+  // Two buffers of the visited rows' tiles where they fit, else one; bf16
+  // own rows in shared tiles where either fits, else in registers.
   const int64_t limit = std::max(target.smem_per_block, target.smem_per_block_optin);
-  AttentionMmaPlan plan = attentionMmaShape(op, operands, 2);
-  if (plan.sharedBytes > limit)
-    plan = attentionMmaShape(op, operands, 1);
-  if (plan.sharedBytes > limit)
-    return no(llvm::formatv("its tiles would take {0} bytes of shared memory", plan.sharedBytes).str());
-  return plan;
+  AttentionMmaPlan plan;
+  for (bool inRegisters : {false, true})
+    for (int64_t stages : {2, 1}) {
+      plan = attentionMmaShape(op, operands, stages, inRegisters);
+      if (plan.sharedBytes <= limit)
+        return plan;
+    }
+  return no(llvm::formatv("its tiles would take {0} bytes of shared memory", plan.sharedBytes).str());
 }
 
 namespace {
@@ -647,7 +664,7 @@ struct AttentionBlock {
     tileStages = plan.tileStages;
     sub = plan.subRows;
     tileBytes = attentionTileBytes(op.headDim(), plan.operands);
-    ownTileCount = attentionOwnTiles(op, plan.operands);
+    ownTileCount = attentionOwnTiles(op, plan);
     visited0 = ownTileCount * tileBytes;
     int64_t end = visited0 + 2 * tileStages * tileBytes;
     if (attentionBackwardPart(op) == AttentionBackwardPart::keys) {

@@ -16,8 +16,8 @@
 // Its own rows' operands (q; backward also dO, or k and v) are the A
 // fragments of its products: bf16 ones loaded from shared memory
 // (ldmatrix) into registers once (heads of 128: kept in shared tiles as
-// f32 ones are), f32 ones kept in shared tiles of their own and loaded at
-// each use (their tf32 halves would take 64 registers a head of 64
+// f32 ones are, where they fit), f32 ones kept in shared tiles of their
+// own and loaded at each use (their tf32 halves would take 64 registers a head of 64
 // columns). Then, over the tiles of 64 rows it visits (keys up
 // to its last row; the key rows': queries from its first), the block
 // stages two tiles in shared memory (each f32 element read once from
@@ -74,6 +74,9 @@ const char *attentionMmaHow(AttentionMmaOperands operands);
 /// name (attentionMmaOperandsName), and its tiles' buffers (tileStages).
 inline constexpr const char kGpuAttentionMmaAttr[] = "nova.gpu_attention_mma";
 inline constexpr const char kGpuAttentionTileStagesAttr[] = "nova.gpu_attention_tile_stages";
+/// On one whose bf16 own rows are fragments in registers where its plan
+/// would keep them in shared tiles (AttentionMmaPlan::ownRowsShared).
+inline constexpr const char kGpuAttentionOwnRowsInRegistersAttr[] = "nova.gpu_attention_own_rows_in_registers";
 
 struct AttentionMmaPlan {
   /// 4 warps a block, 64 rows a block (16 a warp), key tiles of 64 rows.
@@ -89,18 +92,31 @@ struct AttentionMmaPlan {
   /// 128 columns, whose warps' accumulators (dq, or dk and dv) take 64 or
   /// 128 registers a lane beside the scores and dP.
   int64_t subRows = kTileRows;
+  /// The block's own rows (q; backward also dO, or k and v) in shared
+  /// tiles of their own, read at each use: f32 operands always; bf16 ones
+  /// for heads of 128 where the tiles fit (else fragments in registers,
+  /// loaded once).
+  bool ownRowsShared = true;
 };
 
-/// The plan's shape for `op` (which planAttentionMma accepted).
-AttentionMmaPlan attentionMmaShape(AttentionKernelOp op, AttentionMmaOperands operands, int64_t tileStages);
+/// The plan's shape for `op` (which planAttentionMma accepted); bf16 own
+/// rows of heads of 128 in shared tiles unless `bf16RowsInRegisters`.
+AttentionMmaPlan attentionMmaShape(AttentionKernelOp op, AttentionMmaOperands operands, int64_t tileStages,
+                                   bool bf16RowsInRegisters = false);
 
 /// The plan for `op` with `operands` on `target`, or none, with `whyNot`
 /// saying why.
 std::optional<AttentionMmaPlan> planAttentionMma(AttentionKernelOp op, const ::nova::TargetDesc &target,
                                                  AttentionMmaOperands operands, std::string &whyNot);
 
+/// What `plan` does besides the usual for `op`, in words (for
+/// NOVA_EXPLAIN; empty where nothing): its tiles taken in parts, bf16 own
+/// rows in registers where tiles of them do not fit.
+std::string attentionMmaTileNotes(AttentionKernelOp op, const AttentionMmaPlan &plan);
+
 /// Marks `kernel` as attention on the tensor cores by `plan`
-/// (kGpuAttentionMmaAttr, kGpuAttentionTileStagesAttr).
+/// (kGpuAttentionMmaAttr, kGpuAttentionTileStagesAttr,
+/// kGpuAttentionOwnRowsInRegistersAttr).
 void markAttentionMma(Operation *kernel, const AttentionMmaPlan &plan);
 /// The plan `kernel`'s marks give its attention `op`, if it has them.
 std::optional<AttentionMmaPlan> markedAttentionMma(Operation *kernel, AttentionKernelOp op);

@@ -487,13 +487,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
                                                                        ? "double-buffered (the next tiles land "
                                                                          "while these are read)"
                                                                        : "one buffer (two would not fit)",
-                                                                   mma->subRows < AttentionMmaPlan::kTileRows
-                                                                       ? llvm::formatv(" (taken {0} rows at a time: "
-                                                                                       "the backward's heads of "
-                                                                                       "128)",
-                                                                                       mma->subRows)
-                                                                             .str()
-                                                                       : std::string()))}));
+                                                                   attentionMmaTileNotes(attention, *mma)))}));
           continue;
         }
       }
