@@ -541,11 +541,11 @@ const char *mlir::nova::attentionMmaHow(AttentionMmaOperands operands) {
   return "";
 }
 
-std::string mlir::nova::attentionMmaTileNotes(AttentionKernelOp op, const AttentionMmaPlan &plan) {
+std::string mlir::nova::attentionMmaTileNotes(const AttentionMmaPlan &plan) {
   std::string notes;
   if (plan.subRows < AttentionMmaPlan::kTileRows)
     notes += llvm::formatv(" (taken {0} rows at a time: the backward's heads of 128)", plan.subRows).str();
-  if (op.headDim() > 64 && plan.operands == AttentionMmaOperands::bf16 && !plan.ownRowsShared)
+  if (plan.ownRowsInRegistersToFit)
     notes += " (its own rows in registers: tiles of them would not fit)";
   return notes;
 }
@@ -554,7 +554,7 @@ void mlir::nova::markAttentionMma(Operation *kernel, const AttentionMmaPlan &pla
   MLIRContext *ctx = kernel->getContext();
   kernel->setAttr(kGpuAttentionMmaAttr, StringAttr::get(ctx, attentionMmaOperandsName(plan.operands)));
   kernel->setAttr(kGpuAttentionTileStagesAttr, IntegerAttr::get(IntegerType::get(ctx, 64), plan.tileStages));
-  if (plan.operands == AttentionMmaOperands::bf16 && !plan.ownRowsShared)
+  if (plan.ownRowsInRegistersToFit)
     kernel->setAttr(kGpuAttentionOwnRowsInRegistersAttr, UnitAttr::get(ctx));
 }
 
@@ -578,6 +578,7 @@ AttentionMmaPlan mlir::nova::attentionMmaShape(AttentionKernelOp op, AttentionMm
   // The tiles; key rows also the visited query rows' statistics, f32.
   plan.tileStages = tileStages;
   plan.ownRowsShared = attentionOwnRowsShared(op, operands, bf16RowsInRegisters);
+  plan.ownRowsInRegistersToFit = !plan.ownRowsShared && attentionOwnRowsShared(op, operands, false);
   if (op.getBackward() && op.headDim() > 64)
     plan.subRows = AttentionMmaPlan::kTileRows / 2;
   plan.sharedBytes =

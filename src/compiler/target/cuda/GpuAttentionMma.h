@@ -97,6 +97,9 @@ struct AttentionMmaPlan {
   /// for heads of 128 where the tiles fit (else fragments in registers,
   /// loaded once).
   bool ownRowsShared = true;
+  /// bf16 own rows in registers because shared tiles of them do not fit
+  /// (kGpuAttentionOwnRowsInRegistersAttr).
+  bool ownRowsInRegistersToFit = false;
 };
 
 /// The plan's shape for `op` (which planAttentionMma accepted); bf16 own
@@ -109,10 +112,10 @@ AttentionMmaPlan attentionMmaShape(AttentionKernelOp op, AttentionMmaOperands op
 std::optional<AttentionMmaPlan> planAttentionMma(AttentionKernelOp op, const ::nova::TargetDesc &target,
                                                  AttentionMmaOperands operands, std::string &whyNot);
 
-/// What `plan` does besides the usual for `op`, in words (for
+/// What `plan` does besides the usual, in words (for
 /// NOVA_EXPLAIN; empty where nothing): its tiles taken in parts, bf16 own
 /// rows in registers where tiles of them do not fit.
-std::string attentionMmaTileNotes(AttentionKernelOp op, const AttentionMmaPlan &plan);
+std::string attentionMmaTileNotes(const AttentionMmaPlan &plan);
 
 /// Marks `kernel` as attention on the tensor cores by `plan`
 /// (kGpuAttentionMmaAttr, kGpuAttentionTileStagesAttr,

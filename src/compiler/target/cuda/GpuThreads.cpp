@@ -487,7 +487,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
                                                                        ? "double-buffered (the next tiles land "
                                                                          "while these are read)"
                                                                        : "one buffer (two would not fit)",
-                                                                   attentionMmaTileNotes(attention, *mma)))}));
+                                                                   attentionMmaTileNotes(*mma)))}));
           continue;
         }
       }
