@@ -635,7 +635,7 @@ struct AttentionBlock {
   Value pair, first, dyn, warpRow0;
   /// The own rows' tiles staged so far, of ownTileCount (attentionOwnTiles).
   int64_t ownTiles = 0, ownTileCount;
-  /// Shared memory: [own rows' tiles (f32)] [visited rows' tiles A, B] x
+  /// Shared memory: [own rows' tiles] [visited rows' tiles A, B] x
   /// tileStages [key rows' statistics tile] x tileStages [staging (bf16)].
   int64_t tileStages, tileBytes, visited0, statsAt0 = -1;
   /// Rows of a visited tile taken at once (AttentionMmaPlan::subRows).
@@ -687,7 +687,7 @@ struct AttentionBlock {
   /// first row in it), carrying `init` through them: the whole tile at
   /// once (n0 null), or a loop over its parts (unrolled here, the tf32
   /// backward's heads of 128 spilled 644 to 956 bytes a lane; as a loop,
-  /// none in a GPT's step, ptxas 13.0).
+  /// none or 4 bytes in a GPT's step, ptxas 13.0).
   SmallVector<Value> overParts(ValueRange init, function_ref<SmallVector<Value>(Value, ValueRange)> fn) {
     if (sub == AttentionMmaPlan::kTileRows)
       return fn(Value(), init);
