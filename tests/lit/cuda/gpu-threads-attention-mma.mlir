@@ -84,6 +84,13 @@
 // GPU: scf.yield
 // GPU: nvgpu.device_async_wait %[[INFLIGHT]] {numGroups = 0 : i32}
 // GPU: gpu.return
+// Heads of 128: the backward's query rows and key rows take each visited
+// tile in halves of 32 rows, a loop carrying dq (16 accumulators), or dk
+// and dv (32).
+// GPU: gpu.func @nova_[[WIDE:k[0-9]+]](%arg0: memref<1x200x384xf32>, %arg1: memref<1x200x128xf32>, %arg2: memref<1x200x384xf32>
+// GPU: %{{.*}}:16 = scf.for %{{.*}} = %c0 to %c64 step %c32 iter_args
+// GPU: gpu.func @nova_[[WIDE]]_keys(
+// GPU: %{{.*}}:32 = scf.for %{{.*}} = %c0 to %c64 step %c32 iter_args
 
 // FP32: func.func @{{k[0-9]+}}({{.*}}nova.gpu_attention_mma = "tf32x3", nova.gpu_attention_tile_stages = 2 : i64, nova.gpu_block_threads = 128 : i64, nova.gpu_shared_bytes = 87040 : i64
 // FP32-SAME: "on the tensor cores as 3xtf32 (mma.sync m16n8k8, each f32 operand split into big and small tf32 halves, three MMAs a product, f32 sums: about f32's accuracy): 16 blocks of 64 query rows, the rows they visit in tiles of 64, double-buffered (the next tiles land while these are read), in 87040 bytes of shared memory"
