@@ -227,7 +227,7 @@ TEST_CASE("attention with heads of 128 assembles for the A100 and the H100 with 
       std::map<std::string, int> spills = ptxas_spill_stores(std::string(desc->object.begin(), desc->object.end()), chip);
       int attention = 0;
       for (const auto& k : desc->kernels) {
-        if (k.summary.find("attention") == std::string::npos) continue;
+        if (k.summary.find("nova.attention_kernel") == std::string::npos) continue;
         ++attention;
         CAPTURE(k.symbol);
         REQUIRE(spills.count(k.symbol) == 1);
