@@ -57,7 +57,7 @@ using namespace mlir::nova;
 namespace {
 
 int usage() {
-  std::fprintf(stderr, "usage: nova-gpu-kernels TARGET OUT_DIR type:layout:MxNxK[:mma|:flat][@BMxBN/WMxWN]...\n"
+  std::fprintf(stderr, "usage: nova-gpu-kernels TARGET OUT_DIR type:layout:MxNxK[:mma|:flat|:pingpong][@BMxBN/WMxWN]...\n"
                        "  type f16, bf16, tf32 or 3xtf32; layout NN, NT, TN or TT; :mma keeps mma.sync on sm_90a,\n"
                        "  :flat a block a tile (not persistent), :pingpong consumer warpgroups in turn;\n"
                        "  @BMxBN/WMxWN only that block and warp tile\n");

@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <string>
 
 namespace nova_test {
@@ -24,16 +23,16 @@ struct Fp32AtExit {
 
 inline const std::filesystem::path kPtxas = "/usr/local/cuda/bin/ptxas";
 
-/// ptxas -v's output for `ptx` on `chip` (and its exit status).
-inline std::pair<int, std::string> run_ptxas(const std::string& ptx, const std::string& chip, bool verbose,
-                                             std::string& cmd) {
+/// What ptxas says when it does not assemble `ptx` for `chip` (its command
+/// and output); empty when it does.
+inline std::string ptxas_errors(const std::string& ptx, const std::string& chip) {
   auto dir = std::filesystem::temp_directory_path() / ("nova-ptx-" + std::to_string(unique_number()));
   std::filesystem::create_directories(dir);
   {
     std::ofstream(dir / "step.ptx") << ptx;
   }
-  cmd = kPtxas.string() + " -arch=" + chip + " " + (dir / "step.ptx").string() + " -o " +
-        (dir / "step.cubin").string() + (verbose ? " -v" : "") + " 2>&1";
+  std::string cmd = kPtxas.string() + " -arch=" + chip + " " + (dir / "step.ptx").string() + " -o " +
+                    (dir / "step.cubin").string() + " 2>&1";
   FILE* pipe = ::popen(cmd.c_str(), "r");
   REQUIRE(pipe != nullptr);
   std::string out;
@@ -41,35 +40,7 @@ inline std::pair<int, std::string> run_ptxas(const std::string& ptx, const std::
   while (std::fgets(buf, sizeof buf, pipe)) out += buf;
   int status = ::pclose(pipe);
   std::filesystem::remove_all(dir);
-  return {status, out};
-}
-
-/// What ptxas says when it does not assemble `ptx` for `chip` (its command
-/// and output); empty when it does.
-inline std::string ptxas_errors(const std::string& ptx, const std::string& chip) {
-  std::string cmd;
-  auto [status, out] = run_ptxas(ptx, chip, false, cmd);
   return status == 0 ? std::string() : cmd + "\n" + out;
-}
-
-/// Bytes of spill stores ptxas -v reports for each kernel of `ptx` on
-/// `chip` (its lines: "Function properties for NAME", then "N bytes stack
-/// frame, S bytes spill stores, L bytes spill loads").
-inline std::map<std::string, int> ptxas_spill_stores(const std::string& ptx, const std::string& chip) {
-  std::string cmd;
-  auto [status, out] = run_ptxas(ptx, chip, true, cmd);
-  INFO(cmd, "\n", out);
-  REQUIRE(status == 0);
-  std::map<std::string, int> spills;
-  const std::string properties = "Function properties for ", stores = " bytes spill stores";
-  for (std::size_t at = out.find(properties); at != std::string::npos; at = out.find(properties, at + 1)) {
-    std::size_t name = at + properties.size(), end = out.find('\n', name);
-    std::size_t count = out.find(stores, end);
-    REQUIRE(count != std::string::npos);
-    std::size_t begin = out.find_last_not_of("0123456789", count - 1) + 1;
-    spills[out.substr(name, end - name)] = std::stoi(out.substr(begin, count - begin));
-  }
-  return spills;
 }
 
 /// The calling test's steps compiled for `chip` and run under the GPU

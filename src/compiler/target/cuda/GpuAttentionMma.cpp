@@ -615,12 +615,16 @@ std::optional<AttentionMmaPlan> mlir::nova::planAttentionMma(AttentionKernelOp o
   // own rows in shared tiles where either fits, else in registers.
   const int64_t limit = std::max(target.smem_per_block, target.smem_per_block_optin);
   AttentionMmaPlan plan;
-  for (bool inRegisters : {false, true})
+  for (bool inRegisters : {false, true}) {
+    // (Only bf16 rows of heads of 128 have registers to move to.)
+    if (inRegisters && attentionOwnRowsShared(op, operands, true) == attentionOwnRowsShared(op, operands, false))
+      break;
     for (int64_t stages : {2, 1}) {
       plan = attentionMmaShape(op, operands, stages, inRegisters);
       if (plan.sharedBytes <= limit)
         return plan;
     }
+  }
   return no(llvm::formatv("its tiles would take {0} bytes of shared memory", plan.sharedBytes).str());
 }
 
