@@ -9,11 +9,11 @@
 // (fused as one more output of the consumer: multi-output fusion).
 //
 // A value cheap to recompute that is larger than what it is computed from
-// (a one-hot of labels, a broadcast that also scales) is not materialized
-// for several consumers: each consumer that reads it once gets a copy of
-// its own, which then fuses into it. The cross-entropy's one-hot of the
-// labels, read by the loss and by its gradient, was a [tokens, vocabulary]
-// f32 buffer live from the forward to the backward.
+// (a broadcast, a one-hot of labels, a broadcast that also scales) fuses
+// into every consumer that reads it once, as a broadcast does: it is not
+// materialized for them. The cross-entropy's one-hot of the labels, read by
+// the loss and by its gradient, was a [tokens, vocabulary] f32 buffer live
+// from the forward to the backward.
 //
 // An elementwise op whose one use is a tensor.expand_shape read elementwise
 // by one consumer is first rewritten over the expanded shape, so that it
@@ -57,23 +57,6 @@ bool onlyMoves(Operation *op) {
          generic.getBody()->getTerminator()->getOperand(0) == generic.getBody()->getArgument(0);
 }
 
-/// linalg's producer-consumer fusion decides with this.
-bool fuseInto(OpOperand *fused) {
-  if (!readsOnce(fused))
-    return false;
-  // Only into the producer's one consumer: fusing a value used by several
-  // ops clones its computation into each of them (and its own producers
-  // into each clone), which recomputes it and, over a training step's
-  // shared subgraphs, makes the pass quadratic in the graph. But a
-  // broadcast costs nothing to clone into each consumer, and its input is
-  // then read through the clone's indexing map instead of materialized at
-  // full size (the grad-clip scale broadcast to every gradient's shape).
-  Operation *producer = fused->get().getDefiningOp();
-  if (onlyMoves(producer))
-    return true;
-  return producer && llvm::all_of(producer->getUsers(), [&](Operation *user) { return user == fused->getOwner(); });
-}
-
 /// At most this many ops (besides the yield) in a body cheap enough to
 /// recompute wherever its value is read.
 constexpr size_t kCheapBodyOps = 8;
@@ -82,8 +65,9 @@ constexpr size_t kCheapBodyOps = 8;
 /// loops parallel, one result its body does not read, every input read
 /// through a map that is not a permutation of the loops (a broadcast, the
 /// labels of a one-hot), a body of a few arith ops (and linalg.index).
-bool cheapExpansion(linalg::GenericOp op) {
-  if (op.getNumDpsInits() != 1 || op.getNumLoops() != op.getNumParallelLoops() ||
+bool cheapExpansion(Operation *producer) {
+  auto op = dyn_cast_or_null<linalg::GenericOp>(producer);
+  if (!op || op.getNumDpsInits() != 1 || op.getNumLoops() != op.getNumParallelLoops() ||
       op.payloadUsesValueFromOperand(op.getDpsInitOperand(0)))
     return false;
   for (OpOperand *input : op.getDpsInputOperands())
@@ -98,30 +82,27 @@ bool cheapExpansion(linalg::GenericOp op) {
   });
 }
 
-/// Gives each consumer of a cheap expansion (cheapExpansion) a copy of its
-/// own, when every consumer is a generic that reads it once: each copy
-/// then fuses into its consumer, and the value is never stored.
-struct CloneCheapExpansion : OpRewritePattern<linalg::GenericOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(linalg::GenericOp producer, PatternRewriter &rewriter) const override {
-    Value result = producer->getResult(0);
-    if (producer->getNumResults() != 1 || result.use_empty() || result.hasOneUse() || !cheapExpansion(producer))
-      return failure();
-    SmallVector<OpOperand *> uses;
-    for (OpOperand &use : result.getUses()) {
-      auto consumer = dyn_cast<linalg::GenericOp>(use.getOwner());
-      if (!consumer || !consumer.isDpsInput(&use) || !readsOnce(&use))
-        return failure();
-      uses.push_back(&use);
-    }
-    for (OpOperand *use : llvm::drop_begin(uses)) {
-      rewriter.setInsertionPoint(use->getOwner());
-      Operation *copy = rewriter.clone(*producer);
-      rewriter.modifyOpInPlace(use->getOwner(), [&] { use->set(copy->getResult(0)); });
-    }
-    return success();
-  }
-};
+/// linalg's producer-consumer fusion decides with this.
+bool fuseInto(OpOperand *fused) {
+  if (!readsOnce(fused))
+    return false;
+  // Only into the producer's one consumer: fusing a value used by several
+  // ops clones its computation into each of them (and its own producers
+  // into each clone), which recomputes it and, over a training step's
+  // shared subgraphs, makes the pass quadratic in the graph. But a value
+  // that only moves or expands its inputs costs next to nothing to
+  // recompute in each consumer that reads it once, and is then never
+  // stored for them: a broadcast's input is read through the clone's
+  // indexing map (the grad-clip scale broadcast to every gradient's
+  // shape), and the cross-entropy's one-hot of the labels, read by the
+  // loss and by its gradient, is no [tokens, vocabulary] buffer. (An
+  // expansion reads its inputs through non-permutation maps, so their
+  // producers do not follow it into each consumer.)
+  Operation *producer = fused->get().getDefiningOp();
+  if (onlyMoves(producer) || cheapExpansion(producer))
+    return true;
+  return producer && llvm::all_of(producer->getUsers(), [&](Operation *user) { return user == fused->getOwner(); });
+}
 
 /// linalg's reshape propagation decides with this: only an expand_shape
 /// (`fused` its source operand) of an all-parallel, non-matmul generic used
@@ -182,7 +163,7 @@ struct NovaFuseElementwise
     RewritePatternSet patterns(&getContext());
     linalg::populateElementwiseOpsFusionPatterns(patterns, fuseInto);
     linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, expandAcross);
-    patterns.add<FuseReturnedProducer, CloneCheapExpansion>(&getContext());
+    patterns.add<FuseReturnedProducer>(&getContext());
     // A step is one long block: region simplification (block merging) costs
     // most of the time and finds nothing to do there.
     GreedyRewriteConfig config;
