@@ -422,244 +422,245 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
   };
 
   auto consumerTiles = [&](int64_t owner) {
-  forEachTile([&](const MatmulKernelFrame &f, Value used, Value ordinal) -> Value {
-    Value slabs = f.slabRange(k, KT, cfg.splitK).second; // (where they start is the producer's business)
-    // Ping-pong: the tile is warpgroup (ordinal mod 2)'s (`owner` runs this
-    // copy of the loop); the other counts its slabs and goes on to its own
-    // next one.
-    scf::IfOp mine;
-    if (pingPong) {
-      mine = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, k.rem(ordinal, 2), k.c(owner)),
-                                 /*withElseRegion=*/false);
-      b.setInsertionPointToStart(&mine.getThenRegion().front());
-      // The other warpgroup's previous tile (ordinal - 1, its
-      // ((ordinal - 1) / 2)th) has all its slabs: this one's come next.
-      if (!faults.noPingPongOrder) {
-        auto after = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, ordinal, k.c(1)),
-                                         /*withElseRegion=*/false);
-        OpBuilder::InsertionGuard inner(b);
-        b.setInsertionPointToStart(&after.getThenRegion().front());
-        Value previous = k.div(b.create<arith::SubIOp>(ordinal, k.c(1)), 2);
-        b.create<nvgpu::MBarrierTryWaitParityOp>(
-            turn, b.create<arith::CmpIOp>(arith::CmpIPredicate::ne, k.andi(previous, 1), k.c(0)), k.c(10000000),
-            k.c(owner));
-      }
-    }
-    scf::ForOp loop;
-    if (convA || convB) {
-      // Converted tiles: two sets after the stages, each of `halves` (big,
-      // small), each the converted operands' (A's BM rows, then B's BN
-      // rows), K-major rows of 128 bytes.
-      const int64_t convBase = S * stageBytes;
-      const int64_t words = (convBase + 2 * halves * convBytes) / 4;
-      Value flat = b.create<memref::ViewOp>(MemRefType::get({words}, f32, MemRefLayoutAttrInterface(), wg), dyn, pad,
-                                            ValueRange{});
-      // Byte offset (from the tiles' base) of element (mn, k) of a K-major
-      // tile of 128-byte rows starting at `base`, and of an MN-major raw tile
-      // (boxes of 32 columns, a row a k).
-      // (TMA's and wgmma's 128-byte swizzle on an offset from a 1024-byte
-      // boundary: TmaMap.h's swizzledAddress, in index ops.)
-      auto swizzled128 = [&](Value logical) { return k.xori(logical, k.shl(k.andi(k.shr(logical, 7), 7), 4)); };
-      auto kMajorAt = [&](int64_t base, Value mn, Value kIdx) {
-        return k.add(swizzled128(k.add(k.mul(mn, 128), k.mul(kIdx, 4))), base);
-      };
-      auto mnMajorAt = [&](int64_t base, Value mn, Value kIdx, const OperandTiles &t) {
-        Value inBox = swizzled128(k.add(k.mul(kIdx, 128), k.mul(k.rem(mn, 32), 4)));
-        return k.add(k.add(inBox, k.mul(k.div(mn, 32), t.boxBytes)), base);
-      };
-      Value consumer = k.rem(tid, 128 * readers);
-      const int64_t consumers = 128 * readers;
-      loop = b.create<scf::ForOp>(k.c(0), slabs, k.c(1), ValueRange{zero});
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(loop.getBody());
-      Value kt = loop.getInductionVar(), use = useOf(used, kt);
-      Value stage = k.rem(use, S), set = k.rem(use, 2);
-      if (!faults.noMbarrierWait)
-        b.create<nvgpu::MBarrierTryWaitParityOp>(full, useParity(use, 0), k.c(10000000), stage);
-      // The set's last readers (use u - 2's wgmmas, the set's use u / 2 - 1)
-      // are done in every warpgroup.
-      {
-        auto reuse = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, use, k.c(2)),
-                                         /*withElseRegion=*/false);
-        OpBuilder::InsertionGuard inner(b);
-        b.setInsertionPointToStart(&reuse.getThenRegion().front());
-        b.create<nvgpu::MBarrierTryWaitParityOp>(setFree, ringParity(use, 2, 1), k.c(10000000), set);
-      }
-      // Convert, an operand at a time, a 16-byte chunk (4 k of one row) a
-      // thread: a K-major raw tile lies as its converted tiles do (the
-      // swizzle permutes whole chunks), consecutive threads along k, one
-      // 16-byte read; an MN-major one is read 4 elements (k rows) a chunk,
-      // consecutive threads along the row's 32 columns, so each read is one
-      // 128-byte row (no bank conflicts) and each 8-thread phase of the
-      // 16-byte writes hits 8 distinct chunk positions.
-      Value rawStage = k.mul(stage, stageBytes);
-      Value bigSet = k.add(k.c(convBase), k.mul(set, halves * convBytes));
-      Value smallSet = x3 ? k.add(bigSet, k.c(convBytes)) : Value();
-      auto chunk = VectorType::get({4}, f32);
-      auto convertOperand = [&](const OperandTiles &t, int64_t rawTile, int64_t convTile) {
-        const int64_t units = t.rows * BK / 4;
-        for (int64_t r = 0; r < (units + consumers - 1) / consumers; ++r) {
-          Value u = k.add(consumer, r * consumers);
-          auto body = [&] {
-            Value mn = t.kMajor ? k.div(u, BK / 4) : k.rem(u, t.rows);
-            Value k0 = k.mul(t.kMajor ? k.rem(u, BK / 4) : k.div(u, t.rows), 4);
-            Value x;
-            if (t.kMajor) {
-              x = b.create<vector::LoadOp>(chunk, flat,
-                                           ValueRange{k.div(k.add(rawStage, kMajorAt(rawTile, mn, k0)), 4)});
-            } else {
-              x = b.create<arith::ConstantOp>(chunk, DenseElementsAttr::get(chunk, b.getF32FloatAttr(0)));
-              for (int64_t i = 0; i < 4; ++i) {
-                Value at = k.div(k.add(rawStage, mnMajorAt(rawTile, mn, k.add(k0, i), t)), 4);
-                x = b.create<vector::InsertOp>(b.create<memref::LoadOp>(flat, ValueRange{at}), x, ArrayRef<int64_t>{i});
-              }
-            }
-            Value dst = kMajorAt(convTile, mn, k0);
-            if (!x3) { // tf32: transposed only (wgmma reads the f32 bits as tf32, as it reads a raw tile)
-              b.create<vector::StoreOp>(x, flat, ValueRange{k.div(k.add(bigSet, dst), 4)});
-              return;
-            }
-            Value big = x, small = x;
-            for (int64_t i = 0; i < 4; ++i) {
-              auto [hi, lo] = splitTf32(b, b.getLoc(), b.create<vector::ExtractOp>(x, ArrayRef<int64_t>{i}));
-              big = b.create<vector::InsertOp>(hi, big, ArrayRef<int64_t>{i});
-              small = b.create<vector::InsertOp>(lo, small, ArrayRef<int64_t>{i});
-            }
-            b.create<vector::StoreOp>(big, flat, ValueRange{k.div(k.add(bigSet, dst), 4)});
-            b.create<vector::StoreOp>(small, flat, ValueRange{k.div(k.add(smallSet, dst), 4)});
-          };
-          if (units % consumers == 0) {
-            body();
-            continue;
-          }
-          auto inside = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::ult, u, k.c(units)),
-                                            /*withElseRegion=*/false);
+    forEachTile([&](const MatmulKernelFrame &f, Value used, Value ordinal) -> Value {
+      Value slabs = f.slabRange(k, KT, cfg.splitK).second; // (where they start is the producer's business)
+      // Ping-pong: the tile is warpgroup (ordinal mod 2)'s (`owner` runs this
+      // copy of the loop); the other counts its slabs and goes on to its own
+      // next one.
+      scf::IfOp mine;
+      if (pingPong) {
+        mine = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, k.rem(ordinal, 2), k.c(owner)),
+                                   /*withElseRegion=*/false);
+        b.setInsertionPointToStart(&mine.getThenRegion().front());
+        // The other warpgroup's previous tile (ordinal - 1, its
+        // ((ordinal - 1) / 2)th) has all its slabs: this one's come next.
+        if (!faults.noPingPongOrder) {
+          auto after = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, ordinal, k.c(1)),
+                                           /*withElseRegion=*/false);
           OpBuilder::InsertionGuard inner(b);
-          b.setInsertionPointToStart(&inside.getThenRegion().front());
-          body();
+          b.setInsertionPointToStart(&after.getThenRegion().front());
+          Value previous = k.div(b.create<arith::SubIOp>(ordinal, k.c(1)), 2);
+          b.create<nvgpu::MBarrierTryWaitParityOp>(
+              turn, b.create<arith::CmpIOp>(arith::CmpIPredicate::ne, k.andi(previous, 1), k.c(0)), k.c(10000000),
+              k.c(owner));
         }
-      };
-      if (convA)
-        convertOperand(*tA, 0, convA0);
-      if (convB)
-        convertOperand(*tB, tA->tileBytes, convB0);
-      // The stores reach the async proxy; every consumer's are in. With both
-      // operands converted the raw stage is read: released to the producer
-      // (by each warpgroup's first thread); else wgmma still reads an
-      // operand there, and the stage goes with the set, below.
-      if (!faults.noConversionFence)
-        b.create<NVVM::FenceProxyOp>(NVVM::ProxyKind::async_shared,
-                                     NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-      b.create<nvgpu::MBarrierArriveOp>(nvgpu::MBarrierTokenType::get(ctx), convDone, set);
-      b.create<nvgpu::MBarrierTryWaitParityOp>(convDone, ringParity(use, 2, 0), k.c(10000000), set);
-      Value firstThread = b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, k.rem(tid, 128), k.c(0));
-      if (convA && convB)
-        arriveWhere(firstThread, empty, stage);
-      // The wgmmas of a k step on the converted set (tf32x3: three, on the
-      // halves), an operand read as stored from the raw stage.
-      Value stageAddress = k.add(tiles, rawStage);
-      auto descA = [&](Value setAddress) {
-        return convA ? descriptor(k.add(setAddress, k.add(k.c(convA0), k.mul(rowsOf, 64 * 128))), convTilesA)
-                     : descriptor(k.add(stageAddress, k.mul(rowsOf, aWarpgroupBytes)), *tA);
-      };
-      auto descB = [&](Value setAddress) {
-        return convB ? descriptor(k.add(setAddress, k.c(convB0)), convTilesB)
-                     : descriptor(k.add(stageAddress, tA->tileBytes), *tB);
-      };
-      const OperandTiles &readA = convA ? convTilesA : *tA, &readB = convB ? convTilesB : *tB;
-      Value bigAddress = k.add(tiles, bigSet);
-      Value aBig = descA(bigAddress), bBig = descB(bigAddress), aSmall, bSmall;
-      if (x3) {
-        Value smallAddress = k.add(tiles, smallSet);
-        aSmall = descA(smallAddress);
-        bSmall = descB(smallAddress);
       }
-      if (!faults.noWgmmaFence)
-        b.create<NVVM::WgmmaFenceAlignedOp>();
-      Value acc = loop.getRegionIterArgs()[0];
-      for (int64_t kk = 0; kk < BK / mmaK; ++kk) {
-        if (x3)
-          for (auto [da, db] : {std::pair{aSmall, bBig}, std::pair{aBig, bSmall}})
-            acc = wgmmaStep(acc, da, db, kk, readA, readB);
-        acc = wgmmaStep(acc, aBig, bBig, kk, readA, readB);
-      }
-      b.create<NVVM::WgmmaGroupSyncAlignedOp>();
-      // Slab kt - 1's group is done in this warpgroup: its set (and, with
-      // an operand read as stored, its stage) is free here.
-      b.create<NVVM::WgmmaWaitGroupSyncOp>(faults.releaseBeforeWgmmaWait ? 2 : 1);
-      Value frees =
-          b.create<arith::AndIOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, kt, k.c(1)), firstThread);
-      Value previous = b.create<arith::SubIOp>(use, k.c(1));
-      arriveWhere(frees, setFree, k.rem(previous, 2), !(convA && convB) ? empty : Value(), k.rem(previous, S));
-      b.create<scf::YieldOp>(acc);
-    } else {
-      loop = b.create<scf::ForOp>(k.c(0), slabs, k.c(1), ValueRange{zero});
-      {
+      scf::ForOp loop;
+      if (convA || convB) {
+        // Converted tiles: two sets after the stages, each of `halves` (big,
+        // small), each the converted operands' (A's BM rows, then B's BN
+        // rows), K-major rows of 128 bytes.
+        const int64_t convBase = S * stageBytes;
+        const int64_t words = (convBase + 2 * halves * convBytes) / 4;
+        Value flat = b.create<memref::ViewOp>(MemRefType::get({words}, f32, MemRefLayoutAttrInterface(), wg), dyn, pad,
+                                              ValueRange{});
+        // Byte offset (from the tiles' base) of element (mn, k) of a K-major
+        // tile of 128-byte rows starting at `base`, and of an MN-major raw tile
+        // (boxes of 32 columns, a row a k).
+        // (TMA's and wgmma's 128-byte swizzle on an offset from a 1024-byte
+        // boundary: TmaMap.h's swizzledAddress, in index ops.)
+        auto swizzled128 = [&](Value logical) { return k.xori(logical, k.shl(k.andi(k.shr(logical, 7), 7), 4)); };
+        auto kMajorAt = [&](int64_t base, Value mn, Value kIdx) {
+          return k.add(swizzled128(k.add(k.mul(mn, 128), k.mul(kIdx, 4))), base);
+        };
+        auto mnMajorAt = [&](int64_t base, Value mn, Value kIdx, const OperandTiles &t) {
+          Value inBox = swizzled128(k.add(k.mul(kIdx, 128), k.mul(k.rem(mn, 32), 4)));
+          return k.add(k.add(inBox, k.mul(k.div(mn, 32), t.boxBytes)), base);
+        };
+        Value consumer = k.rem(tid, 128 * readers);
+        const int64_t consumers = 128 * readers;
+        loop = b.create<scf::ForOp>(k.c(0), slabs, k.c(1), ValueRange{zero});
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(loop.getBody());
         Value kt = loop.getInductionVar(), use = useOf(used, kt);
-        Value stage = k.rem(use, S);
+        Value stage = k.rem(use, S), set = k.rem(use, 2);
         if (!faults.noMbarrierWait)
           b.create<nvgpu::MBarrierTryWaitParityOp>(full, useParity(use, 0), k.c(10000000), stage);
-        Value stageAddress = k.add(tiles, k.mul(stage, stageBytes));
-        Value descA = descriptor(k.add(stageAddress, k.mul(rowsOf, aWarpgroupBytes)), *tA);
-        Value descB = descriptor(k.add(stageAddress, tA->tileBytes), *tB);
+        // The set's last readers (use u - 2's wgmmas, the set's use u / 2 - 1)
+        // are done in every warpgroup.
+        {
+          auto reuse = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, use, k.c(2)),
+                                           /*withElseRegion=*/false);
+          OpBuilder::InsertionGuard inner(b);
+          b.setInsertionPointToStart(&reuse.getThenRegion().front());
+          b.create<nvgpu::MBarrierTryWaitParityOp>(setFree, ringParity(use, 2, 1), k.c(10000000), set);
+        }
+        // Convert, an operand at a time, a 16-byte chunk (4 k of one row) a
+        // thread: a K-major raw tile lies as its converted tiles do (the
+        // swizzle permutes whole chunks), consecutive threads along k, one
+        // 16-byte read; an MN-major one is read 4 elements (k rows) a chunk,
+        // consecutive threads along the row's 32 columns, so each read is one
+        // 128-byte row (no bank conflicts) and each 8-thread phase of the
+        // 16-byte writes hits 8 distinct chunk positions.
+        Value rawStage = k.mul(stage, stageBytes);
+        Value bigSet = k.add(k.c(convBase), k.mul(set, halves * convBytes));
+        Value smallSet = x3 ? k.add(bigSet, k.c(convBytes)) : Value();
+        auto chunk = VectorType::get({4}, f32);
+        auto convertOperand = [&](const OperandTiles &t, int64_t rawTile, int64_t convTile) {
+          const int64_t units = t.rows * BK / 4;
+          for (int64_t r = 0; r < (units + consumers - 1) / consumers; ++r) {
+            Value u = k.add(consumer, r * consumers);
+            auto body = [&] {
+              Value mn = t.kMajor ? k.div(u, BK / 4) : k.rem(u, t.rows);
+              Value k0 = k.mul(t.kMajor ? k.rem(u, BK / 4) : k.div(u, t.rows), 4);
+              Value x;
+              if (t.kMajor) {
+                x = b.create<vector::LoadOp>(chunk, flat,
+                                             ValueRange{k.div(k.add(rawStage, kMajorAt(rawTile, mn, k0)), 4)});
+              } else {
+                x = b.create<arith::ConstantOp>(chunk, DenseElementsAttr::get(chunk, b.getF32FloatAttr(0)));
+                for (int64_t i = 0; i < 4; ++i) {
+                  Value at = k.div(k.add(rawStage, mnMajorAt(rawTile, mn, k.add(k0, i), t)), 4);
+                  x = b.create<vector::InsertOp>(b.create<memref::LoadOp>(flat, ValueRange{at}), x,
+                                                 ArrayRef<int64_t>{i});
+                }
+              }
+              Value dst = kMajorAt(convTile, mn, k0);
+              if (!x3) { // tf32: transposed only (wgmma reads the f32 bits as tf32, as it reads a raw tile)
+                b.create<vector::StoreOp>(x, flat, ValueRange{k.div(k.add(bigSet, dst), 4)});
+                return;
+              }
+              Value big = x, small = x;
+              for (int64_t i = 0; i < 4; ++i) {
+                auto [hi, lo] = splitTf32(b, b.getLoc(), b.create<vector::ExtractOp>(x, ArrayRef<int64_t>{i}));
+                big = b.create<vector::InsertOp>(hi, big, ArrayRef<int64_t>{i});
+                small = b.create<vector::InsertOp>(lo, small, ArrayRef<int64_t>{i});
+              }
+              b.create<vector::StoreOp>(big, flat, ValueRange{k.div(k.add(bigSet, dst), 4)});
+              b.create<vector::StoreOp>(small, flat, ValueRange{k.div(k.add(smallSet, dst), 4)});
+            };
+            if (units % consumers == 0) {
+              body();
+              continue;
+            }
+            auto inside = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::ult, u, k.c(units)),
+                                              /*withElseRegion=*/false);
+            OpBuilder::InsertionGuard inner(b);
+            b.setInsertionPointToStart(&inside.getThenRegion().front());
+            body();
+          }
+        };
+        if (convA)
+          convertOperand(*tA, 0, convA0);
+        if (convB)
+          convertOperand(*tB, tA->tileBytes, convB0);
+        // The stores reach the async proxy; every consumer's are in. With both
+        // operands converted the raw stage is read: released to the producer
+        // (by each warpgroup's first thread); else wgmma still reads an
+        // operand there, and the stage goes with the set, below.
+        if (!faults.noConversionFence)
+          b.create<NVVM::FenceProxyOp>(NVVM::ProxyKind::async_shared,
+                                       NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+        b.create<nvgpu::MBarrierArriveOp>(nvgpu::MBarrierTokenType::get(ctx), convDone, set);
+        b.create<nvgpu::MBarrierTryWaitParityOp>(convDone, ringParity(use, 2, 0), k.c(10000000), set);
+        Value firstThread = b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, k.rem(tid, 128), k.c(0));
+        if (convA && convB)
+          arriveWhere(firstThread, empty, stage);
+        // The wgmmas of a k step on the converted set (tf32x3: three, on the
+        // halves), an operand read as stored from the raw stage.
+        Value stageAddress = k.add(tiles, rawStage);
+        auto descA = [&](Value setAddress) {
+          return convA ? descriptor(k.add(setAddress, k.add(k.c(convA0), k.mul(rowsOf, 64 * 128))), convTilesA)
+                       : descriptor(k.add(stageAddress, k.mul(rowsOf, aWarpgroupBytes)), *tA);
+        };
+        auto descB = [&](Value setAddress) {
+          return convB ? descriptor(k.add(setAddress, k.c(convB0)), convTilesB)
+                       : descriptor(k.add(stageAddress, tA->tileBytes), *tB);
+        };
+        const OperandTiles &readA = convA ? convTilesA : *tA, &readB = convB ? convTilesB : *tB;
+        Value bigAddress = k.add(tiles, bigSet);
+        Value aBig = descA(bigAddress), bBig = descB(bigAddress), aSmall, bSmall;
+        if (x3) {
+          Value smallAddress = k.add(tiles, smallSet);
+          aSmall = descA(smallAddress);
+          bSmall = descB(smallAddress);
+        }
         if (!faults.noWgmmaFence)
-          b.create<NVVM::WgmmaFenceAlignedOp>(); // the accumulators were written by other instructions
+          b.create<NVVM::WgmmaFenceAlignedOp>();
         Value acc = loop.getRegionIterArgs()[0];
-        for (int64_t kk = 0; kk < BK / mmaK; ++kk)
-          acc = wgmmaStep(acc, descA, descB, kk, *tA, *tB);
+        for (int64_t kk = 0; kk < BK / mmaK; ++kk) {
+          if (x3)
+            for (auto [da, db] : {std::pair{aSmall, bBig}, std::pair{aBig, bSmall}})
+              acc = wgmmaStep(acc, da, db, kk, readA, readB);
+          acc = wgmmaStep(acc, aBig, bBig, kk, readA, readB);
+        }
         b.create<NVVM::WgmmaGroupSyncAlignedOp>();
-        // Slab kt - 1's group is done in this warpgroup: its first thread
-        // releases the stage (the producer refills it once every consumer
-        // warpgroup has).
+        // Slab kt - 1's group is done in this warpgroup: its set (and, with
+        // an operand read as stored, its stage) is free here.
         b.create<NVVM::WgmmaWaitGroupSyncOp>(faults.releaseBeforeWgmmaWait ? 2 : 1);
-        Value releases =
-            b.create<arith::AndIOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, kt, k.c(1)),
-                                    b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, k.rem(tid, 128), k.c(0)));
-        arriveWhere(releases, empty, k.rem(b.create<arith::SubIOp>(use, k.c(1)), S));
+        Value frees =
+            b.create<arith::AndIOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, kt, k.c(1)), firstThread);
+        Value previous = b.create<arith::SubIOp>(use, k.c(1));
+        arriveWhere(frees, setFree, k.rem(previous, 2), !(convA && convB) ? empty : Value(), k.rem(previous, S));
         b.create<scf::YieldOp>(acc);
+      } else {
+        loop = b.create<scf::ForOp>(k.c(0), slabs, k.c(1), ValueRange{zero});
+        {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(loop.getBody());
+          Value kt = loop.getInductionVar(), use = useOf(used, kt);
+          Value stage = k.rem(use, S);
+          if (!faults.noMbarrierWait)
+            b.create<nvgpu::MBarrierTryWaitParityOp>(full, useParity(use, 0), k.c(10000000), stage);
+          Value stageAddress = k.add(tiles, k.mul(stage, stageBytes));
+          Value descA = descriptor(k.add(stageAddress, k.mul(rowsOf, aWarpgroupBytes)), *tA);
+          Value descB = descriptor(k.add(stageAddress, tA->tileBytes), *tB);
+          if (!faults.noWgmmaFence)
+            b.create<NVVM::WgmmaFenceAlignedOp>(); // the accumulators were written by other instructions
+          Value acc = loop.getRegionIterArgs()[0];
+          for (int64_t kk = 0; kk < BK / mmaK; ++kk)
+            acc = wgmmaStep(acc, descA, descB, kk, *tA, *tB);
+          b.create<NVVM::WgmmaGroupSyncAlignedOp>();
+          // Slab kt - 1's group is done in this warpgroup: its first thread
+          // releases the stage (the producer refills it once every consumer
+          // warpgroup has).
+          b.create<NVVM::WgmmaWaitGroupSyncOp>(faults.releaseBeforeWgmmaWait ? 2 : 1);
+          Value releases =
+              b.create<arith::AndIOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, kt, k.c(1)),
+                                      b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, k.rem(tid, 128), k.c(0)));
+          arriveWhere(releases, empty, k.rem(b.create<arith::SubIOp>(use, k.c(1)), S));
+          b.create<scf::YieldOp>(acc);
+        }
       }
-    }
-    // Ping-pong: the tile's slabs are all in hand: the other warpgroup's
-    // turn (its wgmmas beside this one's last and its epilogue).
-    if (pingPong)
-      arriveWhere(b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, k.rem(tid, 128), k.c(0)), turn, k.c(1 - owner));
-    if (!faults.noFinalWgmmaWait)
-      b.create<NVVM::WgmmaWaitGroupSyncOp>(0);
-    // A persistent block's next tile reuses the ring: the tile's last slab
-    // is released here, its wgmmas done (its stage, or tf32x3's converted
-    // set; a block a tile ends instead).
-    if (used && !faults.noTileEndRelease) {
-      Value last = k.add(used, b.create<arith::SubIOp>(slabs, k.c(1)));
-      Value releases =
-          b.create<arith::AndIOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, slabs, k.c(1)),
-                                  b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, k.rem(tid, 128), k.c(0)));
-      if (convA || convB)
-        arriveWhere(releases, setFree, k.rem(last, 2), !(convA && convB) ? empty : Value(), k.rem(last, S));
-      else
-        arriveWhere(releases, empty, k.rem(last, S));
-    }
+      // Ping-pong: the tile's slabs are all in hand: the other warpgroup's
+      // turn (its wgmmas beside this one's last and its epilogue).
+      if (pingPong)
+        arriveWhere(b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, k.rem(tid, 128), k.c(0)), turn, k.c(1 - owner));
+      if (!faults.noFinalWgmmaWait)
+        b.create<NVVM::WgmmaWaitGroupSyncOp>(0);
+      // A persistent block's next tile reuses the ring: the tile's last slab
+      // is released here, its wgmmas done (its stage, or tf32x3's converted
+      // set; a block a tile ends instead).
+      if (used && !faults.noTileEndRelease) {
+        Value last = k.add(used, b.create<arith::SubIOp>(slabs, k.c(1)));
+        Value releases =
+            b.create<arith::AndIOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, slabs, k.c(1)),
+                                    b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, k.rem(tid, 128), k.c(0)));
+        if (convA || convB)
+          arriveWhere(releases, setFree, k.rem(last, 2), !(convA && convB) ? empty : Value(), k.rem(last, S));
+        else
+          arriveWhere(releases, empty, k.rem(last, S));
+      }
 
-    // Epilogue: thread (warp q of its warpgroup, lane g, t) holds the pairs
-    // (d_i, d_i+1), i = 4 j + 2 h: row 16 q + g + 8 h, columns 8 j + 2 t, + 1.
-    Value acc = loop.getResult(0);
-    Value lane = k.rem(tid, 32), q = k.rem(k.div(tid, 32), 4);
-    Value g = k.shr(lane, 2), t = k.andi(lane, 3);
-    Value rowBase = k.add(k.add(f.row0, k.mul(rowsOf, 64)), k.add(k.mul(q, 16), g));
-    Value colBase = k.add(f.col0, k.mul(t, 2));
-    for (int64_t j = 0; j < BN / 8; ++j)
-      for (int64_t h = 0; h < 2; ++h) {
-        const int64_t i = 4 * j + 2 * h;
-        Value pair = vectorOf(b, b.getLoc(),
-                              {b.create<LLVM::ExtractValueOp>(acc, ArrayRef<int64_t>{i}),
-                               b.create<LLVM::ExtractValueOp>(acc, ArrayRef<int64_t>{i + 1})});
-        f.out.storePair(k, pair, k.add(rowBase, 8 * h), k.add(colBase, 8 * j));
-      }
-    if (pingPong)
-      b.setInsertionPointAfter(mine);
-    return used ? k.add(used, slabs) : Value();
-  });
+      // Epilogue: thread (warp q of its warpgroup, lane g, t) holds the pairs
+      // (d_i, d_i+1), i = 4 j + 2 h: row 16 q + g + 8 h, columns 8 j + 2 t, + 1.
+      Value acc = loop.getResult(0);
+      Value lane = k.rem(tid, 32), q = k.rem(k.div(tid, 32), 4);
+      Value g = k.shr(lane, 2), t = k.andi(lane, 3);
+      Value rowBase = k.add(k.add(f.row0, k.mul(rowsOf, 64)), k.add(k.mul(q, 16), g));
+      Value colBase = k.add(f.col0, k.mul(t, 2));
+      for (int64_t j = 0; j < BN / 8; ++j)
+        for (int64_t h = 0; h < 2; ++h) {
+          const int64_t i = 4 * j + 2 * h;
+          Value pair = vectorOf(b, b.getLoc(),
+                                {b.create<LLVM::ExtractValueOp>(acc, ArrayRef<int64_t>{i}),
+                                 b.create<LLVM::ExtractValueOp>(acc, ArrayRef<int64_t>{i + 1})});
+          f.out.storePair(k, pair, k.add(rowBase, 8 * h), k.add(colBase, 8 * j));
+        }
+      if (pingPong)
+        b.setInsertionPointAfter(mine);
+      return used ? k.add(used, slabs) : Value();
+    });
   };
   // Ping-pong: each warpgroup its own copy of the loop (an scf.if on the
   // warpgroup: on a GPU as in the emulator, where each then runs as a
