@@ -1,14 +1,16 @@
 //===- nova-gpu-kernels.cpp - PTX of GPU matmul kernels, for the device check -===//
 //
 //   nova-gpu-kernels TARGET OUT_DIR CASE...
-//     CASE = type:layout:MxNxK[:mma][@BMxBN/WMxWN], e.g.
+//     CASE = type:layout:MxNxK[:mma|:flat|:pingpong|:evenregs][@BMxBN/WMxWN], e.g.
 //     bf16:NN:4096x4096x4096 (type f16, bf16, tf32 or 3xtf32 (f32 operands
 //     at about f32's accuracy, the configurator's 3xtf32 kernel even where
 //     it would take f32 FMAs); layout NN, NT, TN or
 //     TT: whether A, B are stored transposed; :mma keeps the mma.sync kernel
 //     where wgmma would do, :flat a block a tile where the wgmma kernel
 //     would be persistent, :pingpong the persistent wgmma kernel whose two
-//     consumer warpgroups take 64-row tiles in turn; @128x128/64x64 only that block and warp tile,
+//     consumer warpgroups take 64-row tiles in turn, :evenregs no
+//     setmaxnreg (every thread the block's even share of the registers,
+//     as before 2026-12-05); @128x128/64x64 only that block and warp tile,
 //     the model choosing depth and split: a variant measured beside the
 //     configurator's choice, named with its tile)
 //
@@ -57,9 +59,11 @@ using namespace mlir::nova;
 namespace {
 
 int usage() {
-  std::fprintf(stderr, "usage: nova-gpu-kernels TARGET OUT_DIR type:layout:MxNxK[:mma|:flat|:pingpong][@BMxBN/WMxWN]...\n"
+  std::fprintf(stderr, "usage: nova-gpu-kernels TARGET OUT_DIR "
+                       "type:layout:MxNxK[:mma|:flat|:pingpong|:evenregs][@BMxBN/WMxWN]...\n"
                        "  type f16, bf16, tf32 or 3xtf32; layout NN, NT, TN or TT; :mma keeps mma.sync on sm_90a,\n"
-                       "  :flat a block a tile (not persistent), :pingpong consumer warpgroups in turn;\n"
+                       "  :flat a block a tile (not persistent), :pingpong consumer warpgroups in turn,\n"
+                       "  :evenregs no setmaxnreg (the block's registers shared evenly);\n"
                        "  @BMxBN/WMxWN only that block and warp tile\n");
   return 2;
 }
@@ -105,13 +109,16 @@ int main(int argc, char **argv) {
     long long m = 0, n = 0, k = 0;
     int fields = std::sscanf(spec.c_str(), "%7[a-z0-9]:%2[NT]:%lldx%lldx%lld:%15[a-z]", type, layout, &m, &n, &k, kind);
     if (fields < 5 || m < 1 || n < 1 || k < 1 ||
-        (fields == 6 && std::string(kind) != "mma" && std::string(kind) != "flat" && std::string(kind) != "pingpong")) {
-      std::fprintf(stderr, "nova-gpu-kernels: '%s' is not type:layout:MxNxK[:mma|:flat|:pingpong]\n", spec.c_str());
+        (fields == 6 && std::string(kind) != "mma" && std::string(kind) != "flat" && std::string(kind) != "pingpong" &&
+         std::string(kind) != "evenregs")) {
+      std::fprintf(stderr, "nova-gpu-kernels: '%s' is not type:layout:MxNxK[:mma|:flat|:pingpong|:evenregs]\n",
+                   spec.c_str());
       return 2;
     }
     const bool mmaOnly = fields == 6 && std::string(kind) == "mma";
     const bool flat = fields == 6 && std::string(kind) == "flat";
     const bool pingPong = fields == 6 && std::string(kind) == "pingpong";
+    const bool evenRegisters = fields == 6 && std::string(kind) == "evenregs";
     GpuMatmulProblem p;
     p.m = m;
     p.n = n;
@@ -131,6 +138,7 @@ int main(int argc, char **argv) {
     p.allowSplitK = true; // the configurator's choice
     p.allowPersistent = !flat;
     p.pingPong = pingPong;
+    p.allowRegisterRebalancing = !evenRegisters;
     p.onlyBlockM = bm;
     p.onlyBlockN = bn;
     p.onlyWarpM = wm;
@@ -151,6 +159,8 @@ int main(int argc, char **argv) {
       name += "_flat";
     if (pingPong)
       name += "_pingpong";
+    if (evenRegisters)
+      name += "_evenregs";
     OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
     gpu::GPUModuleOp kernels = addKernelsModule(*module);
     std::string error, tma = "-";

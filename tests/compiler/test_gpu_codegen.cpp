@@ -188,6 +188,68 @@ TEST_CASE("CUDA codegen: the configurator's 3xtf32 mma.sync decisions fit their 
   }
 }
 
+TEST_CASE("CUDA codegen: wgmma kernels with setmaxnreg: ptxas honours it (all a thread may have at entry) and "
+          "spills nothing where the consumers need more than the block's even share") {
+  // Two consumer warpgroups take 232 registers a thread by setmaxnreg where
+  // the block is alone on its SM. ptxas 13.0 ignored setmaxnreg (info
+  // C7508, "unable to determine register count at entry") in a split-K
+  // kernel launched by .maxntid alone, and without setmaxnreg the tf32
+  // ping-pong kernel of 64 x 192 spilled 116 bytes; the tf32 NN product now
+  // takes 128 x 256 blocks (200 registers a consumer by the estimate).
+  const std::string ptxas = ptxasPath();
+  if (ptxas.empty()) {
+    MESSAGE("no ptxas: nothing to check");
+    return;
+  }
+  struct Case {
+    GpuOperand operand;
+    int64_t m, n, k;
+    bool lhsTransposed, rhsTransposed, pingPong;
+  };
+  const ::nova::TargetDesc target = ::nova::named_target("sm_90a");
+  for (Case c : {Case{GpuOperand::tf32, 4096, 4096, 4096, false, false, false},
+                 Case{GpuOperand::tf32, 4096, 4096, 4096, false, false, true},
+                 Case{GpuOperand::bf16, 4096, 4096, 4096, false, false, false},
+                 Case{GpuOperand::tf32x3, 768, 3072, 8192, true, false, false},
+                 Case{GpuOperand::tf32x3, 8192, 3072, 768, false, false, false}}) {
+    GpuMatmulProblem p;
+    p.m = c.m;
+    p.n = c.n;
+    p.k = c.k;
+    p.operand = c.operand;
+    p.lhsTransposed = c.lhsTransposed;
+    p.rhsTransposed = c.rhsTransposed;
+    p.pingPong = c.pingPong;
+    GpuMatmulConfig config = configureGpuMatmul(p, target);
+    CAPTURE(config.describe());
+    REQUIRE(config.kind == GpuMmaKind::wgmma);
+    REQUIRE(config.warpsM == 2);
+    REQUIRE(config.consumerRegisters == 232);
+    KernelsModule k;
+    std::string error;
+    REQUIRE_MESSAGE(succeeded(buildWgmmaMatmulKernel(k.kernels, "matmul", p, config, error)), error);
+    FailureOr<std::string> ptx = emitPtx(*k.module, target, error);
+    REQUIRE_MESSAGE(succeeded(ptx), error);
+    CHECK(count(*ptx, "setmaxnreg.dec.sync.aligned.u32 40;") == 1);
+    CHECK(count(*ptx, "setmaxnreg.inc.sync.aligned.u32 232;") == 1);
+    CHECK(count(*ptx, ".minnctapersm 1") == 1);
+    FailureOr<Cubin> cubin = assemblePtx(ptxas, *ptx, target.cpu, error);
+    REQUIRE_MESSAGE(succeeded(cubin), error);
+    REQUIRE(cubin->kernels.size() == 1);
+    const PtxasKernelInfo &info = cubin->kernels[0];
+    std::string notes;
+    for (const std::string &note : cubin->performanceNotes)
+      notes += note + "; ";
+    MESSAGE(std::string(nameOf(c.operand)), std::string(c.pingPong ? " ping-pong " : " "), c.m, "x", c.n, "x", c.k, ": ", info.registers,
+            " registers at entry (consumer estimate ", config.registersPerThread, "), spills ", info.spillStoreBytes,
+            " / ", info.spillLoadBytes, " bytes", notes.empty() ? "" : ", ptxas: " + notes);
+    CHECK(cubin->performanceNotes.empty());
+    CHECK(info.registers == int(launchedRegistersPerThread(config.threads)));
+    CHECK(info.spillStoreBytes == 0);
+    CHECK(info.spillLoadBytes == 0);
+  }
+}
+
 TEST_CASE("CUDA codegen: a multiply feeding an add or a subtract is one fma, as nvcc's default -fmad=true makes it, "
           "and a lone multiply or add stays rounded alone") {
   KernelsModule k;

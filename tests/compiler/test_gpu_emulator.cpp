@@ -1139,6 +1139,59 @@ TEST_CASE("GPU emulator: a persistent wgmma kernel runs several tiles a block, i
   }
 }
 
+TEST_CASE("GPU emulator: setmaxnreg moves the producer warpgroup's registers to the consumers") {
+  // Two consumer warpgroups: the configurator gives them 232 registers a
+  // thread (the producer keeps 40 of the 168 a thread of 384 is launched
+  // with); the consumers' setmaxnreg.inc waits until the producer's .dec
+  // has put them in the block's pool, whichever side runs first.
+  const ::nova::TargetDesc h100 = ::nova::builtin_gpu_target("sm_90a");
+  CHECK(launchedRegistersPerThread(384) == 168);
+  CHECK(wgmmaRebalancedRegisters(2) == 232);
+  CHECK(wgmmaRebalancedRegisters(1) == 0); // 255 a thread already
+  GpuMatmulProblem p = problem(256, 256, 192, GpuOperand::bf16);
+  p.allowWgmma = true;
+  p.onlyBlockM = 128; // two consumer warpgroups
+  // Blocks of 128 x 64 (72 registers a thread) sit two an SM: no setmaxnreg,
+  // which would launch each with 168 a thread and leave room for one.
+  GpuMatmulConfig two = configureGpuMatmul(p, h100);
+  CAPTURE(two.describe());
+  CHECK(two.blocksPerSM == 2);
+  CHECK(two.consumerRegisters == 0);
+  // Blocks of 128 x 256 are alone on their SM anyway.
+  p.onlyBlockN = 256;
+  GpuMatmulConfig chosen = configureGpuMatmul(p, h100);
+  INFO(chosen.describe());
+  REQUIRE(chosen.kind == GpuMmaKind::wgmma);
+  CHECK(chosen.warpsM == 2);
+  CHECK(chosen.consumerRegisters == 232);
+  CHECK(chosen.describe().find("setmaxnreg: producer 40, consumers 232 registers") != std::string::npos);
+  for (bool elseFirst : {false, true}) {
+    MatmulRun run = runMatmul(p, chosen, {}, {}, {}, {}, elseFirst);
+    REQUIRE_MESSAGE(run.report.ok, run.report.error);
+    CHECK(run.worst <= run.bound);
+  }
+  // A producer that keeps its registers: the consumers' inc can never be met.
+  GpuMatmulConfig c = wgmmaBlock(GpuOperand::bf16, 2, 64, 64, 2);
+  c.consumerRegisters = 232;
+  WgmmaMatmulFaults keeps;
+  keeps.producerKeepsRegisters = true;
+  for (bool elseFirst : {false, true}) {
+    MatmulRun stuck = runMatmul(problem(128, 64, 128, GpuOperand::bf16), c, {}, {}, keeps, {}, elseFirst);
+    MESSAGE("the producer keeping its registers", std::string(elseFirst ? " (consumers first)" : ""), ": ",
+            stuck.report.error);
+    CHECK(!stuck.report.ok);
+    CHECK(stuck.report.error.find("setmaxnreg.inc to 232 registers waits forever") != std::string::npos);
+  }
+  // More than the pool holds is refused when the kernel is built.
+  c.consumerRegisters = 240;
+  OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&context()));
+  std::string error;
+  FailureOr<WgmmaMatmulKernel> refused =
+      buildWgmmaMatmulKernel(addKernelsModule(*module), "matmul", problem(128, 64, 128, GpuOperand::bf16), c, error);
+  CHECK(failed(refused));
+  CHECK(error.find("240 registers a consumer thread by setmaxnreg") != std::string::npos);
+}
+
 TEST_CASE("GPU emulator: the wgmma kernel's fused epilogue and the configurator's sm_90a decisions") {
   MmaEpilogue epilogue;
   epilogue.scale = 0.5;

@@ -176,6 +176,8 @@ FailureOr<Artifact> mlir::nova::CudaTarget::emit(ModuleOp kernels, const Pipelin
     if (most)
       line += ", most registers " + std::to_string(most->registers) + " (" + most->name + ")";
     line += spills.empty() ? ", no spills\n" : ", spills:" + spills + "\n";
+    for (const std::string &note : cubin->performanceNotes)
+      line += "    ptxas: " + note + "\n";
     report.kernelLines += line;
   }
   return artifact;

@@ -281,7 +281,12 @@ bool GpuMatmulConfig::fits(const ::nova::TargetDesc &t, std::string *whyNot) con
   if (registersPerThread > t.registers_per_thread)
     return no(llvm::formatv("{0} registers a thread (at most {1})", registersPerThread,
                             t.registers_per_thread).str());
-  if (roundUp(registersPerThread, 8) * threads > t.registers_per_block)
+  if (consumerRegisters > 0) {
+    if (registersPerThread > consumerRegisters)
+      return no(llvm::formatv("{0} registers a consumer thread (at most {1} by setmaxnreg)", registersPerThread,
+                              consumerRegisters)
+                    .str());
+  } else if (roundUp(registersPerThread, 8) * threads > t.registers_per_block)
     return no(llvm::formatv("{0} registers a block (at most {1})", roundUp(registersPerThread, 8) * threads,
                             t.registers_per_block).str());
   if (smemBytes > t.smem_per_block_optin)
@@ -308,7 +313,11 @@ std::string GpuMatmulConfig::describe() const {
               ? std::string(", converted in shared memory: ") + (convertA && convertB ? "A and B" : convertA ? "A" : "B")
               : "") +
          (persistentBlocks > 0 ? llvm::formatv(", persistent on {0} blocks", persistentBlocks).str() : "") +
-         (pingPong ? ", ping-pong" : "");
+         (pingPong ? ", ping-pong" : "") +
+         (consumerRegisters > 0 ? llvm::formatv(", setmaxnreg: producer {0}, consumers {1} registers",
+                                                kWgmmaProducerRegisters, consumerRegisters)
+                                      .str()
+                                : "");
 }
 
 namespace {
@@ -495,12 +504,27 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
       auto blocksPerSM = [&](int64_t stages) {
         c.stages = stages;
         c.smemBytes = gpuMatmulSmemBytes(c, p.operand);
-        int64_t byRegs = t.registers_per_sm / std::max<int64_t>(1, roundUp(c.registersPerThread, 8) * c.threads);
+        // (With setmaxnreg the block is launched with all it may take.)
+        const int64_t launchedRegisters =
+            c.consumerRegisters > 0
+                ? launchedRegistersPerThread(c.threads, t.registers_per_block, t.registers_per_thread)
+                : roundUp(c.registersPerThread, 8);
+        int64_t byRegs = t.registers_per_sm / std::max<int64_t>(1, launchedRegisters * c.threads);
         int64_t bySmem = t.smem_per_sm / (c.smemBytes + 1024);
         int64_t byThreads = t.max_threads_per_sm / c.threads;
         return std::min({int64_t(t.max_blocks_per_sm), byRegs, bySmem, byThreads});
       };
       c.blocksPerSM = blocksPerSM(2);
+      // wgmma: the producer's registers go to the consumers (setmaxnreg)
+      // where the block is alone on its SM anyway, or needs them to fit.
+      if (kind == GpuMmaKind::wgmma && p.allowRegisterRebalancing) {
+        const int64_t rebalanced =
+            wgmmaRebalancedRegisters(c.warpsM, t.registers_per_block, t.registers_per_thread);
+        if (rebalanced > 0 && (c.blocksPerSM <= 1 || !c.fits(t))) {
+          c.consumerRegisters = rebalanced;
+          c.blocksPerSM = blocksPerSM(2);
+        }
+      }
       std::string whyNot;
       if (!c.fits(t, &whyNot)) {
         ++rejected[whyNot.substr(whyNot.find(' ') + 1)];

@@ -15,6 +15,7 @@
 
 #include "nova/target.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -72,6 +73,10 @@ struct GpuMatmulProblem {
   /// device check's `:pingpong` variants; the model does not pick them
   /// itself (it has no term for the epilogue they overlap).
   bool pingPong = false;
+  /// wgmma: the producer's registers may go to the consumers by setmaxnreg
+  /// (GpuMatmulConfig::consumerRegisters); false: every thread the block's
+  /// even share (the device check's `:evenregs` variants).
+  bool allowRegisterRebalancing = true;
   /// Only this block tile and warp tile (0: any), the model choosing the
   /// rest: the device check's variants of a kernel, measured beside the
   /// configurator's choice (nova-gpu-kernels' CASE@BMxBN/WMxWN).
@@ -110,6 +115,13 @@ struct GpuMatmulConfig {
   /// as tf32, is converted (transposed) in shared memory into K-major tiles
   /// first, as tf32x3's operands are (whose kernel converts both, always).
   bool convertA = false, convertB = false;
+  /// wgmma: the registers a consumer thread takes by setmaxnreg.inc once
+  /// the producer warpgroup, which needs few, has given all but
+  /// kWgmmaProducerRegisters back by setmaxnreg.dec (0: no setmaxnreg,
+  /// every thread the block's even share). Taken where a block is alone on
+  /// its SM anyway: two consumer warpgroups get 232 registers instead of
+  /// 168 (CUTLASS's warp-specialized kernels: 40 and 232).
+  int64_t consumerRegisters = 0;
   /// The blocks a launch starts: persistentBlocks, or a block a tile.
   int64_t launchedBlocks() const { return persistentBlocks > 0 ? persistentBlocks : tiles; }
   /// Shared-memory rows and their XOR swizzle, in bytes (0: none), and how
@@ -136,6 +148,31 @@ struct GpuMatmulConfig {
 /// Threads of a wgmma kernel's block: its consumer warpgroups and the
 /// producer warpgroup that issues the TMA loads.
 inline int64_t wgmmaBlockThreads(int64_t consumerWarpgroups) { return 128 * (consumerWarpgroups + 1); }
+
+/// The registers a thread of a block of `threads` is launched with where
+/// ptxas takes all it may (as it does in a kernel with setmaxnreg: ptxas
+/// 13.0 reports 168 at 384 threads where the same kernel without used
+/// 154): the block's share, whole multiples of 8, at most a thread's.
+inline int64_t launchedRegistersPerThread(int64_t threads, int64_t registersPerBlock = 65536,
+                                          int64_t registersPerThread = 255) {
+  return std::min(registersPerBlock / threads, registersPerThread) / 8 * 8;
+}
+/// What the producer warpgroup of a kernel with setmaxnreg keeps (it only
+/// issues the TMA loads: ptxas fits its loop in 40 without spills).
+constexpr int64_t kWgmmaProducerRegisters = 40;
+/// The registers each consumer thread of a wgmma block of
+/// `consumerWarpgroups` can take by setmaxnreg.inc once the producer has
+/// given all but kWgmmaProducerRegisters back (the launch's pool shared
+/// out, whole multiples of 8, at most a thread's), or 0 where that is no
+/// more than the launch gives them (one consumer warpgroup: 255 already).
+inline int64_t wgmmaRebalancedRegisters(int64_t consumerWarpgroups, int64_t registersPerBlock = 65536,
+                                        int64_t registersPerThread = 255) {
+  const int64_t threads = wgmmaBlockThreads(consumerWarpgroups);
+  const int64_t launched = launchedRegistersPerThread(threads, registersPerBlock, registersPerThread);
+  const int64_t pool = launched * threads - kWgmmaProducerRegisters * 128;
+  const int64_t consumers = std::min(pool / (128 * consumerWarpgroups), registersPerThread) / 8 * 8;
+  return consumers > launched ? consumers : 0;
+}
 
 /// Which operands (A, B) a wgmma kernel of `problem` converts in shared
 /// memory before wgmma reads them: both of tf32x3's (into big and small

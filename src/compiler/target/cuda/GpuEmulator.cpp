@@ -501,8 +501,16 @@ private:
   std::vector<int64_t> wgmmaUncommitted;
   std::deque<std::vector<int64_t>> wgmmaGroups;
   int64_t wgmmaFenceSerial = -1, unfinishedWgmmas = 0;
+  /// setmaxnreg: each warpgroup's registers a thread, and the block's pool
+  /// of registers no warpgroup holds. A block is launched with all a thread
+  /// may take (launchedRegistersPerThread: what ptxas gives a kernel that
+  /// uses setmaxnreg), the pool empty.
+  std::vector<int64_t> warpgroupRegisters;
+  int64_t freeRegisters = 0;
 
   void resetHopper() {
+    warpgroupRegisters.assign(size_t((threads + 127) / 128), launchedRegistersPerThread(threads));
+    freeRegisters = 0;
     mbarriers.clear();
     tensorMapArgs.clear();
     tmaLoads.clear();
@@ -759,6 +767,57 @@ private:
     }
   }
 
+  /// setmaxnreg.{inc,dec}.sync.aligned by whole warpgroups (ptx-semantics.md
+  /// §7g): dec gives a warpgroup's registers above the count back to the
+  /// block's pool; inc takes them from it, waiting (another context runs)
+  /// until the pool holds them all: an inc no dec can meet waits forever.
+  bool setMaxRegisters(NVVM::SetMaxRegisterOp op) {
+    const int64_t count = int64_t(op.getRegCount());
+    const bool inc = op.getAction() == NVVM::SetMaxRegisterAction::increase;
+    if (count % 8 || count < 24 || count > 256)
+      return fail(op, llvm::formatv("setmaxnreg to {0} registers (a multiple of 8 from 24 to 256)", count));
+    // ptxas knows the registers at entry only with .minnctapersm 1 beside
+    // .maxntid; else it may choose fewer and drop setmaxnreg (info C7508).
+    auto minBlocks = kernel->getAttrOfType<IntegerAttr>(NVVM::NVVMDialect::getMinctasmAttrName());
+    if (!minBlocks || minBlocks.getInt() != 1)
+      return fail(op, "setmaxnreg in a kernel without nvvm.minctasm = 1 (.minnctapersm 1): ptxas may launch it "
+                      "with fewer registers than the pool setmaxnreg shares out");
+    if (!warpgroupsAligned(op))
+      return false;
+    int64_t stalledAt = -1;
+    for (;;) {
+      int64_t need = 0;
+      for (int64_t w = 0; w < threads / 128; ++w) {
+        if (!active[size_t(w * 128)])
+          continue;
+        const int64_t held = warpgroupRegisters[size_t(w)];
+        if (inc ? count < held : count > held)
+          return fail(op, llvm::formatv("setmaxnreg.{0} to {1} registers from the {2} warpgroup {3} holds",
+                                        inc ? "inc" : "dec", count, held, w),
+                      w * 128);
+        need += (count - held) * 128;
+      }
+      if (need <= freeRegisters) {
+        freeRegisters -= need;
+        for (int64_t w = 0; w < threads / 128; ++w)
+          if (active[size_t(w * 128)])
+            warpgroupRegisters[size_t(w)] = count;
+        ++mbarrierEvents; // registers given back are progress for a waiting inc
+        return true;
+      }
+      const bool otherRuns = otherContextRuns();
+      if (!otherRuns || stalledAt == mbarrierEvents)
+        return fail(op, llvm::formatv("setmaxnreg.inc to {0} registers waits forever: it needs {1} registers from "
+                                      "the block's pool, which holds {2}{3}",
+                                      count, need, freeRegisters,
+                                      otherRuns ? " (the block's other warps wait too: a deadlock)"
+                                                : " (no other warp can give any back)"));
+      stalledAt = mbarrierEvents;
+      if (!yieldContext())
+        return false;
+    }
+  }
+
   /// The byte of shared memory where wgmma reads element (x, k) of the
   /// matrix `desc` describes (§7b, §7c): x is m for A, n for B.
   static int64_t wgmmaAddress(uint64_t desc, bool kMajor, int64_t x, int64_t k, int64_t es) {
@@ -993,6 +1052,8 @@ private:
     }
     if (auto wait = dyn_cast<NVVM::WgmmaWaitGroupSyncOp>(op))
       return wgmmaWait(op, int64_t(wait.getGroup()));
+    if (auto setmax = dyn_cast<NVVM::SetMaxRegisterOp>(op))
+      return setMaxRegisters(setmax);
     handled = false;
     return true;
   }

@@ -141,5 +141,10 @@ FailureOr<Cubin> mlir::nova::assemblePtx(llvm::StringRef ptxas, llvm::StringRef 
   Cubin cubin;
   cubin.bytes.assign((*binary)->getBufferStart(), (*binary)->getBufferEnd());
   cubin.kernels = parsePtxasLog(text);
+  llvm::SmallVector<llvm::StringRef> lines;
+  llvm::StringRef(text).split(lines, '\n');
+  for (llvm::StringRef line : lines)
+    if (line.contains("Potential Performance Loss"))
+      cubin.performanceNotes.push_back(line.trim().str());
   return cubin;
 }

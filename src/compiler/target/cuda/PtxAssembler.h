@@ -37,6 +37,9 @@ struct PtxasKernelInfo {
 struct Cubin {
   std::vector<uint8_t> bytes;
   std::vector<PtxasKernelInfo> kernels;
+  /// ptxas's "Potential Performance Loss" notes (C75xx: wgmmas serialized,
+  /// setmaxnreg ignored), as it printed them.
+  std::vector<std::string> performanceNotes;
 };
 
 /// `ptx` assembled by `ptxas` for `chip` (sm_80, sm_90a, ...), optimized

@@ -129,6 +129,19 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     return fail(llvm::formatv("a block of {0} consumer warpgroups and a producer is {1} threads, not {2}", WG,
                               wgmmaBlockThreads(WG), cfg.threads)
                     .str());
+  // setmaxnreg: the producer's registers shared out to the consumers, within
+  // the pool the block is launched with (an inc the pool cannot meet waits
+  // forever).
+  if (cfg.consumerRegisters > 0 &&
+      (cfg.consumerRegisters % 8 || cfg.consumerRegisters < 24 || cfg.consumerRegisters > 256 ||
+       128 * (WG * cfg.consumerRegisters + kWgmmaProducerRegisters) >
+           launchedRegistersPerThread(cfg.threads) * cfg.threads))
+    return fail(llvm::formatv("{0} registers a consumer thread by setmaxnreg: a multiple of 8 from 24 to 256, "
+                              "within the {1} registers a thread the block of {2} is launched with beside a "
+                              "producer of {3}",
+                              cfg.consumerRegisters, launchedRegistersPerThread(cfg.threads), cfg.threads,
+                              kWgmmaProducerRegisters)
+                    .str());
   const bool aKMajor = !p.lhsTransposed, bKMajor = p.rhsTransposed;
   // Operands converted in shared memory before wgmma reads them.
   const bool tf32 = p.operand == GpuOperand::tf32;
@@ -224,6 +237,13 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
   MatmulKernelFrame frame = beginMatmulKernel(b, module, name, p, ptr, ptr, BM, BN, wgmmaBlockThreads(WG), epilogue,
                                               linearGrid, cfg.splitK, cfg.persistentBlocks);
   gpu::GPUFuncOp func = frame.func;
+  // setmaxnreg needs the registers a thread has at entry to be known:
+  // ptxas takes .maxntid with .minnctapersm 1 (CUDA's __launch_bounds__(384,
+  // 1)) as all a thread may have, 168 at 384 threads; from .maxntid alone it
+  // chose the count itself in a split-K kernel (106) and ignored setmaxnreg
+  // (info C7508), where an inc it honoured would have waited forever.
+  if (cfg.consumerRegisters > 0)
+    func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(), b.getI32IntegerAttr(1));
   Value tid = frame.thread;
   // Each role runs `perTile` on its block's tiles: the block's own, or
   // (persistent) tiles blockIdx.x, + persistentBlocks, ... < all, with
@@ -339,6 +359,10 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&roles.getThenRegion().front());
+    // The producer warpgroup keeps few registers (its one thread's loop
+    // issues the loads), the consumers take the rest (below).
+    if (cfg.consumerRegisters > 0 && !faults.producerKeepsRegisters)
+      b.create<NVVM::SetMaxRegisterOp>(int32_t(kWgmmaProducerRegisters), NVVM::SetMaxRegisterAction::decrease);
     auto issuer = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, tid, k.c(128 * WG)),
                                       /*withElseRegion=*/false);
     b.setInsertionPointToStart(&issuer.getThenRegion().front());
@@ -384,6 +408,11 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     });
   }
   b.setInsertionPointToStart(&roles.getElseRegion().front());
+  // Every consumer warpgroup as a whole (.sync.aligned), before the
+  // accumulators exist; it waits until the producer's registers are back
+  // in the pool.
+  if (cfg.consumerRegisters > 0)
+    b.create<NVVM::SetMaxRegisterOp>(int32_t(cfg.consumerRegisters), NVVM::SetMaxRegisterAction::increase);
 
   // Descriptors of stage `stage`: start address (bits 0-13, 16-byte units)
   // over constant LBO / SBO / swizzle bits.

@@ -32,6 +32,12 @@
 // tiles in turn (tile ordinal mod 2), each slab read and released by one
 // of them, so one's epilogue runs beside the other's wgmmas (CUTLASS's
 // ping-pong kernels); the other warpgroup only counts the tile's slabs.
+// With config.consumerRegisters, the producer warpgroup gives its registers
+// back to the block's pool down to kWgmmaProducerRegisters
+// (setmaxnreg.dec) and the consumer warpgroups take them (setmaxnreg.inc,
+// which waits until the pool holds them): 232 a consumer thread instead of
+// 168 with two consumer warpgroups (ptxas launches such a kernel with all a
+// thread may take, 168 at 384 threads; CUTLASS's 40 / 232).
 // Tiles are written by TMA with the 128/64/32-byte swizzle of their rows and
 // read by wgmma with the same swizzle, both on absolute shared addresses, so
 // every tile starts on a 1024-byte boundary (the kernel rounds the dynamic
@@ -89,6 +95,9 @@ struct WgmmaMatmulFaults {
   /// Ping-pong: a warpgroup's tile not waiting for the other's previous
   /// one, so it may wait on a stage two phases ahead.
   bool noPingPongOrder = false;
+  /// setmaxnreg: the producer keeps its registers (no .dec), so the
+  /// consumers' .inc waits forever for the pool.
+  bool producerKeepsRegisters = false;
 };
 
 struct WgmmaMatmulKernel {
