@@ -1170,6 +1170,26 @@ TEST_CASE("GPU emulator: setmaxnreg moves the producer warpgroup's registers to 
     REQUIRE_MESSAGE(run.report.ok, run.report.error);
     CHECK(run.worst <= run.bound);
   }
+  // The tile tf32 NN takes at 4096 since (128 x 256, B transposed in shared
+  // memory: 200 registers a consumer by the estimate, over 168), persistent.
+  GpuMatmulProblem t = problem(256, 512, 96, GpuOperand::tf32);
+  t.allowWgmma = true;
+  t.onlyBlockM = 128;
+  t.onlyBlockN = 256;
+  GpuMatmulConfig wide = configureGpuMatmul(t, h100);
+  CAPTURE(wide.describe());
+  REQUIRE(wide.kind == GpuMmaKind::wgmma);
+  CHECK(wide.convertB);
+  CHECK(wide.registersPerThread > launchedRegistersPerThread(wide.threads));
+  CHECK(wide.consumerRegisters == 232);
+  wide.persistentBlocks = 2;
+  for (bool elseFirst : {false, true}) {
+    MatmulRun run = runMatmul(t, wide, {}, {}, {}, {}, elseFirst);
+    REQUIRE_MESSAGE(run.report.ok, run.report.error);
+    MESSAGE("tf32 NN in 128 x 256 tiles with setmaxnreg", std::string(elseFirst ? " (consumers first)" : ""),
+            ": worst |error| ", run.worst, " (bound ", run.bound, ")");
+    CHECK(run.worst <= run.bound);
+  }
   // A producer that keeps its registers: the consumers' inc can never be met.
   GpuMatmulConfig c = wgmmaBlock(GpuOperand::bf16, 2, 64, 64, 2);
   c.consumerRegisters = 232;
