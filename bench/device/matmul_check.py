@@ -9,7 +9,7 @@ cuTensorMapEncodeTiled as the manifest says and copies to device memory),
 and:
   - checks it against a float64 product of the same inputs: the error
     relative to sum_k |a_ik b_kj| must be at most 2 (k 2^-24 + 2^-9 for tf32;
-    3k 2^-24 + 3 2^-22 for 3xtf32, f32 operands at about f32's accuracy);
+    3k 2^-24 + 5 2^-22 for 3xtf32, f32 operands at about f32's accuracy);
   - times it and torch.matmul (cuBLAS; TF32 allowed for tf32 cases, not for
     3xtf32 ones, whose peer is cuBLAS's f32 product; bf16/f16
     products return bf16/f16 there, f32 from Nova) with CUDA events, best of
@@ -156,7 +156,7 @@ def run_cases(art, first):
         scale = a.double().abs() @ b.double().abs()
         err = ((c.double() - ref).abs() / scale.clamp_min(1e-30)).max().item()
         if typ == "3xtf32":
-            bound = 2 * (3 * k * 2.0**-24 + 3 * 2.0**-22)
+            bound = 2 * (3 * k * 2.0**-24 + 5 * 2.0**-22)
         else:
             bound = 2 * (k * 2.0**-24 + (2.0**-9 if typ == "tf32" else 0.0))
         torch.backends.cuda.matmul.allow_tf32 = typ == "tf32"

@@ -182,9 +182,10 @@ MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const M
   // Relative to sum_k |a_ik b_kj|: f32 accumulation of k terms errs by at
   // most k 2^-24 of it (f16 and bf16 products are exact in f32); tf32
   // truncates both inputs to 10 mantissa bits, 2^-9 more. 3xtf32: 3k
-  // terms accumulated, and a product's dropped parts (small x small and
-  // each half's rounding to tf32) under 3 x 2^-22 of it.
-  run.bound = x3 ? 2 * (3 * double(p.k) * std::ldexp(1.0, -24) + 3 * std::ldexp(1.0, -22))
+  // terms accumulated, and a product's dropped parts (small x small, 2^-22
+  // of it, and each small half's low bits, dropped by the MMA: 2^-21 each)
+  // under 5 x 2^-22 of it.
+  run.bound = x3 ? 2 * (3 * double(p.k) * std::ldexp(1.0, -24) + 5 * std::ldexp(1.0, -22))
                  : 2 * (double(p.k) * std::ldexp(1.0, -24) + (sixteen ? 0.0 : std::ldexp(1.0, -9)));
   for (int64_t z = 0; z < p.batch; ++z)
     for (int64_t i = 0; i < p.m; ++i)

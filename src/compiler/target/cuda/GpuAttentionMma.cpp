@@ -120,8 +120,9 @@ struct AttentionMma {
   Type shared, bf16, f32;
   AttentionMmaFaults faults;
   static constexpr int64_t kTile = AttentionMmaPlan::kTileRows;
-  /// 3xtf32's split truncates (splitTf32): 3 instructions an element where
-  /// rounding takes 5, and every B element is split by each of the 4 warps.
+  /// 3xtf32's split truncates big (splitTf32): 2 instructions an element
+  /// where rounding takes 3, and every B element is split by each of the 4
+  /// warps.
   static constexpr bool kTruncatedSplit = true;
 
   AttentionMma(ImplicitLocOpBuilder &b, AttentionKernelOp op, AttentionMmaOperands operands, Value thread,

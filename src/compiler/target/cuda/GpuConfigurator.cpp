@@ -118,13 +118,13 @@ constexpr double kMmaSyncLoneBlock = 0.8;
 /// mma.sync's share of the tensor cores' rate on Hopper (wgmma's is 1).
 constexpr double kMmaSyncOnHopper = 2.0 / 3.0;
 /// tf32x3's split of an f32 into big and small tf32 halves
-/// (MatmulKernelParts.h's splitTf32): four integer instructions (add, and,
-/// for each half) and an f32 subtraction an element, the integer ones on
+/// (MatmulKernelParts.h's splitTf32): two integer instructions (big's add
+/// and and) and an f32 subtraction an element, the integer ones on
 /// a sub-partition's 16 INT32 lanes (A100, H100: a warp's instruction
 /// takes two clocks there), which bound it. The mma.sync kernel splits
 /// each fragment element it loads, the wgmma kernel's consumers each slab
 /// element once.
-constexpr double kSplitIntOpsPerElement = 4;
+constexpr double kSplitIntOpsPerElement = 2;
 constexpr double kIntLanesPerSubPartition = 16;
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }

@@ -32,9 +32,10 @@ class LoweringConfigAttr;
 /// tf32x3 ("3xtf32"; mma.sync splits in registers, wgmma in shared memory:
 /// MmaMatmulKernel.cpp, WgmmaMatmulKernel.cpp): f32 operands on the tf32 tensor cores at about f32's
 /// accuracy: each element x is split into big = x rounded to tf32 and
-/// small = (x - big) rounded to tf32, and a x b is taken as
-/// a.small b.big + a.big b.small + a.big b.big, three tf32 MMAs (what is
-/// dropped, a.small b.small and the roundings, is below 3 x 2^-22 of |a b|).
+/// small = x - big (exact in f32; the MMA drops or rounds its low bits),
+/// and a x b is taken as a.small b.big + a.big b.small + a.big b.big, three
+/// tf32 MMAs (what is dropped, a.small b.small and the small halves' low
+/// bits, is below 5 x 2^-22 of |a b|).
 /// Unlike float32, an infinite element gives NaN (its small half is
 /// inf - inf; a cross term inf x 0), and finite ones within 2^-11 of
 /// float32's largest round to infinity: products that overflow anyway.

@@ -86,8 +86,11 @@ std::pair<Value, Value> mlir::nova::splitTf32(OpBuilder &b, Location loc, Value 
       bits = b.create<arith::AddIOp>(loc, bits, halfUnit);
     return b.create<arith::BitcastOp>(loc, f32, b.create<arith::AndIOp>(loc, bits, keep));
   };
+  // big must be an exact tf32 value (x - big is then exact, and the MMA
+  // takes big as is); small's low 13 bits are left to the MMA, which drops
+  // them (wgmma, by the ISA; the emulator for both) or rounds them.
   Value big = round(x);
-  return {big, round(b.create<arith::SubFOp>(loc, x, big))};
+  return {big, b.create<arith::SubFOp>(loc, x, big)};
 }
 
 std::pair<Value, Value> mlir::nova::splitTf32Fragment(ImplicitLocOpBuilder &b, Value fragment, bool truncate) {

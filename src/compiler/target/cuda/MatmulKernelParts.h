@@ -97,13 +97,14 @@ Type operandElementType(GpuOperand operand, MLIRContext *ctx);
 
 /// tf32x3's halves of an f32 `x` (GpuConfigurator.h): big = x rounded to
 /// tf32 to nearest, ties away (add half of the 13 dropped bits' unit to
-/// the bits, clear them), small = (x - big) rounded the same way; both
-/// exact tf32 values, so how an MMA treats low bits cannot matter.
-/// With `truncate`, both halves are truncated instead (the bits cleared,
-/// nothing added: 3 instructions where rounding takes 5): x - big is then
-/// exact in f32 and below one tf32 unit of x, and small's truncation loses
-/// under 2^-20 |x| (rounding: 2^-22); the dropped small x small term is of
-/// the same order.
+/// the bits, clear them: an exact tf32 value, which the MMA takes as is),
+/// small = x - big, exact in f32 (|small| <= 2^-11 |x|), its low 13 bits
+/// left to the MMA: wgmma drops them (the ISA), mma.sync drops or rounds
+/// them (unconfirmed which; either loses at most 2^-10 |small|, 2^-21
+/// |x|). 3 instructions an element (add, and, sub); rounding small too
+/// took 5. With `truncate`, big is truncated (the bits cleared, nothing
+/// added: 2 instructions): |small| < 2^-10 |x|, its low bits' loss under
+/// 2^-20 |x|, the dropped small x small term of the same order.
 std::pair<Value, Value> splitTf32(OpBuilder &b, Location loc, Value x, bool truncate = false);
 
 /// splitTf32 of each element of `fragment` (vector<N x 1 x f32>, an

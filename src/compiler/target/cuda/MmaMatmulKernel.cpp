@@ -14,11 +14,11 @@
 // bf16: MLIR 19's nvgpu.mma.sync cannot type bf16 operands, so the mma is
 // the LLVM intrinsic on i32 registers (notes/mlir19-gpu.md §3).
 // tf32x3 (GpuConfigurator.h): the tf32 kernel, each fragment element x split
-// in registers into big = rna-tf32(x) and small = rna-tf32(x - big) by bit
-// arithmetic (adding half of the dropped 13 bits' unit to the magnitude,
-// then clearing them: both halves are exact tf32 values, so the MMA's own
-// treatment of the low bits, rounding or truncating, cannot matter), and
-// three MMAs a tile: small x big, big x small, big x big.
+// in registers into big = rna-tf32(x) by bit arithmetic (adding half of the
+// dropped 13 bits' unit to the magnitude, then clearing them: an exact tf32
+// value) and small = x - big (exact in f32, its low bits left to the MMA:
+// MatmulKernelParts.h's splitTf32), and three MMAs a tile: small x big,
+// big x small, big x big.
 //
 // Shared memory is one dynamic buffer: `stages` A slabs (blockM x blockK)
 // then `stages` B slabs (blockK x blockN), each row XOR-swizzled in 16-byte

@@ -22,8 +22,8 @@
 // stages hold the operands' raw f32 slabs as TMA lands them (K-major as
 // above; MN-major in boxes {32, blockK}: 128-byte rows of 32 columns, one
 // row a k); the consumers convert each slab into two K-major sets of tiles,
-// big = rna-tf32(x) and small = rna-tf32(x - big) (MmaMatmulKernel.cpp's
-// bit arithmetic), released as soon as it is read, and run three wgmmas a
+// big = rna-tf32(x) and small = x - big (MatmulKernelParts.h's splitTf32;
+// wgmma drops small's low 13 bits), released as soon as it is read, and run three wgmmas a
 // k step on them (small x big, big x small, big x big). Two sets of
 // converted tiles alternate, so a slab's conversion overlaps the previous
 // slab's wgmmas: mbarriers convDone[set] (every consumer thread, after its
