@@ -95,8 +95,16 @@ def main():
         env["NOVA_NCCL_LIBRARY"] = nccl
     print(f"# NCCL for the data-parallel step: {nccl or 'none found (the dp1 row will say so)'}", flush=True)
     names = sorted(f[:-len(".nexe")] for f in os.listdir(os.path.join(art, "steps")) if f.endswith(".nexe"))
-    rows, peers, failures = [], {}, 0
+    rows, peers, failures, hung = [], {}, 0, 0
     for name in names:
+        # Two steps in a row that hang say the kernels they share hang (each
+        # would take the whole timeout of the device's few minutes): the
+        # rest are skipped, each a row saying so.
+        if hung >= 2:
+            rows.append((name, "SKIPPED (two steps before it hung)") + (float("nan"),) * 8)
+            print(f"# {name}: skipped: the two steps before it hung", flush=True)
+            failures += 1
+            continue
         # Each step in its own process: a step that hangs or faults (which
         # poisons the CUDA context) costs its own row.
         out, err, trouble = run([os.path.join(art, "bin", "run_steps"), os.path.join(art, "steps"), n, name], env,
@@ -108,7 +116,9 @@ def main():
             rows.append((name, trouble or "FAILED") + (float("nan"),) * 8)
             print(f"# {name}: {trouble or 'FAILED'}: {last}", flush=True)
             failures += 1
+            hung = hung + 1 if trouble and trouble.startswith("HUNG") else 0
             continue
+        hung = 0
         tokens, ok, device_mib = float(m.group(2)), m.group(3) == "1", float(m.group(4))
         # The same step copying its parameters and optimizer state every
         # call (NOVA_GPU_RESIDENT=0): its time over the resident step's.
