@@ -3,7 +3,8 @@
 // See CompileProcess.h. The three files of one compile live in a fresh
 // temporary directory that is removed whatever happens; the child is started
 // with posix_spawn (safe in a threaded process: nothing runs between fork and
-// exec) and reaped with wait4, whose rusage gives its peak resident size.
+// exec) and reaped with wait4; it writes its own peak resident size beside
+// the executable (ownPeakResidentBytes).
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +21,7 @@
 #include "mlir/Parser/Parser.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -60,6 +62,26 @@ struct TempDir {
   TempDir(const TempDir &) = delete;
   TempDir &operator=(const TempDir &) = delete;
 };
+
+/// This process's peak resident size since its exec (VmHWM), or that of a
+/// child it waited for (ptxas), whichever is larger; 0 if unknown. The
+/// parent cannot take it from wait4: a child's ru_maxrss there includes
+/// the parent's own peak (Linux adds the old address space's high-water
+/// mark at exec, and posix_spawn's child runs in the parent's until then:
+/// a program holding 1 GiB saw a compile of 0.1 GiB reported as 1.1).
+/// The children's figure may include this process's size when it started
+/// them, which is below its own peak: the larger of the two is exact.
+uint64_t ownPeakResidentBytes() {
+  uint64_t peak = 0;
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmHWM:", 0) == 0)
+      peak = std::strtoull(line.c_str() + 6, nullptr, 10) * 1024; // "VmHWM:   123456 kB"
+  struct rusage children {};
+  if (::getrusage(RUSAGE_CHILDREN, &children) == 0)
+    peak = std::max(peak, static_cast<uint64_t>(children.ru_maxrss) * 1024); // KiB on Linux
+  return peak;
+}
 
 std::string readText(const fs::path &path) {
   std::ifstream in(path, std::ios::binary);
@@ -144,9 +166,8 @@ std::optional<std::string> mlir::nova::compilerProcessTool() {
   if (int rc = ::posix_spawn(&pid, tool.c_str(), nullptr, nullptr, argv.data(), envp.data()); rc != 0)
     throw ::nova::CompileError("nova: cannot start the compiler process " + tool + ": " + std::strerror(rc));
   int status = 0;
-  struct rusage usage {};
   pid_t waited;
-  while ((waited = ::wait4(pid, &status, 0, &usage)) < 0 && errno == EINTR) {
+  while ((waited = ::waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
   }
   // ECHILD: the program reaps children itself (SIGCHLD ignored); the files say what happened.
   bool known = waited == pid;
@@ -169,8 +190,9 @@ std::optional<std::string> mlir::nova::compilerProcessTool() {
   ::nova::ExecutableDesc desc = ::nova::read_executable_file(out.string());
   if (desc.key != key)
     throw ::nova::CompileError("nova: " + what + ": it returned the executable of another step");
-  // ru_maxrss is in KiB on Linux.
-  peakBytes = known ? static_cast<uint64_t>(usage.ru_maxrss) * 1024 : 0;
+  // The child's own measure (ownPeakResidentBytes), not wait4's ru_maxrss.
+  std::string peak = readText(out.string() + ".peak");
+  peakBytes = std::strtoull(peak.c_str(), nullptr, 10);
   ::nova::detail::count_child_compile(peakBytes);
   return desc;
 }
@@ -208,6 +230,7 @@ int mlir::nova::compilerProcessMain(int argc, char **argv) {
     ::nova::ExecutableDesc desc = compileToDescription(*module, signature, ask.target, pipelineOptionsFromEnv());
     desc.key = ask.key;
     ::nova::write_executable_file(argv[4], desc);
+    std::ofstream(std::string(argv[4]) + ".peak") << ownPeakResidentBytes();
     return 0;
   } catch (const ::nova::CompileError &e) {
     return report(2, e.what());

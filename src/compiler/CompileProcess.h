@@ -7,8 +7,10 @@
 // request file, and the executable description comes back as a file. The
 // training process never pages in the code generator, its resident size is
 // the step's, and the compiler's own peak is measured exactly (the child's
-// maximum resident size). A compiler crash becomes a CompileError, not the
-// end of the training run. NOVA_COMPILE=inline compiles in this process.
+// maximum resident size since its exec, or its ptxas's, which it reports
+// itself: wait4's figure would include the parent's). A compiler crash
+// becomes a CompileError, not the end of the training run.
+// NOVA_COMPILE=inline compiles in this process.
 //
 //===----------------------------------------------------------------------===//
 

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <vector>
 
 namespace fs = std::filesystem;
 using nova::Tensor;
@@ -76,6 +77,27 @@ TEST_CASE("a step compiled by the child process equals the one compiled inline, 
   Tensor x = Tensor::randn({24, 24}, g.seed), w = Tensor::randn({24, 24}, g.seed + 1);
   env.set("NOVA_COMPILE", "inline");
   CHECK(rel_error(child_result, nova::jit(step_fn, nova::ExecMode::interpreted)(x, w)) < 1e-5);
+}
+
+TEST_CASE("the child's peak is its own: a program holding much memory does not lend it to the compiler's") {
+  // wait4's ru_maxrss of a posix_spawn child includes the parent's peak
+  // (Linux adds the old address space's high-water mark at exec): a step
+  // compiled while this process held 768 MiB was reported as needing more.
+  Env env;
+  env.set("NOVA_CACHE", "off");
+  env.unset("NOVA_COMPILE_TOOL");
+  const std::size_t held = std::size_t{768} << 20;
+  std::vector<unsigned char> ballast(held, 1); // every page touched
+  Gen g;
+  INFO("seed ", g.seed);
+  run(env, "process", g.seed);
+  nova::CacheStats stats = nova::cache_stats();
+  REQUIRE(stats.compiles_in_child == 1);
+  MESSAGE("a small step's compiler peak with this process holding 768 MiB: ", stats.compile_peak_bytes >> 20,
+          " MiB");
+  CHECK(stats.compile_peak_bytes > (std::uint64_t{8} << 20));
+  CHECK(stats.compile_peak_bytes < held);
+  CHECK(ballast[held / 2] == 1);
 }
 
 TEST_CASE("the compiler process's own errors reach the caller with its message") {
