@@ -1147,6 +1147,7 @@ TEST_CASE("GPU emulator: setmaxnreg moves the producer warpgroup's registers to 
   // has put them in the block's pool, whichever side runs first.
   const ::nova::TargetDesc h100 = ::nova::builtin_gpu_target("sm_90a");
   CHECK(launchedRegistersPerThread(384) == 168);
+  CHECK(launchedRegistersPerThread(256) == 256);
   CHECK(wgmmaRebalancedRegisters(2) == 232);
   CHECK(wgmmaRebalancedRegisters(1) == 0); // 255 a thread already
   GpuMatmulProblem p = problem(256, 256, 192, GpuOperand::bf16);

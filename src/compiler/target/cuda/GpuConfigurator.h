@@ -153,10 +153,11 @@ inline int64_t wgmmaBlockThreads(int64_t consumerWarpgroups) { return 128 * (con
 /// The registers a thread of a block of `threads` is launched with where
 /// ptxas takes all it may (as it does in a kernel with setmaxnreg: ptxas
 /// 13.0 reports 168 at 384 threads where the same kernel without used
-/// 154): the block's share, whole multiples of 8, at most a thread's.
+/// 154): the block's share in whole multiples of 8 (registers go to a warp
+/// 256 at a time), at most a thread's 255 as allocated (256).
 inline int64_t launchedRegistersPerThread(int64_t threads, int64_t registersPerBlock = 65536,
                                           int64_t registersPerThread = 255) {
-  return std::min(registersPerBlock / threads, registersPerThread) / 8 * 8;
+  return std::min(registersPerBlock / threads / 8 * 8, (registersPerThread + 7) / 8 * 8);
 }
 /// What the producer warpgroup of a kernel with setmaxnreg keeps (it only
 /// issues the TMA loads: ptxas fits its loop in 40 without spills).
