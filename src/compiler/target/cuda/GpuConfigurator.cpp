@@ -88,8 +88,11 @@ constexpr int64_t kRegisterOverhead = 40;
 /// A wgmma kernel's registers for converting an operand's slabs in shared
 /// memory (its chunks in flight, their addresses): ptxas 13.0 (sm_90a) gave
 /// the tf32 kernel that transposes B 124 registers at 64 accumulators and
-/// 168 at 96 (the block's cap at 384 threads), and spilled with both A and
-/// B transposed at 96, and with B at 128.
+/// 168 at 96 (the block's even share at 384 threads), and spilled with both
+/// A and B transposed at 96, and with B at 128. With setmaxnreg's 232 a
+/// consumer (consumerRegisters) neither spills: tf32 TN at 4096, both
+/// transposed at 128 accumulators (232 by this estimate), and NN, B at 128
+/// (200), assemble with no spills.
 constexpr int64_t kConvertRegisters = 32;
 /// The second launch split-K needs, to sum its partial results.
 constexpr double kLaunchSeconds = 3e-6;
