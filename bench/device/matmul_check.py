@@ -127,6 +127,11 @@ def run_cases(art, first):
         func = ctypes.c_void_p()
         module, source = load_module(cuda, art, ptx)
         check(cuda.cuModuleGetFunction(ctypes.byref(func), module, name.encode()), "cuModuleGetFunction")
+        # The registers a thread is launched with (CU_FUNC_ATTRIBUTE_NUM_REGS = 4): a kernel with
+        # setmaxnreg must have all it may (168 at 384 threads), or its consumers' inc would hang.
+        regs = ctypes.c_int(0)
+        if cuda.cuFuncGetAttribute(ctypes.byref(regs), 4, func) == 0:
+            source += f", {regs.value} registers"
         # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
         check(cuda.cuFuncSetAttribute(func, 8, smem), "cuFuncSetAttribute(dynamic shared memory)")
         dtype = {"bf16": torch.bfloat16, "f16": torch.float16, "tf32": torch.float32, "3xtf32": torch.float32}[typ]
