@@ -1192,6 +1192,20 @@ TEST_CASE("GPU emulator: setmaxnreg moves the producer warpgroup's registers to 
             ": worst |error| ", run.worst, " (bound ", run.bound, ")");
     CHECK(run.worst <= run.bound);
   }
+  // Ping-pong: both consumer warpgroups take theirs before the split into
+  // one loop each.
+  GpuMatmulConfig pp = wgmmaBlock(GpuOperand::bf16, 1, 64, 64, 3);
+  pp.persistentBlocks = 2;
+  pp.pingPong = true;
+  pp.warpsM = 2;
+  pp.threads = wgmmaBlockThreads(2);
+  pp.consumerRegisters = 232;
+  pp.smemBytes = gpuMatmulSmemBytes(pp, GpuOperand::bf16);
+  for (bool elseFirst : {false, true}) {
+    MatmulRun run = runMatmul(problem(256, 128, 128, GpuOperand::bf16), pp, {}, {}, {}, {}, elseFirst);
+    REQUIRE_MESSAGE(run.report.ok, run.report.error);
+    CHECK(run.worst <= run.bound);
+  }
   // A producer that keeps its registers: the consumers' inc can never be met.
   GpuMatmulConfig c = wgmmaBlock(GpuOperand::bf16, 2, 64, 64, 2);
   c.consumerRegisters = 232;
