@@ -19,6 +19,7 @@
 set -eu
 cd "$(dirname "$0")"
 [ -f artifacts/manifest.tsv ] || { echo "check.sh: no artifacts/manifest.tsv: run bench/device/prepare.sh where LLVM is, and carry bench/device/artifacts"; exit 2; }
+cat artifacts/PREPARED 2>/dev/null || echo "artifacts of unknown origin (no artifacts/PREPARED)"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv,noheader || true
 status=0
 python3 matmul_check.py artifacts || status=$?

@@ -123,3 +123,10 @@ if [ -f "$fake" ]; then
   fi
   echo "the $steps steps profile kernel by kernel through the fake CUDA driver"
 fi
+# What the artifacts were built from, for check.sh to print beside its
+# table (a table measured on stale artifacts says so).
+{
+  echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
+  echo "prepared $(date -u +%Y-%m-%dT%H:%M:%SZ) for $target by $build"
+} > bench/device/artifacts/PREPARED
+cat bench/device/artifacts/PREPARED
