@@ -21,9 +21,15 @@ cd "$(dirname "$0")"
 [ -f artifacts/manifest.tsv ] || { echo "check.sh: no artifacts/manifest.tsv: run bench/device/prepare.sh where LLVM is, and carry bench/device/artifacts"; exit 2; }
 cat artifacts/PREPARED 2>/dev/null || echo "artifacts of unknown origin (no artifacts/PREPARED)"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv,noheader || true
+# NOVA_CHECK_PARTS=matmul or =steps runs one half (two calls of the device
+# tool where one call's minutes would not hold both); default both.
+parts=${NOVA_CHECK_PARTS:-all}
+case "$parts" in all|matmul|steps) ;; *) echo "check.sh: NOVA_CHECK_PARTS is all, matmul or steps, not '$parts'"; exit 2;; esac
 status=0
-python3 matmul_check.py artifacts || status=$?
-if [ -d artifacts/steps ]; then
+if [ "$parts" != steps ]; then
+  python3 matmul_check.py artifacts || status=$?
+fi
+if [ "$parts" != matmul ] && [ -d artifacts/steps ]; then
   python3 steps_check.py artifacts 20 || status=$?
 fi
 exit $status
