@@ -1091,7 +1091,7 @@ void buildKeyRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attention
         for (int64_t e = 0; e < 2; ++e) {
           // Query r0 + n0 + 8j + 2t + e's statistics, from the tile staged
           // with q's.
-          Value at = k.add(n0 ? k.add(k.shl(t, 1), n0) : k.shl(t, 1), 8 * int64_t(j) + e);
+          Value at = k.add(blk.at(k.shl(t, 1), n0), 8 * int64_t(j) + e);
           Value lse2 = b.create<memref::LoadOp>(tiles.stats, ValueRange{at, k.c(0)});
           Value D = b.create<memref::LoadOp>(tiles.stats, ValueRange{at, k.c(1)});
           for (int64_t h = 0; h < 2; ++h) {

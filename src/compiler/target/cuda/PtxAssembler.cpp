@@ -40,12 +40,13 @@ std::optional<std::string> mlir::nova::findPtxas() {
 
 namespace {
 
-/// The kernels' resource usage parsed from ptxas -v's log.
-std::vector<PtxasKernelInfo> parsePtxasLog(llvm::StringRef log) {
+/// The kernels' resource usage and ptxas's performance notes, parsed from
+/// ptxas -v's log into `cubin`.
+void parsePtxasLog(llvm::StringRef log, Cubin &cubin) {
   // ptxas info    : Function properties for nova_k3
   //     0 bytes stack frame, 820 bytes spill stores, 896 bytes spill loads
   // ptxas info    : Used 255 registers, used 1 barriers, ...
-  std::vector<PtxasKernelInfo> kernels;
+  std::vector<PtxasKernelInfo> &kernels = cubin.kernels;
   auto numberBefore = [](llvm::StringRef line, llvm::StringRef what) {
     size_t at = line.find(what);
     if (at == llvm::StringRef::npos)
@@ -58,6 +59,10 @@ std::vector<PtxasKernelInfo> parsePtxasLog(llvm::StringRef log) {
   llvm::SmallVector<llvm::StringRef> lines;
   log.split(lines, '\n');
   for (llvm::StringRef line : lines) {
+    if (line.contains("Potential Performance Loss")) {
+      cubin.performanceNotes.push_back(line.trim().str());
+      continue;
+    }
     constexpr llvm::StringLiteral kProperties = "Function properties for ";
     if (size_t at = line.find(kProperties); at != llvm::StringRef::npos) {
       kernels.push_back({line.substr(at + kProperties.size()).trim().str()});
@@ -72,7 +77,6 @@ std::vector<PtxasKernelInfo> parsePtxasLog(llvm::StringRef log) {
       kernels.back().registers = numberBefore(line, " registers");
     }
   }
-  return kernels;
 }
 
 } // namespace
@@ -140,11 +144,6 @@ FailureOr<Cubin> mlir::nova::assemblePtx(llvm::StringRef ptxas, llvm::StringRef 
   }
   Cubin cubin;
   cubin.bytes.assign((*binary)->getBufferStart(), (*binary)->getBufferEnd());
-  cubin.kernels = parsePtxasLog(text);
-  llvm::SmallVector<llvm::StringRef> lines;
-  llvm::StringRef(text).split(lines, '\n');
-  for (llvm::StringRef line : lines)
-    if (line.contains("Potential Performance Loss"))
-      cubin.performanceNotes.push_back(line.trim().str());
+  parsePtxasLog(text, cubin);
   return cubin;
 }
