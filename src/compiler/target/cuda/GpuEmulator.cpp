@@ -32,6 +32,8 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <algorithm>
+#include <memory>
 #include <functional>
 #include <mutex>
 #include <numeric>
@@ -125,10 +127,101 @@ struct AsyncCopy {
   int64_t issueEpoch, issueAcquired;
 };
 
+/// Shared-memory accesses and mbarrier events in order: a block's, or a
+/// cluster's (its CTAs' accesses ordered by one count).
+struct Clock {
+  /// Every shared access and completed phase takes a tick (ordering by
+  /// mbarriers, below).
+  int64_t tick = 0;
+  /// Arrivals, completed phases, loads issued, registers given back, CTAs
+  /// exited: what may let a waiting context go on. A context whose wait
+  /// found none since it last failed does not run again until one comes;
+  /// when no context can, they wait forever (an arrival that completes no
+  /// phase, as the producer's arrive.expect_tx, counts too: its loads land
+  /// at the next wait).
+  int64_t events = 0;
+};
+
+// --- warps that wait on each other -----------------------------------------
+//
+// A divergent scf.if whose branches wait on mbarriers (a warp-specialized
+// kernel: a producer warpgroup issuing TMA loads, consumer warpgroups
+// releasing stages) runs each branch as a context of its own, one at a
+// time: the then-branch first, and a wait for a phase that has not
+// completed passes the baton to the next context that can run, round
+// robin (tryWaitParity). Such an scf.if inside a context (consumer
+// warpgroups on paths of their own) splits it in two the same way, the
+// context itself resuming once both have finished. A cluster's CTAs are
+// contexts of one baton from their start, each splitting as a block does.
+// Each context is an OS thread for its own interpreter stack; the
+// emulator's state is touched only by the one holding the baton (handed
+// over under the mutex), so a run is deterministic.
+struct Contexts {
+  std::mutex mutex;
+  std::condition_variable turnChanged;
+  int turn = -1;
+  bool abandoned = false;
+  const int64_t *events = nullptr; ///< the clock's
+  /// EmulatorLaunch::peersLag: CTA 0's contexts first.
+  bool peersLag = false;
+  struct Context {
+    std::vector<char> mask;
+    bool done = false;
+    /// Its branches' contexts still running (it runs again at 0).
+    int children = 0;
+    /// Its CTA's rank in the cluster (0 without one).
+    int cta = 0;
+    /// The events count when its wait last found itself unmet (-1: it
+    /// does not wait): it runs again only after an event since.
+    int64_t waitingSince = -1;
+  };
+  std::deque<Context> all; // (references stay valid as it grows)
+  bool runnable(int i) const { return !all[size_t(i)].done && all[size_t(i)].children == 0; }
+  bool mayProceed(int i) const { return runnable(i) && all[size_t(i)].waitingSince != *events; }
+  /// The next context after `from` that may proceed (an event came since
+  /// it last waited), round robin (`from` itself last), with peersLag the
+  /// lowest CTA's first; -1: none (with `anyRunnable`, then any that can
+  /// run: it retries its wait and finds the deadlock).
+  int next(int from, bool anyRunnable = false) const {
+    const int n = int(all.size());
+    int found = -1;
+    for (int step = 1; step <= n; ++step) {
+      int i = ((from < 0 ? n - 1 : from) + step) % n;
+      if (mayProceed(i) && (found < 0 || (peersLag && all[size_t(i)].cta < all[size_t(found)].cta)))
+        found = i;
+    }
+    if (found < 0 && anyRunnable)
+      for (int step = 1; step <= n && found < 0; ++step) {
+        int i = ((from < 0 ? n - 1 : from) + step) % n;
+        if (runnable(i))
+          found = i;
+      }
+    return found;
+  }
+};
+
+class Emulator;
+
+/// The CTAs of one cluster as they run together: one clock and baton, the
+/// cluster barrier's arrivals.
+struct Cluster {
+  Clock clock;
+  Contexts contexts;
+  std::vector<Emulator *> ctas; ///< by rank
+  std::vector<char> exited;
+  /// barrier.cluster: per CTA, per thread, its arrivals and the tick of
+  /// its last (release) arrival.
+  std::vector<std::vector<int64_t>> arrivals, arrivalTick;
+};
+
 class Emulator {
 public:
-  Emulator(gpu::GPUFuncOp kernel, const EmulatorLaunch &launch, EmulatorReport &report)
-      : kernel(kernel), launch(launch), report(report) {
+  /// A block's emulator, or (with `cluster`) that of the CTA of rank
+  /// `rank` in it.
+  Emulator(gpu::GPUFuncOp kernel, const EmulatorLaunch &launch, EmulatorReport &report, Cluster *cluster = nullptr,
+           int rank = 0)
+      : kernel(kernel), launch(launch), report(report), cluster(cluster), rank(rank),
+        clock(cluster ? cluster->clock : ownClock) {
     threads = launch.block[0] * launch.block[1] * launch.block[2];
     alignedVectors = kernel->hasAttr(kAlignedVectorsAttr);
     for (std::vector<uint8_t> *arg : launch.args)
@@ -155,6 +248,8 @@ public:
         return fail(kernel, llvm::formatv("argument {0} holds {1} bytes, its type {2}", i,
                                           argMemory[i].size(), bytes));
     }
+    if (launch.cluster[0] * launch.cluster[1] * launch.cluster[2] != 1)
+      return runClusters();
     for (int64_t z = 0; z < launch.grid[2]; ++z)
       for (int64_t y = 0; y < launch.grid[1]; ++y)
         for (int64_t x = 0; x < launch.grid[0]; ++x) {
@@ -175,6 +270,10 @@ private:
   std::vector<std::span<uint8_t>> argMemory;
   int64_t threads = 0;
   std::array<int64_t, 3> blockId{};
+  Cluster *cluster = nullptr;
+  int rank = 0;
+  Clock ownClock;
+  Clock &clock;
 
   // Per block.
   struct Reg {
@@ -215,7 +314,6 @@ private:
   // arrivals': the emulator runs one context at a time, and the other
   // checks: wgmma reads in flight, copies in flight, catch early releases.)
   std::vector<int64_t> readTick, writeTick, acquired;
-  int64_t tick = 0;
   std::vector<AsyncCopy> copies;
   std::vector<std::vector<int64_t>> uncommitted; ///< per thread: copy ids
   std::vector<std::deque<std::vector<int64_t>>> groups; ///< per thread: committed groups, oldest first
@@ -228,10 +326,13 @@ private:
     if (op)
       os << " (at '" << op->getName() << "' " << op->getLoc() << ")";
     os << " in block (" << blockId[0] << ", " << blockId[1] << ", " << blockId[2] << ")";
+    if (cluster)
+      os << " (CTA " << rank << " of its cluster)";
     if (thread >= 0)
       os << ", thread " << thread;
+    if (report.ok) // the first (a cluster's CTAs share the report)
+      report.error = s;
     report.ok = false;
-    report.error = s;
     return false;
   }
 
@@ -252,6 +353,13 @@ private:
   }
 
   bool runBlock() {
+    clock = Clock{};
+    resetBlock();
+    return runBody();
+  }
+
+  /// The block's state as at its launch.
+  void resetBlock() {
     regs.clear();
     memrefs.clear();
     shared.assign(size_t(launch.dynamicSharedBytes), 0xcd); // garbage until written
@@ -266,7 +374,6 @@ private:
     readTick.assign(n, 0);
     writeTick.assign(n, 0);
     acquired.assign(size_t(threads), 0);
-    tick = 0;
     copies.clear();
     uncommitted.assign(size_t(threads), {});
     groups.assign(size_t(threads), {});
@@ -285,8 +392,103 @@ private:
       d.elementBytes = bytesOf(d.element);
       memrefs[ValueKey{arg}] = d;
     }
+  }
+
+  bool runBody() {
     bool returned = false;
     return runBlockOps(kernel.getBody().front(), {}, returned);
+  }
+
+  // --- clusters ------------------------------------------------------------
+
+  /// The grid's clusters one after another, each's CTAs as contexts of
+  /// one baton (threads of their own), in rank order from the first.
+  bool runClusters() {
+    const std::array<int64_t, 3> &dims = launch.cluster;
+    const int64_t size = dims[0] * dims[1] * dims[2];
+    for (int d = 0; d < 3; ++d)
+      if (dims[size_t(d)] < 1 || launch.grid[size_t(d)] % dims[size_t(d)])
+        return fail(kernel, llvm::formatv("a cluster of {0} x {1} x {2} CTAs that does not divide the grid of "
+                                          "{3} x {4} x {5}",
+                                          dims[0], dims[1], dims[2], launch.grid[0], launch.grid[1], launch.grid[2]));
+    if (size > 8)
+      return fail(kernel, llvm::formatv("a cluster of {0} CTAs (at most 8 without the non-portable size opt-in)",
+                                        size));
+    for (int64_t z = 0; z < launch.grid[2]; z += dims[2])
+      for (int64_t y = 0; y < launch.grid[1]; y += dims[1])
+        for (int64_t x = 0; x < launch.grid[0]; x += dims[0]) {
+          Cluster cl;
+          cl.contexts.events = &cl.clock.events;
+          cl.contexts.peersLag = launch.peersLag;
+          std::vector<std::unique_ptr<Emulator>> ctas;
+          for (int r = 0; r < int(size); ++r) {
+            // %cluster_ctarank: x fastest.
+            ctas.push_back(std::make_unique<Emulator>(kernel, launch, report, &cl, r));
+            ctas.back()->blockId = {x + r % dims[0], y + (r / dims[0]) % dims[1], z + r / (dims[0] * dims[1])};
+            ctas.back()->contexts = &cl.contexts;
+            ctas.back()->resetBlock(); // before any peer may reach it
+            cl.ctas.push_back(ctas.back().get());
+            cl.contexts.all.push_back({std::vector<char>(size_t(threads), 1), false, 0, r, -1});
+          }
+          cl.exited.assign(size_t(size), 0);
+          cl.arrivals.assign(size_t(size), std::vector<int64_t>(size_t(threads), 0));
+          cl.arrivalTick = cl.arrivals;
+          cl.contexts.turn = 0;
+          std::vector<char> ok(size_t(size), 0);
+          std::vector<std::thread> running;
+          for (int r = 1; r < int(size); ++r)
+            running.emplace_back([&, r] { ok[size_t(r)] = ctas[size_t(r)]->runAsCta(); });
+          ok[0] = ctas[0]->runAsCta();
+          for (std::thread &t : running)
+            t.join();
+          if (std::find(ok.begin(), ok.end(), 0) != ok.end())
+            return false;
+          report.blocks += size;
+          ++report.clusters;
+        }
+    return true;
+  }
+
+  /// This CTA of a cluster: its root context, from its turn to its exit.
+  bool runAsCta() {
+    Contexts &c = *contexts;
+    bool start;
+    {
+      std::unique_lock lock(c.mutex);
+      c.turnChanged.wait(lock, [&] { return c.turn == rank || c.abandoned; });
+      start = !c.abandoned;
+    }
+    bool ok = false;
+    if (start) {
+      runningContext = rank;
+      active.assign(size_t(threads), 1);
+      ok = runBody();
+    }
+    std::lock_guard lock(c.mutex);
+    c.all[size_t(rank)].done = true;
+    c.abandoned |= !ok;
+    cluster->exited[size_t(rank)] = 1;
+    ++clock.events; // a cluster barrier no longer waits for its threads
+    c.turn = c.next(rank, /*anyRunnable=*/true);
+    c.turnChanged.notify_all();
+    return ok;
+  }
+
+  /// The CTA of rank `r` of this one's cluster, to be reached by thread t
+  /// of this one (an error once it has exited).
+  Emulator *peer(Operation *op, int64_t r, int64_t t) {
+    if (!cluster || r < 0 || r >= int64_t(cluster->ctas.size())) {
+      fail(op, llvm::formatv("CTA rank {0} of a cluster of {1}", r, cluster ? cluster->ctas.size() : 1), t);
+      return nullptr;
+    }
+    if (r != rank && cluster->exited[size_t(r)]) {
+      fail(op, llvm::formatv("reaches CTA {0} of the cluster, which has exited (no cluster barrier before its exit "
+                             "while peers may still write into it or arrive on its mbarriers)",
+                             r),
+           t);
+      return nullptr;
+    }
+    return cluster->ctas[size_t(r)];
   }
 
   // --- memory --------------------------------------------------------------
@@ -325,7 +527,17 @@ private:
     return buf.data() + byte;
   }
 
+  /// An ordinary access of an mbarrier's bytes (the NVVM pointer ops').
+  bool touchesBarrier(Operation *op, int64_t byte, int64_t count, int64_t t) {
+    for (int64_t b = byte; b < byte + count; ++b)
+      if (!barrierBytes.empty() && barrierBytes[size_t(b)])
+        return fail(op, llvm::formatv("accesses shared byte {0}, which an mbarrier occupies", b), t);
+    return true;
+  }
+
   bool sharedRead(Operation *op, int64_t byte, int64_t count, int64_t t) {
+    if (!touchesBarrier(op, byte, count, t))
+      return false;
     for (int64_t b = byte; b < byte + count; ++b) {
       if (pending[size_t(b)] >= 0) {
         const AsyncCopy &c = copies[size_t(pending[size_t(b)])];
@@ -351,7 +563,7 @@ private:
 
   /// Byte b read by thread t in this epoch (for the write-after-read check).
   void stampRead(int64_t b, int64_t t) {
-    readTick[size_t(b)] = ++tick;
+    readTick[size_t(b)] = ++clock.tick;
     if (readEpoch[size_t(b)] != epoch) {
       readEpoch[size_t(b)] = int32_t(epoch);
       readThread[size_t(b)] = int32_t(t);
@@ -365,6 +577,8 @@ private:
   /// epochs before `since` (a plain store: since = epoch) and every access
   /// that ticked before `ordered` (what t had acquired when it issued it).
   bool sharedWrite(Operation *op, int64_t byte, int64_t count, int64_t t, int64_t since, int64_t ordered) {
+    if (!touchesBarrier(op, byte, count, t))
+      return false;
     for (int64_t b = byte; b < byte + count; ++b) {
       if (!wgmmaReading.empty() && wgmmaReading[size_t(b)] > 0)
         return fail(op, llvm::formatv("a store overwrites shared byte {0} that an unfinished wgmma reads "
@@ -384,7 +598,7 @@ private:
                                       b, writeThread[size_t(b)]),
                     t);
       writeEpoch[size_t(b)] = int32_t(epoch);
-      writeTick[size_t(b)] = ++tick;
+      writeTick[size_t(b)] = ++clock.tick;
       writeThread[size_t(b)] = int32_t(t);
       genericWritten[size_t(b)] = 1;
     }
@@ -476,6 +690,7 @@ private:
     int64_t initThread = -1, initEpoch = -1;
     int64_t phase = 0, pending = 0, expected = 0, tx = 0;
     int64_t completedTick = 0; ///< when its last phase completed
+    int64_t initTick = 0;      ///< when it was initialized (a peer's use must be ordered after)
     std::vector<int64_t> inflight; ///< TMA loads completing on it
   };
   struct TmaLoad {
@@ -489,6 +704,10 @@ private:
     bool done = false;
   };
   std::unordered_map<ValueKey, std::vector<MBarrier>, ValueHash> mbarriers;
+  /// The NVVM pointer ops' mbarriers, by shared address, and per shared
+  /// byte whether it is one's (no ordinary access may touch it).
+  std::map<int64_t, MBarrier> addressBarriers;
+  std::vector<uint8_t> barrierBytes;
   std::unordered_map<ValueKey, int64_t, ValueHash> tensorMapArgs; ///< map value -> kernel argument
   std::vector<TmaLoad> tmaLoads;
   std::vector<int32_t> tmaPending;   ///< per shared byte: the TMA load in flight into it, or -1
@@ -512,6 +731,8 @@ private:
     warpgroupRegisters.assign(size_t((threads + 127) / 128), launchedRegistersPerThread(threads));
     freeRegisters = 0;
     mbarriers.clear();
+    addressBarriers.clear();
+    barrierBytes.assign(shared.size(), 0);
     tensorMapArgs.clear();
     tmaLoads.clear();
     tmaPending.assign(shared.size(), -1);
@@ -532,11 +753,20 @@ private:
     return p && p->v[size_t(t)] != 0;
   }
 
-  MBarrier *barrierAt(Operation *op, Value group, Value index, int64_t t) {
-    auto it = mbarriers.find(ValueKey{group});
+  /// Barrier `index` (this thread's value) of `group`, in this CTA or
+  /// (`in`) a peer's.
+  MBarrier *barrierAt(Operation *op, Value group, Value index, int64_t t, Emulator *in = nullptr) {
+    in = in ? in : this;
+    auto it = in->mbarriers.find(ValueKey{group});
     const Reg *i = get(index);
-    if (it == mbarriers.end() || !i) {
-      fail(op, "an mbarrier of no nvgpu.mbarrier.create", t);
+    if (it == in->mbarriers.end() || !i) {
+      fail(op,
+           in == this ? std::string("an mbarrier of no nvgpu.mbarrier.create")
+                      : llvm::formatv("CTA {0} of the cluster has not created the mbarrier (no cluster barrier after "
+                                      "its inits before its peers use them)",
+                                      in->rank)
+                            .str(),
+           t);
       return nullptr;
     }
     int64_t id = int64_t(i->v[size_t(t)]);
@@ -545,6 +775,165 @@ private:
       return nullptr;
     }
     return &it->second[size_t(id)];
+  }
+
+  /// A peer's use of this CTA's mbarrier, by its thread t with what that
+  /// thread acquired: live, its init ordered before by a cluster barrier.
+  bool peerUseBarrier(Operation *op, MBarrier &bar, int64_t t, int64_t acquiredByUser, int64_t userRank) {
+    if (!bar.live || acquiredByUser < bar.initTick)
+      return fail(op, llvm::formatv("CTA {0} uses an mbarrier of CTA {1} {2} (a cluster barrier between the init "
+                                    "and the peers' uses orders them)",
+                                    userRank, rank,
+                                    bar.live ? "initialized with no cluster barrier between" : "not initialized"),
+                  t);
+    return true;
+  }
+
+  /// The mbarrier of the NVVM pointer ops at shared address `address`
+  /// (this thread's value) in this CTA or (`in`) a peer's; `initializing`:
+  /// created there if none.
+  MBarrier *barrierAtAddress(Operation *op, Value address, int64_t t, Emulator *in = nullptr,
+                             bool initializing = false) {
+    in = in ? in : this;
+    const Reg *a = get(address);
+    if (!a) {
+      fail(op, "the mbarrier's address has no value", t);
+      return nullptr;
+    }
+    const int64_t at = int64_t(a->v[size_t(t)]), byte = at - kSharedWindowBase;
+    if (at % 8 || byte < 0 || byte + 8 > int64_t(in->shared.size())) {
+      fail(op, llvm::formatv("an mbarrier at shared address {0} (8-byte aligned, inside the {1} bytes of dynamic "
+                             "shared memory from address {2})",
+                             at, in->shared.size(), kSharedWindowBase),
+           t);
+      return nullptr;
+    }
+    auto it = in->addressBarriers.find(at);
+    if (it == in->addressBarriers.end()) {
+      if (!initializing) {
+        fail(op, llvm::formatv("uses an mbarrier at shared address {0}{1} that was not initialized", at,
+                               in == this ? "" : llvm::formatv(" of CTA {0}", in->rank).str()),
+             t);
+        return nullptr;
+      }
+      it = in->addressBarriers.emplace(at, MBarrier{}).first;
+      std::fill(in->barrierBytes.begin() + byte, in->barrierBytes.begin() + byte + 8, 1);
+    }
+    return &it->second;
+  }
+
+  /// mbarrier.init.shared [address], count by the threads whose predicate
+  /// holds; its 8 bytes are the mbarrier's from then on.
+  bool addressBarrierInit(NVVM::MBarrierInitSharedOp op) {
+    const Reg *count = get(op.getCount());
+    for (int64_t t = 0; t < threads; ++t) {
+      if (!active[size_t(t)] || !predicated(op.getPredicate(), t))
+        continue;
+      MBarrier *bar = barrierAtAddress(op, op.getAddr(), t, nullptr, /*initializing=*/true);
+      if (!bar)
+        return false;
+      if (bar->live)
+        return fail(op, "initializes a live mbarrier again", t);
+      const int64_t n = count ? int64_t(count->v[size_t(t)]) : 0;
+      if (n < 1 || n >= (int64_t(1) << 20))
+        return fail(op, llvm::formatv("an mbarrier count of {0}", n), t);
+      *bar = MBarrier{};
+      bar->live = true;
+      bar->initThread = t;
+      bar->initEpoch = epoch;
+      bar->initTick = ++clock.tick;
+      bar->pending = bar->expected = n;
+    }
+    return true;
+  }
+
+  /// kRemoteArriveAsm: each active thread arrives (release, cluster scope)
+  /// on the mbarrier at its address in the CTA of its rank operand.
+  bool remoteArrive(LLVM::InlineAsmOp op) {
+    if (op.getNumOperands() != 2 || op.getNumResults() != 0)
+      return fail(op, "the remote arrive takes an address and a CTA rank");
+    const Reg *to = get(op.getOperand(1));
+    if (!to)
+      return fail(op, "the CTA rank has no value");
+    for (int64_t t = 0; t < threads; ++t) {
+      if (!active[size_t(t)])
+        continue;
+      Emulator *cta = peer(op, int64_t(to->v[size_t(t)]), t);
+      if (!cta)
+        return false;
+      MBarrier *bar = barrierAtAddress(op, op.getOperand(0), t, cta);
+      if (!bar)
+        return false;
+      if (cta == this ? !useBarrier(op, *bar, t) : !cta->peerUseBarrier(op, *bar, t, acquired[size_t(t)], rank))
+        return false;
+      ++clock.events;
+      if (--bar->pending < 0)
+        return fail(op, llvm::formatv("more arrivals on an mbarrier phase of CTA {0} than its count", cta->rank), t);
+      cta->completePhase(*bar);
+      if (cta != this)
+        ++report.remoteArrivals;
+    }
+    return true;
+  }
+
+  /// barrier.cluster.arrive[.relaxed]: each active thread's arrival; a
+  /// release one (not relaxed) orders the thread's accesses before it for
+  /// those that wait.
+  bool clusterArrive(Operation *op, bool release) {
+    if (!cluster)
+      return fail(op, "a cluster barrier in a kernel launched without a cluster");
+    for (int64_t t = 0; t < threads; ++t)
+      if (active[size_t(t)]) {
+        ++cluster->arrivals[size_t(rank)][size_t(t)];
+        if (release)
+          cluster->arrivalTick[size_t(rank)][size_t(t)] = ++clock.tick;
+      }
+    ++clock.events;
+    return true;
+  }
+
+  /// barrier.cluster.wait: each active thread waits until every thread of
+  /// the cluster's CTAs that have not exited arrived as often as it did,
+  /// then acquires what their arrivals released.
+  bool clusterWait(Operation *op) {
+    if (!cluster)
+      return fail(op, "a cluster barrier in a kernel launched without a cluster");
+    for (;;) {
+      int64_t behindCta = -1, behindThread = -1, need = 0;
+      for (int64_t t = 0; t < threads && behindCta < 0; ++t) {
+        if (!active[size_t(t)])
+          continue;
+        need = cluster->arrivals[size_t(rank)][size_t(t)];
+        if (need == 0)
+          return fail(op, "barrier.cluster.wait with no arrive before it", t);
+        for (size_t r = 0; r < cluster->ctas.size() && behindCta < 0; ++r)
+          if (!cluster->exited[r])
+            for (int64_t u = 0; u < threads; ++u)
+              if (cluster->arrivals[r][size_t(u)] < need) {
+                behindCta = int64_t(r);
+                behindThread = u;
+                break;
+              }
+      }
+      if (behindCta < 0)
+        break;
+      if (!waitAgain(op, -1, [&](const char *others) {
+            return llvm::formatv("waits forever at a cluster barrier: thread {0} of CTA {1} has not arrived "
+                                 "there{2}",
+                                 behindThread, behindCta, others)
+                .str();
+          }))
+        return false;
+    }
+    int64_t released = 0;
+    for (const std::vector<int64_t> &cta : cluster->arrivalTick)
+      for (int64_t at : cta)
+        released = std::max(released, at);
+    for (int64_t t = 0; t < threads; ++t)
+      if (active[size_t(t)])
+        acquired[size_t(t)] = std::max(acquired[size_t(t)], released);
+    ++report.clusterBarriers;
+    return true;
   }
 
   /// A use of a live mbarrier, ordered after its init.
@@ -562,8 +951,8 @@ private:
     if (bar.pending == 0 && bar.tx == 0) {
       ++bar.phase;
       bar.pending = bar.expected;
-      bar.completedTick = ++tick;
-      ++mbarrierEvents;
+      bar.completedTick = ++clock.tick;
+      ++clock.events;
     }
   }
 
@@ -595,6 +984,7 @@ private:
       bar->live = true;
       bar->initThread = t;
       bar->initEpoch = epoch;
+      bar->initTick = ++clock.tick;
       bar->pending = bar->expected = n;
       return true;
     });
@@ -604,7 +994,7 @@ private:
   bool arrive(nvgpu::MBarrierArriveOp op) {
     def(op.getToken(), 1); // the state token: nothing reads it
     return forEachArrival(op, Value(), op.getBarriers(), op.getMbarId(), false, [&](int64_t t, MBarrier &bar) {
-      ++mbarrierEvents;
+      ++clock.events;
       if (--bar.pending < 0)
         return fail(op, "more arrivals on an mbarrier phase than its count", t);
       completePhase(bar);
@@ -615,7 +1005,7 @@ private:
   bool arriveExpectTx(nvgpu::MBarrierArriveExpectTxOp op) {
     const Reg *bytes = get(op.getTxcount());
     return forEachArrival(op, op.getPredicate(), op.getBarriers(), op.getMbarId(), false, [&](int64_t t, MBarrier &bar) {
-      ++mbarrierEvents;
+      ++clock.events;
       bar.tx += bytes ? int64_t(bytes->v[size_t(t)]) : 0;
       if (--bar.pending < 0)
         return fail(op, "more arrivals on an mbarrier phase than its count", t);
@@ -632,24 +1022,30 @@ private:
     if (dst == memrefs.end() || dst->second.space != Space::shared)
       return fail(op, "a TMA load into something other than shared memory");
     const ::nova::TensorMapDesc &map = launch.tensorMaps.at(int(mapArg->second)).map;
-    const int64_t rank = int64_t(map.dims.size()), bytes = tmaBoxBytes(map);
-    if (int64_t(op.getCoordinates().size()) != rank)
+    const int64_t dimensions = int64_t(map.dims.size()), bytes = tmaBoxBytes(map);
+    if (int64_t(op.getCoordinates().size()) != dimensions)
       return fail(op, "the coordinates and the map disagree in rank");
     // What the driver would refuse to encode (the runtime's own check).
     std::string problem = ::nova::detail::tensor_map_problem(map.dims, map.strides, map.box,
                                                              ::nova::size_of(map.element), map.swizzle_bytes);
     if (!problem.empty())
       return fail(op, "a tensor map cuTensorMapEncodeTiled refuses: " + problem);
-    if (dst->second.shape.size() != size_t(rank) ||
+    if (dst->second.shape.size() != size_t(dimensions) ||
         std::accumulate(dst->second.shape.begin(), dst->second.shape.end(), int64_t(1), std::multiplies<>()) *
                 dst->second.elementBytes !=
             bytes)
       return fail(op, "the destination is not the map's box");
-    return forEachArrival(op, op.getPredicate(), op.getBarriers(), op.getMbarId(), false, [&](int64_t t, MBarrier &b) {
-      MBarrier *bar = &b;
-      if (!bar->fenced)
-        return fail(op, "a TMA load completes on an mbarrier whose init was not fenced for the async proxy "
-                        "(fence.mbarrier_init)",
+    const Reg *mask = op.getMulticastMask() ? get(op.getMulticastMask()) : nullptr;
+    if (op.getMulticastMask() && (!mask || !cluster))
+      return fail(op, cluster ? "the multicast mask has no value" : "a multicast TMA load without a cluster");
+    for (int64_t t = 0; t < threads; ++t) {
+      if (!active[size_t(t)] || !predicated(op.getPredicate(), t))
+        continue;
+      // The CTAs it lands in: this one, or those of the mask.
+      const int64_t bits = mask ? int64_t(mask->v[size_t(t)]) : int64_t(1) << rank;
+      if (bits <= 0 || (cluster && bits >> cluster->ctas.size()))
+        return fail(op, llvm::formatv("a multicast mask of {0:x} for a cluster of {1}", bits,
+                                      cluster ? cluster->ctas.size() : 1),
                     t);
       TmaLoad load{t, mapArg->second, kSharedWindowBase + dst->second.byteOffset, epoch, acquired[size_t(t)], {}};
       for (Value c : op.getCoordinates())
@@ -660,18 +1056,46 @@ private:
       const int64_t first = load.dstAddress - kSharedWindowBase;
       if (first < 0 || first + bytes > int64_t(shared.size()))
         return fail(op, "a TMA box past the dynamic shared memory", t);
-      int64_t id = int64_t(tmaLoads.size());
-      // Each 128-byte line maps onto itself: the bytes in flight are [first, first + bytes).
-      for (int64_t b = first; b < first + bytes; ++b) {
-        if (tmaPending[size_t(b)] >= 0 || pending[size_t(b)] >= 0)
-          return fail(op, llvm::formatv("two asynchronous copies in flight write shared byte {0}", b), t);
-        tmaPending[size_t(b)] = int32_t(id);
+      for (int64_t r = 0; r < 64; ++r) {
+        if (!(bits >> r & 1))
+          continue;
+        Emulator *cta = r == rank ? this : peer(op, r, t);
+        if (!cta)
+          return false;
+        MBarrier *bar = barrierAt(op, op.getBarriers(), op.getMbarId(), t, cta);
+        if (!bar || (cta == this ? !useBarrier(op, *bar, t) : !cta->peerUseBarrier(op, *bar, t, acquired[size_t(t)], rank)))
+          return false;
+        if (!bar->fenced)
+          return fail(op, llvm::formatv("a TMA load completes on an mbarrier{0} whose init was not fenced for the "
+                                        "async proxy (fence.mbarrier_init)",
+                                        cta == this ? "" : llvm::formatv(" of CTA {0}", r).str()),
+                      t);
+        TmaLoad landing = load;
+        if (cta != this) {
+          // A peer's write: no block barrier of the CTA it lands in orders
+          // it (every epoch counts), only what its issuer acquired; its
+          // issuer numbered past the CTA's own threads.
+          landing.thread = threads * (1 + rank) + t;
+          landing.issueEpoch = 0;
+        }
+        const int64_t id = int64_t(cta->tmaLoads.size());
+        // Each 128-byte line maps onto itself: the bytes in flight are [first, first + bytes).
+        for (int64_t b = first; b < first + bytes; ++b) {
+          if (cta->tmaPending[size_t(b)] >= 0 || cta->pending[size_t(b)] >= 0)
+            return fail(op, llvm::formatv("two asynchronous copies in flight write shared byte {0}{1}", b,
+                                          cluster ? llvm::formatv(" of CTA {0}", r).str() : ""),
+                        t);
+          cta->tmaPending[size_t(b)] = int32_t(id);
+        }
+        cta->tmaLoads.push_back(std::move(landing));
+        bar->inflight.push_back(id);
       }
-      tmaLoads.push_back(std::move(load));
-      bar->inflight.push_back(id);
+      ++clock.events; // a peer's wait may complete with it
       ++report.tmaLoads;
-      return true;
-    });
+      if (mask)
+        ++report.multicasts;
+    }
+    return true;
   }
 
   /// TMA load `id` lands: its box, packed dim 0 fastest and swizzled, with
@@ -720,17 +1144,16 @@ private:
   /// not completed and another context can run (a producer warpgroup and
   /// its consumers), the baton passes to it and the wait is tried again;
   /// a wait that no phase completion helped since is a deadlock.
-  bool tryWaitParity(nvgpu::MBarrierTryWaitParityOp op) {
-    const Reg *parity = get(op.getPhaseParity());
-    int64_t stalledAt = -1;
+  bool tryWaitParity(Operation *op, Value parityValue, const std::function<MBarrier *(int64_t)> &barrierOf) {
+    const Reg *parity = get(parityValue);
     for (;;) {
       MBarrier *blocked = nullptr;
       int64_t blockedThread = -1, blockedParity = 0;
       for (int64_t t = 0; t < threads && !blocked; ++t) {
         if (!active[size_t(t)])
           continue;
-        MBarrier *bar = barrierAt(op, op.getBarriers(), op.getMbarId(), t);
-        if (!bar || !useBarrier(op, *bar, t))
+        MBarrier *bar = barrierOf(t);
+        if (!bar)
           return false;
         // The loads it tracks land as late as they may: when a thread waits.
         for (int64_t id : bar->inflight)
@@ -747,22 +1170,16 @@ private:
       if (!blocked) {
         for (int64_t t = 0; t < threads; ++t)
           if (active[size_t(t)])
-            acquired[size_t(t)] =
-                std::max(acquired[size_t(t)], barrierAt(op, op.getBarriers(), op.getMbarId(), t)->completedTick);
+            acquired[size_t(t)] = std::max(acquired[size_t(t)], barrierOf(t)->completedTick);
         return true;
       }
-      const bool otherRuns = otherContextRuns();
-      if (!otherRuns || stalledAt == mbarrierEvents)
-        return fail(op,
-                    llvm::formatv("waits forever on an mbarrier for phase parity {0}: phase {1}, {2} arrivals and "
-                                  "{3} transaction bytes outstanding{4}",
-                                  blockedParity, blocked->phase, blocked->pending, blocked->tx,
-                                  contexts ? (otherRuns ? " (the block's other warps wait too: a deadlock)"
-                                                        : " (the block's other warps have finished)")
-                                           : ""),
-                    blockedThread);
-      stalledAt = mbarrierEvents;
-      if (!yieldContext())
+      const MBarrier state = *blocked;
+      if (!waitAgain(op, blockedThread, [&](const char *others) {
+            return llvm::formatv("waits forever on an mbarrier for phase parity {0}: phase {1}, {2} arrivals and "
+                                 "{3} transaction bytes outstanding{4}",
+                                 blockedParity, state.phase, state.pending, state.tx, others)
+                .str();
+          }))
         return false;
     }
   }
@@ -784,7 +1201,6 @@ private:
                       "with fewer registers than the pool setmaxnreg shares out");
     if (!warpgroupsAligned(op))
       return false;
-    int64_t stalledAt = -1;
     for (;;) {
       int64_t need = 0;
       for (int64_t w = 0; w < threads / 128; ++w) {
@@ -802,18 +1218,17 @@ private:
         for (int64_t w = 0; w < threads / 128; ++w)
           if (active[size_t(w * 128)])
             warpgroupRegisters[size_t(w)] = count;
-        ++mbarrierEvents; // registers given back are progress for a waiting inc
+        ++clock.events; // registers given back are progress for a waiting inc
         return true;
       }
-      const bool otherRuns = otherContextRuns();
-      if (!otherRuns || stalledAt == mbarrierEvents)
-        return fail(op, llvm::formatv("setmaxnreg.inc to {0} registers waits forever: it needs {1} registers from "
-                                      "the block's pool, which holds {2}{3}",
-                                      count, need, freeRegisters,
-                                      otherRuns ? " (the block's other warps wait too: a deadlock)"
-                                                : " (no other warp can give any back)"));
-      stalledAt = mbarrierEvents;
-      if (!yieldContext())
+      if (!waitAgain(op, -1, [&](const char *) {
+            return llvm::formatv("setmaxnreg.inc to {0} registers waits forever: it needs {1} registers from "
+                                 "the block's pool, which holds {2}{3}",
+                                 count, need, freeRegisters,
+                                 otherContextRuns() ? " (the block's other warps wait too: a deadlock)"
+                                                    : " (no other warp can give any back)")
+                .str();
+          }))
         return false;
     }
   }
@@ -994,6 +1409,9 @@ private:
         for (MBarrier &bar : group)
           if (bar.live && bar.initThread >= 0 && active[size_t(bar.initThread)])
             bar.fenced = true;
+      for (auto &[address, bar] : addressBarriers)
+        if (bar.live && bar.initThread >= 0 && active[size_t(bar.initThread)])
+          bar.fenced = true;
       return true;
     }
     if (auto arrive = dyn_cast<nvgpu::MBarrierArriveExpectTxOp>(op))
@@ -1003,7 +1421,45 @@ private:
     if (auto load = dyn_cast<nvgpu::TmaAsyncLoadOp>(op))
       return tmaLoad(load);
     if (auto wait = dyn_cast<nvgpu::MBarrierTryWaitParityOp>(op))
-      return tryWaitParity(wait);
+      return tryWaitParity(op, wait.getPhaseParity(), [&](int64_t t) -> MBarrier * {
+        MBarrier *bar = barrierAt(op, wait.getBarriers(), wait.getMbarId(), t);
+        return bar && useBarrier(op, *bar, t) ? bar : nullptr;
+      });
+    if (auto wait = dyn_cast<NVVM::MBarrierTryWaitParitySharedOp>(op))
+      return tryWaitParity(op, wait.getPhase(), [&](int64_t t) -> MBarrier * {
+        MBarrier *bar = barrierAtAddress(op, wait.getAddr(), t);
+        return bar && useBarrier(op, *bar, t) ? bar : nullptr;
+      });
+    if (auto init = dyn_cast<NVVM::MBarrierInitSharedOp>(op))
+      return addressBarrierInit(init);
+    if (auto asm_ = dyn_cast<LLVM::InlineAsmOp>(op)) {
+      if (asm_.getAsmString() != kRemoteArriveAsm)
+        return fail(op, "inline asm other than the remote arrive (kRemoteArriveAsm)");
+      return remoteArrive(asm_);
+    }
+    if (auto toPointer = dyn_cast<LLVM::IntToPtrOp>(op)) {
+      // A shared-memory address as the NVVM mbarrier ops take it.
+      const Reg *address = get(toPointer.getArg());
+      if (!address)
+        return fail(op, "the address has no value");
+      Reg &r = def(toPointer, 1);
+      for (int64_t t = 0; t < threads; ++t)
+        if (active[size_t(t)])
+          r.v[size_t(t)] = double(isWide(toPointer.getArg().getType()) ? int64_t(bitsOf(address->v[size_t(t)]))
+                                                                        : int64_t(address->v[size_t(t)]));
+      return true;
+    }
+    if (isa<NVVM::ClusterId, NVVM::ClusterDim>(op)) {
+      if (!cluster)
+        return fail(op, "a cluster register in a kernel launched without a cluster");
+      Reg &r = def(op->getResult(0), 1);
+      std::fill(r.v.begin(), r.v.end(), double(isa<NVVM::ClusterId>(op) ? rank : int64_t(cluster->ctas.size())));
+      return true;
+    }
+    if (isa<NVVM::ClusterArriveOp, NVVM::ClusterArriveRelaxedOp>(op))
+      return clusterArrive(op, isa<NVVM::ClusterArriveOp>(op));
+    if (isa<NVVM::ClusterWaitOp>(op))
+      return clusterWait(op);
     if (auto cast = dyn_cast<UnrealizedConversionCastOp>(op)) {
       // An !llvm.ptr kernel argument seen as a tensor map.
       auto arg = cast.getNumOperands() == 1 ? dyn_cast<BlockArgument>(cast.getOperand(0)) : BlockArgument();
@@ -1058,77 +1514,65 @@ private:
     return true;
   }
 
-  // --- warps that wait on each other -----------------------------------------
-  //
-  // A divergent scf.if whose branches wait on mbarriers (a warp-specialized
-  // kernel: a producer warpgroup issuing TMA loads, consumer warpgroups
-  // releasing stages) runs each branch as a context of its own, one at a
-  // time: the then-branch first, and a wait for a phase that has not
-  // completed passes the baton to the next context that can run, round
-  // robin (tryWaitParity). Such an scf.if inside a context (consumer
-  // warpgroups on paths of their own) splits it in two the same way, the
-  // context itself resuming once both have finished. Each context is an
-  // OS thread for its own interpreter stack; the emulator's state is
-  // touched only by the one holding the baton (handed over under the
-  // mutex), so a run is deterministic.
-  struct Contexts {
-    std::mutex mutex;
-    std::condition_variable turnChanged;
-    int turn = -1;
-    bool abandoned = false;
-    struct Context {
-      std::vector<char> mask;
-      bool done = false;
-      /// Its branches' contexts still running (it runs again at 0).
-      int children = 0;
-    };
-    std::deque<Context> all; // (references stay valid as it grows)
-    bool runnable(int i) const { return !all[size_t(i)].done && all[size_t(i)].children == 0; }
-    /// The next context after `from` that can run, round robin (`from`
-    /// itself last); -1: none.
-    int next(int from) const {
-      const int n = int(all.size());
-      for (int step = 1; step <= n; ++step) {
-        int i = ((from < 0 ? n - 1 : from) + step) % n;
-        if (runnable(i))
-          return i;
-      }
-      return -1;
-    }
-  };
-  std::unique_ptr<Contexts> contexts;
+  // --- warps that wait on each other ----------------------------------------
+  // (Contexts, above: the baton; a cluster's CTAs share one.)
+  Contexts *contexts = nullptr;
+  std::unique_ptr<Contexts> ownContexts;
   int runningContext = -1;
-  /// Arrivals and completed phases so far: a context that gets the baton
-  /// back after every other had it, with none since it passed it on, is in
-  /// a deadlock (an arrival that completes no phase, as the producer's
-  /// arrive.expect_tx, is progress too: its loads land at the next wait).
-  int64_t mbarrierEvents = 0;
   llvm::DenseMap<Operation *, bool> waitsInside;
 
-  /// Whether a context other than the running one can run.
+  /// Whether a context other than the running one has yet to finish.
   bool otherContextRuns() {
     if (!contexts)
       return false;
     std::lock_guard lock(contexts->mutex);
-    int n = contexts->next(runningContext);
-    return n >= 0 && n != runningContext;
+    for (int i = 0; i < int(contexts->all.size()); ++i)
+      if (i != runningContext && contexts->runnable(i))
+        return true;
+    return false;
   }
 
-  /// Passes the baton to the next context that can run; false: the run
-  /// was abandoned (another failed).
-  bool yieldContext() {
+  enum class Turn { again, deadlock, abandoned };
+  /// The running context's wait is unmet: the baton passes to a context
+  /// that may proceed (an event came since it last waited) and comes back
+  /// for another try; deadlock: none may (every other context waits for
+  /// something no one can do, or has finished); abandoned: another failed.
+  Turn awaitOthers() {
+    if (!contexts)
+      return Turn::deadlock;
     Contexts &c = *contexts;
     const int me = runningContext;
     std::unique_lock lock(c.mutex);
+    c.all[size_t(me)].waitingSince = clock.events;
+    const int n = c.next(me);
+    if (n < 0)
+      return Turn::deadlock;
     c.all[size_t(me)].mask = active;
-    c.turn = c.next(me);
+    c.turn = n;
     c.turnChanged.notify_all();
     c.turnChanged.wait(lock, [&] { return c.turn == me || c.abandoned; });
     if (c.abandoned)
-      return false;
+      return Turn::abandoned;
+    c.all[size_t(me)].waitingSince = -1;
     runningContext = me;
     active = c.all[size_t(me)].mask;
-    return true;
+    return Turn::again;
+  }
+
+  /// Another try of an unmet wait (awaitOthers), or its failure: `why`
+  /// with whether other contexts wait too.
+  bool waitAgain(Operation *op, int64_t thread, const std::function<std::string(const char *)> &why) {
+    const Turn turn = awaitOthers();
+    if (turn == Turn::again)
+      return true;
+    if (turn == Turn::abandoned)
+      return false;
+    const char *who = cluster ? "cluster's" : "block's";
+    std::string others = !contexts ? ""
+                         : otherContextRuns()
+                             ? llvm::formatv(" (the {0} other warps wait too: a deadlock)", who).str()
+                             : llvm::formatv(" (the {0} other warps have finished)", who).str();
+    return fail(op, why(others.c_str()), thread);
   }
 
   bool hasWaits(scf::IfOp op) {
@@ -1142,8 +1586,11 @@ private:
   /// the top, or splitting the running context, which resumes after them.
   bool runAsContexts(scf::IfOp op, std::vector<char> thenMask, std::vector<char> elseMask) {
     const bool top = !contexts;
-    if (top)
-      contexts = std::make_unique<Contexts>();
+    if (top) {
+      ownContexts = std::make_unique<Contexts>();
+      contexts = ownContexts.get();
+      contexts->events = &clock.events;
+    }
     Contexts &c = *contexts;
     const int parent = runningContext;
     int ids[2];
@@ -1155,8 +1602,8 @@ private:
       }
       ids[0] = int(c.all.size());
       ids[1] = ids[0] + 1;
-      c.all.push_back({std::move(thenMask)});
-      c.all.push_back({std::move(elseMask)});
+      c.all.push_back({std::move(thenMask), false, 0, rank, -1});
+      c.all.push_back({std::move(elseMask), false, 0, rank, -1});
       c.turn = ids[launch.elseFirst ? 1 : 0];
     }
     bool ok[2] = {true, true};
@@ -1181,7 +1628,7 @@ private:
       c.abandoned |= !ok[branch];
       if (parent >= 0)
         --c.all[size_t(parent)].children;
-      c.turn = c.next(me);
+      c.turn = c.next(me, /*anyRunnable=*/true);
       c.turnChanged.notify_all();
     };
     std::thread other(run, 0);
@@ -1195,7 +1642,8 @@ private:
       active = c.all[size_t(parent)].mask;
       return !c.abandoned && ok[0] && ok[1];
     }
-    contexts.reset();
+    contexts = nullptr;
+    ownContexts.reset();
     runningContext = -1;
     return ok[0] && ok[1];
   }

@@ -37,6 +37,17 @@
 //     wgmma that reads them;
 //     i64 values (descriptors) are exact; the dynamic shared memory starts
 //     at shared address 1040, not 1024-aligned, as behind a static mbarrier;
+//   - clusters (§7h): a cluster's CTAs, each with its own shared memory and
+//     mbarriers, run as contexts of one baton (a CTA may run ahead of its
+//     peer while the peer waits); a TMA load multicast lands in every CTA
+//     of its mask and completes on each one's mbarrier; a remote arrive
+//     (kRemoteArriveAsm: mapa + mbarrier.arrive.release.cluster) reaches a
+//     peer's mbarrier, which must have been initialized before a cluster
+//     barrier both passed; the cluster barrier (barrier.cluster.arrive /
+//     wait) waits for every thread of the cluster's running CTAs; a write
+//     into, or an arrive on, a CTA that has exited is reported, as is an
+//     mbarrier of the NVVM pointer ops (mbarrier.init / try_wait.parity on
+//     a shared address) whose bytes ordinary accesses touch;
 //   - float arithmetic rounds to its element type (f32: each op rounded as
 //     the GPU's IEEE f32 ops are; math functions from the C library).
 // The first violation stops the run with a message naming the op, its
@@ -84,6 +95,14 @@ struct EmulatorLaunch {
   /// the then-branch, or with this the else (another order a GPU may take,
   /// for tests of an ordering the kernel must enforce itself).
   bool elseFirst = false;
+  /// CTAs a cluster along x, y, z (each divides the grid's): the CTAs of a
+  /// cluster run together, as contexts of one baton.
+  std::array<int64_t, 3> cluster{1, 1, 1};
+  /// The cluster's first CTA runs whenever one of its contexts can, its
+  /// peers only while it waits: the order in which a peer falls furthest
+  /// behind (a GPU may take it), for tests that what a CTA does to its
+  /// peers waits for them.
+  bool peersLag = false;
 };
 
 struct EmulatorReport {
@@ -95,6 +114,9 @@ struct EmulatorReport {
   int64_t mmas = 0, ldmatrices = 0, asyncCopies = 0, barriers = 0;
   /// Warpgroup MMAs (per block-wide issue) and TMA loads.
   int64_t wgmmas = 0, tmaLoads = 0;
+  /// Clusters run, TMA loads multicast (per issue), arrivals on a peer
+  /// CTA's mbarrier, cluster barriers passed (per CTA).
+  int64_t clusters = 0, multicasts = 0, remoteArrivals = 0, clusterBarriers = 0;
 };
 
 EmulatorReport emulateKernel(gpu::GPUFuncOp kernel, const EmulatorLaunch &launch);

@@ -65,6 +65,15 @@ public:
 /// holds the kernel to it.
 inline constexpr const char kAlignedVectorsAttr[] = "nova.aligned_vectors";
 
+/// One thread's arrive on the mbarrier at shared address $0 (this CTA's
+/// offset, u32) of the cluster's CTA of rank $1 (this one's own included):
+/// mapa maps the offset into that CTA's window of the cluster's shared
+/// memory. MLIR 19 has no op for either (notes/mlir19-gpu.md); the kernels
+/// emit it as inline asm and the emulator knows it by this text.
+inline constexpr const char kRemoteArriveAsm[] =
+    "{\n\t.reg .b32 remote;\n\tmapa.shared::cluster.u32 remote, $0, $1;\n\t"
+    "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n\t}";
+
 /// The XOR swizzle of a shared tile's 16-byte chunks:
 /// chunk' = chunk ^ (((row >> rs) & rm) << cs), at every write and read.
 struct Swizzle {
