@@ -81,7 +81,7 @@ struct MatmulRun {
 MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const MmaMatmulFaults &faults = {},
                     const MmaEpilogue &epilogue = {}, const WgmmaMatmulFaults &wgmmaFaults = {},
                     const std::function<void(std::vector<::nova::TensorMapDesc> &)> &editMaps = {},
-                    bool elseFirst = false) {
+                    bool elseFirst = false, bool peersLag = false) {
   MatmulRun run;
   run.config = c.describe();
   MLIRContext &ctx = context();
@@ -156,6 +156,10 @@ MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const M
   launch.block = {c.threads, 1, 1};
   launch.dynamicSharedBytes = gpuMatmulSmemBytes(c, p.operand);
   launch.elseFirst = elseFirst;
+  launch.peersLag = peersLag;
+  // A kernel of clusters says how many CTAs (the launcher's cluster attribute).
+  if (auto dims = kernel->getOperation()->getAttrOfType<DenseI32ArrayAttr>(kClusterDimsAttr))
+    launch.cluster = {dims[0], dims[1], dims[2]};
   launch.args = {&A, &B, &C};
   if (!maps.empty()) {
     // The maps read A and B; the kernel takes them where A and B would be.
@@ -1137,6 +1141,88 @@ TEST_CASE("GPU emulator: a persistent wgmma kernel runs several tiles a block, i
     MESSAGE(std::string(nameOf(op)), ", no release at a tile's end: ", stuck.report.error);
     CHECK(!stuck.report.ok);
     CHECK(stuck.report.error.find("waits forever on an mbarrier") != std::string::npos);
+  }
+}
+
+TEST_CASE("GPU emulator: clusters of 2 along M share B's tile by TMA multicast") {
+  // Persistent kernels on one cluster (2 CTAs) looping over cluster tiles
+  // (2 blockM x blockN, each CTA a row tile): each CTA loads its A and half
+  // of B, multicast into both; a stage's release reaches both CTAs'
+  // `empty`. B K-major (half the rows a CTA) and MN-major (half the
+  // 128-byte column boxes), 16-bit, tf32, 3xtf32 (both converted), an odd
+  // number of row tiles (the last cluster tile's second CTA past M), a
+  // shallow ring reused across tiles; each CTA first, and the peer lagging.
+  const GpuOperand bf16 = GpuOperand::bf16, f16 = GpuOperand::f16, tf32 = GpuOperand::tf32,
+                   x3 = GpuOperand::tf32x3;
+  struct Case {
+    GpuMatmulProblem p;
+    GpuMatmulConfig c;
+  };
+  for (const Case &cs : {Case{problem(320, 256, 192, bf16), wgmmaBlock(bf16, 2, 128, 64, 2)},
+                         Case{layout(problem(192, 144, 128, f16), true, true), wgmmaBlock(f16, 1, 16, 64, 2)},
+                         Case{layout(problem(128, 96, 96, tf32), false, true), wgmmaBlock(tf32, 1, 32, 32, 3)},
+                         Case{problem(256, 128, 96, x3), wgmmaBlock(x3, 1, 64, 32, 2)}}) {
+    GpuMatmulConfig c = cs.c;
+    c.clusterM = 2;
+    c.persistentBlocks = 2;
+    c.smemBytes = gpuMatmulSmemBytes(c, cs.p.operand);
+    const int64_t clusterTiles = (cs.p.m + 2 * c.blockM - 1) / (2 * c.blockM) * ((cs.p.n + c.blockN - 1) / c.blockN);
+    REQUIRE(clusterTiles >= 2);
+    for (auto [elseFirst, lag] : {std::pair{false, false}, std::pair{true, false}, std::pair{false, true}}) {
+      MatmulRun run = runMatmul(cs.p, c, {}, {}, {}, {}, elseFirst, lag);
+      INFO(std::string(nameOf(cs.p.operand)), " ", cs.p.m, "x", cs.p.n, "x", cs.p.k, ": ", run.config);
+      REQUIRE_MESSAGE(run.report.ok, run.report.error);
+      MESSAGE("cluster of 2, ", std::string(nameOf(cs.p.operand)), " ", cs.p.m, "x", cs.p.n, "x", cs.p.k, ", ",
+              clusterTiles, " cluster tiles", std::string(elseFirst ? " (else-branches first)" : ""),
+              std::string(lag ? " (the peer lagging)" : ""), ": worst |error| ", run.worst, " (bound ", run.bound, "), ",
+              run.report.multicasts, " multicast loads, ", run.report.remoteArrivals, " remote arrivals");
+      CHECK(run.report.clusters == 1);
+      CHECK(run.report.blocks == 2);
+      CHECK(run.report.multicasts > 0);
+      CHECK(run.report.remoteArrivals > 0);
+      CHECK(run.report.clusterBarriers == 2 * 2); // after the inits, before the exit, each CTA
+      CHECK(run.worst <= run.bound);
+    }
+  }
+  // What a cluster kernel must do for its peers, left out: caught with
+  // the peer lagging (CTA 0 running ahead whenever it can).
+  struct Fault {
+    const char *name;
+    WgmmaMatmulFaults f;
+    const char *expect;
+  };
+  WgmmaMatmulFaults local, noInitSync, noExitSync;
+  local.releaseOnlyLocally = true;
+  noInitSync.noClusterSyncAfterInit = true;
+  noExitSync.noClusterSyncBeforeExit = true;
+  GpuMatmulConfig c = wgmmaBlock(bf16, 1, 128, 64, 2);
+  c.clusterM = 2;
+  c.persistentBlocks = 2;
+  c.smemBytes = gpuMatmulSmemBytes(c, bf16);
+  for (const Fault &fault : {Fault{"a release only in its own CTA", local, "two asynchronous copies in flight"},
+                             Fault{"no cluster barrier after the inits", noInitSync, "CTA 1"},
+                             Fault{"no cluster barrier before the exit", noExitSync, "which has exited"}}) {
+    MatmulRun ok = runMatmul(problem(256, 128, 256, bf16), c, {}, {}, {}, {}, false, /*peersLag=*/true);
+    REQUIRE_MESSAGE(ok.report.ok, ok.report.error);
+    MatmulRun broken = runMatmul(problem(256, 128, 256, bf16), c, {}, {}, fault.f, {}, false, /*peersLag=*/true);
+    MESSAGE(std::string(fault.name), ": ", broken.report.ok ? std::string("not caught") : broken.report.error);
+    CHECK(!broken.report.ok);
+    CHECK(broken.report.error.find(fault.expect) != std::string::npos);
+  }
+  // The launch must give the kernel's cluster.
+  {
+    MLIRContext &ctx = context();
+    OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
+    std::string error;
+    FailureOr<WgmmaMatmulKernel> built =
+        buildWgmmaMatmulKernel(addKernelsModule(*module), "matmul", problem(256, 128, 256, bf16), c, error);
+    REQUIRE_MESSAGE(succeeded(built), error);
+    EmulatorLaunch launch;
+    launch.grid = {2, 1, 1};
+    launch.block = {c.threads, 1, 1};
+    EmulatorReport report = emulateKernel(built->func, launch);
+    CHECK(!report.ok);
+    CHECK(report.error.find("launched in clusters of 1 x 1 x 1") != std::string::npos);
   }
 }
 

@@ -263,6 +263,8 @@ int64_t mlir::nova::gpuMatmulSmemBytes(const GpuMatmulConfig &c, GpuOperand oper
   int64_t stage = (c.blockM + c.blockN) * c.blockK * operandBytes(operand);
   // wgmma/TMA: two 8-byte mbarriers per stage (full, empty), aligned tiles
   // (1024 bytes).
+  // (In a cluster the `empty` ones lie among the tiles: the spare 8 a stage
+  // holds them.)
   int64_t extra = c.kind == GpuMmaKind::wgmma ? 1024 + 16 * c.stages : 0;
   // tf32x3 on wgmma: two sets of converted tiles (big and small halves);
   // tf32: two sets of the converted operands' tiles.
@@ -317,6 +319,7 @@ std::string GpuMatmulConfig::describe() const {
               : "") +
          (persistentBlocks > 0 ? llvm::formatv(", persistent on {0} blocks", persistentBlocks).str() : "") +
          (pingPong ? ", ping-pong" : "") +
+         (clusterM > 1 ? llvm::formatv(", clusters of {0} along M (B multicast)", clusterM).str() : "") +
          (consumerRegisters > 0 ? llvm::formatv(", setmaxnreg: producer {0}, consumers {1} registers",
                                                 kWgmmaProducerRegisters, consumerRegisters)
                                       .str()
@@ -433,6 +436,19 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
       if (x3 && kind == GpuMmaKind::wgmma && split > 1 && s.bm == 64) {
         ++rejected["tf32x3 split across K with one warpgroup (ptxas serializes its wgmmas)"];
         continue;
+      }
+      // A cluster's CTAs each load 1/clusterM of the B tile: whole boxes of
+      // it (K-major: rows in multiples of 8, a swizzle atom; M/N-major:
+      // 128-byte columns), one tile a block (no split-K, no ping-pong).
+      if (p.clusterM > 1) {
+        const bool halves = p.rhsTransposed ? s.bn % (8 * p.clusterM) == 0 : (s.bn / (128 / es)) % p.clusterM == 0;
+        if (kind != GpuMmaKind::wgmma || p.pingPong || split > 1 || !halves) {
+          ++rejected[llvm::formatv("clusters of {0} along M need wgmma, no split-K or ping-pong, and a B tile in "
+                                   "{0} whole parts",
+                                   p.clusterM)
+                         .str()];
+          continue;
+        }
       }
       GpuMatmulConfig c;
       c.kind = kind;
@@ -605,10 +621,16 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
       // (wgmma, more tiles than resident blocks) once: its producer loads
       // the next tile's slabs while the consumers store the present one.
       // (Ping-pong: always, with at least two tiles a block.)
-      const bool persistent = kind == GpuMmaKind::wgmma && (p.pingPong || (p.allowPersistent && c.waves > 1));
-      c.persistentBlocks = !persistent ? 0
-                           : p.pingPong ? std::max<int64_t>(1, std::min(sms * c.blocksPerSM, ceilDiv(c.tiles, 2)))
-                                        : sms * c.blocksPerSM;
+      // (Clusters: always, on whole clusters, no more than the tiles'.)
+      const bool persistent =
+          kind == GpuMmaKind::wgmma && (p.pingPong || p.clusterM > 1 || (p.allowPersistent && c.waves > 1));
+      c.clusterM = p.clusterM;
+      c.persistentBlocks =
+          !persistent      ? 0
+          : p.pingPong     ? std::max<int64_t>(1, std::min(sms * c.blocksPerSM, ceilDiv(c.tiles, 2)))
+          : p.clusterM > 1 ? p.clusterM * std::min(sms * c.blocksPerSM / p.clusterM,
+                                                   ceilDiv(p.m, p.clusterM * s.bm) * ceilDiv(p.n, s.bn) * p.batch)
+                           : sms * c.blocksPerSM;
       double compute = persistent ? (double(c.waves * slabs) * slabCycles(resident) + kLoadLatencyCycles) / clock
                                   : double(c.waves) * (double(slabs) * slabCycles(resident) + kLoadLatencyCycles) / clock;
       double l2Bytes = double(c.tiles) * (s.bm + s.bn) * double(kPer) * es;

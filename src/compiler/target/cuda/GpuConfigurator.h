@@ -78,6 +78,11 @@ struct GpuMatmulProblem {
   /// (GpuMatmulConfig::consumerRegisters); false: every thread the block's
   /// even share (the device check's `:evenregs` variants).
   bool allowRegisterRebalancing = true;
+  /// wgmma: only configurations whose blocks pair up in clusters of this
+  /// many CTAs along M (GpuMatmulConfig::clusterM), the device check's
+  /// `:cluster` variants; 1: none. The model does not pick them itself (it
+  /// has no term for the L2 traffic a shared tile saves).
+  int64_t clusterM = 1;
   /// Only this block tile and warp tile (0: any), the model choosing the
   /// rest: the device check's variants of a kernel, measured beside the
   /// configurator's choice (nova-gpu-kernels' CASE@BMxBN/WMxWN).
@@ -123,6 +128,13 @@ struct GpuMatmulConfig {
   /// its SM anyway: two consumer warpgroups get 232 registers instead of
   /// 168 (CUTLASS's warp-specialized kernels: 40 and 232).
   int64_t consumerRegisters = 0;
+  /// wgmma, persistent: CTAs a cluster along M (1: no cluster). A
+  /// cluster's CTAs take row tiles next to each other with the same
+  /// columns, each loading its own A and 1/clusterM of the B tile they
+  /// share, multicast by TMA into every CTA of the cluster: B crosses from
+  /// L2 once a cluster instead of once a CTA. persistentBlocks is then a
+  /// multiple of it (the clusters' CTAs).
+  int64_t clusterM = 1;
   /// The blocks a launch starts: persistentBlocks, or a block a tile.
   int64_t launchedBlocks() const { return persistentBlocks > 0 ? persistentBlocks : tiles; }
   /// Shared-memory rows and their XOR swizzle, in bytes (0: none), and how

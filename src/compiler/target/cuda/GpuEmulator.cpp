@@ -231,6 +231,15 @@ public:
   }
 
   bool run() {
+    if (auto dims = kernel->getAttrOfType<DenseI32ArrayAttr>(kClusterDimsAttr))
+      if (dims.size() != 3 || dims[0] != launch.cluster[0] || dims[1] != launch.cluster[1] ||
+          dims[2] != launch.cluster[2])
+        return fail(kernel, llvm::formatv("a kernel built for clusters of {0} CTAs launched in clusters of {1} x {2} "
+                                          "x {3}",
+                                          dims.size() == 3 ? llvm::formatv("{0} x {1} x {2}", dims[0], dims[1], dims[2])
+                                                                 .str()
+                                                           : std::string("?"),
+                                          launch.cluster[0], launch.cluster[1], launch.cluster[2]));
     if (kernel.getNumArguments() != argMemory.size())
       return fail(kernel, llvm::formatv("the kernel takes {0} arguments, the launch gives {1}",
                                         kernel.getNumArguments(), argMemory.size()));
@@ -1974,6 +1983,10 @@ private:
     }
     if (isa<arith::IndexCastOp, arith::IndexCastUIOp>(op))
       return integer(op, [](int64_t a, int64_t) { return a; });
+    if (isa<arith::ExtUIOp>(op)) {
+      const uint64_t bits = unsignedMask(op->getOperand(0).getType());
+      return integer(op, [bits](int64_t a, int64_t) { return int64_t(uint64_t(a) & bits); });
+    }
     if (auto shuffle = dyn_cast<gpu::ShuffleOp>(op))
       return shuffleSync(shuffle);
     // Thread and block ids.

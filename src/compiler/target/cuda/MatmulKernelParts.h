@@ -65,6 +65,12 @@ public:
 /// holds the kernel to it.
 inline constexpr const char kAlignedVectorsAttr[] = "nova.aligned_vectors";
 
+/// On a kernel launched in clusters: its CTAs a cluster along x, y, z
+/// (array<i32>). MLIR 19 does not lower nvvm.cluster_dim to .reqnctapercluster,
+/// so the launcher gives the cluster (cuLaunchKernelEx's cluster
+/// attribute; the emulator's EmulatorLaunch::cluster) from this.
+inline constexpr const char kClusterDimsAttr[] = "nova.cluster_dims";
+
 /// One thread's arrive on the mbarrier at shared address $0 (this CTA's
 /// offset, u32) of the cluster's CTA of rank $1 (this one's own included):
 /// mapa maps the offset into that CTA's window of the cluster's shared

@@ -123,6 +123,12 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     return fail("a block is 64-row warpgroups, 8 to 256 columns, at least 2 stages");
   // The consumer warpgroups that read each slab (and release it).
   const int64_t readers = pingPong ? 1 : WG;
+  // Clusters along M: each CTA loads 1/CM of the B tile, multicast.
+  const int64_t CM = cfg.clusterM;
+  const bool clustered = CM > 1;
+  if (CM < 1 || (clustered && (CM != 2 || pingPong || cfg.persistentBlocks < 1 || cfg.persistentBlocks % CM ||
+                               cfg.splitK > 1)))
+    return fail("a cluster is 2 CTAs of a persistent kernel (on whole clusters) without ping-pong or split-K");
   if (BK % mmaK)
     return fail("the K slab must be a multiple of the wgmma's K");
   if (cfg.threads != wgmmaBlockThreads(WG))
@@ -162,7 +168,10 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
                                         : p.operand == GpuOperand::bf16 ? ::nova::MapElement::bf16
                                                                         : ::nova::MapElement::f32;
   // Each operand's tiles and its tensor map (the operand as stored).
-  auto tilesOf = [&](int operand, bool kMajor, int64_t rows, int64_t mnExtent) -> FailureOr<OperandTiles> {
+  // (`parts`: the CTAs that each load a part of the tile: K-major, one box
+  // of rows / parts rows each.)
+  auto tilesOf = [&](int operand, bool kMajor, int64_t rows, int64_t mnExtent,
+                     int64_t parts = 1) -> FailureOr<OperandTiles> {
     OperandTiles t;
     t.kMajor = kMajor;
     t.rows = rows;
@@ -184,13 +193,15 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
         return failure();
       t.sbo = 8 * t.swizzle;
       t.kStepBytes = mmaK * es;
-      t.map.box = {uint64_t(BK), uint64_t(rows)};
-      t.boxBytes = t.tileBytes;
+      if (rows % (8 * parts))
+        return failure(); // (a part: whole 8-row swizzle atoms)
+      t.map.box = {uint64_t(BK), uint64_t(rows / parts)};
+      t.boxBytes = t.tileBytes / parts;
     } else {
       // Boxes of 128-byte rows: 64 16-bit columns, or (3xtf32, converted
       // before wgmma reads them) 32 f32 ones.
       const int64_t boxColumns = 128 / es;
-      if (rows % boxColumns || BK % 8)
+      if (rows % boxColumns || (rows / boxColumns) % parts || BK % 8)
         return failure();
       t.swizzle = 128;
       t.sbo = 1024;
@@ -204,10 +215,10 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     t.map.swizzle_bytes = uint32_t(t.swizzle);
     return t;
   };
-  FailureOr<OperandTiles> tA = tilesOf(0, aKMajor, BM, p.m), tB = tilesOf(1, bKMajor, BN, p.n);
+  FailureOr<OperandTiles> tA = tilesOf(0, aKMajor, BM, p.m), tB = tilesOf(1, bKMajor, BN, p.n, CM);
   if (failed(tA) || failed(tB))
     return fail("a K slab must be 128 bytes of K (64 16-bit or 32 tf32 elements), an MN-major tile whole "
-                "64-column boxes");
+                "64-column boxes (in a cluster, B's tile whole boxes a CTA)");
   const int64_t stageBytes = tA->tileBytes + tB->tileBytes;
   // Converted tiles after the stages: two sets, each of `halves` (tf32x3:
   // big, small; tf32: one), each the converted operands' K-major tiles, A's
@@ -215,7 +226,9 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
   const int64_t halves = x3 ? 2 : 1;
   const int64_t convA0 = 0, convB0 = convA ? BM * BK * 4 : 0;
   const int64_t convBytes = ((convA ? BM : 0) + (convB ? BN : 0)) * BK * 4;
-  if (S * stageBytes + 2 * halves * convBytes + 1023 > gpuMatmulSmemBytes(cfg, p.operand))
+  // (Clusters: the stages' `empty` mbarriers after the tiles, 8 bytes each.)
+  const int64_t emptyOffset = S * stageBytes + 2 * halves * convBytes;
+  if (emptyOffset + (clustered ? 8 * S : 0) + 1023 > gpuMatmulSmemBytes(cfg, p.operand))
     return fail("the stages do not fit the shared memory the configuration asks for");
   // The converted tiles as wgmma reads them: K-major, 128-byte rows.
   OperandTiles convTilesA, convTilesB;
@@ -234,9 +247,15 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
   Type et = operandElementType(p.operand, ctx), f32 = b.getF32Type(), i64 = b.getI64Type();
   auto ptr = LLVM::LLVMPointerType::get(ctx);
   const bool persistent = cfg.persistentBlocks > 0;
-  MatmulKernelFrame frame = beginMatmulKernel(b, module, name, p, ptr, ptr, BM, BN, wgmmaBlockThreads(WG), epilogue,
-                                              linearGrid, cfg.splitK, cfg.persistentBlocks);
+  // (A cluster's tiles are CM row tiles, one a CTA.)
+  MatmulKernelFrame frame = beginMatmulKernel(b, module, name, p, ptr, ptr, CM * BM, BN, wgmmaBlockThreads(WG),
+                                              epilogue, linearGrid, cfg.splitK, cfg.persistentBlocks);
   gpu::GPUFuncOp func = frame.func;
+  Value ctaRank;
+  if (clustered) {
+    func->setAttr(kClusterDimsAttr, b.getDenseI32ArrayAttr({int32_t(CM), 1, 1}));
+    ctaRank = b.create<arith::IndexCastOp>(b.getIndexType(), b.create<NVVM::ClusterId>(b.getI32Type()));
+  }
   // setmaxnreg needs the registers a thread has at entry to be known:
   // ptxas takes .maxntid with .minnctapersm 1 (CUDA's __launch_bounds__(384,
   // 1)) as all a thread may have, 168 at 384 threads; from .maxntid alone it
@@ -253,19 +272,26 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
   // count, so the producer runs on into the next tile's slabs while the
   // consumers finish the present one.
   const int64_t allTiles = frame.tilesN * frame.tilesM * frame.layers;
+  // (Clusters: the cluster's tiles, clusters apart, each CTA its row tile
+  // of them.)
   auto forEachTile = [&](const std::function<Value(const MatmulKernelFrame &, Value, Value)> &perTile) {
     if (!persistent) {
       perTile(frame, Value(), Value());
       return;
     }
     Value first = b.create<gpu::BlockIdOp>(gpu::Dimension::x);
-    auto tiles = b.create<scf::ForOp>(first, k.c(allTiles), k.c(cfg.persistentBlocks), ValueRange{k.c(0)});
+    if (clustered)
+      first = k.div(first, CM);
+    auto tiles =
+        b.create<scf::ForOp>(first, k.c(allTiles), k.c(cfg.persistentBlocks / CM), ValueRange{k.c(0)});
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(tiles.getBody());
     Value ordinal =
         pingPong ? k.div(b.create<arith::SubIOp>(tiles.getInductionVar(), first), cfg.persistentBlocks) : Value();
-    b.create<scf::YieldOp>(
-        perTile(frame.atTile(k, tiles.getInductionVar()), tiles.getRegionIterArgs()[0], ordinal));
+    MatmulKernelFrame at = frame.atTile(k, tiles.getInductionVar());
+    if (clustered)
+      at.row0 = k.add(at.row0, k.mul(ctaRank, BM));
+    b.create<scf::YieldOp>(perTile(at, tiles.getRegionIterArgs()[0], ordinal));
   };
   // The pipeline's use of slab kt of a tile that `used` slabs preceded.
   auto useOf = [&](Value used, Value kt) { return used ? k.add(used, kt) : kt; };
@@ -294,11 +320,37 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
   // whole operations; CUTLASS's consumer release does the same).
   // The inits are published to the async proxy (fence.mbarrier_init) and
   // to the block (the one block barrier).
+  // In a cluster, `empty` counts the readers of every CTA of it, each
+  // consumer warpgroup arriving in each CTA (releaseStage); its mbarriers
+  // lie in dynamic shared memory after the tiles, where mapa reaches a
+  // peer's (an nvgpu.mbarrier.group's address is out of reach).
   auto barsType = nvgpu::MBarrierGroupType::get(ctx, wg, unsigned(S));
-  Value full = b.create<nvgpu::MBarrierCreateOp>(barsType), empty = b.create<nvgpu::MBarrierCreateOp>(barsType);
+  Value full = b.create<nvgpu::MBarrierCreateOp>(barsType);
+  Value empty = clustered ? Value() : b.create<nvgpu::MBarrierCreateOp>(barsType);
+  Type i32 = b.getI32Type();
+  auto i32Of = [&](int64_t v) -> Value { return b.create<arith::ConstantIntOp>(v, 32); };
+  // The tiles: the dynamic shared memory's base rounded up to 1024 bytes.
+  Value dyn = b.create<gpu::DynamicSharedMemoryOp>(
+      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(), wg));
+  Value base = b.create<memref::ExtractAlignedPointerAsIndexOp>(dyn);
+  Value tiles = b.create<arith::AndIOp>(k.add(base, 1023), k.c(-1024));
+  Value pad = b.create<arith::SubIOp>(tiles, base);
+  // Stage `stage`'s `empty` in a cluster: its shared address (this CTA's
+  // window, u32) and as the NVVM ops' pointer.
+  auto emptyAddress = [&](Value stage) -> Value {
+    return b.create<arith::IndexCastOp>(i32, k.add(k.add(tiles, emptyOffset), k.mul(stage, 8)));
+  };
+  auto sharedPointer = [&](Value address) -> Value {
+    return b.create<LLVM::IntToPtrOp>(LLVM::LLVMPointerType::get(ctx, 3), address);
+  };
+  Value ctaRank32 = clustered ? b.create<arith::IndexCastOp>(i32, ctaRank).getResult() : Value();
   for (int64_t s = 0; s < S; ++s) {
     b.create<nvgpu::MBarrierInitOp>(full, k.c(1), k.c(s), leader);
-    b.create<nvgpu::MBarrierInitOp>(empty, k.c(readers), k.c(s), leader);
+    if (clustered)
+      b.create<NVVM::MBarrierInitSharedOp>(sharedPointer(emptyAddress(k.c(s))),
+                                           i32Of((faults.releaseOnlyLocally ? 1 : CM) * readers), leader);
+    else
+      b.create<nvgpu::MBarrierInitOp>(empty, k.c(readers), k.c(s), leader);
   }
   // Converted operands: convDone[set] (every consumer thread arrives),
   // setFree[set] (each consumer warpgroup).
@@ -326,13 +378,15 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
   }
   b.create<NVVM::FenceMbarrierInitOp>();
   b.create<gpu::BarrierOp>();
+  // A cluster's mbarriers are all initialized before any CTA reaches a
+  // peer's.
+  auto clusterBarrier = [&] {
+    b.create<NVVM::ClusterArriveOp>(b.getUnitAttr());
+    b.create<NVVM::ClusterWaitOp>(b.getUnitAttr());
+  };
+  if (clustered && !faults.noClusterSyncAfterInit)
+    clusterBarrier();
 
-  // The tiles: the dynamic shared memory's base rounded up to 1024 bytes.
-  Value dyn = b.create<gpu::DynamicSharedMemoryOp>(
-      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(), wg));
-  Value base = b.create<memref::ExtractAlignedPointerAsIndexOp>(dyn);
-  Value tiles = b.create<arith::AndIOp>(k.add(base, 1023), k.c(-1024));
-  Value pad = b.create<arith::SubIOp>(tiles, base);
   // The phase parity of use u = kt / ring of a barrier in a ring of
   // `ring` (a stage's: its full phase u, then its empty phase u; a
   // converted set's likewise), `ahead` phases on.
@@ -340,15 +394,36 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     return b.create<arith::CmpIOp>(arith::CmpIPredicate::ne, k.andi(k.add(k.div(kt, ring), ahead), 1), k.c(0));
   };
   auto useParity = [&](Value kt, int64_t ahead) { return ringParity(kt, S, ahead); };
-  // One thread (where `who`) arrives on barrier `index` of `bars`, and
-  // on `index2` of `bars2` too when given (one branch for both).
-  auto arriveWhere = [&](Value who, Value bars, Value index, Value bars2 = Value(), Value index2 = Value()) {
+  // A consumer warpgroup's release of ring stage `stage`: its `empty`, in
+  // a cluster in each CTA of it (each one's producer writes into the
+  // stage here).
+  auto releaseStage = [&](Value stage) {
+    if (!clustered) {
+      b.create<nvgpu::MBarrierArriveOp>(nvgpu::MBarrierTokenType::get(ctx), empty, stage);
+      return;
+    }
+    Value address = emptyAddress(stage);
+    SmallVector<Value> ranks;
+    if (faults.releaseOnlyLocally)
+      ranks.push_back(ctaRank32);
+    else
+      for (int64_t r = 0; r < CM; ++r)
+        ranks.push_back(i32Of(r));
+    for (Value r : ranks)
+      b.create<LLVM::InlineAsmOp>(TypeRange{}, ValueRange{address, r}, kRemoteArriveAsm, "r,r",
+                                  /*has_side_effects=*/true, /*is_align_stack=*/false, LLVM::AsmDialectAttr(),
+                                  ArrayAttr());
+  };
+  // One thread (where `who`) arrives on barrier `index` of `bars` (when
+  // given) and releases ring stage `stage` (when given), in one branch.
+  auto arriveWhere = [&](Value who, Value bars, Value index, Value stage = Value()) {
     auto arrive = b.create<scf::IfOp>(who, /*withElseRegion=*/false);
     OpBuilder::InsertionGuard inner(b);
     b.setInsertionPointToStart(&arrive.getThenRegion().front());
-    b.create<nvgpu::MBarrierArriveOp>(nvgpu::MBarrierTokenType::get(ctx), bars, index);
-    if (bars2)
-      b.create<nvgpu::MBarrierArriveOp>(nvgpu::MBarrierTokenType::get(ctx), bars2, index2);
+    if (bars)
+      b.create<nvgpu::MBarrierArriveOp>(nvgpu::MBarrierTokenType::get(ctx), bars, index);
+    if (stage)
+      releaseStage(stage);
   };
 
   // Warpgroups 0 .. WG - 1 consume (rows 64 w of the block), warpgroup WG
@@ -381,28 +456,44 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
                                          /*withElseRegion=*/false);
         OpBuilder::InsertionGuard then(b);
         b.setInsertionPointToStart(&reuse.getThenRegion().front());
-        b.create<nvgpu::MBarrierTryWaitParityOp>(empty, useParity(use, 1), k.c(10000000), stage);
+        if (clustered)
+          b.create<NVVM::MBarrierTryWaitParitySharedOp>(sharedPointer(emptyAddress(stage)),
+                                                        b.create<arith::ExtUIOp>(i32, useParity(use, 1)),
+                                                        i32Of(10000000));
+        else
+          b.create<nvgpu::MBarrierTryWaitParityOp>(empty, useParity(use, 1), k.c(10000000), stage);
       }
       Value k0 = k.mul(k.add(kt0, kt), BK);
       b.create<nvgpu::MBarrierArriveExpectTxOp>(full, k.c(stageBytes), stage, Value());
       Value stageOffset = k.add(pad, k.mul(stage, stageBytes));
-      auto load = [&](Value map, const OperandTiles &t, int64_t tileOffset, Value mn0) {
+      // The tile's boxes (a K-major tile's rows / boxes rows each, an
+      // MN-major one's 128-byte columns each); `multicast`: this CTA's
+      // 1/CM of them, into every CTA of the cluster.
+      auto load = [&](Value map, const OperandTiles &t, int64_t tileOffset, Value mn0, bool multicast) {
         const int64_t boxColumns = int64_t(t.map.box[0]);
-        for (int64_t j = 0; j < (t.kMajor ? 1 : t.rows / boxColumns); ++j) {
-          Value dst =
-              b.create<memref::ViewOp>(boxType(t), dyn, k.add(stageOffset, tileOffset + j * t.boxBytes), ValueRange{});
+        const int64_t boxes = t.kMajor ? t.tileBytes / t.boxBytes : t.rows / boxColumns;
+        const int64_t mine = multicast ? boxes / CM : boxes, boxMN = t.kMajor ? t.rows / boxes : boxColumns;
+        for (int64_t j = 0; j < mine; ++j) {
+          Value box = multicast ? k.add(k.mul(ctaRank, mine), j) : Value();
+          Value dst = b.create<memref::ViewOp>(
+              boxType(t), dyn,
+              multicast ? k.add(k.add(stageOffset, tileOffset), k.mul(box, t.boxBytes))
+                        : k.add(stageOffset, tileOffset + j * t.boxBytes),
+              ValueRange{});
+          Value mn = multicast ? k.add(mn0, k.mul(box, boxMN)) : j == 0 ? mn0 : k.add(mn0, boxMN * j);
           SmallVector<Value> coords;
           if (t.kMajor)
-            coords = {k0, mn0};
+            coords = {k0, mn};
           else
-            coords = {k.add(mn0, boxColumns * j), k0};
+            coords = {mn, k0};
           if (batched)
             coords.push_back(f.out.batch);
-          b.create<nvgpu::TmaAsyncLoadOp>(dst, full, map, coords, stage, /*multicastMask=*/Value(), Value());
+          Value mask = multicast ? b.create<arith::ConstantIntOp>((int64_t(1) << CM) - 1, 16).getResult() : Value();
+          b.create<nvgpu::TmaAsyncLoadOp>(dst, full, map, coords, stage, mask, Value());
         }
       };
-      load(mapA, *tA, 0, f.row0);
-      load(mapB, *tB, tA->tileBytes, f.col0);
+      load(mapA, *tA, 0, f.row0, false);
+      load(mapB, *tB, tA->tileBytes, f.col0, clustered);
       b.setInsertionPointAfter(produce);
       return used ? k.add(used, slabs) : Value();
     });
@@ -584,7 +675,7 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
         b.create<nvgpu::MBarrierTryWaitParityOp>(convDone, ringParity(use, 2, 0), k.c(10000000), set);
         Value firstThread = b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, k.rem(tid, 128), k.c(0));
         if (convA && convB)
-          arriveWhere(firstThread, empty, stage);
+          arriveWhere(firstThread, Value(), Value(), stage);
         // The wgmmas of a k step on the converted set (tf32x3: three, on the
         // halves), an operand read as stored from the raw stage.
         Value stageAddress = k.add(tiles, rawStage);
@@ -620,7 +711,7 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
         Value frees =
             b.create<arith::AndIOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, kt, k.c(1)), firstThread);
         Value previous = b.create<arith::SubIOp>(use, k.c(1));
-        arriveWhere(frees, setFree, k.rem(previous, 2), !(convA && convB) ? empty : Value(), k.rem(previous, S));
+        arriveWhere(frees, setFree, k.rem(previous, 2), !(convA && convB) ? k.rem(previous, S) : Value());
         b.create<scf::YieldOp>(acc);
       } else {
         loop = b.create<scf::ForOp>(k.c(0), slabs, k.c(1), ValueRange{zero});
@@ -647,7 +738,7 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
           Value releases =
               b.create<arith::AndIOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, kt, k.c(1)),
                                       b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, k.rem(tid, 128), k.c(0)));
-          arriveWhere(releases, empty, k.rem(b.create<arith::SubIOp>(use, k.c(1)), S));
+          arriveWhere(releases, Value(), Value(), k.rem(b.create<arith::SubIOp>(use, k.c(1)), S));
           b.create<scf::YieldOp>(acc);
         }
       }
@@ -666,9 +757,9 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
             b.create<arith::AndIOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, slabs, k.c(1)),
                                     b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, k.rem(tid, 128), k.c(0)));
         if (convA || convB)
-          arriveWhere(releases, setFree, k.rem(last, 2), !(convA && convB) ? empty : Value(), k.rem(last, S));
+          arriveWhere(releases, setFree, k.rem(last, 2), !(convA && convB) ? k.rem(last, S) : Value());
         else
-          arriveWhere(releases, empty, k.rem(last, S));
+          arriveWhere(releases, Value(), Value(), k.rem(last, S));
       }
 
       // Epilogue: thread (warp q of its warpgroup, lane g, t) holds the pairs
@@ -706,6 +797,9 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     consumerTiles(-1);
   }
   b.setInsertionPointAfter(roles);
+  // No CTA of a cluster exits while a peer may still arrive on its `empty`.
+  if (clustered && !faults.noClusterSyncBeforeExit)
+    clusterBarrier();
   b.create<gpu::ReturnOp>();
   return WgmmaMatmulKernel{func, {tA->map, tB->map}};
 }

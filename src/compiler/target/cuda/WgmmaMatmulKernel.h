@@ -38,6 +38,18 @@
 // which waits until the pool holds them): 232 a consumer thread instead of
 // 168 with two consumer warpgroups (ptxas launches such a kernel with all a
 // thread may take, 168 at 384 threads; CUTLASS's 40 / 232).
+// With config.clusterM = 2 (persistent), the blocks pair up in clusters
+// (kClusterDimsAttr; rank = %cluster_ctarank) that take the two row tiles
+// of a 2 blockM x blockN cluster tile: each CTA loads its own A tile and
+// half of the B tile they share, multicast into both (TMA multicast), so
+// B crosses from L2 once a cluster. A stage's `full` expects the whole
+// stage in each CTA; its `empty` (an mbarrier of the NVVM pointer ops in
+// dynamic shared memory, which a peer reaches through mapa) counts the
+// readers of both CTAs: each consumer warpgroup's release arrives on the
+// stage's `empty` in every CTA of the cluster (kRemoteArriveAsm), as both
+// producers write into the stage. Cluster barriers follow the inits (a
+// peer's first arrive or multicast finds them done) and precede the exit
+// (a CTA's shared memory stays while a peer may still arrive on it).
 // Tiles are written by TMA with the 128/64/32-byte swizzle of their rows and
 // read by wgmma with the same swizzle, both on absolute shared addresses, so
 // every tile starts on a 1024-byte boundary (the kernel rounds the dynamic
@@ -98,6 +110,16 @@ struct WgmmaMatmulFaults {
   /// setmaxnreg: the producer keeps its registers (no .dec), so the
   /// consumers' .inc waits forever for the pool.
   bool producerKeepsRegisters = false;
+  /// Clusters: a consumer releases a stage only in its own CTA, whose
+  /// `empty` counts its own readers alone, so a peer's producer may
+  /// multicast into the stage while it is still read.
+  bool releaseOnlyLocally = false;
+  /// Clusters: no cluster barrier between the mbarriers' inits and the
+  /// peers' first use of them.
+  bool noClusterSyncAfterInit = false;
+  /// Clusters: no cluster barrier before the CTAs exit (a peer's last
+  /// releases may arrive on a CTA that has exited).
+  bool noClusterSyncBeforeExit = false;
 };
 
 struct WgmmaMatmulKernel {
