@@ -76,6 +76,20 @@ def tensor_map(cuda, spec, tensor, typ, dev):
     return torch.frombuffer(bytearray(data), dtype=torch.uint8).to(dev)
 
 
+class LaunchAttribute(ctypes.Structure):  # CUlaunchAttribute: an id, padding, a 64-byte value
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_uint32 * 16)]
+
+
+class LaunchConfig(ctypes.Structure):  # CUlaunchConfig
+    _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint), ("gridDimZ", ctypes.c_uint),
+                ("blockDimX", ctypes.c_uint), ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
+                ("sharedMemBytes", ctypes.c_uint), ("hStream", ctypes.c_void_p),
+                ("attrs", ctypes.POINTER(LaunchAttribute)), ("numAttrs", ctypes.c_uint)]
+
+
+CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
+
+
 def timed(fn, iters):
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     samples = []
@@ -124,6 +138,7 @@ def run_cases(art, first):
         config = f[12]
         tma = f[13] if len(f) > 13 else "-"
         parts = int(f[14]) if len(f) > 14 else 1  # split-K: C is the parts' partial products
+        cluster = int(f[15]) if len(f) > 15 else 1  # CTAs a cluster along x (TMA multicast)
         func = ctypes.c_void_p()
         module, source = load_module(cuda, art, ptx)
         check(cuda.cuModuleGetFunction(ctypes.byref(func), module, name.encode()), "cuModuleGetFunction")
@@ -150,8 +165,19 @@ def run_cases(art, first):
         params = (ctypes.c_void_p * 3)(*[ctypes.cast(ctypes.byref(p), ctypes.c_void_p) for p in ptrs])
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
 
+        # A kernel of clusters is launched with the cluster attribute (MLIR 19
+        # puts no .reqnctapercluster in the PTX).
+        attribute = LaunchAttribute(id=CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+        attribute.value[0], attribute.value[1], attribute.value[2] = cluster, 1, 1
+        launch = LaunchConfig(gx, gy, gz, bx, 1, 1, smem, stream, ctypes.pointer(attribute), 1)
+        if cluster > 1:
+            source += f", clusters of {cluster}"
+
         def nova():
-            check(cuda.cuLaunchKernel(func, gx, gy, gz, bx, 1, 1, smem, stream, params, None), "cuLaunchKernel")
+            if cluster > 1:
+                check(cuda.cuLaunchKernelEx(ctypes.byref(launch), func, params, None), "cuLaunchKernelEx")
+            else:
+                check(cuda.cuLaunchKernel(func, gx, gy, gz, bx, 1, 1, smem, stream, params, None), "cuLaunchKernel")
             if parts > 1:  # the parts summed in order, as a step's sum kernel does (timed with the kernel)
                 torch.sum(partials, 0, out=c)
 

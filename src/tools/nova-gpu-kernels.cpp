@@ -1,7 +1,7 @@
 //===- nova-gpu-kernels.cpp - PTX of GPU matmul kernels, for the device check -===//
 //
 //   nova-gpu-kernels TARGET OUT_DIR CASE...
-//     CASE = type:layout:MxNxK[:mma|:flat|:pingpong|:evenregs][@BMxBN/WMxWN], e.g.
+//     CASE = type:layout:MxNxK[:mma|:flat|:pingpong|:evenregs|:cluster][@BMxBN/WMxWN], e.g.
 //     bf16:NN:4096x4096x4096 (type f16, bf16, tf32 or 3xtf32 (f32 operands
 //     at about f32's accuracy, the configurator's 3xtf32 kernel even where
 //     it would take f32 FMAs); layout NN, NT, TN or
@@ -10,7 +10,9 @@
 //     would be persistent, :pingpong the persistent wgmma kernel whose two
 //     consumer warpgroups take 64-row tiles in turn, :evenregs no
 //     setmaxnreg (every thread the block's even share of the registers,
-//     as before 2026-12-05); @128x128/64x64 only that block and warp tile,
+//     as before 2026-12-05), :cluster the persistent wgmma kernel in
+//     clusters of 2 CTAs along M sharing B's tile by TMA multicast;
+//     @128x128/64x64 only that block and warp tile,
 //     the model choosing depth and split: a variant measured beside the
 //     configurator's choice, named with its tile)
 //
@@ -19,7 +21,7 @@
 // + wgmma kernel where it applies, else mma.sync), the kernel, its PTX
 // (OUT_DIR/<name>.ptx), and a line of OUT_DIR/manifest.tsv saying how to
 // launch it:
-//   name ptx type layout m n k grid_x grid_y grid_z block_x shared_bytes config tma parts
+//   name ptx type layout m n k grid_x grid_y grid_z block_x shared_bytes config tma parts cluster_x
 // (the grid: tiles along N, M and the parts of K, or a persistent
 // kernel's blocks along x)
 // where tma is "-" (the kernel takes A, B, C) or the two tensor maps the
@@ -27,7 +29,9 @@
 // "operand;dims;strides;box;swizzle" with comma-separated lists (dims and
 // box in elements, fastest first; strides in bytes), and parts is how many
 // parts the configurator split K into: C is then parts x m x n,
-// the parts' partial products, for the launcher to sum.
+// the parts' partial products, for the launcher to sum, and cluster_x the
+// CTAs a cluster along x (1: none; else launched with cuLaunchKernelEx's
+// cluster attribute, which MLIR 19 cannot put in the PTX).
 // bench/device/matmul_check.py loads the PTX through the CUDA driver on a
 // machine without LLVM or MLIR and compares the kernel with cuBLAS.
 //
@@ -60,10 +64,11 @@ namespace {
 
 int usage() {
   std::fprintf(stderr, "usage: nova-gpu-kernels TARGET OUT_DIR "
-                       "type:layout:MxNxK[:mma|:flat|:pingpong|:evenregs][@BMxBN/WMxWN]...\n"
+                       "type:layout:MxNxK[:mma|:flat|:pingpong|:evenregs|:cluster][@BMxBN/WMxWN]...\n"
                        "  type f16, bf16, tf32 or 3xtf32; layout NN, NT, TN or TT; :mma keeps mma.sync on sm_90a,\n"
                        "  :flat a block a tile (not persistent), :pingpong consumer warpgroups in turn,\n"
-                       "  :evenregs no setmaxnreg (the block's registers shared evenly);\n"
+                       "  :evenregs no setmaxnreg (the block's registers shared evenly),\n"
+                       "  :cluster clusters of 2 along M sharing B's tile (TMA multicast);\n"
                        "  @BMxBN/WMxWN only that block and warp tile\n");
   return 2;
 }
@@ -110,8 +115,8 @@ int main(int argc, char **argv) {
     int fields = std::sscanf(spec.c_str(), "%7[a-z0-9]:%2[NT]:%lldx%lldx%lld:%15[a-z]", type, layout, &m, &n, &k, kind);
     if (fields < 5 || m < 1 || n < 1 || k < 1 ||
         (fields == 6 && std::string(kind) != "mma" && std::string(kind) != "flat" && std::string(kind) != "pingpong" &&
-         std::string(kind) != "evenregs")) {
-      std::fprintf(stderr, "nova-gpu-kernels: '%s' is not type:layout:MxNxK[:mma|:flat|:pingpong|:evenregs]\n",
+         std::string(kind) != "evenregs" && std::string(kind) != "cluster")) {
+      std::fprintf(stderr, "nova-gpu-kernels: '%s' is not type:layout:MxNxK[:mma|:flat|:pingpong|:evenregs|:cluster]\n",
                    spec.c_str());
       return 2;
     }
@@ -119,6 +124,7 @@ int main(int argc, char **argv) {
     const bool flat = fields == 6 && std::string(kind) == "flat";
     const bool pingPong = fields == 6 && std::string(kind) == "pingpong";
     const bool evenRegisters = fields == 6 && std::string(kind) == "evenregs";
+    const bool cluster = fields == 6 && std::string(kind) == "cluster";
     GpuMatmulProblem p;
     p.m = m;
     p.n = n;
@@ -139,6 +145,7 @@ int main(int argc, char **argv) {
     p.allowPersistent = !flat;
     p.pingPong = pingPong;
     p.allowRegisterRebalancing = !evenRegisters;
+    p.clusterM = cluster ? 2 : 1;
     p.onlyBlockM = bm;
     p.onlyBlockN = bn;
     p.onlyWarpM = wm;
@@ -161,6 +168,8 @@ int main(int argc, char **argv) {
       name += "_pingpong";
     if (evenRegisters)
       name += "_evenregs";
+    if (cluster)
+      name += "_cluster";
     OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
     gpu::GPUModuleOp kernels = addKernelsModule(*module);
     std::string error, tma = "-";
@@ -219,7 +228,7 @@ int main(int argc, char **argv) {
     int64_t threads = config.threads;
     manifest << name << "\t" << name << ".ptx\t" << t << "\t" << layout << "\t" << m << "\t" << n << "\t" << k
              << "\t" << grid[0] << "\t" << grid[1] << "\t" << grid[2] << "\t" << threads << "\t" << gpuMatmulSmemBytes(config, p.operand) << "\t"
-             << config.describe() << "\t" << tma << "\t" << config.splitK << "\n";
+             << config.describe() << "\t" << tma << "\t" << config.splitK << "\t" << config.clusterM << "\n";
     std::fprintf(stderr, "%s: %s\n", name.c_str(), config.describe().c_str());
     if (const char *explain = std::getenv("NOVA_EXPLAIN"); explain && *explain && std::string(explain) != "0")
       for (const std::string &line : config.why)

@@ -633,7 +633,8 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
                            : sms * c.blocksPerSM;
       double compute = persistent ? (double(c.waves * slabs) * slabCycles(resident) + kLoadLatencyCycles) / clock
                                   : double(c.waves) * (double(slabs) * slabCycles(resident) + kLoadLatencyCycles) / clock;
-      double l2Bytes = double(c.tiles) * (s.bm + s.bn) * double(kPer) * es;
+      // (A cluster's B tile crosses from L2 once for its clusterM CTAs.)
+      double l2Bytes = double(c.tiles) * (s.bm + double(s.bn) / double(c.clusterM)) * double(kPer) * es;
       double memory = std::max(minBytes / dram, l2Bytes / (kL2OverDram * dram));
       double seconds = std::max(compute, memory);
       if (split > 1)

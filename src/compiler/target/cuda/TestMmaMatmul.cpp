@@ -7,7 +7,8 @@
 // (block-m, block-n, block-k, warps-m, warps-n, stages; all or none);
 // transpose-a / transpose-b; an epilogue (scale, bias, activation =
 // relu | gelu, residual; with a given block, persistent-blocks: a
-// persistent wgmma kernel of that many blocks). Lit tests check its IR and, through
+// persistent wgmma kernel of that many blocks, and cluster-m: in clusters
+// of that many CTAs along M). Lit tests check its IR and, through
 // gpu-lower-to-nvvm-pipeline, its PTX.
 //
 //===----------------------------------------------------------------------===//
@@ -59,7 +60,9 @@ struct TestMmaMatmul : PassWrapper<TestMmaMatmul, OperationPass<ModuleOp>> {
       persistentBlocks{*this, "persistent-blocks",
                        llvm::cl::desc("wgmma: blocks looping over the tiles (with a given block; else the "
                                       "configurator's)"),
-                       llvm::cl::init(0)};
+                       llvm::cl::init(0)},
+      clusterM{*this, "cluster-m", llvm::cl::desc("wgmma, persistent: CTAs a cluster along M (B multicast)"),
+               llvm::cl::init(1)};
   Option<bool> transposeA{*this, "transpose-a", llvm::cl::init(false)},
       transposeB{*this, "transpose-b", llvm::cl::init(false)}, bias{*this, "bias", llvm::cl::init(false)},
       residual{*this, "residual", llvm::cl::init(false)},
@@ -107,6 +110,7 @@ struct TestMmaMatmul : PassWrapper<TestMmaMatmul, OperationPass<ModuleOp>> {
       c.threads = c.kind == GpuMmaKind::wgmma ? wgmmaBlockThreads(warpsM) : 32 * warpsM * warpsN;
       c.tiles = ((p.m + blockM - 1) / blockM) * ((p.n + blockN - 1) / blockN);
       c.persistentBlocks = persistentBlocks;
+      c.clusterM = clusterM;
     }
     if (splitK)
       c.splitK = splitK;

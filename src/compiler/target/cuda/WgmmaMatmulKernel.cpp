@@ -329,12 +329,18 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
   Value empty = clustered ? Value() : b.create<nvgpu::MBarrierCreateOp>(barsType);
   Type i32 = b.getI32Type();
   auto i32Of = [&](int64_t v) -> Value { return b.create<arith::ConstantIntOp>(v, 32); };
-  // The tiles: the dynamic shared memory's base rounded up to 1024 bytes.
-  Value dyn = b.create<gpu::DynamicSharedMemoryOp>(
-      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(), wg));
-  Value base = b.create<memref::ExtractAlignedPointerAsIndexOp>(dyn);
-  Value tiles = b.create<arith::AndIOp>(k.add(base, 1023), k.c(-1024));
-  Value pad = b.create<arith::SubIOp>(tiles, base);
+  // The tiles: the dynamic shared memory's base rounded up to 1024 bytes
+  // (in a cluster before the inits, its `empty` mbarriers lying after them).
+  Value dyn, tiles, pad;
+  auto locateTiles = [&] {
+    dyn = b.create<gpu::DynamicSharedMemoryOp>(
+        MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), MemRefLayoutAttrInterface(), wg));
+    Value base = b.create<memref::ExtractAlignedPointerAsIndexOp>(dyn);
+    tiles = b.create<arith::AndIOp>(k.add(base, 1023), k.c(-1024));
+    pad = b.create<arith::SubIOp>(tiles, base);
+  };
+  if (clustered)
+    locateTiles();
   // Stage `stage`'s `empty` in a cluster: its shared address (this CTA's
   // window, u32) and as the NVVM ops' pointer.
   auto emptyAddress = [&](Value stage) -> Value {
@@ -386,6 +392,8 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
   };
   if (clustered && !faults.noClusterSyncAfterInit)
     clusterBarrier();
+  if (!clustered)
+    locateTiles();
 
   // The phase parity of use u = kt / ring of a barrier in a ring of
   // `ring` (a stage's: its full phase u, then its empty phase u; a
@@ -480,7 +488,7 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
               multicast ? k.add(k.add(stageOffset, tileOffset), k.mul(box, t.boxBytes))
                         : k.add(stageOffset, tileOffset + j * t.boxBytes),
               ValueRange{});
-          Value mn = multicast ? k.add(mn0, k.mul(box, boxMN)) : j == 0 ? mn0 : k.add(mn0, boxMN * j);
+          Value mn = multicast ? k.add(mn0, k.mul(box, boxMN)) : t.kMajor ? mn0 : k.add(mn0, boxMN * j);
           SmallVector<Value> coords;
           if (t.kMajor)
             coords = {k0, mn};
