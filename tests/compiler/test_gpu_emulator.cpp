@@ -1157,19 +1157,32 @@ TEST_CASE("GPU emulator: clusters of 2 along M share B's tile by TMA multicast")
   struct Case {
     GpuMatmulProblem p;
     GpuMatmulConfig c;
+    MmaEpilogue epilogue;
   };
-  for (const Case &cs : {Case{problem(320, 256, 192, bf16), wgmmaBlock(bf16, 2, 128, 64, 2)},
-                         Case{layout(problem(192, 144, 128, f16), true, true), wgmmaBlock(f16, 1, 16, 64, 2)},
-                         Case{layout(problem(128, 96, 96, tf32), false, true), wgmmaBlock(tf32, 1, 32, 32, 3)},
-                         Case{problem(256, 128, 96, x3), wgmmaBlock(x3, 1, 64, 32, 2)}}) {
+  MmaEpilogue fused;
+  fused.scale = 0.5;
+  fused.bias = true;
+  fused.activation = MmaEpilogue::Activation::gelu_tanh;
+  fused.residual = true;
+  for (const Case &cs : {Case{problem(320, 256, 192, bf16), wgmmaBlock(bf16, 2, 128, 64, 2), {}},
+                         Case{layout(problem(192, 144, 128, f16), true, true), wgmmaBlock(f16, 1, 16, 64, 2), {}},
+                         Case{layout(problem(128, 96, 96, tf32), false, true), wgmmaBlock(tf32, 1, 32, 32, 3), {}},
+                         Case{problem(256, 128, 96, x3), wgmmaBlock(x3, 1, 64, 32, 2), {}},
+                         // tf32 NN: B transposed in shared memory (its raw boxes of 32 columns, one a CTA).
+                         Case{problem(128, 128, 64, tf32), wgmmaBlock(tf32, 1, 64, 32, 2), {}},
+                         // A batch of 2 (each layer's cluster tiles), and a fused epilogue.
+                         Case{layout(problem(96, 128, 128, bf16), false, true, 2), wgmmaBlock(bf16, 1, 64, 64, 2), {}},
+                         Case{problem(256, 200, 64, bf16), wgmmaBlock(bf16, 2, 128, 64, 2), fused}}) {
     GpuMatmulConfig c = cs.c;
     c.clusterM = 2;
+    c.convertB = cs.p.operand == tf32 && !cs.p.rhsTransposed;
     c.persistentBlocks = 2;
     c.smemBytes = gpuMatmulSmemBytes(c, cs.p.operand);
-    const int64_t clusterTiles = (cs.p.m + 2 * c.blockM - 1) / (2 * c.blockM) * ((cs.p.n + c.blockN - 1) / c.blockN);
+    const int64_t clusterTiles =
+        cs.p.batch * ((cs.p.m + 2 * c.blockM - 1) / (2 * c.blockM)) * ((cs.p.n + c.blockN - 1) / c.blockN);
     REQUIRE(clusterTiles >= 2);
     for (auto [elseFirst, lag] : {std::pair{false, false}, std::pair{true, false}, std::pair{false, true}}) {
-      MatmulRun run = runMatmul(cs.p, c, {}, {}, {}, {}, elseFirst, lag);
+      MatmulRun run = runMatmul(cs.p, c, {}, cs.epilogue, {}, {}, elseFirst, lag);
       INFO(std::string(nameOf(cs.p.operand)), " ", cs.p.m, "x", cs.p.n, "x", cs.p.k, ": ", run.config);
       REQUIRE_MESSAGE(run.report.ok, run.report.error);
       MESSAGE("cluster of 2, ", std::string(nameOf(cs.p.operand)), " ", cs.p.m, "x", cs.p.n, "x", cs.p.k, ", ",
