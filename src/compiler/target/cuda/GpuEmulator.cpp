@@ -1193,8 +1193,8 @@ private:
     }
   }
 
-  /// setmaxnreg.{inc,dec}.sync.aligned by whole warpgroups (ptx-semantics.md
-  /// §7g): dec gives a warpgroup's registers above the count back to the
+  /// setmaxnreg.{inc,dec}.sync.aligned by whole warpgroups (docs/notes.md,
+  /// "PTX beyond"): dec gives a warpgroup's registers above the count back to the
   /// block's pool; inc takes them from it, waiting (another context runs)
   /// until the pool holds them all: an inc no dec can meet waits forever.
   bool setMaxRegisters(NVVM::SetMaxRegisterOp op) {

@@ -37,8 +37,8 @@
 //     wgmma that reads them;
 //     i64 values (descriptors) are exact; the dynamic shared memory starts
 //     at shared address 1040, not 1024-aligned, as behind a static mbarrier;
-//   - clusters (§7h): a cluster's CTAs, each with its own shared memory and
-//     mbarriers, run as contexts of one baton (a CTA may run ahead of its
+//   - clusters (docs/notes.md, "PTX beyond"): a cluster's CTAs, each with
+//     its own shared memory and mbarriers, run as contexts of one baton (a CTA may run ahead of its
 //     peer while the peer waits); a TMA load multicast lands in every CTA
 //     of its mask and completes on each one's mbarrier; a remote arrive
 //     (kRemoteArriveAsm: mapa + mbarrier.arrive.release.cluster) reaches a
