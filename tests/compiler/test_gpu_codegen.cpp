@@ -196,6 +196,7 @@ TEST_CASE("CUDA codegen: wgmma kernels with setmaxnreg: ptxas honours it (all a 
   // kernel launched by .maxntid alone, and without setmaxnreg the tf32
   // ping-pong kernel of 64 x 192 spilled 116 bytes; the tf32 NN product now
   // takes 128 x 256 blocks (200 registers a consumer by the estimate).
+  // And in clusters of 2 along M (B multicast, remote releases).
   const std::string ptxas = ptxasPath();
   if (ptxas.empty()) {
     MESSAGE("no ptxas: nothing to check");
@@ -205,13 +206,16 @@ TEST_CASE("CUDA codegen: wgmma kernels with setmaxnreg: ptxas honours it (all a 
     GpuOperand operand;
     int64_t m, n, k;
     bool lhsTransposed, rhsTransposed, pingPong;
+    int64_t clusterM = 1;
   };
   const ::nova::TargetDesc target = ::nova::named_target("sm_90a");
   for (Case c : {Case{GpuOperand::tf32, 4096, 4096, 4096, false, false, false},
                  Case{GpuOperand::tf32, 4096, 4096, 4096, false, false, true},
                  Case{GpuOperand::bf16, 4096, 4096, 4096, false, false, false},
                  Case{GpuOperand::tf32x3, 768, 3072, 8192, true, false, false},
-                 Case{GpuOperand::tf32x3, 8192, 3072, 768, false, false, false}}) {
+                 Case{GpuOperand::tf32x3, 8192, 3072, 768, false, false, false},
+                 Case{GpuOperand::bf16, 4096, 4096, 4096, false, false, false, 2},
+                 Case{GpuOperand::tf32x3, 8192, 3072, 768, false, false, false, 2}}) {
     GpuMatmulProblem p;
     p.m = c.m;
     p.n = c.n;
@@ -220,6 +224,7 @@ TEST_CASE("CUDA codegen: wgmma kernels with setmaxnreg: ptxas honours it (all a 
     p.lhsTransposed = c.lhsTransposed;
     p.rhsTransposed = c.rhsTransposed;
     p.pingPong = c.pingPong;
+    p.clusterM = c.clusterM;
     GpuMatmulConfig config = configureGpuMatmul(p, target);
     CAPTURE(config.describe());
     REQUIRE(config.kind == GpuMmaKind::wgmma);
@@ -233,6 +238,12 @@ TEST_CASE("CUDA codegen: wgmma kernels with setmaxnreg: ptxas honours it (all a 
     CHECK(count(*ptx, "setmaxnreg.dec.sync.aligned.u32 40;") == 1);
     CHECK(count(*ptx, "setmaxnreg.inc.sync.aligned.u32 232;") == 1);
     CHECK(count(*ptx, ".minnctapersm 1") == 1);
+    if (c.clusterM > 1) {
+      CHECK(config.clusterM == c.clusterM);
+      CHECK(count(*ptx, ".multicast::cluster") >= 1);
+      CHECK(count(*ptx, "mapa.shared::cluster.u32") >= 2);
+      CHECK(count(*ptx, "barrier.cluster.wait.aligned;") == 2);
+    }
     FailureOr<Cubin> cubin = assemblePtx(ptxas, *ptx, target.cpu, error);
     REQUIRE_MESSAGE(succeeded(cubin), error);
     REQUIRE(cubin->kernels.size() == 1);
@@ -240,7 +251,8 @@ TEST_CASE("CUDA codegen: wgmma kernels with setmaxnreg: ptxas honours it (all a 
     std::string notes;
     for (const std::string &note : cubin->performanceNotes)
       notes += note + "; ";
-    MESSAGE(std::string(nameOf(c.operand)), std::string(c.pingPong ? " ping-pong " : " "), c.m, "x", c.n, "x", c.k, ": ", info.registers,
+    MESSAGE(std::string(nameOf(c.operand)), std::string(c.pingPong ? " ping-pong " : c.clusterM > 1 ? " cluster " : " "),
+            c.m, "x", c.n, "x", c.k, ": ", info.registers,
             " registers at entry (consumer estimate ", config.registersPerThread, "), spills ", info.spillStoreBytes,
             " / ", info.spillLoadBytes, " bytes", notes.empty() ? "" : ", ptxas: " + notes);
     CHECK(cubin->performanceNotes.empty());
