@@ -225,6 +225,30 @@ TEST_CASE("GPU configurator: pinned decisions") {
   CHECK(pingPong.warpsM == 2);
   CHECK(pingPong.threads == 384);
   CHECK(pingPong.persistentBlocks == h200.multiprocessors * pingPong.blocksPerSM);
+  // Clusters of 2 along M only when asked: persistent on whole clusters
+  // (no more than the cluster tiles), no split-K; the model's L2 traffic
+  // counts the shared B tile once a cluster; a target without wgmma or a
+  // B tile that does not halve into whole boxes gets none.
+  CHECK(gpt.clusterM == 1);
+  GpuMatmulProblem paired = problem(1, 8192, 3072, 768, GpuOperand::bf16);
+  paired.clusterM = 2;
+  GpuMatmulConfig cluster = configureGpuMatmul(paired, h200);
+  CAPTURE(cluster.describe());
+  CHECK(cluster.clusterM == 2);
+  CHECK(cluster.kind == GpuMmaKind::wgmma);
+  CHECK(cluster.persistentBlocks % 2 == 0);
+  CHECK(cluster.persistentBlocks <= h200.multiprocessors * cluster.blocksPerSM);
+  CHECK(cluster.splitK == 1);
+  CHECK(cluster.describe().find("clusters of 2 along M") != std::string::npos);
+  GpuMatmulProblem fewTiles = problem(1, 256, 256, 8192, GpuOperand::bf16, true, false);
+  fewTiles.clusterM = 2;
+  GpuMatmulConfig few = configureGpuMatmul(fewTiles, h200);
+  CAPTURE(few.describe());
+  CHECK(few.splitK == 1);
+  CHECK(few.persistentBlocks == 2 * ((256 + 2 * few.blockM - 1) / (2 * few.blockM)) * ((256 + few.blockN - 1) / few.blockN));
+  GpuMatmulProblem onAmpere = problem(1, 4096, 4096, 4096, GpuOperand::bf16);
+  onAmpere.clusterM = 2;
+  CHECK(configureGpuMatmul(onAmpere, a100).threads == 0);
   GpuMatmulConfig oneWave = configureGpuMatmul(problem(1, 768, 3072, 8192, GpuOperand::bf16, true, false), h200);
   CAPTURE(oneWave.describe());
   CHECK(oneWave.waves == 1);
