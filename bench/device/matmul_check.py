@@ -171,7 +171,12 @@ def run_cases(art, first):
         attribute.value[0], attribute.value[1], attribute.value[2] = cluster, 1, 1
         launch = LaunchConfig(gx, gy, gz, bx, 1, 1, smem, stream, ctypes.pointer(attribute), 1)
         if cluster > 1:
-            source += f", clusters of {cluster}"
+            # How many clusters the device holds at once: fewer than the
+            # kernel's (persistent) ones and the rest wait for a second round.
+            resident = ctypes.c_int(0)
+            held = ("?" if cuda.cuOccupancyMaxActiveClusters(ctypes.byref(resident), func, ctypes.byref(launch)) != 0
+                    else str(resident.value))
+            source += f", clusters of {cluster} ({gx // cluster} launched, {held} resident at most)"
 
         def nova():
             if cluster > 1:
