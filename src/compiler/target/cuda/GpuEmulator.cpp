@@ -839,19 +839,8 @@ private:
       if (!active[size_t(t)] || !predicated(op.getPredicate(), t))
         continue;
       MBarrier *bar = barrierAtAddress(op, op.getAddr(), t, nullptr, /*initializing=*/true);
-      if (!bar)
+      if (!bar || !initBarrier(op, *bar, count, t))
         return false;
-      if (bar->live)
-        return fail(op, "initializes a live mbarrier again", t);
-      const int64_t n = count ? int64_t(count->v[size_t(t)]) : 0;
-      if (n < 1 || n >= (int64_t(1) << 20))
-        return fail(op, llvm::formatv("an mbarrier count of {0}", n), t);
-      *bar = MBarrier{};
-      bar->live = true;
-      bar->initThread = t;
-      bar->initEpoch = epoch;
-      bar->initTick = ++clock.tick;
-      bar->pending = bar->expected = n;
     }
     return true;
   }
@@ -982,21 +971,24 @@ private:
 
   bool mbarrierInit(nvgpu::MBarrierInitOp op) {
     const Reg *count = get(op.getCount());
-    return forEachArrival(op, op.getPredicate(), op.getBarriers(), op.getMbarId(), true, [&](int64_t t, MBarrier &b) {
-      MBarrier *bar = &b;
-      if (bar->live)
-        return fail(op, "initializes a live mbarrier again", t);
-      int64_t n = count ? int64_t(count->v[size_t(t)]) : 0;
-      if (n < 1 || n >= (int64_t(1) << 20))
-        return fail(op, llvm::formatv("an mbarrier count of {0}", n), t);
-      *bar = MBarrier{};
-      bar->live = true;
-      bar->initThread = t;
-      bar->initEpoch = epoch;
-      bar->initTick = ++clock.tick;
-      bar->pending = bar->expected = n;
-      return true;
-    });
+    return forEachArrival(op, op.getPredicate(), op.getBarriers(), op.getMbarId(), true,
+                          [&](int64_t t, MBarrier &bar) { return initBarrier(op, bar, count, t); });
+  }
+
+  /// Thread t's mbarrier.init of `bar` with its value of `count`.
+  bool initBarrier(Operation *op, MBarrier &bar, const Reg *count, int64_t t) {
+    if (bar.live)
+      return fail(op, "initializes a live mbarrier again", t);
+    const int64_t n = count ? int64_t(count->v[size_t(t)]) : 0;
+    if (n < 1 || n >= (int64_t(1) << 20))
+      return fail(op, llvm::formatv("an mbarrier count of {0}", n), t);
+    bar = MBarrier{};
+    bar.live = true;
+    bar.initThread = t;
+    bar.initEpoch = epoch;
+    bar.initTick = ++clock.tick;
+    bar.pending = bar.expected = n;
+    return true;
   }
 
   /// mbarrier.arrive (no transaction bytes): a consumer releasing a stage.
