@@ -30,7 +30,7 @@
 namespace nova {
 
 /// Bumped whenever the byte layout or the kernel ABI changes.
-inline constexpr std::uint32_t executable_format_version = 7;
+inline constexpr std::uint32_t executable_format_version = 8;
 
 /// The compiler's version string; entries from another version are stale.
 std::string compiler_version();
@@ -85,6 +85,10 @@ struct KernelDesc {
   /// per block in bytes; 0 and 0 for the CPU.
   std::uint32_t threads = 0;
   std::uint32_t shared_bytes = 0;
+  /// GPU kernels: the CTAs a cluster along x (1: none; else the launch
+  /// gives the driver's cluster attribute, and its workgroups are whole
+  /// clusters).
+  std::uint32_t cluster = 1;
   /// GPU kernels: the arguments passed as TMA tensor maps (none for most).
   std::vector<TensorMapDesc> tensor_maps;
   friend bool operator==(const KernelDesc&, const KernelDesc&) = default;

@@ -20,6 +20,9 @@
 //   NOVA_GPU_SMS=<n>       a GPU target's multiprocessors (fewer than the
 //                          entry's: a MIG slice, a cut-down part; the compute
 //                          peaks scale with them)
+//   NOVA_GPU_CLUSTER=2     the wgmma matmuls in clusters of 2 CTAs along M,
+//                          sharing B's tile by TMA multicast (sm_90a; 1, the
+//                          default: none)
 #pragma once
 
 #include <cstdint>
@@ -95,6 +98,9 @@ struct TargetDesc {
   std::int64_t peak_gflops_f32 = 0;
   std::int64_t peak_gflops_tf32 = 0;
   std::int64_t peak_gflops_bf16 = 0;
+  /// How code is generated rather than what the device is: the CTAs a
+  /// cluster the wgmma matmuls pair along M (NOVA_GPU_CLUSTER; 1: none).
+  int matmul_cluster = 1;
 
   bool is_gpu() const { return kind == DeviceKind::cuda; }
 
@@ -117,7 +123,7 @@ TargetDesc named_target(std::string_view name);
 TargetDesc builtin_gpu_target(std::string_view name);
 std::vector<std::string> known_targets();
 /// NOVA_TARGET (default "host") with the NOVA_NUM_THREADS / NOVA_VECTOR_BITS
-/// (CPU) or NOVA_GPU_SMS (GPU) overrides: what steps compile for now. Read
+/// (CPU) or NOVA_GPU_SMS / NOVA_GPU_CLUSTER (GPU) overrides: what steps compile for now. Read
 /// on each call (cheap).
 TargetDesc target_from_env();
 /// Features `needed` uses that `machine` lacks (empty: code for `needed` runs

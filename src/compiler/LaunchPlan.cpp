@@ -236,6 +236,8 @@ LogicalResult mlir::nova::buildLaunchPlan(func::FuncOp step, ModuleOp kernels,
         desc.kernels.back().threads = static_cast<uint32_t>(threads.getInt());
       if (auto shared = kernel->getAttrOfType<IntegerAttr>(kGpuSharedBytesAttr))
         desc.kernels.back().shared_bytes = static_cast<uint32_t>(shared.getInt());
+      if (auto cluster = kernel->getAttrOfType<IntegerAttr>(kGpuClusterAttr))
+        desc.kernels.back().cluster = static_cast<uint32_t>(cluster.getInt());
       FailureOr<std::vector<::nova::TensorMapDesc>> maps = tensorMapsOf(kernel);
       if (failed(maps)) {
         error = "kernel " + name.str() + " has a malformed tensor map (f32, bf16 or f16 elements)";

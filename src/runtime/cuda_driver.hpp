@@ -25,6 +25,22 @@ using CUdeviceptr = unsigned long long;
 /// CUfunction_attribute: the dynamic shared memory a kernel may be launched with.
 inline constexpr int kFuncMaxDynamicSharedSizeBytes = 8;
 
+/// cuLaunchKernelEx's configuration (CUlaunchConfig) and attribute
+/// (CUlaunchAttribute: an id, padding, a 64-byte value), for a launch in
+/// clusters (kLaunchAttributeClusterDimension: value x, y, z).
+struct LaunchAttribute {
+  int id = 0;
+  char pad[4] = {};
+  std::uint32_t value[16] = {};
+};
+struct LaunchConfig {
+  unsigned grid_x = 1, grid_y = 1, grid_z = 1, block_x = 1, block_y = 1, block_z = 1, shared_bytes = 0;
+  CUstream stream = nullptr;
+  LaunchAttribute* attributes = nullptr;
+  unsigned attribute_count = 0;
+};
+inline constexpr int kLaunchAttributeClusterDimension = 4;
+
 /// CUdevice_attribute values used (cuda.h).
 enum Attribute : int {
   kMaxThreadsPerBlock = 1,
@@ -71,6 +87,10 @@ struct Driver {
   CUresult (*cuLaunchKernel)(CUfunction function, unsigned gridX, unsigned gridY, unsigned gridZ, unsigned blockX,
                              unsigned blockY, unsigned blockZ, unsigned sharedBytes, CUstream stream,
                              void** params, void** extra) = nullptr;
+  // Launches in clusters (CUDA 12; null before: only steps with cluster
+  // kernels need it, and say so).
+  CUresult (*cuLaunchKernelEx)(const LaunchConfig* config, CUfunction function, void** params,
+                               void** extra) = nullptr;
   // Streams and graphs (CUDA 11.4+; null when the driver has not all of
   // them: the plan is then launched kernel by kernel on the default stream).
   CUresult (*cuStreamCreate)(CUstream* stream, unsigned flags) = nullptr;

@@ -168,6 +168,9 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
       if (k.shared_bytes > 48 * 1024)
         check("cuFuncSetAttribute", d_->cuFuncSetAttribute(f, cuda::kFuncMaxDynamicSharedSizeBytes,
                                                            static_cast<int>(k.shared_bytes)));
+      if (k.cluster > 1 && !d_->cuLaunchKernelEx)
+        throw Error("nova: kernel " + k.symbol + " runs in clusters of " + std::to_string(k.cluster) +
+                    ", and this CUDA driver has no cuLaunchKernelEx (CUDA 12 or later needed)");
       functions_.push_back(f);
     }
     const char* resident = std::getenv("NOVA_GPU_RESIDENT");
@@ -316,9 +319,24 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
       const LaunchDesc& l = desc_.launches[i];
       const KernelDesc& k = desc_.kernels[l.kernel];
       // The driver reads the parameters and does not write them.
+      void** params = const_cast<void**>(params_[i].data());
+      if (k.cluster > 1) { // the cluster as the launch's attribute (no .reqnctapercluster in the PTX)
+        cuda::LaunchAttribute cluster;
+        cluster.id = cuda::kLaunchAttributeClusterDimension;
+        cluster.value[0] = k.cluster, cluster.value[1] = 1, cluster.value[2] = 1;
+        cuda::LaunchConfig config;
+        config.grid_x = static_cast<unsigned>(l.workgroups);
+        config.block_x = k.threads;
+        config.shared_bytes = k.shared_bytes;
+        config.stream = stream;
+        config.attributes = &cluster;
+        config.attribute_count = 1;
+        check("cuLaunchKernelEx", k.symbol, d_->cuLaunchKernelEx(&config, functions_[l.kernel], params, nullptr));
+        continue;
+      }
       check("cuLaunchKernel", k.symbol,
             d_->cuLaunchKernel(functions_[l.kernel], static_cast<unsigned>(l.workgroups), 1, 1, k.threads, 1, 1,
-                               k.shared_bytes, stream, const_cast<void**>(params_[i].data()), nullptr));
+                               k.shared_bytes, stream, params, nullptr));
     }
   }
 

@@ -154,6 +154,7 @@ std::vector<std::uint8_t> ExecutableDesc::serialize() const {
     body.put<std::uint64_t>(k.bytes);
     body.put<std::uint32_t>(k.threads);
     body.put<std::uint32_t>(k.shared_bytes);
+    body.put<std::uint32_t>(k.cluster);
     body.put<std::uint64_t>(k.tensor_maps.size());
     for (const auto& m : k.tensor_maps) {
       body.put<std::uint32_t>(m.arg);
@@ -232,6 +233,7 @@ ExecutableDesc ExecutableDesc::deserialize(std::span<const std::uint8_t> bytes, 
     k.bytes = r.get<std::uint64_t>("kernel bytes");
     k.threads = r.get<std::uint32_t>("kernel threads");
     k.shared_bytes = r.get<std::uint32_t>("kernel shared bytes");
+    k.cluster = r.get<std::uint32_t>("kernel cluster");
     for (auto n_maps = r.count("tensor maps", 12); n_maps > 0; --n_maps) {
       TensorMapDesc m;
       m.arg = r.get<std::uint32_t>("tensor map argument");
@@ -309,6 +311,9 @@ void ExecutableDesc::validate(const std::string& what) const {
     if (gpu ? k.threads < 1 || k.threads > 1024 : k.threads != 0 || k.shared_bytes != 0)
       fail("kernel " + k.symbol + " has " + std::to_string(k.threads) + " threads a block on a " +
            (gpu ? "GPU (1 to 1024)" : "CPU (none)"));
+    if (gpu ? k.cluster < 1 || k.cluster > 8 : k.cluster != 1)
+      fail("kernel " + k.symbol + " runs in clusters of " + std::to_string(k.cluster) + " on a " +
+           (gpu ? "GPU (1 to 8)" : "CPU (1)"));
   }
   for (const auto& k : kernels)
     for (const auto& m : k.tensor_maps) {
@@ -324,6 +329,9 @@ void ExecutableDesc::validate(const std::string& what) const {
     std::string where = "launch " + std::to_string(i);
     if (l.kernel >= kernels.size()) fail(where + " names kernel " + std::to_string(l.kernel) + " of " + std::to_string(kernels.size()));
     if (l.workgroups == 0) fail(where + " has no workgroups");
+    if (l.kernel < kernels.size() && l.workgroups % kernels[l.kernel].cluster != 0)
+      fail(where + "'s " + std::to_string(l.workgroups) + " workgroups are not whole clusters of " +
+           std::to_string(kernels[l.kernel].cluster));
     if (l.args.size() > 4096) fail(where + " has " + std::to_string(l.args.size()) + " arguments");
     for (const auto& a : l.args) check_ref(a, where);
     // A tensor map reads no byte past its argument's buffer.

@@ -200,7 +200,7 @@ std::vector<std::int64_t> gpu_fields(const TargetDesc& t) {
           t.max_threads_per_block, t.max_threads_per_sm, t.max_blocks_per_sm, t.smem_per_block,
           t.smem_per_block_optin, t.smem_per_sm, t.registers_per_sm, t.registers_per_block,
           t.registers_per_thread, t.clock_mhz, t.memory_bytes, t.dram_gb_per_s,
-          t.peak_gflops_f32, t.peak_gflops_tf32, t.peak_gflops_bf16};
+          t.peak_gflops_f32, t.peak_gflops_tf32, t.peak_gflops_bf16, t.matmul_cluster};
 }
 
 void set_gpu_fields(TargetDesc& t, const std::vector<std::int64_t>& v) {
@@ -225,6 +225,7 @@ void set_gpu_fields(TargetDesc& t, const std::vector<std::int64_t>& v) {
   t.peak_gflops_f32 = next();
   t.peak_gflops_tf32 = next();
   t.peak_gflops_bf16 = next();
+  t.matmul_cluster = int(std::max<std::int64_t>(1, next()));
 }
 
 namespace {
@@ -305,6 +306,7 @@ std::string TargetDesc::describe() const {
                     " a block / " + kib(smem_per_sm) + " an SM, L2 " + kib(l2_bytes) + ", peak " +
                     std::to_string(peak_gflops_bf16 / 1000) + " TFLOP/s bf16, " +
                     std::to_string(peak_gflops_tf32 / 1000) + " tf32, " + std::to_string(dram_gb_per_s) + " GB/s";
+    if (matmul_cluster > 1) s += ", wgmma matmuls in clusters of " + std::to_string(matmul_cluster);
     if (!model.empty()) s += ", " + model;
     return s + ")";
   }
@@ -353,6 +355,16 @@ TargetDesc target_from_env() {
       t.peak_gflops_tf32 = scaled(t.peak_gflops_tf32);
       t.peak_gflops_bf16 = scaled(t.peak_gflops_bf16);
       t.multiprocessors = sms;
+    }
+    if (const char* v = std::getenv("NOVA_GPU_CLUSTER"); v && *v) {
+      const int cluster = env_int("NOVA_GPU_CLUSTER");
+      if (cluster != 1 && cluster != 2)
+        throw Error(std::string("nova: NOVA_GPU_CLUSTER must be 1 or 2 (CTAs a cluster of the wgmma matmuls), not '") +
+                    v + "'");
+      if (cluster > 1 && !t.has("wgmma.bf16"))
+        throw Error("nova: NOVA_GPU_CLUSTER=2 pairs the wgmma matmuls in clusters; " + t.name +
+                    " has no wgmma (sm_90a)");
+      t.matmul_cluster = cluster;
     }
     return t; // the CPU overrides below do not apply
   }
@@ -406,7 +418,7 @@ std::uint64_t current_target_hash() {
   // Per thread, re-derived only when one of the variables changes.
   struct Cached {
     bool valid = false;
-    std::string target, threads, bits, gpu;
+    std::string target, threads, bits, gpu, sms, cluster;
     std::uint64_t hash = 0;
   };
   thread_local Cached cached;
@@ -415,13 +427,13 @@ std::uint64_t current_target_hash() {
     return std::string(v ? v : "");
   };
   std::string target = get("NOVA_TARGET"), threads = get("NOVA_NUM_THREADS"), bits = get("NOVA_VECTOR_BITS"),
-              gpu = get("NOVA_GPU");
+              gpu = get("NOVA_GPU"), sms = get("NOVA_GPU_SMS"), cluster = get("NOVA_GPU_CLUSTER");
   if (!cached.valid || target != cached.target || threads != cached.threads || bits != cached.bits ||
-      gpu != cached.gpu) {
+      gpu != cached.gpu || sms != cached.sms || cluster != cached.cluster) {
     TargetDesc t = target_from_env();
     // A GPU step run by the emulator (NOVA_GPU=emulate) is another executable.
     std::uint64_t emulated = t.is_gpu() && gpu == "emulate" ? 0x656d756c61746564ull : 0;
-    cached = {true, target, threads, bits, gpu, t.hash() ^ emulated};
+    cached = {true, target, threads, bits, gpu, sms, cluster, t.hash() ^ emulated};
   }
   return cached.hash;
 }

@@ -190,13 +190,16 @@ static void log_text(const char* text) {
 }
 /* One launch: its kernel (a function handle is its name), shape and the
  * values of its (at most 2) pointer arguments. */
-struct launch { const char* name; unsigned gx, bx, shared; CUdeviceptr args[2]; };
+struct launch { const char* name; unsigned gx, bx, shared; CUdeviceptr args[2]; unsigned cluster; };
 /* The fake GPU's clock, in microseconds: each executed launch adds its blocks. */
 static unsigned long long fake_clock_us;
 static void execute_kernel(const struct launch* l) {
   __atomic_add_fetch(&fake_clock_us, (unsigned long long)l->gx, __ATOMIC_SEQ_CST);
   char line[256];
-  snprintf(line, sizeof line, "%s<<<%u,%u,%u>>>;", l->name, l->gx, l->bx, l->shared);
+  if (l->cluster > 1)
+    snprintf(line, sizeof line, "%s<<<%u,%u,%u,cluster %u>>>;", l->name, l->gx, l->bx, l->shared, l->cluster);
+  else
+    snprintf(line, sizeof line, "%s<<<%u,%u,%u>>>;", l->name, l->gx, l->bx, l->shared);
   log_text(line);
   size_t n = (size_t)l->gx * l->bx;
   float* a = (float*)(size_t)l->args[0];
@@ -354,10 +357,37 @@ int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
                    unsigned shared, void* stream, void** params, void** extra) {
   if (extra || gy != 1 || gz != 1 || by != 1 || bz != 1 || bx < 1 || bx > 1024) return 1;
   if (stream && !is_stream(stream)) return 400; /* CUDA_ERROR_INVALID_HANDLE */
-  struct launch l = {(const char*)f, gx, bx, shared, {0, 0}};
+  struct launch l = {(const char*)f, gx, bx, shared, {0, 0}, 1};
   for (int i = 0; i < arguments_of(l.name); ++i) l.args[i] = *(CUdeviceptr*)params[i]; /* values, as CUDA copies them */
   if (capture && stream) {
     struct node n = {node_kernel, l, stream_id(stream), NULL, 0, 0, NULL};
+    return record(n);
+  }
+  execute_kernel(&l);
+  return 0;
+}
+/* CUlaunchConfig and CUlaunchAttribute (cuda.h); only the cluster
+ * attribute (4) is taken, its x dividing the grid, at most 8. */
+struct launch_attribute { int id; char pad[4]; unsigned value[16]; };
+struct launch_config {
+  unsigned gx, gy, gz, bx, by, bz, shared;
+  void* stream;
+  struct launch_attribute* attrs;
+  unsigned count;
+};
+int cuLaunchKernelEx(const struct launch_config* c, void* f, void** params, void** extra) {
+  unsigned cluster = 1;
+  for (unsigned i = 0; i < c->count; ++i) {
+    if (c->attrs[i].id != 4 || c->attrs[i].value[1] != 1 || c->attrs[i].value[2] != 1) return 1;
+    cluster = c->attrs[i].value[0];
+  }
+  if (cluster < 1 || cluster > 8 || c->gx % cluster) return 1; /* CUDA_ERROR_INVALID_VALUE */
+  if (extra || c->gy != 1 || c->gz != 1 || c->by != 1 || c->bz != 1 || c->bx < 1 || c->bx > 1024) return 1;
+  if (c->stream && !is_stream(c->stream)) return 400;
+  struct launch l = {(const char*)f, c->gx, c->bx, c->shared, {0, 0}, cluster};
+  for (int i = 0; i < arguments_of(l.name); ++i) l.args[i] = *(CUdeviceptr*)params[i];
+  if (capture && c->stream) {
+    struct node n = {node_kernel, l, stream_id(c->stream), NULL, 0, 0, NULL};
     return record(n);
   }
   execute_kernel(&l);

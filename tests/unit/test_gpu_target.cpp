@@ -25,6 +25,8 @@
 #include "nova/tensor.hpp"
 #include "scoped_env.hpp"
 
+#include <cstddef>
+
 #if defined(NOVA_HAVE_CUDA_H)
 #include <cuda.h>
 #include "../../src/runtime/cuda_driver.hpp"
@@ -47,6 +49,13 @@ static_assert(int(nova::cuda::kMaxRegistersPerBlock) == int(CU_DEVICE_ATTRIBUTE_
 static_assert(int(nova::cuda::kWarpSize) == int(CU_DEVICE_ATTRIBUTE_WARP_SIZE));
 static_assert(nova::cuda::kFuncMaxDynamicSharedSizeBytes == int(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES));
 static_assert(sizeof(nova::cuda::CUdeviceptr) == sizeof(CUdeviceptr));
+static_assert(nova::cuda::kLaunchAttributeClusterDimension == int(CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION));
+static_assert(sizeof(nova::cuda::LaunchAttribute) == sizeof(CUlaunchAttribute) &&
+              offsetof(nova::cuda::LaunchAttribute, value) == offsetof(CUlaunchAttribute, value));
+static_assert(sizeof(nova::cuda::LaunchConfig) == sizeof(CUlaunchConfig) &&
+              offsetof(nova::cuda::LaunchConfig, stream) == offsetof(CUlaunchConfig, hStream) &&
+              offsetof(nova::cuda::LaunchConfig, attributes) == offsetof(CUlaunchConfig, attrs) &&
+              offsetof(nova::cuda::LaunchConfig, attribute_count) == offsetof(CUlaunchConfig, numAttrs));
 static_assert(nova::cuda::kTensorMapFloat32 == int(CU_TENSOR_MAP_DATA_TYPE_FLOAT32) &&
               nova::cuda::kTensorMapFloat64 == int(CU_TENSOR_MAP_DATA_TYPE_FLOAT64) &&
               nova::cuda::kTensorMapInt32 == int(CU_TENSOR_MAP_DATA_TYPE_INT32) &&
@@ -491,6 +500,42 @@ TEST_CASE("a GPU step with a cubin: loaded from it; from its PTX where the drive
   CHECK_THROWS_WITH_AS(nova::load_executable(missing),
                        doctest::Contains("cuModuleGetFunction(nova_fake_inc): CUDA_ERROR_NOT_FOUND"), nova::Error);
   CHECK(held() == 0);
+}
+
+TEST_CASE("a GPU kernel in clusters is launched with the driver's cluster attribute (cuLaunchKernelEx), in and out of a graph") {
+  nova::ExecutableDesc d = fake_gpu_plan(128); // 4 blocks a launch
+  d.kernels[1].cluster = 2;
+  d.validate();
+  nova_test::Env env;
+  env.set("NOVA_CUDA_DRIVER", NOVA_FAKE_CUDA);
+  nova::Tensor x = nova::Tensor::full({128}, 2.5, nova::DType::f32);
+  for (const char* graph : {"1", "0"}) {
+    env.set("NOVA_CUDA_GRAPH", graph);
+    nova::Tensor w = nova::Tensor::full({128}, -1.0, nova::DType::f32);
+    std::vector<nova::Tensor> args{x, w};
+    void* fake = dlopen(NOVA_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
+    auto launches = fake ? reinterpret_cast<const char* (*)()>(dlsym(fake, "fake_cuda_launches")) : nullptr;
+    const std::size_t before = launches ? std::string(launches()).size() : 0;
+    std::vector<nova::Tensor> out = (*nova::load_or_describe(d))(args);
+    CHECK(out[0].at({5}) == 3.5);
+    CHECK(w.at({127}) == 0.0);
+    fake = dlopen(NOVA_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
+    REQUIRE(fake != nullptr);
+    launches = reinterpret_cast<const char* (*)()>(dlsym(fake, "fake_cuda_launches"));
+    REQUIRE(bool(launches));
+    CAPTURE(graph);
+    CHECK(std::string(launches()).substr(before).find(
+              "nova_fake_copy<<<4,32,0>>>;nova_fake_inc<<<4,32,65536,cluster 2>>>;") != std::string::npos);
+  }
+  // Workgroups that are not whole clusters, or a cluster past 8: refused.
+  nova::ExecutableDesc uneven = d;
+  uneven.kernels[1].cluster = 3;
+  CHECK_THROWS_WITH_AS(uneven.validate(), doctest::Contains("are not whole clusters of 3"), nova::Error);
+  nova::ExecutableDesc wide = d;
+  wide.kernels[1].cluster = 16;
+  CHECK_THROWS_WITH_AS(wide.validate(), doctest::Contains("clusters of 16 on a GPU (1 to 8)"), nova::Error);
+  // The description keeps it.
+  CHECK(nova::ExecutableDesc::deserialize(d.serialize(), "clusters").kernels[1].cluster == 2);
 }
 
 TEST_CASE("a GPU step through the (fake) CUDA driver: buffers, launches, in-place inputs; no GPU is a named error") {

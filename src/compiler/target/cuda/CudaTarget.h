@@ -37,6 +37,9 @@ inline constexpr const char kGpuWhyAttr[] = "nova.gpu_why";
 /// (bytes), for the launch plan's KernelDesc.
 inline constexpr const char kGpuBlockThreadsAttr[] = "nova.gpu_block_threads";
 inline constexpr const char kGpuSharedBytesAttr[] = "nova.gpu_shared_bytes";
+/// A configured GPU kernel launched in clusters: its CTAs a cluster along x
+/// (absent: none), for the KernelDesc's cluster.
+inline constexpr const char kGpuClusterAttr[] = "nova.gpu_cluster";
 /// The operand type a step's mma.sync matmul kernel was planned with.
 inline constexpr const char kGpuOperandAttr[] = "nova.gpu_operand";
 /// On a kernel whose output's fill was dropped (GpuThreads.cpp): the value

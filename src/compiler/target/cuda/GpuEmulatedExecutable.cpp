@@ -66,6 +66,7 @@ public:
       mlir::nova::EmulatorLaunch launch;
       launch.grid = {int64_t(l.workgroups), 1, 1};
       launch.block = {int64_t(k.threads), 1, 1};
+      launch.cluster = {int64_t(k.cluster), 1, 1};
       launch.dynamicSharedBytes = k.shared_bytes;
       for (const ::nova::BufferRef &b : l.args)
         launch.memory.emplace_back(address(b), size_t(b.bytes));

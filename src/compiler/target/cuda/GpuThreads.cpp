@@ -418,6 +418,8 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
           kernel->setAttr(LoweringConfigAttr::name, toLoweringConfig(c, plan->batched, ctx));
           kernel->setAttr(kGpuBlockThreadsAttr, i64(c.threads));
           kernel->setAttr(kGpuSharedBytesAttr, i64(c.smemBytes));
+          if (c.clusterM > 1)
+            kernel->setAttr(kGpuClusterAttr, i64(c.clusterM));
           kernel->setAttr(kGpuOperandAttr, StringAttr::get(ctx, nameOf(p.operand)));
           // Profiles name what the f32 operands ran as.
           if (p.operand == GpuOperand::tf32 || p.operand == GpuOperand::tf32x3)
@@ -440,8 +442,13 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
                                                : "",
                                  c.persistentBlocks > 0
                                      ? llvm::formatv(" (persistent: each runs tiles {0} apart of the {1}, its "
-                                                     "producer loading the next tile's slabs during the epilogue)",
-                                                     c.persistentBlocks, c.tiles)
+                                                     "producer loading the next tile's slabs during the epilogue{2})",
+                                                     c.persistentBlocks, c.tiles,
+                                                     c.clusterM > 1 ? llvm::formatv("; in clusters of {0} along M "
+                                                                                    "sharing B's tile by TMA multicast",
+                                                                                    c.clusterM)
+                                                                          .str()
+                                                                    : std::string())
                                            .str()
                                      : std::string()))};
           // The configurator's decision for the problem as generated (tf32).

@@ -135,7 +135,14 @@ FailureOr<StepMmaPlan> mlir::nova::planStepMmaMatmul(func::FuncOp kernel, const 
   plan.lhsArgument = args->lhs;
   plan.rhsArgument = args->rhs;
   plan.outArgument = args->out;
+  // Clusters where the target asks for them (NOVA_GPU_CLUSTER) and a
+  // cluster kernel fits the product; else none.
+  p.clusterM = p.allowWgmma && target.has("wgmma.bf16") ? target.matmul_cluster : 1;
   plan.config = configureGpuMatmul(p, target);
+  if (p.clusterM > 1 && (plan.config.threads < 1 || plan.config.kind != GpuMmaKind::wgmma)) {
+    p.clusterM = 1;
+    plan.config = configureGpuMatmul(p, target);
+  }
   p.operand = plan.config.operand;
   if (splitGiven && plan.config.splitK != splitGiven.getInt()) {
     why = llvm::formatv("configured split across K into {0} parts, now {1}", splitGiven.getInt(),
@@ -161,12 +168,20 @@ FailureOr<StepMmaPlan> mlir::nova::planStepMmaMatmul(func::FuncOp kernel, const 
   if (plan.config.kind == GpuMmaKind::wgmma) {
     FailureOr<WgmmaMatmulKernel> trial =
         buildWgmmaMatmulKernel(module, "trial", p, plan.config, error, {}, {}, /*linearGrid=*/true);
+    if (failed(trial) && p.clusterM > 1) { // the kernel without clusters, then
+      p.clusterM = 1;
+      plan.config = configureGpuMatmul(p, target);
+      trial = plan.config.kind == GpuMmaKind::wgmma
+                  ? buildWgmmaMatmulKernel(module, "trial_alone", p, plan.config, error, {}, {}, /*linearGrid=*/true)
+                  : FailureOr<WgmmaMatmulKernel>(failure());
+    }
     if (succeeded(trial)) {
       plan.maps = trial->maps;
       return plan;
     }
     // The mma.sync kernel, then.
     p.allowWgmma = false;
+    p.clusterM = 1;
     plan.config = configureGpuMatmul(p, target);
     if (plan.config.kind != GpuMmaKind::mma_sync) {
       why = error;
