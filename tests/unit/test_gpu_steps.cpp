@@ -805,6 +805,46 @@ TEST_CASE("on an emulated H100 of one SM (NOVA_GPU_SMS=1), a matmul of several t
   }
 }
 
+TEST_CASE("with NOVA_GPU_CLUSTER=2, an emulated H100's persistent wgmma matmuls run in clusters of 2 sharing B's tile by TMA multicast, bf16 and 3xtf32, with a bias and a fused residual body, within the precision's bound of the interpreter") {
+  // Two SMs: one cluster of 2 CTAs looping over the cluster tiles (two
+  // 64- or 128-row tiles of the same columns), each loading half of B.
+  Env env;
+  env.set("NOVA_TARGET", "sm_90a");
+  env.set("NOVA_GPU_SMS", "2");
+  env.set("NOVA_GPU_CLUSTER", "2");
+  env.set("NOVA_GPU", "emulate");
+  Fp32AtExit restore;
+  auto linear = [](auto x, auto w, auto b) { return nova::matmul(x, w) + b; };
+  auto residual = [](auto x, auto w, auto b, auto r) {
+    return nova::reshape(nova::matmul(nova::reshape(x, {300, 64}), w) + b, {2, 150, 256}) + r;
+  };
+  struct Case { nova::MatmulPrecision precision; double bound; std::size_t launches; };
+  for (Case c : {Case{nova::MatmulPrecision::bf16, 2e-2, 2}, Case{nova::MatmulPrecision::fp32, 1e-5, 1}}) {
+    Gen g;
+    INFO("seed = ", g.seed, ", ", nova::name_of(c.precision));
+    nova::set_matmul_precision(c.precision);
+    Tensor x = g.randn({300, 64}), w = g.randn({64, 256}), b = g.randn({256});
+    Tensor x3 = g.randn({2, 150, 64}), r = g.randn({2, 150, 256});
+    for (const nova::ExecutableDesc& desc : {emulated_against_interpreter(linear, c.bound, c.launches, x, w, b),
+                                              emulated_against_interpreter(residual, c.bound, c.launches, x3, w, b, r)}) {
+      const nova::LaunchDesc& matmul = desc.launches.back();
+      const nova::KernelDesc& kernel = desc.kernels[matmul.kernel];
+      INFO(kernel.summary);
+      CHECK(kernel.tensor_maps.size() == 2);
+      CHECK(kernel.cluster == 2);
+      CHECK(matmul.workgroups == 2);
+      CHECK(desc.target.matmul_cluster == 2);
+      const std::string ptx = kernel_ptx(std::string(desc.object.begin(), desc.object.end()), kernel.symbol);
+      CHECK(ptx.find(".multicast::cluster") != std::string::npos);
+      CHECK(ptx.find("mapa.shared::cluster.u32") != std::string::npos);
+    }
+  }
+  // Only wgmma targets take it.
+  env.set("NOVA_TARGET", "sm_80");
+  env.unset("NOVA_GPU_SMS");
+  CHECK_THROWS_WITH_AS(nova::target_from_env(), doctest::Contains("has no wgmma"), nova::Error);
+}
+
 TEST_CASE("with bf16 matmuls, LayerNorm, attention and tanh write their products' bf16 operands themselves, and a weight's one copy serves its transpose, on an emulated A100") {
   // nova-gpu-bf16-operands looks through the reshape from [B, T, d] to
   // [B*T, d] (the copy fuses into tanh; a forward LayerNorm and attention
