@@ -22,7 +22,10 @@
 // `mlp_fp32`, `mlp_bf16`: an MLP's step (steps.hpp: 1024 -> 4096 (GELU) ->
 // 1024 classes, a batch of 1024 samples, the same AdamW and clipping). And
 // `gpt_wide_bf16`: the medium GPT with 4 heads of 128 columns (attention's
-// backward on the tensor cores in halves of its tiles), bf16 allowed.
+// backward on the tensor cores in halves of its tiles), bf16 allowed. And,
+// for a target with wgmma, `gpt_medium_bf16_cluster`: the medium bf16 step
+// compiled with NOVA_GPU_CLUSTER=2 (its persistent wgmma matmuls in
+// clusters of 2 sharing B's tile by TMA multicast), beside the step without.
 #include <nova/aot.hpp>
 #include <nova/distributed.hpp>
 #include <nova/nova.hpp>
@@ -60,6 +63,7 @@ int main(int argc, char** argv) try {
     const Size* size;
     nova::MatmulPrecision precision;
     bool data_parallel;
+    bool cluster = false;
   };
   std::vector<Variant> variants;
   for (const Size& size : sizes)
@@ -67,6 +71,8 @@ int main(int argc, char** argv) try {
       if (std::string(size.name) != "wide" || precision == nova::MatmulPrecision::bf16)
         variants.push_back({&size, precision, false});
   variants.push_back({&sizes[0], nova::MatmulPrecision::fp32, true});
+  if (nova::named_target(gpu).has("wgmma.bf16"))
+    variants.push_back({&sizes[1], nova::MatmulPrecision::bf16, false, true});
   // The step for the GPU saved, its CPU twin run once on the inputs
   // run_steps rebuilds (its loss and parameters are what the GPU's must
   // match), and its line written; `args`: the step's arguments after the batch.
@@ -105,7 +111,12 @@ int main(int argc, char** argv) try {
                                  : std::vector<std::shared_ptr<nova::dist::Communicator>>{};
     nova::dist::set_communicator(v.data_parallel ? group[0] : nullptr);
     const std::string name = std::string(v.data_parallel ? "dp1_" : "gpt_") + size.name + "_" +
-                             std::string(nova::name_of(precision));
+                             std::string(nova::name_of(precision)) + (v.cluster ? "_cluster" : "");
+    // (Read by the GPU target only: the CPU twin is the same step.)
+    if (v.cluster)
+      ::setenv("NOVA_GPU_CLUSTER", "2", 1);
+    else
+      ::unsetenv("NOVA_GPU_CLUSTER");
     const GPTConfig c = size.c;
     nova::Params params = nova::nn::gpt_init(c, kParamSeed);
     auto step = nova::train_step(
@@ -118,6 +129,7 @@ int main(int argc, char** argv) try {
     f.token_seed = kTokenSeed;
     f.lr = opt.lr;
     emit(name, step, f, nova::static_arg(c));
+    ::unsetenv("NOVA_GPU_CLUSTER");
     nova::dist::set_communicator(nullptr);
   }
   for (auto precision : {nova::MatmulPrecision::fp32, nova::MatmulPrecision::bf16}) {

@@ -78,7 +78,8 @@ if [ -x "$ptxas" ]; then
   done
 fi
 # The GPT training steps (make_steps: small and medium, f32 and bf16-allowed
-# matmuls) and run_steps with the libraries it needs there (the runtime,
+# matmuls; the medium bf16 one also with its wgmma matmuls in clusters of
+# 2, NOVA_GPU_CLUSTER=2) and run_steps with the libraries it needs there (the runtime,
 # xxhash, the C++ library it was built with).
 cmake --build "$build" --target make_steps run_steps >/dev/null
 # Where ptxas is here every step must carry its cubin: a step whose PTX

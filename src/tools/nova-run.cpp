@@ -42,7 +42,9 @@ void print_info(const std::string& path, const nova::ExecutableDesc& d) {
   std::printf("  %zu launches of %zu kernels, arena %.1f MiB, %.1f KiB of %s\n", d.launches.size(),
               d.kernels.size(), double(d.arena_bytes) / (1 << 20), double(d.object.size()) / 1024,
               d.object_format.c_str());
-  for (const auto& k : d.kernels) std::printf("    %-12s %s\n", k.symbol.c_str(), k.summary.c_str());
+  for (const auto& k : d.kernels)
+    std::printf("    %-12s %s%s\n", k.symbol.c_str(), k.summary.c_str(),
+                k.cluster > 1 ? (" (in clusters of " + std::to_string(k.cluster) + ")").c_str() : "");
 }
 
 std::map<std::string, nova::Tensor> by_name(const nova::SafetensorsFile& f) {

@@ -135,13 +135,18 @@ FailureOr<StepMmaPlan> mlir::nova::planStepMmaMatmul(func::FuncOp kernel, const 
   plan.lhsArgument = args->lhs;
   plan.rhsArgument = args->rhs;
   plan.outArgument = args->out;
-  // Clusters where the target asks for them (NOVA_GPU_CLUSTER) and a
-  // cluster kernel fits the product; else none.
-  p.clusterM = p.allowWgmma && target.has("wgmma.bf16") ? target.matmul_cluster : 1;
   plan.config = configureGpuMatmul(p, target);
-  if (p.clusterM > 1 && (plan.config.threads < 1 || plan.config.kind != GpuMmaKind::wgmma)) {
-    p.clusterM = 1;
-    plan.config = configureGpuMatmul(p, target);
+  // Clusters where the target asks for them (NOVA_GPU_CLUSTER) and the
+  // product runs as a wgmma kernel without split-K (the cluster kernel has
+  // none) that a cluster kernel fits.
+  if (target.matmul_cluster > 1 && plan.config.kind == GpuMmaKind::wgmma && plan.config.splitK == 1) {
+    GpuMatmulProblem paired = p;
+    paired.clusterM = target.matmul_cluster;
+    GpuMatmulConfig cluster = configureGpuMatmul(paired, target);
+    if (cluster.kind == GpuMmaKind::wgmma && cluster.threads > 0) {
+      p.clusterM = paired.clusterM;
+      plan.config = std::move(cluster);
+    }
   }
   p.operand = plan.config.operand;
   if (splitGiven && plan.config.splitK != splitGiven.getInt()) {
