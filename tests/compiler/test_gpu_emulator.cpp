@@ -1867,3 +1867,110 @@ module attributes {gpu.container_module} {
     CHECK(v == 42.0f);
   }
 }
+
+TEST_CASE("GPU emulator: a cluster's CTAs reach each other's mbarriers, and what they must do for it is checked") {
+  // Clusters of 2: each CTA's first thread initializes an mbarrier (count
+  // 1) at the start of its dynamic shared memory, the cluster barrier
+  // publishes the inits, each first thread arrives on its peer's (mapa +
+  // remote arrive), every thread waits for its own, then the first thread
+  // writes 1 at its rank; a cluster barrier before the exit. The variants
+  // break it.
+  std::string arrive;
+  for (char c : std::string(kRemoteArriveAsm))
+    arrive += c == '\n' ? "\\0A" : c == '\t' ? "\\09" : std::string(1, c);
+  auto run = [&](const std::string &variant, std::array<int64_t, 3> cluster, std::vector<float> &out,
+                 bool peersLag = true) {
+    std::string text = R"mlir(
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @exchange(%out: memref<4xf32>) kernel {
+      %c0 = arith.constant 0 : index
+      %one = arith.constant 1 : i32
+      %zero = arith.constant 0 : i32
+      %ticks = arith.constant 1000 : i32
+      %t = gpu.thread_id x
+      %first = arith.cmpi eq, %t, %c0 : index
+      %rank32 = nvvm.read.ptx.sreg.cluster.ctarank : i32
+      %rank = arith.index_cast %rank32 : i32 to index
+      %dyn = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+      %base = memref.extract_aligned_pointer_as_index %dyn : memref<?xi8, #gpu.address_space<workgroup>> -> index
+      %address = arith.index_cast %base : index to i32
+      %bar = llvm.inttoptr %address : i32 to !llvm.ptr<3>
+      nvvm.mbarrier.init.shared %bar, %one, predicate = %first : !llvm.ptr<3>, i32, i1
+      nvvm.fence.mbarrier.init
+      gpu.barrier
+      SYNC_AFTER_INIT
+      %peer = PEER
+      scf.if %first {
+        llvm.inline_asm has_side_effects "ARRIVE", "r,r" %address, %peer : (i32, i32) -> ()
+      }
+      OVERWRITE
+      nvvm.mbarrier.try_wait.parity.shared %bar, %zero, %ticks : !llvm.ptr<3>, i32, i32
+      %v = arith.constant 1.0 : f32
+      scf.if %first {
+        memref.store %v, %out[%rank] : memref<4xf32>
+      }
+      nvvm.cluster.arrive {aligned}
+      nvvm.cluster.wait {aligned}
+      gpu.return
+    }
+  }
+}
+)mlir";
+    auto set = [&](const std::string &key, const std::string &value) { text.replace(text.find(key), key.size(), value); };
+    set("ARRIVE", arrive);
+    set("SYNC_AFTER_INIT", variant == "no sync after init" ? ""
+                           : variant == "arrive twice"     ? "nvvm.cluster.arrive {aligned}\n      nvvm.cluster.arrive {aligned}\n      nvvm.cluster.wait {aligned}"
+                                                           : "nvvm.cluster.arrive {aligned}\n      nvvm.cluster.wait {aligned}");
+    set("PEER", variant == "no such peer" ? "arith.addi %one, %one : i32" : "arith.subi %one, %rank32 : i32");
+    set("OVERWRITE", variant == "store over the mbarrier"
+                         ? "%f = memref.view %dyn[%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<2xf32, #gpu.address_space<workgroup>>\n"
+                           "      scf.if %first {\n        memref.store %v0, %f[%c0] : memref<2xf32, #gpu.address_space<workgroup>>\n      }"
+                         : "");
+    if (variant == "store over the mbarrier")
+      set("%zero = arith.constant 0 : i32", "%zero = arith.constant 0 : i32\n      %v0 = arith.constant 0.0 : f32");
+    OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context());
+    REQUIRE(module);
+    REQUIRE(succeeded(verify(*module)));
+    gpu::GPUFuncOp f;
+    module->walk([&](gpu::GPUFuncOp g) { f = g; });
+    std::vector<uint8_t> bytes(4 * 4, 0);
+    EmulatorLaunch launch;
+    launch.grid = {4, 1, 1};
+    launch.block = {64, 1, 1};
+    launch.cluster = cluster;
+    launch.peersLag = peersLag;
+    launch.dynamicSharedBytes = 64;
+    launch.args = {&bytes};
+    EmulatorReport report = emulateKernel(f, launch);
+    out.assign(4, 0);
+    std::memcpy(out.data(), bytes.data(), bytes.size());
+    return report;
+  };
+  std::vector<float> out;
+  for (bool lag : {false, true}) {
+    EmulatorReport ok = run("as written", {2, 1, 1}, out, lag);
+    REQUIRE_MESSAGE(ok.ok, ok.error);
+    CHECK(ok.clusters == 2);
+    CHECK(ok.blocks == 4);
+    CHECK(ok.remoteArrivals == 4);
+    CHECK(ok.clusterBarriers == 8); // two a CTA
+    CHECK(out == std::vector<float>{1, 1, 0, 0}); // each cluster writes at its ranks, 0 and 1
+  }
+  struct Broken {
+    const char *variant;
+    std::array<int64_t, 3> cluster;
+    const char *expect;
+  };
+  for (const Broken &b : {Broken{"no sync after init", {2, 1, 1}, "of CTA 1 that was not initialized"},
+                          Broken{"arrive twice", {2, 1, 1}, "arrives at a cluster barrier again"},
+                          Broken{"no such peer", {2, 1, 1}, "CTA rank 2 of a cluster of 2"},
+                          Broken{"store over the mbarrier", {2, 1, 1}, "which an mbarrier occupies"},
+                          Broken{"as written", {1, 1, 1}, "a cluster register in a kernel launched without a cluster"},
+                          Broken{"as written", {3, 1, 1}, "does not divide the grid"}}) {
+    EmulatorReport r = run(b.variant, b.cluster, out);
+    MESSAGE(std::string(b.variant), ", clusters of ", b.cluster[0], ": ", r.ok ? std::string("not caught") : r.error);
+    CHECK(!r.ok);
+    CHECK(r.error.find(b.expect) != std::string::npos);
+  }
+}

@@ -28,6 +28,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <climits>
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
@@ -880,6 +881,16 @@ private:
   bool clusterArrive(Operation *op, bool release) {
     if (!cluster)
       return fail(op, "a cluster barrier in a kernel launched without a cluster");
+    // A thread arrives once a phase: its last phase must have completed
+    // (every running thread of the cluster arrived as often).
+    int64_t completed = INT64_MAX;
+    for (size_t r = 0; r < cluster->ctas.size(); ++r)
+      if (!cluster->exited[r])
+        for (int64_t n : cluster->arrivals[r])
+          completed = std::min(completed, n);
+    for (int64_t t = 0; t < threads; ++t)
+      if (active[size_t(t)] && cluster->arrivals[size_t(rank)][size_t(t)] > completed)
+        return fail(op, "arrives at a cluster barrier again before the phase it arrived at completed", t);
     for (int64_t t = 0; t < threads; ++t)
       if (active[size_t(t)]) {
         ++cluster->arrivals[size_t(rank)][size_t(t)];
