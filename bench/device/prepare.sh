@@ -47,7 +47,10 @@ rm -rf bench/device/artifacts
 # ":cluster": the persistent wgmma kernel in clusters of 2 CTAs along M,
 # each loading half of the B tile they share and multicasting it (B read
 # from L2 once a cluster), launched with cuLaunchKernelEx's cluster
-# attribute; the configurator does not choose it itself yet.
+# attribute; the configurator does not choose it itself yet. And
+# ":pingpong+cluster" both (64-row ping-pong tiles read each B slab twice
+# as often as 128-row ones; the cluster halves that back) for the GPT's
+# short-K product, whose epilogue ping-pong hides.
 "$build/bin/nova-gpu-kernels" "$target" bench/device/artifacts \
   tf32:NN:1024x1024x1024 tf32:NN:2048x2048x2048 tf32:NN:4096x4096x4096 tf32:NN:8192x8192x8192 \
   tf32:NT:1024x1024x1024 tf32:NT:2048x2048x2048 tf32:NT:4096x4096x4096 tf32:NT:8192x8192x8192 \
@@ -68,7 +71,7 @@ rm -rf bench/device/artifacts
   bf16:NN:4096x4096x4096:pingpong bf16:NN:8192x3072x768:pingpong 3xtf32:NN:8192x3072x768:pingpong \
   bf16:NN:4096x4096x4096:evenregs tf32:NN:4096x4096x4096:evenregs 3xtf32:NN:8192x3072x768:evenregs \
   bf16:NN:4096x4096x4096:cluster bf16:NT:4096x4096x4096:cluster tf32:NT:4096x4096x4096:cluster \
-  bf16:NN:8192x3072x768:cluster
+  bf16:NN:8192x3072x768:cluster bf16:NN:8192x3072x768:pingpong+cluster 3xtf32:NN:8192x3072x768:pingpong+cluster
 # Each kernel's cubin too, where ptxas is here, as a step carries its own
 # (matmul_check.py loads it first, the PTX where the driver refuses it).
 ptxas=$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)

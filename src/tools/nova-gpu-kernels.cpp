@@ -1,7 +1,7 @@
 //===- nova-gpu-kernels.cpp - PTX of GPU matmul kernels, for the device check -===//
 //
 //   nova-gpu-kernels TARGET OUT_DIR CASE...
-//     CASE = type:layout:MxNxK[:mma|:flat|:pingpong|:evenregs|:cluster][@BMxBN/WMxWN], e.g.
+//     CASE = type:layout:MxNxK[:mma|:flat|:pingpong|:evenregs|:cluster|:pingpong+cluster][@BMxBN/WMxWN], e.g.
 //     bf16:NN:4096x4096x4096 (type f16, bf16, tf32 or 3xtf32 (f32 operands
 //     at about f32's accuracy, the configurator's 3xtf32 kernel even where
 //     it would take f32 FMAs); layout NN, NT, TN or
@@ -11,7 +11,8 @@
 //     consumer warpgroups take 64-row tiles in turn, :evenregs no
 //     setmaxnreg (every thread the block's even share of the registers,
 //     as before 2026-12-05), :cluster the persistent wgmma kernel in
-//     clusters of 2 CTAs along M sharing B's tile by TMA multicast;
+//     clusters of 2 CTAs along M sharing B's tile by TMA multicast,
+//     :pingpong+cluster both;
 //     @128x128/64x64 only that block and warp tile,
 //     the model choosing depth and split: a variant measured beside the
 //     configurator's choice, named with its tile)
@@ -64,11 +65,11 @@ namespace {
 
 int usage() {
   std::fprintf(stderr, "usage: nova-gpu-kernels TARGET OUT_DIR "
-                       "type:layout:MxNxK[:mma|:flat|:pingpong|:evenregs|:cluster][@BMxBN/WMxWN]...\n"
+                       "type:layout:MxNxK[:mma|:flat|:pingpong|:evenregs|:cluster|:pingpong+cluster][@BMxBN/WMxWN]...\n"
                        "  type f16, bf16, tf32 or 3xtf32; layout NN, NT, TN or TT; :mma keeps mma.sync on sm_90a,\n"
                        "  :flat a block a tile (not persistent), :pingpong consumer warpgroups in turn,\n"
                        "  :evenregs no setmaxnreg (the block's registers shared evenly),\n"
-                       "  :cluster clusters of 2 along M sharing B's tile (TMA multicast);\n"
+                       "  :cluster clusters of 2 along M sharing B's tile (TMA multicast), :pingpong+cluster both;\n"
                        "  @BMxBN/WMxWN only that block and warp tile\n");
   return 2;
 }
@@ -110,21 +111,24 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "nova-gpu-kernels: '%s' is not BMxBN/WMxWN\n", tile.c_str());
       return 2;
     }
-    char type[8] = {}, layout[3] = {}, kind[16] = {};
+    char type[8] = {}, layout[3] = {}, kind[24] = {};
     long long m = 0, n = 0, k = 0;
-    int fields = std::sscanf(spec.c_str(), "%7[a-z0-9]:%2[NT]:%lldx%lldx%lld:%15[a-z]", type, layout, &m, &n, &k, kind);
+    int fields = std::sscanf(spec.c_str(), "%7[a-z0-9]:%2[NT]:%lldx%lldx%lld:%23[a-z+]", type, layout, &m, &n, &k, kind);
+    const std::string variant = fields == 6 ? kind : "";
     if (fields < 5 || m < 1 || n < 1 || k < 1 ||
-        (fields == 6 && std::string(kind) != "mma" && std::string(kind) != "flat" && std::string(kind) != "pingpong" &&
-         std::string(kind) != "evenregs" && std::string(kind) != "cluster")) {
-      std::fprintf(stderr, "nova-gpu-kernels: '%s' is not type:layout:MxNxK[:mma|:flat|:pingpong|:evenregs|:cluster]\n",
+        (fields == 6 && variant != "mma" && variant != "flat" && variant != "pingpong" && variant != "evenregs" &&
+         variant != "cluster" && variant != "pingpong+cluster")) {
+      std::fprintf(stderr,
+                   "nova-gpu-kernels: '%s' is not type:layout:MxNxK[:mma|:flat|:pingpong|:evenregs|:cluster|"
+                   ":pingpong+cluster]\n",
                    spec.c_str());
       return 2;
     }
-    const bool mmaOnly = fields == 6 && std::string(kind) == "mma";
-    const bool flat = fields == 6 && std::string(kind) == "flat";
-    const bool pingPong = fields == 6 && std::string(kind) == "pingpong";
-    const bool evenRegisters = fields == 6 && std::string(kind) == "evenregs";
-    const bool cluster = fields == 6 && std::string(kind) == "cluster";
+    const bool mmaOnly = variant == "mma";
+    const bool flat = variant == "flat";
+    const bool pingPong = variant == "pingpong" || variant == "pingpong+cluster";
+    const bool evenRegisters = variant == "evenregs";
+    const bool cluster = variant == "cluster" || variant == "pingpong+cluster";
     GpuMatmulProblem p;
     p.m = m;
     p.n = n;

@@ -215,7 +215,8 @@ TEST_CASE("CUDA codegen: wgmma kernels with setmaxnreg: ptxas honours it (all a 
                  Case{GpuOperand::tf32x3, 768, 3072, 8192, true, false, false},
                  Case{GpuOperand::tf32x3, 8192, 3072, 768, false, false, false},
                  Case{GpuOperand::bf16, 4096, 4096, 4096, false, false, false, 2},
-                 Case{GpuOperand::tf32x3, 8192, 3072, 768, false, false, false, 2}}) {
+                 Case{GpuOperand::tf32x3, 8192, 3072, 768, false, false, false, 2},
+                 Case{GpuOperand::bf16, 8192, 3072, 768, false, false, true, 2}}) {
     GpuMatmulProblem p;
     p.m = c.m;
     p.n = c.n;

@@ -246,6 +246,15 @@ TEST_CASE("GPU configurator: pinned decisions") {
   CAPTURE(few.describe());
   CHECK(few.splitK == 1);
   CHECK(few.persistentBlocks == 2 * ((256 + 2 * few.blockM - 1) / (2 * few.blockM)) * ((256 + few.blockN - 1) / few.blockN));
+  // Ping-pong in clusters: 64-row tiles, at least two cluster tiles a cluster.
+  paired.pingPong = true;
+  GpuMatmulConfig both = configureGpuMatmul(paired, h200);
+  CAPTURE(both.describe());
+  CHECK(both.pingPong);
+  CHECK(both.clusterM == 2);
+  CHECK(both.blockM == 64);
+  CHECK(both.persistentBlocks == 2 * std::min<int64_t>(h200.multiprocessors * both.blocksPerSM / 2,
+                                                       (8192 / 128 * (3072 / both.blockN) + 1) / 2));
   GpuMatmulProblem onAmpere = problem(1, 4096, 4096, 4096, GpuOperand::bf16);
   onAmpere.clusterM = 2;
   CHECK(configureGpuMatmul(onAmpere, a100).threads == 0);

@@ -1197,6 +1197,30 @@ TEST_CASE("GPU emulator: clusters of 2 along M share B's tile by TMA multicast")
       CHECK(run.worst <= run.bound);
     }
   }
+  // Ping-pong in clusters: each CTA's two consumer warpgroups take its
+  // 64-row tiles in turn, each releasing its slabs in both CTAs.
+  for (const Case &cs : {Case{problem(384, 256, 192, bf16), wgmmaBlock(bf16, 1, 128, 64, 2), {}},
+                         Case{problem(256, 128, 96, x3), wgmmaBlock(x3, 1, 64, 32, 2), fused}}) {
+    GpuMatmulConfig c = cs.c;
+    c.clusterM = 2;
+    c.persistentBlocks = 2;
+    c.pingPong = true;
+    c.warpsM = 2;
+    c.threads = wgmmaBlockThreads(2);
+    c.smemBytes = gpuMatmulSmemBytes(c, cs.p.operand);
+    for (auto [elseFirst, lag] : {std::pair{false, false}, std::pair{true, false}, std::pair{false, true}}) {
+      MatmulRun run = runMatmul(cs.p, c, {}, cs.epilogue, {}, {}, elseFirst, lag);
+      INFO("ping-pong ", std::string(nameOf(cs.p.operand)), " ", cs.p.m, "x", cs.p.n, "x", cs.p.k, ": ", run.config);
+      REQUIRE_MESSAGE(run.report.ok, run.report.error);
+      MESSAGE("ping-pong in clusters of 2, ", std::string(nameOf(cs.p.operand)), " ", cs.p.m, "x", cs.p.n, "x",
+              cs.p.k, std::string(elseFirst ? " (else-branches first)" : ""),
+              std::string(lag ? " (the peer lagging)" : ""), ": worst |error| ", run.worst, " (bound ", run.bound,
+              "), ", run.report.multicasts, " multicast loads, ", run.report.remoteArrivals, " remote arrivals");
+      CHECK(run.report.clusters == 1);
+      CHECK(run.report.remoteArrivals > 0);
+      CHECK(run.worst <= run.bound);
+    }
+  }
   // What a cluster kernel must do for its peers, left out: caught with
   // the peer lagging (CTA 0 running ahead whenever it can).
   struct Fault {

@@ -442,9 +442,8 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
       // 128-byte columns), one tile a block (no split-K, no ping-pong).
       if (p.clusterM > 1) {
         const bool halves = p.rhsTransposed ? s.bn % (8 * p.clusterM) == 0 : (s.bn / (128 / es)) % p.clusterM == 0;
-        if (kind != GpuMmaKind::wgmma || p.pingPong || split > 1 || !halves) {
-          ++rejected[llvm::formatv("clusters of {0} along M need wgmma, no split-K or ping-pong, and a B tile in "
-                                   "{0} whole parts",
+        if (kind != GpuMmaKind::wgmma || split > 1 || !halves) {
+          ++rejected[llvm::formatv("clusters of {0} along M need wgmma, no split-K, and a B tile in {0} whole parts",
                                    p.clusterM)
                          .str()];
           continue;
@@ -625,12 +624,16 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
       const bool persistent =
           kind == GpuMmaKind::wgmma && (p.pingPong || p.clusterM > 1 || (p.allowPersistent && c.waves > 1));
       c.clusterM = p.clusterM;
+      // (Ping-pong: at least two tiles a block; clusters: a cluster's tiles
+      // are clusterM row tiles.)
+      const int64_t clusterTiles = ceilDiv(p.m, p.clusterM * s.bm) * ceilDiv(p.n, s.bn) * p.batch;
       c.persistentBlocks =
-          !persistent      ? 0
-          : p.pingPong     ? std::max<int64_t>(1, std::min(sms * c.blocksPerSM, ceilDiv(c.tiles, 2)))
-          : p.clusterM > 1 ? p.clusterM * std::min(sms * c.blocksPerSM / p.clusterM,
-                                                   ceilDiv(p.m, p.clusterM * s.bm) * ceilDiv(p.n, s.bn) * p.batch)
-                           : sms * c.blocksPerSM;
+          !persistent ? 0
+          : p.clusterM > 1
+              ? p.clusterM * std::min(sms * c.blocksPerSM / p.clusterM, p.pingPong ? ceilDiv(clusterTiles, 2)
+                                                                                   : clusterTiles)
+          : p.pingPong ? std::max<int64_t>(1, std::min(sms * c.blocksPerSM, ceilDiv(c.tiles, 2)))
+                       : sms * c.blocksPerSM;
       double compute = persistent ? (double(c.waves * slabs) * slabCycles(resident) + kLoadLatencyCycles) / clock
                                   : double(c.waves) * (double(slabs) * slabCycles(resident) + kLoadLatencyCycles) / clock;
       // (A cluster's B tile crosses from L2 once for its clusterM CTAs.)

@@ -126,9 +126,8 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
   // Clusters along M: each CTA loads 1/CM of the B tile, multicast.
   const int64_t CM = cfg.clusterM;
   const bool clustered = CM > 1;
-  if (CM < 1 || (clustered && (CM != 2 || pingPong || cfg.persistentBlocks < 1 || cfg.persistentBlocks % CM ||
-                               cfg.splitK > 1)))
-    return fail("a cluster is 2 CTAs of a persistent kernel (on whole clusters) without ping-pong or split-K");
+  if (CM < 1 || (clustered && (CM != 2 || cfg.persistentBlocks < 1 || cfg.persistentBlocks % CM || cfg.splitK > 1)))
+    return fail("a cluster is 2 CTAs of a persistent kernel (on whole clusters) without split-K");
   if (BK % mmaK)
     return fail("the K slab must be a multiple of the wgmma's K");
   if (cfg.threads != wgmmaBlockThreads(WG))
@@ -287,7 +286,7 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(tiles.getBody());
     Value ordinal =
-        pingPong ? k.div(b.create<arith::SubIOp>(tiles.getInductionVar(), first), cfg.persistentBlocks) : Value();
+        pingPong ? k.div(b.create<arith::SubIOp>(tiles.getInductionVar(), first), cfg.persistentBlocks / CM) : Value();
     MatmulKernelFrame at = frame.atTile(k, tiles.getInductionVar());
     if (clustered)
       at.row0 = k.add(at.row0, k.mul(ctaRank, BM));
