@@ -79,6 +79,7 @@ Loaded load(const std::string& path) {
   resolve_optional(handle, "cuEventElapsedTime", d.cuEventElapsedTime);
   resolve_optional(handle, "cuTensorMapEncodeTiled", d.cuTensorMapEncodeTiled);
   resolve_optional(handle, "cuLaunchKernelEx", d.cuLaunchKernelEx);
+  resolve_optional(handle, "cuOccupancyMaxActiveClusters", d.cuOccupancyMaxActiveClusters);
   if (CUresult r = d.cuInit(0); r != 0) {
     l.why = "the CUDA driver did not initialize: " + describe_error(d, "cuInit", r);
     return l;

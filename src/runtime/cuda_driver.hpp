@@ -91,6 +91,9 @@ struct Driver {
   // kernels need it, and say so).
   CUresult (*cuLaunchKernelEx)(const LaunchConfig* config, CUfunction function, void** params,
                                void** extra) = nullptr;
+  // How many clusters of a launch the device holds at once (optional: a
+  // note, not a need).
+  CUresult (*cuOccupancyMaxActiveClusters)(int* clusters, CUfunction function, const LaunchConfig* config) = nullptr;
   // Streams and graphs (CUDA 11.4+; null when the driver has not all of
   // them: the plan is then launched kernel by kernel on the default stream).
   CUresult (*cuStreamCreate)(CUstream* stream, unsigned flags) = nullptr;

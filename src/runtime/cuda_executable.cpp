@@ -173,6 +173,7 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
                     ", and this CUDA driver has no cuLaunchKernelEx (CUDA 12 or later needed)");
       functions_.push_back(f);
     }
+    note_clusters_left_waiting();
     const char* resident = std::getenv("NOVA_GPU_RESIDENT");
     resident_inputs_ = !(resident && std::strcmp(resident, "0") == 0);
     held_.resize(desc_.inputs.size());
@@ -306,6 +307,38 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
     }
     t.end_s = at(marks_.back());
     detail::publish_timeline(std::move(t));
+  }
+
+  /// A persistent kernel in clusters launches as many as the configurator
+  /// found room for; a GPU that holds fewer at once (its GPCs' SMs pair
+  /// up unevenly, another kernel's blocks) runs the rest in a second
+  /// round: said once a kernel at load.
+  void note_clusters_left_waiting() const {
+    if (!d_->cuOccupancyMaxActiveClusters) return;
+    for (std::size_t i = 0; i < desc_.kernels.size(); ++i) {
+      const KernelDesc& k = desc_.kernels[i];
+      if (k.cluster < 2) continue;
+      std::uint64_t most = 0;
+      for (const LaunchDesc& l : desc_.launches)
+        if (l.kernel == i) most = std::max(most, l.workgroups);
+      cuda::LaunchAttribute cluster;
+      cluster.id = cuda::kLaunchAttributeClusterDimension;
+      cluster.value[0] = k.cluster, cluster.value[1] = 1, cluster.value[2] = 1;
+      cuda::LaunchConfig config;
+      config.grid_x = static_cast<unsigned>(most);
+      config.block_x = k.threads;
+      config.shared_bytes = k.shared_bytes;
+      config.attributes = &cluster;
+      config.attribute_count = 1;
+      int held = 0;
+      if (d_->cuOccupancyMaxActiveClusters(&held, functions_[i], &config) == 0 && held > 0 &&
+          most / k.cluster > static_cast<std::uint64_t>(held))
+        std::fprintf(stderr,
+                     "nova: note: kernel %s launches %llu clusters of %u, this GPU holds %d at once: the rest "
+                     "wait for a second round (compile with NOVA_GPU_CLUSTER=1, or NOVA_GPU_SMS=%d)\n",
+                     k.symbol.c_str(), static_cast<unsigned long long>(most / k.cluster), k.cluster, held,
+                     held * static_cast<int>(k.cluster));
+    }
   }
 
   /// Every launch of the plan, in order, on `stream`; with `sums`, each

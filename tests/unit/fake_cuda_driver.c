@@ -375,6 +375,14 @@ struct launch_config {
   struct launch_attribute* attrs;
   unsigned count;
 };
+/* FAKE_CUDA_CLUSTERS: how many clusters the fake GPU holds at once (default 66). */
+int cuOccupancyMaxActiveClusters(int* clusters, void* f, const struct launch_config* c) {
+  (void)f;
+  if (!c || c->count != 1 || c->attrs[0].id != 4) return 1;
+  const char* v = getenv("FAKE_CUDA_CLUSTERS");
+  *clusters = v && *v ? atoi(v) : 66;
+  return 0;
+}
 int cuLaunchKernelEx(const struct launch_config* c, void* f, void** params, void** extra) {
   unsigned cluster = 1;
   for (unsigned i = 0; i < c->count; ++i) {
