@@ -805,7 +805,7 @@ TEST_CASE("on an emulated H100 of one SM (NOVA_GPU_SMS=1), a matmul of several t
   }
 }
 
-TEST_CASE("with NOVA_GPU_CLUSTER=2, an emulated H100's persistent wgmma matmuls run in clusters of 2 sharing B's tile by TMA multicast, bf16 and 3xtf32, with a bias and a fused residual body, within the precision's bound of the interpreter") {
+TEST_CASE("with NOVA_GPU_CLUSTER=2, an emulated H100's persistent wgmma matmuls run in clusters of 2 sharing B's tile by TMA multicast, bf16 and 3xtf32, with a bias and a fused residual body, and a GPT's bf16 training step, within the precision's bound of the interpreter") {
   // Two SMs: one cluster of 2 CTAs looping over the cluster tiles (two
   // 64- or 128-row tiles of the same columns), each loading half of B.
   Env env;
@@ -839,9 +839,22 @@ TEST_CASE("with NOVA_GPU_CLUSTER=2, an emulated H100's persistent wgmma matmuls 
       CHECK(ptx.find("mapa.shared::cluster.u32") != std::string::npos);
     }
   }
+  // A GPT's bf16 training step: its wgmma products in clusters (all 132
+  // SMs), 2 SGD steps within bf16's error of the interpreter.
+  env.unset("NOVA_GPU_SMS");
+  {
+    Gen g;
+    INFO("seed = ", g.seed);
+    GptAgainstInterpreter r = gpt_against_interpreter(g.seed, "sm_90a", nova::MatmulPrecision::bf16, 2);
+    CHECK(r.loss_error <= 1e-2);
+    CHECK(r.update_error <= 5e-2);
+    int clustered = 0;
+    for (const auto& k : r.desc.kernels) clustered += k.cluster == 2;
+    CHECK(clustered >= 8);
+    CHECK(clustered == matmul_kernels(r.desc).wgmma);
+  }
   // Only wgmma targets take it.
   env.set("NOVA_TARGET", "sm_80");
-  env.unset("NOVA_GPU_SMS");
   CHECK_THROWS_WITH_AS(nova::target_from_env(), doctest::Contains("has no wgmma"), nova::Error);
 }
 
