@@ -852,6 +852,16 @@ GpuMatmulConfig wgmmaBlock(GpuOperand op, int64_t warpgroups, int64_t bn, int64_
   return c;
 }
 
+/// Every fixed epilogue at once: scale, bias, GELU (tanh), residual.
+MmaEpilogue fullEpilogue() {
+  MmaEpilogue e;
+  e.scale = 0.5;
+  e.bias = true;
+  e.activation = MmaEpilogue::Activation::gelu_tanh;
+  e.residual = true;
+  return e;
+}
+
 GpuMatmulProblem layout(GpuMatmulProblem p, bool lhsTransposed, bool rhsTransposed, int64_t batch = 1) {
   p.lhsTransposed = lhsTransposed;
   p.rhsTransposed = rhsTransposed;
@@ -1019,11 +1029,7 @@ TEST_CASE("GPU emulator: a persistent wgmma kernel runs several tiles a block, i
     GpuMatmulConfig c;
     int64_t blocks, parts;
   };
-  MmaEpilogue none, fused;
-  fused.scale = 0.5;
-  fused.bias = true;
-  fused.activation = MmaEpilogue::Activation::gelu_tanh;
-  fused.residual = true;
+  const MmaEpilogue none, fused = fullEpilogue();
   for (auto [cs, epilogue] : {std::pair{Case{problem(256, 256, 192, bf16), wgmmaBlock(bf16, 1, 64, 64, 2), 3, 1}, none},
                               std::pair{Case{problem(256, 128, 128, bf16), wgmmaBlock(bf16, 2, 64, 64, 3), 2, 1}, none},
                               std::pair{Case{layout(problem(160, 72, 96, f16), true, false), wgmmaBlock(f16, 1, 64, 32, 4),
@@ -1159,11 +1165,7 @@ TEST_CASE("GPU emulator: clusters of 2 along M share B's tile by TMA multicast")
     GpuMatmulConfig c;
     MmaEpilogue epilogue;
   };
-  MmaEpilogue fused;
-  fused.scale = 0.5;
-  fused.bias = true;
-  fused.activation = MmaEpilogue::Activation::gelu_tanh;
-  fused.residual = true;
+  const MmaEpilogue fused = fullEpilogue();
   for (const Case &cs : {Case{problem(320, 256, 192, bf16), wgmmaBlock(bf16, 2, 128, 64, 2), {}},
                          Case{layout(problem(192, 144, 128, f16), true, true), wgmmaBlock(f16, 1, 16, 64, 2), {}},
                          Case{layout(problem(128, 96, 96, tf32), false, true), wgmmaBlock(tf32, 1, 32, 32, 3), {}},

@@ -4,17 +4,15 @@
 // fail (an error, a crash, a bad exit, no tool at all) is a named
 // nova::CompileError, and this process goes on compiling afterwards.
 // nova::set_explain reaches the child.
+#include "captured_stderr.hpp"
 #include "scoped_env.hpp"
 #include "testing.hpp"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>
-
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -218,25 +216,14 @@ TEST_CASE("nova::set_explain prints the plan of each compile, the child process'
   env.unset("NOVA_COMPILE_TOOL");
   for (const char* mode : {"process", "inline"}) {
     INFO("NOVA_COMPILE=", mode);
-    // stderr (the child's too: it inherits the descriptor) into a file.
-    fs::path file = fs::temp_directory_path() / ("nova-explain-" + std::to_string(::getpid()) + ".txt");
-    std::fflush(stderr);
-    int saved = ::dup(2);
-    int fd = ::open(file.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0600);
-    REQUIRE(fd >= 0);
-    ::dup2(fd, 2);
-    ::close(fd);
-    nova::set_explain(true);
+    // stderr, the child's too.
     Gen g;
-    run(env, mode, g.seed);
-    nova::set_explain(false);
-    run(env, mode, g.seed + 7); // compiles again (new in-process cache): prints nothing
-    std::fflush(stderr);
-    ::dup2(saved, 2);
-    ::close(saved);
-    std::ifstream in(file);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    fs::remove(file);
+    const std::string text = nova_test::captured_stderr([&] {
+      nova::set_explain(true);
+      run(env, mode, g.seed);
+      nova::set_explain(false);
+      run(env, mode, g.seed + 7); // compiles again (new in-process cache): prints nothing
+    });
     INFO(text);
     CHECK(text.find("memory: arena") != std::string::npos);
     CHECK(text.find("live at the peak") != std::string::npos);

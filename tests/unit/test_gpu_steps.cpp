@@ -771,14 +771,11 @@ TEST_CASE("a matmul's elementwise epilogue reading a residual, a bias, a row's s
   }
 }
 
-TEST_CASE("on an emulated H100 of one SM (NOVA_GPU_SMS=1), a matmul of several tiles runs as a persistent wgmma kernel, one block looping over its tiles, with a bias and with a fused residual body, bf16 and 3xtf32, within the precision's bound of the interpreter") {
-  // x [300, 64] w [64, 256]: more tiles than the one resident block, so the
-  // wgmma kernel is persistent (a launch of one block whose producer runs
-  // on into the next tile's slabs). fp32 runs as 3xtf32 on wgmma.
-  Env env;
-  env.set("NOVA_TARGET", "sm_90a");
-  env.set("NOVA_GPU_SMS", "1");
-  env.set("NOVA_GPU", "emulate");
+/// A product with a bias and one with a fused residual body, bf16 and
+/// 3xtf32, on the emulated H100 the environment configures, each within its
+/// precision's bound of the interpreter: the TMA + wgmma kernel launched
+/// as `workgroups` blocks in clusters of `cluster`.
+void persistent_wgmma_products(std::uint64_t workgroups, std::uint32_t cluster) {
   Fp32AtExit restore;
   auto linear = [](auto x, auto w, auto b) { return nova::matmul(x, w) + b; };
   auto residual = [](auto x, auto w, auto b, auto r) {
@@ -798,11 +795,25 @@ TEST_CASE("on an emulated H100 of one SM (NOVA_GPU_SMS=1), a matmul of several t
       const nova::KernelDesc& kernel = desc.kernels[matmul.kernel];
       INFO(kernel.summary);
       CHECK(kernel.tensor_maps.size() == 2); // TMA + wgmma
-      CHECK(matmul.workgroups == 1);
-      std::string ptx(desc.object.begin(), desc.object.end());
-      CHECK(kernel_ptx(ptx, kernel.symbol).find("wgmma.mma_async") != std::string::npos);
+      CHECK(matmul.workgroups == workgroups);
+      CHECK(kernel.cluster == cluster);
+      const std::string ptx = kernel_ptx(std::string(desc.object.begin(), desc.object.end()), kernel.symbol);
+      CHECK(ptx.find("wgmma.mma_async") != std::string::npos);
+      CHECK((ptx.find(".multicast::cluster") != std::string::npos) == (cluster > 1));
+      CHECK((ptx.find("mapa.shared::cluster.u32") != std::string::npos) == (cluster > 1));
     }
   }
+}
+
+TEST_CASE("on an emulated H100 of one SM (NOVA_GPU_SMS=1), a matmul of several tiles runs as a persistent wgmma kernel, one block looping over its tiles, with a bias and with a fused residual body, bf16 and 3xtf32, within the precision's bound of the interpreter") {
+  // x [300, 64] w [64, 256]: more tiles than the one resident block, so the
+  // wgmma kernel is persistent (a launch of one block whose producer runs
+  // on into the next tile's slabs). fp32 runs as 3xtf32 on wgmma.
+  Env env;
+  env.set("NOVA_TARGET", "sm_90a");
+  env.set("NOVA_GPU_SMS", "1");
+  env.set("NOVA_GPU", "emulate");
+  persistent_wgmma_products(1, 1);
 }
 
 TEST_CASE("with NOVA_GPU_CLUSTER=2, an emulated H100's persistent wgmma matmuls run in clusters of 2 sharing B's tile by TMA multicast, bf16 and 3xtf32, with a bias and a fused residual body, and a GPT's bf16 training step, within the precision's bound of the interpreter") {
@@ -813,32 +824,7 @@ TEST_CASE("with NOVA_GPU_CLUSTER=2, an emulated H100's persistent wgmma matmuls 
   env.set("NOVA_GPU_SMS", "2");
   env.set("NOVA_GPU_CLUSTER", "2");
   env.set("NOVA_GPU", "emulate");
-  Fp32AtExit restore;
-  auto linear = [](auto x, auto w, auto b) { return nova::matmul(x, w) + b; };
-  auto residual = [](auto x, auto w, auto b, auto r) {
-    return nova::reshape(nova::matmul(nova::reshape(x, {300, 64}), w) + b, {2, 150, 256}) + r;
-  };
-  struct Case { nova::MatmulPrecision precision; double bound; std::size_t launches; };
-  for (Case c : {Case{nova::MatmulPrecision::bf16, 2e-2, 2}, Case{nova::MatmulPrecision::fp32, 1e-5, 1}}) {
-    Gen g;
-    INFO("seed = ", g.seed, ", ", nova::name_of(c.precision));
-    nova::set_matmul_precision(c.precision);
-    Tensor x = g.randn({300, 64}), w = g.randn({64, 256}), b = g.randn({256});
-    Tensor x3 = g.randn({2, 150, 64}), r = g.randn({2, 150, 256});
-    for (const nova::ExecutableDesc& desc : {emulated_against_interpreter(linear, c.bound, c.launches, x, w, b),
-                                              emulated_against_interpreter(residual, c.bound, c.launches, x3, w, b, r)}) {
-      const nova::LaunchDesc& matmul = desc.launches.back();
-      const nova::KernelDesc& kernel = desc.kernels[matmul.kernel];
-      INFO(kernel.summary);
-      CHECK(kernel.tensor_maps.size() == 2);
-      CHECK(kernel.cluster == 2);
-      CHECK(matmul.workgroups == 2);
-      CHECK(desc.target.matmul_cluster == 2);
-      const std::string ptx = kernel_ptx(std::string(desc.object.begin(), desc.object.end()), kernel.symbol);
-      CHECK(ptx.find(".multicast::cluster") != std::string::npos);
-      CHECK(ptx.find("mapa.shared::cluster.u32") != std::string::npos);
-    }
-  }
+  persistent_wgmma_products(2, 2);
   // A GPT's bf16 training step: its wgmma products in clusters (all 132
   // SMs), 2 SGD steps within bf16's error of the interpreter.
   env.unset("NOVA_GPU_SMS");

@@ -5,16 +5,11 @@
 #include <doctest/doctest.h>
 
 #include <dlfcn.h>
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <string>
 #include <thread>
@@ -28,6 +23,7 @@
 #include "nova/target.hpp"
 #include "nova/timeline.hpp"
 #include "nova/tensor.hpp"
+#include "captured_stderr.hpp"
 #include "scoped_env.hpp"
 
 #include <cstddef>
@@ -535,22 +531,7 @@ TEST_CASE("a GPU kernel in clusters is launched with the driver's cluster attrib
   // A GPU that holds fewer clusters at once than a launch's: a note at load.
   {
     env.set("FAKE_CUDA_CLUSTERS", "1");
-    const std::string file = (std::filesystem::temp_directory_path() /
-                              ("nova-clusters-" + std::to_string(::getpid()) + ".txt"))
-                                 .string();
-    std::fflush(stderr);
-    int saved = ::dup(2);
-    int fd = ::open(file.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0600);
-    REQUIRE(fd >= 0);
-    ::dup2(fd, 2);
-    ::close(fd);
-    std::shared_ptr<nova::Executable> exe = nova::load_or_describe(d);
-    std::fflush(stderr);
-    ::dup2(saved, 2);
-    ::close(saved);
-    std::ifstream in(file);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::filesystem::remove(file);
+    const std::string text = nova_test::captured_stderr([&] { nova::load_or_describe(d); });
     CHECK(text.find("nova: note: kernel nova_fake_inc launches 2 clusters of 2, this GPU holds 1 at once") !=
           std::string::npos);
     CHECK(text.find("nova_fake_copy") == std::string::npos);
