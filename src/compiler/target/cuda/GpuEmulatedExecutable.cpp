@@ -67,6 +67,9 @@ public:
       launch.grid = {int64_t(l.workgroups), 1, 1};
       launch.block = {int64_t(k.threads), 1, 1};
       launch.cluster = {int64_t(k.cluster), 1, 1};
+      // A cluster's first CTA ahead of its peers whenever it can: the order
+      // that finds a step of a CTA that does not wait for its peers.
+      launch.peersLag = k.cluster > 1;
       launch.dynamicSharedBytes = k.shared_bytes;
       for (const ::nova::BufferRef &b : l.args)
         launch.memory.emplace_back(address(b), size_t(b.bytes));
