@@ -309,6 +309,26 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
     detail::publish_timeline(std::move(t));
   }
 
+  /// cuLaunchKernelEx's configuration of kernel `k`'s launch of `workgroups`
+  /// blocks in its clusters: the cluster as the launch's attribute (MLIR 19
+  /// puts no .reqnctapercluster in the PTX).
+  struct ClusterLaunch {
+    cuda::LaunchAttribute cluster;
+    cuda::LaunchConfig config;
+    ClusterLaunch(const KernelDesc& k, std::uint64_t workgroups, cuda::CUstream stream) {
+      cluster.id = cuda::kLaunchAttributeClusterDimension;
+      cluster.value[0] = k.cluster, cluster.value[1] = 1, cluster.value[2] = 1;
+      config.grid_x = static_cast<unsigned>(workgroups);
+      config.block_x = k.threads;
+      config.shared_bytes = k.shared_bytes;
+      config.stream = stream;
+      config.attributes = &cluster; // (hence no copies)
+      config.attribute_count = 1;
+    }
+    ClusterLaunch(const ClusterLaunch&) = delete;
+    ClusterLaunch& operator=(const ClusterLaunch&) = delete;
+  };
+
   /// A persistent kernel in clusters launches as many as the configurator
   /// found room for; a GPU that holds fewer at once (its GPCs' SMs pair
   /// up unevenly, another kernel's blocks) runs the rest in a second
@@ -321,17 +341,9 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
       std::uint64_t most = 0;
       for (const LaunchDesc& l : desc_.launches)
         if (l.kernel == i) most = std::max(most, l.workgroups);
-      cuda::LaunchAttribute cluster;
-      cluster.id = cuda::kLaunchAttributeClusterDimension;
-      cluster.value[0] = k.cluster, cluster.value[1] = 1, cluster.value[2] = 1;
-      cuda::LaunchConfig config;
-      config.grid_x = static_cast<unsigned>(most);
-      config.block_x = k.threads;
-      config.shared_bytes = k.shared_bytes;
-      config.attributes = &cluster;
-      config.attribute_count = 1;
+      const ClusterLaunch launch(k, most, nullptr);
       int held = 0;
-      if (d_->cuOccupancyMaxActiveClusters(&held, functions_[i], &config) == 0 && held > 0 &&
+      if (d_->cuOccupancyMaxActiveClusters(&held, functions_[i], &launch.config) == 0 && held > 0 &&
           most / k.cluster > static_cast<std::uint64_t>(held))
         std::fprintf(stderr,
                      "nova: note: kernel %s launches %llu clusters of %u, this GPU holds %d at once: the rest "
@@ -353,18 +365,10 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
       const KernelDesc& k = desc_.kernels[l.kernel];
       // The driver reads the parameters and does not write them.
       void** params = const_cast<void**>(params_[i].data());
-      if (k.cluster > 1) { // the cluster as the launch's attribute (no .reqnctapercluster in the PTX)
-        cuda::LaunchAttribute cluster;
-        cluster.id = cuda::kLaunchAttributeClusterDimension;
-        cluster.value[0] = k.cluster, cluster.value[1] = 1, cluster.value[2] = 1;
-        cuda::LaunchConfig config;
-        config.grid_x = static_cast<unsigned>(l.workgroups);
-        config.block_x = k.threads;
-        config.shared_bytes = k.shared_bytes;
-        config.stream = stream;
-        config.attributes = &cluster;
-        config.attribute_count = 1;
-        check("cuLaunchKernelEx", k.symbol, d_->cuLaunchKernelEx(&config, functions_[l.kernel], params, nullptr));
+      if (k.cluster > 1) {
+        const ClusterLaunch launch(k, l.workgroups, stream);
+        check("cuLaunchKernelEx", k.symbol,
+              d_->cuLaunchKernelEx(&launch.config, functions_[l.kernel], params, nullptr));
         continue;
       }
       check("cuLaunchKernel", k.symbol,

@@ -437,12 +437,10 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
         ++rejected["tf32x3 split across K with one warpgroup (ptxas serializes its wgmmas)"];
         continue;
       }
-      // A cluster's CTAs each load 1/clusterM of the B tile: whole boxes of
-      // it (K-major: rows in multiples of 8, a swizzle atom; M/N-major:
-      // 128-byte columns), one tile a block (no split-K, no ping-pong).
+      // A cluster's CTAs each load 1/clusterM of the B tile (whole boxes of
+      // it), one tile a block (no split-K).
       if (p.clusterM > 1) {
-        const bool halves = p.rhsTransposed ? s.bn % (8 * p.clusterM) == 0 : (s.bn / (128 / es)) % p.clusterM == 0;
-        if (kind != GpuMmaKind::wgmma || split > 1 || !halves) {
+        if (kind != GpuMmaKind::wgmma || split > 1 || !wgmmaTileSplits(p.rhsTransposed, s.bn, es, p.clusterM)) {
           ++rejected[llvm::formatv("clusters of {0} along M need wgmma, no split-K, and a B tile in {0} whole parts",
                                    p.clusterM)
                          .str()];

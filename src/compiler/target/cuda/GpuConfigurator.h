@@ -188,6 +188,17 @@ inline int64_t wgmmaRebalancedRegisters(int64_t consumerWarpgroups, int64_t regi
   return consumers > launched ? consumers : 0;
 }
 
+/// Whether a wgmma operand tile of `rows` rows (M or N), K-major or not,
+/// of elements of `elementBytes`, comes as `parts` whole TMA boxes (a
+/// cluster's CTAs each loading one part): K-major, whole 8-row swizzle
+/// atoms a part; M/N-major, whole boxes of 128-byte columns a part.
+inline bool wgmmaTileSplits(bool kMajor, int64_t rows, int64_t elementBytes, int64_t parts) {
+  if (kMajor)
+    return rows % (8 * parts) == 0;
+  const int64_t boxColumns = 128 / elementBytes;
+  return rows % boxColumns == 0 && (rows / boxColumns) % parts == 0;
+}
+
 /// Which operands (A, B) a wgmma kernel of `problem` converts in shared
 /// memory before wgmma reads them: both of tf32x3's (into big and small
 /// halves), a tf32 operand stored M/N-contiguous (transposed: wgmma reads

@@ -210,9 +210,10 @@ struct Cluster {
   Contexts contexts;
   std::vector<Emulator *> ctas; ///< by rank
   std::vector<char> exited;
-  /// barrier.cluster: per CTA, per thread, its arrivals and the tick of
-  /// its last (release) arrival.
-  std::vector<std::vector<int64_t>> arrivals, arrivalTick;
+  /// barrier.cluster: per CTA, per thread, its arrivals; the tick of the
+  /// last release arrival (a wait acquires all before it).
+  std::vector<std::vector<int64_t>> arrivals;
+  int64_t releasedTick = 0;
 };
 
 class Emulator {
@@ -442,7 +443,6 @@ private:
           }
           cl.exited.assign(size_t(size), 0);
           cl.arrivals.assign(size_t(size), std::vector<int64_t>(size_t(threads), 0));
-          cl.arrivalTick = cl.arrivals;
           cl.contexts.turn = 0;
           std::vector<char> ok(size_t(size), 0);
           std::vector<std::thread> running;
@@ -875,72 +875,66 @@ private:
     return true;
   }
 
-  /// barrier.cluster.arrive[.relaxed]: each active thread's arrival; a
-  /// release one (not relaxed) orders the thread's accesses before it for
-  /// those that wait.
-  bool clusterArrive(Operation *op, bool release) {
-    if (!cluster)
-      return fail(op, "a cluster barrier in a kernel launched without a cluster");
-    // A thread arrives once a phase: its last phase must have completed
-    // (every running thread of the cluster arrived as often).
+  /// The cluster barrier's phases that have completed: those every thread
+  /// of the cluster's running CTAs has arrived at; with `behind`, a thread
+  /// (CTA, thread) that has arrived at no more.
+  int64_t clusterPhasesCompleted(std::pair<int64_t, int64_t> *behind = nullptr) const {
     int64_t completed = INT64_MAX;
     for (size_t r = 0; r < cluster->ctas.size(); ++r)
       if (!cluster->exited[r])
-        for (int64_t n : cluster->arrivals[r])
-          completed = std::min(completed, n);
+        for (size_t u = 0; u < cluster->arrivals[r].size(); ++u)
+          if (cluster->arrivals[r][u] < completed) {
+            completed = cluster->arrivals[r][u];
+            if (behind)
+              *behind = {int64_t(r), int64_t(u)};
+          }
+    return completed;
+  }
+
+  /// barrier.cluster.arrive[.relaxed]: each active thread's arrival, once
+  /// a phase (its last phase must have completed); a release one (not
+  /// relaxed) orders the thread's accesses before it for those that wait.
+  bool clusterArrive(Operation *op, bool release) {
+    if (!cluster)
+      return fail(op, "a cluster barrier in a kernel launched without a cluster");
+    const int64_t completed = clusterPhasesCompleted();
     for (int64_t t = 0; t < threads; ++t)
       if (active[size_t(t)] && cluster->arrivals[size_t(rank)][size_t(t)] > completed)
         return fail(op, "arrives at a cluster barrier again before the phase it arrived at completed", t);
     for (int64_t t = 0; t < threads; ++t)
-      if (active[size_t(t)]) {
+      if (active[size_t(t)])
         ++cluster->arrivals[size_t(rank)][size_t(t)];
-        if (release)
-          cluster->arrivalTick[size_t(rank)][size_t(t)] = ++clock.tick;
-      }
+    if (release)
+      cluster->releasedTick = ++clock.tick;
     ++clock.events;
     return true;
   }
 
-  /// barrier.cluster.wait: each active thread waits until every thread of
-  /// the cluster's CTAs that have not exited arrived as often as it did,
-  /// then acquires what their arrivals released.
+  /// barrier.cluster.wait: the active threads wait until the phase they
+  /// arrived at completed (every thread of the cluster's CTAs that have not
+  /// exited arrived as often), then acquire what the arrivals released.
   bool clusterWait(Operation *op) {
     if (!cluster)
       return fail(op, "a cluster barrier in a kernel launched without a cluster");
-    for (;;) {
-      int64_t behindCta = -1, behindThread = -1, need = 0;
-      for (int64_t t = 0; t < threads && behindCta < 0; ++t) {
-        if (!active[size_t(t)])
-          continue;
-        need = cluster->arrivals[size_t(rank)][size_t(t)];
-        if (need == 0)
+    int64_t need = 0;
+    for (int64_t t = 0; t < threads; ++t)
+      if (active[size_t(t)]) {
+        if (cluster->arrivals[size_t(rank)][size_t(t)] == 0)
           return fail(op, "barrier.cluster.wait with no arrive before it", t);
-        for (size_t r = 0; r < cluster->ctas.size() && behindCta < 0; ++r)
-          if (!cluster->exited[r])
-            for (int64_t u = 0; u < threads; ++u)
-              if (cluster->arrivals[r][size_t(u)] < need) {
-                behindCta = int64_t(r);
-                behindThread = u;
-                break;
-              }
+        need = std::max(need, cluster->arrivals[size_t(rank)][size_t(t)]);
       }
-      if (behindCta < 0)
-        break;
+    std::pair<int64_t, int64_t> behind;
+    while (clusterPhasesCompleted(&behind) < need)
       if (!waitAgain(op, -1, [&](const char *others) {
             return llvm::formatv("waits forever at a cluster barrier: thread {0} of CTA {1} has not arrived "
                                  "there{2}",
-                                 behindThread, behindCta, others)
+                                 behind.second, behind.first, others)
                 .str();
           }))
         return false;
-    }
-    int64_t released = 0;
-    for (const std::vector<int64_t> &cta : cluster->arrivalTick)
-      for (int64_t at : cta)
-        released = std::max(released, at);
     for (int64_t t = 0; t < threads; ++t)
       if (active[size_t(t)])
-        acquired[size_t(t)] = std::max(acquired[size_t(t)], released);
+        acquired[size_t(t)] = std::max(acquired[size_t(t)], cluster->releasedTick);
     ++report.clusterBarriers;
     return true;
   }

@@ -173,13 +173,6 @@ FailureOr<StepMmaPlan> mlir::nova::planStepMmaMatmul(func::FuncOp kernel, const 
   if (plan.config.kind == GpuMmaKind::wgmma) {
     FailureOr<WgmmaMatmulKernel> trial =
         buildWgmmaMatmulKernel(module, "trial", p, plan.config, error, {}, {}, /*linearGrid=*/true);
-    if (failed(trial) && p.clusterM > 1) { // the kernel without clusters, then
-      p.clusterM = 1;
-      plan.config = configureGpuMatmul(p, target);
-      trial = plan.config.kind == GpuMmaKind::wgmma
-                  ? buildWgmmaMatmulKernel(module, "trial_alone", p, plan.config, error, {}, {}, /*linearGrid=*/true)
-                  : FailureOr<WgmmaMatmulKernel>(failure());
-    }
     if (succeeded(trial)) {
       plan.maps = trial->maps;
       return plan;

@@ -192,15 +192,15 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
         return failure();
       t.sbo = 8 * t.swizzle;
       t.kStepBytes = mmaK * es;
-      if (rows % (8 * parts))
-        return failure(); // (a part: whole 8-row swizzle atoms)
+      if (!wgmmaTileSplits(true, rows, es, parts))
+        return failure();
       t.map.box = {uint64_t(BK), uint64_t(rows / parts)};
       t.boxBytes = t.tileBytes / parts;
     } else {
       // Boxes of 128-byte rows: 64 16-bit columns, or (3xtf32, converted
       // before wgmma reads them) 32 f32 ones.
       const int64_t boxColumns = 128 / es;
-      if (rows % boxColumns || (rows / boxColumns) % parts || BK % 8)
+      if (!wgmmaTileSplits(false, rows, es, parts) || BK % 8)
         return failure();
       t.swizzle = 128;
       t.sbo = 1024;
@@ -481,13 +481,11 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
         const int64_t boxes = t.kMajor ? t.tileBytes / t.boxBytes : t.rows / boxColumns;
         const int64_t mine = multicast ? boxes / CM : boxes, boxMN = t.kMajor ? t.rows / boxes : boxColumns;
         for (int64_t j = 0; j < mine; ++j) {
-          Value box = multicast ? k.add(k.mul(ctaRank, mine), j) : Value();
+          // Box j of this CTA's (multicast: of its rank's share).
+          Value box = multicast ? k.add(k.mul(ctaRank, mine), j) : k.c(j);
           Value dst = b.create<memref::ViewOp>(
-              boxType(t), dyn,
-              multicast ? k.add(k.add(stageOffset, tileOffset), k.mul(box, t.boxBytes))
-                        : k.add(stageOffset, tileOffset + j * t.boxBytes),
-              ValueRange{});
-          Value mn = multicast ? k.add(mn0, k.mul(box, boxMN)) : t.kMajor ? mn0 : k.add(mn0, boxMN * j);
+              boxType(t), dyn, k.add(k.add(stageOffset, tileOffset), k.mul(box, t.boxBytes)), ValueRange{});
+          Value mn = k.add(mn0, k.mul(box, boxMN));
           SmallVector<Value> coords;
           if (t.kMajor)
             coords = {k0, mn};
