@@ -91,7 +91,7 @@ void addBufferizeStage(OpPassManager &pm) {
 
 void addKernelStage(OpPassManager &pm, const mlir::nova::Target &target) {
   pm.addPass(mlir::nova::createNovaFoldTransposes());
-  pm.addPass(mlir::nova::createNovaOutlineKernels());
+  pm.addPass(mlir::nova::createNovaOutlineKernels({.narrowingEpilogues = target.fusesNarrowingEpilogues()}));
   pm.addPass(mlir::nova::createNovaDedupKernels());
   // Data parallel: each bucket of gradients summed over the ranks while the
   // backward goes on (the launch order is final from here).
@@ -144,8 +144,8 @@ mlir::nova::PipelineOptions mlir::nova::pipelineOptionsFromEnv() {
 }
 
 mlir::nova::PipelineOptions mlir::nova::pipelineOptionsForStep(PipelineOptions options, StringRef step) {
-  if (!options.dumpDir.empty())
-    options.dumpDir += "/" + step.str();
+  if (!options.dumpDir.empty()) // (two appends: GCC 12 warned, wrongly, of an overflow in "/" + std::string)
+    options.dumpDir.append("/").append(step.data(), step.size());
   return options;
 }
 

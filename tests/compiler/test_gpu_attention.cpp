@@ -56,12 +56,15 @@ struct AttentionRun {
   EmulatorReport report;
   /// Largest |got - want| over the largest |v| of the head.
   double worst = 0;
+  std::vector<float> out;
 };
 
-/// The forward over qkv [1, T, 3 heads hd] (f32), result f32, with `faults`,
-/// with `tileStages` buffers of tiles (0: the plan's choice for the A100).
+/// The forward over qkv [1, T, 3 heads hd] (f32, or bf16 where `bf16Qkv`),
+/// result f32, with `faults`, with `tileStages` buffers of tiles (0: the
+/// plan's choice for the A100).
 AttentionRun runAttention(int64_t T, int64_t heads, int64_t hd, const AttentionMmaFaults &faults = {},
-                          AttentionMmaOperands operands = AttentionMmaOperands::bf16, int64_t tileStages = 0) {
+                          AttentionMmaOperands operands = AttentionMmaOperands::bf16, int64_t tileStages = 0,
+                          bool bf16Qkv = false) {
   MLIRContext &ctx = attentionContext();
   Location loc = UnknownLoc::get(&ctx);
   OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
@@ -71,7 +74,8 @@ AttentionRun runAttention(int64_t T, int64_t heads, int64_t hd, const AttentionM
   const int64_t d = heads * hd;
   const double scale = 1.0 / std::sqrt(double(hd));
   Type f32 = b.getF32Type();
-  auto qkvType = MemRefType::get({1, T, 3 * d}, f32), outType = MemRefType::get({1, T, d}, f32);
+  auto qkvType = MemRefType::get({1, T, 3 * d}, bf16Qkv ? b.getBF16Type() : f32);
+  auto outType = MemRefType::get({1, T, d}, f32);
   auto func = b.create<gpu::GPUFuncOp>(loc, "attention", b.getFunctionType({qkvType, outType}, {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   Block &entry = func.getBody().front();
@@ -99,8 +103,15 @@ AttentionRun runAttention(int64_t T, int64_t heads, int64_t hd, const AttentionM
   std::vector<float> qkv(size_t(T * 3 * d)), out(size_t(T * d), 0.0f);
   for (float &x : qkv)
     x = dist(rng);
-  std::vector<uint8_t> Q(qkv.size() * 4), O(out.size() * 4);
-  std::memcpy(Q.data(), qkv.data(), Q.size());
+  std::vector<uint8_t> Q(qkv.size() * (bf16Qkv ? 2 : 4)), O(out.size() * 4);
+  if (bf16Qkv) {
+    for (size_t i = 0; i < qkv.size(); ++i) {
+      const uint16_t bits = toBFloat16Bits(qkv[i]);
+      std::memcpy(Q.data() + 2 * i, &bits, 2);
+    }
+  } else {
+    std::memcpy(Q.data(), qkv.data(), Q.size());
+  }
   std::memcpy(O.data(), out.data(), O.size());
   EmulatorLaunch launch;
   launch.grid = {plan->blocks, 1, 1};
@@ -112,6 +123,7 @@ AttentionRun runAttention(int64_t T, int64_t heads, int64_t hd, const AttentionM
   if (!run.report.ok)
     return run;
   std::memcpy(out.data(), O.data(), O.size());
+  run.out = out;
   // float64 of the inputs (bf16: rounded).
   auto at = [&](int64_t t, int64_t part, int64_t h, int64_t c) {
     const float x = qkv[size_t(t * 3 * d + part * d + h * hd + c)];
@@ -149,19 +161,19 @@ AttentionRun runAttention(int64_t T, int64_t heads, int64_t hd, const AttentionM
 /// The forward with `operands` over T = 64 (one block, one tile), 100 (two
 /// blocks, the second tile cut by the sequence's end), 200 with 2 heads of
 /// 64, 13 with heads of 16 and 70 with a head of 128, each within `bound`
-/// of float64.
-void checkShapes(AttentionMmaOperands operands, double bound) {
+/// of float64; qkv bf16 where `bf16Qkv`.
+void checkShapes(AttentionMmaOperands operands, double bound, bool bf16Qkv = false) {
   struct Shape { int64_t T, heads, hd; };
   for (Shape s : {Shape{64, 1, 64}, Shape{100, 1, 32}, Shape{200, 2, 64}, Shape{13, 3, 16}, Shape{70, 1, 128}}) {
     CAPTURE(s.T);
     CAPTURE(s.heads);
     CAPTURE(s.hd);
-    AttentionRun run = runAttention(s.T, s.heads, s.hd, {}, operands);
+    AttentionRun run = runAttention(s.T, s.heads, s.hd, {}, operands, 0, bf16Qkv);
     INFO(run.report.error);
     REQUIRE(run.report.ok);
     CAPTURE(run.worst);
     CHECK(run.worst <= bound);
-    MESSAGE(std::string(attentionMmaOperandsName(operands)) << ", T " << s.T << ", " << s.heads << " heads of " << s.hd
+    MESSAGE((std::string(attentionMmaOperandsName(operands)) + (bf16Qkv ? " (bf16 qkv)" : "")) << ", T " << s.T << ", " << s.heads << " heads of " << s.hd
                                                << ": error / max |v| " << run.worst);
     CHECK(run.report.mmas > 0);
     CHECK(run.report.ldmatrices > 0);
@@ -215,6 +227,48 @@ TEST_CASE("GPU emulator: attention on the bf16 tensor cores matches float64 of i
   MESSAGE("one buffer: error / max |v| " << single.worst << "; caught: " << unwaited << " / " << early << " / "
                                          << staged << " / " << restaged << " / unswizzled: error / max |v| "
                                          << run.worst);
+}
+
+TEST_CASE("GPU emulator: attention of a bf16 qkv copies its tiles as they are, matches float64, and broken fails") {
+  // The same bound as f32 inputs rounded in the kernel: the same bf16
+  // values reach the MMAs, by cp.async straight into the swizzled tiles.
+  checkShapes(AttentionMmaOperands::bf16, std::ldexp(1.0, -8), /*bf16Qkv=*/true);
+  // Bit for bit the result of the f32 qkv rounded in the kernel.
+  for (int64_t hd : {16, 64, 128}) {
+    CAPTURE(hd);
+    AttentionRun rounded = runAttention(100, 2, hd), copied = runAttention(100, 2, hd, {}, AttentionMmaOperands::bf16, 0, true);
+    REQUIRE(rounded.report.ok);
+    REQUIRE(copied.report.ok);
+    CHECK(rounded.out == copied.out);
+  }
+  AttentionRun single = runAttention(200, 2, 64, {}, AttentionMmaOperands::bf16, 1, true);
+  REQUIRE(single.report.ok);
+  CHECK(single.worst <= std::ldexp(1.0, -8));
+  AttentionMmaFaults noStagedBarrier, noTileBarrier, noWait, unswizzled;
+  noStagedBarrier.noBarrierAfterStaging = true;
+  noTileBarrier.noBarrierBeforeRestaging = true;
+  noWait.noWaitAfterStaging = true;
+  unswizzled.unswizzledReads = true;
+  AttentionRun run = runAttention(200, 1, 64, noWait, AttentionMmaOperands::bf16, 0, true);
+  CHECK_FALSE(run.report.ok);
+  CHECK(run.report.error.find("a missing nvgpu.device_async_wait") != std::string::npos);
+  const std::string unwaited = run.report.error;
+  run = runAttention(200, 1, 64, noStagedBarrier, AttentionMmaOperands::bf16, 0, true);
+  CHECK_FALSE(run.report.ok);
+  CHECK(run.report.error.find("a missing gpu.barrier") != std::string::npos);
+  const std::string staged = run.report.error;
+  // The next tiles copied into the buffer being read.
+  run = runAttention(200, 1, 64, noTileBarrier, AttentionMmaOperands::bf16, 0, true);
+  CHECK_FALSE(run.report.ok);
+  const std::string overRead = run.report.error;
+  run = runAttention(200, 1, 64, noTileBarrier, AttentionMmaOperands::bf16, 1, true);
+  CHECK_FALSE(run.report.ok);
+  const std::string overReadSingle = run.report.error;
+  run = runAttention(200, 1, 64, unswizzled, AttentionMmaOperands::bf16, 0, true);
+  CHECK((!run.report.ok || run.worst > 0.1));
+  MESSAGE("bf16 qkv, one buffer: error / max |v| " << single.worst << "; caught: " << unwaited << " / " << staged
+                                                  << " / " << overRead << " / one buffer: " << overReadSingle
+                                                  << " / unswizzled: error / max |v| " << run.worst);
 }
 
 TEST_CASE("GPU emulator: attention on the tensor cores as 3xtf32 matches float64 of its f32 inputs to f32's bound, and broken fails") {

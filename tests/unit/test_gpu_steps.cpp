@@ -40,6 +40,14 @@ auto gpt_loss = [](const nova::ParamExprs& p, auto x, auto y, nova::nn::GPTConfi
 
 const nova::nn::GPTConfig kGpt{.vocab = 11, .context = 8, .d_model = 16, .layers = 1, .heads = 2};
 
+/// The kernels of `desc` whose matmul writes its result in bf16 (a
+/// narrowing epilogue: its summary says so).
+int kernels_writing_bf16(const nova::ExecutableDesc& desc) {
+  int n = 0;
+  for (const auto& k : desc.kernels) n += k.summary.find("its result written as bf16") != std::string::npos;
+  return n;
+}
+
 nova::Params mlp_params(Gen& g) {
   nova::Params p;
   p.add("w1", g.randn({6, 16}, DType::f32));
@@ -647,6 +655,44 @@ TEST_CASE("a GPT with a head of 128 columns, one SGD step on an emulated H100 (b
     }
     CHECK(attention == 3);
     CHECK(launches_ending_in(&r.desc, "_keys") == 1);
+    // bf16: the qkv product writes qkv in bf16 for attention's kernels.
+    CHECK(kernels_writing_bf16(r.desc) == (bf16 ? 1 : 0));
+  }
+}
+
+TEST_CASE("with bf16 matmuls, a GPT's qkv is made in bf16 by its product (the rounding in the epilogue) and attention's three kernels copy its tiles as they are: one SGD step on an emulated H100 and A100 within bf16's bound of the interpreter") {
+  // Heads of 32 columns: attention on the tensor cores; qkv is read only
+  // by attention's forward and backward, which round q, k and v to bf16
+  // anyway, so the same values reach the MMAs as when the kernels rounded
+  // an f32 qkv (tests/compiler/test_gpu_attention.cpp: bit for bit), and
+  // the saved qkv takes half the bytes.
+  const nova::nn::GPTConfig config{.vocab = 11, .context = 20, .d_model = 64, .layers = 1, .heads = 2};
+  Gen g;
+  INFO("seed = ", g.seed);
+  for (const char* chip : {"sm_90a", "sm_80"}) {
+    CAPTURE(chip);
+    GptAgainstInterpreter r = gpt_against_interpreter(g.seed, chip, nova::MatmulPrecision::bf16, 1, config, 1);
+    CHECK(r.loss_error <= 1e-2);
+    CHECK(r.update_error <= 5e-2);
+    CHECK(kernels_writing_bf16(r.desc) == 1);
+    // The product's pairs of columns rounded by one instruction each.
+    std::string ptx(r.desc.object.begin(), r.desc.object.end());
+    for (const auto& k : r.desc.kernels)
+      if (k.summary.find("its result written as bf16") != std::string::npos)
+        CHECK(kernel_ptx(ptx, k.symbol).find("cvt.rn.bf16x2.f32") != std::string::npos);
+    // Their shared memory: two buffers of two bf16 tiles of 64 rows of 32
+    // columns (16384 bytes), and no staging buffer for f32 rows to round
+    // (16384 bytes more) but the key rows' for dO, f32 (8192 bytes and
+    // 512 of statistics), beside their statistics tiles (1024).
+    int attention = 0;
+    for (const auto& k : r.desc.kernels) {
+      if (k.summary.find("nova.attention_kernel") == std::string::npos) continue;
+      ++attention;
+      CAPTURE(k.summary);
+      const bool keys = k.summary.find("(key rows") != std::string::npos;
+      CHECK(k.shared_bytes == (keys ? 16384u + 1024u + 8192u + 512u : 16384u));
+    }
+    CHECK(attention == 3);
   }
 }
 

@@ -157,7 +157,7 @@ bool mlir::nova::resultNeverStored(const MatmulOperands &m, int64_t nr, int64_t 
   return !fill || matchPattern(fill.getDpsInputs()[0], m_AnyZeroFloat());
 }
 
-bool mlir::nova::isRegisterEpilogue(linalg::GenericOp matmul, linalg::GenericOp epilogue) {
+bool mlir::nova::isRegisterEpilogue(linalg::GenericOp matmul, linalg::GenericOp epilogue, bool narrowing) {
   std::optional<MatmulOperands> m = matchMatmul(matmul);
   if (!m || !epilogue.hasPureBufferSemantics() || epilogue.getNumDpsInits() != 1 ||
       epilogue.getNumReductionLoops() != 0)
@@ -186,8 +186,14 @@ bool mlir::nova::isRegisterEpilogue(linalg::GenericOp matmul, linalg::GenericOp 
       continue;
     }
     if (epilogue.isDpsInit(&operand)) {
-      if (!map.isIdentity() || !type.hasStaticShape() || !type.getLayout().isIdentity() ||
-          type.getElementType() != m->outType.getElementType())
+      if (!map.isIdentity() || !type.hasStaticShape() || !type.getLayout().isIdentity())
+        return false;
+      Type product = m->outType.getElementType(), result = type.getElementType();
+      auto narrower = [&] {
+        auto p = dyn_cast<FloatType>(product), r = dyn_cast<FloatType>(result);
+        return p && r && r.getWidth() < p.getWidth();
+      };
+      if (result != product && !(narrowing && narrower()))
         return false;
       continue;
     }

@@ -54,7 +54,11 @@ std::optional<MatmulOperands> matchMatmul(linalg::GenericOp op);
 /// splits a 2-D result's rows into leading dims ([B*T, N] read as [B, T, N],
 /// where the graph reshaped the matmul's result): its loops are then those
 /// dims, and a register tile's row r is the element (r / T, r % T, ...).
-bool isRegisterEpilogue(linalg::GenericOp matmul, linalg::GenericOp epilogue);
+///
+/// Its result is of the product's element, or with `narrowing` (the GPU's
+/// kernels, which store what the body yields) a narrower float: a bf16
+/// copy of the product (GpuBf16Operands.cpp).
+bool isRegisterEpilogue(linalg::GenericOp matmul, linalg::GenericOp epilogue, bool narrowing = false);
 
 /// The ops a matmul kernel runs with its matmul `m.op`: the fill that
 /// initializes the result, if it comes right before, and the register

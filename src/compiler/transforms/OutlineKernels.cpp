@@ -99,10 +99,10 @@ llvm::DenseMap<Value, size_t> lastUses(ArrayRef<Operation *> compute) {
 /// stored (a bias add, an activation, a residual add: MatmulKernel.h), and no
 /// later op reads that result: so it never has to be written out.
 bool isEpilogue(Operation *matmul, Operation *next, size_t index,
-                const llvm::DenseMap<Value, size_t> &last) {
+                const llvm::DenseMap<Value, size_t> &last, bool narrowing) {
   auto mm = dyn_cast<linalg::GenericOp>(matmul);
   auto g = dyn_cast<linalg::GenericOp>(next);
-  if (!mm || !g || !mlir::nova::isRegisterEpilogue(mm, g))
+  if (!mm || !g || !mlir::nova::isRegisterEpilogue(mm, g, narrowing))
     return false;
   Value root = mlir::nova::bufferRoot(mm.getDpsInits()[0]);
   if (!isa_and_nonnull<memref::AllocOp>(root.getDefiningOp()))
@@ -188,7 +188,8 @@ public:
     SmallVector<Type> types{b.getIndexType()};
     for (Value v : params)
       types.push_back(v.getType());
-    auto kernel = b.create<func::FuncOp>(op->getLoc(), "k" + std::to_string(next++),
+    // (A Twine: GCC 12 warned, wrongly, of an overflow in "k" + std::to_string.)
+    auto kernel = b.create<func::FuncOp>(op->getLoc(), (llvm::Twine("k") + llvm::Twine(next++)).str(),
                                          b.getFunctionType(types, {}));
     symbols.insert(kernel);
     Block *body = kernel.addEntryBlock();
@@ -221,7 +222,7 @@ private:
   int64_t next = 0;
 };
 
-LogicalResult outlineStep(func::FuncOp step, Outliner &outliner) {
+LogicalResult outlineStep(func::FuncOp step, Outliner &outliner, bool narrowingEpilogues) {
   Block &entry = step.front();
   // Copies as structured ops.
   for (auto copy : llvm::make_early_inc_range(entry.getOps<memref::CopyOp>())) {
@@ -253,7 +254,7 @@ LogicalResult outlineStep(func::FuncOp step, Outliner &outliner) {
     SmallVector<Operation *> group{compute[i++]};
     if (i < compute.size() && initializes(group.back(), compute[i]) && !sumBetween(group.back(), compute[i]))
       group.push_back(compute[i++]);
-    if (i < compute.size() && isEpilogue(group.back(), compute[i], i, last) &&
+    if (i < compute.size() && isEpilogue(group.back(), compute[i], i, last, narrowingEpilogues) &&
         !sumBetween(group.back(), compute[i]))
       group.push_back(compute[i++]);
     if (failed(outliner.outline(group)))
@@ -267,6 +268,7 @@ LogicalResult outlineStep(func::FuncOp step, Outliner &outliner) {
 }
 
 struct NovaOutlineKernels : mlir::nova::impl::NovaOutlineKernelsBase<NovaOutlineKernels> {
+  using NovaOutlineKernelsBase::NovaOutlineKernelsBase;
   void runOnOperation() override {
     ModuleOp top = getOperation();
     SmallVector<func::FuncOp> steps;
@@ -281,7 +283,7 @@ struct NovaOutlineKernels : mlir::nova::impl::NovaOutlineKernelsBase<NovaOutline
         step.emitError("nova-outline-kernels: the step must be one block of buffer code");
         return signalPassFailure();
       }
-      if (failed(outlineStep(step, outliner)))
+      if (failed(outlineStep(step, outliner, narrowingEpilogues)))
         return signalPassFailure();
     }
   }

@@ -123,7 +123,16 @@ def NovaOutlineKernels : Pass<"nova-outline-kernels", "mlir::ModuleOp"> {
     Before: `linalg.generic ... ins(%arg0 : memref<4xf32>) outs(%alloc : memref<4xf32>)`
     After:  `nova.launch @kernels::@k0(%arg0, %alloc) : memref<4xf32>, memref<4xf32>`
             and `func.func @k0(%wg: index, %a: memref<4xf32>, %b: memref<4xf32>)` in `@kernels`.
+
+    A matmul and the elementwise op of its product that a matmul kernel
+    runs on its results in registers (isRegisterEpilogue) stay one kernel;
+    with `narrowing-epilogues` (the GPU's kernels) also one whose result
+    is a narrower float than the product (a bf16 copy of it).
   }];
+  let options = [
+    Option<"narrowingEpilogues", "narrowing-epilogues", "bool", /*default=*/"false",
+           "keep a matmul with an elementwise op of its product whose result is a narrower float">,
+  ];
   let dependentDialects = ["mlir::nova::NovaDialect", "mlir::linalg::LinalgDialect",
                            "mlir::memref::MemRefDialect"];
 }

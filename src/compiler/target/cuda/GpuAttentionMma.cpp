@@ -84,14 +84,31 @@ int64_t attentionOwnTiles(AttentionKernelOp op, const AttentionMmaPlan &plan) {
   return plan.ownRowsShared ? (op.getBackward() ? 2 : 1) : 0;
 }
 
+/// Whether `src`, an input of a kernel with bf16 operands, is bf16
+/// itself: its tiles are then copied as they are (cp.async), not rounded.
+bool copiedAsIs(Value src, AttentionMmaOperands operands) {
+  return operands == AttentionMmaOperands::bf16 && cast<ShapedType>(src.getType()).getElementType().isBF16();
+}
+
+/// The inputs whose rows a kernel visits in tiles (overTiles' a and b):
+/// qkv twice (k and v), or for the key rows qkv (q) and the gradient (dO).
+std::pair<Value, Value> attentionVisitedSources(AttentionKernelOp op) {
+  Value qkv = op.getInputs()[0];
+  return {qkv, attentionBackwardPart(op) == AttentionBackwardPart::keys ? op.getInputs()[1] : qkv};
+}
+
 /// bf16 operands: the f32 floats of the staging buffer the visited rows'
-/// next tiles are copied ahead into (AttentionMma::prefetch), and with the
-/// key rows the next query rows' statistics (one a thread).
+/// next tiles of f32 inputs are copied ahead into (AttentionMma::prefetch:
+/// a slot a visited f32 source, bf16 ones copied into the tiles as they
+/// are), and with the key rows the next query rows' statistics (one a
+/// thread).
 int64_t attentionStagingFloats(AttentionKernelOp op, AttentionMmaOperands operands) {
   if (operands != AttentionMmaOperands::bf16)
     return 0;
+  auto [a, b] = attentionVisitedSources(op);
+  const int64_t slots = int64_t(!copiedAsIs(a, operands)) + int64_t(!copiedAsIs(b, operands));
   const bool keys = attentionBackwardPart(op) == AttentionBackwardPart::keys;
-  return 2 * AttentionMmaPlan::kTileRows * op.headDim() + (keys ? AttentionMmaPlan::kThreads : 0);
+  return slots * AttentionMmaPlan::kTileRows * op.headDim() + (keys ? AttentionMmaPlan::kThreads : 0);
 }
 
 /// An operand fragment of one MMA: bf16 or tf32 (`big`), and 3xtf32's
@@ -155,17 +172,25 @@ struct AttentionMma {
     return faults.unswizzledReads ? k.mul(chunk, 16 / (sixteen ? 2 : 4)) : swizzled(row, chunk);
   }
 
-  /// Rows [r0, r0 + kTile) of part `part` of `src` (f32, [B, T, parts x
-  /// d]) into `tile`, rows past the sequence clamped to its last (read,
-  /// never used unmasked), each thread 4 columns at a time, consecutive
-  /// threads consecutive ones: bf16 tiles by a 16-byte load, rounded, and
-  /// an 8-byte shared store (half of a swizzled chunk); f32 tiles by a
-  /// 16-byte cp.async (no registers; landStaged waits for it).
-  /// f32 tiles: where `live` is false, nothing is copied (zero-fill).
+  /// Whether `src` is copied into bf16 tiles as it is (copiedAsIs).
+  bool asIs(Value src) const { return copiedAsIs(src, operands); }
+
+  /// Rows [r0, r0 + kTile) of part `part` of `src` ([B, T, parts x d])
+  /// into `tile`, rows past the sequence clamped to its last (read, never
+  /// used unmasked), consecutive threads consecutive columns: f32 into
+  /// bf16 tiles 4 columns at a time by a 16-byte load, rounded, and an
+  /// 8-byte shared store (half of a swizzled chunk); f32 into f32 tiles
+  /// by a 16-byte cp.async of 4, bf16 into bf16 tiles by one of 8 (a
+  /// swizzled chunk), neither through registers (landStaged waits for
+  /// them). Copies: where `live` is false, nothing (zero-fill).
   void stage(Value tile, Value src, int64_t part, Value r0, Value live = Value()) {
     if (!sixteen) {
       copyQuads(tile, [&](int64_t, Value r, Value quad) { return SmallVector<Value, 2>{r, k.shl(quad, 2)}; }, src,
                 part, r0, live);
+      return;
+    }
+    if (asIs(src)) {
+      copyChunks(tile, src, part, r0, live);
       return;
     }
     Value column;
@@ -191,6 +216,23 @@ struct AttentionMma {
                                                            at(i, r, quad), src, quadSource(part, r0, r, quad),
                                                            b.getIndexAttr(4), size, /*bypassL1=*/b.getUnitAttr()));
     });
+  }
+
+  /// cp.async (16 bytes, past L1) of this thread's bf16 chunks (8
+  /// columns) of rows [r0, r0 + kTile) of part `part` of `src` into the
+  /// swizzled chunks of `tile`; where `live` is false nothing.
+  void copyChunks(Value tile, Value src, int64_t part, Value r0, Value live) {
+    Value size = copiedElements(live, 8);
+    const int64_t chunks = hd / 8, perThread = kTile * chunks / AttentionMmaPlan::kThreads;
+    Value row = k.div(thread, chunks), chunk = k.rem(thread, chunks);
+    for (int64_t i = 0; i < perThread; ++i) {
+      Value r = i ? k.add(row, i * (AttentionMmaPlan::kThreads / chunks)) : row;
+      Value at = b.create<arith::MinUIOp>(k.add(r0, r), k.c(T - 1));
+      pending.push_back(b.create<nvgpu::DeviceAsyncCopyOp>(
+          nvgpu::DeviceAsyncTokenType::get(b.getContext()), tile, ValueRange{r, swizzled(r, chunk)}, src,
+          ValueRange{batch, at, k.add(k.add(column0, part * d), k.shl(chunk, 3))}, b.getIndexAttr(8), size,
+          /*bypassL1=*/b.getUnitAttr()));
+    }
   }
 
   /// fn(i, r, quad) for this thread's quads of a tile, i < kTile x hd / 4 /
@@ -570,6 +612,11 @@ std::optional<AttentionMmaPlan> mlir::nova::markedAttentionMma(Operation *kernel
   return std::nullopt;
 }
 
+bool mlir::nova::attentionHeadsTakeMma(AttentionKernelOp op) {
+  const int64_t hd = op.headDim();
+  return hd >= 16 && hd <= 128 && llvm::isPowerOf2_64(uint64_t(hd));
+}
+
 AttentionMmaPlan mlir::nova::attentionMmaShape(AttentionKernelOp op, AttentionMmaOperands operands,
                                                int64_t tileStages, bool bf16RowsInRegisters) {
   AttentionMmaPlan plan;
@@ -602,16 +649,22 @@ std::optional<AttentionMmaPlan> mlir::nova::planAttentionMma(AttentionKernelOp o
     return no(sixteen ? "the GPU has no bf16 mma.sync" : "the GPU has no tf32 mma.sync");
   if (op.getBackward() && !attentionBackwardPart(op))
     return no("a backward not split into query and key rows");
-  const int64_t hd = op.headDim();
-  if (hd < 16 || hd > 128 || !llvm::isPowerOf2_64(uint64_t(hd)))
-    return no(llvm::formatv("heads of {0} columns (16, 32, 64 or 128 take it)", hd).str());
+  if (!attentionHeadsTakeMma(op))
+    return no(llvm::formatv("heads of {0} columns (16, 32, 64 or 128 take it)", op.headDim()).str());
   Type f32 = Float32Type::get(op.getContext());
   Value out = op.getInit();
   auto outType = cast<MemRefType>(out.getType());
-  if (!llvm::all_of(op.getInputs(), [&](Value in) { return wholeBuffer(in, f32); }) ||
-      !wholeBuffer(out, outType.getElementType()) ||
+  // qkv f32, or bf16 where the products take bf16 (GpuBf16Operands.cpp);
+  // the gradient f32.
+  auto inputOk = [&](auto in) {
+    return wholeBuffer(in.value(), f32) || (in.index() == 0 && copiedAsIs(in.value(), operands) &&
+                                            wholeBuffer(in.value(), BFloat16Type::get(op.getContext())));
+  };
+  if (!llvm::all_of(llvm::enumerate(op.getInputs()), inputOk) || !wholeBuffer(out, outType.getElementType()) ||
       !(outType.getElementType().isF32() || outType.getElementType().isBF16()))
-    return no("its input is not a whole f32 buffer, or its result not a whole f32 or bf16 one");
+    return no(sixteen ? "its qkv is not a whole f32 or bf16 buffer, its gradient not a whole f32 one, or its "
+                        "result not a whole f32 or bf16 one"
+                      : "its input is not a whole f32 buffer, or its result not a whole f32 or bf16 one");
   // Two buffers of the visited rows' tiles where they fit, else one; bf16
   // own rows in shared tiles where either fits, else in registers.
   const int64_t limit = std::max(target.smem_per_block, target.smem_per_block_optin);
@@ -763,6 +816,7 @@ struct AttentionBlock {
     }
     Value tile = tilesAt(m.k.c(0)).a;
     m.stage(tile, src, part, first);
+    m.landStaged();
     m.b.create<gpu::BarrierOp>();
     AttentionMma::Rows rows;
     for (int64_t kk = 0; kk < m.hd / 16; ++kk)
@@ -800,16 +854,17 @@ struct AttentionBlock {
   /// cannot cut spend nothing on it.
   ///
   /// The next tiles' copies run while the present ones are computed on.
-  /// bf16: each thread's f32 quads go a tile ahead by cp.async into the
-  /// staging buffer (AttentionMma::prefetch), which only that thread reads
-  /// back, rounding them into the bf16 tiles. f32: by cp.async straight
-  /// into the tiles. With two buffers of tiles (tileStages 2) an iteration
-  /// fills one while the other is read, one barrier a tile: tile i's
-  /// copies landed, the barrier publishes them and ends every warp's reads
-  /// of tile i - 1's buffer, which then takes tile i + 1 (bf16: tile i is
-  /// rounded into its buffer, read two iterations before, then the barrier).
-  /// With one buffer (where two do not fit), a barrier after the tiles'
-  /// reads too, and f32 tiles staged after it, waited for at once.
+  /// bf16 tiles of f32 inputs: each thread's f32 quads go a tile ahead by
+  /// cp.async into the staging buffer (AttentionMma::prefetch), which only
+  /// that thread reads back, rounding them into the bf16 tiles. f32 tiles,
+  /// and bf16 tiles of bf16 inputs: by cp.async straight into the tiles.
+  /// With two buffers of tiles (tileStages 2) an iteration fills one while
+  /// the other is read, one barrier a tile: tile i's copies landed, the
+  /// barrier publishes them and ends every warp's reads of tile i - 1's
+  /// buffer, which then takes tile i + 1 (rounded tiles: tile i is rounded
+  /// into its buffer, read two iterations before, then the barrier). With
+  /// one buffer (where two do not fit), a barrier after the tiles' reads
+  /// too, and the straight copies issued after it, waited for at once.
   using TileBody = function_ref<SmallVector<Value>(Value, const Tiles &, ValueRange, AttentionMma::Mask)>;
   SmallVector<Value> overTiles(Value from, Value count, ValueRange init, Value a, int64_t partA, Value bSrc,
                                int64_t partB, AttentionMma::Mask mask, bool maskLast, bool maskAll, TileBody body) {
@@ -823,25 +878,46 @@ struct AttentionBlock {
     auto statsAt = [&](Value r0) -> SmallVector<Value, 3> {
       return {pair, b.create<arith::MinUIOp>(k.add(r0, statsRow), k.c(m.T - 1)), statsSlot};
     };
-    const int64_t statsStaged = 2 * AttentionMmaPlan::kTileRows * m.hd;
-    // Copies of the tiles from row r0 (none where `live` is false: zero-fill)
-    // into the staging buffer (bf16) or `into` (f32), one group.
-    auto copyAhead = [&](Value r0, Value live, const Tiles &into) {
-      if (m.sixteen) {
+    // The inputs whose tiles go through the staging buffer (f32 ones
+    // rounded into bf16 tiles), each a slot of it (attentionStagingFloats),
+    // and the statistics after them.
+    const bool stagedA = m.sixteen && !m.asIs(a), stagedB = m.sixteen && !m.asIs(bSrc);
+    const int64_t slotB = stagedA ? 1 : 0;
+    const int64_t statsStaged = (int64_t(stagedA) + int64_t(stagedB)) * AttentionMmaPlan::kTileRows * m.hd;
+    // Copies of the tiles from row r0 (none where `live` is false:
+    // zero-fill), each commit one group: those into the staging buffer
+    // (with the statistics), and those straight into `into`'s tiles.
+    auto copyStaged = [&](Value r0, Value live) {
+      if (stagedA)
         m.prefetch(0, a, partA, r0, live);
-        m.prefetch(1, bSrc, partB, r0, live);
-      } else {
+      if (stagedB)
+        m.prefetch(slotB, bSrc, partB, r0, live);
+      if (stats && m.sixteen)
+        m.pending.push_back(b.create<nvgpu::DeviceAsyncCopyOp>(tokenType, m.staging,
+                                                               ValueRange{k.add(m.thread, statsStaged)}, stats,
+                                                               statsAt(r0), b.getIndexAttr(1),
+                                                               m.copiedElements(live, 1), UnitAttr()));
+    };
+    auto copyStraight = [&](Value r0, Value live, const Tiles &into) {
+      if (!stagedA)
         m.stage(into.a, a, partA, r0, live);
+      if (!stagedB)
         m.stage(into.b, bSrc, partB, r0, live);
-      }
-      // The statistics: 4 bytes a thread, into the staging buffer (bf16)
-      // or the tiles' own.
-      if (into.stats)
-        m.pending.push_back(b.create<nvgpu::DeviceAsyncCopyOp>(
-            tokenType, m.sixteen ? m.staging : into.stats,
-            m.sixteen ? SmallVector<Value, 2>{k.add(m.thread, statsStaged)} : SmallVector<Value, 2>{statsRow, statsSlot},
-            stats, statsAt(r0), b.getIndexAttr(1), m.copiedElements(live, 1), UnitAttr()));
-      return m.commitStaged();
+      // The statistics: 4 bytes a thread, into the tiles' own (f32 tiles).
+      if (into.stats && !m.sixteen)
+        m.pending.push_back(b.create<nvgpu::DeviceAsyncCopyOp>(tokenType, into.stats,
+                                                               ValueRange{statsRow, statsSlot}, stats, statsAt(r0),
+                                                               b.getIndexAttr(1), m.copiedElements(live, 1),
+                                                               UnitAttr()));
+    };
+    // Whether any copies go into the staging buffer, or straight.
+    const bool anyStaged = stagedA || stagedB || (stats && m.sixteen);
+    const bool anyStraight = !stagedA || !stagedB || (stats && !m.sixteen);
+    auto commit = [&]() -> Value { return m.pending.empty() ? Value() : m.commitStaged(); };
+    auto copyAhead = [&](Value r0, Value live, const Tiles &into) {
+      copyStaged(r0, live);
+      copyStraight(r0, live, into);
+      return commit();
     };
     auto wait = [&](Value group, int64_t pending) {
       if (!m.faults.noWaitAfterStaging)
@@ -862,8 +938,15 @@ struct AttentionBlock {
       return m.faults.noBarrierBeforeRestaging ? slot : b.create<arith::XOrIOp>(slot, k.c(1)).getResult();
     };
     Value end = k.add(from, k.mul(count, AttentionMmaPlan::kTileRows));
-    // The first tiles' copies, ahead of the loop (but f32 with one buffer).
-    Value inFlight = m.sixteen || twoBuffers ? copyAhead(from, Value(), tilesAt(k.c(0))) : Value();
+    // The first tiles' copies, ahead of the loop (with one buffer, only
+    // those into the staging buffer).
+    Value inFlight;
+    if (twoBuffers)
+      inFlight = copyAhead(from, Value(), tilesAt(k.c(0)));
+    else if (anyStaged) {
+      copyStaged(from, Value());
+      inFlight = commit();
+    }
     auto loop = [&](Value first, Value trips, ValueRange carried, bool masked) {
       return SmallVector<Value>(buildFor(b, b.getLoc(), k.c(0), trips, k.c(1), carried, [&](Value it, ValueRange c) {
         Value r0 = k.add(first, k.mul(it, AttentionMmaPlan::kTileRows));
@@ -871,21 +954,39 @@ struct AttentionBlock {
         Value live = m.cmp(arith::CmpIPredicate::ult, next, end);
         Value slot = slotOf(r0);
         Tiles tiles = tilesAt(slot);
-        if (m.sixteen) {
+        if (anyStaged) {
           // Tile r0's quads (the previous iteration's group, or the
           // prologue's) land; this thread rounds them into the tiles, then
-          // copies the next ones over them in the staging buffer.
-          if (m.faults.prefetchBeforeConvert)
-            copyAhead(next, live, tiles);
-          wait(inFlight, m.faults.prefetchBeforeConvert ? 1 : 0);
-          m.convertStaged(0, tiles.a);
-          m.convertStaged(1, tiles.b);
+          // copies the next ones over them in the staging buffer. Inputs
+          // copied as they are go straight into the tiles: with one
+          // buffer tile r0's now (the barrier after the last products is
+          // behind), with two the next tile's after the barrier.
+          Value straight;
+          if (!twoBuffers && anyStraight) {
+            copyStraight(r0, Value(), tiles);
+            straight = commit();
+          }
+          if (m.faults.prefetchBeforeConvert) {
+            copyStaged(next, live);
+            commit();
+          }
+          wait(inFlight ? inFlight : straight, m.faults.prefetchBeforeConvert ? 1 : 0);
+          if (stagedA)
+            m.convertStaged(0, tiles.a);
+          if (stagedB)
+            m.convertStaged(slotB, tiles.b);
           if (tiles.stats)
             b.create<memref::StoreOp>(b.create<memref::LoadOp>(m.staging, ValueRange{k.add(m.thread, statsStaged)}),
                                       tiles.stats, ValueRange{statsRow, statsSlot});
-          if (!m.faults.prefetchBeforeConvert)
-            copyAhead(next, live, tiles);
+          if (!m.faults.prefetchBeforeConvert) {
+            copyStaged(next, live);
+            commit();
+          }
           barrier();
+          if (twoBuffers && anyStraight) {
+            copyStraight(next, live, tilesAt(otherSlot(slot)));
+            commit();
+          }
         } else if (twoBuffers) {
           // Tile r0's copies land and are published; every warp is past
           // the previous tile's reads, whose buffer takes the next tile.

@@ -42,8 +42,10 @@
 // At the end each lane stores its rows (the forward's O / l rounded to the
 // result's element, f32 or bf16). Heads of 16, 32, 64 or 128 columns; a
 // backward with heads of 128 takes each visited tile in two halves of 32
-// rows (AttentionMmaPlan::subRows); f32 inputs; whole buffers (16-byte
-// vector loads).
+// rows (AttentionMmaPlan::subRows); f32 inputs, and with bf16 operands a
+// bf16 qkv (GpuBf16Operands.cpp), whose tiles are copied as they are
+// (cp.async of 16 bytes into the swizzled chunks, no staging buffer);
+// whole buffers (16-byte vector loads).
 //
 //===----------------------------------------------------------------------===//
 
@@ -101,6 +103,10 @@ struct AttentionMmaPlan {
   /// (kGpuAttentionOwnRowsInRegistersAttr).
   bool ownRowsInRegistersToFit = false;
 };
+
+/// Whether `op`'s heads have a width the tensor-core kernels take (16, 32,
+/// 64 or 128 columns), on tensors or buffers.
+bool attentionHeadsTakeMma(AttentionKernelOp op);
 
 /// The plan's shape for `op` (which planAttentionMma accepted); bf16 own
 /// rows of heads of 128 in shared tiles unless `bf16RowsInRegisters`.

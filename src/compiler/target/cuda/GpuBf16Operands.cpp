@@ -28,6 +28,15 @@
 // elementwise) whose result only products read writes its result in bf16
 // itself (writesEachResultOnce, GpuScalarKernels.h).
 //
+// Attention's qkv: a value that only attention kernels read as their qkv
+// (also through reshapes), with heads the tensor-core kernels take, is
+// read as a bf16 copy too (copyAttentionQkv): those kernels round q, k and
+// v to bf16 as they stage them, so the copy gives them the same values
+// (rounded once, where qkv is made: the qkv product's epilogue, whose
+// kernel then writes bf16) in half the bytes, and the backward keeps half.
+// Where the tensor-core plan does not fit after all, the kernel of a row
+// at a time widens what it loads.
+//
 // Left as they are: products whose operands or result are not f32, an
 // operand broadcast over the batch (the tensor-core kernels take neither),
 // and every product on a GPU without bf16 tensor cores.
@@ -36,6 +45,7 @@
 
 #include "compiler/dialect/NovaDialect.h"
 #include "compiler/target/cuda/CudaTarget.h"
+#include "compiler/target/cuda/GpuAttentionMma.h"
 #include "compiler/target/cuda/GpuScalarKernels.h"
 #include "compiler/transforms/Kernels.h"
 
@@ -49,6 +59,7 @@
 #include "llvm/ADT/SetVector.h"
 
 #include <algorithm>
+#include <functional>
 
 using namespace mlir;
 using namespace mlir::nova;
@@ -245,6 +256,7 @@ struct GpuBf16Operands : PassWrapper<GpuBf16Operands, OperationPass<ModuleOp>> {
       for (Operation *op : llvm::reverse(rearranged))
         if (op->use_empty())
           eraseRearrangement(op);
+      copyAttentionQkv(step, target, rootCopies);
       // A forward LayerNorm or attention kernel whose result only the
       // copy reads writes the bf16 copy itself.
       for (auto [key, copy] : rootCopies) {
@@ -253,6 +265,56 @@ struct GpuBf16Operands : PassWrapper<GpuBf16Operands, OperationPass<ModuleOp>> {
           writeInBf16(cast<OpResult>(root), copy);
       }
     }
+  }
+
+  /// Attention's qkv: a value whose every reader (also through reshapes)
+  /// is an attention kernel's qkv on the bf16 tensor cores, which rounds
+  /// q, k and v to bf16 as it stages them, is read as a bf16 copy
+  /// instead: the same rounding, once, where the value is made (fused into
+  /// its producer: the qkv product's epilogue), half the bytes to write,
+  /// keep for the backward and read. Each such copy goes to `rootCopies`.
+  void copyAttentionQkv(func::FuncOp step, const ::nova::TargetDesc &target,
+                        llvm::DenseMap<std::pair<Value, Operation *>, Value> &rootCopies) {
+    SmallVector<AttentionKernelOp> readers;
+    step.walk([&](AttentionKernelOp op) {
+      if (op.hasPureTensorSemantics() && attentionHeadsTakeMma(op) &&
+          cast<RankedTensorType>(op.getInputs()[0].getType()).getElementType().isF32())
+        readers.push_back(op);
+    });
+    llvm::DenseMap<Value, bool> onlyAttention; // by root
+    std::function<bool(Value)> attentionReadsOnly = [&](Value v) {
+      for (OpOperand &use : v.getUses()) {
+        Operation *user = use.getOwner();
+        if (auto op = dyn_cast<AttentionKernelOp>(user)) {
+          if (use.getOperandNumber() != 0 || !llvm::is_contained(readers, op))
+            return false;
+        } else if (!isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(user) ||
+                   !attentionReadsOnly(user->getResult(0))) {
+          return false;
+        }
+      }
+      return true;
+    };
+    llvm::SetVector<Operation *> rearranged;
+    for (AttentionKernelOp op : readers) {
+      SmallVector<Operation *> chain;
+      Value root = rearrangedRoot(op.getInputs()[0], chain);
+      if (isa<BlockArgument>(root) || !cast<RankedTensorType>(root.getType()).getElementType().isF32())
+        continue;
+      auto [only, inserted] = onlyAttention.try_emplace(root, false);
+      if (inserted)
+        only->second = attentionReadsOnly(root);
+      if (!only->second)
+        continue;
+      Value &copy = rootCopies[{root, nullptr}];
+      if (!copy)
+        copy = roundedCopy(root, nullptr);
+      op->setOperand(0, rearrangedLike(copy, chain));
+      rearranged.insert(chain.begin(), chain.end());
+    }
+    for (Operation *op : llvm::reverse(rearranged))
+      if (op->use_empty())
+        eraseRearrangement(op);
   }
 };
 

@@ -2,6 +2,7 @@
 
 #include "compiler/target/cuda/GpuMatmulEpilogue.h"
 #include "compiler/target/cuda/GpuBlockReduction.h"
+#include "compiler/target/cuda/MatmulKernelParts.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -79,5 +80,18 @@ Value mlir::nova::applyGpuEpilogue(ImplicitLocOpBuilder &b, Block &body, ArrayRe
   }
   if (!pairType)
     return results[0];
+  // A pair the body rounds from f32 to bf16 (a bf16 copy of the product):
+  // one cvt.rn.bf16x2.f32 for both.
+  auto rounded = [](Value v) {
+    auto trunc = v.getDefiningOp<arith::TruncFOp>();
+    return trunc && trunc.getType().isBF16() && trunc.getIn().getType().isF32() && v.use_empty() ? trunc
+                                                                                                 : arith::TruncFOp();
+  };
+  if (arith::TruncFOp lo = rounded(results[0]), hi = lanes == 2 ? rounded(results[1]) : arith::TruncFOp(); lo && hi) {
+    Value pair = packBf16x2(b, lo.getIn(), hi.getIn());
+    lo.erase();
+    hi.erase();
+    return pair;
+  }
   return vectorOf(b, b.getLoc(), results);
 }

@@ -13,7 +13,9 @@
 // memref<n>), a row's (a softmax's sums: memref<m>), the element's own (the
 // residual: a whole buffer of m x n elements, read as memref<m x n>), or
 // one value for all (memref<>). Its
-// result is a whole buffer of m x n f32 elements, written as memref<m x n>.
+// result is a whole buffer of m x n elements, written as memref<m x n>: f32,
+// or a narrower float the op's body rounds to (a bf16 copy of the product
+// for attention's qkv, GpuBf16Operands.cpp; MmaEpilogue::result).
 // The kernels take these as arguments after C, in the op's input order.
 //
 //===----------------------------------------------------------------------===//

@@ -32,7 +32,14 @@ struct Scalar {
   Value div(Value x, Value y) { return b.create<arith::DivFOp>(l, x, y); }
   Value iadd(Value x, Value y) { return b.create<arith::AddIOp>(l, x, y); }
   Value iadd(Value x, int64_t y) { return y == 0 ? x : iadd(x, c(y)); }
-  Value load(Value m, ValueRange at) { return b.create<memref::LoadOp>(l, m, at); }
+  /// m[at], widened to the compute element where m's is a narrower float
+  /// (attention's bf16 qkv, GpuBf16Operands.cpp).
+  Value load(Value m, ValueRange at) {
+    Value v = b.create<memref::LoadOp>(l, m, at);
+    if (v.getType() != e && isa<FloatType>(v.getType()) && isa<FloatType>(e))
+      v = b.create<arith::ExtFOp>(l, e, v);
+    return v;
+  }
   /// m[at] = v, rounded to m's element where that is narrower (a forward
   /// kernel's bf16 result, writesEachResultOnce).
   void store(Value v, Value m, ValueRange at) {
@@ -58,9 +65,12 @@ struct Scalar {
   }
 };
 
-/// The element a kernel computes in: its (first) input's. Its result may
-/// be narrower (writesEachResultOnce).
-Type computeType(Operation *op) { return cast<ShapedType>(op->getOperand(0).getType()).getElementType(); }
+/// The element a kernel computes in: its (first) input's, f32 for a
+/// 16-bit float. Its result may be narrower (writesEachResultOnce).
+Type computeType(Operation *op) {
+  Type e = cast<ShapedType>(op->getOperand(0).getType()).getElementType();
+  return e.isBF16() || e.isF16() ? Float32Type::get(e.getContext()) : e;
+}
 
 } // namespace
 

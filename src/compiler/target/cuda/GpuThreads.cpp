@@ -1217,6 +1217,14 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
         return false;
     }
     kernel->setAttr(kGpuEpilogueAttr, DenseI64ArrayAttr::get(kernel.getContext(), fused->arguments()));
+    // Profiles name a result narrower than the product (a bf16 copy of it).
+    Type result = cast<MemRefType>(epilogue.getDpsInits()[0].getType()).getElementType();
+    if (result != cast<MemRefType>(matmul.getDpsInits()[0].getType()).getElementType()) {
+      std::string name;
+      llvm::raw_string_ostream os(name);
+      os << result;
+      addToSummary(kernel, ", its result written as " + name);
+    }
     if (succeeded(plan))
       plans.try_emplace(kernel, std::move(*plan));
     return true;

@@ -228,12 +228,12 @@ MatmulKernelFrame mlir::nova::beginMatmulKernel(ImplicitLocOpBuilder &b, gpu::GP
   if (batched)
     cShape.push_back(layers);
   cShape.append({p.m, p.n});
-  auto cType = MemRefType::get(cShape, f32);
+  auto cType = MemRefType::get(cShape, epilogue.body && epilogue.result ? epilogue.result : f32);
   SmallVector<Type> argTypes{aType, bType, cType};
   if (epilogue.bias)
     argTypes.push_back(MemRefType::get({p.n}, f32));
   if (epilogue.residual)
-    argTypes.push_back(cType);
+    argTypes.push_back(MemRefType::get(cShape, f32));
   for (const EpilogueInput &input : epilogue.inputs)
     if (input.kind != EpilogueInput::Kind::product)
       argTypes.push_back(epilogueArgumentType(input, p.m, p.n));

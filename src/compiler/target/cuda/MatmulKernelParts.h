@@ -35,6 +35,9 @@ struct MmaEpilogue {
   bool residual = false;
   Block *body = nullptr;
   SmallVector<EpilogueInput> inputs;
+  /// The element `body` yields and C holds: f32 (null), or a narrower
+  /// float (a bf16 copy of the product, GpuBf16Operands.cpp).
+  Type result;
 
   bool any() const { return scale != 1.0 || bias || residual || activation != Activation::none || body; }
 };

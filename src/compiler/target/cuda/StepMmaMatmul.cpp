@@ -211,7 +211,7 @@ FailureOr<StepEpilogue> mlir::nova::matchGpuEpilogue(func::FuncOp kernel, linalg
   std::optional<MatmulOperands> m = matchMatmul(matmul);
   // Elementwise over the product's elements (its own dims, or its rows
   // split), reading inputs through dims and constants (isRegisterEpilogue).
-  if (!m || m->outType.getRank() != 2 || !isRegisterEpilogue(matmul, epilogue))
+  if (!m || m->outType.getRank() != 2 || !isRegisterEpilogue(matmul, epilogue, /*narrowing=*/true))
     return failure();
   Block *body = epilogue.getBody();
   const unsigned inputs = epilogue.getNumDpsInputs();
@@ -326,6 +326,7 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildStepMmaMatmul(gpu::GPUModuleOp module
   if (*fused) {
     epilogue.body = (*fused)->op.getBody();
     epilogue.inputs = (*fused)->inputs;
+    epilogue.result = cast<MemRefType>((*fused)->op.getDpsInits()[0].getType()).getElementType();
   }
   FailureOr<gpu::GPUFuncOp> tile = failure();
   if (wgmma) {
