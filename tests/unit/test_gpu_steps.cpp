@@ -784,6 +784,33 @@ TEST_CASE("a linear layer's bias add runs in its matmul kernel (its epilogue, in
   }
 }
 
+TEST_CASE("with bf16 matmuls, a qkv product the tensor cores refuse runs as the simt kernel writing qkv in bf16 for attention, on an emulated RTX 3060, within bf16's bound of the interpreter") {
+  // The lhs's rows of 30 bf16 are not whole 16-byte chunks: the simt
+  // kernel, its epilogue the scale, the bias add and the rounding to bf16 (stored 4
+  // columns a vector store); attention (heads of 16) on the tensor cores
+  // copies its tiles as they are. Launches: the operands' copies side by
+  // side, the product, attention. Seeds 1 to 11: 2.5e-3 to 6.7e-3 of the
+  // interpreter's result.
+  Env env;
+  env.set("NOVA_TARGET", "sm_86");
+  env.set("NOVA_GPU", "emulate");
+  Fp32AtExit restore;
+  nova::set_matmul_precision(nova::MatmulPrecision::bf16);
+  Gen g;
+  INFO("seed = ", g.seed);
+  Tensor x = g.randn({64, 30}), w = g.randn({30, 48}), b = g.randn({48});
+  auto f = [](auto x, auto w, auto b) {
+    // Scaled as a linear layer's init (1 / sqrt(30)): scores of a few
+    // units, not tens, whose softmax bf16's rounding of q and k would
+    // move by more than its bound.
+    auto qkv = nova::reshape(nova::matmul(x, w) * 0.18 + b, {2, 32, 48});
+    return nova::causal_attention(qkv, 1, 0.25);
+  };
+  nova::ExecutableDesc desc = emulated_against_interpreter(f, 1e-2, 3, x, w, b);
+  CHECK(kernels_writing_bf16(desc) == 1);
+  CHECK(matmul_kernels(desc).simt == 1);
+}
+
 TEST_CASE("a matmul's elementwise epilogue reading a residual, a bias, a row's sum and what its result held runs in the matmul kernel on an emulated A100 (tf32 mma.sync), H100 (bf16 wgmma) and RTX 3060 (f32 simt), within the precision's bound of the interpreter") {
   // residual: x [2, 35, 40] as [70, 40] (edge tiles) times w [40, 96], plus
   // b, as [2, 35, 96] plus r: one op on the product (the bias add fuses

@@ -1693,8 +1693,9 @@ LogicalResult mapSimtMatmul(func::FuncOp kernel, LoweringConfigAttr config) {
     return reinterpretWhole(b, l, kernel.getArgument(argument + 1), want);
   };
   const int64_t m = match->problem.m, n = match->problem.n;
-  SimtEpilogue epilogue{e.op.getBody(), e.inputs, {},
-                        whole(e.out, MemRefType::get({m, n}, b.getF32Type()))};
+  // Its result f32, or a narrower float (a bf16 copy of the product).
+  Type resultElement = cast<MemRefType>(e.op.getDpsInits()[0].getType()).getElementType();
+  SimtEpilogue epilogue{e.op.getBody(), e.inputs, {}, whole(e.out, MemRefType::get({m, n}, resultElement))};
   for (const EpilogueInput &input : e.inputs)
     if (input.kind != EpilogueInput::Kind::product)
       epilogue.args.push_back(whole(input.argument, epilogueArgumentType(input, m, n)));
