@@ -781,6 +781,15 @@ TEST_CASE("a linear layer's bias add runs in its matmul kernel (its epilogue, in
     nova::ExecutableDesc desc = emulated_against_interpreter(linear, c.bound, c.launches, x, w, b);
     std::string ptx(desc.object.begin(), desc.object.end());
     CHECK(ptx.find(std::string(".target ") + c.chip) != std::string::npos);
+    // The product is never stored, and has no buffer: the arena holds
+    // nothing (the result is the caller's), or bf16's copies of x and w.
+    // (x's copy 5600 bytes, w's 7680, placed 64-byte aligned.)
+    if (c.precision == nova::MatmulPrecision::bf16) {
+      CHECK(desc.arena_bytes >= 5600u + 7680u);
+      CHECK(desc.arena_bytes <= 5632u + 7680u);
+    } else {
+      CHECK(desc.arena_bytes == 0u);
+    }
   }
 }
 

@@ -14,7 +14,9 @@
 // Only when every launch of the kernel passes the buffer as an allocation
 // that nothing else in the step uses (kernels are shared between layers by
 // nova-dedup-kernels: all of them must agree). `nova.in_place = false`
-// (NOVA_IN_PLACE=0) keeps every result buffer.
+// (NOVA_IN_PLACE=0) keeps every result buffer. The GPU's matmul kernels
+// with a fused epilogue never store their product either: nova-gpu-threads
+// drops theirs by the same dropUnstoredResult (MatmulKernel.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,23 +50,7 @@ BlockArgument unstoredResult(func::FuncOp kernel) {
   int64_t kc = config.getCacheTile().empty() ? std::max<int64_t>(m->K, 1) : config.getCacheTile()[0];
   if (reg.size() != 2 || !nova::resultNeverStored(*m, reg[1], kc, fill, epilogue))
     return {};
-  auto arg = dyn_cast<BlockArgument>(m->out);
-  if (!arg || arg.getOwner() != &kernel.front())
-    return {};
-  // Nothing but the fill, the matmul and the epilogue (directly or through
-  // the one view it reads) may touch it.
-  for (OpOperand &use : arg.getUses()) {
-    Operation *user = use.getOwner();
-    if (user == fill || user == op)
-      continue;
-    if (user == epilogue && !epilogue.isDpsInit(&use))
-      continue;
-    if (isa<memref::ExpandShapeOp>(user) &&
-        llvm::all_of(user->getUsers(), [&](Operation *u) { return u == epilogue.getOperation(); }))
-      continue;
-    return {};
-  }
-  return arg;
+  return nova::resultArgumentOnlyEpilogueReads(kernel, *m, fill, epilogue);
 }
 
 struct NovaDropUnstoredResults : mlir::nova::impl::NovaDropUnstoredResultsBase<NovaDropUnstoredResults> {
@@ -82,26 +68,9 @@ struct NovaDropUnstoredResults : mlir::nova::impl::NovaDropUnstoredResultsBase<N
       BlockArgument arg = unstoredResult(kernel);
       if (!arg)
         continue;
-      unsigned operand = arg.getArgNumber() - 1; // after the workgroup number
       auto it = launches.find(kernel.getSymNameAttr());
-      if (it == launches.end())
-        continue;
-      bool everyLaunch = llvm::all_of(it->second, [&](nova::LaunchOp launch) {
-        Value buffer = launch.getBuffers()[operand];
-        return isa_and_nonnull<memref::AllocOp>(buffer.getDefiningOp()) && buffer.hasOneUse();
-      });
-      if (!everyLaunch)
-        continue;
-      OpBuilder b = OpBuilder::atBlockBegin(&kernel.front());
-      auto placeholder = b.create<memref::AllocOp>(kernel.getLoc(), cast<MemRefType>(arg.getType()));
-      placeholder->setAttr(nova::kUnstoredAttr, b.getUnitAttr());
-      arg.replaceAllUsesWith(placeholder);
-      kernel.eraseArgument(arg.getArgNumber());
-      for (nova::LaunchOp launch : it->second) {
-        Operation *alloc = launch.getBuffers()[operand].getDefiningOp();
-        launch->eraseOperand(operand);
-        alloc->erase();
-      }
+      if (it != launches.end())
+        nova::dropUnstoredResult(kernel, arg, it->second);
     }
   }
 };

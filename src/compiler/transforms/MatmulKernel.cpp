@@ -227,3 +227,42 @@ bool mlir::nova::isRegisterEpilogue(linalg::GenericOp matmul, linalg::GenericOp 
   }
   return true;
 }
+
+BlockArgument mlir::nova::resultArgumentOnlyEpilogueReads(func::FuncOp kernel, const MatmulOperands &m,
+                                                         linalg::FillOp fill, linalg::GenericOp epilogue) {
+  auto arg = dyn_cast<BlockArgument>(m.out);
+  if (!arg || arg.getOwner() != &kernel.front() || !epilogue)
+    return {};
+  for (OpOperand &use : arg.getUses()) {
+    Operation *user = use.getOwner();
+    if (user == m.op || (fill && user == fill.getOperation()))
+      continue;
+    if (user == epilogue.getOperation() && !epilogue.isDpsInit(&use))
+      continue;
+    if (isa<memref::ExpandShapeOp>(user) &&
+        llvm::all_of(user->getUsers(), [&](Operation *u) { return u == epilogue.getOperation(); }))
+      continue;
+    return {};
+  }
+  return arg;
+}
+
+bool mlir::nova::dropUnstoredResult(func::FuncOp kernel, BlockArgument arg, ArrayRef<LaunchOp> launches) {
+  const unsigned operand = arg.getArgNumber() - 1; // after the workgroup number
+  if (launches.empty() || !llvm::all_of(launches, [&](LaunchOp launch) {
+        Value buffer = launch.getBuffers()[operand];
+        return isa_and_nonnull<memref::AllocOp>(buffer.getDefiningOp()) && buffer.hasOneUse();
+      }))
+    return false;
+  OpBuilder b = OpBuilder::atBlockBegin(&kernel.front());
+  auto placeholder = b.create<memref::AllocOp>(kernel.getLoc(), cast<MemRefType>(arg.getType()));
+  placeholder->setAttr(kUnstoredAttr, b.getUnitAttr());
+  arg.replaceAllUsesWith(placeholder);
+  kernel.eraseArgument(arg.getArgNumber());
+  for (LaunchOp launch : launches) {
+    Operation *alloc = launch.getBuffers()[operand].getDefiningOp();
+    launch->eraseOperand(operand);
+    alloc->erase();
+  }
+  return true;
+}

@@ -12,6 +12,9 @@
 #ifndef NOVA_COMPILER_TRANSFORMS_MATMULKERNEL_H
 #define NOVA_COMPILER_TRANSFORMS_MATMULKERNEL_H
 
+#include "compiler/dialect/NovaDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 
 #include <optional>
@@ -77,6 +80,21 @@ bool readsMatmulResult(Value v, Value out);
 /// Such a result needs no buffer at all (nova-drop-unstored-results).
 bool resultNeverStored(const MatmulOperands &m, int64_t nr, int64_t kc, linalg::FillOp fill,
                        linalg::GenericOp epilogue);
+
+/// The argument of `kernel` that is the result of `m` where nothing but
+/// `fill` (may be null), the matmul and `epilogue`'s inputs (directly or
+/// through the one view it reads) touch it; else null.
+BlockArgument resultArgumentOnlyEpilogueReads(func::FuncOp kernel, const MatmulOperands &m, linalg::FillOp fill,
+                                             linalg::GenericOp epilogue);
+
+/// Takes `arg`, a result the kernel never stores, out of `kernel` and of
+/// each of `launches` (all of the kernel's), where each passes an
+/// allocation nothing else in the step uses: the kernel gets a
+/// placeholder allocation of its type in its place (kUnstoredAttr, which
+/// its codegen erases once nothing uses it), each launch loses the
+/// operand, and the step's allocations go. False, changing nothing,
+/// otherwise.
+bool dropUnstoredResult(func::FuncOp kernel, BlockArgument arg, ArrayRef<LaunchOp> launches);
 
 } // namespace mlir::nova
 

@@ -14,7 +14,7 @@
 // run on its results: nova-gpu-threads keeps them one kernel), is generated
 // as the simt kernel in the configurator's shape for sm_86 (K slabs
 // double-buffered in shared memory: stages 2).
-// ENV: func.func @k0({{.*}}nova.gpu_epilogue = array<i64: 4, 3>{{.*}}generated as the simt kernel over 1 blocks{{.*}}the elementwise op after it fused{{.*}}on sm_86{{.*}}#nova.lowering_config<simt_matmul, workgroups = 1, tile = [{{[0-9]+}}, {{[0-9]+}}], cache_tile = [16, 2, 1]
+// ENV: func.func @k0({{.*}}nova.gpu_epilogue = array<i64: 3, 2>{{.*}}generated as the simt kernel over 1 blocks{{.*}}the elementwise op after it fused{{.*}}on sm_86{{.*}}#nova.lowering_config<simt_matmul, workgroups = 1, tile = [{{[0-9]+}}, {{[0-9]+}}], cache_tile = [16, 2, 1]
 func.func @mlp(%x: tensor<4x8xf32>, %w: tensor<8x3xf32>, %b: tensor<3xf32>) -> tensor<4x3xf32> {
   %0 = nova.matmul %x, %w : tensor<4x8xf32>, tensor<8x3xf32>
   %1 = nova.broadcast %b : tensor<3xf32> -> tensor<4x3xf32>

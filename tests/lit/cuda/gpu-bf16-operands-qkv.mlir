@@ -14,7 +14,7 @@
 
 // CHECK-LABEL: func.func @qkv
 // CHECK: %[[QKV:.*]] = memref.alloc() {{.*}} : memref<64x96xbf16>
-// CHECK-NEXT: nova.launch @kernels::@[[MM:k[0-9_]+]](%{{.*}}, %{{.*}}, %{{.*}}, %arg2, %[[QKV]])
+// CHECK-NEXT: nova.launch @kernels::@[[MM:k[0-9_]+]](%{{.*}}, %{{.*}}, %arg2, %[[QKV]])
 // CHECK: nova.launch @kernels::@[[FWD:k[0-9]+]](%[[QKV]], %{{.*}}, %{{.*}}) : memref<64x96xbf16>,
 // CHECK: nova.launch @kernels::@[[BWD:k[0-9]+]](%[[QKV]], %arg3, %arg6,
 // CHECK-NEXT: nova.launch @kernels::@[[BWD]]_keys(%[[QKV]], %arg3, %arg6,

@@ -10,17 +10,17 @@
 
 // CHECK-LABEL: func.func @linear
 // CHECK: %[[QKV:.*]] = memref.alloc() {{.*}} : memref<64x48xbf16>
-// CHECK-NEXT: nova.launch @kernels::@[[K:k[0-9]+]](%{{.*}}, %{{.*}}, %{{.*}}, %arg2, %[[QKV]])
+// CHECK-NEXT: nova.launch @kernels::@[[K:k[0-9]+]](%{{.*}}, %{{.*}}, %arg2, %[[QKV]])
 // CHECK-NEXT: nova.launch @kernels::@{{k[0-9]+}}(%[[QKV]], %arg3) : memref<64x48xbf16>, memref<2x32x16xf32>
-// CHECK: func.func @[[K]]({{.*}}nova.gpu_epilogue = array<i64: 4, 3>
+// CHECK: func.func @[[K]]({{.*}}nova.gpu_epilogue = array<i64: 3, 2>
 // CHECK-SAME: "generated as the simt kernel over {{.*}}; the elementwise op after it fused (run on each result before its store)"
 // CHECK-SAME: its result written as bf16
 
-// GPU: gpu.func @nova_[[K:k[0-9]+]](%arg0: memref<64x48xf32>, %arg1: memref<64x30xbf16>, %arg2: memref<30x48xbf16>, %arg3: memref<48xf32>, %arg4: memref<64x48xbf16>) kernel
-// GPU: %[[B:.*]] = memref.load %arg3[%{{.*}}] : memref<48xf32>
+// GPU: gpu.func @nova_[[K:k[0-9]+]](%arg0: memref<64x30xbf16>, %arg1: memref<30x48xbf16>, %arg2: memref<48xf32>, %arg3: memref<64x48xbf16>) kernel
+// GPU: %[[B:.*]] = memref.load %arg2[%{{.*}}] : memref<48xf32>
 // GPU-NEXT: %[[S:.*]] = arith.addf %{{.*}}, %[[B]] : f32
 // GPU-NEXT: arith.truncf %[[S]] : f32 to bf16
-// GPU: vector.store %{{.*}}, %arg4[%{{.*}}, %{{.*}}] : memref<64x48xbf16>, vector<4xbf16>
+// GPU: vector.store %{{.*}}, %arg3[%{{.*}}, %{{.*}}] : memref<64x48xbf16>, vector<4xbf16>
 // GPU: gpu.return
 module attributes {nova.matmul_precision = "bf16"} {
   func.func @linear(%x: tensor<64x30xf32>, %w: tensor<30x48xf32>, %b: tensor<48xf32>) -> tensor<2x32x16xf32> {

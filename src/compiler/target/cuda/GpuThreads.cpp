@@ -9,7 +9,8 @@
 //     is the grid-wide barrier between them), but a matmul (tensor-core or
 //     simt) and an elementwise op of its product stay one kernel
 //     (kGpuEpilogueAttr, GpuMatmulEpilogue.h: the op's body run on the
-//     results in registers, the product never stored); a reduction across
+//     results in registers, the product never stored, its buffer gone:
+//     dropUnstoredProducts); a reduction across
 //     many rows into few columns becomes parts of the rows, then their
 //     total (GpuColumnReduction.h); each kernel gets
 //     #nova.lowering_config<gpu_threads, workgroups = blocks, tile =
@@ -66,6 +67,7 @@
 #include "compiler/target/cuda/MmaMatmulKernel.h"
 #include "compiler/target/cuda/StepMmaMatmul.h"
 #include "compiler/transforms/Kernels.h"
+#include "compiler/transforms/MatmulKernel.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -546,10 +548,62 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
     }
     // The tensor-core backward's query rows read the forward's statistics.
     reuseAttentionForwardStats(top, kernels);
+    dropUnstoredProducts(top, kernels);
     dropFillsBeforeTheirReaders(top, kernels);
     if (sideBySide)
       fuseSideBySide(top, kernels, maxBlocks);
     eraseUnlaunchedKernels(top, kernels);
+  }
+
+  /// A matmul kernel with a fused epilogue (kGpuEpilogueAttr) never
+  /// stores its product: the product's buffer, still an argument and an
+  /// arena buffer of the plan (16 MiB for the medium GPT's MLP gradient,
+  /// live at its bf16 step's peak), goes where every launch passes an
+  /// allocation nothing else uses (dropUnstoredResult, as the CPU's
+  /// nova-drop-unstored-results), and the argument numbers the kernel's
+  /// attributes record past it move down one. `nova.in_place = false`
+  /// (NOVA_IN_PLACE=0) keeps them.
+  static void dropUnstoredProducts(ModuleOp top, ModuleOp kernels) {
+    auto inPlace = top->getAttrOfType<BoolAttr>(kInPlaceAttr);
+    if (inPlace && !inPlace.getValue())
+      return;
+    MLIRContext *ctx = top.getContext();
+    for (auto kernel : kernels.getOps<func::FuncOp>()) {
+      if (!kernel->hasAttr(kGpuEpilogueAttr))
+        continue;
+      // [a zero fill,] the matmul, the epilogue (fuseEpilogue).
+      SmallVector<Operation *> ops = computeOps(kernel);
+      if (ops.size() < 2 || ops.size() > 3)
+        continue;
+      auto matmul = dyn_cast<linalg::GenericOp>(ops[ops.size() - 2]);
+      auto epilogue = dyn_cast<linalg::GenericOp>(ops.back());
+      auto fill = ops.size() == 3 ? dyn_cast<linalg::FillOp>(ops[0]) : linalg::FillOp();
+      std::optional<MatmulOperands> m = matmul ? matchMatmul(matmul) : std::nullopt;
+      if (!m || !epilogue || (ops.size() == 3 && !fill))
+        continue;
+      BlockArgument arg = resultArgumentOnlyEpilogueReads(kernel, *m, fill, epilogue);
+      if (!arg)
+        continue;
+      const int64_t erased = int64_t(arg.getArgNumber()) - 1;
+      if (!dropUnstoredResult(kernel, arg, launchesOf(top, kernel.getSymName())))
+        continue;
+      auto shift = [&](ArrayRef<int64_t> numbers, size_t count) {
+        SmallVector<int64_t> shifted(numbers);
+        for (size_t i = 0; i < count && i < shifted.size(); ++i)
+          if (shifted[i] > erased)
+            --shifted[i];
+        return DenseI64ArrayAttr::get(ctx, shifted);
+      };
+      // The epilogue's arguments; each tensor map's (its first number).
+      auto recorded = kernel->getAttrOfType<DenseI64ArrayAttr>(kGpuEpilogueAttr);
+      kernel->setAttr(kGpuEpilogueAttr, shift(recorded.asArrayRef(), recorded.size()));
+      if (auto maps = kernel->getAttrOfType<ArrayAttr>(kGpuTensorMapsAttr)) {
+        SmallVector<Attribute> moved;
+        for (Attribute map : maps)
+          moved.push_back(shift(cast<DenseI64ArrayAttr>(map).asArrayRef(), 1));
+        kernel->setAttr(kGpuTensorMapsAttr, ArrayAttr::get(ctx, moved));
+      }
+    }
   }
 
   /// Kernels no launch names any more.
@@ -1187,7 +1241,9 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
     FailureOr<StepMmaPlan> plan = planStepMmaMatmul(kernel, target, lowPrecision, why);
     std::optional<unsigned> product;
     if (succeeded(plan)) {
-      if (plan->config.splitK != 1)
+      // (A product already taken out of the kernel is the CPU's: this
+      // split cannot take it, and says so.)
+      if (plan->config.splitK != 1 || plan->outArgument == StepMmaPlan::kNoArgument)
         return false;
       product = plan->outArgument;
     } else {
@@ -1703,6 +1759,12 @@ LogicalResult mapSimtMatmul(func::FuncOp kernel, LoweringConfigAttr config) {
     return failure();
   e.op.erase();
   fill.erase();
+  // The product's placeholder (dropUnstoredProducts), read by nothing now
+  // (nor by the views the epilogue read it through).
+  eraseDeadPureOps(kernel.getBody().front());
+  for (auto alloc : llvm::make_early_inc_range(kernel.getBody().front().getOps<memref::AllocOp>()))
+    if (alloc->hasAttr(kUnstoredAttr) && alloc->use_empty())
+      alloc.erase();
   return success();
 }
 

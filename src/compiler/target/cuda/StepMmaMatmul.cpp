@@ -50,13 +50,22 @@ FailureOr<unsigned> wholeBufferArgument(func::FuncOp kernel, Value view, bool sw
 }
 
 struct Operands {
+  /// `out`: kNoArgument where the product is never stored (a fused
+  /// epilogue's kernel whose product buffer went, dropUnstoredProducts).
   unsigned lhs, rhs, out;
 };
+
+/// The product's buffer taken out of the kernel (kUnstoredAttr).
+bool isUnstored(Value out) {
+  auto alloc = bufferRoot(out).getDefiningOp<memref::AllocOp>();
+  return alloc && alloc->hasAttr(kUnstoredAttr);
+}
 
 FailureOr<Operands> operandArguments(func::FuncOp kernel, const MatmulOperands &m) {
   FailureOr<unsigned> lhs = wholeBufferArgument(kernel, m.lhs, /*swapped=*/false);
   FailureOr<unsigned> rhs = wholeBufferArgument(kernel, m.rhs, /*swapped=*/m.rhsColumns);
-  FailureOr<unsigned> out = wholeBufferArgument(kernel, m.out, /*swapped=*/false);
+  FailureOr<unsigned> out = isUnstored(m.out) ? FailureOr<unsigned>(StepMmaPlan::kNoArgument)
+                                              : wholeBufferArgument(kernel, m.out, /*swapped=*/false);
   if (failed(lhs) || failed(rhs) || failed(out))
     return failure();
   return Operands{*lhs, *rhs, *out};
@@ -128,9 +137,10 @@ FailureOr<StepMmaPlan> mlir::nova::planStepMmaMatmul(func::FuncOp kernel, const 
   p.allowWgmma = args->lhs != args->rhs;
   // Split-K: a workspace for the partial products and a kernel summing
   // them into the result, which must be its whole m x n buffer.
-  auto outType = cast<MemRefType>(kernel.getArgument(args->out + 1).getType());
   auto splitGiven = kernel->getAttrOfType<IntegerAttr>(kGpuSplitKAttr);
-  p.allowSplitK = splitGiven || (tryBuilding && p.batch == 1 && outType.getShape() == ArrayRef<int64_t>{p.m, p.n});
+  p.allowSplitK = splitGiven || (tryBuilding && p.batch == 1 && args->out != StepMmaPlan::kNoArgument &&
+                                 cast<MemRefType>(kernel.getArgument(args->out + 1).getType()).getShape() ==
+                                     ArrayRef<int64_t>{p.m, p.n});
   plan.batched = m->batchRank > 0;
   plan.lhsArgument = args->lhs;
   plan.rhsArgument = args->rhs;

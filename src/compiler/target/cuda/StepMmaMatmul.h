@@ -49,6 +49,9 @@ struct StepMmaPlan {
   /// rhs), and the kernel arguments (after the workgroup number) they
   /// replace: the lhs's and the rhs's buffers.
   std::vector<::nova::TensorMapDesc> maps;
+  /// outArgument: kNoArgument where the kernel has no product buffer (a
+  /// fused epilogue's, which never stores the product).
+  static constexpr unsigned kNoArgument = ~0u;
   unsigned lhsArgument = 0, rhsArgument = 0, outArgument = 0;
 };
 
