@@ -694,6 +694,21 @@ TEST_CASE("with bf16 matmuls, a GPT's qkv is made in bf16 by its product (the ro
     }
     CHECK(attention == 3);
   }
+  // Heads of 128 on an RTX 3060 (99 KiB of shared memory a block): the
+  // key rows' two buffers of tiles do not fit beside the shared tiles of
+  // their own rows and dO's staging buffer, so they take one, q's tiles
+  // copied straight in after the barrier that ends the last tile's reads
+  // and dO's rounded from the staging buffer (shared memory: k's and v's
+  // own tiles 32768 bytes, the visited tiles 32768, statistics 512, dO's
+  // staging 33280).
+  const nova::nn::GPTConfig wide{.vocab = 11, .context = 72, .d_model = 128, .layers = 1, .heads = 1};
+  GptAgainstInterpreter r = gpt_against_interpreter(g.seed, "sm_86", nova::MatmulPrecision::bf16, 1, wide, 1);
+  CHECK(r.loss_error <= 1e-2);
+  CHECK(r.update_error <= 5e-2);
+  CHECK(kernels_writing_bf16(r.desc) == 1);
+  for (const auto& k : r.desc.kernels)
+    if (k.summary.find("(key rows") != std::string::npos)
+      CHECK(k.shared_bytes == 32768u + 32768u + 512u + 33280u);
 }
 
 TEST_CASE("with tf32 matmuls, a GPT's matmuls run as the mma.sync kernel (tf32) on an emulated A100") {
