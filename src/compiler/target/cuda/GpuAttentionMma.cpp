@@ -495,25 +495,28 @@ struct AttentionMma {
     return acc;
   }
   /// Stores `acc` (hd / 8 accumulators of rows row[h]) into part `part` of
-  /// `out` ([B, T, parts x d]), each divided by divisor[h] when given, rows
-  /// past the sequence not.
+  /// `out` ([B, T, parts x d], f32 or bf16), each divided by divisor[h]
+  /// when given, rows past the sequence not: a lane's two adjacent columns
+  /// one 8-byte store (f32) or one rounding of both and a 4-byte store
+  /// (bf16, cvt.rn.bf16x2.f32).
   void storeRows(ArrayRef<Value> acc, Value out, int64_t part, const Value (&row)[2], const Value *divisor) {
-    Type element = cast<MemRefType>(out.getType()).getElementType();
+    const bool rounded = cast<MemRefType>(out.getType()).getElementType().isBF16();
     Value t = k.andi(lane, 3);
     for (int64_t h = 0; h < 2; ++h) {
       auto inside = b.create<scf::IfOp>(k.ult(row[h], T), /*withElseRegion=*/false);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(&inside.getThenRegion().front());
-      for (size_t n = 0; n < acc.size(); ++n)
+      for (size_t n = 0; n < acc.size(); ++n) {
+        Value pair[2];
         for (int64_t e = 0; e < 2; ++e) {
-          Value v = this->element(acc[n], h, e);
+          pair[e] = this->element(acc[n], h, e);
           if (divisor)
-            v = b.create<arith::DivFOp>(v, divisor[h]);
-          if (element != f32)
-            v = b.create<arith::TruncFOp>(element, v);
-          Value col = k.add(k.add(k.add(column0, part * d), k.shl(t, 1)), 8 * int64_t(n) + e);
-          b.create<memref::StoreOp>(v, out, ValueRange{batch, row[h], col});
+            pair[e] = b.create<arith::DivFOp>(pair[e], divisor[h]);
         }
+        Value col = k.add(k.add(k.add(column0, part * d), k.shl(t, 1)), 8 * int64_t(n));
+        Value v = rounded ? packBf16x2(b, pair[0], pair[1]) : vectorOf(b, b.getLoc(), pair);
+        b.create<vector::StoreOp>(v, out, ValueRange{batch, row[h], col});
+      }
     }
   }
   /// Row h's running max after `p` (its scores, in log2 units; `old` the
