@@ -185,18 +185,19 @@ struct AttentionMma {
   /// them). Copies: where `live` is false, nothing (zero-fill).
   void stage(Value tile, Value src, int64_t part, Value r0, Value live = Value()) {
     if (!sixteen) {
-      copyQuads(tile, [&](int64_t, Value r, Value quad) { return SmallVector<Value, 2>{r, k.shl(quad, 2)}; }, src,
-                part, r0, live);
+      copyUnits(tile, [&](int64_t, Value r, Value quad) { return SmallVector<Value, 2>{r, k.shl(quad, 2)}; }, src,
+                part, r0, live, 4);
       return;
     }
     if (asIs(src)) {
-      copyChunks(tile, src, part, r0, live);
+      copyUnits(tile, [&](int64_t, Value r, Value chunk) { return SmallVector<Value, 2>{r, swizzled(r, chunk)}; },
+                src, part, r0, live, 8);
       return;
     }
     Value column;
-    forEachQuad([&](int64_t, Value r, Value quad) {
+    forEachUnit(4, [&](int64_t, Value r, Value quad) {
       storeBf16(tile, r, quad,
-                b.create<vector::LoadOp>(VectorType::get({4}, f32), src, quadSource(part, r0, r, quad)), column);
+                b.create<vector::LoadOp>(VectorType::get({4}, f32), src, unitSource(part, r0, r, quad, 4)), column);
     });
   }
 
@@ -205,61 +206,48 @@ struct AttentionMma {
   Value copiedElements(Value live, int64_t elements) {
     return live ? b.create<arith::SelectOp>(live, k.c(elements), k.c(0)).getResult() : Value();
   }
-  /// cp.async (16 bytes, past L1) of this thread's quads of rows [r0, r0 +
-  /// kTile) of part `part` of `src` into `dst` at `at(i, r, quad)`; where
-  /// `live` is false nothing (zero-fill from the clamped rows' addresses).
-  void copyQuads(Value dst, function_ref<SmallVector<Value, 2>(int64_t, Value, Value)> at, Value src, int64_t part,
-                 Value r0, Value live) {
-    Value size = copiedElements(live, 4);
-    forEachQuad([&](int64_t i, Value r, Value quad) {
+  /// cp.async (16 bytes, past L1) of this thread's units of `elements`
+  /// (4 f32 or 8 bf16) of rows [r0, r0 + kTile) of part `part` of `src`
+  /// into `dst` at `at(i, r, unit)`; where `live` is false nothing
+  /// (zero-fill from the clamped rows' addresses).
+  void copyUnits(Value dst, function_ref<SmallVector<Value, 2>(int64_t, Value, Value)> at, Value src, int64_t part,
+                 Value r0, Value live, int64_t elements) {
+    Value size = copiedElements(live, elements);
+    forEachUnit(elements, [&](int64_t i, Value r, Value unit) {
       pending.push_back(b.create<nvgpu::DeviceAsyncCopyOp>(nvgpu::DeviceAsyncTokenType::get(b.getContext()), dst,
-                                                           at(i, r, quad), src, quadSource(part, r0, r, quad),
-                                                           b.getIndexAttr(4), size, /*bypassL1=*/b.getUnitAttr()));
+                                                           at(i, r, unit), src, unitSource(part, r0, r, unit, elements),
+                                                           b.getIndexAttr(elements), size,
+                                                           /*bypassL1=*/b.getUnitAttr()));
     });
   }
 
-  /// cp.async (16 bytes, past L1) of this thread's bf16 chunks (8
-  /// columns) of rows [r0, r0 + kTile) of part `part` of `src` into the
-  /// swizzled chunks of `tile`; where `live` is false nothing.
-  void copyChunks(Value tile, Value src, int64_t part, Value r0, Value live) {
-    Value size = copiedElements(live, 8);
-    const int64_t chunks = hd / 8, perThread = kTile * chunks / AttentionMmaPlan::kThreads;
-    Value row = k.div(thread, chunks), chunk = k.rem(thread, chunks);
-    for (int64_t i = 0; i < perThread; ++i) {
-      Value r = i ? k.add(row, i * (AttentionMmaPlan::kThreads / chunks)) : row;
-      Value at = b.create<arith::MinUIOp>(k.add(r0, r), k.c(T - 1));
-      pending.push_back(b.create<nvgpu::DeviceAsyncCopyOp>(
-          nvgpu::DeviceAsyncTokenType::get(b.getContext()), tile, ValueRange{r, swizzled(r, chunk)}, src,
-          ValueRange{batch, at, k.add(k.add(column0, part * d), k.shl(chunk, 3))}, b.getIndexAttr(8), size,
-          /*bypassL1=*/b.getUnitAttr()));
-    }
-  }
-
-  /// fn(i, r, quad) for this thread's quads of a tile, i < kTile x hd / 4 /
-  /// threads: the i-th is quad e = thread + i x threads of the tile, its
-  /// row r = e / (hd / 4) and columns 4 quad .. 4 quad + 3, quad = e mod
-  /// (hd / 4) (consecutive threads consecutive quads). A thread's quads are
-  /// whole rows apart (threads is a multiple of hd / 4): r is the first's
-  /// row plus a constant, quad the same, so that their addresses differ by
-  /// constants (immediate offsets, not registers held across the loops).
-  void forEachQuad(function_ref<void(int64_t, Value, Value)> fn) {
-    const int64_t quads = hd / 4, perThread = kTile * quads / AttentionMmaPlan::kThreads;
+  /// fn(i, r, unit) for this thread's units of `elements` columns (16
+  /// bytes: a quad of f32, a chunk of 8 bf16) of a tile, i < kTile x hd /
+  /// elements / threads: the i-th is unit e = thread + i x threads of the
+  /// tile, its row r = e / (hd / elements) and columns elements x unit ..,
+  /// unit = e mod (hd / elements) (consecutive threads consecutive units).
+  /// A thread's units are whole rows apart (threads is a multiple of hd /
+  /// elements): r is the first's row plus a constant, unit the same, so
+  /// that their addresses differ by constants (immediate offsets, not
+  /// registers held across the loops).
+  void forEachUnit(int64_t elements, function_ref<void(int64_t, Value, Value)> fn) {
+    const int64_t units = hd / elements, perThread = kTile * units / AttentionMmaPlan::kThreads;
     static_assert(AttentionMmaPlan::kThreads % 32 == 0);
-    Value row = k.div(thread, quads), quad = k.rem(thread, quads);
+    Value row = k.div(thread, units), unit = k.rem(thread, units);
     for (int64_t i = 0; i < perThread; ++i)
-      fn(i, i ? k.add(row, i * (AttentionMmaPlan::kThreads / quads)) : row, quad);
+      fn(i, i ? k.add(row, i * (AttentionMmaPlan::kThreads / units)) : row, unit);
   }
   /// Where this thread's i-th quad lies in staging slot `slot` (in floats).
   Value stagedAt(int64_t slot, int64_t i) {
     return k.add(k.shl(thread, 2), i * AttentionMmaPlan::kThreads * 4 + slot * kTile * hd);
   }
-  /// Where a tile's quad comes from: part `part` of [B, T, parts x d], row
-  /// r0 + r clamped to the sequence's last.
-  SmallVector<Value, 3> quadSource(int64_t part, Value r0, Value r, Value quad) {
+  /// Where a tile's unit of `elements` columns comes from: part `part` of
+  /// [B, T, parts x d], row r0 + r clamped to the sequence's last.
+  SmallVector<Value, 3> unitSource(int64_t part, Value r0, Value r, Value unit, int64_t elements) {
     Value row = b.create<arith::MinUIOp>(k.add(r0, r), k.c(T - 1));
-    return {batch, row, k.add(k.add(column0, part * d), k.shl(quad, 2))};
+    return {batch, row, k.add(k.add(column0, part * d), k.shl(unit, llvm::Log2_64(uint64_t(elements))))};
   }
-  /// A quad (vector<4xf32>) of forEachQuad rounded into a bf16 tile, half
+  /// A quad (vector<4xf32>) of forEachUnit(4) rounded into a bf16 tile, half
   /// of a swizzled chunk. `column` caches the quad's column where the
   /// swizzle repeats within a thread's rows' step (every head but 128's).
   void storeBf16(Value tile, Value r, Value quad, Value v, Value &column) {
@@ -280,13 +268,13 @@ struct AttentionMma {
   /// staging slot `slot`; where `live` is false nothing (zero-fill from the
   /// clamped rows' addresses: the tiles past the last).
   void prefetch(int64_t slot, Value src, int64_t part, Value r0, Value live) {
-    copyQuads(staging, [&](int64_t i, Value, Value) { return SmallVector<Value, 2>{stagedAt(slot, i)}; }, src, part,
-              r0, live);
+    copyUnits(staging, [&](int64_t i, Value, Value) { return SmallVector<Value, 2>{stagedAt(slot, i)}; }, src, part,
+              r0, live, 4);
   }
   /// This thread's quads of staging slot `slot` rounded into `tile`.
   void convertStaged(int64_t slot, Value tile) {
     Value column;
-    forEachQuad([&](int64_t i, Value r, Value quad) {
+    forEachUnit(4, [&](int64_t i, Value r, Value quad) {
       storeBf16(tile, r, quad,
                 b.create<vector::LoadOp>(VectorType::get({4}, f32), staging, ValueRange{stagedAt(slot, i)}), column);
     });
