@@ -102,7 +102,7 @@ def main():
           f"torch {torch.__version__}")
     print(f"RESULT torch tokens_per_s={B * context / secs:.1f} step_mib={peak - rss_init:.1f} peak_mib={peak:.1f}")
     if os.environ.get("NOVA_PROFILE"):
-        profile(step, steps)
+        profile(step, min(steps, 5), cuda)
 
 
 # aten op -> the class NOVA_PROFILE puts Nova's kernels doing that work in.
@@ -110,7 +110,12 @@ def main():
 # are the cross-entropy's.
 CLASSES = [
     ("optimizer", ("_fused_adamw", "adamw", "_foreach", "norm", "clamp", "linalg_vector_norm")),
-    ("attention", ("bmm", "baddbmm", "_softmax", "_softmax_backward_data", "masked_fill")),
+    ("attention", ("bmm", "baddbmm", "_softmax", "_softmax_backward_data", "masked_fill",
+                   "scaled_dot_product_attention", "_scaled_dot_product_flash_attention",
+                   "_scaled_dot_product_flash_attention_backward", "_scaled_dot_product_efficient_attention",
+                   "_scaled_dot_product_efficient_attention_backward", "_scaled_dot_product_cudnn_attention",
+                   "_scaled_dot_product_cudnn_attention_backward", "_flash_attention_forward",
+                   "_flash_attention_backward", "_efficient_attention_forward", "_efficient_attention_backward")),
     ("matmul", ("mm", "addmm", "matmul", "linear")),
     ("row kernels", ("layer_norm", "native_layer_norm", "native_layer_norm_backward", "_log_softmax",
                      "_log_softmax_backward_data", "nll_loss", "nll_loss_forward", "nll_loss_backward",
@@ -125,21 +130,41 @@ CLASSES = [
 ]
 
 
-def profile(step, steps):
-    """Self CPU time per step of each aten op, summed into NOVA_PROFILE's classes."""
+def profile(step, steps, cuda=False):
+    """Self time per step of each aten op, summed into NOVA_PROFILE's
+    classes: on the CPU its CPU time, on a GPU the time of the kernels it
+    launched itself (the device check sets it beside Nova's
+    device_profile.txt)."""
     from torch.profiler import ProfilerActivity, profile as torch_profile
-    with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with torch_profile(activities=activities) as prof:
         for _ in range(steps):
             step()
+        if cuda:
+            torch.cuda.synchronize()
+
+    def self_us(e):
+        if not cuda:
+            return e.self_cpu_time_total
+        # torch 2.4 renamed the CUDA times device times.
+        for attr in ("self_device_time_total", "self_cuda_time_total"):
+            if hasattr(e, attr):
+                return getattr(e, attr)
+        return 0.0
+
     by_class, total = {}, 0.0
     for e in prof.key_averages():
-        ms = e.self_cpu_time_total / 1e3 / steps
+        # On a GPU each kernel is also an event of its own, its time already
+        # its aten op's: only the aten ops count.
+        if cuda and not e.key.startswith("aten::"):
+            continue
+        ms = self_us(e) / 1e3 / steps
         total += ms
         name = e.key.split("::", 1)[1] if e.key.startswith("aten::") else None
         cls = next((c for c, names in CLASSES if name in names), "other") if name else "other (not aten)"
         by_class[cls] = by_class.get(cls, 0.0) + ms
-    print(f"peer profile (torch.profiler, self CPU time, {steps} steps; profiled steps run slower): "
-          f"{total:.3f} ms per step")
+    print(f"peer profile (torch.profiler, self {'CUDA' if cuda else 'CPU'} time, {steps} steps; profiled steps "
+          f"run slower): {total:.3f} ms per step")
     for cls, ms in sorted(by_class.items(), key=lambda kv: -kv[1]):
         print(f"peer profile   {cls:22s} {100 * ms / total:5.1f}%  {ms:9.3f} ms per step")
 

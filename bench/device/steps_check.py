@@ -19,8 +19,10 @@ for each step that ran, where its time goes: run_steps again with
 NOVA_PROFILE (each kernel timed between two events, no CUDA graph: the
 times add up to more than a graph replay's step), its time by kernel class
 and its slowest kernels with GFLOP/s and GB/s; written to
-$OUT/device_profile.txt. Last, the data-parallel step's timeline
-(NOVA_TIMELINE) as $OUT/<step>_timeline.json.
+$OUT/device_profile.txt; with NOVA_DEVICE_PEER_PROFILE=1 also the eager
+peer's GPT steps by class (torch.profiler's CUDA time of its aten ops).
+Last, the data-parallel step's timeline (NOVA_TIMELINE) as
+$OUT/<step>_timeline.json.
 """
 import os
 import re
@@ -36,6 +38,10 @@ COMPILE_PEER = os.environ.get("NOVA_DEVICE_COMPILE_PEER") == "1"
 # Steps each profiled run times, and the kernels its report lists.
 PROFILE_STEPS = os.environ.get("NOVA_PROFILE_STEPS", "5")
 PROFILE_TOP = os.environ.get("NOVA_PROFILE_TOP", "30")
+# The eager peer's step by class too (torch.profiler's CUDA time of its aten
+# ops, NOVA_PROFILE's classes): off by default, its profiled runs take
+# device time.
+PEER_PROFILE = os.environ.get("NOVA_DEVICE_PEER_PROFILE") == "1"
 
 
 def nccl_library():
@@ -67,6 +73,10 @@ def run(command, env, timeout):
         return out, err, f"HUNG (> {timeout:.0f} s)"
 
 
+# The peer's profiles (PEER_PROFILE), for device_profile.txt.
+PEER_PROFILES = []
+
+
 def peer(cache, size, precision, mode, n):
     """PyTorch's tokens/s for the GPT step of `size` (or the MLP step, size
     "mlp") at `precision` in `mode` (eager or compile) on cuda:
@@ -74,12 +84,17 @@ def peer(cache, size, precision, mode, n):
     key = (size, precision, mode)
     if key not in cache:
         env = dict(os.environ, NOVA_MATMUL_PRECISION=precision)
+        if PEER_PROFILE and mode == "eager" and size != "mlp":
+            env["NOVA_PROFILE"] = "1"
         command = ([os.path.join(HERE, "..", "mlp_step_peer.py"), n, mode, "cuda"] if size == "mlp" else
                    [os.path.join(HERE, "..", "gpt_step_peer.py"), size, n, mode, "cuda"])
         out, err, trouble = run([sys.executable] + command, env, PEER_TIMEOUT_S)
         print(out + err + (f"# peer {size} {precision} {mode}: {trouble}\n" if trouble else ""), flush=True)
         m = re.search(r"RESULT torch tokens_per_s=(\S+) step_mib=(\S+) peak_mib=(\S+)", out)
         cache[key] = (float(m.group(1)), float(m.group(3))) if m else (float("nan"), float("nan"))
+        profiled = [line for line in out.splitlines() if line.startswith("peer profile")]
+        if profiled:
+            PEER_PROFILES.append(f"# torch {mode} {size} {precision}: by class\n" + "\n".join(profiled))
     return cache[key]
 
 
@@ -152,6 +167,7 @@ def main():
         report = "\n".join(line for line in err.splitlines() if line.startswith(("nova profile", "  ")))
         profiles.append(f"# {row[0]}: kernel by kernel, {PROFILE_STEPS} steps" + (f" ({trouble})" if trouble else "") +
                         "\n" + (report or err.strip()[-400:]))
+    profiles += PEER_PROFILES
     print("\n".join(profiles), flush=True)
     if os.environ.get("OUT") and profiles:
         with open(os.path.join(os.environ["OUT"], "device_profile.txt"), "w") as f:
