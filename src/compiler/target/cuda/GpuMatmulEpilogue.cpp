@@ -27,14 +27,40 @@ MemRefType mlir::nova::epilogueArgumentType(const EpilogueInput &input, int64_t 
   return MemRefType::get({}, input.element);
 }
 
+/// Input `input`'s value at (row, col): `lanes` of its columns from col (a
+/// vector where lanes > 1).
+static Value loadAt(ImplicitLocOpBuilder &b, const EpilogueInput &input, Value arg, Value row, Value col,
+                    int64_t lanes) {
+  SmallVector<Value, 2> at;
+  if (input.kind == EpilogueInput::Kind::element)
+    at.push_back(row);
+  at.push_back(col);
+  return lanes > 1 ? b.create<vector::LoadOp>(VectorType::get({lanes}, input.element), arg, at).getResult()
+                   : b.create<memref::LoadOp>(arg, at).getResult();
+}
+
+SmallVector<Value> mlir::nova::loadGpuEpilogueColumns(ImplicitLocOpBuilder &b, ArrayRef<EpilogueInput> inputs,
+                                                      ValueRange args, Value col, int64_t lanes) {
+  SmallVector<Value> columns(inputs.size());
+  unsigned next = 0;
+  for (auto [i, input] : llvm::enumerate(inputs)) {
+    if (input.kind == EpilogueInput::Kind::product)
+      continue;
+    Value arg = args[next++];
+    if (input.kind == EpilogueInput::Kind::column)
+      columns[i] = loadAt(b, input, arg, Value(), col, lanes);
+  }
+  return columns;
+}
+
 Value mlir::nova::applyGpuEpilogue(ImplicitLocOpBuilder &b, Block &body, ArrayRef<EpilogueInput> inputs,
-                                   ValueRange args, Value v, Value row, Value col) {
+                                   ValueRange args, Value v, Value row, Value col, ArrayRef<Value> columns) {
   auto pairType = dyn_cast<VectorType>(v.getType());
   const int64_t lanes = pairType ? pairType.getNumElements() : 1;
   // Each input's value in each lane.
   SmallVector<SmallVector<Value, 2>> values;
   unsigned next = 0;
-  for (const EpilogueInput &input : inputs) {
+  for (auto [i, input] : llvm::enumerate(inputs)) {
     SmallVector<Value, 2> &lane = values.emplace_back();
     Value loaded;
     switch (input.kind) {
@@ -42,14 +68,14 @@ Value mlir::nova::applyGpuEpilogue(ImplicitLocOpBuilder &b, Block &body, ArrayRe
       loaded = v;
       break;
     case EpilogueInput::Kind::column:
+      if (i < columns.size() && columns[i]) {
+        loaded = columns[i];
+        ++next;
+        break;
+      }
+      [[fallthrough]];
     case EpilogueInput::Kind::element: {
-      SmallVector<Value, 2> at;
-      if (input.kind == EpilogueInput::Kind::element)
-        at.push_back(row);
-      at.push_back(col);
-      Value arg = args[next++];
-      loaded = pairType ? b.create<vector::LoadOp>(VectorType::get({lanes}, input.element), arg, at).getResult()
-                        : b.create<memref::LoadOp>(arg, at).getResult();
+      loaded = loadAt(b, input, args[next++], row, col, pairType ? lanes : 1);
       break;
     }
     case EpilogueInput::Kind::row:

@@ -50,9 +50,16 @@ MemRefType epilogueArgumentType(const EpilogueInput &input, int64_t m, int64_t n
 /// (row, col) whose product is `v`: f32, or vector<2xf32> holding columns
 /// col and col + 1. `args` are the kernel's arguments of the non-product
 /// inputs, in order, typed as epilogueArgumentType says. The body runs once
-/// a column, on scalars; a pair's inputs are loaded as pairs.
+/// a column, on scalars; a pair's inputs are loaded as pairs, but the column
+/// inputs `columns` gives (loadGpuEpilogueColumns: loaded once for a lane's
+/// rows that share the columns).
 Value applyGpuEpilogue(ImplicitLocOpBuilder &b, Block &body, ArrayRef<EpilogueInput> inputs, ValueRange args,
-                       Value v, Value row, Value col);
+                       Value v, Value row, Value col, ArrayRef<Value> columns = {});
+
+/// The column inputs' values at columns col.. (`lanes` of them, a vector
+/// where lanes > 1), by input (null for the other kinds).
+SmallVector<Value> loadGpuEpilogueColumns(ImplicitLocOpBuilder &b, ArrayRef<EpilogueInput> inputs, ValueRange args,
+                                          Value col, int64_t lanes);
 
 } // namespace mlir::nova
 

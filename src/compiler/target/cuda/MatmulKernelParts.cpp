@@ -128,7 +128,7 @@ SmallVector<Value> MatmulResultStore::at(Value row, Value col) const {
 }
 
 /// The fixed epilogue: activation(scale x v + bias) + residual.
-Value MatmulResultStore::fixedEpilogue(ImplicitLocOpBuilder &b, Value v, Value row, Value col) const {
+Value MatmulResultStore::fixedEpilogue(ImplicitLocOpBuilder &b, Value v, Value row, Value col, Value biasAtCol) const {
   Type type = v.getType();
   const bool pair = isa<VectorType>(type);
   auto constant = [&](double x) -> Value {
@@ -144,7 +144,7 @@ Value MatmulResultStore::fixedEpilogue(ImplicitLocOpBuilder &b, Value v, Value r
   if (epilogue.scale != 1.0)
     v = b.create<arith::MulFOp>(v, constant(epilogue.scale));
   if (epilogue.bias)
-    v = b.create<arith::AddFOp>(v, load(bias, ValueRange{col}));
+    v = b.create<arith::AddFOp>(v, biasAtCol ? biasAtCol : load(bias, ValueRange{col}));
   switch (epilogue.activation) {
   case MmaEpilogue::Activation::none:
     break;
@@ -168,14 +168,32 @@ Value MatmulResultStore::fixedEpilogue(ImplicitLocOpBuilder &b, Value v, Value r
 
 /// The epilogue (a step's op's body, or the fixed one), then stored: `v`
 /// is both columns (vector<2xf32>) or the first alone (f32).
-void MatmulResultStore::finish(IndexMath &k, Value v, Value row, Value col) const {
+void MatmulResultStore::finish(IndexMath &k, Value v, Value row, Value col, ArrayRef<Value> columns,
+                               Value biasAtCol) const {
   ImplicitLocOpBuilder &b = k.b;
-  v = epilogue.body ? applyGpuEpilogue(b, *epilogue.body, epilogue.inputs, epilogueArgs, v, row, col)
-                    : fixedEpilogue(b, v, row, col);
+  v = epilogue.body ? applyGpuEpilogue(b, *epilogue.body, epilogue.inputs, epilogueArgs, v, row, col, columns)
+                    : fixedEpilogue(b, v, row, col, biasAtCol);
   if (isa<VectorType>(v.getType()))
     b.create<vector::StoreOp>(v, c, at(row, col));
   else
     b.create<memref::StoreOp>(v, c, at(row, col));
+}
+
+void MatmulResultStore::storePairs(IndexMath &k, ArrayRef<Value> pairs, ArrayRef<Value> rows, Value col) const {
+  if (edges) {
+    for (auto [pair, row] : llvm::zip_equal(pairs, rows))
+      storePair(k, pair, row, col);
+    return;
+  }
+  ImplicitLocOpBuilder &b = k.b;
+  SmallVector<Value> columns;
+  Value biasAtCol;
+  if (epilogue.body)
+    columns = loadGpuEpilogueColumns(b, epilogue.inputs, epilogueArgs, col, 2);
+  else if (epilogue.bias)
+    biasAtCol = b.create<vector::LoadOp>(VectorType::get({2}, b.getF32Type()), bias, ValueRange{col});
+  for (auto [pair, row] : llvm::zip_equal(pairs, rows))
+    finish(k, pair, row, col, columns, biasAtCol);
 }
 
 void MatmulResultStore::storePair(IndexMath &k, Value pair, Value row, Value col) const {

@@ -146,10 +146,16 @@ struct MatmulResultStore {
   /// the epilogue: both columns, at the matrix's last odd column the first
   /// alone, past the matrix nothing.
   void storePair(IndexMath &k, Value pair, Value row, Value col) const;
+  /// Stores pairs[i] at (rows[i], col) as storePair does; where no edge
+  /// can cut a pair (edges false), the epilogue's column inputs (a bias)
+  /// loaded once for all the rows.
+  void storePairs(IndexMath &k, ArrayRef<Value> pairs, ArrayRef<Value> rows, Value col) const;
 
 private:
-  void finish(IndexMath &k, Value v, Value row, Value col) const;
-  Value fixedEpilogue(ImplicitLocOpBuilder &b, Value v, Value row, Value col) const;
+  /// `columns`, `bias`: the column inputs (loadGpuEpilogueColumns) and the
+  /// fixed epilogue's bias at col, loaded already, or empty / null.
+  void finish(IndexMath &k, Value v, Value row, Value col, ArrayRef<Value> columns = {}, Value bias = {}) const;
+  Value fixedEpilogue(ImplicitLocOpBuilder &b, Value v, Value row, Value col, Value biasAtCol) const;
 };
 
 /// A matmul kernel's function, its thread and its block's tile.

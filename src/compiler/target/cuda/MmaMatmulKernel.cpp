@@ -388,14 +388,20 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
   // Epilogue: lane (g, t) holds rows g, g + 8 and columns 2t, 2t + 1 of each
   // 16 x 8 tile.
   const MatmulResultStore &out = frame.out;
-  for (int64_t mi = 0; mi < MT; ++mi) {
-    Value r = k.add(row0, k.add(k.add(k.mul(wm, WM), mi * 16), g));
-    for (int64_t ni = 0; ni < NT; ++ni) {
-      Value col = k.add(col0, k.add(k.add(k.mul(wn, WN), ni * 8), k.mul(t, 2)));
+  // A lane's rows of every 16-row tile at the same columns: the
+  // epilogue's column inputs (a bias) loaded once for them (storePairs).
+  for (int64_t ni = 0; ni < NT; ++ni) {
+    Value col = k.add(col0, k.add(k.add(k.mul(wn, WN), ni * 8), k.mul(t, 2)));
+    SmallVector<Value> pairs, rows;
+    for (int64_t mi = 0; mi < MT; ++mi) {
+      Value r = k.add(row0, k.add(k.add(k.mul(wm, WM), mi * 16), g));
       Value acc = loop.getResult(mi * NT + ni);
-      for (int64_t half = 0; half < 2; ++half)
-        out.storePair(k, b.create<vector::ExtractOp>(acc, ArrayRef<int64_t>{half}), half ? k.add(r, 8) : r, col);
+      for (int64_t half = 0; half < 2; ++half) {
+        pairs.push_back(b.create<vector::ExtractOp>(acc, ArrayRef<int64_t>{half}));
+        rows.push_back(half ? k.add(r, 8) : r);
+      }
     }
+    out.storePairs(k, pairs, rows, col);
   }
   b.create<gpu::ReturnOp>();
   return func;
