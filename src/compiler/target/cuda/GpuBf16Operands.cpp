@@ -256,7 +256,7 @@ struct GpuBf16Operands : PassWrapper<GpuBf16Operands, OperationPass<ModuleOp>> {
       for (Operation *op : llvm::reverse(rearranged))
         if (op->use_empty())
           eraseRearrangement(op);
-      copyAttentionQkv(step, target, rootCopies);
+      copyAttentionQkv(step, rootCopies);
       // A forward LayerNorm or attention kernel whose result only the
       // copy reads writes the bf16 copy itself.
       for (auto [key, copy] : rootCopies) {
@@ -273,8 +273,7 @@ struct GpuBf16Operands : PassWrapper<GpuBf16Operands, OperationPass<ModuleOp>> {
   /// instead: the same rounding, once, where the value is made (fused into
   /// its producer: the qkv product's epilogue), half the bytes to write,
   /// keep for the backward and read. Each such copy goes to `rootCopies`.
-  void copyAttentionQkv(func::FuncOp step, const ::nova::TargetDesc &target,
-                        llvm::DenseMap<std::pair<Value, Operation *>, Value> &rootCopies) {
+  void copyAttentionQkv(func::FuncOp step, llvm::DenseMap<std::pair<Value, Operation *>, Value> &rootCopies) {
     SmallVector<AttentionKernelOp> readers;
     step.walk([&](AttentionKernelOp op) {
       if (op.hasPureTensorSemantics() && attentionHeadsTakeMma(op) &&
