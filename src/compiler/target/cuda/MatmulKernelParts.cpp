@@ -179,8 +179,17 @@ void MatmulResultStore::finish(IndexMath &k, Value v, Value row, Value col, Arra
     b.create<memref::StoreOp>(v, c, at(row, col));
 }
 
+bool MatmulResultStore::sharesColumnLoads() const {
+  if (edges)
+    return false;
+  if (!epilogue.body)
+    return epilogue.bias;
+  return llvm::any_of(epilogue.inputs,
+                      [](const EpilogueInput &input) { return input.kind == EpilogueInput::Kind::column; });
+}
+
 void MatmulResultStore::storePairs(IndexMath &k, ArrayRef<Value> pairs, ArrayRef<Value> rows, Value col) const {
-  if (edges) {
+  if (!sharesColumnLoads()) {
     for (auto [pair, row] : llvm::zip_equal(pairs, rows))
       storePair(k, pair, row, col);
     return;

@@ -150,6 +150,9 @@ struct MatmulResultStore {
   /// can cut a pair (edges false), the epilogue's column inputs (a bias)
   /// loaded once for all the rows.
   void storePairs(IndexMath &k, ArrayRef<Value> pairs, ArrayRef<Value> rows, Value col) const;
+  /// Whether storePairs loads column inputs once for its rows (else the
+  /// kernels store their pairs one at a time, in their own order).
+  bool sharesColumnLoads() const;
 
 private:
   /// `columns`, `bias`: the column inputs (loadGpuEpilogueColumns) and the
