@@ -150,11 +150,10 @@ struct MatmulResultStore {
   /// can cut a pair (edges false), the epilogue's column inputs (a bias)
   /// loaded once for all the rows.
   void storePairs(IndexMath &k, ArrayRef<Value> pairs, ArrayRef<Value> rows, Value col) const;
-  /// Whether storePairs loads column inputs once for its rows (else the
-  /// kernels store their pairs one at a time, in their own order).
-  bool sharesColumnLoads() const;
 
 private:
+  /// Whether storePairs loads column inputs once for its rows.
+  bool sharesColumnLoads() const;
   /// `columns`, `bias`: the column inputs (loadGpuEpilogueColumns) and the
   /// fixed epilogue's bias at col, loaded already, or empty / null.
   void finish(IndexMath &k, Value v, Value row, Value col, ArrayRef<Value> columns = {}, Value bias = {}) const;

@@ -389,34 +389,19 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
   // 16 x 8 tile.
   const MatmulResultStore &out = frame.out;
   // A lane's rows of every 16-row tile at the same columns: the
-  // epilogue's column inputs (a bias) loaded once for them (storePairs);
-  // without any, tile by tile.
-  auto columnOf = [&](int64_t ni) { return k.add(col0, k.add(k.add(k.mul(wn, WN), ni * 8), k.mul(t, 2))); };
-  auto rowOf = [&](int64_t mi) { return k.add(row0, k.add(k.add(k.mul(wm, WM), mi * 16), g)); };
-  auto half = [&](int64_t mi, int64_t ni, int64_t h) {
-    return b.create<vector::ExtractOp>(loop.getResult(mi * NT + ni), ArrayRef<int64_t>{h}).getResult();
-  };
-  if (out.sharesColumnLoads()) {
-    for (int64_t ni = 0; ni < NT; ++ni) {
-      SmallVector<Value> pairs, rows;
-      for (int64_t mi = 0; mi < MT; ++mi) {
-        Value r = rowOf(mi);
-        for (int64_t h = 0; h < 2; ++h) {
-          pairs.push_back(half(mi, ni, h));
-          rows.push_back(h ? k.add(r, 8) : r);
-        }
-      }
-      out.storePairs(k, pairs, rows, columnOf(ni));
-    }
-  } else {
+  // epilogue's column inputs (a bias) loaded once for them (storePairs).
+  for (int64_t ni = 0; ni < NT; ++ni) {
+    Value col = k.add(col0, k.add(k.add(k.mul(wn, WN), ni * 8), k.mul(t, 2)));
+    SmallVector<Value> pairs, rows;
     for (int64_t mi = 0; mi < MT; ++mi) {
-      Value r = rowOf(mi);
-      for (int64_t ni = 0; ni < NT; ++ni) {
-        Value col = columnOf(ni);
-        for (int64_t h = 0; h < 2; ++h)
-          out.storePair(k, half(mi, ni, h), h ? k.add(r, 8) : r, col);
+      Value r = k.add(row0, k.add(k.add(k.mul(wm, WM), mi * 16), g));
+      Value acc = loop.getResult(mi * NT + ni);
+      for (int64_t h = 0; h < 2; ++h) {
+        pairs.push_back(b.create<vector::ExtractOp>(acc, ArrayRef<int64_t>{h}));
+        rows.push_back(h ? k.add(r, 8) : r);
       }
     }
+    out.storePairs(k, pairs, rows, col);
   }
   b.create<gpu::ReturnOp>();
   return func;

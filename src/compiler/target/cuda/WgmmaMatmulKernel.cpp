@@ -775,25 +775,17 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
       Value rowBase = k.add(k.add(f.row0, k.mul(rowsOf, 64)), k.add(k.mul(q, 16), g));
       Value colBase = k.add(f.col0, k.mul(t, 2));
       // Rows g and g + 8 at the same columns: the epilogue's column
-      // inputs (a bias) loaded once for both (storePairs); without any,
-      // a pair at a time.
-      const bool shared = f.out.sharesColumnLoads();
+      // inputs (a bias) loaded once for both (storePairs).
       for (int64_t j = 0; j < BN / 8; ++j) {
         SmallVector<Value, 2> pairs, rows;
         for (int64_t h = 0; h < 2; ++h) {
           const int64_t i = 4 * j + 2 * h;
-          Value pair = vectorOf(b, b.getLoc(),
-                                {b.create<LLVM::ExtractValueOp>(acc, ArrayRef<int64_t>{i}),
-                                 b.create<LLVM::ExtractValueOp>(acc, ArrayRef<int64_t>{i + 1})});
-          if (!shared) {
-            f.out.storePair(k, pair, k.add(rowBase, 8 * h), k.add(colBase, 8 * j));
-            continue;
-          }
-          pairs.push_back(pair);
+          pairs.push_back(vectorOf(b, b.getLoc(),
+                                   {b.create<LLVM::ExtractValueOp>(acc, ArrayRef<int64_t>{i}),
+                                    b.create<LLVM::ExtractValueOp>(acc, ArrayRef<int64_t>{i + 1})}));
           rows.push_back(k.add(rowBase, 8 * h));
         }
-        if (shared)
-          f.out.storePairs(k, pairs, rows, k.add(colBase, 8 * j));
+        f.out.storePairs(k, pairs, rows, k.add(colBase, 8 * j));
       }
       if (pingPong)
         b.setInsertionPointAfter(mine);
