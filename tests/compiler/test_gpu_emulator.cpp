@@ -42,6 +42,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::nova;
@@ -66,6 +67,17 @@ std::vector<uint8_t> halves(const std::vector<float> &values, bool bf16) {
     uint16_t b = bf16 ? toBFloat16Bits(values[i]) : toHalfBits(values[i]);
     std::memcpy(out.data() + 2 * i, &b, 2);
   }
+  return out;
+}
+
+/// The ops of `report` whose shared-memory requests conflict
+/// (GpuRequestCost.h), one line each; empty if none. (Global sectors are
+/// not checked here: rows that are not whole sectors, as most of these
+/// shapes' are on purpose, take more of them whatever the kernel does.)
+std::string bankConflicts(const EmulatorReport &report) {
+  std::string out;
+  for (const std::string &line : describeCostlyRequests(report, /*shared=*/true))
+    out += "bank conflict: " + line + "\n";
   return out;
 }
 
@@ -329,6 +341,67 @@ TEST_CASE("GPU emulator: ldmatrix gives each lane the fragment the PTX ISA descr
   }
 }
 
+TEST_CASE("GPU emulator: the shared-memory bank model (docs/notes.md, ptx-semantics.md §8)") {
+  auto lanes = [](int64_t n, auto addressOf) {
+    std::vector<int64_t> v(32, -1);
+    for (int64_t l = 0; l < n; ++l)
+      v[size_t(l)] = addressOf(l);
+    return v;
+  };
+  auto cost = [](const std::vector<int64_t> &v, int64_t bytes) {
+    RequestCost c = sharedRequestCost(v, bytes);
+    return std::vector<int64_t>{c.taken, c.ideal, c.worstDegree};
+  };
+  using V = std::vector<int64_t>;
+  // 4 bytes a lane: consecutive words, one word for all (a broadcast),
+  // two words a bank (stride 8 bytes), every lane in bank 0 (stride 128).
+  CHECK(cost(lanes(32, [](int64_t l) { return 4 * l; }), 4) == V{1, 1, 1});
+  CHECK(cost(lanes(32, [](int64_t) { return 256; }), 4) == V{1, 1, 1});
+  CHECK(cost(lanes(32, [](int64_t l) { return 8 * l; }), 4) == V{2, 1, 2});
+  CHECK(cost(lanes(32, [](int64_t l) { return 128 * l; }), 4) == V{32, 1, 32});
+  // Two lanes a 4-byte word (2-byte elements): no conflict.
+  CHECK(cost(lanes(32, [](int64_t l) { return 2 * l; }), 2) == V{1, 1, 1});
+  // 8 bytes a lane: half-warps; 16: quarter-warps.
+  CHECK(cost(lanes(32, [](int64_t l) { return 8 * l; }), 8) == V{2, 2, 1});
+  CHECK(cost(lanes(32, [](int64_t l) { return 16 * l; }), 16) == V{4, 4, 1});
+  CHECK(cost(lanes(32, [](int64_t l) { return 16 * l; }), 8) == V{4, 2, 2});
+  // 32 bytes a lane: two 16-byte requests.
+  CHECK(cost(lanes(32, [](int64_t l) { return 32 * l; }), 32) == V{16, 8, 2});
+  // ldmatrix.x4 rows (lane 8j + q: row q of matrix j), §8: rows of 128
+  // bytes unswizzled 8-way, of 64 bytes 4-way, swizzled (chunk c ^ row)
+  // conflict-free.
+  CHECK(cost(lanes(32, [](int64_t l) { return (l % 8) * 128 + (l / 8) * 16; }), 16) == V{32, 4, 8});
+  CHECK(cost(lanes(32, [](int64_t l) { return (l % 8) * 64 + (l / 8) * 16; }), 16) == V{16, 4, 4});
+  CHECK(cost(lanes(32, [](int64_t l) { return (l % 8) * 128 + (((l / 8) ^ (l % 8)) & 7) * 16; }), 16) ==
+        V{4, 4, 1});
+  // ldmatrix.x1: lanes 8 to 31 give no address; an all-idle phase costs nothing.
+  CHECK(cost(lanes(8, [](int64_t l) { return l * 16; }), 16) == V{1, 1, 1});
+  CHECK(cost(lanes(0, [](int64_t l) { return l; }), 4) == V{0, 0, 0});
+}
+
+TEST_CASE("GPU emulator: global requests in 32-byte sectors") {
+  auto sectors = [](int64_t n, int64_t bytes, auto addressOf) {
+    std::vector<int64_t> v(32, -1);
+    for (int64_t l = 0; l < n; ++l)
+      v[size_t(l)] = addressOf(l);
+    RequestCost c = globalRequestCost(v, bytes);
+    return std::vector<int64_t>{c.taken, c.ideal};
+  };
+  using V = std::vector<int64_t>;
+  // A warp along a row: 4 sectors of f32, 16 of 16-byte vectors; the same
+  // word for every lane: 1.
+  CHECK(sectors(32, 4, [](int64_t l) { return 4 * l; }) == V{4, 4});
+  CHECK(sectors(32, 16, [](int64_t l) { return 16 * l; }) == V{16, 16});
+  CHECK(sectors(32, 4, [](int64_t) { return 64; }) == V{1, 1});
+  // Down a column of 1024 floats (a row a lane): a sector a lane for 4.
+  CHECK(sectors(32, 4, [](int64_t l) { return 4096 * l; }) == V{32, 4});
+  // A misaligned run of 128 bytes spans 5 sectors; 8 bytes a lane at a
+  // stride of 16 use half of each of 16 sectors.
+  CHECK(sectors(32, 4, [](int64_t l) { return 4 * l + 8; }) == V{5, 4});
+  CHECK(sectors(32, 8, [](int64_t l) { return 16 * l; }) == V{16, 8});
+  CHECK(sectors(0, 4, [](int64_t l) { return l; }) == V{0, 0});
+}
+
 TEST_CASE("GPU emulator: the mma.sync matmul kernel matches float64 for f16, bf16 and tf32") {
   struct Case {
     GpuOperand op;
@@ -354,6 +427,7 @@ TEST_CASE("GPU emulator: the mma.sync matmul kernel matches float64 for f16, bf1
     CHECK(run.report.mmas > 0);
     CHECK(run.report.asyncCopies > 0);
     CHECK(run.worst <= run.bound);
+    CHECK_MESSAGE(bankConflicts(run.report).empty(), bankConflicts(run.report));
     MESSAGE(std::string(nameOf(c.op)) << " " << c.m << "x" << c.n << "x" << c.k << ": worst |error| " << run.worst
                          << " (bound " << run.bound << ")");
   }
@@ -382,6 +456,7 @@ TEST_CASE("GPU emulator: transposed operands (NT, TN, TT) and batches") {
     CAPTURE(run.config);
     REQUIRE_MESSAGE(run.report.ok, run.report.error);
     CHECK(run.worst <= run.bound);
+    CHECK_MESSAGE(bankConflicts(run.report).empty(), bankConflicts(run.report));
   }
 }
 
@@ -406,6 +481,7 @@ TEST_CASE("GPU emulator: edge tiles (shapes that are not multiples of the block)
     CAPTURE(run.config);
     REQUIRE_MESSAGE(run.report.ok, run.report.error);
     CHECK(run.worst <= run.bound);
+    CHECK_MESSAGE(bankConflicts(run.report).empty(), bankConflicts(run.report));
   }
 }
 
@@ -436,6 +512,7 @@ TEST_CASE("GPU emulator: epilogues fused on the accumulator fragments") {
     MatmulRun run = runMatmul(p, block(c.op, 64, 64, thirtyTwo ? 16 : 32, 2, 2, 2), {}, c.e);
     REQUIRE_MESSAGE(run.report.ok, run.report.error);
     CHECK(run.worst <= run.bound);
+    CHECK_MESSAGE(bankConflicts(run.report).empty(), bankConflicts(run.report));
   }
 }
 
@@ -460,6 +537,7 @@ TEST_CASE("GPU emulator: the configurator's own decisions compute the product") 
     CAPTURE(run.config);
     REQUIRE_MESSAGE(run.report.ok, run.report.error);
     CHECK(run.worst <= run.bound);
+    CHECK_MESSAGE(bankConflicts(run.report).empty(), bankConflicts(run.report));
   }
 }
 
@@ -489,6 +567,7 @@ TEST_CASE("GPU emulator: split-K: each part of K a block, the partial products s
     CAPTURE(run.config);
     REQUIRE_MESSAGE(run.report.ok, run.report.error);
     CHECK(run.worst <= run.bound);
+    CHECK_MESSAGE(bankConflicts(run.report).empty(), bankConflicts(run.report));
     MESSAGE(std::string(nameOf(c.op)) << " " << c.m << "x" << c.n << "x" << c.k << " in " << c.split
                          << " parts: worst |error| " << run.worst << " (bound " << run.bound << ")");
   }
@@ -591,6 +670,7 @@ TEST_CASE("GPU emulator: 3xtf32 (big and small tf32 halves, three MMAs) keeps f3
       CAPTURE(run.config);
       REQUIRE_MESSAGE(run.report.ok, run.report.error);
       CHECK(run.worst <= run.bound);
+      CHECK_MESSAGE(bankConflicts(run.report).empty(), bankConflicts(run.report));
     }
     // The same inputs (the seed follows the shape): the split's error is a
     // small fraction of tf32's alone (measured here: 1/700 to 1/3200).
@@ -618,6 +698,7 @@ TEST_CASE("GPU emulator: 3xtf32 (big and small tf32 halves, three MMAs) keeps f3
     CAPTURE(run.config);
     REQUIRE_MESSAGE(run.report.ok, run.report.error);
     CHECK(run.worst <= run.bound);
+    CHECK_MESSAGE(bankConflicts(run.report).empty(), bankConflicts(run.report));
   }
   // Where wgmma may be generated (sm_90a), 3xtf32 takes it, in any layout
   // (here TN: both operands M/N-contiguous), converting each slab; a
@@ -636,6 +717,7 @@ TEST_CASE("GPU emulator: 3xtf32 (big and small tf32 halves, three MMAs) keeps f3
   MatmulRun run = runMatmul(hopper, onWgmma);
   REQUIRE_MESSAGE(run.report.ok, run.report.error);
   CHECK(run.worst <= run.bound);
+  CHECK_MESSAGE(bankConflicts(run.report).empty(), bankConflicts(run.report));
 }
 
 TEST_CASE("GPU emulator: a deliberately broken kernel fails it") {
@@ -661,6 +743,22 @@ TEST_CASE("GPU emulator: a deliberately broken kernel fails it") {
   CHECK((!run.report.ok || run.worst > 0.1));
   MESSAGE("errors caught: no barrier after wait / refill before the barrier / short wait; unswizzled worst "
           << run.worst);
+  // No swizzle at all: right, but slow. ldmatrix's 8 rows of a phase share
+  // banks: 4 ways in rows of 64 bytes (f16 K slabs of 32: A's), 8 in rows
+  // of 128 (B's 64 columns; bf16 K slabs of 64: A's too).
+  MmaMatmulFaults noSwizzle;
+  noSwizzle.noSwizzle = true;
+  for (auto [op, bk, ways] : {std::tuple{GpuOperand::f16, int64_t(32), "up to 4-way"},
+                              std::tuple{GpuOperand::bf16, int64_t(64), "up to 8-way"}}) {
+    CAPTURE(ways);
+    run = runMatmul(problem(192, 128, 128, op), block(op, 64, 64, bk, 2, 2, 2), noSwizzle);
+    REQUIRE_MESSAGE(run.report.ok, run.report.error);
+    CHECK(run.worst <= run.bound);
+    const std::string conflicts = bankConflicts(run.report);
+    CHECK(conflicts.find("'nvgpu.ldmatrix'") != std::string::npos);
+    CHECK(conflicts.find(ways) != std::string::npos);
+    MESSAGE("without the swizzle: " << conflicts);
+  }
 }
 
 namespace {
@@ -801,6 +899,7 @@ TEST_CASE("GPU emulator: the simt matmul kernel against float64 (partial tiles, 
       CAPTURE(run.config);
       REQUIRE_MESSAGE(run.report.ok, run.report.error);
       CHECK(run.worst <= run.bound);
+      CHECK_MESSAGE(bankConflicts(run.report).empty(), bankConflicts(run.report));
       CHECK((run.globalVectorLoads > 0) == (c.vectorLoads && !scalar));
       CHECK((run.globalVectorStores > 0) == (c.vectorStores && !scalar));
     }
@@ -928,6 +1027,7 @@ TEST_CASE("GPU emulator: the TMA + wgmma kernel matches float64 (f16, bf16, tf32
     CHECK(run.report.wgmmas > 0);
     CHECK(run.report.tmaLoads > 0);
     CHECK(run.worst <= run.bound);
+    CHECK_MESSAGE(bankConflicts(run.report).empty(), bankConflicts(run.report));
   }
   // Split-K: each part's slabs through the same TMA pipeline into its
   // layer of C (the parts summed in order, as the step's total kernel
@@ -950,6 +1050,7 @@ TEST_CASE("GPU emulator: the TMA + wgmma kernel matches float64 (f16, bf16, tf32
             " parts: worst |error| ", run.worst, " (bound ", run.bound, "), ", run.report.wgmmas, " wgmmas");
     CHECK(run.report.wgmmas > 0);
     CHECK(run.worst <= run.bound);
+    CHECK_MESSAGE(bankConflicts(run.report).empty(), bankConflicts(run.report));
   }
   // Operands converted in shared memory before wgmma reads them. tf32 in
   // the layouts wgmma cannot read as tf32: an M/N-contiguous operand
@@ -994,6 +1095,7 @@ TEST_CASE("GPU emulator: the TMA + wgmma kernel matches float64 (f16, bf16, tf32
     MESSAGE(what, ": worst |error| ", run.worst, " (bound ", run.bound, "), ", run.report.wgmmas, " wgmmas");
     CHECK(run.report.wgmmas > 0);
     CHECK(run.worst <= run.bound);
+    CHECK_MESSAGE(bankConflicts(run.report).empty(), bankConflicts(run.report));
     if (!tf32Only)
       CHECK(run.worst < 4e-6); // tf32 alone: about 2e-4 on such inputs
   }
@@ -1069,6 +1171,7 @@ TEST_CASE("GPU emulator: a persistent wgmma kernel runs several tiles a block, i
     CHECK(run.report.blocks == cs.blocks);
     CHECK(run.report.wgmmas > 0);
     CHECK(run.worst <= run.bound);
+    CHECK_MESSAGE(bankConflicts(run.report).empty(), bankConflicts(run.report));
   }
   // Ping-pong: the two consumer warpgroups take the block's 64-row tiles in
   // turn, each slab read (and released) by one of them.
@@ -1101,6 +1204,7 @@ TEST_CASE("GPU emulator: a persistent wgmma kernel runs several tiles a block, i
             " tiles on ", cs.blocks, " blocks", elseFirst ? " (else-branches first)" : "", ": worst |error| ",
             run.worst, " (bound ", run.bound, ")");
     CHECK(run.worst <= run.bound);
+    CHECK_MESSAGE(bankConflicts(run.report).empty(), bankConflicts(run.report));
     }
   }
   // Ping-pong with a stage released before its wgmmas finished, or none
@@ -1197,6 +1301,7 @@ TEST_CASE("GPU emulator: clusters of 2 along M share B's tile by TMA multicast")
       CHECK(run.report.remoteArrivals > 0);
       CHECK(run.report.clusterBarriers == 2 * 2); // after the inits, before the exit, each CTA
       CHECK(run.worst <= run.bound);
+      CHECK_MESSAGE(bankConflicts(run.report).empty(), bankConflicts(run.report));
     }
   }
   // Ping-pong in clusters: each CTA's two consumer warpgroups take its
@@ -1221,6 +1326,7 @@ TEST_CASE("GPU emulator: clusters of 2 along M share B's tile by TMA multicast")
       CHECK(run.report.clusters == 1);
       CHECK(run.report.remoteArrivals > 0);
       CHECK(run.worst <= run.bound);
+      CHECK_MESSAGE(bankConflicts(run.report).empty(), bankConflicts(run.report));
     }
   }
   // What a cluster kernel must do for its peers, left out: caught with
@@ -1296,6 +1402,7 @@ TEST_CASE("GPU emulator: setmaxnreg moves the producer warpgroup's registers to 
     MatmulRun run = runMatmul(p, chosen, {}, {}, {}, {}, elseFirst);
     REQUIRE_MESSAGE(run.report.ok, run.report.error);
     CHECK(run.worst <= run.bound);
+    CHECK_MESSAGE(bankConflicts(run.report).empty(), bankConflicts(run.report));
   }
   // The tile tf32 NN takes at 4096 since (128 x 256, B transposed in shared
   // memory: 200 registers a consumer by the estimate, over 168), persistent.
@@ -1316,6 +1423,7 @@ TEST_CASE("GPU emulator: setmaxnreg moves the producer warpgroup's registers to 
     MESSAGE("tf32 NN in 128 x 256 tiles with setmaxnreg", std::string(elseFirst ? " (consumers first)" : ""),
             ": worst |error| ", run.worst, " (bound ", run.bound, ")");
     CHECK(run.worst <= run.bound);
+    CHECK_MESSAGE(bankConflicts(run.report).empty(), bankConflicts(run.report));
   }
   // Ping-pong: both consumer warpgroups take theirs before the split into
   // one loop each.
@@ -1330,6 +1438,7 @@ TEST_CASE("GPU emulator: setmaxnreg moves the producer warpgroup's registers to 
     MatmulRun run = runMatmul(problem(256, 128, 128, GpuOperand::bf16), pp, {}, {}, {}, {}, elseFirst);
     REQUIRE_MESSAGE(run.report.ok, run.report.error);
     CHECK(run.worst <= run.bound);
+    CHECK_MESSAGE(bankConflicts(run.report).empty(), bankConflicts(run.report));
   }
   // A producer that keeps its registers: the consumers' inc can never be met.
   GpuMatmulConfig c = wgmmaBlock(GpuOperand::bf16, 2, 64, 64, 2);
@@ -1363,6 +1472,7 @@ TEST_CASE("GPU emulator: the wgmma kernel's fused epilogue and the configurator'
                             epilogue);
   REQUIRE_MESSAGE(run.report.ok, run.report.error);
   CHECK(run.worst <= run.bound);
+  CHECK_MESSAGE(bankConflicts(run.report).empty(), bankConflicts(run.report));
 
   const ::nova::TargetDesc h100 = ::nova::builtin_gpu_target("sm_90a");
   for (auto [m, n, k, op, ta, tb] : {std::tuple{256, 256, 256, GpuOperand::bf16, false, false},

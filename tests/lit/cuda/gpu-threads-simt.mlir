@@ -29,7 +29,9 @@
 // barrier; stores guarded by the result's extents. The lhs's rows (40
 // floats) are whole 16-byte units: its slabs come in 4 floats a load
 // (vector.load, ld.global.v4.f32), K contiguous, so each goes to 4 rows
-// of its tile; the rhs's rows (70) are not: a float a load.
+// of its tile, K row k = 4j + e to tile row 2j + (e & 1) + 8 (e >> 1) (so
+// that a warp's stores hit distinct banks; both tiles in that order); the
+// rhs's rows (70) are not: a float a load.
 // GPU: gpu.func @nova_k0_1(%[[C:.*]]: memref<100x70xf32>, %[[A:.*]]: memref<100x40xf32>, %[[W:.*]]: memref<40x70xf32>) kernel
 // GPU-SAME: known_block_size = array<i32: [[T:[0-9]+]], 1, 1>
 // GPU-SAME: nova.aligned_vectors
@@ -42,7 +44,10 @@
 // GPU: memref.load %[[W]]
 // GPU: %[[E:.*]] = vector.extract %{{.*}}[1] : f32 from vector<4xf32>
 // GPU: %[[K1:.*]] = arith.addi %[[KK:.*]], %c1
-// GPU: memref.store %[[E]], %{{.*}}[%c0, %[[K1]], %{{.*}}] : memref<2x16x{{[0-9]+}}xf32, #gpu.address_space<workgroup>>
+// GPU: arith.shrui %[[K1]], %c2
+// GPU: arith.addi
+// GPU-NEXT: %[[ROW:.*]] = arith.addi %{{.*}}, %{{.*}} : index
+// GPU-NEXT: memref.store %[[E]], %{{.*}}[%c0, %[[ROW]], %{{.*}}] : memref<2x16x{{[0-9]+}}xf32, #gpu.address_space<workgroup>>
 // GPU: gpu.barrier
 // GPU: scf.for
 // GPU: scf.if {{.*}} -> (vector<4xf32>,

@@ -9,11 +9,13 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 
 using namespace mlir;
@@ -81,12 +83,40 @@ public:
       if (!report.ok)
         throw ::nova::Error("nova: launch " + std::to_string(i) + " of " + std::to_string(desc_.launches.size()) +
                             " (" + k.symbol + ", " + k.summary + ") failed under the GPU emulator: " + report.error);
+      reportCost(k, report);
     }
     if (sums)
       sums->at(desc_.launches.size());
   }
 
 private:
+  /// NOVA_EMULATOR_COST=1: each kernel's shared-memory wavefronts and
+  /// global sectors against the fewest possible (GpuRequestCost.h), on
+  /// stderr at its first launch in the process (=all: at every launch),
+  /// with the ops that take more.
+  static void reportCost(const ::nova::KernelDesc &k, const mlir::nova::EmulatorReport &report) {
+    static const int wanted = [] {
+      const char *v = std::getenv("NOVA_EMULATOR_COST");
+      return !v ? 0 : std::strcmp(v, "1") == 0 ? 1 : std::strcmp(v, "all") == 0 ? 2 : 0;
+    }();
+    if (!wanted)
+      return;
+    static std::mutex mutex;
+    static std::set<std::string> seen;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!seen.insert(k.symbol + "\n" + k.summary).second && wanted == 1)
+      return;
+    const mlir::nova::AccessCost shared = report.sharedTotal(), global = report.globalTotal();
+    std::string s = "nova: emulator cost: " + k.symbol + " (" + k.summary + "): shared " +
+                    std::to_string(shared.taken) + " wavefronts for " + std::to_string(shared.ideal) + ", global " +
+                    std::to_string(global.taken) + " sectors for " + std::to_string(global.ideal);
+    for (const std::string &line : mlir::nova::describeCostlyRequests(report, /*shared=*/true, 4))
+      s += "\n  bank conflict: " + line;
+    for (const std::string &line : mlir::nova::describeCostlyRequests(report, /*shared=*/false, 4))
+      s += "\n  uncoalesced: " + line;
+    std::fprintf(stderr, "%s\n", s.c_str());
+  }
+
   ::nova::ExecutableDesc desc_;
   ::nova::detail::CollectiveSchedule schedule_{desc_};
   OwningOpRef<ModuleOp> kernels_;

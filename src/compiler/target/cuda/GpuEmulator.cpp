@@ -583,6 +583,30 @@ private:
     }
   }
 
+  /// Each thread's address in the op at hand (-1: none), shared or global
+  /// (an offset into the op's buffer), or nothing where the op has none
+  /// of that space.
+  std::vector<int64_t> sharedLanes, globalLanes;
+  std::vector<int64_t> &laneScratch(std::vector<int64_t> &lanes, bool wanted) {
+    lanes.assign(wanted ? size_t(threads) : 0, -1);
+    return lanes;
+  }
+
+  /// One op's requests in each warp with a lane in it (`byteOf[t]`: thread
+  /// t's address, -1 where it takes no part), in the bank model's
+  /// wavefronts or in sectors (GpuRequestCost.h).
+  void countRequests(Operation *op, std::span<const int64_t> byteOf, int64_t bytes, bool shared) {
+    AccessCost *cost = nullptr;
+    for (int64_t first = 0; first < int64_t(byteOf.size()); first += 32) {
+      auto lanes = byteOf.subspan(size_t(first), size_t(std::min<int64_t>(32, int64_t(byteOf.size()) - first)));
+      if (llvm::all_of(lanes, [](int64_t b) { return b < 0; }))
+        continue;
+      if (!cost)
+        cost = &(shared ? report.sharedByOp : report.globalByOp)[op];
+      cost->add(shared ? sharedRequestCost(lanes, bytes) : globalRequestCost(lanes, bytes));
+    }
+  }
+
   /// A write by thread t to shared bytes, ordered after every access of
   /// epochs before `since` (a plain store: since = epoch) and every access
   /// that ticked before `ordered` (what t had acquired when it issued it).
@@ -2169,13 +2193,15 @@ private:
     if (stored && !in)
       return fail(op, "a stored value has none");
     Reg *out = result ? &def(result, n) : nullptr;
+    const int64_t count = n * d.elementBytes;
+    std::vector<int64_t> &laneBytes = laneScratch(d.space == Space::shared ? sharedLanes : globalLanes, true);
     for (int64_t t = 0; t < threads; ++t) {
       if (!active[size_t(t)])
         continue;
       int64_t byte = 0;
       if (!address(op, d, indices, t, byte, n))
         return false;
-      int64_t count = n * d.elementBytes;
+      laneBytes[size_t(t)] = byte;
       if (n > 1 && alignedVectors && byte % count != 0)
         return fail(op, llvm::formatv("a {0}-byte vector access at {1} byte {2}, in a kernel that promises its "
                                       "vectors aligned to their size ({3})",
@@ -2194,6 +2220,7 @@ private:
           storeElement(d.element, p + e * d.elementBytes, in->v[size_t(t * in->width + e)]);
       }
     }
+    countRequests(op, laneBytes, count, d.space == Space::shared);
     return true;
   }
 
@@ -2322,6 +2349,7 @@ private:
       return fail(op, llvm::formatv("cp.async copies 4, 8 or 16 bytes, not {0}", bytes));
     const Reg *srcElements = op.getSrcElements() ? get(op.getSrcElements()) : nullptr;
     Reg &token = def(op.getAsyncToken(), 1);
+    std::vector<int64_t> &sharedBytes = laneScratch(sharedLanes, true), &globalBytes = laneScratch(globalLanes, true);
     for (int64_t t = 0; t < threads; ++t) {
       if (!active[size_t(t)])
         continue;
@@ -2329,6 +2357,7 @@ private:
       if (!address(op, src->second, op.getSrcIndices(), t, s, elements) ||
           !address(op, dst->second, op.getDstIndices(), t, d, elements))
         return false;
+      sharedBytes[size_t(t)] = d;
       if (s % bytes || d % bytes)
         return fail(op, llvm::formatv("a {0}-byte cp.async at global byte {1}, shared byte {2}: both must be "
                                       "{0}-byte aligned",
@@ -2337,6 +2366,9 @@ private:
       if (!bytesAt(op, src->second, s, bytes, t) || !bytesAt(op, dst->second, d, bytes, t))
         return false;
       int64_t srcBytes = srcElements ? int64_t(srcElements->v[size_t(t)]) * dst->second.elementBytes : bytes;
+      // (A zero fill reads no global bytes; a partial copy is counted whole.)
+      if (srcBytes > 0)
+        globalBytes[size_t(t)] = s;
       int64_t id = int64_t(copies.size());
       copies.push_back({t, src->second.arg, s, d, bytes, std::min(srcBytes, bytes), epoch, acquired[size_t(t)]});
       for (int64_t b = d; b < d + bytes; ++b) {
@@ -2348,6 +2380,8 @@ private:
       token.v[size_t(t)] = double(id);
       ++report.asyncCopies;
     }
+    countRequests(op, sharedBytes, bytes, /*shared=*/true);
+    countRequests(op, globalBytes, bytes, /*shared=*/false);
     return true;
   }
 
@@ -2428,6 +2462,8 @@ private:
     const int64_t perReg = resultType.getShape()[1]; // 2 x 16-bit or 1 x 32-bit
     Type et = resultType.getElementType();
     Reg &r = def(op, tiles * perReg);
+    // Lane 8j + q gives row q of matrix j: 16 bytes each.
+    std::vector<int64_t> &sharedBytes = laneScratch(sharedLanes, true);
     for (int64_t w = 0; w < threads / 32; ++w) {
       if (!warpActive(w))
         continue;
@@ -2442,6 +2478,7 @@ private:
             return fail(op, llvm::formatv("ldmatrix row address {0} is not 16-byte aligned", byte), t);
           if (!sharedRead(op, byte, 16, t))
             return false;
+          sharedBytes[size_t(t)] = byte;
           for (int64_t c = 0; c < 8; ++c)
             std::memcpy(&m[j][q][c], shared.data() + byte + 2 * c, 2);
         }
@@ -2465,6 +2502,7 @@ private:
         }
       }
     }
+    countRequests(op, sharedBytes, 16, /*shared=*/true);
     ++report.ldmatrices;
     return true;
   }
@@ -2669,9 +2707,87 @@ private:
 
 } // namespace
 
+namespace {
+
+AccessCost total(const std::map<std::string, AccessCost> &costs) {
+  AccessCost sum;
+  for (const auto &[op, cost] : costs) {
+    sum.requests += cost.requests;
+    sum.taken += cost.taken;
+    sum.ideal += cost.ideal;
+    sum.worstDegree = std::max(sum.worstDegree, cost.worstDegree);
+  }
+  return sum;
+}
+
+} // namespace
+
+AccessCost EmulatorReport::sharedTotal() const { return total(shared); }
+AccessCost EmulatorReport::globalTotal() const { return total(global); }
+
+std::vector<std::string> mlir::nova::describeCostlyRequests(const EmulatorReport &report, bool shared,
+                                                            size_t most) {
+  std::vector<std::pair<std::string, AccessCost>> costly;
+  for (const auto &[what, cost] : shared ? report.shared : report.global)
+    if (cost.taken != cost.ideal)
+      costly.emplace_back(what, cost);
+  std::stable_sort(costly.begin(), costly.end(), [](const auto &a, const auto &b) {
+    return a.second.taken - a.second.ideal > b.second.taken - b.second.ideal;
+  });
+  std::vector<std::string> lines;
+  for (const auto &[what, cost] : costly) {
+    if (lines.size() == most)
+      break;
+    lines.push_back(shared ? llvm::formatv("{0}: {1} requests, {2} wavefronts for {3}, up to {4}-way", what,
+                                           cost.requests, cost.taken, cost.ideal, cost.worstDegree)
+                                 .str()
+                           : llvm::formatv("{0}: {1} requests, {2} sectors for {3}", what, cost.requests,
+                                           cost.taken, cost.ideal)
+                                 .str());
+  }
+  return lines;
+}
+
+namespace {
+
+/// `byOp` keyed by what each op is: its name, the view it accesses (a
+/// cp.async's shared destination or global source) and its location.
+std::map<std::string, AccessCost> byWhat(const std::map<Operation *, AccessCost> &byOp, bool shared) {
+  std::map<std::string, AccessCost> out;
+  for (const auto &[op, cost] : byOp) {
+    std::string key;
+    llvm::raw_string_ostream os(key);
+    os << "'" << op->getName() << "'";
+    Value view;
+    if (auto copy = dyn_cast<nvgpu::DeviceAsyncCopyOp>(op))
+      view = shared ? copy.getDst() : copy.getSrc();
+    else
+      for (Value v : op->getOperands())
+        if (isa<MemRefType>(v.getType())) {
+          view = v;
+          break;
+        }
+    if (view)
+      os << " of " << view.getType();
+    os << " at " << op->getLoc();
+    AccessCost &c = out[key];
+    c.requests += cost.requests;
+    c.taken += cost.taken;
+    c.ideal += cost.ideal;
+    c.worstDegree = std::max(c.worstDegree, cost.worstDegree);
+  }
+  return out;
+}
+
+} // namespace
+
 EmulatorReport mlir::nova::emulateKernel(gpu::GPUFuncOp kernel, const EmulatorLaunch &launch) {
   EmulatorReport report;
   Emulator emulator(kernel, launch, report);
   emulator.run();
+  report.shared = byWhat(report.sharedByOp, /*shared=*/true);
+  report.global = byWhat(report.globalByOp, /*shared=*/false);
+  report.sharedByOp.clear();
+  report.globalByOp.clear();
   return report;
 }

@@ -49,7 +49,13 @@
 //     mbarrier of the NVVM pointer ops (mbarrier.init / try_wait.parity on
 //     a shared address) whose bytes ordinary accesses touch;
 //   - float arithmetic rounds to its element type (f32: each op rounded as
-//     the GPU's IEEE f32 ops are; math functions from the C library).
+//     the GPU's IEEE f32 ops are; math functions from the C library);
+//   - what memory requests cost is counted, not failed (GpuRequestCost.h):
+//     each warp's shared loads, stores, ldmatrix and cp.async writes in
+//     the wavefronts of the bank model of docs/notes.md ("Shared-memory
+//     banks"), its global loads, stores and cp.async reads in 32-byte
+//     sectors, each against the fewest possible (EmulatorReport::shared,
+//     ::global).
 // The first violation stops the run with a message naming the op, its
 // location, the block and the thread.
 //
@@ -58,6 +64,7 @@
 #ifndef NOVA_COMPILER_TARGET_CUDA_GPUEMULATOR_H
 #define NOVA_COMPILER_TARGET_CUDA_GPUEMULATOR_H
 
+#include "compiler/target/cuda/GpuRequestCost.h"
 #include "compiler/target/cuda/TmaMap.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -117,7 +124,26 @@ struct EmulatorReport {
   /// Clusters run, TMA loads multicast (per issue), arrivals on a peer
   /// CTA's mbarrier, cluster barriers passed (per CTA).
   int64_t clusters = 0, multicasts = 0, remoteArrivals = 0, clusterBarriers = 0;
+  /// Memory requests (GpuRequestCost.h) by what made them: an op's name,
+  /// the view it accesses and its location (the copies of an unrolled loop
+  /// together): shared ones (loads, stores, ldmatrix, cp.async writes; TMA
+  /// and wgmma reach shared memory by paths of their own, not counted) in
+  /// wavefronts, global ones (loads, stores, cp.async reads; not TMA) in
+  /// 32-byte sectors.
+  std::map<std::string, AccessCost> shared, global;
+  /// The same by op while the kernel runs (emulateKernel moves them into
+  /// `shared` and `global`, which outlive the kernel's IR).
+  std::map<Operation *, AccessCost> sharedByOp, globalByOp;
+  /// Over every op.
+  AccessCost sharedTotal() const;
+  AccessCost globalTotal() const;
 };
+
+/// The ops of `report` whose shared (or global) requests take more than
+/// the fewest possible, most excess first, a line each ("'vector.load' of
+/// TYPE at LOC: 2048 requests, 8192 wavefronts for 2048, up to 4-way");
+/// empty where none does.
+std::vector<std::string> describeCostlyRequests(const EmulatorReport &report, bool shared, size_t most = 8);
 
 EmulatorReport emulateKernel(gpu::GPUFuncOp kernel, const EmulatorLaunch &launch);
 

@@ -29,10 +29,26 @@ bool usesDim(AffineMap map, unsigned dim) {
   return llvm::any_of(map.getResults(), [&](AffineExpr e) { return dimOf(e) == dim; });
 }
 
-/// Whether the operand read through `map` is copied with `fastDim` (a
-/// loop) varying fastest across threads: its innermost index.
-bool innermostIs(AffineMap map, unsigned dim) {
-  return map.getNumResults() > 0 && dimOf(map.getResults().back()) == dim;
+/// Whether the operand `operand`, read through `map`, is contiguous in
+/// memory along loop `dim`: the index whose stride is 1 (the innermost
+/// where the layout says nothing else) is that loop's. The copies run
+/// consecutive threads along it; a transposed view (a strided layout)
+/// read along its innermost index instead would give each lane a sector
+/// of its own.
+bool contiguousAlong(Value operand, AffineMap map, unsigned dim) {
+  auto type = cast<MemRefType>(operand.getType());
+  if (map.getNumResults() == 0 || int64_t(map.getNumResults()) != type.getRank())
+    return false;
+  int64_t position = type.getRank() - 1;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (!type.getLayout().isIdentity() && succeeded(getStridesAndOffset(type, strides, offset)))
+    for (int64_t i = type.getRank() - 1; i >= 0; --i)
+      if (strides[size_t(i)] == 1 && type.getDimSize(i) != 1) {
+        position = i;
+        break;
+      }
+  return dimOf(map.getResult(unsigned(position))) == dim;
 }
 
 int64_t elementBytes(Value v) {
@@ -126,8 +142,8 @@ std::optional<SimtMatmul> mlir::nova::matchSimtMatmul(linalg::GenericOp op, std:
   p.k = ranges[s.k];
   p.operand = cast<MemRefType>(op.getDpsInits()[0].getType()).getElementType().isF64() ? GpuOperand::f64
                                                                                       : GpuOperand::f32;
-  p.lhsTransposed = innermostIs(lhs, s.m);
-  p.rhsTransposed = innermostIs(rhs, s.k);
+  p.lhsTransposed = contiguousAlong(op.getDpsInputs()[0], lhs, s.m);
+  p.rhsTransposed = contiguousAlong(op.getDpsInputs()[1], rhs, s.k);
   p.allowWgmma = false;
   p.allowSplitK = false; // the caller's to allow (its result a whole buffer)
   s.batched = !s.batchDims.empty();
@@ -330,7 +346,15 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
     for (int64_t round = 0; round < rounds(s); ++round) {
       Value unit = b.create<arith::AddIOp>(l, thread, cst(round * c.threads));
       Unit u;
-      if (s.kFastest) {
+      if (s.kFastest && s.vec == 1 && c.blockK % 8 == 0) {
+        // Scalars along K: a warp takes 8 K of 4 tile rows (32 bytes of f32
+        // a row: whole sectors), whose stores, an element a tile row, hit 32
+        // distinct banks; 16 K of 2 rows would hit 16 banks twice.
+        Value k8 = b.create<arith::RemUIOp>(l, unit, cst(8)), group = b.create<arith::DivUIOp>(l, unit, cst(8));
+        u.rr = b.create<arith::RemUIOp>(l, group, cst(s.tileExtent));
+        u.kk = b.create<arith::AddIOp>(
+            l, k8, b.create<arith::MulIOp>(l, b.create<arith::DivUIOp>(l, group, cst(s.tileExtent)), cst(8)));
+      } else if (s.kFastest) {
         u.kk = b.create<arith::MulIOp>(l, b.create<arith::RemUIOp>(l, unit, cst(c.blockK / s.vec)), cst(s.vec));
         u.rr = b.create<arith::DivUIOp>(l, unit, cst(c.blockK / s.vec));
       } else {
@@ -363,6 +387,27 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
       }
     return values;
   };
+  // The tile row that holds K row k of a slab. A K-contiguous operand's
+  // unit (4 floats along K, 4 units a tile row) is stored an element a
+  // row: a warp's 8 rows of units write rows k, k + 4, k + 8, k + 12 at
+  // once, whose banks coincide in pairs where a row is 4 modulo 8 words
+  // (2-way conflicts, GpuRequestCost.h). Rows in the order 0, 1, 8, 9, 2,
+  // 3, 10, 11, ... (k = 4j + e to row 2j + (e & 1) + 8 (e >> 1)) put
+  // those four 8 banks apart. Both operands' slabs take the same order,
+  // and the products read the rows in their own order: a K row's elements
+  // still meet (only the order of the sums changes).
+  const bool permuteRows = c.blockK == 16 && llvm::any_of(slabs, [&](const Slab &s) {
+    return s.kFastest && s.vec == 4 && elementBytes(s.operand) == 4 && s.tileRow % 8 == 4;
+  });
+  auto physicalRow = [&](Value k) -> Value {
+    if (!permuteRows)
+      return k;
+    auto shr = [&](Value v, int64_t n) { return b.create<arith::ShRUIOp>(l, v, cst(n)); };
+    auto bit = [&](Value v, int64_t n) { return b.create<arith::AndIOp>(l, shr(v, n), cst(1)); };
+    Value j2 = b.create<arith::MulIOp>(l, shr(k, 2), cst(2));
+    Value e8 = b.create<arith::MulIOp>(l, bit(k, 1), cst(8));
+    return b.create<arith::AddIOp>(l, b.create<arith::AddIOp>(l, j2, bit(k, 0)), e8);
+  };
   // `values` (loadSlabs') into shared buffer `buffer`: a unit along the
   // tile's rows (M or N contiguous) as one vector store where the rows are
   // whole vectors; along K (K contiguous) an element a tile row.
@@ -376,17 +421,18 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
           b.setInsertionPointToStart(
               &b.create<scf::IfOp>(l, u.valid, /*withElseRegion=*/false).getThenRegion().front());
         if (s.vec == 1) {
-          b.create<memref::StoreOp>(l, values[next], s.tile, ValueRange{buffer, u.kk, u.rr});
+          b.create<memref::StoreOp>(l, values[next], s.tile, ValueRange{buffer, physicalRow(u.kk), u.rr});
           continue;
         }
         if (!s.kFastest && s.tileRow % s.vec == 0) {
-          b.create<vector::StoreOp>(l, values[next], s.tile, ValueRange{buffer, u.kk, u.rr});
+          b.create<vector::StoreOp>(l, values[next], s.tile, ValueRange{buffer, physicalRow(u.kk), u.rr});
           continue;
         }
         for (int64_t e = 0; e < s.vec; ++e) {
           Value element = b.create<vector::ExtractOp>(l, values[next], e);
           SmallVector<Value> at{buffer, u.kk, u.rr};
           at[s.kFastest ? 1 : 2] = b.create<arith::AddIOp>(l, at[s.kFastest ? 1 : 2], cst(e));
+          at[1] = physicalRow(at[1]);
           b.create<memref::StoreOp>(l, element, s.tile, at);
         }
       }

@@ -108,7 +108,7 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
     t.chunks = t.cols / epc;
     // Scalar 32-bit reads (tf32 fragments of an M/N-contiguous tile) touch 4
     // k-rows x 8 columns a warp: shift the 4 rows' chunks apart.
-    t.swizzle = scalarReads ? Swizzle{0, 3, 1} : ldmatrixSwizzle(t.chunks);
+    t.swizzle = faults.noSwizzle ? Swizzle{} : scalarReads ? Swizzle{0, 3, 1} : ldmatrixSwizzle(t.chunks);
     return t;
   };
   // Fragment loads by layout and width: the configurator's rule.

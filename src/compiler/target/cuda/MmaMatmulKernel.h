@@ -44,6 +44,9 @@ struct MmaMatmulFaults {
   bool waitOneGroupShort = false;
   /// The rhs read without the swizzle it was written with.
   bool unswizzledRhsReads = false;
+  /// No swizzle at all, written and read: the product is right, but
+  /// ldmatrix's rows share banks (the emulator's bank conflicts).
+  bool noSwizzle = false;
 };
 
 /// Adds the kernel `name` to `module`. With `linearGrid`, its blocks are
