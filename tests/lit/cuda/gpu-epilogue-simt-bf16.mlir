@@ -17,8 +17,9 @@
 // CHECK-SAME: its result written as bf16
 
 // GPU: gpu.func @nova_[[K:k[0-9]+]](%arg0: memref<64x30xbf16>, %arg1: memref<30x48xbf16>, %arg2: memref<48xf32>, %arg3: memref<64x48xbf16>) kernel
-// GPU: %[[B:.*]] = memref.load %arg2[%{{.*}}] : memref<48xf32>
-// GPU-NEXT: %[[S:.*]] = arith.addf %{{.*}}, %[[B]] : f32
+// GPU: %[[BV:.*]] = vector.load %arg2[%{{.*}}] : memref<48xf32>, vector<4xf32>
+// GPU: %[[B:.*]] = vector.extract %[[BV]][0] : f32 from vector<4xf32>
+// GPU: %[[S:.*]] = arith.addf %{{.*}}, %[[B]] : f32
 // GPU-NEXT: arith.truncf %[[S]] : f32 to bf16
 // GPU: vector.store %{{.*}}, %arg3[%{{.*}}, %{{.*}}] : memref<64x48xbf16>, vector<4xbf16>
 // GPU: gpu.return

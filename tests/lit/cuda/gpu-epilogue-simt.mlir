@@ -5,7 +5,7 @@
 // fill is its accumulators' start, and each result goes through the op's
 // body (here the bias add) before its one store, to the op's result: a
 // thread's run of 4 adjacent columns one vector store (rows of 48 are
-// whole runs). The product is never stored: its buffer is gone, from the
+// whole runs), the run's bias one vector load. The product is never stored: its buffer is gone, from the
 // launch and the kernel (dropUnstoredProducts).
 // RUN: env NOVA_TARGET=sm_86 nova-opt %s -nova-lower-to-kernels -verify-each | FileCheck %s
 // RUN: env NOVA_TARGET=sm_86 nova-opt %s -nova-lower-to-kernels -verify-each \
@@ -24,8 +24,9 @@
 // GPU-NOT: memref.alloc
 // GPU: scf.for
 // GPU: gpu.barrier
-// GPU: %[[B:.*]] = memref.load %arg2[%{{.*}}] : memref<48xf32>
-// GPU-NEXT: %[[S:.*]] = arith.addf %{{.*}}, %[[B]] : f32
+// GPU: %[[BV:.*]] = vector.load %arg2[%{{.*}}] : memref<48xf32>, vector<4xf32>
+// GPU: %[[B:.*]] = vector.extract %[[BV]][0] : f32 from vector<4xf32>
+// GPU: %[[S:.*]] = arith.addf %{{.*}}, %[[B]] : f32
 // GPU-COUNT-3: arith.addf
 // GPU: %[[V:.*]] = vector.insert %[[S]], %{{.*}} [0] : f32 into vector<4xf32>
 // GPU: vector.store %{{.*}}, %arg3[%{{.*}}, %{{.*}}] : memref<64x48xf32>, vector<4xf32>

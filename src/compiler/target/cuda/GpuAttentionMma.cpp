@@ -766,15 +766,17 @@ struct AttentionBlock {
   }
 
   /// This lane's part of the dot product of row `r` of `x` (f32) and `y`
-  /// (f32 or bf16), both [B, T, d], over the head's columns: a quarter of
-  /// them, 4 at a time (a row's 4 lanes sum the parts).
+  /// (f32 or bf16), both [B, T, d], over the head's columns: 4 at a time,
+  /// every fourth run of 4 (a row's 4 lanes sum the parts). The row's 4
+  /// lanes read 16 adjacent columns at once: whole 32-byte sectors
+  /// (GpuRequestCost.h), where quarters of the row a lane took 4 sectors a
+  /// load for 2 (f32), 1 (bf16).
   Value rowDot(Value x, Value y, Value r) {
     IndexMath &k = m.k;
-    const int64_t per = m.hd / 4;
     Type yElement = cast<MemRefType>(y.getType()).getElementType();
     auto f4 = VectorType::get({4}, m.f32);
-    Value first = k.add(m.column0, k.mul(k.andi(m.lane, 3), per)), sum = m.f(0);
-    for (int64_t c = 0; c < per; c += 4) {
+    Value first = k.add(m.column0, k.mul(k.andi(m.lane, 3), 4)), sum = m.f(0);
+    for (int64_t c = 0; c < m.hd; c += 16) {
       SmallVector<Value, 3> at{m.batch, r, k.add(first, c)};
       Value xv = m.b.create<vector::LoadOp>(f4, x, at);
       Value yv = m.b.create<vector::LoadOp>(VectorType::get({4}, yElement), y, at);

@@ -14,6 +14,8 @@
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/IR/IRMapping.h"
 
+#include <numeric>
+
 using namespace mlir;
 using namespace mlir::nova;
 
@@ -316,18 +318,51 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
     Value origin;
     bool isLhs, kFastest;
     int64_t vec = 1, tileRow = 0;
+    /// What the loads read: the operand, or (`swapped`) the view of a
+    /// transposed view that swaps its last two indices back.
+    Value source;
+    bool swapped = false;
   };
   Slab slabs[2] = {
       {lhsTile, lhs, maps[0], lhsType, c.blockM, p.m, m0, /*isLhs=*/true, /*kFastest=*/!p.lhsTransposed},
       {rhsTile, rhs, maps[1], rhsType, c.blockN, p.n, n0, /*isLhs=*/false, /*kFastest=*/p.rhsTransposed}};
   slabs[0].tileRow = layout.lhsRow;
   slabs[1].tileRow = layout.rhsRow;
+  // A transposed view (its last two indices stored the other way round: a
+  // weight read as its transpose) is read through the view that swaps them
+  // back, whose last index is contiguous; then, as for any operand whose
+  // rows are whole 16-byte units (aligned: every other stride and the
+  // offset a multiple of them), 16 bytes a load.
   for (Slab &s : slabs) {
+    s.source = s.operand;
     auto type = cast<MemRefType>(s.operand.getType());
-    const int64_t w = 16 / elementBytes(s.operand), innermost = type.getShape().back();
+    const int64_t rank = type.getRank();
+    SmallVector<int64_t> strides;
+    int64_t offset = 0;
+    if (rank >= 2 && !type.getLayout().isIdentity() && succeeded(getStridesAndOffset(type, strides, offset)) &&
+        strides[size_t(rank - 2)] == 1 && strides.back() != 1 && type.getShape()[size_t(rank - 2)] != 1) {
+      SmallVector<unsigned> order(static_cast<size_t>(rank), 0u);
+      std::iota(order.begin(), order.end(), 0u);
+      std::swap(order[size_t(rank - 1)], order[size_t(rank - 2)]);
+      s.source = b.create<memref::TransposeOp>(
+          l, s.operand, AffineMapAttr::get(AffineMap::getPermutationMap(order, b.getContext())));
+      s.swapped = true;
+    }
+    auto sourceType = cast<MemRefType>(s.source.getType());
+    const int64_t w = 16 / elementBytes(s.operand), innermost = sourceType.getShape().back();
     const int64_t along = s.kFastest ? c.blockK : s.tileExtent;
-    if (!faults.scalarGlobalLoads && type.getLayout().isIdentity() && innermost % w == 0 && along % w == 0)
+    bool aligned = sourceType.getLayout().isIdentity();
+    SmallVector<int64_t> sourceStrides;
+    if (!aligned && succeeded(getStridesAndOffset(sourceType, sourceStrides, offset)) &&
+        sourceStrides.back() == 1 && !ShapedType::isDynamic(offset) && offset % w == 0) {
+      aligned = true;
+      for (int64_t i = 0; i + 1 < rank; ++i)
+        aligned = aligned && !ShapedType::isDynamic(sourceStrides[size_t(i)]) &&
+                  (sourceStrides[size_t(i)] % w == 0 || sourceType.getShape()[size_t(i)] == 1);
+    }
+    if (!faults.scalarGlobalLoads && aligned && innermost % w == 0 && along % w == 0)
       s.vec = w;
+
   }
   auto chunks = [&](const Slab &s) { return s.tileExtent * c.blockK / s.vec; };
   // The value one unit of a slab waits in: its element, or a vector of them.
@@ -380,9 +415,12 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
           inside = both(inside, u->valid);
         SmallVector<Value> dims = s.isLhs ? loopValues(r, cst(0), k) : loopValues(cst(0), r, k);
         values.push_back(loadOrZero(inside, unitType(s), [&]() -> Value {
+          SmallVector<Value> at = indices(s.map, dims);
+          if (s.swapped)
+            std::swap(at[at.size() - 1], at[at.size() - 2]);
           if (s.vec == 1)
-            return b.create<memref::LoadOp>(l, s.operand, indices(s.map, dims));
-          return b.create<vector::LoadOp>(l, cast<VectorType>(unitType(s)), s.operand, indices(s.map, dims));
+            return b.create<memref::LoadOp>(l, s.source, at);
+          return b.create<vector::LoadOp>(l, cast<VectorType>(unitType(s)), s.source, at);
         }));
       }
     return values;
@@ -546,8 +584,17 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
         b.setInsertionPointToStart(&guard.getThenRegion().front());
         SmallVector<Value> run;
         for (int64_t e = 0; e < wB; ++e)
-          run.push_back(finalValue(i, j + e));
-        b.create<vector::StoreOp>(l, vectorOf(b, l, run), target, resultAt(i, j));
+          run.push_back(kLoop.getResult(unsigned(i * c.warpN + j + e)));
+        Value values = vectorOf(b, l, run);
+        if (epilogue) {
+          // The epilogue on the run at once: its inputs' runs loaded as
+          // vectors too (a lane's 4 scalar loads of a row took 4 times the
+          // sectors, GpuRequestCost.h).
+          ImplicitLocOpBuilder ib(l, b);
+          values = applyGpuEpilogue(ib, *epilogue->body, epilogue->inputs, epilogue->args, values, rows[size_t(i)],
+                                    columns[size_t(j)]);
+        }
+        b.create<vector::StoreOp>(l, values, target, resultAt(i, j));
       }
     op.erase();
     return success();
