@@ -9,6 +9,7 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -60,6 +61,14 @@ public:
         else
           lock.lock();
       });
+    // Every launch's requests, summed (NOVA_EMULATOR_COST).
+    struct Sum {
+      int64_t taken = 0, ideal = 0;
+      void add(const mlir::nova::AccessCost &c) {
+        taken += c.taken;
+        ideal += c.ideal;
+      }
+    } stepShared, stepGlobal;
     for (size_t i = 0; i < desc_.launches.size(); ++i) {
       if (sums)
         sums->at(i);
@@ -84,7 +93,17 @@ public:
         throw ::nova::Error("nova: launch " + std::to_string(i) + " of " + std::to_string(desc_.launches.size()) +
                             " (" + k.symbol + ", " + k.summary + ") failed under the GPU emulator: " + report.error);
       reportCost(k, report);
+      stepShared.add(report.sharedTotal());
+      stepGlobal.add(report.globalTotal());
     }
+    if (costWanted())
+      std::fprintf(stderr,
+                   "nova: emulator cost: the step's %zu launches: shared %lld wavefronts for %lld (%.3fx), global %lld "
+                   "sectors for %lld (%.3fx)\n",
+                   desc_.launches.size(), (long long)stepShared.taken, (long long)stepShared.ideal,
+                   double(stepShared.taken) / double(std::max<int64_t>(1, stepShared.ideal)),
+                   (long long)stepGlobal.taken, (long long)stepGlobal.ideal,
+                   double(stepGlobal.taken) / double(std::max<int64_t>(1, stepGlobal.ideal)));
     if (sums)
       sums->at(desc_.launches.size());
   }
@@ -93,12 +112,18 @@ private:
   /// NOVA_EMULATOR_COST=1: each kernel's shared-memory wavefronts and
   /// global sectors against the fewest possible (GpuRequestCost.h), on
   /// stderr at its first launch in the process (=all: at every launch),
-  /// with the ops that take more.
-  static void reportCost(const ::nova::KernelDesc &k, const mlir::nova::EmulatorReport &report) {
+  /// with the ops that take more; and after each run, the step's sums.
+  /// 1 or 2 (=all) where NOVA_EMULATOR_COST asks for the report, else 0.
+  static int costWanted() {
     static const int wanted = [] {
       const char *v = std::getenv("NOVA_EMULATOR_COST");
       return !v ? 0 : std::strcmp(v, "1") == 0 ? 1 : std::strcmp(v, "all") == 0 ? 2 : 0;
     }();
+    return wanted;
+  }
+
+  static void reportCost(const ::nova::KernelDesc &k, const mlir::nova::EmulatorReport &report) {
+    const int wanted = costWanted();
     if (!wanted)
       return;
     static std::mutex mutex;
