@@ -36,7 +36,7 @@
 // MAP: vector.load %{{.*}} : memref<2x200x128xf32>, vector<4xf32>
 // MAP: scf.for
 // MAP-NOT: scf.for
-// MAP: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}] : memref<4x200x2xf32>
+// MAP: vector.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}, %c0] : memref<4x200x2xf32>, vector<2xf32>
 // MAP: func.func @{{k[0-9]+}}_keys(
 func.func @step(%qkv: tensor<2x200x384xf32>, %w: tensor<2x128x128xf32>, %dy: tensor<2x200x128xf32>)
     -> (tensor<2x200x128xf32>, tensor<2x128x128xf32>, tensor<2x200x384xf32>) {

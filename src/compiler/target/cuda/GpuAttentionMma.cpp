@@ -230,10 +230,18 @@ struct AttentionMma {
   /// elements): r is the first's row plus a constant, unit the same, so
   /// that their addresses differ by constants (immediate offsets, not
   /// registers held across the loops).
+  /// f32 tiles of heads of 16 (rows of 80 bytes: 16 floats and the pad)
+  /// are the exception: there a quarter-warp's 16-byte copies would be two
+  /// adjacent rows, whose bytes overlap a bank group (2-way conflicts,
+  /// GpuRequestCost.h), so a warp's 8 rows go r, r + 4 to each quarter
+  /// (320 bytes apart: the two halves of the banks).
   void forEachUnit(int64_t elements, function_ref<void(int64_t, Value, Value)> fn) {
     const int64_t units = hd / elements, perThread = kTile * units / AttentionMmaPlan::kThreads;
     static_assert(AttentionMmaPlan::kThreads % 32 == 0);
     Value row = k.div(thread, units), unit = k.rem(thread, units);
+    if (!sixteen && hd == 16 && elements == 4)
+      row = k.add(k.add(k.mul(k.div(thread, 32), 8), k.rem(k.div(thread, 8), 4)),
+                  k.mul(k.rem(k.div(thread, 4), 2), 4));
     for (int64_t i = 0; i < perThread; ++i)
       fn(i, i ? k.add(row, i * (AttentionMmaPlan::kThreads / units)) : row, unit);
   }
@@ -749,8 +757,10 @@ struct AttentionBlock {
 
   /// Stores values[h] (the same in a row's 4 lanes) of this lane's rows
   /// within the sequence into `buffer` at [pair, row] (slot < 0) or
-  /// [pair, row, slot], by the rows' first lanes.
-  void storeRowValues(Value buffer, const Value (&values)[2], int64_t slot) {
+  /// [pair, row, slot], by the rows' first lanes; with `second`, values[h]
+  /// and second[h] as one pair at [pair, row, 0] (slots 0 and 1: one
+  /// 8-byte store, a warp's rows in whole sectors).
+  void storeRowValues(Value buffer, const Value (&values)[2], int64_t slot, const Value (*second)[2] = nullptr) {
     IndexMath &k = m.k;
     Value firstLane = m.cmp(arith::CmpIPredicate::eq, k.andi(m.lane, 3), k.c(0));
     for (int64_t h = 0; h < 2; ++h) {
@@ -761,7 +771,10 @@ struct AttentionBlock {
       SmallVector<Value, 3> at{pair, row[h]};
       if (slot >= 0)
         at.push_back(k.c(slot));
-      m.b.create<memref::StoreOp>(values[h], buffer, at);
+      if (second)
+        m.b.create<vector::StoreOp>(vectorOf(m.b, m.b.getLoc(), {values[h], (*second)[h]}), buffer, at);
+      else
+        m.b.create<memref::StoreOp>(values[h], buffer, at);
     }
   }
 
@@ -1146,8 +1159,7 @@ void buildQueryRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attenti
     });
   });
   m.storeRows(dq, op.getInit(), 0, blk.row, nullptr);
-  blk.storeRowValues(buffers.stats, lse2, 0);
-  blk.storeRowValues(buffers.stats, D, 1);
+  blk.storeRowValues(buffers.stats, lse2, 0, &D);
 }
 
 /// Backward, key rows: dk_j = sum_{i >= j} dS_ij q_i and dv_j = sum_{i >=
