@@ -62,13 +62,7 @@ public:
           lock.lock();
       });
     // Every launch's requests, summed (NOVA_EMULATOR_COST).
-    struct Sum {
-      int64_t taken = 0, ideal = 0;
-      void add(const mlir::nova::AccessCost &c) {
-        taken += c.taken;
-        ideal += c.ideal;
-      }
-    } stepShared, stepGlobal;
+    mlir::nova::AccessCost stepShared, stepGlobal;
     for (size_t i = 0; i < desc_.launches.size(); ++i) {
       if (sums)
         sums->at(i);
@@ -93,8 +87,8 @@ public:
         throw ::nova::Error("nova: launch " + std::to_string(i) + " of " + std::to_string(desc_.launches.size()) +
                             " (" + k.symbol + ", " + k.summary + ") failed under the GPU emulator: " + report.error);
       reportCost(k, report);
-      stepShared.add(report.sharedTotal());
-      stepGlobal.add(report.globalTotal());
+      stepShared.merge(report.sharedTotal());
+      stepGlobal.merge(report.globalTotal());
     }
     if (costWanted())
       std::fprintf(stderr,

@@ -2711,12 +2711,8 @@ namespace {
 
 AccessCost total(const std::map<std::string, AccessCost> &costs) {
   AccessCost sum;
-  for (const auto &[op, cost] : costs) {
-    sum.requests += cost.requests;
-    sum.taken += cost.taken;
-    sum.ideal += cost.ideal;
-    sum.worstDegree = std::max(sum.worstDegree, cost.worstDegree);
-  }
+  for (const auto &[op, cost] : costs)
+    sum.merge(cost);
   return sum;
 }
 
@@ -2770,11 +2766,7 @@ std::map<std::string, AccessCost> byWhat(const std::map<Operation *, AccessCost>
     if (view)
       os << " of " << view.getType();
     os << " at " << op->getLoc();
-    AccessCost &c = out[key];
-    c.requests += cost.requests;
-    c.taken += cost.taken;
-    c.ideal += cost.ideal;
-    c.worstDegree = std::max(c.worstDegree, cost.worstDegree);
+    out[key].merge(cost);
   }
   return out;
 }

@@ -54,6 +54,13 @@ void AccessCost::add(const RequestCost &c) {
   worstDegree = std::max(worstDegree, c.worstDegree);
 }
 
+void AccessCost::merge(const AccessCost &other) {
+  requests += other.requests;
+  taken += other.taken;
+  ideal += other.ideal;
+  worstDegree = std::max(worstDegree, other.worstDegree);
+}
+
 RequestCost mlir::nova::sharedRequestCost(std::span<const int64_t> lanes, int64_t bytes) {
   const bool power = bytes > 0 && (bytes & (bytes - 1)) == 0;
   const int64_t chunk = bytes > 16 && bytes % 16 == 0 ? 16 : power && bytes <= 16 ? bytes : 4;

@@ -48,6 +48,8 @@ RequestCost globalRequestCost(std::span<const int64_t> lanes, int64_t bytes);
 struct AccessCost {
   int64_t requests = 0, taken = 0, ideal = 0, worstDegree = 0;
   void add(const RequestCost &c);
+  /// Another op's (or run's) requests with these.
+  void merge(const AccessCost &other);
 };
 
 } // namespace mlir::nova
