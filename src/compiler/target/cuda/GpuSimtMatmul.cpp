@@ -362,7 +362,6 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
     }
     if (!faults.scalarGlobalLoads && aligned && innermost % w == 0 && along % w == 0)
       s.vec = w;
-
   }
   auto chunks = [&](const Slab &s) { return s.tileExtent * c.blockK / s.vec; };
   // The value one unit of a slab waits in: its element, or a vector of them.
@@ -382,9 +381,12 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
       Value unit = b.create<arith::AddIOp>(l, thread, cst(round * c.threads));
       Unit u;
       if (s.kFastest && s.vec == 1 && c.blockK % 8 == 0) {
-        // Scalars along K: a warp takes 8 K of 4 tile rows (32 bytes of f32
-        // a row: whole sectors), whose stores, an element a tile row, hit 32
-        // distinct banks; 16 K of 2 rows would hit 16 banks twice.
+        // Scalars along K (rows that are not whole 16-byte units): a warp
+        // takes 8 K of 4 tile rows (32 bytes of f32 a row: whole sectors),
+        // whose stores, an element a tile row, hit 32 distinct banks where
+        // the tile rows are in K's order (16 K of 2 rows would hit 16 banks
+        // twice); in the order below, 2 ways (rows of the other operand's
+        // kind decide it).
         Value k8 = b.create<arith::RemUIOp>(l, unit, cst(8)), group = b.create<arith::DivUIOp>(l, unit, cst(8));
         u.rr = b.create<arith::RemUIOp>(l, group, cst(s.tileExtent));
         u.kk = b.create<arith::AddIOp>(
