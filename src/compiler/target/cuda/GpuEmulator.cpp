@@ -584,11 +584,10 @@ private:
   }
 
   /// Each thread's address in the op at hand (-1: none), shared or global
-  /// (an offset into the op's buffer), or nothing where the op has none
-  /// of that space.
+  /// (an offset into the op's buffer), reset for each op.
   std::vector<int64_t> sharedLanes, globalLanes;
-  std::vector<int64_t> &laneScratch(std::vector<int64_t> &lanes, bool wanted) {
-    lanes.assign(wanted ? size_t(threads) : 0, -1);
+  std::vector<int64_t> &laneScratch(std::vector<int64_t> &lanes) {
+    lanes.assign(size_t(threads), -1);
     return lanes;
   }
 
@@ -2194,7 +2193,7 @@ private:
       return fail(op, "a stored value has none");
     Reg *out = result ? &def(result, n) : nullptr;
     const int64_t count = n * d.elementBytes;
-    std::vector<int64_t> &laneBytes = laneScratch(d.space == Space::shared ? sharedLanes : globalLanes, true);
+    std::vector<int64_t> &laneBytes = laneScratch(d.space == Space::shared ? sharedLanes : globalLanes);
     for (int64_t t = 0; t < threads; ++t) {
       if (!active[size_t(t)])
         continue;
@@ -2349,7 +2348,7 @@ private:
       return fail(op, llvm::formatv("cp.async copies 4, 8 or 16 bytes, not {0}", bytes));
     const Reg *srcElements = op.getSrcElements() ? get(op.getSrcElements()) : nullptr;
     Reg &token = def(op.getAsyncToken(), 1);
-    std::vector<int64_t> &sharedBytes = laneScratch(sharedLanes, true), &globalBytes = laneScratch(globalLanes, true);
+    std::vector<int64_t> &sharedBytes = laneScratch(sharedLanes), &globalBytes = laneScratch(globalLanes);
     for (int64_t t = 0; t < threads; ++t) {
       if (!active[size_t(t)])
         continue;
@@ -2463,7 +2462,7 @@ private:
     Type et = resultType.getElementType();
     Reg &r = def(op, tiles * perReg);
     // Lane 8j + q gives row q of matrix j: 16 bytes each.
-    std::vector<int64_t> &sharedBytes = laneScratch(sharedLanes, true);
+    std::vector<int64_t> &sharedBytes = laneScratch(sharedLanes);
     for (int64_t w = 0; w < threads / 32; ++w) {
       if (!warpActive(w))
         continue;

@@ -31,26 +31,28 @@ bool usesDim(AffineMap map, unsigned dim) {
   return llvm::any_of(map.getResults(), [&](AffineExpr e) { return dimOf(e) == dim; });
 }
 
-/// Whether the operand `operand`, read through `map`, is contiguous in
-/// memory along loop `dim`: the index whose stride is 1 (the innermost
-/// where the layout says nothing else) is that loop's. The copies run
-/// consecutive threads along it; a transposed view (a strided layout)
-/// read along its innermost index instead would give each lane a sector
-/// of its own.
-bool contiguousAlong(Value operand, AffineMap map, unsigned dim) {
-  auto type = cast<MemRefType>(operand.getType());
-  if (map.getNumResults() == 0 || int64_t(map.getNumResults()) != type.getRank())
-    return false;
-  int64_t position = type.getRank() - 1;
+/// The index of `type` whose stride is 1 (the innermost such): the last
+/// where the layout is the identity or its strides are not static, the one
+/// before it for a transposed view (a weight read as its transpose).
+int64_t contiguousIndex(MemRefType type) {
   SmallVector<int64_t> strides;
   int64_t offset;
   if (!type.getLayout().isIdentity() && succeeded(getStridesAndOffset(type, strides, offset)))
     for (int64_t i = type.getRank() - 1; i >= 0; --i)
-      if (strides[size_t(i)] == 1 && type.getDimSize(i) != 1) {
-        position = i;
-        break;
-      }
-  return dimOf(map.getResult(unsigned(position))) == dim;
+      if (strides[size_t(i)] == 1 && type.getDimSize(i) != 1)
+        return i;
+  return type.getRank() - 1;
+}
+
+/// Whether the operand `operand`, read through `map`, is contiguous in
+/// memory along loop `dim` (its contiguousIndex is that loop's). The copies
+/// run consecutive threads along it; a transposed view read along its
+/// innermost index instead would give each lane a sector of its own.
+bool contiguousAlong(Value operand, AffineMap map, unsigned dim) {
+  auto type = cast<MemRefType>(operand.getType());
+  if (map.getNumResults() == 0 || int64_t(map.getNumResults()) != type.getRank())
+    return false;
+  return dimOf(map.getResult(unsigned(contiguousIndex(type)))) == dim;
 }
 
 int64_t elementBytes(Value v) {
@@ -337,10 +339,7 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
     s.source = s.operand;
     auto type = cast<MemRefType>(s.operand.getType());
     const int64_t rank = type.getRank();
-    SmallVector<int64_t> strides;
-    int64_t offset = 0;
-    if (rank >= 2 && !type.getLayout().isIdentity() && succeeded(getStridesAndOffset(type, strides, offset)) &&
-        strides[size_t(rank - 2)] == 1 && strides.back() != 1 && type.getShape()[size_t(rank - 2)] != 1) {
+    if (rank >= 2 && contiguousIndex(type) == rank - 2) {
       SmallVector<unsigned> order(static_cast<size_t>(rank), 0u);
       std::iota(order.begin(), order.end(), 0u);
       std::swap(order[size_t(rank - 1)], order[size_t(rank - 2)]);
@@ -353,6 +352,7 @@ LogicalResult mlir::nova::buildSimtMatmul(linalg::GenericOp op, const SimtMatmul
     const int64_t along = s.kFastest ? c.blockK : s.tileExtent;
     bool aligned = sourceType.getLayout().isIdentity();
     SmallVector<int64_t> sourceStrides;
+    int64_t offset = 0;
     if (!aligned && succeeded(getStridesAndOffset(sourceType, sourceStrides, offset)) &&
         sourceStrides.back() == 1 && !ShapedType::isDynamic(offset) && offset % w == 0) {
       aligned = true;
