@@ -23,6 +23,12 @@ struct Fp32AtExit {
 
 inline const std::filesystem::path kPtxas = "/usr/local/cuda/bin/ptxas";
 
+/// Whether a test assembles the PTX it made: where ptxas is, and not under
+/// the sanitizers (the compiler is the same code there and emits the same
+/// PTX, which the normal build's run assembled; ptxas took about a quarter
+/// of the attention steps' time).
+inline bool assembles_ptx() { return !kSanitized && std::filesystem::exists(kPtxas); }
+
 /// What ptxas says when it does not assemble `ptx` for `chip` (its command
 /// and output); empty when it does.
 inline std::string ptxas_errors(const std::string& ptx, const std::string& chip) {

@@ -90,22 +90,26 @@ NDArray matmul(MatmulOp op, const NDArray &a, const NDArray &b) {
   NDArray r = withShape(op.getType());
   size_t rank = r.shape.size();
   bool ta = op.getTransposeA(), tb = op.getTransposeB();
-  int64_t k = ta ? a.shape[rank - 2] : a.shape[rank - 1];
-  auto as = stridesOf(a.shape), bs = stridesOf(b.shape);
-  auto rs = stridesOf(r.shape);
-  forEachIndex(r.shape, [&](ArrayRef<int64_t> idx) {
-    int64_t i = idx[rank - 2], j = idx[rank - 1];
-    std::vector<int64_t> ai(idx.begin(), idx.end()), bi(idx.begin(), idx.end());
-    double acc = 0.0;
-    for (int64_t p = 0; p < k; ++p) {
-      ai[rank - 2] = ta ? p : i;
-      ai[rank - 1] = ta ? i : p;
-      bi[rank - 2] = tb ? j : p;
-      bi[rank - 1] = tb ? p : j;
-      acc += a.data[linear(ai, as)] * b.data[linear(bi, bs)];
-    }
-    r.data[linear(idx, rs)] = acc;
-  });
+  // Leading dimensions are batches, the same in a, b and the result; each
+  // product sums over p in order (the reference's one summation order).
+  const int64_t m = r.shape[rank - 2], n = r.shape[rank - 1];
+  const int64_t aRows = a.shape[rank - 2], aCols = a.shape[rank - 1];
+  const int64_t bRows = b.shape[rank - 2], bCols = b.shape[rank - 1];
+  const int64_t k = ta ? aRows : aCols;
+  const int64_t ai = ta ? 1 : aCols, ap = ta ? aCols : 1; // a's strides along i and p
+  const int64_t bp = tb ? 1 : bCols, bj = tb ? bCols : 1; // b's along p and j
+  const int64_t batches = m * n == 0 ? 0 : count(r.shape) / (m * n);
+  for (int64_t batch = 0; batch < batches; ++batch) {
+    const double *x = a.data.data() + batch * aRows * aCols, *y = b.data.data() + batch * bRows * bCols;
+    double *out = r.data.data() + batch * m * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0.0;
+        for (int64_t p = 0; p < k; ++p)
+          acc += x[i * ai + p * ap] * y[p * bp + j * bj];
+        out[i * n + j] = acc;
+      }
+  }
   return r;
 }
 

@@ -294,7 +294,11 @@ private:
     /// that produced it (-1: none), unfinished until a wait_group.
     int64_t serial = 0, wgmma = -1;
     bool fromWgmma = false;
+    /// The block that defined it (blockGeneration): a register of an
+    /// earlier block is undefined in this one, its storage reused.
+    int64_t block = -1;
   };
+  int64_t blockGeneration = 0;
   int64_t serialCounter = 0;
   /// A value moved to another register (block arguments, results).
   static void copyMeta(Reg &to, const Reg &from) {
@@ -349,7 +353,10 @@ private:
 
   Reg &def(Value v, int64_t width) {
     Reg &r = regs[ValueKey{v}];
-    if (r.v.empty()) {
+    if (r.block != blockGeneration) {
+      // Zero in each lane until written, as in a fresh register (kept
+      // across blocks: each block's registers cost no allocation).
+      r.block = blockGeneration;
       r.width = width;
       r.v.assign(size_t(threads * width), 0.0);
     }
@@ -360,7 +367,7 @@ private:
   }
   const Reg *get(Value v) {
     auto it = regs.find(ValueKey{v});
-    return it == regs.end() ? nullptr : &it->second;
+    return it == regs.end() || it->second.block != blockGeneration ? nullptr : &it->second;
   }
 
   bool runBlock() {
@@ -371,7 +378,7 @@ private:
 
   /// The block's state as at its launch.
   void resetBlock() {
-    regs.clear();
+    ++blockGeneration; // every register undefined
     memrefs.clear();
     shared.assign(size_t(launch.dynamicSharedBytes), 0xcd); // garbage until written
     size_t n = shared.size();
@@ -2514,6 +2521,9 @@ private:
     return x;
   }
 
+  /// mmaSync's bf16 operands unpacked (kept: an MMA allocates nothing).
+  std::array<Reg, 3> mmaUnpacked;
+
   /// One warp MMA per warp: m16n8k16 (f16/bf16) or m16n8k8 (tf32), with the
   /// lane maps of ptx-semantics.md §1/§2. bf16Registers: the intrinsic's
   /// operands (4 + 2 i32 registers holding bf16 pairs, 4 f32).
@@ -2522,12 +2532,11 @@ private:
     if (!warpsAligned(op))
       return false;
     const Reg *A, *B, *C;
-    std::vector<Reg> unpacked;
+    std::array<Reg, 3> &unpacked = mmaUnpacked;
     int64_t K;
     if (bf16Registers) {
       // Unpack the 6 i32 operands into a0..a7, b0..b3.
       K = 16;
-      unpacked.resize(3);
       unpacked[0].width = 8;
       unpacked[1].width = 4;
       unpacked[2].width = 4;
@@ -2621,10 +2630,11 @@ private:
       carried.push_back(*r);
     }
     Block &body = *loop.getBody();
+    Reg iv;
+    iv.width = 1;
+    iv.v.resize(size_t(threads));
     for (int64_t i = int64_t(l); i < int64_t(u); i += int64_t(s)) {
-      Reg iv;
-      iv.width = 1;
-      iv.v.assign(size_t(threads), double(i));
+      std::fill(iv.v.begin(), iv.v.end(), double(i));
       SmallVector<const Reg *> args{&iv};
       for (Reg &c : carried)
         args.push_back(&c);
