@@ -75,6 +75,21 @@ float mlir::nova::fromBFloat16Bits(uint16_t bits) {
 
 namespace {
 
+/// C (m x n, row-major) += A (m x k, rows `lda` apart) B (k x n): each
+/// element's sum one fused multiply-add at a time in k's order, as the
+/// emulator models a tensor core's f32 accumulation. Built twice, with FMA
+/// instructions (vectorized along n) where the CPU has them and with fmaf
+/// calls where not: the same bits either way (an fma rounds once).
+[[gnu::target_clones("fma", "default")]] void fmaTile(const float *a, int64_t lda, const float *b, float *c,
+                                                      int64_t m, int64_t n, int64_t k) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t p = 0; p < k; ++p) {
+      const float x = a[i * lda + p];
+      for (int64_t j = 0; j < n; ++j)
+        c[i * n + j] = std::fma(x, b[p * n + j], c[i * n + j]);
+    }
+}
+
 /// Raised (as a C++ value, not an exception: MLIR code is built without
 /// them) by returning failure up the interpreter.
 struct Failure {};
@@ -1374,13 +1389,14 @@ private:
           auto [r, col] = at(t % 32, i, (t - t0) / 32);
           c[size_t(r * N + col)] = scaleD ? float(C->v[size_t(t * C->width + i)]) : 0.0f;
         }
-      for (int64_t m = 0; m < 64; ++m)
-        for (int64_t n = 0; n < N; ++n) {
-          float acc = c[size_t(m * N + n)];
-          for (int64_t k = 0; k < K; ++k)
-            acc = std::fma(float(signA * a[size_t(m * K + k)]), float(signB * bm[size_t(k * N + n)]), acc);
-          c[size_t(m * N + n)] = acc;
-        }
+      // The scale-ins' signs on the operands (negation is exact).
+      if (signA < 0)
+        for (float &x : a)
+          x = -x;
+      if (signB < 0)
+        for (float &x : bm)
+          x = -x;
+      fmaTile(a.data(), K, bm.data(), c.data(), 64, N, K);
       for (int64_t t = t0; t < t0 + 128; ++t)
         for (int64_t i = 0; i < N / 2; ++i) {
           auto [r, col] = at(t % 32, i, (t - t0) / 32);
@@ -2598,13 +2614,7 @@ private:
         for (int64_t i = 0; i < 4; ++i)
           c[g + 8 * (i >> 1)][2 * tg + (i & 1)] = float(C->v[size_t(t * 4 + i)]);
       }
-      for (int64_t i = 0; i < 16; ++i)
-        for (int64_t j = 0; j < 8; ++j) {
-          float acc = c[i][j];
-          for (int64_t k = 0; k < K; ++k)
-            acc = std::fma(a[i][k], b[k][j], acc);
-          c[i][j] = acc;
-        }
+      fmaTile(&a[0][0], 16, &b[0][0], &c[0][0], 16, 8, K);
       for (int64_t lane = 0; lane < 32; ++lane) {
         int64_t t = w * 32 + lane, g = lane >> 2, tg = lane & 3;
         for (int64_t i = 0; i < 4; ++i)
