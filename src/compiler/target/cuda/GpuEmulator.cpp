@@ -79,8 +79,17 @@ namespace {
 /// element's sum one fused multiply-add at a time in k's order, as the
 /// emulator models a tensor core's f32 accumulation. Built twice, with FMA
 /// instructions (vectorized along n) where the CPU has them and with fmaf
-/// calls where not: the same bits either way (an fma rounds once).
-[[gnu::target_clones("fma", "default")]] void fmaTile(const float *a, int64_t lda, const float *b, float *c,
+/// calls where not: the same bits either way (an fma rounds once). (The
+/// clones are x86-64's; elsewhere one build, as the compiler's flags give.)
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define NOVA_FMA_CLONES [[gnu::target_clones("fma", "default")]]
+#endif
+#endif
+#ifndef NOVA_FMA_CLONES
+#define NOVA_FMA_CLONES
+#endif
+NOVA_FMA_CLONES void fmaTile(const float *a, int64_t lda, const float *b, float *c,
                                                       int64_t m, int64_t n, int64_t k) {
   for (int64_t i = 0; i < m; ++i)
     for (int64_t p = 0; p < k; ++p) {
