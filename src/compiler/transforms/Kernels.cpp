@@ -396,17 +396,51 @@ void mlir::nova::recordDescription(func::FuncOp kernel, const KernelDescription 
                                                      static_cast<int64_t>(d.bytes)}));
 }
 
+SmallVector<Operation *> mlir::nova::kernelComputeOps(func::FuncOp kernel) {
+  Block &body = kernel.getBody().front();
+  // The buffers the kernel writes (an unknown effect: all of them).
+  llvm::SmallPtrSet<Value, 8> written;
+  bool writesAny = false;
+  for (Operation &op : body)
+    op.walk([&](Operation *inner) {
+      auto iface = dyn_cast<MemoryEffectOpInterface>(inner);
+      if (!iface) {
+        writesAny |= !inner->hasTrait<OpTrait::HasRecursiveMemoryEffects>();
+        return;
+      }
+      SmallVector<MemoryEffects::EffectInstance> effects;
+      iface.getEffects(effects);
+      for (auto &e : effects)
+        if (isa<MemoryEffects::Write>(e.getEffect())) {
+          if (e.getValue())
+            written.insert(bufferRoot(e.getValue()));
+          else
+            writesAny = true;
+        }
+    });
+  // A read of a buffer the kernel never writes reads the same wherever it
+  // runs.
+  auto readsOnlyUnwritten = [&](Operation &op) {
+    auto iface = dyn_cast<MemoryEffectOpInterface>(&op);
+    if (!iface || op.getNumRegions() > 0 || writesAny)
+      return false;
+    SmallVector<MemoryEffects::EffectInstance> effects;
+    iface.getEffects(effects);
+    return llvm::all_of(effects, [&](const MemoryEffects::EffectInstance &e) {
+      return isa<MemoryEffects::Read>(e.getEffect()) && e.getValue() && !written.contains(bufferRoot(e.getValue()));
+    });
+  };
+  SmallVector<Operation *> ops;
+  for (Operation &op : body)
+    if (!op.hasTrait<OpTrait::IsTerminator>() && !isa<memref::AllocOp, memref::DeallocOp>(op) &&
+        !isMemoryEffectFree(&op) && !readsOnlyUnwritten(op))
+      ops.push_back(&op);
+  return ops;
+}
+
 Operation *mlir::nova::soleComputeOp(func::FuncOp kernel) {
-  Operation *found = nullptr;
-  for (Operation &op : kernel.getBody().front()) {
-    if (op.hasTrait<OpTrait::IsTerminator>() || isa<memref::AllocOp, memref::DeallocOp>(op) ||
-        isMemoryEffectFree(&op))
-      continue;
-    if (found)
-      return nullptr;
-    found = &op;
-  }
-  return found;
+  SmallVector<Operation *> ops = kernelComputeOps(kernel);
+  return ops.size() == 1 ? ops.front() : nullptr;
 }
 
 SmallVector<mlir::nova::LaunchOp> mlir::nova::launchesOf(ModuleOp top, StringRef kernel) {

@@ -34,8 +34,14 @@ bool isTaggedMatmul(Operation *op);
 /// view-like op).
 Value bufferRoot(Value v);
 
-/// The one op of `kernel`'s body that writes memory (not an allocation),
-/// or null where there are none or several.
+/// The ops of `kernel`'s body that compute: write memory (or may), in
+/// order. Not allocations, views, constants or reads of buffers nothing in
+/// the kernel writes (a scatter-add's one index, loaded where a loop of
+/// one trip was folded away), which go with the ops that use them.
+SmallVector<Operation *> kernelComputeOps(func::FuncOp kernel);
+
+/// The one op of `kernel`'s body that computes (kernelComputeOps), or
+/// null where there are none or several.
 Operation *soleComputeOp(func::FuncOp kernel);
 
 /// Every launch in `top` of kernel `kernel` (of the kernels module), in order.

@@ -120,23 +120,14 @@ std::optional<unsigned> argumentOf(Operation *op, Value view, bool whole = false
   return arg.getArgNumber() - 1;
 }
 
-/// The ops of a kernel body that compute (write memory); the rest (views,
-/// constants) are cloned wherever they are used.
-SmallVector<Operation *> computeOps(func::FuncOp kernel) {
-  SmallVector<Operation *> ops;
-  for (Operation &op : kernel.getBody().front())
-    if (!op.hasTrait<OpTrait::IsTerminator>() && !isa<memref::AllocOp, memref::DeallocOp>(op) &&
-        !isMemoryEffectFree(&op))
-      ops.push_back(&op);
-  return ops;
-}
 
-/// Erases the side-effect-free ops of `block` nothing uses, last first.
+/// Erases the ops of `block` nothing uses that only compute a value or read
+/// memory, last first.
 void eraseDeadPureOps(Block &block) {
   for (bool changed = true; changed;) {
     changed = false;
     for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
-      if (op.use_empty() && !op.hasTrait<OpTrait::IsTerminator>() && isMemoryEffectFree(&op)) {
+      if (!op.hasTrait<OpTrait::IsTerminator>() && !isa<memref::AllocOp>(op) && isOpTriviallyDead(&op)) {
         op.erase();
         changed = true;
       }
@@ -351,7 +342,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
     // (fuseEpilogue made them: the configuration below takes them).
     llvm::DenseMap<Operation *, StepMmaPlan> fusedPlans;
     for (auto kernel : llvm::make_early_inc_range(kernels.getOps<func::FuncOp>())) {
-      SmallVector<Operation *> ops = computeOps(kernel);
+      SmallVector<Operation *> ops = kernelComputeOps(kernel);
       if (ops.size() < 2 || fuseEpilogue(top, kernel, ops, target, lowPrecision, fusedPlans))
         continue;
       if (failed(checkSplittable(kernel, ops)))
@@ -362,7 +353,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
         auto part = cast<func::FuncOp>(b.clone(*kernel));
         std::string name = (kernel.getSymName() + "_" + Twine(i)).str();
         part.setSymName(name);
-        SmallVector<Operation *> partOps = computeOps(part);
+        SmallVector<Operation *> partOps = kernelComputeOps(part);
         for (size_t j = 0; j < partOps.size(); ++j)
           if (j != i)
             partOps[j]->erase();
@@ -403,7 +394,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
     const int64_t maxBlocks = std::max<int64_t>(1, target.multiprocessors) * 32;
     auto i64 = [&](int64_t v) { return IntegerAttr::get(IntegerType::get(ctx, 64), v); };
     for (auto kernel : kernels.getOps<func::FuncOp>()) {
-      SmallVector<Operation *> ops = computeOps(kernel);
+      SmallVector<Operation *> ops = kernelComputeOps(kernel);
       std::string notMma;
       const bool fusedEpilogue = kernel->hasAttr(kGpuEpilogueAttr);
       if ((ops.size() == 1 && isTaggedMatmul(ops[0])) || fusedEpilogue) {
@@ -572,7 +563,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
       if (!kernel->hasAttr(kGpuEpilogueAttr))
         continue;
       // [a zero fill,] the matmul, the epilogue (fuseEpilogue).
-      SmallVector<Operation *> ops = computeOps(kernel);
+      SmallVector<Operation *> ops = kernelComputeOps(kernel);
       if (ops.size() < 2 || ops.size() > 3)
         continue;
       auto matmul = dyn_cast<linalg::GenericOp>(ops[ops.size() - 2]);
@@ -782,7 +773,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
     auto memberOf = [&](LaunchOp launch) -> std::optional<Member> {
       auto k = symbols.lookup<func::FuncOp>(launch.getKernelAttr().getLeafReference().getValue());
       LoweringConfigAttr config = k ? loweringConfig(k) : LoweringConfigAttr();
-      SmallVector<Operation *> ops = k ? computeOps(k) : SmallVector<Operation *>();
+      SmallVector<Operation *> ops = k ? kernelComputeOps(k) : SmallVector<Operation *>();
       Operation *op = ops.size() == 1 ? ops[0] : nullptr;
       auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
       // A fill or any other structured op runs as points or one thread.
@@ -974,7 +965,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
     auto wholeArgument = [](Operation *op, Value view) { return argumentOf(op, view, /*whole=*/true); };
     // A kernel that is one constant fill of a whole argument.
     auto fillOf = [&](func::FuncOp k) -> std::optional<std::pair<unsigned, FloatAttr>> {
-      SmallVector<Operation *> ops = computeOps(k);
+      SmallVector<Operation *> ops = kernelComputeOps(k);
       auto fill = ops.size() == 1 ? dyn_cast<linalg::FillOp>(ops[0]) : linalg::FillOp();
       FloatAttr value;
       if (!fill || !matchPattern(fill.value(), m_Constant(&value)))
@@ -992,7 +983,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
     };
     auto readerOf = [&](func::FuncOp k, FloatAttr value) -> std::optional<Reader> {
       LoweringConfigAttr config = loweringConfig(k);
-      SmallVector<Operation *> ops = computeOps(k);
+      SmallVector<Operation *> ops = kernelComputeOps(k);
       auto generic = ops.size() == 1 ? dyn_cast<linalg::GenericOp>(ops[0]) : linalg::GenericOp();
       if (!config || !generic || generic.getNumDpsInits() != 1 || k->hasAttr(kGpuOutputInitAttr))
         return std::nullopt;
@@ -1570,7 +1561,7 @@ LogicalResult mapUnits(func::FuncOp kernel, Operation *op, const Units &units, T
 /// op's blocks, in order): a block runs the op its index falls to, over that
 /// op's own blocks, as points, warp rows or a block reduction.
 LogicalResult mapSideBySide(func::FuncOp kernel, LoweringConfigAttr config, ArrayRef<int64_t> parts) {
-  SmallVector<Operation *> ops = computeOps(kernel);
+  SmallVector<Operation *> ops = kernelComputeOps(kernel);
   auto inits = kernel->getAttrOfType<ArrayAttr>(kGpuSideBySideInitsAttr);
   if (ops.size() != parts.size() || !inits || inits.size() != parts.size())
     return kernel.emitError("nova-gpu-map-threads: ") << ops.size() << " ops side by side, " << parts.size()
@@ -1614,7 +1605,7 @@ LogicalResult mapSideBySide(func::FuncOp kernel, LoweringConfigAttr config, Arra
 LogicalResult mapKernel(func::FuncOp kernel, LoweringConfigAttr config) {
   if (auto parts = kernel->getAttrOfType<DenseI64ArrayAttr>(kGpuSideBySideAttr))
     return mapSideBySide(kernel, config, parts.asArrayRef());
-  SmallVector<Operation *> ops = computeOps(kernel);
+  SmallVector<Operation *> ops = kernelComputeOps(kernel);
   if (ops.size() > 1)
     return kernel.emitError("nova-gpu-map-threads: a gpu_threads kernel holds ") << ops.size()
            << " compute ops (nova-gpu-threads splits them)";
@@ -1710,7 +1701,7 @@ LogicalResult mapKernel(func::FuncOp kernel, LoweringConfigAttr config) {
 }
 
 LogicalResult mapSimtMatmul(func::FuncOp kernel, LoweringConfigAttr config) {
-  SmallVector<Operation *> ops = computeOps(kernel);
+  SmallVector<Operation *> ops = kernelComputeOps(kernel);
   std::string error;
   FailureOr<std::optional<StepEpilogue>> fused = fusedEpilogue(kernel, error);
   if (failed(fused))
