@@ -27,8 +27,9 @@
 // is the bound where that is above the precision's floor (fp32 1e-4, tf32
 // 1e-2, bf16 5e-2). A graph whose bound would pass 0.25 is skipped
 // (counted), since a wrong index or a missing barrier is off by O(1). At
-// tf32 and bf16 the graphs take no maxima (a rounding that flips a near
-// tie sends a gradient to the other operand: O(1), and no fault). On the
+// tf32 and bf16 the graphs take no maxima and no ReLU, and softmaxes read
+// bounded logits (a rounding that flips a near tie or a sign near 0 moves
+// or cuts a gradient: O(1), and no fault). On the
 // host, f32 graphs are held to the floor. Dims above 6 (max dim; then half
 // the dims multiples of 8, batched and transposed products, heads of 16,
 // 32 or 64, cross-entropy and gathers, an input at most max(4096, max
@@ -116,14 +117,19 @@ struct GraphBuilder {
   /// i32 class labels and row indices (run() makes them), some outside
   /// any range a graph's rows or classes have.
   Expr<> labels;
-  /// No maxima (elementwise or reduced): at tf32 and bf16 a product's
-  /// rounding flips a near tie, and the gradient goes to the other operand
-  /// (an O(1) difference that is not a fault).
+  /// No maxima (elementwise or reduced) and no ReLU: at tf32 and bf16 a
+  /// product's rounding flips a near tie (or a sign near 0), and the
+  /// gradient goes to the other operand (or is cut): an O(1) difference
+  /// that is not a fault.
   bool smooth = false;
   bool large() const { return max_dim > 6; }
 
   Expr<> pick() { return pool[static_cast<std::size_t>(r.below(std::int64_t(pool.size())))]; }
   Expr<> bounded(const Expr<>& x) { return nova::tanh(x); }
+  /// What a softmax (attention's, a cross-entropy's) reads: at tf32 and
+  /// bf16 (smooth) bounded, since logits of tens make it a near-argmax
+  /// whose rounding flips ties as a maximum's does.
+  Expr<> logits(const Expr<>& x) { return smooth ? nova::tanh(x) * 3.0 : x; }
   Expr<> positive(const Expr<>& x) { return x * x + 1.0; }
 
   /// `y` made broadcast-compatible with `x` (same rank; each dim equal or 1),
@@ -180,7 +186,7 @@ struct GraphBuilder {
     case 2: pool.push_back(nova::log(positive(x))); break;
     case 3: pool.push_back(nova::tanh(x)); break;
     case 4: pool.push_back(nova::sqrt(positive(x)) * nova::rsqrt(positive(x * 0.5))); break;
-    case 5: pool.push_back(nova::relu(x) + nova::erf(bounded(x)) + nova::gelu(bounded(x))); break;
+    case 5: pool.push_back((smooth ? x * 0.5 : nova::relu(x)) + nova::erf(bounded(x)) + nova::gelu(bounded(x))); break;
     case 6: pool.push_back(x + like(x, pick()) - like(x, pick()) * 0.5); break;
     case 7: pool.push_back(x * like(x, pick()) / positive(like(x, pick()))); break;
     case 8: pool.push_back(smooth ? x - like(x, pick()) * 0.25 : nova::maximum(x, like(x, pick()))); break;
@@ -207,8 +213,8 @@ struct GraphBuilder {
       else pool.push_back(nova::matmul(a, b));
       break;
     }
-    case 11: if (rank > 0) pool.push_back(nova::softmax(x, r.below(rank))); break;
-    case 12: if (rank > 0) pool.push_back(nova::log_softmax(x, r.below(rank))); break;
+    case 11: if (rank > 0) pool.push_back(nova::softmax(logits(x), r.below(rank))); break;
+    case 12: if (rank > 0) pool.push_back(nova::log_softmax(logits(x), r.below(rank))); break;
     case 13: { // layer norm with gamma, beta from the pool
       if (rank == 0) break;
       std::int64_t d = x.dim(-1);
@@ -228,7 +234,7 @@ struct GraphBuilder {
         std::int64_t head = std::int64_t(16) << r.below(3), n = count_of(x.shape());
         std::int64_t t = n / (3 * heads * head);
         if (t == 0) break;
-        Expr<> m = nova::reshape(nova::slice(nova::reshape(x, {n}), {0}, {t * 3 * heads * head}),
+        Expr<> m = nova::reshape(nova::slice(nova::reshape(logits(x), {n}), {0}, {t * 3 * heads * head}),
                                  {1, t, 3 * heads * head});
         pool.push_back(nova::reshape(nova::causal_attention(m, heads), {t, heads * head}));
         break;
@@ -259,7 +265,7 @@ struct GraphBuilder {
       if (rank == 0) break;
       std::int64_t classes = x.dim(-1), rows = count_of(x.shape()) / classes;
       Expr<> y = nova::slice(labels, {r.below(8)}, {rows});
-      pool.push_back(nova::softmax_cross_entropy(nova::reshape(x, {rows, classes}), y));
+      pool.push_back(nova::softmax_cross_entropy(nova::reshape(logits(x), {rows, classes}), y));
       break;
     }
     case 21: { // rows of x as a table, gathered (indices past the rows read zeros; the gradient a scatter-add)
