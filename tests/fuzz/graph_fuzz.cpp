@@ -76,6 +76,19 @@ std::int64_t count_of(const Shape& s) {
   return n;
 }
 
+/// A dim from 1 to `top`; from 8 up, a multiple of 8 half the time (the
+/// tensor-core kernels copy 16-byte chunks of a row: other widths take the
+/// CUDA cores).
+std::int64_t draw_dim(Rng& r, std::int64_t top) {
+  return top >= 8 && r.coin() ? 8 * (1 + r.below(top / 8)) : 1 + r.below(top);
+}
+
+/// NOVA_FUZZ_VERBOSE: each graph's ops and every output's error.
+bool verbose() {
+  static const bool on = std::getenv("NOVA_FUZZ_VERBOSE") != nullptr;
+  return on;
+}
+
 /// The most elements an input has (the emulator and the interpreter run
 /// every graph).
 std::int64_t max_elements(std::int64_t max_dim) { return std::max<std::int64_t>(4096, max_dim * max_dim); }
@@ -86,12 +99,7 @@ std::vector<Shape> input_shapes(std::uint64_t seed, std::int64_t max_dim) {
   Rng r{seed * 7919 + 17};
   std::int64_t rank = 1 + r.below(3);
   Shape base;
-  // Above 6, half the dims multiples of 8 (the tensor-core kernels copy
-  // 16-byte chunks of a row: other widths take the CUDA cores).
-  auto dim = [&](std::int64_t top) {
-    return top > 6 && top >= 8 && r.coin() ? 8 * (1 + r.below(top / 8)) : 1 + r.below(top);
-  };
-  for (std::int64_t i = 0; i < rank; ++i) base.push_back(dim(max_dim));
+  for (std::int64_t i = 0; i < rank; ++i) base.push_back(draw_dim(r, max_dim));
   // Large dims: the largest dim halved until the input fits.
   const std::int64_t most = max_elements(max_dim);
   while (count_of(base) > most) *std::max_element(base.begin(), base.end()) /= 2;
@@ -103,7 +111,7 @@ std::vector<Shape> input_shapes(std::uint64_t seed, std::int64_t max_dim) {
     if (r.below(3) == 0) d = 1;
   shapes.push_back(b);
   Shape c;
-  for (std::int64_t i = 0, n = 1 + r.below(3); i < n; ++i) c.push_back(dim(max_dim - 1));
+  for (std::int64_t i = 0, n = 1 + r.below(3); i < n; ++i) c.push_back(draw_dim(r, max_dim - 1));
   while (count_of(c) > most) *std::max_element(c.begin(), c.end()) /= 2;
   shapes.push_back(c);
   return shapes;
@@ -160,7 +168,7 @@ struct GraphBuilder {
   void large_matmul(const Expr<>& x) {
     const bool batched = x.rank() == 3;
     Expr<> a = batched ? x : nova::reshape(x, {count_of(x.shape()) / x.dim(-1), x.dim(-1)});
-    std::int64_t k = a.dim(-1), n = r.coin() ? 8 * (1 + r.below(max_dim / 8)) : 1 + r.below(max_dim);
+    std::int64_t k = a.dim(-1), n = draw_dim(r, max_dim);
     Expr<> b = rhs(x.dtype(), batched ? Shape{x.dim(0), k, n} : Shape{k, n});
     auto swapped = [](const Expr<>& e) {
       return e.rank() == 3 ? nova::permute(e, std::vector<std::int64_t>{0, 2, 1}) : nova::transpose(e);
@@ -178,8 +186,7 @@ struct GraphBuilder {
     // Cross-entropy and gathers with large dims only (graphs of small dims
     // stay what they were: the regression seeds below replay them).
     const std::int64_t op = r.below(large() ? 22 : 20);
-    static const bool verbose = std::getenv("NOVA_FUZZ_VERBOSE") != nullptr;
-    if (verbose) std::printf("    op %zu: case %lld on %s\n", pool.size(), (long long)op, nova::to_string(x.spec()).c_str());
+    if (verbose()) std::printf("    op %zu: case %lld on %s\n", pool.size(), (long long)op, nova::to_string(x.spec()).c_str());
     switch (op) {
     case 0: pool.push_back(-x); break;
     case 1: pool.push_back(nova::exp(bounded(x))); break;
@@ -312,10 +319,8 @@ struct Domain {
   DType dtype = DType::f64;
   std::int64_t max_dim = 6;
   bool smooth = false; // GraphBuilder::smooth
+  bool gpu = false;    // steps compile for a GPU (NOVA_TARGET names one)
 };
-
-/// Whether steps compile for a GPU (NOVA_TARGET names one).
-bool gpu_target() { return nova::target_from_env().is_gpu(); }
 
 /// For its scope, steps compile for the host at fp32 (the GPU runs'
 /// yardstick; restores the environment and the precision after).
@@ -367,7 +372,6 @@ Outcome run(std::uint64_t seed, std::int64_t ops, const Domain& domain) {
   std::vector<std::int32_t> labels(static_cast<std::size_t>(max_elements(domain.max_dim) + 8));
   for (auto& l : labels) l = static_cast<std::int32_t>(r.below(domain.max_dim + 3)) - 1;
   Tensor label_tensor = Tensor::from<std::int32_t>({std::int64_t(labels.size())}, labels);
-  static const bool verbose = std::getenv("NOVA_FUZZ_VERBOSE") != nullptr;
   auto call = [&](const std::vector<Tensor>& x, nova::ExecMode mode) {
     return nova::jit(FuzzStep{}, mode)(x[0], x[1], x[2], label_tensor, nova::static_arg(seed),
                                        nova::static_arg(ops), nova::static_arg(domain.max_dim),
@@ -377,7 +381,7 @@ Outcome run(std::uint64_t seed, std::int64_t ops, const Domain& domain) {
     double w = 0;
     for (std::size_t i = 0; i < got.size(); ++i) {
       double e = rel_error(got[i], want[i]);
-      if (verbose)
+      if (verbose())
         std::printf("  seed %llu, %lld ops, %s output %zu %s: relative error %.3e\n", (unsigned long long)seed,
                     (long long)ops, what, i, nova::to_string(got[i].spec()).c_str(), e);
       w = std::max(w, e);
@@ -389,7 +393,7 @@ Outcome run(std::uint64_t seed, std::int64_t ops, const Domain& domain) {
     auto compiled = call(in, nova::ExecMode::compiled);
     auto reference = call(exact, nova::ExecMode::interpreted);
     out.error = worst(compiled, reference, "compiled");
-    if (domain.dtype == DType::f32 && gpu_target()) {
+    if (domain.dtype == DType::f32 && domain.gpu) {
       HostScope host;
       out.host = worst(call(in, nova::ExecMode::compiled), reference, "host");
     }
@@ -410,7 +414,6 @@ struct Verdict {
 struct Acceptance {
   Domain domain;
   nova::MatmulPrecision precision = nova::MatmulPrecision::fp32;
-  bool gpu = false;
 
   /// The bound a graph is held to, given the host's error (-1: none).
   double bound(double host) const {
@@ -447,11 +450,12 @@ int main(int argc, char** argv) {
   const std::string dtype = argc > 4 ? argv[4] : "f64";
   Domain domain{dtype == "f32" ? DType::f32 : DType::f64, argc > 5 ? std::atoll(argv[5]) : 6};
   domain.smooth = domain.dtype == DType::f32 && nova::matmul_precision() != nova::MatmulPrecision::fp32;
+  domain.gpu = nova::target_from_env().is_gpu();
   if ((dtype != "f32" && dtype != "f64") || domain.max_dim < 2) {
     std::fprintf(stderr, "graph_fuzz: dtype is f32 or f64 (got '%s'), max dim at least 2\n", dtype.c_str());
     return 2;
   }
-  const Acceptance accept{domain, nova::matmul_precision(), gpu_target()};
+  const Acceptance accept{domain, nova::matmul_precision()};
   const double bound = accept.bound(-1);
   // What a replay needs besides the seed and the ops.
   const std::string domain_args = domain.dtype == DType::f64 && domain.max_dim == 6
@@ -460,7 +464,7 @@ int main(int argc, char** argv) {
   if (domain.dtype == DType::f32)
     std::printf("graph_fuzz: f32 inputs, max dim %lld, matmul precision %s, bound %.0e%s\n",
                 (long long)domain.max_dim, std::string(nova::name_of(accept.precision)).c_str(), bound,
-                !accept.gpu ? ""
+                !domain.gpu ? ""
                       : " or 4 x the host's f32 error x the precision's roundoff over f32's where larger, "
                         "graphs whose bound passes 0.25 skipped");
   int mismatches = 0, errors = 0, skipped = 0;
@@ -470,7 +474,7 @@ int main(int argc, char** argv) {
     std::int64_t ops = graphs == 1 && argc > 3 ? max_ops : 1 + std::int64_t(Rng{seed}.below(max_ops));
     Outcome outcome = run(seed, ops, domain);
     Verdict verdict = accept.judge(outcome);
-    if (std::getenv("NOVA_FUZZ_VERBOSE"))
+    if (verbose())
       std::printf("graph seed %llu, %lld ops: error %.3e, host %.3e, bound %.3e\n", (unsigned long long)seed,
                   (long long)ops, outcome.error, outcome.host, verdict.bound);
     if (verdict.kind == Verdict::skipped) ++skipped;
@@ -511,7 +515,7 @@ int main(int argc, char** argv) {
               "worst agreeing error %.2e (bound %.0e%s)%s\n",
               (long long)graphs, (unsigned long long)first, (unsigned long long)(first + graphs - 1),
               (long long)max_ops, mismatches, errors, worst, bound,
-              accept.gpu && domain.dtype == DType::f32 ? ", or a graph's own from its host error" : "",
+              domain.gpu && domain.dtype == DType::f32 ? ", or a graph's own from its host error" : "",
               skipped ? (", " + std::to_string(skipped) + " skipped (ill-conditioned)").c_str() : "");
   return mismatches + errors == 0 ? 0 : 1;
 }

@@ -398,43 +398,43 @@ void mlir::nova::recordDescription(func::FuncOp kernel, const KernelDescription 
 
 SmallVector<Operation *> mlir::nova::kernelComputeOps(func::FuncOp kernel) {
   Block &body = kernel.getBody().front();
-  // The buffers the kernel writes (an unknown effect: all of them).
-  llvm::SmallPtrSet<Value, 8> written;
-  bool writesAny = false;
-  for (Operation &op : body)
-    op.walk([&](Operation *inner) {
-      auto iface = dyn_cast<MemoryEffectOpInterface>(inner);
-      if (!iface) {
-        writesAny |= !inner->hasTrait<OpTrait::HasRecursiveMemoryEffects>();
-        return;
-      }
-      SmallVector<MemoryEffects::EffectInstance> effects;
-      iface.getEffects(effects);
-      for (auto &e : effects)
-        if (isa<MemoryEffects::Write>(e.getEffect())) {
-          if (e.getValue())
-            written.insert(bufferRoot(e.getValue()));
-          else
-            writesAny = true;
-        }
-    });
-  // A read of a buffer the kernel never writes reads the same wherever it
-  // runs.
-  auto readsOnlyUnwritten = [&](Operation &op) {
-    auto iface = dyn_cast<MemoryEffectOpInterface>(&op);
-    if (!iface || op.getNumRegions() > 0 || writesAny)
-      return false;
-    SmallVector<MemoryEffects::EffectInstance> effects;
-    iface.getEffects(effects);
-    return llvm::all_of(effects, [&](const MemoryEffects::EffectInstance &e) {
-      return isa<MemoryEffects::Read>(e.getEffect()) && e.getValue() && !written.contains(bufferRoot(e.getValue()));
-    });
-  };
-  SmallVector<Operation *> ops;
+  SmallVector<Operation *> ops, reads;
   for (Operation &op : body)
     if (!op.hasTrait<OpTrait::IsTerminator>() && !isa<memref::AllocOp, memref::DeallocOp>(op) &&
-        !isMemoryEffectFree(&op) && !readsOnlyUnwritten(op))
+        !isMemoryEffectFree(&op))
       ops.push_back(&op);
+  // Reads alone (a load): all their effects reads of known buffers.
+  auto readsOnly = [](Operation *op) {
+    if (op->getNumRegions() > 0)
+      return false;
+    auto effects = getEffectsRecursively(op);
+    return effects && llvm::all_of(*effects, [](const MemoryEffects::EffectInstance &e) {
+             return isa<MemoryEffects::Read>(e.getEffect()) && e.getValue();
+           });
+  };
+  llvm::copy_if(ops, std::back_inserter(reads), readsOnly);
+  if (reads.empty())
+    return ops;
+  // The buffers the kernel writes; an unknown write could be any of them.
+  llvm::SmallPtrSet<Value, 8> written;
+  for (Operation &op : body) {
+    auto effects = getEffectsRecursively(&op);
+    if (!effects)
+      return ops;
+    for (const MemoryEffects::EffectInstance &e : *effects)
+      if (isa<MemoryEffects::Write>(e.getEffect())) {
+        if (!e.getValue())
+          return ops;
+        written.insert(bufferRoot(e.getValue()));
+      }
+  }
+  // A read of a buffer the kernel never writes reads the same wherever it
+  // runs: it goes with the ops that use it.
+  llvm::erase_if(ops, [&](Operation *op) {
+    return llvm::is_contained(reads, op) && llvm::none_of(*getEffectsRecursively(op), [&](const auto &e) {
+             return written.contains(bufferRoot(e.getValue()));
+           });
+  });
   return ops;
 }
 

@@ -120,10 +120,9 @@ std::optional<unsigned> argumentOf(Operation *op, Value view, bool whole = false
   return arg.getArgNumber() - 1;
 }
 
-
 /// Erases the ops of `block` nothing uses that only compute a value or read
 /// memory, last first.
-void eraseDeadPureOps(Block &block) {
+void eraseDeadOps(Block &block) {
   for (bool changed = true; changed;) {
     changed = false;
     for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
@@ -357,7 +356,7 @@ struct GpuThreadsConfigure : PassWrapper<GpuThreadsConfigure, OperationPass<Modu
         for (size_t j = 0; j < partOps.size(); ++j)
           if (j != i)
             partOps[j]->erase();
-        eraseDeadPureOps(part.getBody().front());
+        eraseDeadOps(part.getBody().front());
         // The configurator's matmul explanation stays with the matmul.
         if (!isTaggedMatmul(partOps[i]))
           part->removeAttr(kGpuWhyAttr);
@@ -1752,7 +1751,7 @@ LogicalResult mapSimtMatmul(func::FuncOp kernel, LoweringConfigAttr config) {
   fill.erase();
   // The product's placeholder (dropUnstoredProducts), read by nothing now
   // (nor by the views the epilogue read it through).
-  eraseDeadPureOps(kernel.getBody().front());
+  eraseDeadOps(kernel.getBody().front());
   for (auto alloc : llvm::make_early_inc_range(kernel.getBody().front().getOps<memref::AllocOp>()))
     if (alloc->hasAttr(kUnstoredAttr) && alloc->use_empty())
       alloc.erase();
