@@ -644,6 +644,90 @@ module attributes {gpu.container_module} {
   CHECK(part.error.find("a .sync.aligned warp instruction with inactive lanes") != std::string::npos);
 }
 
+TEST_CASE("GPU emulator: integers wrap as the GPU's do (i32 sums and products, unsigned shifts, divisions and extended products of negative-held words, truncations, i1 negation) and affine.apply evaluates its map") {
+  // Philox (dropout) needs all of it; before, i32 results were kept
+  // unwrapped and an i1 `true` held -1, so that xori with it negated
+  // nothing.
+  std::string text = R"mlir(
+module attributes {gpu.container_module} {
+  gpu.module @k {
+    gpu.func @f(%out: memref<4x10xi32>) kernel {
+      %big = arith.constant 2147483647 : i32
+      %m = arith.constant -766435501 : i32
+      %c8 = arith.constant 8 : i32
+      %c7 = arith.constant 7 : i32
+      %wide = arith.constant 4886718345 : i64
+      %true = arith.constant true
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %c4 = arith.constant 4 : index
+      %c5 = arith.constant 5 : index
+      %c6 = arith.constant 6 : index
+      %c7i = arith.constant 7 : index
+      %c8i = arith.constant 8 : index
+      %c9 = arith.constant 9 : index
+      %one = arith.constant 1 : i32
+      %zero = arith.constant 0 : i32
+      %tid = gpu.thread_id x
+      %t = arith.index_cast %tid : index to i32
+      %sum = arith.addi %big, %t : i32
+      %prod = arith.muli %m, %sum : i32
+      %shr = arith.shrui %prod, %c8 : i32
+      %div = arith.divui %prod, %c7 : i32
+      %rem = arith.remui %prod, %c7 : i32
+      %lo, %hi = arith.mului_extended %prod, %m : i32
+      %t64 = arith.extui %t : i32 to i64
+      %w = arith.addi %wide, %t64 : i64
+      %trunc = arith.trunci %w : i64 to i32
+      %odd = arith.cmpi eq, %t, %one : i32
+      %not = arith.xori %odd, %true : i1
+      %flag = arith.select %not, %one, %zero : i32
+      %a = affine.apply affine_map<(d0) -> ((d0 - 2) floordiv 3 + ((d0 - 2) mod 3) * 10)>(%tid)
+      %ai = arith.index_cast %a : index to i32
+      memref.store %sum, %out[%tid, %c0] : memref<4x10xi32>
+      memref.store %prod, %out[%tid, %c1] : memref<4x10xi32>
+      memref.store %shr, %out[%tid, %c2] : memref<4x10xi32>
+      memref.store %div, %out[%tid, %c3] : memref<4x10xi32>
+      memref.store %rem, %out[%tid, %c4] : memref<4x10xi32>
+      memref.store %lo, %out[%tid, %c5] : memref<4x10xi32>
+      memref.store %hi, %out[%tid, %c6] : memref<4x10xi32>
+      memref.store %trunc, %out[%tid, %c7i] : memref<4x10xi32>
+      memref.store %flag, %out[%tid, %c8i] : memref<4x10xi32>
+      memref.store %ai, %out[%tid, %c9] : memref<4x10xi32>
+      gpu.return
+    }
+  }
+}
+)mlir";
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context());
+  REQUIRE(module);
+  gpu::GPUFuncOp f;
+  module->walk([&](gpu::GPUFuncOp g) { f = g; });
+  std::vector<uint8_t> bytes(4 * 10 * 4, 0);
+  EmulatorLaunch launch;
+  launch.block = {4, 1, 1};
+  launch.args = {&bytes};
+  EmulatorReport report = emulateKernel(f, launch);
+  REQUIRE_MESSAGE(report.ok, report.error);
+  std::vector<uint32_t> out(40);
+  std::memcpy(out.data(), bytes.data(), bytes.size());
+  const uint32_t m = uint32_t(-766435501);
+  for (uint32_t t = 0; t < 4; ++t) {
+    CAPTURE(t);
+    const uint32_t sum = 2147483647u + t, prod = m * sum;
+    const uint64_t wide = uint64_t(prod) * m;
+    const int64_t d = int64_t(t) - 2, q = d >= 0 ? d / 3 : -((-d + 2) / 3), r = d - 3 * q;
+    const uint32_t want[10] = {sum, prod, prod >> 8, prod / 7, prod % 7, uint32_t(wide), uint32_t(wide >> 32),
+                               uint32_t(4886718345ull + t), t != 1, uint32_t(int32_t(q + r * 10))};
+    for (int i = 0; i < 10; ++i) {
+      CAPTURE(i);
+      CHECK(out[size_t(t * 10 + uint32_t(i))] == want[i]);
+    }
+  }
+}
+
 TEST_CASE("GPU emulator: 3xtf32 (big and small tf32 halves, three MMAs) keeps f32's accuracy where tf32 does not") {
   struct Case {
     int64_t m, n, k, bk, split;

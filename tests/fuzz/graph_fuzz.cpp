@@ -2,6 +2,7 @@
 // reference interpreter.
 //
 //   graph_fuzz [graphs = 500] [first seed = 1] [max ops = 12] [dtype = f64] [max dim = 6]
+//              [steps = grad | train]
 //
 // Graph g is a pure function of its seed: the seed picks three input shapes,
 // then a sequence of ops over a pool of values (elementwise unary and binary
@@ -130,6 +131,11 @@ struct GraphBuilder {
   /// gradient goes to the other operand (or is cut): an O(1) difference
   /// that is not a fault.
   bool smooth = false;
+  /// Training steps (the loss of a train step): dropout too, keyed by the
+  /// step's rank-0 i64 `key`, a stream for each.
+  bool train = false;
+  std::optional<Expr<>> key;
+  std::int64_t streams = 0;
   bool large() const { return max_dim > 6; }
 
   Expr<> pick() { return pool[static_cast<std::size_t>(r.below(std::int64_t(pool.size())))]; }
@@ -183,6 +189,11 @@ struct GraphBuilder {
     Expr<> x = pick();
     std::int64_t rank = x.rank();
     DType t = x.dtype();
+    if (train && r.below(5) == 0) { // drawn only when training: gradient graphs stay as they were
+      if (verbose()) std::printf("    op %zu: dropout on %s\n", pool.size(), nova::to_string(x.spec()).c_str());
+      pool.push_back(nova::dropout(x, *key, 0.1 * double(1 + r.below(5)), streams++));
+      return;
+    }
     // Cross-entropy and gathers with large dims only (graphs of small dims
     // stay what they were: the regression seeds below replay them).
     const std::int64_t op = r.below(large() ? 22 : 20);
@@ -302,6 +313,82 @@ struct FuzzStep {
   }
 };
 
+/// Train steps (`train`): graph `seed`'s loss over parameters a, b and c
+/// (the three inputs), dropout drawn among its ops.
+struct FuzzLoss {
+  Expr<> operator()(const nova::ParamExprs& p, auto labels, auto key, std::uint64_t seed, std::int64_t ops,
+                    std::int64_t max_dim, bool smooth) const {
+    GraphBuilder g{Rng{seed}, {p["a"], p["b"], p["c"]}, max_dim, labels, smooth, /*train=*/true, Expr<>(key)};
+    for (std::int64_t i = 0; i < ops; ++i) g.step();
+    Expr<> out = g.pool.back();
+    return nova::sum(out * out * 0.5 + out);
+  }
+};
+
+/// What graph `seed`'s train steps update with: AdamW, SGD with momentum
+/// and weight decay, or plain SGD; the gradients clipped to a global norm
+/// of 1 half the time (a random graph's gradients are seldom that small).
+struct TrainSetup {
+  int optimizer; // 0 AdamW, 1 SGD with momentum, 2 SGD
+  double clip;
+  explicit TrainSetup(std::uint64_t seed) {
+    Rng r{seed * 6151 + 5};
+    optimizer = int(r.below(3));
+    clip = r.coin() ? 1.0 : 0.0;
+  }
+  std::string describe() const {
+    return std::string(optimizer == 0 ? "AdamW" : optimizer == 1 ? "SGD with momentum" : "SGD") +
+           (clip > 0 ? ", clipped to norm 1" : "");
+  }
+};
+
+/// Steps a train run takes: the second reads the first's updated
+/// parameters and optimizer state, and AdamW's bias corrections change.
+constexpr int kTrainSteps = 2;
+
+/// `kTrainSteps` train steps of graph `seed` from parameters `init` (each
+/// copied): each step's loss (rank 0, f64), then the parameters and the
+/// optimizer state after the last.
+template <class Opt>
+std::vector<Tensor> train_with(const Opt& opt, double clip, nova::ExecMode mode, const std::vector<Tensor>& init,
+                               const Tensor& labels, std::uint64_t seed, std::int64_t ops, std::int64_t max_dim,
+                               bool smooth) {
+  nova::Params params;
+  const char* names[] = {"a", "b", "c"};
+  for (std::size_t i = 0; i < init.size(); ++i) params.add(names[i], init[i].clone());
+  auto step = nova::train_step(FuzzLoss{}, params, opt, {.clip_grad_norm = clip, .mode = mode});
+  std::vector<Tensor> out;
+  for (int s = 0; s < kTrainSteps; ++s) {
+    // A new dropout key each step, as a training loop passes.
+    Tensor key = Tensor::full({}, double(seed * 16 + std::uint64_t(s)), DType::i64);
+    double loss = step(labels, key, nova::static_arg(seed), nova::static_arg(ops), nova::static_arg(max_dim),
+                       nova::static_arg(smooth));
+    out.push_back(Tensor::full({}, loss, DType::f64));
+  }
+  for (const auto& p : params.tensors()) out.push_back(p);
+  for (const auto& st : step.optimizer_state()) out.push_back(st);
+  return out;
+}
+
+std::vector<Tensor> train(const TrainSetup& setup, nova::ExecMode mode, const std::vector<Tensor>& init,
+                          const Tensor& labels, std::uint64_t seed, std::int64_t ops, std::int64_t max_dim,
+                          bool smooth) {
+  switch (setup.optimizer) {
+  case 0:
+    // eps 1e-3: AdamW's step of a gradient g far below eps is lr g / eps,
+    // so a gradient that is 0 but for rounding (a LayerNorm's input along
+    // its mean) moves a parameter by its rounding times lr / eps: 1e6 at
+    // 1e-8, past any bound; at 1e-3, 10.
+    return train_with(nova::AdamW{.lr = 1e-2, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-3, .weight_decay = 0.1},
+                      setup.clip, mode, init, labels, seed, ops, max_dim, smooth);
+  case 1:
+    return train_with(nova::SGD{.lr = 1e-2, .momentum = 0.9, .weight_decay = 1e-2}, setup.clip, mode, init, labels,
+                      seed, ops, max_dim, smooth);
+  default:
+    return train_with(nova::SGD{.lr = 1e-2}, setup.clip, mode, init, labels, seed, ops, max_dim, smooth);
+  }
+}
+
 double rel_error(const Tensor& got, const Tensor& want) {
   auto a = got.to_vector(), b = want.to_vector();
   if (a.size() != b.size()) return INFINITY;
@@ -320,6 +407,7 @@ struct Domain {
   std::int64_t max_dim = 6;
   bool smooth = false; // GraphBuilder::smooth
   bool gpu = false;    // steps compile for a GPU (NOVA_TARGET names one)
+  bool train = false;  // train steps (FuzzLoss) rather than gradients (FuzzStep)
 };
 
 /// For its scope, steps compile for the host at fp32 (the GPU runs'
@@ -373,6 +461,8 @@ Outcome run(std::uint64_t seed, std::int64_t ops, const Domain& domain) {
   for (auto& l : labels) l = static_cast<std::int32_t>(r.below(domain.max_dim + 3)) - 1;
   Tensor label_tensor = Tensor::from<std::int32_t>({std::int64_t(labels.size())}, labels);
   auto call = [&](const std::vector<Tensor>& x, nova::ExecMode mode) {
+    if (domain.train)
+      return train(TrainSetup(seed), mode, x, label_tensor, seed, ops, domain.max_dim, domain.smooth);
     return nova::jit(FuzzStep{}, mode)(x[0], x[1], x[2], label_tensor, nova::static_arg(seed),
                                        nova::static_arg(ops), nova::static_arg(domain.max_dim),
                                        nova::static_arg(domain.smooth));
@@ -451,16 +541,24 @@ int main(int argc, char** argv) {
   Domain domain{dtype == "f32" ? DType::f32 : DType::f64, argc > 5 ? std::atoll(argv[5]) : 6};
   domain.smooth = domain.dtype == DType::f32 && nova::matmul_precision() != nova::MatmulPrecision::fp32;
   domain.gpu = nova::target_from_env().is_gpu();
-  if ((dtype != "f32" && dtype != "f64") || domain.max_dim < 2) {
-    std::fprintf(stderr, "graph_fuzz: dtype is f32 or f64 (got '%s'), max dim at least 2\n", dtype.c_str());
+  const std::string kind = argc > 6 ? argv[6] : "grad";
+  domain.train = kind == "train";
+  if ((dtype != "f32" && dtype != "f64") || domain.max_dim < 2 || (kind != "grad" && kind != "train")) {
+    std::fprintf(stderr,
+                 "graph_fuzz: dtype is f32 or f64 (got '%s'), max dim at least 2, steps grad or train (got '%s')\n",
+                 dtype.c_str(), kind.c_str());
     return 2;
   }
   const Acceptance accept{domain, nova::matmul_precision()};
   const double bound = accept.bound(-1);
   // What a replay needs besides the seed and the ops.
-  const std::string domain_args = domain.dtype == DType::f64 && domain.max_dim == 6
+  const std::string domain_args = domain.dtype == DType::f64 && domain.max_dim == 6 && !domain.train
                                       ? std::string()
-                                      : " " + dtype + " " + std::to_string(domain.max_dim);
+                                      : " " + dtype + " " + std::to_string(domain.max_dim) + (domain.train ? " train" : "");
+  if (domain.train)
+    std::printf("graph_fuzz: train steps (%d a graph, AdamW or SGD, clipped or not, dropout among the ops): each "
+                "step's loss, the parameters and the optimizer state after them\n",
+                kTrainSteps);
   if (domain.dtype == DType::f32)
     std::printf("graph_fuzz: f32 inputs, max dim %lld, matmul precision %s, bound %.0e%s\n",
                 (long long)domain.max_dim, std::string(nova::name_of(accept.precision)).c_str(), bound,
@@ -475,14 +573,17 @@ int main(int argc, char** argv) {
     Outcome outcome = run(seed, ops, domain);
     Verdict verdict = accept.judge(outcome);
     if (verbose())
-      std::printf("graph seed %llu, %lld ops: error %.3e, host %.3e, bound %.3e\n", (unsigned long long)seed,
-                  (long long)ops, outcome.error, outcome.host, verdict.bound);
+      std::printf("graph seed %llu, %lld ops%s: error %.3e, host %.3e, bound %.3e\n", (unsigned long long)seed,
+                  (long long)ops, domain.train ? (", " + TrainSetup(seed).describe()).c_str() : "", outcome.error,
+                  outcome.host, verdict.bound);
     if (verdict.kind == Verdict::skipped) ++skipped;
     if (verdict.kind == Verdict::agrees) worst = std::max(worst, outcome.error);
     if (verdict.kind == Verdict::agrees || verdict.kind == Verdict::skipped) continue;
-    // Shrink: the shortest prefix that still fails the same way.
+    // Shrink: the shortest prefix that still fails the same way (not in a
+    // replay, which names its ops: its dumps, NOVA_DUMP_IR, stay its own).
+    const bool replay = graphs == 1 && argc > 3;
     std::int64_t smallest = ops;
-    for (std::int64_t n = 1; n < ops; ++n)
+    for (std::int64_t n = 1; n < ops && !replay; ++n)
       if (accept.judge(run(seed, n, domain)) == verdict) {
         smallest = n;
         break;

@@ -412,6 +412,49 @@ TEST_CASE("independent warp rows, thread rows and points run side by side in one
   CHECK(sm80_ptxas_errors(desc) == "");
 }
 
+TEST_CASE("dropout on an emulated A100 and H100: Philox4x32-10 in wrapping i32 arithmetic (its products' high halves, truncations, an affine index), the mask and the gradient as the interpreter's; ptxas accepts it") {
+  // Until the training-step fuzzer (graph_fuzz ... train) no GPU step had
+  // a dropout: the emulator took i32 results unwrapped and had no
+  // mului_extended, trunci or affine.apply.
+  Gen g;
+  INFO("seed = ", g.seed);
+  Tensor x = g.randn({37, 70}), wide = g.randn({3, 5, 129}, DType::f64);
+  // A key whose high word is set (Philox's second key word).
+  Tensor key = Tensor::full({}, double((std::int64_t(0x5a) << 32) + std::int64_t(g.seed % 1000003)), DType::i64);
+  auto dropped = [](auto x, auto key) {
+    nova::Expr<> y = nova::dropout(x, key, 0.3, 2);
+    nova::Expr<> z = nova::dropout(nova::tanh(x), key, 0.5, 3);
+    return std::vector<nova::Expr<>>{y, nova::gradients(nova::sum(y * z), {nova::Expr<>(x)})[0]};
+  };
+  for (const char* target : {"sm_80", "sm_90a"}) {
+    CAPTURE(target);
+    for (const Tensor& input : {x, wide}) {
+      Env env;
+      env.set("NOVA_TARGET", target);
+      env.set("NOVA_GPU", "emulate");
+      std::vector<Tensor> got = nova::jit(dropped)(input, key);
+      std::vector<Tensor> want = nova::jit(dropped, nova::ExecMode::interpreted)(input, key);
+      REQUIRE(got.size() == 2);
+      // The same elements dropped (the mask is integer arithmetic: exact),
+      // about 30% of them.
+      auto a = got[0].to_vector(), b = want[0].to_vector();
+      REQUIRE(a.size() == b.size());
+      std::size_t same = 0, zeros = 0;
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        same += (a[i] == 0) == (b[i] == 0);
+        zeros += b[i] == 0;
+      }
+      CHECK(same == a.size());
+      CHECK(double(zeros) / double(a.size()) == doctest::Approx(0.3).epsilon(0.2));
+      const double bound = input.dtype() == DType::f64 ? 1e-12 : 1e-6;
+      CHECK(rel_error(got[0], want[0]) <= bound);
+      CHECK(rel_error(got[1], want[1]) <= bound);
+      if (std::string(target) == "sm_80")
+        CHECK(sm80_ptxas_errors(nova::jit(dropped).executable(input, key)->description()) == "");
+    }
+  }
+}
+
 TEST_CASE("f64 steps for an A100: exp, log, tanh and erf written out (no libdevice); log-softmax, tanh, GELU and attention match the interpreter; ptxas accepts them") {
   // The emulator runs the kernels as the configurator leaves them (math
   // ops by the C library); the PTX has nova-gpu-inline-math's f64

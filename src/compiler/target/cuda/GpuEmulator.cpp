@@ -14,6 +14,7 @@
 #include "compiler/target/cuda/MatmulKernelParts.h"
 #include "runtime/tensor_map.hpp"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -1766,16 +1767,105 @@ private:
   }
 
   /// An integer op: operands and result as int64 (i64 values from and to
-  /// their bits).
+  /// their bits), the result wrapped to its type's width as the GPU's
+  /// integer instructions wrap (wrapTo).
   template <typename F>
   bool integer(Operation *op, F f) {
     const bool wideIn = isWide(getElementTypeOrSelf(op->getOperand(0).getType())),
                wideOut = isWide(getElementTypeOrSelf(op->getResult(0).getType()));
+    Type out = op->getResult(0).getType();
     return elementwise(op, [&](double a, double b) {
       int64_t x = wideIn ? int64_t(bitsOf(a)) : ival(a), y = wideIn ? int64_t(bitsOf(b)) : ival(b);
-      int64_t r = f(x, y);
+      int64_t r = wrapTo(out, f(x, y));
       return wideOut ? ofBits(uint64_t(r)) : double(r);
     });
+  }
+
+  /// `v` as a value of integer type `type` holds it: i1 as 0 or 1; i8 to
+  /// i32 wrapped to their width, two's complement, held signed (as their
+  /// constants and loads are); i64 and index as they are (index values are
+  /// held as numbers, exact to 2^53).
+  static int64_t wrapTo(Type type, int64_t v) {
+    Type e = getElementTypeOrSelf(type);
+    if (!e.isInteger())
+      return v;
+    const unsigned w = e.getIntOrFloatBitWidth();
+    if (w == 1)
+      return v & 1;
+    return w >= 64 ? v : int64_t(uint64_t(v) << (64 - w)) >> (64 - w);
+  }
+
+  /// affine.apply (the canonicalizer folds index arithmetic into them; the
+  /// PTX path lowers them to the same arith ops): its map's result on this
+  /// thread's index operands.
+  bool affineApply(affine::AffineApplyOp op) {
+    SmallVector<const Reg *> in;
+    for (Value v : op.getMapOperands()) {
+      in.push_back(get(v));
+      if (!in.back() || in.back()->width != 1)
+        return fail(op, "an operand has no scalar value");
+    }
+    AffineMap map = op.getAffineMap();
+    Reg &r = def(op, 1);
+    SmallVector<int64_t> dims(map.getNumDims()), symbols(map.getNumSymbols());
+    for (int64_t t = 0; t < threads; ++t) {
+      if (!active[size_t(t)])
+        continue;
+      for (unsigned i = 0; i < in.size(); ++i)
+        (i < dims.size() ? dims[i] : symbols[i - dims.size()]) = ival(in[i]->v[size_t(t)]);
+      r.v[size_t(t)] = double(evalAffine(map.getResult(0), dims, symbols));
+    }
+    return true;
+  }
+  /// An affine expression's value (mod non-negative, floordiv and ceildiv
+  /// rounding down and up, as the affine dialect defines them).
+  static int64_t evalAffine(AffineExpr e, ArrayRef<int64_t> dims, ArrayRef<int64_t> symbols) {
+    if (auto d = dyn_cast<AffineDimExpr>(e))
+      return dims[d.getPosition()];
+    if (auto s = dyn_cast<AffineSymbolExpr>(e))
+      return symbols[s.getPosition()];
+    if (auto c = dyn_cast<AffineConstantExpr>(e))
+      return c.getValue();
+    auto bin = cast<AffineBinaryOpExpr>(e);
+    const int64_t a = evalAffine(bin.getLHS(), dims, symbols), b = evalAffine(bin.getRHS(), dims, symbols);
+    switch (e.getKind()) {
+    case AffineExprKind::Add:
+      return a + b;
+    case AffineExprKind::Mul:
+      return a * b;
+    case AffineExprKind::Mod:
+      return (a % b + b) % b;
+    case AffineExprKind::FloorDiv:
+      return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+    case AffineExprKind::CeilDiv:
+      return a / b + ((a % b != 0) && ((a < 0) == (b < 0)));
+    default:
+      return a;
+    }
+  }
+
+  /// arith.mului_extended: the low and high halves of the unsigned product
+  /// of two w-bit integers.
+  bool mulExtended(arith::MulUIExtendedOp op) {
+    const Reg *a = get(op.getLhs()), *b = get(op.getRhs());
+    if (!a || !b)
+      return fail(op, "an operand has no value");
+    Type type = op.getLhs().getType();
+    const unsigned w = getElementTypeOrSelf(type).getIntOrFloatBitWidth();
+    const bool wide = isWide(getElementTypeOrSelf(type));
+    const uint64_t mask = unsignedMask(type);
+    Reg &low = def(op.getLow(), a->width), &high = def(op.getHigh(), a->width);
+    for (int64_t t = 0; t < threads; ++t)
+      if (active[size_t(t)])
+        for (int64_t e = 0; e < a->width; ++e) {
+          const size_t i = size_t(t * a->width + e);
+          auto bits = [&](double v) { return (wide ? bitsOf(v) : uint64_t(ival(v))) & mask; };
+          const unsigned __int128 p = (unsigned __int128)bits(a->v[i]) * bits(b->v[i]);
+          const int64_t lo = wrapTo(type, int64_t(uint64_t(p))), hi = wrapTo(type, int64_t(uint64_t(p >> w)));
+          low.v[i] = wide ? ofBits(uint64_t(lo)) : double(lo);
+          high.v[i] = wide ? ofBits(uint64_t(hi)) : double(hi);
+        }
+    return true;
   }
 
   /// The bits an unsigned comparison of `type` sees (index: 64).
@@ -1825,7 +1915,7 @@ private:
       Attribute value = c.getValue();
       if (auto i = dyn_cast<IntegerAttr>(value)) {
         Reg &r = def(c, 1);
-        int64_t x = i.getValue().getSExtValue();
+        int64_t x = wrapTo(i.getType(), i.getValue().getSExtValue());
         std::fill(r.v.begin(), r.v.end(), isWide(i.getType()) ? ofBits(uint64_t(x)) : double(x));
         return true;
       }
@@ -1839,8 +1929,10 @@ private:
         Reg &r = def(c, n);
         SmallVector<double> values;
         if (dense.getElementType().isIntOrIndex())
-          for (APInt v : dense.getValues<APInt>())
-            values.push_back(double(v.getSExtValue()));
+          for (APInt v : dense.getValues<APInt>()) {
+            const int64_t x = wrapTo(dense.getElementType(), v.getSExtValue());
+            values.push_back(isWide(dense.getElementType()) ? ofBits(uint64_t(x)) : double(x));
+          }
         else
           for (APFloat v : dense.getValues<APFloat>())
             values.push_back(v.convertToDouble());
@@ -1862,7 +1954,15 @@ private:
       for (int64_t t = 0; t < threads; ++t)
         if (const Reg *b = get(op->getOperand(1)); b && active[size_t(t)] && b->v[size_t(t)] == 0)
           return fail(op, "division by zero", t);
+      if (isa<arith::DivUIOp>(op) && !op->getResult(0).getType().isIndex()) {
+        const uint64_t mask = unsignedMask(op->getResult(0).getType());
+        return integer(op, [mask](int64_t a, int64_t b) { return int64_t((uint64_t(a) & mask) / (uint64_t(b) & mask)); });
+      }
       return integer(op, [](int64_t a, int64_t b) { return a / b; });
+    }
+    if (isa<arith::RemUIOp>(op) && !op->getResult(0).getType().isIndex()) {
+      const uint64_t mask = unsignedMask(op->getResult(0).getType());
+      return integer(op, [mask](int64_t a, int64_t b) { return int64_t((uint64_t(a) & mask) % (uint64_t(b) & mask)); });
     }
     if (isa<arith::RemUIOp, arith::RemSIOp>(op))
       return integer(op, [](int64_t a, int64_t b) { return a % b; });
@@ -1874,8 +1974,10 @@ private:
       return integer(op, [](int64_t a, int64_t b) { return a ^ b; });
     if (isa<arith::ShLIOp>(op))
       return integer(op, [](int64_t a, int64_t b) { return int64_t(uint64_t(a) << b); });
-    if (isa<arith::ShRUIOp>(op) && isWide(op->getResult(0).getType()))
-      return integer(op, [](int64_t a, int64_t b) { return int64_t(uint64_t(a) >> b); });
+    if (isa<arith::ShRUIOp>(op) && !op->getResult(0).getType().isIndex()) {
+      const uint64_t mask = unsignedMask(op->getResult(0).getType());
+      return integer(op, [mask](int64_t a, int64_t b) { return int64_t((uint64_t(a) & mask) >> b); });
+    }
     if (isa<arith::ShRUIOp, arith::ShRSIOp>(op))
       return integer(op, [](int64_t a, int64_t b) { return a >> b; });
     // Float arithmetic in double, rounded to the result type (exact for
@@ -2033,12 +2135,22 @@ private:
                 c->v[size_t(t)] != 0 ? x->v[size_t(t * x->width + e)] : y->v[size_t(t * y->width + e)];
       return true;
     }
+    if (auto apply = dyn_cast<affine::AffineApplyOp>(op))
+      return affineApply(apply);
     if (isa<arith::IndexCastOp, arith::IndexCastUIOp>(op))
       return integer(op, [](int64_t a, int64_t) { return a; });
     if (isa<arith::ExtUIOp>(op)) {
       const uint64_t bits = unsignedMask(op->getOperand(0).getType());
       return integer(op, [bits](int64_t a, int64_t) { return int64_t(uint64_t(a) & bits); });
     }
+    if (isa<arith::ExtSIOp>(op)) {
+      const bool boolean = getElementTypeOrSelf(op->getOperand(0).getType()).isInteger(1);
+      return integer(op, [boolean](int64_t a, int64_t) { return boolean ? -(a & 1) : a; });
+    }
+    if (isa<arith::TruncIOp>(op))
+      return integer(op, [](int64_t a, int64_t) { return a; });
+    if (auto mul = dyn_cast<arith::MulUIExtendedOp>(op))
+      return mulExtended(mul);
     if (auto shuffle = dyn_cast<gpu::ShuffleOp>(op))
       return shuffleSync(shuffle);
     // Thread and block ids.
