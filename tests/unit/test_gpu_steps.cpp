@@ -541,6 +541,39 @@ TEST_CASE("a tiny GPT on an emulated H100: logits, losses and SGD updates (its g
   CHECK(update_error(params, reference, init) <= 1e-5);
 }
 
+TEST_CASE("a tiny GPT with dropout (attention probabilities, both residual branches) trains on an emulated A100 and H100: the losses and SGD updates of two steps, each with its own dropout seed, within fp32 bounds of the interpreter") {
+  Gen g;
+  INFO("seed = ", g.seed);
+  nova::nn::GPTConfig c = kGpt;
+  c.dropout = 0.2;
+  nova::Params init = nova::nn::gpt_init(c, g.seed);
+  Tensor x = Tensor::empty({2, 8}, DType::i32), y = Tensor::empty({2, 8}, DType::i32);
+  tokens(x, y);
+  auto loss = [](const nova::ParamExprs& p, auto x, auto y, auto seed, nova::nn::GPTConfig c) {
+    return nova::nn::gpt_loss(c, p, x, y, seed);
+  };
+  auto seed_of = [&](int i) { return Tensor::full({}, double(g.seed % 100000 + std::uint64_t(i)), DType::i64); };
+  nova::SGD opt{.lr = 0.5};
+  nova::Params reference = copy(init);
+  auto ref_step = nova::train_step(loss, reference, opt, {.mode = nova::ExecMode::interpreted});
+  std::vector<double> losses;
+  for (int i = 0; i < 2; ++i) losses.push_back(ref_step(x, y, seed_of(i), nova::static_arg(c)));
+  for (const char* target : {"sm_80", "sm_90a"}) {
+    CAPTURE(target);
+    Env env;
+    env.set("NOVA_TARGET", target);
+    env.set("NOVA_GPU", "emulate");
+    nova::Params params = copy(init);
+    auto step = nova::train_step(loss, params, opt);
+    for (int i = 0; i < 2; ++i) {
+      CAPTURE(i);
+      CHECK(std::abs(step(x, y, seed_of(i), nova::static_arg(c)) - losses[static_cast<std::size_t>(i)]) <=
+            1e-5 * losses[0]);
+    }
+    CHECK(update_error(params, reference, init) <= 1e-5);
+  }
+}
+
 TEST_CASE("a GPT training step compiles to PTX for sm_80, sm_86 and sm_90a, f32, tf32 and bf16 matmuls; ptxas accepts it; running it is a named error") {
   const bool have_ptxas = assembles_ptx();
   if (!have_ptxas) MESSAGE("no ptxas at /usr/local/cuda/bin, or under the sanitizers: the PTX is not assembled");
