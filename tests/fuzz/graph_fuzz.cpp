@@ -37,6 +37,16 @@
 // dim^2) elements) reach the tensor-core kernels and their tiles' edges.
 // NOVA_FUZZ_VERBOSE=1 prints each graph's ops and every output's error.
 //
+// `train` (the sixth argument) makes each graph the loss of a training
+// step over parameters a, b and c (the three inputs), updated by AdamW,
+// SGD with momentum and weight decay, or SGD, the gradients clipped to a
+// global norm of 1 or not (all drawn from the seed), for 2 steps, each
+// with its own dropout key; its graphs also draw dropout, one-hot rows,
+// comparisons, minima, causal masks and the exact GELU. Each step's loss,
+// the parameters and the optimizer state after the steps are compared
+// (the parameters are updated in place: a kernel that overwrote one
+// before its last read would show). Its AdamW's eps is 1e-3 (see train()).
+//
 // A mismatch is shrunk: the shortest prefix of the op sequence that still
 // mismatches is printed with its seed (`graph_fuzz 1 SEED OPS` replays it),
 // to be kept as a regression test. Exit status: 0 when every graph agrees.
@@ -131,8 +141,8 @@ struct GraphBuilder {
   /// gradient goes to the other operand (or is cut): an O(1) difference
   /// that is not a fault.
   bool smooth = false;
-  /// Training steps (the loss of a train step): dropout too, keyed by the
-  /// step's rank-0 i64 `key`, a stream for each.
+  /// Training steps (the loss of a train step): train_step_op's ops too,
+  /// dropout keyed by the step's rank-0 i64 `key`, a stream for each.
   bool train = false;
   std::optional<Expr<>> key;
   std::int64_t streams = 0;
@@ -185,13 +195,52 @@ struct GraphBuilder {
     pool.push_back(nova::matmul(ta ? swapped(a) : a, tb ? swapped(b) : b, layout));
   }
 
+  /// The ops only train steps draw (so that the gradient graphs, and the
+  /// regression seeds, stay as they were): dropout, one-hot rows,
+  /// comparisons, minima, a causal mask under a softmax, the exact GELU.
+  void train_step_op(const Expr<>& x) {
+    const std::int64_t op = r.below(6), rank = x.rank();
+    if (verbose())
+      std::printf("    op %zu: train case %lld on %s\n", pool.size(), (long long)op, nova::to_string(x.spec()).c_str());
+    switch (op) {
+    case 1: { // x's rows times one-hot rows of the labels (labels past the classes: a zero row)
+      if (rank == 0) break;
+      std::int64_t classes = x.dim(-1), rows = count_of(x.shape()) / classes;
+      Expr<> y = nova::slice(labels, {r.below(8)}, {rows});
+      pool.push_back(nova::reshape(nova::reshape(x, {rows, classes}) * nova::one_hot(y, classes, x.dtype()),
+                                   x.shape()));
+      return;
+    }
+    case 2: // x where it is above another value (no gradient through the mask; a tie flips at tf32 / bf16)
+      if (smooth) break;
+      pool.push_back(x * nova::greater(x, like(x, pick())));
+      return;
+    case 3:
+      if (smooth) break;
+      pool.push_back(nova::minimum(x, like(x, pick())));
+      return;
+    case 4: { // a softmax over x's rows under a causal mask (row i keeps columns 0..i)
+      if (rank == 0) break;
+      std::int64_t cols = x.dim(-1), rows = count_of(x.shape()) / cols;
+      Expr<> m = nova::reshape(logits(x), {rows, cols}) + nova::causal_mask(rows, cols, x.dtype());
+      pool.push_back(nova::reshape(nova::softmax(m, 1), x.shape()));
+      return;
+    }
+    case 5:
+      pool.push_back(nova::gelu(bounded(x), nova::GeluApprox::none));
+      return;
+    default:
+      break;
+    }
+    pool.push_back(nova::dropout(x, *key, 0.1 * double(1 + r.below(5)), streams++));
+  }
+
   void step() {
     Expr<> x = pick();
     std::int64_t rank = x.rank();
     DType t = x.dtype();
-    if (train && r.below(5) == 0) { // drawn only when training: gradient graphs stay as they were
-      if (verbose()) std::printf("    op %zu: dropout on %s\n", pool.size(), nova::to_string(x.spec()).c_str());
-      pool.push_back(nova::dropout(x, *key, 0.1 * double(1 + r.below(5)), streams++));
+    if (train && r.below(4) == 0) { // drawn only when training: gradient graphs stay as they were
+      train_step_op(x);
       return;
     }
     // Cross-entropy and gathers with large dims only (graphs of small dims
@@ -556,7 +605,7 @@ int main(int argc, char** argv) {
                                       ? std::string()
                                       : " " + dtype + " " + std::to_string(domain.max_dim) + (domain.train ? " train" : "");
   if (domain.train)
-    std::printf("graph_fuzz: train steps (%d a graph, AdamW or SGD, clipped or not, dropout among the ops): each "
+    std::printf("graph_fuzz: train steps (%d a graph, AdamW or SGD, clipped or not; dropout, one-hot rows, comparisons, minima, causal masks among the ops): each "
                 "step's loss, the parameters and the optimizer state after them\n",
                 kTrainSteps);
   if (domain.dtype == DType::f32)
