@@ -2,7 +2,7 @@
 // reference interpreter.
 //
 //   graph_fuzz [graphs = 500] [first seed = 1] [max ops = 12] [dtype = f64] [max dim = 6]
-//              [steps = grad | train]
+//              [steps = grad | train | dp]
 //
 // Graph g is a pure function of its seed: the seed picks three input shapes,
 // then a sequence of ops over a pool of values (elementwise unary and binary
@@ -45,7 +45,13 @@
 // comparisons, minima, causal masks and the exact GELU. Each step's loss,
 // the parameters and the optimizer state after the steps are compared
 // (the parameters are updated in place: a kernel that overwrote one
-// before its last read would show). Its AdamW's eps is 1e-3 (see train()).
+// before its last read would show). Its AdamW's eps is 1e-3
+// (TrainSetup::with_optimizer). `dp` runs the same steps data parallel:
+// two ranks (threads of a loopback group), each on its own labels, dropout
+// keys and loss weight, their gradients averaged by the step's all-reduce,
+// against the reference stepping on the mean of the two ranks' losses
+// (whose gradient is the mean of theirs); ranks that end with different
+// bits are an error.
 //
 // A mismatch is shrunk: the shortest prefix of the op sequence that still
 // mismatches is printed with its seed (`graph_fuzz 1 SEED OPS` replays it),
@@ -58,6 +64,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
+#include <stdexcept>
+#include <thread>
+#include <type_traits>
 #include <string>
 #include <vector>
 
@@ -362,15 +371,29 @@ struct FuzzStep {
   }
 };
 
-/// Train steps (`train`): graph `seed`'s loss over parameters a, b and c
-/// (the three inputs), dropout drawn among its ops.
+/// Train steps (`train`, `dp`): graph `seed`'s loss over parameters a, b
+/// and c (the three inputs), train_step_op's ops drawn among its own.
+/// `weight` (rank 0) scales the loss's square term: a rank's own data,
+/// so that two ranks' gradients differ in every graph.
 struct FuzzLoss {
-  Expr<> operator()(const nova::ParamExprs& p, auto labels, auto key, std::uint64_t seed, std::int64_t ops,
-                    std::int64_t max_dim, bool smooth) const {
+  Expr<> operator()(const nova::ParamExprs& p, auto labels, auto key, auto weight, std::uint64_t seed,
+                    std::int64_t ops, std::int64_t max_dim, bool smooth) const {
     GraphBuilder g{Rng{seed}, {p["a"], p["b"], p["c"]}, max_dim, labels, smooth, /*train=*/true, Expr<>(key)};
     for (std::int64_t i = 0; i < ops; ++i) g.step();
     Expr<> out = g.pool.back();
-    return nova::sum(out * out * 0.5 + out);
+    return nova::sum(out * out * (Expr<>(weight) * 0.5) + out);
+  }
+};
+
+/// Data parallel (`dp`): the reference's loss, the mean of the two ranks'
+/// (each on its own labels and dropout key), whose gradient is the mean of
+/// theirs: what the ranks' all-reduce makes.
+struct FuzzPairLoss {
+  Expr<> operator()(const nova::ParamExprs& p, auto labels0, auto key0, auto weight0, auto labels1, auto key1,
+                    auto weight1, std::uint64_t seed, std::int64_t ops, std::int64_t max_dim, bool smooth) const {
+    return (FuzzLoss{}(p, labels0, key0, weight0, seed, ops, max_dim, smooth) +
+            FuzzLoss{}(p, labels1, key1, weight1, seed, ops, max_dim, smooth)) *
+           0.5;
   }
 };
 
@@ -389,53 +412,103 @@ struct TrainSetup {
     return std::string(optimizer == 0 ? "AdamW" : optimizer == 1 ? "SGD with momentum" : "SGD") +
            (clip > 0 ? ", clipped to norm 1" : "");
   }
+  /// f(the optimizer).
+  template <class F> auto with_optimizer(F f) const {
+    switch (optimizer) {
+    case 0:
+      // eps 1e-3: AdamW's step of a gradient g far below eps is lr g / eps,
+      // so a gradient that is 0 but for rounding (a LayerNorm's input along
+      // its mean) moves a parameter by its rounding times lr / eps: 1e6 at
+      // 1e-8, past any bound; at 1e-3, 10.
+      return f(nova::AdamW{.lr = 1e-2, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-3, .weight_decay = 0.1});
+    case 1: return f(nova::SGD{.lr = 1e-2, .momentum = 0.9, .weight_decay = 1e-2});
+    default: return f(nova::SGD{.lr = 1e-2});
+    }
+  }
 };
 
 /// Steps a train run takes: the second reads the first's updated
 /// parameters and optimizer state, and AdamW's bias corrections change.
 constexpr int kTrainSteps = 2;
 
-/// `kTrainSteps` train steps of graph `seed` from parameters `init` (each
-/// copied): each step's loss (rank 0, f64), then the parameters and the
-/// optimizer state after the last.
-template <class Opt>
-std::vector<Tensor> train_with(const Opt& opt, double clip, nova::ExecMode mode, const std::vector<Tensor>& init,
-                               const Tensor& labels, std::uint64_t seed, std::int64_t ops, std::int64_t max_dim,
-                               bool smooth) {
-  nova::Params params;
-  const char* names[] = {"a", "b", "c"};
-  for (std::size_t i = 0; i < init.size(); ++i) params.add(names[i], init[i].clone());
-  auto step = nova::train_step(FuzzLoss{}, params, opt, {.clip_grad_norm = clip, .mode = mode});
-  std::vector<Tensor> out;
-  for (int s = 0; s < kTrainSteps; ++s) {
-    // A new dropout key each step, as a training loop passes.
-    Tensor key = Tensor::full({}, double(seed * 16 + std::uint64_t(s)), DType::i64);
-    double loss = step(labels, key, nova::static_arg(seed), nova::static_arg(ops), nova::static_arg(max_dim),
-                       nova::static_arg(smooth));
-    out.push_back(Tensor::full({}, loss, DType::f64));
+/// What a train step reads besides the parameters: graph `seed`'s static
+/// arguments, a rank's labels and loss weight (1, and 0.625 on rank 1),
+/// its dropout key at step s (a new one each step, as a training loop
+/// passes).
+struct TrainBatch {
+  std::uint64_t seed;
+  std::int64_t ops, max_dim;
+  bool smooth;
+  std::vector<Tensor> labels; // rank 0's, rank 1's
+  Tensor key(int step, int rank) const {
+    return Tensor::full({}, double(seed * 16 + std::uint64_t(step + 8 * rank)), DType::i64);
   }
-  for (const auto& p : params.tensors()) out.push_back(p);
-  for (const auto& st : step.optimizer_state()) out.push_back(st);
-  return out;
+  /// In the parameters' dtype.
+  Tensor weight(int rank, DType dtype) const { return Tensor::full({}, rank == 0 ? 1.0 : 0.625, dtype); }
+};
+
+/// `kTrainSteps` steps of `loss` (FuzzLoss on rank `rank`'s batch, or
+/// FuzzPairLoss on both) from parameters `init` (each copied): each
+/// step's loss (rank 0, f64), then the parameters and the optimizer state
+/// after the last.
+template <class Loss>
+std::vector<Tensor> train(const TrainSetup& setup, Loss loss, nova::ExecMode mode, const std::vector<Tensor>& init,
+                          const TrainBatch& batch, int rank = 0) {
+  return setup.with_optimizer([&](const auto& opt) {
+    nova::Params params;
+    const char* names[] = {"a", "b", "c"};
+    for (std::size_t i = 0; i < init.size(); ++i) params.add(names[i], init[i].clone());
+    auto step = nova::train_step(loss, params, opt, {.clip_grad_norm = setup.clip, .mode = mode});
+    auto statics = [&](auto... batch_args) {
+      return step(batch_args..., nova::static_arg(batch.seed), nova::static_arg(batch.ops),
+                  nova::static_arg(batch.max_dim), nova::static_arg(batch.smooth));
+    };
+    const DType dtype = init[0].dtype();
+    std::vector<Tensor> out;
+    for (int s = 0; s < kTrainSteps; ++s) {
+      double value;
+      if constexpr (std::is_same_v<Loss, FuzzPairLoss>)
+        value = statics(batch.labels[0], batch.key(s, 0), batch.weight(0, dtype), batch.labels[1], batch.key(s, 1),
+                        batch.weight(1, dtype));
+      else
+        value = statics(batch.labels[std::size_t(rank)], batch.key(s, rank), batch.weight(rank, dtype));
+      out.push_back(Tensor::full({}, value, DType::f64));
+    }
+    for (const auto& p : params.tensors()) out.push_back(p);
+    for (const auto& st : step.optimizer_state()) out.push_back(st);
+    return out;
+  });
 }
 
-std::vector<Tensor> train(const TrainSetup& setup, nova::ExecMode mode, const std::vector<Tensor>& init,
-                          const Tensor& labels, std::uint64_t seed, std::int64_t ops, std::int64_t max_dim,
-                          bool smooth) {
-  switch (setup.optimizer) {
-  case 0:
-    // eps 1e-3: AdamW's step of a gradient g far below eps is lr g / eps,
-    // so a gradient that is 0 but for rounding (a LayerNorm's input along
-    // its mean) moves a parameter by its rounding times lr / eps: 1e6 at
-    // 1e-8, past any bound; at 1e-3, 10.
-    return train_with(nova::AdamW{.lr = 1e-2, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-3, .weight_decay = 0.1},
-                      setup.clip, mode, init, labels, seed, ops, max_dim, smooth);
-  case 1:
-    return train_with(nova::SGD{.lr = 1e-2, .momentum = 0.9, .weight_decay = 1e-2}, setup.clip, mode, init, labels,
-                      seed, ops, max_dim, smooth);
-  default:
-    return train_with(nova::SGD{.lr = 1e-2}, setup.clip, mode, init, labels, seed, ops, max_dim, smooth);
-  }
+/// `dp`, compiled: the two ranks of a loopback group, each a thread
+/// training on its own batch, their gradients averaged by the step's
+/// all-reduce; what rank 0 ends with, each step's loss the mean of the
+/// ranks'. Ranks whose parameters or state differ in any bit are an error.
+std::vector<Tensor> train_ranks(const TrainSetup& setup, const std::vector<Tensor>& init, const TrainBatch& batch) {
+  auto group = nova::dist::loopback_group(2, 120);
+  std::vector<std::vector<Tensor>> out(2);
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r)
+    ranks.emplace_back([&, r] {
+      nova::dist::set_communicator(group[std::size_t(r)]);
+      try {
+        out[std::size_t(r)] = train(setup, FuzzLoss{}, nova::ExecMode::compiled, init, batch, r);
+      } catch (const std::exception& e) {
+        errors[std::size_t(r)] = e.what();
+      }
+      nova::dist::set_communicator(nullptr);
+    });
+  for (auto& t : ranks) t.join();
+  for (int r = 0; r < 2; ++r)
+    if (!errors[std::size_t(r)].empty()) throw nova::Error("rank " + std::to_string(r) + ": " + errors[std::size_t(r)]);
+  for (std::size_t i = kTrainSteps; i < out[0].size(); ++i)
+    if (out[0][i].to_vector() != out[1][i].to_vector())
+      throw nova::Error("the ranks' parameters or optimizer state differ after their steps (output " +
+                        std::to_string(i) + ")");
+  for (std::size_t s = 0; s < kTrainSteps; ++s)
+    out[0][s] = Tensor::full({}, 0.5 * (out[0][s].at({}) + out[1][s].at({})), DType::f64);
+  return out[0];
 }
 
 double rel_error(const Tensor& got, const Tensor& want) {
@@ -456,7 +529,10 @@ struct Domain {
   std::int64_t max_dim = 6;
   bool smooth = false; // GraphBuilder::smooth
   bool gpu = false;    // steps compile for a GPU (NOVA_TARGET names one)
-  bool train = false;  // train steps (FuzzLoss) rather than gradients (FuzzStep)
+  /// Gradients (FuzzStep), train steps (FuzzLoss), or data-parallel train
+  /// steps on two ranks (FuzzLoss a rank, against FuzzPairLoss).
+  enum class Steps { grad, train, dp } steps = Steps::grad;
+  bool training() const { return steps != Steps::grad; }
 };
 
 /// For its scope, steps compile for the host at fp32 (the GPU runs'
@@ -509,9 +585,17 @@ Outcome run(std::uint64_t seed, std::int64_t ops, const Domain& domain) {
   std::vector<std::int32_t> labels(static_cast<std::size_t>(max_elements(domain.max_dim) + 8));
   for (auto& l : labels) l = static_cast<std::int32_t>(r.below(domain.max_dim + 3)) - 1;
   Tensor label_tensor = Tensor::from<std::int32_t>({std::int64_t(labels.size())}, labels);
+  // Data parallel: rank 1's labels.
+  Rng r1{seed * 104729 + 7};
+  for (auto& l : labels) l = static_cast<std::int32_t>(r1.below(domain.max_dim + 3)) - 1;
+  const TrainBatch batch{seed, ops, domain.max_dim, domain.smooth,
+                         {label_tensor, Tensor::from<std::int32_t>({std::int64_t(labels.size())}, labels)}};
   auto call = [&](const std::vector<Tensor>& x, nova::ExecMode mode) {
-    if (domain.train)
-      return train(TrainSetup(seed), mode, x, label_tensor, seed, ops, domain.max_dim, domain.smooth);
+    const TrainSetup setup(seed);
+    if (domain.steps == Domain::Steps::dp)
+      return mode == nova::ExecMode::compiled ? train_ranks(setup, x, batch)
+                                              : train(setup, FuzzPairLoss{}, mode, x, batch);
+    if (domain.steps == Domain::Steps::train) return train(setup, FuzzLoss{}, mode, x, batch);
     return nova::jit(FuzzStep{}, mode)(x[0], x[1], x[2], label_tensor, nova::static_arg(seed),
                                        nova::static_arg(ops), nova::static_arg(domain.max_dim),
                                        nova::static_arg(domain.smooth));
@@ -591,22 +675,24 @@ int main(int argc, char** argv) {
   domain.smooth = domain.dtype == DType::f32 && nova::matmul_precision() != nova::MatmulPrecision::fp32;
   domain.gpu = nova::target_from_env().is_gpu();
   const std::string kind = argc > 6 ? argv[6] : "grad";
-  domain.train = kind == "train";
-  if ((dtype != "f32" && dtype != "f64") || domain.max_dim < 2 || (kind != "grad" && kind != "train")) {
+  domain.steps = kind == "train" ? Domain::Steps::train : kind == "dp" ? Domain::Steps::dp : Domain::Steps::grad;
+  if ((dtype != "f32" && dtype != "f64") || domain.max_dim < 2 || (kind != "grad" && kind != "train" && kind != "dp")) {
     std::fprintf(stderr,
-                 "graph_fuzz: dtype is f32 or f64 (got '%s'), max dim at least 2, steps grad or train (got '%s')\n",
+                 "graph_fuzz: dtype is f32 or f64 (got '%s'), max dim at least 2, steps grad, train or dp (got '%s')\n",
                  dtype.c_str(), kind.c_str());
     return 2;
   }
   const Acceptance accept{domain, nova::matmul_precision()};
   const double bound = accept.bound(-1);
   // What a replay needs besides the seed and the ops.
-  const std::string domain_args = domain.dtype == DType::f64 && domain.max_dim == 6 && !domain.train
+  const std::string domain_args = domain.dtype == DType::f64 && domain.max_dim == 6 && !domain.training()
                                       ? std::string()
-                                      : " " + dtype + " " + std::to_string(domain.max_dim) + (domain.train ? " train" : "");
-  if (domain.train)
-    std::printf("graph_fuzz: train steps (%d a graph, AdamW or SGD, clipped or not; dropout, one-hot rows, comparisons, minima, causal masks among the ops): each "
+                                      : " " + dtype + " " + std::to_string(domain.max_dim) +
+                                            (domain.training() ? " " + kind : "");
+  if (domain.training())
+    std::printf("graph_fuzz: %strain steps (%d a graph, AdamW or SGD, clipped or not; dropout, one-hot rows, comparisons, minima, causal masks among the ops): each "
                 "step's loss, the parameters and the optimizer state after them\n",
+                domain.steps == Domain::Steps::dp ? "data-parallel (2 ranks, each its own labels and dropout keys) " : "",
                 kTrainSteps);
   if (domain.dtype == DType::f32)
     std::printf("graph_fuzz: f32 inputs, max dim %lld, matmul precision %s, bound %.0e%s\n",
@@ -623,7 +709,7 @@ int main(int argc, char** argv) {
     Verdict verdict = accept.judge(outcome);
     if (verbose())
       std::printf("graph seed %llu, %lld ops%s: error %.3e, host %.3e, bound %.3e\n", (unsigned long long)seed,
-                  (long long)ops, domain.train ? (", " + TrainSetup(seed).describe()).c_str() : "", outcome.error,
+                  (long long)ops, domain.training() ? (", " + TrainSetup(seed).describe()).c_str() : "", outcome.error,
                   outcome.host, verdict.bound);
     if (verdict.kind == Verdict::skipped) ++skipped;
     if (verdict.kind == Verdict::agrees) worst = std::max(worst, outcome.error);
