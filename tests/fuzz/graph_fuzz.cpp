@@ -604,9 +604,16 @@ Outcome run(std::uint64_t seed, std::int64_t ops, const Domain& domain) {
     double w = 0;
     for (std::size_t i = 0; i < got.size(); ++i) {
       double e = rel_error(got[i], want[i]);
-      if (verbose())
-        std::printf("  seed %llu, %lld ops, %s output %zu %s: relative error %.3e\n", (unsigned long long)seed,
-                    (long long)ops, what, i, nova::to_string(got[i].spec()).c_str(), e);
+      if (verbose()) {
+        // The element furthest off, and what it should be.
+        auto a = got[i].to_vector(), b = want[i].to_vector();
+        std::size_t at = 0;
+        for (std::size_t j = 0; j < std::min(a.size(), b.size()); ++j)
+          if (std::abs(a[j] - b[j]) > std::abs(a[at] - b[at])) at = j;
+        std::printf("  seed %llu, %lld ops, %s output %zu %s: relative error %.3e (element %zu: %.9g, not %.9g)\n",
+                    (unsigned long long)seed, (long long)ops, what, i, nova::to_string(got[i].spec()).c_str(), e, at,
+                    a.empty() ? 0.0 : a[at], b.empty() ? 0.0 : b[at]);
+      }
       w = std::max(w, e);
     }
     return w;

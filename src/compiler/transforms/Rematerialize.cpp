@@ -28,7 +28,8 @@
 // NOVA_REMAT=1: true); 2, which the compiler asks for when a
 // memory budget is not met, also recomputes matmuls, attention, softmaxes,
 // slices and reductions (chains of up to 12 ops), as activation
-// checkpointing does.
+// checkpointing does. A value a maximum's gradient compares with that
+// maximum is never recomputed (comparedWithItsMax).
 //
 //===----------------------------------------------------------------------===//
 
@@ -83,6 +84,30 @@ bool isRecomputable(Operation *op, int64_t level, bool attention) {
              nova::SliceOp, nova::ReduceSumOp, nova::ReduceMeanOp, nova::ReduceMaxOp>(op);
 }
 
+/// A value that a maximum's gradient compares with that maximum (the
+/// reduce_max VJP's greater(broadcast(max(v)), v)): the comparison must read
+/// the very values the reduction read. A copy computed in another kernel
+/// may round differently (a multiply and add contracted in one and not in
+/// the other), and an element an ulp below its own maximum loses its
+/// gradient: an O(1) error (graph_fuzz's train steps found it).
+bool comparedWithItsMax(Value v) {
+  auto fromMax = [&](Value x) {
+    while (Operation *op = x.getDefiningOp()) {
+      if (auto max = dyn_cast<nova::ReduceMaxOp>(op))
+        return max.getInput() == v;
+      if (!isa<nova::BroadcastOp, nova::ReshapeOp>(op))
+        return false;
+      x = op->getOperand(0);
+    }
+    return false;
+  };
+  for (Operation *user : v.getUsers())
+    if (auto greater = dyn_cast<nova::GreaterOp>(user))
+      if (fromMax(greater.getLhs()) || fromMax(greater.getRhs()))
+        return true;
+  return false;
+}
+
 /// What one recomputation saves (the value's bytes) and a line saying it.
 struct Decision {
   int64_t bytes;
@@ -113,6 +138,8 @@ void rematerialize(Block &block, int64_t minGap, int64_t level, bool attention, 
       candidates.push_back(&op);
   for (Operation *def : candidates) {
     Value v = def->getResult(0);
+    if (comparedWithItsMax(v))
+      continue;
     SmallVector<std::pair<int64_t, OpOperand *>> uses;
     for (OpOperand &use : v.getUses())
       uses.emplace_back(at(use), &use);

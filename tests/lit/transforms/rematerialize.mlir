@@ -158,3 +158,41 @@ module attributes {nova.remat_attention = false} {
     return %g : tensor<8x4xf32>
   }
 }
+
+// -----
+
+// A value the gradient of its maximum compares with that maximum (the
+// reduce_max VJP's greater(broadcast(max(v)), v)) is never recomputed: a
+// copy made in another kernel may round an element an ulp below its own
+// maximum, which then loses its gradient (graph_fuzz train 210). The same
+// value without that comparison is recomputed (@max_not_compared).
+// CHECK-LABEL: func @compared_with_its_max
+// CHECK-NOT: nova.rematerialized
+// CHECK-LABEL: func @max_not_compared
+// CHECK: nova.tanh {{.*}}nova.rematerialized
+func.func @compared_with_its_max(%x: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  %v = nova.tanh %x : tensor<4x3xf32>
+  %m = nova.reduce_max %v {axes = array<i64: 0>} : tensor<4x3xf32>
+  %r = nova.reshape %m : tensor<3xf32> -> tensor<1x3xf32>
+  %a = nova.exp %r : tensor<1x3xf32>
+  %b = nova.tanh %a : tensor<1x3xf32>
+  %c = nova.tanh %b : tensor<1x3xf32>
+  %d = nova.tanh %c : tensor<1x3xf32>
+  %e = nova.broadcast %d : tensor<1x3xf32> -> tensor<4x3xf32>
+  %bm = nova.broadcast %r : tensor<1x3xf32> -> tensor<4x3xf32>
+  %g = nova.greater %bm, %v : tensor<4x3xf32>, tensor<4x3xf32>
+  %h = nova.mul %e, %g : tensor<4x3xf32>, tensor<4x3xf32>
+  return %h : tensor<4x3xf32>
+}
+func.func @max_not_compared(%x: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  %v = nova.tanh %x : tensor<4x3xf32>
+  %m = nova.reduce_max %v {axes = array<i64: 0>} : tensor<4x3xf32>
+  %r = nova.reshape %m : tensor<3xf32> -> tensor<1x3xf32>
+  %a = nova.exp %r : tensor<1x3xf32>
+  %b = nova.tanh %a : tensor<1x3xf32>
+  %c = nova.tanh %b : tensor<1x3xf32>
+  %d = nova.tanh %c : tensor<1x3xf32>
+  %e = nova.broadcast %d : tensor<1x3xf32> -> tensor<4x3xf32>
+  %h = nova.mul %e, %v : tensor<4x3xf32>, tensor<4x3xf32>
+  return %h : tensor<4x3xf32>
+}
