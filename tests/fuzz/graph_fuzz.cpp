@@ -30,7 +30,12 @@
 // (counted), since a wrong index or a missing barrier is off by O(1). At
 // tf32 and bf16 the graphs take no maxima and no ReLU, and softmaxes read
 // bounded logits (a rounding that flips a near tie or a sign near 0 moves
-// or cuts a gradient: O(1), and no fault). On the
+// or cuts a gradient: O(1), and no fault). The host's error is a yardstick,
+// not a bound: a gradient that is 0 but for rounding (a broadcast's, the
+// sum of a log-softmax gradient's rows) is f32 noise of a long sum, which
+// the host may happen to cancel better (train seed 311 at fp32: 2e-4 on
+// the GPU, 5e-9 on the host; the same sum alone has 3e-5 to 6e-5 of noise
+// on both). On the
 // host, f32 graphs are held to the floor. Dims above 6 (max dim; then half
 // the dims multiples of 8, batched and transposed products, heads of 16,
 // 32 or 64, cross-entropy and gathers, an input at most max(4096, max
