@@ -90,9 +90,12 @@ public:
     // Whether attention is recomputed is the target's choice
     // (Target::recomputesAttention) unless NOVA_REMAT=cheap (no) or
     // NOVA_REMAT=1 (yes) says.
+    // NOVA_REMAT=2 recomputes as a memory budget's second plan does
+    // (matmuls, attention, softmaxes and reductions too), budget or not:
+    // to test that level, and to measure it.
     const char *remat = std::getenv("NOVA_REMAT");
-    if (remat && std::string_view(remat) == "0")
-      (*module)->setAttr(mlir::nova::kRematAttr, builder.getI64IntegerAttr(0));
+    if (remat && (std::string_view(remat) == "0" || std::string_view(remat) == "2"))
+      (*module)->setAttr(mlir::nova::kRematAttr, builder.getI64IntegerAttr(std::string_view(remat) == "2" ? 2 : 0));
     else if (remat && (std::string_view(remat) == "cheap" || std::string_view(remat) == "1"))
       (*module)->setAttr(mlir::nova::kRematAttentionAttr, builder.getBoolAttr(std::string_view(remat) == "1"));
     for (auto [env, attr] : {std::pair{"NOVA_IN_PLACE", mlir::nova::kInPlaceAttr},
