@@ -585,16 +585,15 @@ Outcome run(std::uint64_t seed, std::int64_t ops, const Domain& domain) {
   }
   // Labels and indices: -1 to max dim + 1 (some past any row count or
   // class count a graph has), enough for any input's rows at any offset
-  // the graph takes (below 8).
-  Rng r{seed * 104729 + 3};
-  std::vector<std::int32_t> labels(static_cast<std::size_t>(max_elements(domain.max_dim) + 8));
-  for (auto& l : labels) l = static_cast<std::int32_t>(r.below(domain.max_dim + 3)) - 1;
-  Tensor label_tensor = Tensor::from<std::int32_t>({std::int64_t(labels.size())}, labels);
-  // Data parallel: rank 1's labels.
-  Rng r1{seed * 104729 + 7};
-  for (auto& l : labels) l = static_cast<std::int32_t>(r1.below(domain.max_dim + 3)) - 1;
-  const TrainBatch batch{seed, ops, domain.max_dim, domain.smooth,
-                         {label_tensor, Tensor::from<std::int32_t>({std::int64_t(labels.size())}, labels)}};
+  // the graph takes (below 8); data parallel: rank 1's from another stream.
+  auto labels_from = [&](std::uint64_t stream) {
+    Rng r{seed * 104729 + stream};
+    std::vector<std::int32_t> labels(static_cast<std::size_t>(max_elements(domain.max_dim) + 8));
+    for (auto& l : labels) l = static_cast<std::int32_t>(r.below(domain.max_dim + 3)) - 1;
+    return Tensor::from<std::int32_t>({std::int64_t(labels.size())}, labels);
+  };
+  Tensor label_tensor = labels_from(3);
+  const TrainBatch batch{seed, ops, domain.max_dim, domain.smooth, {label_tensor, labels_from(7)}};
   auto call = [&](const std::vector<Tensor>& x, nova::ExecMode mode) {
     const TrainSetup setup(seed);
     if (domain.steps == Domain::Steps::dp)

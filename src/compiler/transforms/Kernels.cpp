@@ -398,21 +398,23 @@ void mlir::nova::recordDescription(func::FuncOp kernel, const KernelDescription 
 
 SmallVector<Operation *> mlir::nova::kernelComputeOps(func::FuncOp kernel) {
   Block &body = kernel.getBody().front();
-  SmallVector<Operation *> ops, reads;
-  for (Operation &op : body)
-    if (!op.hasTrait<OpTrait::IsTerminator>() && !isa<memref::AllocOp, memref::DeallocOp>(op) &&
-        !isMemoryEffectFree(&op))
-      ops.push_back(&op);
-  // Reads alone (a load): all their effects reads of known buffers.
-  auto readsOnly = [](Operation *op) {
-    if (op->getNumRegions() > 0)
-      return false;
-    auto effects = getEffectsRecursively(op);
-    return effects && llvm::all_of(*effects, [](const MemoryEffects::EffectInstance &e) {
-             return isa<MemoryEffects::Read>(e.getEffect()) && e.getValue();
-           });
-  };
-  llvm::copy_if(ops, std::back_inserter(reads), readsOnly);
+  SmallVector<Operation *> ops;
+  // Reads alone (a load: all its effects reads of known buffers), with the
+  // buffers they read.
+  DenseMap<Operation *, SmallVector<MemoryEffects::EffectInstance>> reads;
+  for (Operation &op : body) {
+    if (op.hasTrait<OpTrait::IsTerminator>() || isa<memref::AllocOp, memref::DeallocOp>(op) ||
+        isMemoryEffectFree(&op))
+      continue;
+    ops.push_back(&op);
+    if (op.getNumRegions() > 0)
+      continue;
+    auto effects = getEffectsRecursively(&op);
+    if (effects && llvm::all_of(*effects, [](const MemoryEffects::EffectInstance &e) {
+          return isa<MemoryEffects::Read>(e.getEffect()) && e.getValue();
+        }))
+      reads[&op] = std::move(*effects);
+  }
   if (reads.empty())
     return ops;
   // The buffers the kernel writes; an unknown write could be any of them.
@@ -431,7 +433,8 @@ SmallVector<Operation *> mlir::nova::kernelComputeOps(func::FuncOp kernel) {
   // A read of a buffer the kernel never writes reads the same wherever it
   // runs: it goes with the ops that use it.
   llvm::erase_if(ops, [&](Operation *op) {
-    return llvm::is_contained(reads, op) && llvm::none_of(*getEffectsRecursively(op), [&](const auto &e) {
+    auto it = reads.find(op);
+    return it != reads.end() && llvm::none_of(it->second, [&](const MemoryEffects::EffectInstance &e) {
              return written.contains(bufferRoot(e.getValue()));
            });
   });

@@ -27,6 +27,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <climits>
@@ -1818,7 +1819,9 @@ private:
     return true;
   }
   /// An affine expression's value (mod non-negative, floordiv and ceildiv
-  /// rounding down and up, as the affine dialect defines them).
+  /// rounding down and up, as the affine dialect defines them). Not
+  /// AffineMap::compose: it takes no symbols, and folds by building
+  /// expressions in the context, for every thread of every launch.
   static int64_t evalAffine(AffineExpr e, ArrayRef<int64_t> dims, ArrayRef<int64_t> symbols) {
     if (auto d = dyn_cast<AffineDimExpr>(e))
       return dims[d.getPosition()];
@@ -1834,11 +1837,11 @@ private:
     case AffineExprKind::Mul:
       return a * b;
     case AffineExprKind::Mod:
-      return (a % b + b) % b;
+      return llvm::mod(a, b);
     case AffineExprKind::FloorDiv:
-      return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+      return llvm::divideFloorSigned(a, b);
     case AffineExprKind::CeilDiv:
-      return a / b + ((a % b != 0) && ((a < 0) == (b < 0)));
+      return llvm::divideCeilSigned(a, b);
     default:
       return a;
     }
