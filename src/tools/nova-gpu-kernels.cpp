@@ -12,7 +12,11 @@
 //     setmaxnreg (every thread the block's even share of the registers,
 //     as before 2026-12-05), :cluster the persistent wgmma kernel in
 //     clusters of 2 CTAs along M sharing B's tile by TMA multicast,
-//     :pingpong+cluster both;
+//     :pingpong+cluster both; :probeshared and :probemma the mma.sync
+//     kernel with its global loads left out (the prologue's slabs read
+//     over and over) or its loads altogether (the MMAs on one k step's
+//     fragments): probes, whose products are not A x B, that time what is
+//     left (MmaSyncProbe);
 //     @128x128/64x64 only that block and warp tile,
 //     the model choosing depth and split: a variant measured beside the
 //     configurator's choice, named with its tile)
@@ -65,11 +69,13 @@ namespace {
 
 int usage() {
   std::fprintf(stderr, "usage: nova-gpu-kernels TARGET OUT_DIR "
-                       "type:layout:MxNxK[:mma|:flat|:pingpong|:evenregs|:cluster|:pingpong+cluster][@BMxBN/WMxWN]...\n"
+                       "type:layout:MxNxK[:mma|:flat|:pingpong|:evenregs|:cluster|:pingpong+cluster|:probeshared|:probemma]"
+                       "[@BMxBN/WMxWN]...\n"
                        "  type f16, bf16, tf32 or 3xtf32; layout NN, NT, TN or TT; :mma keeps mma.sync on sm_90a,\n"
                        "  :flat a block a tile (not persistent), :pingpong consumer warpgroups in turn,\n"
                        "  :evenregs no setmaxnreg (the block's registers shared evenly),\n"
                        "  :cluster clusters of 2 along M sharing B's tile (TMA multicast), :pingpong+cluster both;\n"
+                       "  :probeshared / :probemma mma.sync without its global loads / without any (timing probes);\n"
                        "  @BMxBN/WMxWN only that block and warp tile\n");
   return 2;
 }
@@ -117,14 +123,19 @@ int main(int argc, char **argv) {
     const std::string variant = fields == 6 ? kind : "";
     if (fields < 5 || m < 1 || n < 1 || k < 1 ||
         (fields == 6 && variant != "mma" && variant != "flat" && variant != "pingpong" && variant != "evenregs" &&
-         variant != "cluster" && variant != "pingpong+cluster")) {
+         variant != "cluster" && variant != "pingpong+cluster" && variant != "probeshared" &&
+         variant != "probemma")) {
       std::fprintf(stderr,
                    "nova-gpu-kernels: '%s' is not type:layout:MxNxK[:mma|:flat|:pingpong|:evenregs|:cluster|"
-                   ":pingpong+cluster]\n",
+                   ":pingpong+cluster|:probeshared|:probemma]\n",
                    spec.c_str());
       return 2;
     }
-    const bool mmaOnly = variant == "mma";
+    MmaMatmulFaults probe;
+    probe.probe = variant == "probeshared" ? MmaSyncProbe::sharedOnly
+                  : variant == "probemma"  ? MmaSyncProbe::mmaOnly
+                                           : MmaSyncProbe::none;
+    const bool mmaOnly = variant == "mma" || probe.probe != MmaSyncProbe::none;
     const bool flat = variant == "flat";
     const bool pingPong = variant == "pingpong" || variant == "pingpong+cluster";
     const bool evenRegisters = variant == "evenregs";
@@ -174,6 +185,8 @@ int main(int argc, char **argv) {
       name += "_evenregs";
     if (cluster)
       name += "_cluster";
+    if (probe.probe != MmaSyncProbe::none)
+      name += "_" + variant;
     OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
     gpu::GPUModuleOp kernels = addKernelsModule(*module);
     std::string error, tma = "-";
@@ -202,7 +215,7 @@ int main(int argc, char **argv) {
         }
       }
     } else {
-      FailureOr<gpu::GPUFuncOp> kernel = buildMmaSyncMatmulKernel(kernels, name, p, config, error);
+      FailureOr<gpu::GPUFuncOp> kernel = buildMmaSyncMatmulKernel(kernels, name, p, config, error, probe);
       if (succeeded(kernel))
         func = *kernel;
     }

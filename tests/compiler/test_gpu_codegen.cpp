@@ -188,6 +188,61 @@ TEST_CASE("CUDA codegen: the configurator's 3xtf32 mma.sync decisions fit their 
   }
 }
 
+TEST_CASE("CUDA codegen: the mma.sync timing probes keep the kernel's MMAs and leave out its loads, in PTX ptxas "
+          "accepts") {
+  // bench/device/prepare.sh's :probeshared and :probemma rows (sm_90a,
+  // bf16 NN and tf32 NT at 4096): what the device times of them must be
+  // what is left in the PTX.
+  const std::string ptxas = ptxasPath();
+  ::nova::TargetDesc target = ::nova::named_target("sm_90a");
+  for (GpuOperand op : {GpuOperand::bf16, GpuOperand::tf32}) {
+    GpuMatmulProblem p;
+    p.m = p.n = p.k = 4096;
+    p.operand = op;
+    p.rhsTransposed = op == GpuOperand::tf32;
+    p.allowWgmma = false;
+    const GpuMatmulConfig config = configureGpuMatmul(p, target);
+    CAPTURE(config.describe());
+    REQUIRE(config.kind == GpuMmaKind::mma_sync);
+    std::map<MmaSyncProbe, std::string> ptx;
+    for (MmaSyncProbe probe : {MmaSyncProbe::none, MmaSyncProbe::sharedOnly, MmaSyncProbe::mmaOnly}) {
+      KernelsModule k;
+      MmaMatmulFaults faults;
+      faults.probe = probe;
+      std::string error;
+      REQUIRE_MESSAGE(succeeded(buildMmaSyncMatmulKernel(k.kernels, "matmul", p, config, error, faults)), error);
+      FailureOr<std::string> text = emitPtx(*k.module, target, error);
+      REQUIRE_MESSAGE(succeeded(text), error);
+      ptx[probe] = *text;
+      if (!ptxas.empty()) {
+        FailureOr<Cubin> cubin = assemblePtx(ptxas, *text, target.cpu, error);
+        REQUIRE_MESSAGE(succeeded(cubin), error);
+        MESSAGE(std::string(nameOf(op)), " probe ", int(probe), ": ", cubin->kernels[0].registers, " registers");
+        CHECK(cubin->kernels[0].spillStoreBytes == 0);
+      }
+    }
+    const std::string &whole = ptx[MmaSyncProbe::none], &shared = ptx[MmaSyncProbe::sharedOnly],
+                      &mmas = ptx[MmaSyncProbe::mmaOnly];
+    const int64_t S = config.stages, steps = config.blockK / config.mmaK;
+    // One slab's MMAs in the loop, in each.
+    const size_t slabMmas = size_t(steps * (config.warpM / 16) * (config.warpN / 8));
+    for (const std::string *text : {&whole, &shared, &mmas})
+      CHECK(count(*text, "mma.sync.aligned") == slabMmas);
+    // Copies: the kernel's prologue (S - 1 slabs) and a refill a slab; the
+    // probes' the prologue's alone.
+    CHECK(count(whole, "cp.async.cg.shared.global") * size_t(S - 1) ==
+          count(shared, "cp.async.cg.shared.global") * size_t(S));
+    CHECK(count(mmas, "cp.async.cg.shared.global") == count(shared, "cp.async.cg.shared.global"));
+    // Fragment loads: every k step's in the kernel and sharedOnly, one's in mmaOnly.
+    CHECK(count(whole, "ldmatrix") > 0);
+    CHECK(count(shared, "ldmatrix") == count(whole, "ldmatrix"));
+    CHECK(count(mmas, "ldmatrix") * size_t(steps) == count(whole, "ldmatrix"));
+    // A barrier a slab in the loop, and in mmaOnly the one before it.
+    CHECK(count(shared, "bar.sync") == count(whole, "bar.sync"));
+    CHECK(count(mmas, "bar.sync") == 1);
+  }
+}
+
 TEST_CASE("CUDA codegen: wgmma kernels with setmaxnreg: ptxas honours it (all a thread may have at entry) and "
           "spills nothing where the consumers need more than the block's even share") {
   // Two consumer warpgroups take 232 registers a thread by setmaxnreg where

@@ -203,12 +203,27 @@ MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const M
   // under 5 x 2^-22 of it.
   run.bound = x3 ? 2 * (3 * double(p.k) * std::ldexp(1.0, -24) + 5 * std::ldexp(1.0, -22))
                  : 2 * (double(p.k) * std::ldexp(1.0, -24) + (sixteen ? 0.0 : std::ldexp(1.0, -9)));
+  // A probe's product (MmaSyncProbe): term k of the sum reads A's column
+  // and B's row `read(k)`: sharedOnly slab s reads slab s mod (stages - 1)
+  // (the prologue's), mmaOnly every k step the first one's mmaK columns.
+  const int64_t mmaK = sixteen ? 16 : 8;
+  auto read = [&](int64_t k) {
+    switch (faults.probe) {
+    case MmaSyncProbe::sharedOnly:
+      return (k / c.blockK) % (c.stages - 1) * c.blockK + k % c.blockK;
+    case MmaSyncProbe::mmaOnly:
+      return k % mmaK;
+    case MmaSyncProbe::none:
+      break;
+    }
+    return k;
+  };
   for (int64_t z = 0; z < p.batch; ++z)
     for (int64_t i = 0; i < p.m; ++i)
       for (int64_t j = 0; j < p.n; ++j) {
         double want = 0, scale = 0;
         for (int64_t k = 0; k < p.k; ++k) {
-          double prod = double(aAt(z, i, k)) * double(bAt(z, k, j));
+          double prod = double(aAt(z, i, read(k))) * double(bAt(z, read(k), j));
           want += prod;
           scale += std::abs(prod);
         }
@@ -431,6 +446,62 @@ TEST_CASE("GPU emulator: the mma.sync matmul kernel matches float64 for f16, bf1
     MESSAGE(std::string(nameOf(c.op)) << " " << c.m << "x" << c.n << "x" << c.k << ": worst |error| " << run.worst
                          << " (bound " << run.bound << ")");
   }
+}
+
+TEST_CASE("GPU emulator: the mma.sync kernel's timing probes do only what they keep, and compute what that gives") {
+  // nova-gpu-kernels' :probeshared and :probemma, which the device check
+  // times beside the kernel: their products are held to what their reads
+  // give (runMatmul's `read`), and their work counted.
+  struct Case {
+    GpuOperand op;
+    bool transposeB;
+    int64_t bk, stages;
+  };
+  for (Case c : {Case{GpuOperand::bf16, false, 64, 3}, Case{GpuOperand::f16, true, 32, 2},
+                 Case{GpuOperand::tf32, false, 32, 4}}) {
+    CAPTURE(std::string(nameOf(c.op)));
+    CAPTURE(c.transposeB);
+    GpuMatmulProblem p = problem(128, 128, 8 * c.bk, c.op);
+    p.rhsTransposed = c.transposeB;
+    const GpuMatmulConfig config = block(c.op, 128, 128, c.bk, 2, 2, c.stages);
+    const int64_t slabs = 8, mmaK = c.op == GpuOperand::tf32 ? 8 : 16;
+    const int64_t mmasAStep = (64 / 16) * (64 / 8); // a warp's 64 x 64 tile
+    MatmulRun whole = runMatmul(p, config);
+    REQUIRE_MESSAGE(whole.report.ok, whole.report.error);
+    CHECK(whole.worst <= whole.bound);
+    for (MmaSyncProbe probe : {MmaSyncProbe::sharedOnly, MmaSyncProbe::mmaOnly}) {
+      CAPTURE(int(probe));
+      MmaMatmulFaults faults;
+      faults.probe = probe;
+      MatmulRun run = runMatmul(p, config, faults);
+      REQUIRE_MESSAGE(run.report.ok, run.report.error);
+      CHECK(run.worst <= run.bound);
+      // Every MMA of the kernel (the emulator counts an op once a block);
+      // the copies of the prologue's stages only (the kernel's: those and
+      // a refill a slab).
+      CHECK(run.report.mmas == whole.report.mmas);
+      CHECK(run.report.mmas == slabs * (c.bk / mmaK) * mmasAStep);
+      CHECK(run.report.asyncCopies * (slabs + c.stages - 1) == whole.report.asyncCopies * (c.stages - 1));
+      if (probe == MmaSyncProbe::sharedOnly) {
+        CHECK(run.report.ldmatrices == whole.report.ldmatrices);
+        CHECK(run.report.barriers == whole.report.barriers);
+      } else {
+        // One k step's fragments, once; a block's one barrier before the loop.
+        CHECK(run.report.ldmatrices * slabs * (c.bk / mmaK) == whole.report.ldmatrices);
+        CHECK(run.report.barriers == run.report.blocks);
+      }
+    }
+  }
+  // A probe takes whole tiles only.
+  MmaMatmulFaults faults;
+  faults.probe = MmaSyncProbe::sharedOnly;
+  std::string error;
+  MLIRContext &ctx = context();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
+  GpuMatmulProblem edge = problem(100, 128, 128, GpuOperand::bf16);
+  CHECK(failed(buildMmaSyncMatmulKernel(addKernelsModule(*module), "probe", edge,
+                                        block(GpuOperand::bf16, 128, 128, 64, 2, 2, 2), error, faults)));
+  CHECK(error.find("a probe takes") != std::string::npos);
 }
 
 TEST_CASE("GPU emulator: transposed operands (NT, TN, TT) and batches") {

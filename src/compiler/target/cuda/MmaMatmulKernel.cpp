@@ -126,6 +126,10 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
                               p.lhsTransposed ? p.m : p.k, p.rhsTransposed ? p.k : p.n, epc)
                     .str());
   const int64_t KT = (p.k + BK - 1) / BK;
+  const MmaSyncProbe probe = faults.probe;
+  if (probe != MmaSyncProbe::none && (x3 || cfg.splitK > 1 || epilogue.any() || edges || KT < S - 1))
+    return fail("a probe takes f16, bf16 or tf32 operands, no split-K, no epilogue, whole tiles and at least "
+                "stages - 1 slabs");
 
   MLIRContext *ctx = module.getContext();
   ctx->loadDialect<arith::ArithDialect, math::MathDialect, memref::MemRefDialect, scf::SCFDialect,
@@ -274,113 +278,141 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
                                                             ArrayRef<int64_t>{2, regsPer}, ArrayRef<int64_t>{1, 1}));
   };
 
+  // The fragments of k step kk of `stage`: A's of each 16-row tile (af),
+  // B's of each 8-column one (bfs).
+  auto loadFragments = [&](Value stage, int64_t kk, SmallVector<Value> &af, SmallVector<Value> &bfs) {
+    const int64_t kChunk0 = kk * mmaK / epc; // the k step's first 16-byte chunk along K
+    for (int64_t mi = 0; mi < MT; ++mi) {
+      Value m0 = k.add(k.mul(wm, WM), mi * 16);
+      if (!p.lhsTransposed) {
+        // Lane l: row m0 + l % 16, chunk l / 16 of the k step (§4).
+        Value r = k.add(m0, l16), chunk = k.add(lhi, kChunk0);
+        af.push_back(b.create<nvgpu::LdMatrixOp>(aFragType, sA, ValueRange{stage, r, swizzled(tA, r, chunk)},
+                                                 /*transpose=*/false, /*numTiles=*/4));
+      } else if (sixteen) {
+        // Stored k x m: matrix j = l / 8 is (k rows 8 (j / 2), m columns 8 (j % 2)),
+        // row l % 8; .trans gives registers a0a1, a2a3, a4a5, a6a7.
+        Value r = k.add(k.add(l8, k.mul(k.shr(lq, 1), 8)), kk * 16);
+        Value chunk = k.add(k.div(m0, epc), k.andi(lq, 1));
+        af.push_back(b.create<nvgpu::LdMatrixOp>(aFragType, sA, ValueRange{stage, r, swizzled(tA, r, chunk)},
+                                                 /*transpose=*/true, /*numTiles=*/4));
+      } else {
+        // tf32 stored k x m: a_i = A[g + 8 (i & 1)][t + 4 (i >> 1)] (§1).
+        SmallVector<std::pair<Value, Value>> at;
+        for (int64_t i = 0; i < 4; ++i)
+          at.push_back({k.add(t, kk * 8 + 4 * (i >> 1)), k.add(k.add(m0, g), 8 * (i & 1))});
+        af.push_back(scalarFragment(sA, tA, stage, at, false));
+      }
+    }
+    for (int64_t pr = 0; pr < NT / 2; ++pr) {
+      Value n0 = k.add(k.mul(wn, WN), pr * 16); // two n-blocks of 8
+      if (p.rhsTransposed) {
+        // Stored n x k: matrix j = l / 8 is (n rows 8 (j / 2), k chunk j % 2),
+        // row l % 8; no .trans: registers {0, 1} are n-block 2p, {2, 3} 2p + 1.
+        Value r = k.add(k.add(n0, l8), k.mul(k.shr(lq, 1), 8));
+        Value chunk = k.add(k.andi(lq, 1), kChunk0);
+        Value v = b.create<nvgpu::LdMatrixOp>(pairType, sB,
+                                              ValueRange{stage, r, swizzled(tB, r, chunk, faults.unswizzledRhsReads)},
+                                              /*transpose=*/false, /*numTiles=*/4);
+        split(v, bfs);
+      } else if (sixteen) {
+        // Stored k x n: lane l at (k row l % 16, n chunk 2p + l / 16); .trans (§4).
+        Value r = k.add(l16, kk * 16);
+        Value chunk = k.add(k.div(n0, epc), lhi);
+        Value v = b.create<nvgpu::LdMatrixOp>(pairType, sB,
+                                              ValueRange{stage, r, swizzled(tB, r, chunk, faults.unswizzledRhsReads)},
+                                              /*transpose=*/true, /*numTiles=*/4);
+        split(v, bfs);
+      } else {
+        // tf32 stored k x n: b_i = B[k = t + 4 i][n = g] (§1).
+        for (int64_t half = 0; half < 2; ++half) {
+          Value n = k.add(k.add(n0, half * 8), g);
+          SmallVector<std::pair<Value, Value>> at;
+          for (int64_t i = 0; i < 2; ++i)
+            at.push_back({k.add(t, kk * 8 + 4 * i), n});
+          bfs.push_back(scalarFragment(sB, tB, stage, at, faults.unswizzledRhsReads));
+        }
+      }
+    }
+  };
+  // The k step's MMAs on those fragments, into accs.
+  auto multiply = [&](ArrayRef<Value> af, ArrayRef<Value> bfs, SmallVector<Value> &accs) {
+    if (!x3) {
+      for (int64_t mi = 0; mi < MT; ++mi)
+        for (int64_t ni = 0; ni < NT; ++ni)
+          accs[mi * NT + ni] = mma(af[mi], bfs[ni], accs[mi * NT + ni]);
+      return;
+    }
+    // tf32x3: the small terms first, then the big one.
+    SmallVector<std::pair<Value, Value>> as, bs;
+    for (Value a : af)
+      as.push_back(splitTf32Fragment(b, a));
+    for (Value f : bfs)
+      bs.push_back(splitTf32Fragment(b, f));
+    for (int64_t mi = 0; mi < MT; ++mi)
+      for (int64_t ni = 0; ni < NT; ++ni) {
+        Value &acc = accs[mi * NT + ni];
+        acc = mma(as[mi].second, bs[ni].first, acc);
+        acc = mma(as[mi].first, bs[ni].second, acc);
+        acc = mma(as[mi].first, bs[ni].first, acc);
+      }
+  };
+
+  // The mmaOnly probe's fragments: the first k step's, loaded once.
+  SmallVector<Value> heldA, heldB;
+  if (probe == MmaSyncProbe::mmaOnly) {
+    b.create<nvgpu::DeviceAsyncWaitOp>(prologueGroup, b.getI32IntegerAttr(0));
+    b.create<gpu::BarrierOp>();
+    loadFragments(k.c(0), 0, heldA, heldB);
+  }
   auto loop = b.create<scf::ForOp>(k.c(0), slabs, k.c(1), inits);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     Value kt = loop.getInductionVar(); // the block's own slab number
-    Value stage = k.rem(kt, S);
-    // One barrier a slab (CUTLASS's multistage loop): S - 1 + kt groups are
-    // committed here and slab kt is group kt, so waiting until at most S - 2
-    // are pending means it has landed in this thread; the barrier makes
-    // every thread's copies visible, and also means every warp is done with
-    // slab kt - 1, whose stage ((kt + S - 1) mod S) is refilled after it
-    // with slab kt + S - 1. The refill is one group in every iteration, past
-    // the last slab copying nothing (zero-fill from slab kt's address, into
-    // the stage no later iteration reads), so the loop body is one basic
-    // block in which ptxas may interleave the copies with the MMAs.
-    Value next = k.add(kt, S - 1);
-    Value more = b.create<arith::CmpIOp>(arith::CmpIPredicate::ult, next, slabs);
-    auto refill = [&] {
-      Value slab = b.create<arith::SelectOp>(more, next, kt);
-      b.create<nvgpu::DeviceAsyncCreateGroupOp>(
-          tokenType, issueSlab(frame.split ? k.add(kt0, slab) : slab, k.rem(next, S), more));
-    };
-    if (faults.refillBeforeBarrier)
-      refill();
-    // With the refill committed first, one more group may be pending. (The
-    // wait's token is only an operand: its count is what it waits for.)
-    const int64_t pending = (faults.refillBeforeBarrier ? S - 1 : S - 2) + (faults.waitOneGroupShort ? 1 : 0);
-    b.create<nvgpu::DeviceAsyncWaitOp>(prologueGroup, b.getI32IntegerAttr(pending));
-    if (!faults.noBarrierAfterWait)
-      b.create<gpu::BarrierOp>();
-    if (!faults.refillBeforeBarrier)
-      refill();
     SmallVector<Value> accs(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
-    for (int64_t kk = 0; kk < BK / mmaK; ++kk) {
-      const int64_t kChunk0 = kk * mmaK / epc; // the k step's first 16-byte chunk along K
-      SmallVector<Value> af, bfs;
-      for (int64_t mi = 0; mi < MT; ++mi) {
-        Value m0 = k.add(k.mul(wm, WM), mi * 16);
-        if (!p.lhsTransposed) {
-          // Lane l: row m0 + l % 16, chunk l / 16 of the k step (§4).
-          Value r = k.add(m0, l16), chunk = k.add(lhi, kChunk0);
-          af.push_back(b.create<nvgpu::LdMatrixOp>(aFragType, sA, ValueRange{stage, r, swizzled(tA, r, chunk)},
-                                                   /*transpose=*/false, /*numTiles=*/4));
-        } else if (sixteen) {
-          // Stored k x m: matrix j = l / 8 is (k rows 8 (j / 2), m columns 8 (j % 2)),
-          // row l % 8; .trans gives registers a0a1, a2a3, a4a5, a6a7.
-          Value r = k.add(k.add(l8, k.mul(k.shr(lq, 1), 8)), kk * 16);
-          Value chunk = k.add(k.div(m0, epc), k.andi(lq, 1));
-          af.push_back(b.create<nvgpu::LdMatrixOp>(aFragType, sA, ValueRange{stage, r, swizzled(tA, r, chunk)},
-                                                   /*transpose=*/true, /*numTiles=*/4));
-        } else {
-          // tf32 stored k x m: a_i = A[g + 8 (i & 1)][t + 4 (i >> 1)] (§1).
-          SmallVector<std::pair<Value, Value>> at;
-          for (int64_t i = 0; i < 4; ++i)
-            at.push_back({k.add(t, kk * 8 + 4 * (i >> 1)), k.add(k.add(m0, g), 8 * (i & 1))});
-          af.push_back(scalarFragment(sA, tA, stage, at, false));
-        }
+    if (probe == MmaSyncProbe::mmaOnly) {
+      for (int64_t kk = 0; kk < BK / mmaK; ++kk)
+        multiply(heldA, heldB, accs);
+    } else {
+      // The sharedOnly probe reads the prologue's stages over and over.
+      Value stage = probe == MmaSyncProbe::sharedOnly ? k.rem(kt, S - 1) : k.rem(kt, S);
+      if (probe == MmaSyncProbe::sharedOnly) {
+        b.create<nvgpu::DeviceAsyncWaitOp>(prologueGroup, b.getI32IntegerAttr(0));
+        b.create<gpu::BarrierOp>();
+      } else {
+        // One barrier a slab (CUTLASS's multistage loop): S - 1 + kt groups are
+        // committed here and slab kt is group kt, so waiting until at most S - 2
+        // are pending means it has landed in this thread; the barrier makes
+        // every thread's copies visible, and also means every warp is done with
+        // slab kt - 1, whose stage ((kt + S - 1) mod S) is refilled after it
+        // with slab kt + S - 1. The refill is one group in every iteration, past
+        // the last slab copying nothing (zero-fill from slab kt's address, into
+        // the stage no later iteration reads), so the loop body is one basic
+        // block in which ptxas may interleave the copies with the MMAs.
+        Value next = k.add(kt, S - 1);
+        Value more = b.create<arith::CmpIOp>(arith::CmpIPredicate::ult, next, slabs);
+        auto refill = [&] {
+          Value slab = b.create<arith::SelectOp>(more, next, kt);
+          b.create<nvgpu::DeviceAsyncCreateGroupOp>(
+              tokenType, issueSlab(frame.split ? k.add(kt0, slab) : slab, k.rem(next, S), more));
+        };
+        if (faults.refillBeforeBarrier)
+          refill();
+        // With the refill committed first, one more group may be pending. (The
+        // wait's token is only an operand: its count is what it waits for.)
+        const int64_t pending = (faults.refillBeforeBarrier ? S - 1 : S - 2) + (faults.waitOneGroupShort ? 1 : 0);
+        b.create<nvgpu::DeviceAsyncWaitOp>(prologueGroup, b.getI32IntegerAttr(pending));
+        if (!faults.noBarrierAfterWait)
+          b.create<gpu::BarrierOp>();
+        if (!faults.refillBeforeBarrier)
+          refill();
       }
-      for (int64_t pr = 0; pr < NT / 2; ++pr) {
-        Value n0 = k.add(k.mul(wn, WN), pr * 16); // two n-blocks of 8
-        if (p.rhsTransposed) {
-          // Stored n x k: matrix j = l / 8 is (n rows 8 (j / 2), k chunk j % 2),
-          // row l % 8; no .trans: registers {0, 1} are n-block 2p, {2, 3} 2p + 1.
-          Value r = k.add(k.add(n0, l8), k.mul(k.shr(lq, 1), 8));
-          Value chunk = k.add(k.andi(lq, 1), kChunk0);
-          Value v = b.create<nvgpu::LdMatrixOp>(pairType, sB,
-                                                ValueRange{stage, r, swizzled(tB, r, chunk, faults.unswizzledRhsReads)},
-                                                /*transpose=*/false, /*numTiles=*/4);
-          split(v, bfs);
-        } else if (sixteen) {
-          // Stored k x n: lane l at (k row l % 16, n chunk 2p + l / 16); .trans (§4).
-          Value r = k.add(l16, kk * 16);
-          Value chunk = k.add(k.div(n0, epc), lhi);
-          Value v = b.create<nvgpu::LdMatrixOp>(pairType, sB,
-                                                ValueRange{stage, r, swizzled(tB, r, chunk, faults.unswizzledRhsReads)},
-                                                /*transpose=*/true, /*numTiles=*/4);
-          split(v, bfs);
-        } else {
-          // tf32 stored k x n: b_i = B[k = t + 4 i][n = g] (§1).
-          for (int64_t half = 0; half < 2; ++half) {
-            Value n = k.add(k.add(n0, half * 8), g);
-            SmallVector<std::pair<Value, Value>> at;
-            for (int64_t i = 0; i < 2; ++i)
-              at.push_back({k.add(t, kk * 8 + 4 * i), n});
-            bfs.push_back(scalarFragment(sB, tB, stage, at, faults.unswizzledRhsReads));
-          }
-        }
+      for (int64_t kk = 0; kk < BK / mmaK; ++kk) {
+        SmallVector<Value> af, bfs;
+        loadFragments(stage, kk, af, bfs);
+        multiply(af, bfs, accs);
       }
-      if (!x3) {
-        for (int64_t mi = 0; mi < MT; ++mi)
-          for (int64_t ni = 0; ni < NT; ++ni)
-            accs[mi * NT + ni] = mma(af[mi], bfs[ni], accs[mi * NT + ni]);
-        continue;
-      }
-      // tf32x3: the small terms first, then the big one.
-      SmallVector<std::pair<Value, Value>> as, bs;
-      for (Value a : af)
-        as.push_back(splitTf32Fragment(b, a));
-      for (Value f : bfs)
-        bs.push_back(splitTf32Fragment(b, f));
-      for (int64_t mi = 0; mi < MT; ++mi)
-        for (int64_t ni = 0; ni < NT; ++ni) {
-          Value &acc = accs[mi * NT + ni];
-          acc = mma(as[mi].second, bs[ni].first, acc);
-          acc = mma(as[mi].first, bs[ni].second, acc);
-          acc = mma(as[mi].first, bs[ni].first, acc);
-        }
     }
     b.create<scf::YieldOp>(accs);
   }

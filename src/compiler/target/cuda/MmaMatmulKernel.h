@@ -33,7 +33,24 @@ namespace mlir::nova {
 
 // The fused epilogue (MmaEpilogue) is MatmulKernelParts.h's.
 
-/// Deliberate faults, for tests that the emulator catches what they break.
+/// What a probe leaves of the kernel (MmaMatmulFaults::probe).
+enum class MmaSyncProbe {
+  none,
+  /// No global loads in the K loop: slab kt reads the stage the prologue
+  /// filled with slab kt mod (stages - 1), over and over (the waits, the
+  /// barrier a slab, every ldmatrix and MMA as in the kernel; no cp.async).
+  sharedOnly,
+  /// The MMAs alone: the first k step's fragments, loaded once before the
+  /// loop, feed every MMA of every slab (no copy, wait, barrier or
+  /// fragment load in the loop).
+  mmaOnly,
+};
+
+/// Deliberate faults, for tests that the emulator catches what they break;
+/// and probes, which leave out parts of the kernel's work so that the
+/// device check can time what is left (nova-gpu-kernels' `:probeshared`,
+/// `:probemma`): the rates the whole kernel cannot pass. A probe's product
+/// is not A x B (the tests hold it to what it computes instead).
 struct MmaMatmulFaults {
   /// No barrier between the cp.async wait and the reads of the slab.
   bool noBarrierAfterWait = false;
@@ -47,6 +64,9 @@ struct MmaMatmulFaults {
   /// No swizzle at all, written and read: the product is right, but
   /// ldmatrix's rows share banks (the emulator's bank conflicts).
   bool noSwizzle = false;
+  /// A probe: f16, bf16 or tf32 operands, no split-K, no epilogue, whole
+  /// tiles, at least stages - 1 slabs.
+  MmaSyncProbe probe = MmaSyncProbe::none;
 };
 
 /// Adds the kernel `name` to `module`. With `linearGrid`, its blocks are
