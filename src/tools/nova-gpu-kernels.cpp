@@ -16,7 +16,8 @@
 //     kernel with its global loads left out (the prologue's slabs read
 //     over and over) or its loads altogether (the MMAs on one k step's
 //     fragments): probes, whose products are not A x B, that time what is
-//     left (MmaSyncProbe);
+//     left (MmaSyncProbe); :interleave the mma.sync kernel with each slab's
+//     refill spread over its k steps (GpuMatmulConfig::interleaveCopies);
 //     @128x128/64x64 only that block and warp tile,
 //     the model choosing depth and split: a variant measured beside the
 //     configurator's choice, named with its tile)
@@ -69,13 +70,15 @@ namespace {
 
 int usage() {
   std::fprintf(stderr, "usage: nova-gpu-kernels TARGET OUT_DIR "
-                       "type:layout:MxNxK[:mma|:flat|:pingpong|:evenregs|:cluster|:pingpong+cluster|:probeshared|:probemma]"
+                       "type:layout:MxNxK[:mma|:flat|:pingpong|:evenregs|:cluster|:pingpong+cluster|:probeshared|:probemma|"
+                       ":interleave]"
                        "[@BMxBN/WMxWN]...\n"
                        "  type f16, bf16, tf32 or 3xtf32; layout NN, NT, TN or TT; :mma keeps mma.sync on sm_90a,\n"
                        "  :flat a block a tile (not persistent), :pingpong consumer warpgroups in turn,\n"
                        "  :evenregs no setmaxnreg (the block's registers shared evenly),\n"
                        "  :cluster clusters of 2 along M sharing B's tile (TMA multicast), :pingpong+cluster both;\n"
                        "  :probeshared / :probemma mma.sync without its global loads / without any (timing probes);\n"
+                       "  :interleave mma.sync with each slab's refill spread over its k steps;\n"
                        "  @BMxBN/WMxWN only that block and warp tile\n");
   return 2;
 }
@@ -124,10 +127,10 @@ int main(int argc, char **argv) {
     if (fields < 5 || m < 1 || n < 1 || k < 1 ||
         (fields == 6 && variant != "mma" && variant != "flat" && variant != "pingpong" && variant != "evenregs" &&
          variant != "cluster" && variant != "pingpong+cluster" && variant != "probeshared" &&
-         variant != "probemma")) {
+         variant != "probemma" && variant != "interleave")) {
       std::fprintf(stderr,
                    "nova-gpu-kernels: '%s' is not type:layout:MxNxK[:mma|:flat|:pingpong|:evenregs|:cluster|"
-                   ":pingpong+cluster|:probeshared|:probemma]\n",
+                   ":pingpong+cluster|:probeshared|:probemma|:interleave]\n",
                    spec.c_str());
       return 2;
     }
@@ -135,7 +138,8 @@ int main(int argc, char **argv) {
     probe.probe = variant == "probeshared" ? MmaSyncProbe::sharedOnly
                   : variant == "probemma"  ? MmaSyncProbe::mmaOnly
                                            : MmaSyncProbe::none;
-    const bool mmaOnly = variant == "mma" || probe.probe != MmaSyncProbe::none;
+    const bool interleave = variant == "interleave";
+    const bool mmaOnly = variant == "mma" || interleave || probe.probe != MmaSyncProbe::none;
     const bool flat = variant == "flat";
     const bool pingPong = variant == "pingpong" || variant == "pingpong+cluster";
     const bool evenRegisters = variant == "evenregs";
@@ -159,6 +163,7 @@ int main(int argc, char **argv) {
     p.allowSplitK = true; // the configurator's choice
     p.allowPersistent = !flat;
     p.pingPong = pingPong;
+    p.interleaveCopies = interleave;
     p.allowRegisterRebalancing = !evenRegisters;
     p.clusterM = cluster ? 2 : 1;
     p.onlyBlockM = bm;
@@ -185,7 +190,7 @@ int main(int argc, char **argv) {
       name += "_evenregs";
     if (cluster)
       name += "_cluster";
-    if (probe.probe != MmaSyncProbe::none)
+    if (probe.probe != MmaSyncProbe::none || interleave)
       name += "_" + variant;
     OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
     gpu::GPUModuleOp kernels = addKernelsModule(*module);

@@ -66,6 +66,36 @@ size_t count(const std::string &text, const std::string &what) {
   return n;
 }
 
+/// The square mma.sync product the device check's bf16 NN and tf32 NT
+/// rows at 4096 are (tf32 NT: both fragments by ldmatrix).
+GpuMatmulProblem deviceCheckSquare(GpuOperand op) {
+  GpuMatmulProblem p;
+  p.m = p.n = p.k = 4096;
+  p.operand = op;
+  p.rhsTransposed = op == GpuOperand::tf32;
+  p.allowWgmma = false;
+  return p;
+}
+
+/// The mma.sync kernel's PTX for `target`, assembled by `ptxas` when there
+/// is one (its registers then), spilling nothing.
+std::string mmaSyncPtx(const GpuMatmulProblem &p, const GpuMatmulConfig &config, const ::nova::TargetDesc &target,
+                       const std::string &ptxas, const MmaMatmulFaults &faults = {}, int64_t *registers = nullptr) {
+  KernelsModule k;
+  std::string error;
+  REQUIRE_MESSAGE(succeeded(buildMmaSyncMatmulKernel(k.kernels, "matmul", p, config, error, faults)), error);
+  FailureOr<std::string> text = emitPtx(*k.module, target, error);
+  REQUIRE_MESSAGE(succeeded(text), error);
+  if (!ptxas.empty()) {
+    FailureOr<Cubin> cubin = assemblePtx(ptxas, *text, target.cpu, error);
+    REQUIRE_MESSAGE(succeeded(cubin), error);
+    CHECK(cubin->kernels[0].spillStoreBytes == 0);
+    if (registers)
+      *registers = cubin->kernels[0].registers;
+  }
+  return *text;
+}
+
 } // namespace
 
 TEST_CASE("CUDA codegen: the configurator's matmul decisions become PTX that ptxas accepts") {
@@ -196,30 +226,17 @@ TEST_CASE("CUDA codegen: the mma.sync timing probes keep the kernel's MMAs and l
   const std::string ptxas = ptxasPath();
   ::nova::TargetDesc target = ::nova::named_target("sm_90a");
   for (GpuOperand op : {GpuOperand::bf16, GpuOperand::tf32}) {
-    GpuMatmulProblem p;
-    p.m = p.n = p.k = 4096;
-    p.operand = op;
-    p.rhsTransposed = op == GpuOperand::tf32;
-    p.allowWgmma = false;
+    const GpuMatmulProblem p = deviceCheckSquare(op);
     const GpuMatmulConfig config = configureGpuMatmul(p, target);
     CAPTURE(config.describe());
     REQUIRE(config.kind == GpuMmaKind::mma_sync);
     std::map<MmaSyncProbe, std::string> ptx;
     for (MmaSyncProbe probe : {MmaSyncProbe::none, MmaSyncProbe::sharedOnly, MmaSyncProbe::mmaOnly}) {
-      KernelsModule k;
       MmaMatmulFaults faults;
       faults.probe = probe;
-      std::string error;
-      REQUIRE_MESSAGE(succeeded(buildMmaSyncMatmulKernel(k.kernels, "matmul", p, config, error, faults)), error);
-      FailureOr<std::string> text = emitPtx(*k.module, target, error);
-      REQUIRE_MESSAGE(succeeded(text), error);
-      ptx[probe] = *text;
-      if (!ptxas.empty()) {
-        FailureOr<Cubin> cubin = assemblePtx(ptxas, *text, target.cpu, error);
-        REQUIRE_MESSAGE(succeeded(cubin), error);
-        MESSAGE(std::string(nameOf(op)), " probe ", int(probe), ": ", cubin->kernels[0].registers, " registers");
-        CHECK(cubin->kernels[0].spillStoreBytes == 0);
-      }
+      int64_t registers = 0;
+      ptx[probe] = mmaSyncPtx(p, config, target, ptxas, faults, &registers);
+      MESSAGE(std::string(nameOf(op)), " probe ", int(probe), ": ", registers, " registers");
     }
     const std::string &whole = ptx[MmaSyncProbe::none], &shared = ptx[MmaSyncProbe::sharedOnly],
                       &mmas = ptx[MmaSyncProbe::mmaOnly];
@@ -240,6 +257,54 @@ TEST_CASE("CUDA codegen: the mma.sync timing probes keep the kernel's MMAs and l
     // A barrier a slab in the loop, and in mmaOnly the one before it.
     CHECK(count(shared, "bar.sync") == count(whole, "bar.sync"));
     CHECK(count(mmas, "bar.sync") == 1);
+  }
+}
+
+TEST_CASE("CUDA codegen: the interleaved mma.sync refill issues each k step's copies after its fragment loads") {
+  // GpuMatmulConfig::interleaveCopies (the device check's :interleave):
+  // in the loop, after the slab's barrier, the kernel issues every copy of
+  // the refill before its first ldmatrix; interleaved, each k step's
+  // ldmatrix come first, then its share of the copies, then its MMAs.
+  const std::string ptxas = ptxasPath();
+  for (const char *name : {"sm_80", "sm_90a"}) {
+    ::nova::TargetDesc target = ::nova::named_target(name);
+    for (GpuOperand op : {GpuOperand::bf16, GpuOperand::tf32}) {
+      GpuMatmulProblem p = deviceCheckSquare(op);
+      std::string loops[2];
+      for (bool interleave : {false, true}) {
+        p.interleaveCopies = interleave;
+        const GpuMatmulConfig config = configureGpuMatmul(p, target);
+        CAPTURE(config.describe());
+        REQUIRE(config.interleaveCopies == interleave);
+        const std::string ptx = mmaSyncPtx(p, config, target, ptxas);
+        // The loop: from its barrier to its branch back (whole tiles: the
+        // one branch).
+        const size_t bar = ptx.find("bar.sync"), back = ptx.find(" bra", bar);
+        REQUIRE(bar != std::string::npos);
+        REQUIRE(back != std::string::npos);
+        loops[interleave] = ptx.substr(bar, back - bar);
+      }
+      for (bool interleave : {false, true}) {
+        const std::string &loop = loops[interleave];
+        CAPTURE(interleave);
+        const size_t firstCopy = loop.find("cp.async.cg.shared.global"), firstLoad = loop.find("ldmatrix"),
+                     firstMma = loop.find("mma.sync");
+        REQUIRE(firstCopy != std::string::npos);
+        REQUIRE(firstLoad != std::string::npos);
+        REQUIRE(firstMma != std::string::npos);
+        if (interleave) {
+          CHECK(firstLoad < firstCopy);
+          CHECK(firstCopy < firstMma);
+          // Copies after the first MMA too: the later k steps' shares.
+          CHECK(loop.find("cp.async.cg.shared.global", firstMma) != std::string::npos);
+        } else {
+          CHECK(firstCopy < firstLoad);
+          CHECK(loop.find("cp.async.cg.shared.global", firstMma) == std::string::npos);
+        }
+      }
+      CHECK(count(loops[0], "cp.async.cg.shared.global") == count(loops[1], "cp.async.cg.shared.global"));
+      CHECK(count(loops[0], "mma.sync") == count(loops[1], "mma.sync"));
+    }
   }
 }
 

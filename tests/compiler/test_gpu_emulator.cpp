@@ -448,6 +448,73 @@ TEST_CASE("GPU emulator: the mma.sync matmul kernel matches float64 for f16, bf1
   }
 }
 
+/// A product (either operand stored transposed) and the mma.sync block,
+/// stages and parts of K that compute it.
+struct SplitCase {
+  GpuOperand op;
+  int64_t m, n, k, bm, bn, bk, wm, wn, stages, split;
+  bool ta, tb;
+  GpuMatmulProblem product() const {
+    GpuMatmulProblem p = problem(m, n, k, op);
+    p.lhsTransposed = ta;
+    p.rhsTransposed = tb;
+    return p;
+  }
+  GpuMatmulConfig config() const {
+    GpuMatmulConfig c = block(op, bm, bn, bk, wm, wn, stages);
+    c.splitK = split;
+    return c;
+  }
+};
+
+TEST_CASE("GPU emulator: the mma.sync kernel with each slab's refill spread over its k steps (interleaveCopies)") {
+  // nova-gpu-kernels' :interleave (the device check's variant): the same
+  // product, stages, split-K and edges, the copies of slab kt + stages - 1
+  // issued a share at each k step after its fragment loads.
+  for (SplitCase c : {SplitCase{GpuOperand::f16, 256, 256, 256, 128, 128, 32, 2, 2, 2, 1, false, false},
+                 SplitCase{GpuOperand::bf16, 256, 256, 256, 128, 128, 32, 2, 2, 3, 1, false, false},
+                 SplitCase{GpuOperand::tf32, 256, 256, 256, 128, 128, 16, 2, 2, 2, 1, false, false},
+                 SplitCase{GpuOperand::bf16, 192, 128, 128, 64, 64, 64, 2, 2, 2, 1, false, true},
+                 SplitCase{GpuOperand::tf32, 128, 256, 64, 128, 64, 32, 4, 1, 3, 1, true, false},
+                 SplitCase{GpuOperand::f16, 128, 384, 96, 64, 128, 32, 2, 2, 4, 1, false, false},  // more stages than slabs
+                 SplitCase{GpuOperand::f16, 96, 80, 200, 64, 64, 32, 2, 2, 4, 2, false, true},     // edges, split-K
+                 SplitCase{GpuOperand::tf32, 64, 64, 160, 64, 64, 32, 2, 2, 2, 4, false, false},   // parts with no slab
+                 SplitCase{GpuOperand::bf16, 512, 256, 512, 256, 128, 64, 4, 2, 4, 1, false, false}}) {
+    CAPTURE(std::string(nameOf(c.op)));
+    CAPTURE(c.m);
+    CAPTURE(c.n);
+    CAPTURE(c.k);
+    const GpuMatmulProblem p = c.product();
+    GpuMatmulConfig config = c.config();
+    config.interleaveCopies = true;
+    MatmulRun run = runMatmul(p, config);
+    CAPTURE(run.config);
+    REQUIRE_MESSAGE(run.report.ok, run.report.error);
+    CHECK(run.report.mmas > 0);
+    CHECK(run.worst <= run.bound);
+    CHECK_MESSAGE(bankConflicts(run.report).empty(), bankConflicts(run.report));
+    // The same copies as the kernel issuing its refill at once.
+    config.interleaveCopies = false;
+    MatmulRun whole = runMatmul(p, config);
+    REQUIRE_MESSAGE(whole.report.ok, whole.report.error);
+    CHECK(run.report.asyncCopies == whole.report.asyncCopies);
+    CHECK(run.report.barriers == whole.report.barriers);
+  }
+  // Still caught: no barrier after the wait, a wait one group short.
+  GpuMatmulProblem p = problem(256, 256, 128, GpuOperand::f16);
+  GpuMatmulConfig c = block(GpuOperand::f16, 128, 128, 32, 2, 2, 2);
+  c.interleaveCopies = true;
+  MmaMatmulFaults noWaitBarrier, shortWait;
+  noWaitBarrier.noBarrierAfterWait = true;
+  shortWait.waitOneGroupShort = true;
+  MatmulRun run = runMatmul(p, c, noWaitBarrier);
+  CHECK_FALSE(run.report.ok);
+  CHECK(run.report.error.find("a missing gpu.barrier") != std::string::npos);
+  run = runMatmul(p, c, shortWait);
+  CHECK_FALSE(run.report.ok);
+  CHECK(run.report.error.find("has not been waited for") != std::string::npos);
+}
+
 TEST_CASE("GPU emulator: the mma.sync kernel's timing probes do only what they keep, and compute what that gives") {
   // nova-gpu-kernels' :probeshared and :probemma, which the device check
   // times beside the kernel: their products are held to what their reads
@@ -613,27 +680,19 @@ TEST_CASE("GPU emulator: the configurator's own decisions compute the product") 
 }
 
 TEST_CASE("GPU emulator: split-K: each part of K a block, the partial products summing to the product") {
-  struct Case {
-    GpuOperand op;
-    int64_t m, n, k, bm, bn, bk, wm, wn, stages, split;
-    bool ta, tb;
-  };
-  for (Case c : {Case{GpuOperand::bf16, 128, 128, 512, 64, 64, 32, 2, 2, 3, 4, false, false},
-                 Case{GpuOperand::tf32, 128, 64, 384, 64, 64, 32, 2, 2, 2, 3, true, false}, // dW = X^T dY's layout
-                 Case{GpuOperand::f16, 96, 80, 200, 64, 64, 32, 2, 2, 4, 2, false, true},  // edges, a partial slab
-                 Case{GpuOperand::tf32, 64, 64, 160, 64, 64, 32, 2, 2, 2, 4, false, false}, // 5 slabs over 4 parts:
+  for (SplitCase c : {SplitCase{GpuOperand::bf16, 128, 128, 512, 64, 64, 32, 2, 2, 3, 4, false, false},
+                 SplitCase{GpuOperand::tf32, 128, 64, 384, 64, 64, 32, 2, 2, 2, 3, true, false}, // dW = X^T dY's layout
+                 SplitCase{GpuOperand::f16, 96, 80, 200, 64, 64, 32, 2, 2, 4, 2, false, true},  // edges, a partial slab
+                 SplitCase{GpuOperand::tf32, 64, 64, 160, 64, 64, 32, 2, 2, 2, 4, false, false}, // 5 slabs over 4 parts:
                                                                                             // 2, 2, 1 and none
-                 Case{GpuOperand::bf16, 64, 128, 1024, 64, 128, 64, 2, 2, 4, 8, true, true}}) {
+                 SplitCase{GpuOperand::bf16, 64, 128, 1024, 64, 128, 64, 2, 2, 4, 8, true, true}}) {
     CAPTURE(std::string(nameOf(c.op)));
     CAPTURE(c.m);
     CAPTURE(c.n);
     CAPTURE(c.k);
     CAPTURE(c.split);
-    GpuMatmulProblem p = problem(c.m, c.n, c.k, c.op);
-    p.lhsTransposed = c.ta;
-    p.rhsTransposed = c.tb;
-    GpuMatmulConfig config = block(c.op, c.bm, c.bn, c.bk, c.wm, c.wn, c.stages);
-    config.splitK = c.split;
+    const GpuMatmulProblem p = c.product();
+    GpuMatmulConfig config = c.config();
     MatmulRun run = runMatmul(p, config);
     CAPTURE(run.config);
     REQUIRE_MESSAGE(run.report.ok, run.report.error);

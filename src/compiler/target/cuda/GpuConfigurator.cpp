@@ -318,7 +318,7 @@ std::string GpuMatmulConfig::describe() const {
               ? std::string(", converted in shared memory: ") + (convertA && convertB ? "A and B" : convertA ? "A" : "B")
               : "") +
          (persistentBlocks > 0 ? llvm::formatv(", persistent on {0} blocks", persistentBlocks).str() : "") +
-         (pingPong ? ", ping-pong" : "") +
+         (pingPong ? ", ping-pong" : "") + (interleaveCopies ? ", copies interleaved with the k steps" : "") +
          (clusterM > 1 ? llvm::formatv(", clusters of {0} along M (B multicast)", clusterM).str() : "") +
          (consumerRegisters > 0 ? llvm::formatv(", setmaxnreg: producer {0}, consumers {1} registers",
                                                 kWgmmaProducerRegisters, consumerRegisters)
@@ -473,6 +473,7 @@ GpuMatmulConfig configureFor(const GpuMatmulProblem &p, const ::nova::TargetDesc
         accumulators = s.bn / 2; // 64 x bn f32 over 128 threads
         c.instruction = llvm::formatv("wgmma.m64n{0}k{1}.{2}", s.bn, c.mmaK, opName).str();
       } else if (kind == GpuMmaKind::mma_sync) {
+        c.interleaveCopies = p.interleaveCopies;
         c.warpsM = s.bm / s.wm;
         c.warpsN = s.bn / s.wn;
         c.threads = 32 * c.warpsM * c.warpsN;

@@ -74,6 +74,10 @@ struct GpuMatmulProblem {
   /// device check's `:pingpong` variants; the model does not pick them
   /// itself (it has no term for the epilogue they overlap).
   bool pingPong = false;
+  /// mma.sync: the refill's copies spread over the slab's k steps
+  /// (GpuMatmulConfig::interleaveCopies), the device check's `:interleave`
+  /// variants; the model does not pick it itself (unmeasured).
+  bool interleaveCopies = false;
   /// wgmma: the producer's registers may go to the consumers by setmaxnreg
   /// (GpuMatmulConfig::consumerRegisters); false: every thread the block's
   /// even share (the device check's `:evenregs` variants).
@@ -117,6 +121,13 @@ struct GpuMatmulConfig {
   /// while the other's wgmmas do (CUTLASS's ping-pong kernels); warpsM is
   /// then the consumer warpgroups (2), not blockM / 64.
   bool pingPong = false;
+  /// mma.sync: each slab's refill (the copies of slab kt + stages - 1)
+  /// issued a share at each k step, after its fragment loads, as CUTLASS's
+  /// multistage mainloop spreads them, instead of all at once before the
+  /// slab's first fragment load (ptxas cannot move an ldmatrix above a
+  /// cp.async into shared memory it may alias, so the first MMA waits for
+  /// every copy to issue).
+  bool interleaveCopies = false;
   /// wgmma, tf32: an operand stored M/N-contiguous, which wgmma cannot read
   /// as tf32, is converted (transposed) in shared memory into K-major tiles
   /// first, as tf32x3's operands are (whose kernel converts both, always).

@@ -51,6 +51,9 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <functional>
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::nova;
 
@@ -127,6 +130,9 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
                     .str());
   const int64_t KT = (p.k + BK - 1) / BK;
   const MmaSyncProbe probe = faults.probe;
+  const bool interleave = cfg.interleaveCopies && probe == MmaSyncProbe::none;
+  if (interleave && faults.refillBeforeBarrier)
+    return fail("an interleaved refill comes after the barrier");
   if (probe != MmaSyncProbe::none && (x3 || cfg.splitK > 1 || epilogue.any() || edges || KT < S - 1))
     return fail("a probe takes f16, bf16 or tf32 operands, no split-K, no epilogue, whole tiles and at least "
                 "stages - 1 slabs");
@@ -192,13 +198,17 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
   auto tokenType = nvgpu::DeviceAsyncTokenType::get(ctx);
   // `live` (i1, or null for always): false copies nothing (zero-fill from a
   // valid address), so that the loop's refills need no branch.
-  auto issueSlab = [&](Value kt, Value stage, Value live = Value()) {
+  // Copies [first, first + count) of the slab's (A's, then B's; all by
+  // default).
+  const int64_t copiesA = int64_t(cA.rows.size()), copiesASlab = copiesA + int64_t(cB.rows.size());
+  auto issueSlab = [&](Value kt, Value stage, Value live = Value(), int64_t first = 0,
+                       int64_t count = std::numeric_limits<int64_t>::max()) {
     SmallVector<Value> tokens;
     Value k0 = k.mul(kt, BK);
     Value liveElements = live && !edges ? b.create<arith::SelectOp>(live, k.c(epc), k.c(0)).getResult() : Value();
     auto copy = [&](const Tile &tile, const Copies &c, Value src, Value dst, Value mn0, int64_t rowsExtent,
-                    int64_t colsExtent) {
-      for (size_t i = 0; i < c.rows.size(); ++i) {
+                    int64_t colsExtent, int64_t from, int64_t to) {
+      for (size_t i = size_t(std::max<int64_t>(0, from)); i < c.rows.size() && int64_t(i) < to; ++i) {
         // Global (row, column) of this chunk: K runs along the tile's rows or columns.
         Value gr = tile.kRows ? k.add(k0, c.rows[i]) : k.add(mn0, c.rows[i]);
         Value gc = tile.kRows ? k.add(mn0, c.chunkCol) : k.add(k0, c.chunkCol);
@@ -221,8 +231,10 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
                                                             b.getUnitAttr()));
       }
     };
-    copy(tA, cA, A, sA, row0, p.lhsTransposed ? p.k : p.m, p.lhsTransposed ? p.m : p.k);
-    copy(tB, cB, B, sB, col0, p.rhsTransposed ? p.n : p.k, p.rhsTransposed ? p.k : p.n);
+    const int64_t last = count > copiesASlab - first ? copiesASlab : first + count;
+    copy(tA, cA, A, sA, row0, p.lhsTransposed ? p.k : p.m, p.lhsTransposed ? p.m : p.k, first, last);
+    copy(tB, cB, B, sB, col0, p.rhsTransposed ? p.n : p.k, p.rhsTransposed ? p.k : p.n, first - copiesA,
+         last - copiesA);
     return tokens;
   };
   // Prologue: slabs 0 .. S-2, one group each (empty past the last slab, so
@@ -371,6 +383,8 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
     b.setInsertionPointToStart(loop.getBody());
     Value kt = loop.getInductionVar(); // the block's own slab number
     SmallVector<Value> accs(loop.getRegionIterArgs().begin(), loop.getRegionIterArgs().end());
+    // (The interleaved refill's copies, when there is one.)
+    std::function<SmallVector<Value>(int64_t, int64_t)> refillShare;
     if (probe == MmaSyncProbe::mmaOnly) {
       for (int64_t kk = 0; kk < BK / mmaK; ++kk)
         multiply(heldA, heldB, accs);
@@ -397,6 +411,13 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
           b.create<nvgpu::DeviceAsyncCreateGroupOp>(
               tokenType, issueSlab(frame.split ? k.add(kt0, slab) : slab, k.rem(next, S), more));
         };
+        if (interleave) {
+          // A share of the refill's copies at each k step (below).
+          Value slab = b.create<arith::SelectOp>(more, next, kt);
+          refillShare = [&, slab, next, more](int64_t first, int64_t count) {
+            return issueSlab(frame.split ? k.add(kt0, slab) : slab, k.rem(next, S), more, first, count);
+          };
+        }
         if (faults.refillBeforeBarrier)
           refill();
         // With the refill committed first, one more group may be pending. (The
@@ -405,14 +426,22 @@ FailureOr<gpu::GPUFuncOp> mlir::nova::buildMmaSyncMatmulKernel(gpu::GPUModuleOp 
         b.create<nvgpu::DeviceAsyncWaitOp>(prologueGroup, b.getI32IntegerAttr(pending));
         if (!faults.noBarrierAfterWait)
           b.create<gpu::BarrierOp>();
-        if (!faults.refillBeforeBarrier)
+        if (!faults.refillBeforeBarrier && !interleave)
           refill();
       }
-      for (int64_t kk = 0; kk < BK / mmaK; ++kk) {
+      // Interleaved: k step kk's share of the refill issued after its
+      // fragment loads, before its MMAs; the shares one group.
+      SmallVector<Value> refillTokens;
+      const int64_t steps = BK / mmaK, share = (copiesASlab + steps - 1) / steps;
+      for (int64_t kk = 0; kk < steps; ++kk) {
         SmallVector<Value> af, bfs;
         loadFragments(stage, kk, af, bfs);
+        if (refillShare)
+          llvm::append_range(refillTokens, refillShare(kk * share, share));
         multiply(af, bfs, accs);
       }
+      if (refillShare)
+        b.create<nvgpu::DeviceAsyncCreateGroupOp>(tokenType, refillTokens);
     }
     b.create<scf::YieldOp>(accs);
   }
