@@ -29,6 +29,7 @@ or the device's minutes with it.
 """
 import ctypes
 import os
+import re
 import select
 import statistics
 import subprocess
@@ -37,6 +38,15 @@ import tempfile
 import time
 
 torch = None  # imported by the child only: the supervising parent needs no PyTorch
+
+# NOVA_CHECK_ONLY=<regex>: only the kernels whose names it matches
+# (re.search), e.g. a short run of the issue's targets (check.sh's header).
+ONLY = os.environ.get("NOVA_CHECK_ONLY")
+
+
+def selected(name):
+    return not ONLY or re.search(ONLY, name) is not None
+
 
 # Seconds a case may take (the first one also starts CUDA and PyTorch).
 CASE_TIMEOUT_S = float(os.environ.get("NOVA_CASE_TIMEOUT_S", "60"))
@@ -133,7 +143,7 @@ def run_cases(art, first):
               f"seed {os.environ.get('NOVA_TEST_SEED', '20261201')} | at most {CASE_TIMEOUT_S:.0f} s a case",
               flush=True)
     for i, line in enumerate(open(os.path.join(art, "manifest.tsv")).read().splitlines()):
-        if i < first:
+        if i < first or not selected(line.split("\t")[0]):
             continue
         print(f"START\t{i}", flush=True)
         f = line.split("\t")
@@ -285,7 +295,8 @@ def main():
     if out:
         with open(os.path.join(out, "device_check.tsv"), "w") as fh:
             fh.write("\n".join("\t".join(r) for r in rows) + "\n")
-    print(f"# {len(rows) - 1} kernels, {failures} outside their error bound, hung or failed")
+    print(f"# {len(rows) - 1} kernels{f' (NOVA_CHECK_ONLY={ONLY})' if ONLY else ''}, {failures} outside their "
+          f"error bound, hung or failed")
     return 1 if failures else 0
 
 

@@ -109,7 +109,10 @@ def main():
     if nccl and "NOVA_NCCL_LIBRARY" not in env:
         env["NOVA_NCCL_LIBRARY"] = nccl
     print(f"# NCCL for the data-parallel step: {nccl or 'none found (the dp1 row will say so)'}", flush=True)
-    names = sorted(f[:-len(".nexe")] for f in os.listdir(os.path.join(art, "steps")) if f.endswith(".nexe"))
+    # NOVA_CHECK_ONLY=<regex>: only the steps whose names it matches (as matmul_check.py's kernels).
+    only = os.environ.get("NOVA_CHECK_ONLY")
+    names = sorted(f[:-len(".nexe")] for f in os.listdir(os.path.join(art, "steps"))
+                   if f.endswith(".nexe") and (not only or re.search(only, f[:-len(".nexe")])))
     rows, peers, failures, hung = [], {}, 0, 0
     for name in names:
         # Two steps in a row that hang say the kernels they share hang (each
