@@ -12,7 +12,9 @@ and:
     3k 2^-24 + 5 2^-22 for 3xtf32, f32 operands at about f32's accuracy);
   - times it and torch.matmul (cuBLAS; TF32 allowed for tf32 cases, not for
     3xtf32 ones, whose peer is cuBLAS's f32 product; bf16/f16
-    products return bf16/f16 there, f32 from Nova) with CUDA events, best of
+    products return bf16/f16 there, f32 from Nova but in the `_bf16out`
+    rows (manifest column 17), whose kernels round C to bf16 as cuBLAS
+    does) with CUDA events, best of
     the median of 3 groups, and prints TFLOP/s and the ratio.
 Probes (`_probeshared`, `_probemma`: the mma.sync kernel without its
 global loads, or without any loads; nova-gpu-kernels' MmaSyncProbe) do not
@@ -153,6 +155,7 @@ def run_cases(art, first):
         tma = f[13] if len(f) > 13 else "-"
         parts = int(f[14]) if len(f) > 14 else 1  # split-K: C is the parts' partial products
         cluster = int(f[15]) if len(f) > 15 else 1  # CTAs a cluster along x (TMA multicast)
+        out = f[16] if len(f) > 16 else "f32"  # C's element type (bf16: rounded in the kernel's epilogue)
         func = ctypes.c_void_p()
         module, source = load_module(cuda, art, ptx)
         check(cuda.cuModuleGetFunction(ctypes.byref(func), module, name.encode()), "cuModuleGetFunction")
@@ -168,7 +171,7 @@ def run_cases(art, first):
         b_stored = torch.randn((n, k) if layout[1] == "T" else (k, n), device=dev).to(dtype)
         a = a_stored.t() if layout[0] == "T" else a_stored
         b = b_stored.t() if layout[1] == "T" else b_stored
-        partials = torch.zeros((parts, m, n), device=dev, dtype=torch.float32)
+        partials = torch.zeros((parts, m, n), device=dev, dtype=torch.bfloat16 if out == "bf16" else torch.float32)
         c = partials[0] if parts == 1 else torch.zeros((m, n), device=dev, dtype=torch.float32)
         operands = [a_stored, b_stored]
         if tma != "-":
@@ -209,6 +212,8 @@ def run_cases(art, first):
             bound = 2 * (3 * k * 2.0**-24 + 5 * 2.0**-22)
         else:
             bound = 2 * (k * 2.0**-24 + (2.0**-9 if typ == "tf32" else 0.0))
+        if out == "bf16":
+            bound += 2 * 2.0**-9  # C rounded once more, by at most 2^-9 of it
         torch.backends.cuda.matmul.allow_tf32 = typ == "tf32"
         peer = lambda: torch.matmul(a, b)
         flops = 2.0 * m * n * k

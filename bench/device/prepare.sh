@@ -59,6 +59,9 @@ rm -rf bench/device/artifacts
 # ":interleave": that kernel with each slab's refill issued a share at each
 # k step, after its fragment loads (CUTLASS's multistage order), instead of
 # all before the slab's first ldmatrix; the configurator does not choose it.
+# ":bf16out": the configurator's kernel writing C in bf16 (rounded in its
+# epilogue, as a step's bf16 copy of a product is), as cuBLAS writes the
+# bf16 product it is timed against: the same bytes out on both sides.
 "$build/bin/nova-gpu-kernels" "$target" bench/device/artifacts \
   tf32:NN:1024x1024x1024 tf32:NN:2048x2048x2048 tf32:NN:4096x4096x4096 tf32:NN:8192x8192x8192 \
   tf32:NT:1024x1024x1024 tf32:NT:2048x2048x2048 tf32:NT:4096x4096x4096 tf32:NT:8192x8192x8192 \
@@ -67,6 +70,8 @@ rm -rf bench/device/artifacts
   bf16:NN:4096x4096x4096:probeshared bf16:NN:4096x4096x4096:probemma \
   tf32:NT:4096x4096x4096:probeshared tf32:NT:4096x4096x4096:probemma \
   bf16:NN:4096x4096x4096:interleave tf32:NT:4096x4096x4096:interleave \
+  bf16:NN:4096x4096x4096:bf16out bf16:NN:8192x8192x8192:bf16out bf16:NN:8192x3072x768:bf16out \
+  bf16:NT:8192x768x3072:bf16out bf16:TN:768x3072x8192:bf16out \
   bf16:NT:4096x4096x4096 bf16:TN:4096x4096x4096 f16:NN:4096x4096x4096 bf16:NN:1000x1000x1000 \
   bf16:NN:8192x3072x768 bf16:NT:8192x768x3072 bf16:TN:768x3072x8192 \
   tf32:TN:256x256x16384 tf32:TN:1024x1024x16384 bf16:TN:256x256x16384 bf16:TN:1024x1024x16384 \

@@ -18,6 +18,8 @@
 //     fragments): probes, whose products are not A x B, that time what is
 //     left (MmaSyncProbe); :interleave the mma.sync kernel with each slab's
 //     refill spread over its k steps (GpuMatmulConfig::interleaveCopies);
+//     :bf16out the configurator's kernel writing C in bf16 (rounded in its
+//     epilogue, bf16ResultEpilogue), as cuBLAS writes a bf16 product;
 //     @128x128/64x64 only that block and warp tile,
 //     the model choosing depth and split: a variant measured beside the
 //     configurator's choice, named with its tile)
@@ -27,7 +29,7 @@
 // + wgmma kernel where it applies, else mma.sync), the kernel, its PTX
 // (OUT_DIR/<name>.ptx), and a line of OUT_DIR/manifest.tsv saying how to
 // launch it:
-//   name ptx type layout m n k grid_x grid_y grid_z block_x shared_bytes config tma parts cluster_x
+//   name ptx type layout m n k grid_x grid_y grid_z block_x shared_bytes config tma parts cluster_x out
 // (the grid: tiles along N, M and the parts of K, or a persistent
 // kernel's blocks along x)
 // where tma is "-" (the kernel takes A, B, C) or the two tensor maps the
@@ -37,7 +39,8 @@
 // parts the configurator split K into: C is then parts x m x n,
 // the parts' partial products, for the launcher to sum, and cluster_x the
 // CTAs a cluster along x (1: none; else launched with cuLaunchKernelEx's
-// cluster attribute, which MLIR 19 cannot put in the PTX).
+// cluster attribute, which MLIR 19 cannot put in the PTX), and out C's
+// element type (f32, or bf16 for :bf16out).
 // bench/device/matmul_check.py loads the PTX through the CUDA driver on a
 // machine without LLVM or MLIR and compares the kernel with cuBLAS.
 //
@@ -71,7 +74,7 @@ namespace {
 int usage() {
   std::fprintf(stderr, "usage: nova-gpu-kernels TARGET OUT_DIR "
                        "type:layout:MxNxK[:mma|:flat|:pingpong|:evenregs|:cluster|:pingpong+cluster|:probeshared|:probemma|"
-                       ":interleave]"
+                       ":interleave|:bf16out]"
                        "[@BMxBN/WMxWN]...\n"
                        "  type f16, bf16, tf32 or 3xtf32; layout NN, NT, TN or TT; :mma keeps mma.sync on sm_90a,\n"
                        "  :flat a block a tile (not persistent), :pingpong consumer warpgroups in turn,\n"
@@ -79,6 +82,7 @@ int usage() {
                        "  :cluster clusters of 2 along M sharing B's tile (TMA multicast), :pingpong+cluster both;\n"
                        "  :probeshared / :probemma mma.sync without its global loads / without any (timing probes);\n"
                        "  :interleave mma.sync with each slab's refill spread over its k steps;\n"
+                       "  :bf16out C written in bf16 (rounded in the epilogue);\n"
                        "  @BMxBN/WMxWN only that block and warp tile\n");
   return 2;
 }
@@ -122,15 +126,15 @@ int main(int argc, char **argv) {
     }
     char type[8] = {}, layout[3] = {}, kind[24] = {};
     long long m = 0, n = 0, k = 0;
-    int fields = std::sscanf(spec.c_str(), "%7[a-z0-9]:%2[NT]:%lldx%lldx%lld:%23[a-z+]", type, layout, &m, &n, &k, kind);
+    int fields = std::sscanf(spec.c_str(), "%7[a-z0-9]:%2[NT]:%lldx%lldx%lld:%23[a-z0-9+]", type, layout, &m, &n, &k, kind);
     const std::string variant = fields == 6 ? kind : "";
     if (fields < 5 || m < 1 || n < 1 || k < 1 ||
         (fields == 6 && variant != "mma" && variant != "flat" && variant != "pingpong" && variant != "evenregs" &&
          variant != "cluster" && variant != "pingpong+cluster" && variant != "probeshared" &&
-         variant != "probemma" && variant != "interleave")) {
+         variant != "probemma" && variant != "interleave" && variant != "bf16out")) {
       std::fprintf(stderr,
                    "nova-gpu-kernels: '%s' is not type:layout:MxNxK[:mma|:flat|:pingpong|:evenregs|:cluster|"
-                   ":pingpong+cluster|:probeshared|:probemma|:interleave]\n",
+                   ":pingpong+cluster|:probeshared|:probemma|:interleave|:bf16out]\n",
                    spec.c_str());
       return 2;
     }
@@ -139,6 +143,7 @@ int main(int argc, char **argv) {
                   : variant == "probemma"  ? MmaSyncProbe::mmaOnly
                                            : MmaSyncProbe::none;
     const bool interleave = variant == "interleave";
+    const bool bf16Out = variant == "bf16out";
     const bool mmaOnly = variant == "mma" || interleave || probe.probe != MmaSyncProbe::none;
     const bool flat = variant == "flat";
     const bool pingPong = variant == "pingpong" || variant == "pingpong+cluster";
@@ -160,7 +165,7 @@ int main(int argc, char **argv) {
     p.lhsTransposed = layout[0] == 'T';
     p.rhsTransposed = layout[1] == 'T';
     p.allowWgmma = !mmaOnly;
-    p.allowSplitK = true; // the configurator's choice
+    p.allowSplitK = !bf16Out; // the configurator's choice (split-K takes no epilogue)
     p.allowPersistent = !flat;
     p.pingPong = pingPong;
     p.interleaveCopies = interleave;
@@ -190,14 +195,16 @@ int main(int argc, char **argv) {
       name += "_evenregs";
     if (cluster)
       name += "_cluster";
-    if (probe.probe != MmaSyncProbe::none || interleave)
+    if (probe.probe != MmaSyncProbe::none || interleave || bf16Out)
       name += "_" + variant;
     OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
     gpu::GPUModuleOp kernels = addKernelsModule(*module);
     std::string error, tma = "-";
     gpu::GPUFuncOp func;
+    Region epilogueBody;
+    const MmaEpilogue epilogue = bf16Out ? bf16ResultEpilogue(&ctx, epilogueBody) : MmaEpilogue{};
     if (wgmma) {
-      FailureOr<WgmmaMatmulKernel> kernel = buildWgmmaMatmulKernel(kernels, name, p, config, error);
+      FailureOr<WgmmaMatmulKernel> kernel = buildWgmmaMatmulKernel(kernels, name, p, config, error, {}, epilogue);
       if (succeeded(kernel)) {
         func = kernel->func;
         tma.clear();
@@ -220,7 +227,7 @@ int main(int argc, char **argv) {
         }
       }
     } else {
-      FailureOr<gpu::GPUFuncOp> kernel = buildMmaSyncMatmulKernel(kernels, name, p, config, error, probe);
+      FailureOr<gpu::GPUFuncOp> kernel = buildMmaSyncMatmulKernel(kernels, name, p, config, error, probe, epilogue);
       if (succeeded(kernel))
         func = *kernel;
     }
@@ -250,7 +257,8 @@ int main(int argc, char **argv) {
     int64_t threads = config.threads;
     manifest << name << "\t" << name << ".ptx\t" << t << "\t" << layout << "\t" << m << "\t" << n << "\t" << k
              << "\t" << grid[0] << "\t" << grid[1] << "\t" << grid[2] << "\t" << threads << "\t" << gpuMatmulSmemBytes(config, p.operand) << "\t"
-             << config.describe() << "\t" << tma << "\t" << config.splitK << "\t" << config.clusterM << "\n";
+             << config.describe() << "\t" << tma << "\t" << config.splitK << "\t" << config.clusterM << "\t"
+             << (bf16Out ? "bf16" : "f32") << "\n";
     std::fprintf(stderr, "%s: %s\n", name.c_str(), config.describe().c_str());
     if (const char *explain = std::getenv("NOVA_EXPLAIN"); explain && *explain && std::string(explain) != "0")
       for (const std::string &line : config.why)

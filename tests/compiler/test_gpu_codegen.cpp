@@ -308,6 +308,41 @@ TEST_CASE("CUDA codegen: the interleaved mma.sync refill issues each k step's co
   }
 }
 
+TEST_CASE("CUDA codegen: C written in bf16 (bf16ResultEpilogue): a cvt.rn.bf16x2.f32 and a 4-byte store a pair") {
+  // nova-gpu-kernels' :bf16out (the device check's rows timed against
+  // cuBLAS's bf16 product), wgmma on sm_90a and mma.sync on sm_80.
+  const std::string ptxas = ptxasPath();
+  for (const char *name : {"sm_90a", "sm_80"}) {
+    ::nova::TargetDesc target = ::nova::named_target(name);
+    GpuMatmulProblem p;
+    p.m = 8192;
+    p.n = 3072;
+    p.k = 768;
+    p.operand = GpuOperand::bf16;
+    const GpuMatmulConfig config = configureGpuMatmul(p, target);
+    CAPTURE(config.describe());
+    KernelsModule k;
+    Region storage;
+    const MmaEpilogue epilogue = bf16ResultEpilogue(&k.ctx, storage);
+    std::string error;
+    const bool built = config.kind == GpuMmaKind::wgmma
+                           ? succeeded(buildWgmmaMatmulKernel(k.kernels, "matmul", p, config, error, {}, epilogue))
+                           : succeeded(buildMmaSyncMatmulKernel(k.kernels, "matmul", p, config, error, {}, epilogue));
+    REQUIRE_MESSAGE(built, error);
+    CHECK((config.kind == GpuMmaKind::wgmma) == (std::string(name) == "sm_90a"));
+    FailureOr<std::string> ptx = emitPtx(*k.module, target, error);
+    REQUIRE_MESSAGE(succeeded(ptx), error);
+    CHECK(count(*ptx, "cvt.rn.bf16x2.f32") > 0);
+    CHECK(count(*ptx, "st.global.b32") == count(*ptx, "cvt.rn.bf16x2.f32"));
+    CHECK(count(*ptx, "st.global.v2.f32") == 0);
+    if (!ptxas.empty()) {
+      FailureOr<Cubin> cubin = assemblePtx(ptxas, *ptx, target.cpu, error);
+      REQUIRE_MESSAGE(succeeded(cubin), error);
+      CHECK(cubin->kernels[0].spillStoreBytes == 0);
+    }
+  }
+}
+
 TEST_CASE("CUDA codegen: wgmma kernels with setmaxnreg: ptxas honours it (all a thread may have at entry) and "
           "spills nothing where the consumers need more than the block's even share") {
   // Two consumer warpgroups take 232 registers a thread by setmaxnreg where

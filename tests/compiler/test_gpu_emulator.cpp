@@ -147,7 +147,10 @@ MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const M
   // Split-K: C is the parts' partial products, summed here in part order
   // in f32 (as the step's sum kernel does).
   const int64_t layers = c.splitK > 1 ? c.splitK : p.batch;
-  std::vector<uint8_t> A, B, C(size_t(layers * p.m * p.n * 4), 0);
+  // C in bf16 where the epilogue rounds to it (bf16ResultEpilogue).
+  const bool bf16Out = epilogue.body && epilogue.result && epilogue.result.isBF16();
+  const size_t cBytes = bf16Out ? 2 : 4;
+  std::vector<uint8_t> A, B, C(size_t(layers * p.m * p.n) * cBytes, 0);
   if (sixteen) {
     A = halves(aStored, bf16);
     B = halves(bStored, bf16);
@@ -203,6 +206,9 @@ MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const M
   // under 5 x 2^-22 of it.
   run.bound = x3 ? 2 * (3 * double(p.k) * std::ldexp(1.0, -24) + 5 * std::ldexp(1.0, -22))
                  : 2 * (double(p.k) * std::ldexp(1.0, -24) + (sixteen ? 0.0 : std::ldexp(1.0, -9)));
+  // A bf16 C: the sum rounded once more, by at most 2^-9 of it (<= sum |a b|).
+  if (bf16Out)
+    run.bound += 2 * std::ldexp(1.0, -9);
   // A probe's product (MmaSyncProbe): term k of the sum reads A's column
   // and B's row `read(k)`: sharedOnly slab s reads slab s mod (stages - 1)
   // (the prologue's), mmaOnly every k step the first one's mmaK columns.
@@ -229,8 +235,15 @@ MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const M
         }
         float got = 0;
         for (int64_t part = 0; part < (c.splitK > 1 ? c.splitK : 1); ++part) {
+          const size_t at = size_t(((z + part) * p.m + i) * p.n + j) * cBytes;
           float partial;
-          std::memcpy(&partial, C.data() + 4 * (((z + part) * p.m + i) * p.n + j), 4);
+          if (bf16Out) {
+            uint16_t bits;
+            std::memcpy(&bits, C.data() + at, 2);
+            partial = fromBFloat16Bits(bits);
+          } else {
+            std::memcpy(&partial, C.data() + at, 4);
+          }
           got += partial;
         }
         // The epilogue in float64; its f32 steps add a few ulp of the values
@@ -1700,6 +1713,36 @@ TEST_CASE("GPU emulator: the wgmma kernel's fused epilogue and the configurator'
     MatmulRun r = runMatmul(p, c);
     REQUIRE_MESSAGE(r.report.ok, r.report.error);
     CHECK(r.worst <= r.bound);
+  }
+}
+
+TEST_CASE("GPU emulator: C written in bf16 by the epilogue (bf16ResultEpilogue, nova-gpu-kernels' :bf16out)") {
+  // The device check's bf16out rows: the product each kernel computes,
+  // rounded once to bf16 in its epilogue (a cvt.rn.bf16x2.f32 a pair).
+  MLIRContext &ctx = context();
+  Region storage;
+  const MmaEpilogue epilogue = bf16ResultEpilogue(&ctx, storage);
+  const ::nova::TargetDesc h100 = ::nova::builtin_gpu_target("sm_90a");
+  for (auto [m, n, k, wgmma, ta, tb] : {std::tuple{256, 256, 256, true, false, false},
+                                       std::tuple{192, 320, 128, true, false, true},
+                                       std::tuple{128, 192, 128, true, true, false},
+                                       std::tuple{256, 256, 256, false, false, false},
+                                       std::tuple{96, 80, 200, false, false, true}}) { // edges
+    CAPTURE(m);
+    CAPTURE(n);
+    CAPTURE(k);
+    CAPTURE(wgmma);
+    GpuMatmulProblem p = layout(problem(m, n, k, GpuOperand::bf16), ta, tb);
+    p.allowWgmma = wgmma;
+    const GpuMatmulConfig c = configureGpuMatmul(p, h100);
+    CAPTURE(c.describe());
+    REQUIRE((c.kind == GpuMmaKind::wgmma) == wgmma);
+    MatmulRun run = runMatmul(p, c, {}, epilogue);
+    REQUIRE_MESSAGE(run.report.ok, run.report.error);
+    CHECK(run.worst <= run.bound);
+    // Rounded: off by more than f32's sums alone would be somewhere.
+    CHECK(run.worst > 2 * double(k) * std::ldexp(1.0, -24));
+    CHECK_MESSAGE(bankConflicts(run.report).empty(), bankConflicts(run.report));
   }
 }
 

@@ -118,6 +118,26 @@ Type mlir::nova::operandElementType(GpuOperand operand, MLIRContext *ctx) {
   }
 }
 
+MmaEpilogue mlir::nova::bf16ResultEpilogue(MLIRContext *ctx, Region &storage) {
+  ctx->loadDialect<arith::ArithDialect, scf::SCFDialect>();
+  auto *body = new Block();
+  storage.push_back(body);
+  Location l = UnknownLoc::get(ctx);
+  Type f32 = Float32Type::get(ctx), bf16 = BFloat16Type::get(ctx);
+  body->addArgument(f32, l); // the product
+  body->addArgument(bf16, l); // C's element (a linalg body's out), not read
+  OpBuilder b(ctx); // (a Region without a parent op has no context of its own)
+  b.setInsertionPointToEnd(body);
+  Value rounded = b.create<arith::TruncFOp>(l, bf16, body->getArgument(0));
+  // The kernels read what the terminator yields, whichever op it is.
+  b.create<scf::YieldOp>(l, ValueRange{rounded});
+  MmaEpilogue epilogue;
+  epilogue.body = body;
+  epilogue.inputs = {EpilogueInput{}};
+  epilogue.result = bf16;
+  return epilogue;
+}
+
 SmallVector<Value> MatmulResultStore::at(Value row, Value col) const {
   SmallVector<Value> idx;
   if (batch)

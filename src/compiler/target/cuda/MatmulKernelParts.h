@@ -42,6 +42,14 @@ struct MmaEpilogue {
   bool any() const { return scale != 1.0 || bias || residual || activation != Activation::none || body; }
 };
 
+/// The epilogue that writes the product rounded to bf16, as a step's bf16
+/// copy of a product fused into its matmul kernel does
+/// (GpuBf16Operands.cpp): one body argument, the product, yielded as
+/// `arith.truncf` to bf16; C is then bf16. Its block is built in
+/// `storage`, which must outlive the kernel's building. (nova-gpu-kernels'
+/// `:bf16out`: the device check's product written as cuBLAS writes it.)
+MmaEpilogue bf16ResultEpilogue(MLIRContext *ctx, Region &storage);
+
 /// Index arithmetic on `index` values, folding the trivial cases.
 class IndexMath {
 public:
