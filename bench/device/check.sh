@@ -26,10 +26,10 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=c
 # NOVA_CHECK_ONLY=<regex> runs only the kernels and steps whose names it
 # matches (Python's re.search), e.g. the targets first where the
 # device's minutes are few:
-#   NOVA_CHECK_ONLY='_4096x4096x4096_(wgmma|mma)(_bf16out)?$|_4096x4096x4096_mma_(probe|interleave)|^gpt_(small|medium)_(fp32|bf16)$'
+#   NOVA_CHECK_ONLY='_4096x4096x4096_(wgmma|mma)(_bf16out|_flat)?$|_4096x4096x4096_(mma|wgmma)_(probe|interleave)|^gpt_(small|medium)_(fp32|bf16)$'
 # (bf16 NN / tf32 NT / tf32 NN wgmma and mma.sync at 4096, bf16 NN writing
-# bf16 as cuBLAS does, the mma.sync probes and variant, the four GPT steps
-# against PyTorch eager).
+# bf16 as cuBLAS does, the flat wgmma kernel, the probes and the mma.sync
+# variant, the four GPT steps against PyTorch eager).
 parts=${NOVA_CHECK_PARTS:-all}
 case "$parts" in all|matmul|steps) ;; *) echo "check.sh: NOVA_CHECK_PARTS is all, matmul or steps, not '$parts'"; exit 2;; esac
 status=0

@@ -62,6 +62,9 @@ rm -rf bench/device/artifacts
 # ":bf16out": the configurator's kernel writing C in bf16 (rounded in its
 # epilogue, as a step's bf16 copy of a product is), as cuBLAS writes the
 # bf16 product it is timed against: the same bytes out on both sides.
+# ":wgmmaprobe": the wgmma kernel, a block a tile (beside ":flat"), loading
+# only each block's first stages and multiplying them over and over: what
+# the wgmma mainloop reaches without global loads (a probe, as above).
 "$build/bin/nova-gpu-kernels" "$target" bench/device/artifacts \
   tf32:NN:1024x1024x1024 tf32:NN:2048x2048x2048 tf32:NN:4096x4096x4096 tf32:NN:8192x8192x8192 \
   tf32:NT:1024x1024x1024 tf32:NT:2048x2048x2048 tf32:NT:4096x4096x4096 tf32:NT:8192x8192x8192 \
@@ -72,6 +75,7 @@ rm -rf bench/device/artifacts
   bf16:NN:4096x4096x4096:interleave tf32:NT:4096x4096x4096:interleave \
   bf16:NN:4096x4096x4096:bf16out bf16:NN:8192x8192x8192:bf16out bf16:NN:8192x3072x768:bf16out \
   bf16:NT:8192x768x3072:bf16out bf16:TN:768x3072x8192:bf16out \
+  bf16:NN:4096x4096x4096:wgmmaprobe tf32:NT:4096x4096x4096:wgmmaprobe tf32:NT:4096x4096x4096:flat \
   bf16:NT:4096x4096x4096 bf16:TN:4096x4096x4096 f16:NN:4096x4096x4096 bf16:NN:1000x1000x1000 \
   bf16:NN:8192x3072x768 bf16:NT:8192x768x3072 bf16:TN:768x3072x8192 \
   tf32:TN:256x256x16384 tf32:TN:1024x1024x16384 bf16:TN:256x256x16384 bf16:TN:1024x1024x16384 \

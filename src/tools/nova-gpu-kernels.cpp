@@ -20,6 +20,9 @@
 //     refill spread over its k steps (GpuMatmulConfig::interleaveCopies);
 //     :bf16out the configurator's kernel writing C in bf16 (rounded in its
 //     epilogue, bf16ResultEpilogue), as cuBLAS writes a bf16 product;
+//     :wgmmaprobe the wgmma kernel, a block a tile, loading only each
+//     block's first `stages` slabs (WgmmaMatmulFaults::probeShared), named
+//     _wgmma_probeshared: a probe as :probeshared is for mma.sync;
 //     @128x128/64x64 only that block and warp tile,
 //     the model choosing depth and split: a variant measured beside the
 //     configurator's choice, named with its tile)
@@ -74,7 +77,7 @@ namespace {
 int usage() {
   std::fprintf(stderr, "usage: nova-gpu-kernels TARGET OUT_DIR "
                        "type:layout:MxNxK[:mma|:flat|:pingpong|:evenregs|:cluster|:pingpong+cluster|:probeshared|:probemma|"
-                       ":interleave|:bf16out]"
+                       ":interleave|:bf16out|:wgmmaprobe]"
                        "[@BMxBN/WMxWN]...\n"
                        "  type f16, bf16, tf32 or 3xtf32; layout NN, NT, TN or TT; :mma keeps mma.sync on sm_90a,\n"
                        "  :flat a block a tile (not persistent), :pingpong consumer warpgroups in turn,\n"
@@ -83,6 +86,7 @@ int usage() {
                        "  :probeshared / :probemma mma.sync without its global loads / without any (timing probes);\n"
                        "  :interleave mma.sync with each slab's refill spread over its k steps;\n"
                        "  :bf16out C written in bf16 (rounded in the epilogue);\n"
+                       "  :wgmmaprobe the wgmma kernel (a block a tile) without its global loads (timing probe);\n"
                        "  @BMxBN/WMxWN only that block and warp tile\n");
   return 2;
 }
@@ -131,10 +135,10 @@ int main(int argc, char **argv) {
     if (fields < 5 || m < 1 || n < 1 || k < 1 ||
         (fields == 6 && variant != "mma" && variant != "flat" && variant != "pingpong" && variant != "evenregs" &&
          variant != "cluster" && variant != "pingpong+cluster" && variant != "probeshared" &&
-         variant != "probemma" && variant != "interleave" && variant != "bf16out")) {
+         variant != "probemma" && variant != "interleave" && variant != "bf16out" && variant != "wgmmaprobe")) {
       std::fprintf(stderr,
                    "nova-gpu-kernels: '%s' is not type:layout:MxNxK[:mma|:flat|:pingpong|:evenregs|:cluster|"
-                   ":pingpong+cluster|:probeshared|:probemma|:interleave|:bf16out]\n",
+                   ":pingpong+cluster|:probeshared|:probemma|:interleave|:bf16out|:wgmmaprobe]\n",
                    spec.c_str());
       return 2;
     }
@@ -145,7 +149,9 @@ int main(int argc, char **argv) {
     const bool interleave = variant == "interleave";
     const bool bf16Out = variant == "bf16out";
     const bool mmaOnly = variant == "mma" || interleave || probe.probe != MmaSyncProbe::none;
-    const bool flat = variant == "flat";
+    WgmmaMatmulFaults wgmmaProbe;
+    wgmmaProbe.probeShared = variant == "wgmmaprobe";
+    const bool flat = variant == "flat" || wgmmaProbe.probeShared;
     const bool pingPong = variant == "pingpong" || variant == "pingpong+cluster";
     const bool evenRegisters = variant == "evenregs";
     const bool cluster = variant == "cluster" || variant == "pingpong+cluster";
@@ -187,7 +193,7 @@ int main(int argc, char **argv) {
     name += wgmma ? "_wgmma" : "_mma";
     if (!tile.empty())
       name += llvm::formatv("_{0}x{1}_w{2}x{3}", bm, bn, wm, wn).str();
-    if (flat)
+    if (flat && !wgmmaProbe.probeShared)
       name += "_flat";
     if (pingPong)
       name += "_pingpong";
@@ -197,6 +203,8 @@ int main(int argc, char **argv) {
       name += "_cluster";
     if (probe.probe != MmaSyncProbe::none || interleave || bf16Out)
       name += "_" + variant;
+    if (wgmmaProbe.probeShared)
+      name += "_probeshared";
     OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
     gpu::GPUModuleOp kernels = addKernelsModule(*module);
     std::string error, tma = "-";
@@ -204,7 +212,8 @@ int main(int argc, char **argv) {
     Region epilogueBody;
     const MmaEpilogue epilogue = bf16Out ? bf16ResultEpilogue(&ctx, epilogueBody) : MmaEpilogue{};
     if (wgmma) {
-      FailureOr<WgmmaMatmulKernel> kernel = buildWgmmaMatmulKernel(kernels, name, p, config, error, {}, epilogue);
+      FailureOr<WgmmaMatmulKernel> kernel =
+          buildWgmmaMatmulKernel(kernels, name, p, config, error, wgmmaProbe, epilogue);
       if (succeeded(kernel)) {
         func = kernel->func;
         tma.clear();

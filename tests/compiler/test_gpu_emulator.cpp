@@ -214,6 +214,8 @@ MatmulRun runMatmul(const GpuMatmulProblem &p, const GpuMatmulConfig &c, const M
   // (the prologue's), mmaOnly every k step the first one's mmaK columns.
   const int64_t mmaK = sixteen ? 16 : 8;
   auto read = [&](int64_t k) {
+    if (wgmmaFaults.probeShared) // the first `stages` slabs, over and over
+      return (k / c.blockK) % c.stages * c.blockK + k % c.blockK;
     switch (faults.probe) {
     case MmaSyncProbe::sharedOnly:
       return (k / c.blockK) % (c.stages - 1) * c.blockK + k % c.blockK;
@@ -1744,6 +1746,52 @@ TEST_CASE("GPU emulator: C written in bf16 by the epilogue (bf16ResultEpilogue, 
     CHECK(run.worst > 2 * double(k) * std::ldexp(1.0, -24));
     CHECK_MESSAGE(bankConflicts(run.report).empty(), bankConflicts(run.report));
   }
+}
+
+TEST_CASE("GPU emulator: the wgmma kernel's timing probe loads only each block's first stages and multiplies "
+          "them over and over") {
+  // nova-gpu-kernels' :wgmmaprobe (WgmmaMatmulFaults::probeShared), timed
+  // by the device check beside the flat kernel: slab kt multiplies what
+  // stage kt mod stages holds; the waits, releases and wgmmas of the kernel.
+  const ::nova::TargetDesc h100 = ::nova::builtin_gpu_target("sm_90a");
+  for (auto [m, n, k, op, tb] : {std::tuple{256, 256, 512, GpuOperand::bf16, false},
+                                 std::tuple{128, 256, 512, GpuOperand::f16, true},
+                                 std::tuple{256, 128, 320, GpuOperand::tf32, true}}) {
+    CAPTURE(m);
+    CAPTURE(n);
+    CAPTURE(k);
+    CAPTURE(std::string(nameOf(op)));
+    GpuMatmulProblem p = layout(problem(m, n, k, op), false, tb);
+    p.allowWgmma = true;
+    p.allowPersistent = false;
+    const GpuMatmulConfig c = configureGpuMatmul(p, h100);
+    CAPTURE(c.describe());
+    REQUIRE(c.kind == GpuMmaKind::wgmma);
+    REQUIRE(k / c.blockK > c.stages);
+    WgmmaMatmulFaults probe;
+    probe.probeShared = true;
+    MatmulRun whole = runMatmul(p, c), run = runMatmul(p, c, {}, {}, probe);
+    REQUIRE_MESSAGE(whole.report.ok, whole.report.error);
+    REQUIRE_MESSAGE(run.report.ok, run.report.error);
+    CHECK(whole.worst <= whole.bound);
+    CHECK(run.worst <= run.bound);
+    CHECK(run.report.wgmmas == whole.report.wgmmas);
+    // The first `stages` slabs' loads of each block only.
+    CHECK(run.report.tmaLoads * (k / c.blockK) == whole.report.tmaLoads * c.stages);
+  }
+  // A persistent kernel's probe is refused (its blocks' later tiles would
+  // read the first tile's slabs).
+  MLIRContext &ctx = context();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
+  GpuMatmulConfig persistent = wgmmaBlock(GpuOperand::bf16, 2, 64, 64, 2);
+  persistent.persistentBlocks = 1;
+  WgmmaMatmulFaults probe;
+  probe.probeShared = true;
+  std::string error;
+  GpuMatmulProblem p = problem(256, 64, 256, GpuOperand::bf16);
+  p.allowWgmma = true;
+  CHECK(failed(buildWgmmaMatmulKernel(addKernelsModule(*module), "probe", p, persistent, error, probe)));
+  CHECK(error.find("the probe takes a block a tile") != std::string::npos);
 }
 
 TEST_CASE("GPU emulator: a deliberately broken wgmma kernel fails it") {

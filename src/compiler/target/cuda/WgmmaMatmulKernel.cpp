@@ -237,6 +237,11 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
     t->kStepBytes = mmaK * 4;
   }
   const int64_t KT = (p.k + BK - 1) / BK;
+  if (faults.probeShared &&
+      (cfg.persistentBlocks > 0 || clustered || cfg.splitK > 1 || cfg.convertA || cfg.convertB ||
+       p.operand == GpuOperand::tf32x3 || epilogue.any() || KT < S))
+    return fail("the probe takes a block a tile, no cluster, split-K, conversion or epilogue, and at least stages "
+                "slabs");
 
   MLIRContext *ctx = module.getContext();
   ctx->loadDialect<arith::ArithDialect, math::MathDialect, memref::MemRefDialect, scf::SCFDialect,
@@ -469,6 +474,14 @@ FailureOr<WgmmaMatmulKernel> mlir::nova::buildWgmmaMatmulKernel(gpu::GPUModuleOp
                                                         i32Of(10000000));
         else
           b.create<nvgpu::MBarrierTryWaitParityOp>(empty, useParity(use, 1), k.c(10000000), stage);
+      }
+      if (faults.probeShared) {
+        // The probe: past the first fill, a plain arrival, no load.
+        auto refill = b.create<scf::IfOp>(b.create<arith::CmpIOp>(arith::CmpIPredicate::uge, use, k.c(S)),
+                                          /*withElseRegion=*/true);
+        b.setInsertionPointToStart(&refill.getThenRegion().front());
+        b.create<nvgpu::MBarrierArriveOp>(nvgpu::MBarrierTokenType::get(ctx), full, stage);
+        b.setInsertionPointToStart(&refill.getElseRegion().front());
       }
       Value k0 = k.mul(k.add(kt0, kt), BK);
       b.create<nvgpu::MBarrierArriveExpectTxOp>(full, k.c(stageBytes), stage, Value());

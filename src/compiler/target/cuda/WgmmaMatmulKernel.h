@@ -120,6 +120,15 @@ struct WgmmaMatmulFaults {
   /// Clusters: no cluster barrier before the CTAs exit (a peer's last
   /// releases may arrive on a CTA that has exited).
   bool noClusterSyncBeforeExit = false;
+  /// Not a fault: a probe (nova-gpu-kernels' `:probeshared` on a wgmma
+  /// kernel), timed by the device check beside the kernel. The producer
+  /// loads the block's first `stages` slabs; every later use of a stage
+  /// arrives on its `full` mbarrier without loading (plain
+  /// mbarrier.arrive), so the consumers multiply what the stage holds: the
+  /// waits, releases and wgmmas as in the kernel, no global loads. Its
+  /// product is not A x B: a block a tile (not persistent), slab kt reads
+  /// slab kt mod stages. K-major operands (none converted), no cluster.
+  bool probeShared = false;
 };
 
 struct WgmmaMatmulKernel {
