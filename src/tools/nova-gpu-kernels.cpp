@@ -187,6 +187,11 @@ int main(int argc, char **argv) {
       return 1;
     }
     const bool wgmma = config.kind == GpuMmaKind::wgmma;
+    if (wgmmaProbe.probeShared && !wgmma) {
+      std::fprintf(stderr, "nova-gpu-kernels: %s: :wgmmaprobe needs a wgmma kernel (sm_90a), not %s\n", spec.c_str(),
+                   config.describe().c_str());
+      return 1;
+    }
     // (A PTX name starts with a letter.)
     const std::string prefix = t == "3xtf32" ? "tf32x3" : t;
     std::string name = prefix + "_" + layout + "_" + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
