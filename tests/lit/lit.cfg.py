@@ -10,7 +10,7 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.nova_obj_root, "tests", "lit")
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
 llvm_config.use_default_substitutions()
-llvm_config.add_tool_substitutions(["nova-opt", "not"], [config.nova_tools_dir, config.llvm_tools_dir])
+llvm_config.add_tool_substitutions(["nova-opt", "nova-gpu-kernels", "not"], [config.nova_tools_dir, config.llvm_tools_dir])
 
 # PTX from the CUDA target is assembled by ptxas when the CUDA toolkit is
 # installed (tests marked REQUIRES: ptxas; scripts/dev.sh test checks that it
