@@ -101,6 +101,10 @@ struct TargetDesc {
   /// How code is generated rather than what the device is: the CTAs a
   /// cluster the wgmma matmuls pair along M (NOVA_GPU_CLUSTER; 1: none).
   int matmul_cluster = 1;
+  /// The same: the mma.sync matmuls issue each slab's refill a share at
+  /// each k step (NOVA_GPU_INTERLEAVE=1; 0: all before the slab's first
+  /// fragment load, the default until measured on a GPU).
+  int matmul_interleave = 0;
 
   bool is_gpu() const { return kind == DeviceKind::cuda; }
 

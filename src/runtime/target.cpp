@@ -200,7 +200,7 @@ std::vector<std::int64_t> gpu_fields(const TargetDesc& t) {
           t.max_threads_per_block, t.max_threads_per_sm, t.max_blocks_per_sm, t.smem_per_block,
           t.smem_per_block_optin, t.smem_per_sm, t.registers_per_sm, t.registers_per_block,
           t.registers_per_thread, t.clock_mhz, t.memory_bytes, t.dram_gb_per_s,
-          t.peak_gflops_f32, t.peak_gflops_tf32, t.peak_gflops_bf16, t.matmul_cluster};
+          t.peak_gflops_f32, t.peak_gflops_tf32, t.peak_gflops_bf16, t.matmul_cluster, t.matmul_interleave};
 }
 
 void set_gpu_fields(TargetDesc& t, const std::vector<std::int64_t>& v) {
@@ -226,6 +226,7 @@ void set_gpu_fields(TargetDesc& t, const std::vector<std::int64_t>& v) {
   t.peak_gflops_tf32 = next();
   t.peak_gflops_bf16 = next();
   t.matmul_cluster = int(std::max<std::int64_t>(1, next()));
+  t.matmul_interleave = int(next());
 }
 
 namespace {
@@ -307,6 +308,7 @@ std::string TargetDesc::describe() const {
                     std::to_string(peak_gflops_bf16 / 1000) + " TFLOP/s bf16, " +
                     std::to_string(peak_gflops_tf32 / 1000) + " tf32, " + std::to_string(dram_gb_per_s) + " GB/s";
     if (matmul_cluster > 1) s += ", wgmma matmuls in clusters of " + std::to_string(matmul_cluster);
+    if (matmul_interleave) s += ", mma.sync refills interleaved with the k steps";
     if (!model.empty()) s += ", " + model;
     return s + ")";
   }
@@ -366,6 +368,14 @@ TargetDesc target_from_env() {
                     " has no wgmma (sm_90a)");
       t.matmul_cluster = cluster;
     }
+    if (const char* v = std::getenv("NOVA_GPU_INTERLEAVE"); v && *v) {
+      const std::string interleave = v;
+      if (interleave != "0" && interleave != "1")
+        throw Error(std::string("nova: NOVA_GPU_INTERLEAVE must be 0 or 1 (the mma.sync matmuls' refill spread over "
+                                "the k steps), not '") +
+                    v + "'");
+      t.matmul_interleave = interleave == "1";
+    }
     return t; // the CPU overrides below do not apply
   }
   if (int n = env_int("NOVA_NUM_THREADS"); n > 0) t.cores = n;
@@ -418,7 +428,7 @@ std::uint64_t current_target_hash() {
   // Per thread, re-derived only when one of the variables changes.
   struct Cached {
     bool valid = false;
-    std::string target, threads, bits, gpu, sms, cluster;
+    std::string target, threads, bits, gpu, sms, cluster, interleave;
     std::uint64_t hash = 0;
   };
   thread_local Cached cached;
@@ -427,13 +437,14 @@ std::uint64_t current_target_hash() {
     return std::string(v ? v : "");
   };
   std::string target = get("NOVA_TARGET"), threads = get("NOVA_NUM_THREADS"), bits = get("NOVA_VECTOR_BITS"),
-              gpu = get("NOVA_GPU"), sms = get("NOVA_GPU_SMS"), cluster = get("NOVA_GPU_CLUSTER");
+              gpu = get("NOVA_GPU"), sms = get("NOVA_GPU_SMS"), cluster = get("NOVA_GPU_CLUSTER"),
+              interleave = get("NOVA_GPU_INTERLEAVE");
   if (!cached.valid || target != cached.target || threads != cached.threads || bits != cached.bits ||
-      gpu != cached.gpu || sms != cached.sms || cluster != cached.cluster) {
+      gpu != cached.gpu || sms != cached.sms || cluster != cached.cluster || interleave != cached.interleave) {
     TargetDesc t = target_from_env();
     // A GPU step run by the emulator (NOVA_GPU=emulate) is another executable.
     std::uint64_t emulated = t.is_gpu() && gpu == "emulate" ? 0x656d756c61746564ull : 0;
-    cached = {true, target, threads, bits, gpu, sms, cluster, t.hash() ^ emulated};
+    cached = {true, target, threads, bits, gpu, sms, cluster, interleave, t.hash() ^ emulated};
   }
   return cached.hash;
 }

@@ -164,12 +164,27 @@ TEST_CASE("GPU targets: hashes, NOVA_TARGET, and what code for one GPU needs of 
     CHECK(notes[0].find("NOVA_GPU_SMS=66") != std::string::npos);
     CHECK(nova::fit_warnings(half, h100).empty());
     CHECK(nova::fit_warnings(h100, h200).empty());
+    env.unset("NOVA_GPU_SMS");
+    // NOVA_GPU_INTERLEAVE: how the mma.sync matmuls are generated, another hash.
+    env.set("NOVA_GPU_INTERLEAVE", "1");
+    nova::TargetDesc interleaved = nova::target_from_env();
+    CHECK(interleaved.matmul_interleave == 1);
+    CHECK(interleaved.hash() != h100.hash());
+    CHECK(interleaved.describe().find("mma.sync refills interleaved with the k steps") != std::string::npos);
+    env.set("NOVA_GPU_INTERLEAVE", "0");
+    CHECK(nova::target_from_env() == h100);
+    for (const char* bad : {"2", "x"}) {
+      env.set("NOVA_GPU_INTERLEAVE", bad);
+      CHECK_THROWS_WITH_AS(nova::target_from_env(), doctest::Contains("NOVA_GPU_INTERLEAVE must be 0 or 1"),
+                           nova::Error);
+    }
   }
 }
 
 TEST_CASE("GPU targets: an executable description keeps every GPU field") {
   nova::ExecutableDesc d;
   d.target = nova::named_target("h200");
+  d.target.matmul_interleave = 1;
   d.compiler_version = nova::compiler_version();
   nova::ExecutableDesc back = nova::ExecutableDesc::deserialize(d.serialize());
   CHECK(back.target == d.target);

@@ -145,6 +145,9 @@ FailureOr<StepMmaPlan> mlir::nova::planStepMmaMatmul(func::FuncOp kernel, const 
   plan.lhsArgument = args->lhs;
   plan.rhsArgument = args->rhs;
   plan.outArgument = args->out;
+  // The mma.sync kernels' refill spread over the k steps where the target
+  // asks for it (NOVA_GPU_INTERLEAVE; the wgmma kernels have no refill).
+  p.interleaveCopies = target.matmul_interleave != 0;
   plan.config = configureGpuMatmul(p, target);
   // Clusters where the target asks for them (NOVA_GPU_CLUSTER) and the
   // product runs as a wgmma kernel without split-K (the cluster kernel has
