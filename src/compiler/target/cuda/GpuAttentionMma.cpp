@@ -461,9 +461,9 @@ struct AttentionMma {
   }
 
   /// `scale` x `acc`'s elements (rows row[h], columns col0 + 8j + 2t +
-  /// e): values[j][h][e]; with `allowed`, -inf where allowed(row, column)
-  /// is false (only the tiles a mask cuts take one: a compare and a select
-  /// an element).
+  /// e): values[j][h][e] (null `scale`: the elements as they are); with
+  /// `allowed`, -inf where allowed(row, column) is false (only the tiles a
+  /// mask cuts take one: a compare and a select an element).
   using Values = SmallVector<std::array<std::array<Value, 2>, 2>>;
   using Mask = function_ref<Value(Value, Value)>;
   Values scores(ArrayRef<Value> acc, Value scale, const Value (&row)[2], Value col0,
@@ -475,7 +475,7 @@ struct AttentionMma {
       for (int64_t h = 0; h < 2; ++h)
         for (int64_t e = 0; e < 2; ++e) {
           Value &x = v[j][size_t(h)][size_t(e)];
-          x = b.create<arith::MulFOp>(element(acc[j], h, e), scale);
+          x = scale ? b.create<arith::MulFOp>(element(acc[j], h, e), scale).getResult() : element(acc[j], h, e);
           if (allowed)
             x = b.create<arith::SelectOp>(allowed(row[h], k.add(k.add(col0, k.shl(t, 1)), 8 * int64_t(j) + e)), x,
                                           minusInf);
@@ -517,15 +517,22 @@ struct AttentionMma {
   }
   /// Row h's running max after `p` (its scores, in log2 units; `old` the
   /// max before them), the same in the row's 4 lanes, and the rescale
-  /// 2^(old - new) of what was summed before.
-  std::pair<Value, Value> runningMax(const Values &p, int64_t h, Value old) {
-    Value rowMax = old;
+  /// 2^(old - new) of what was summed before. With `scale` (> 0), `p` is
+  /// the scores unscaled: their max is taken first and scaled once (the
+  /// same value: rounding is monotonic), so that each score's scaling
+  /// joins its exponent's subtraction in one FMA (`exponent`) instead of
+  /// a multiply of its own.
+  std::pair<Value, Value> runningMax(const Values &p, int64_t h, Value old, Value scale = {}) {
+    Value rowMax = scale ? f(-std::numeric_limits<float>::infinity()) : old;
     for (auto &tile : p)
       for (Value x : tile[size_t(h)])
         rowMax = max(rowMax, x);
-    Value now = quadMax(rowMax);
+    Value now = scale ? max(old, mul(quadMax(rowMax), scale)) : quadMax(rowMax);
     return {now, exp2(sub(old, now))};
   }
+  /// 2^(scale x - max), or 2^(x - max) for a null `scale` (x already
+  /// scaled): `scale` x - max contracts into one fma.
+  Value exponent(Value x, Value scale, Value max) { return exp2(sub(scale ? mul(x, scale) : x, max)); }
   Value f(double x) { return b.create<arith::ConstantOp>(b.getF32FloatAttr(float(x))); }
   Value add(Value x, Value y) { return b.create<arith::AddFOp>(x, y); }
   Value sub(Value x, Value y) { return b.create<arith::SubFOp>(x, y); }
@@ -537,11 +544,12 @@ struct AttentionMma {
   Value cmp(arith::CmpIPredicate p, Value x, Value y) { return b.create<arith::CmpIOp>(p, x, y); }
 
   Value element(Value acc, int64_t h, int64_t e) { return b.create<vector::ExtractOp>(acc, ArrayRef<int64_t>{h, e}); }
-  /// By the SFU (sfuExp2). The bf16 forward's unmasked loop for heads of
-  /// 64 (PTX, a lane's tile of 32 scores: 424 instructions) is then 64
-  /// mma.sync, 32 ldmatrix, 34 ex2 and, a score, a multiply, a max, an FMA
-  /// and an add, a bf16x2 conversion a pair, besides O's rescale and the
-  /// staging: counted, not measured.
+  /// By the SFU (sfuExp2). The medium bf16 GPT's forward loop (heads of
+  /// 64, a lane's tile of 32 scores; PTX, ptxas not counted) is then 632
+  /// instructions: 64 mma.sync, 32 ldmatrix, 34 ex2 and, a score, a max,
+  /// an FMA and an add, a bf16x2 conversion a pair, besides O's rescale and
+  /// the staging (662 with each score's own multiply before its max, before
+  /// runningMax's scale): counted, not measured.
   Value exp2(Value x) { return sfuExp2(b, b.getLoc(), x); }
   /// A row's log-sum-exp in log2 units from its running max (log2 units)
   /// and its sum of 2^(s - max): the forward's and the query rows' alike,
@@ -704,6 +712,10 @@ struct AttentionBlock {
   /// The op's scale, and it times log2(e): scores in log2 units, so that
   /// every exponential is a 2^x (AttentionMma::exp2).
   Value scale, scale2;
+  /// scale2 where it is positive (null otherwise): the passes that keep a
+  /// running max take it over the unscaled scores and scale the max
+  /// (AttentionMma::runningMax), one multiply a score fewer.
+  Value maxThenScale;
 
   AttentionBlock(ImplicitLocOpBuilder &b, AttentionKernelOp op, const AttentionMmaPlan &plan, Value thread,
                  Value block, bool lastRowsFirst, const AttentionMmaFaults &faults, Value stats = {})
@@ -738,6 +750,8 @@ struct AttentionBlock {
     row[1] = k.add(row[0], 8);
     scale = m.f(op.getScale().convertToDouble());
     scale2 = m.f(op.getScale().convertToDouble() * M_LOG2E);
+    if (op.getScale().convertToDouble() > 0)
+      maxThenScale = scale2;
   }
 
   /// fn(n0, carried) over the visited tile's parts of `sub` rows (n0 their
@@ -1052,14 +1066,16 @@ void buildForward(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attention
   SmallVector<Value> loop = blk.overTiles(k.c(0), blk.tilesToLastRow(), init, qkv, 1, qkv, 2, causal,
                                           /*maskLast=*/true, /*maskAll=*/false,
                                           [&](Value r0, const AttentionBlock::Tiles &tiles, ValueRange c, AttentionMma::Mask mask) {
-    AttentionMma::Values p = m.scores(m.timesTransposed(q, tiles.a), blk.scale2, blk.row, r0, mask);
+    const Value raw = blk.maxThenScale; // (null: p scaled by scores)
+    AttentionMma::Values p =
+        m.scores(m.timesTransposed(q, tiles.a), raw ? Value() : blk.scale2, blk.row, r0, mask);
     Value max[2], sum[2], rescale[2];
     for (int64_t h = 0; h < 2; ++h) {
-      std::tie(max[h], rescale[h]) = m.runningMax(p, h, c[size_t(h)]);
+      std::tie(max[h], rescale[h]) = m.runningMax(p, h, c[size_t(h)], raw);
       Value partial = m.f(0);
       for (auto &tile : p)
         for (Value &x : tile[size_t(h)]) {
-          x = m.exp2(m.sub(x, max[h]));
+          x = m.exponent(x, raw, max[h]);
           partial = m.add(partial, x);
         }
       sum[h] = m.add(m.mul(c[size_t(2 + h)], rescale[h]), partial);
@@ -1114,15 +1130,16 @@ void buildQueryRows(ImplicitLocOpBuilder &b, AttentionKernelOp op, const Attenti
                                             /*maskAll=*/false, [&](Value r0, const AttentionBlock::Tiles &tiles, ValueRange c, AttentionMma::Mask mask) {
       return blk.overParts(c, [&](Value n0, ValueRange part) {
         SmallVector<Value> next(part.begin(), part.end());
-        AttentionMma::Values p =
-            m.scores(m.timesTransposed(q, tiles.a, n0, blk.sub), blk.scale2, blk.row, blk.at(r0, n0), mask);
+        const Value raw = blk.maxThenScale; // (null: p scaled by scores)
+        AttentionMma::Values p = m.scores(m.timesTransposed(q, tiles.a, n0, blk.sub), raw ? Value() : blk.scale2,
+                                          blk.row, blk.at(r0, n0), mask);
         SmallVector<Value> dP = m.timesTransposed(dO, tiles.b, n0, blk.sub);
         for (int64_t h = 0; h < 2; ++h) {
-          auto [max, rescale] = m.runningMax(p, h, next[size_t(h)]);
+          auto [max, rescale] = m.runningMax(p, h, next[size_t(h)], raw);
           Value sum = m.f(0), dot = m.f(0);
           for (size_t j = 0; j < p.size(); ++j)
             for (int64_t e = 0; e < 2; ++e) {
-              Value x = m.exp2(m.sub(p[j][size_t(h)][size_t(e)], max));
+              Value x = m.exponent(p[j][size_t(h)][size_t(e)], raw, max);
               sum = m.add(sum, x);
               dot = m.add(dot, m.mul(x, m.element(dP[j], h, e)));
             }
