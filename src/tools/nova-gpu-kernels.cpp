@@ -74,20 +74,29 @@ using namespace mlir::nova;
 
 namespace {
 
+/// The variants a case may name after its shape, and the spec's form.
+constexpr const char *kVariants[] = {"mma",         "flat",     "pingpong",   "evenregs", "cluster", "pingpong+cluster",
+                                     "probeshared", "probemma", "interleave", "bf16out",  "wgmmaprobe"};
+std::string caseForm() {
+  std::string form = "type:layout:MxNxK[";
+  for (const char *variant : kVariants)
+    form += std::string(form.back() == '[' ? ":" : "|:") + variant;
+  return form + "]";
+}
+
 int usage() {
-  std::fprintf(stderr, "usage: nova-gpu-kernels TARGET OUT_DIR "
-                       "type:layout:MxNxK[:mma|:flat|:pingpong|:evenregs|:cluster|:pingpong+cluster|:probeshared|:probemma|"
-                       ":interleave|:bf16out|:wgmmaprobe]"
-                       "[@BMxBN/WMxWN]...\n"
-                       "  type f16, bf16, tf32 or 3xtf32; layout NN, NT, TN or TT; :mma keeps mma.sync on sm_90a,\n"
-                       "  :flat a block a tile (not persistent), :pingpong consumer warpgroups in turn,\n"
-                       "  :evenregs no setmaxnreg (the block's registers shared evenly),\n"
-                       "  :cluster clusters of 2 along M sharing B's tile (TMA multicast), :pingpong+cluster both;\n"
-                       "  :probeshared / :probemma mma.sync without its global loads / without any (timing probes);\n"
-                       "  :interleave mma.sync with each slab's refill spread over its k steps;\n"
-                       "  :bf16out C written in bf16 (rounded in the epilogue);\n"
-                       "  :wgmmaprobe the wgmma kernel (a block a tile) without its global loads (timing probe);\n"
-                       "  @BMxBN/WMxWN only that block and warp tile\n");
+  std::fprintf(stderr,
+               "usage: nova-gpu-kernels TARGET OUT_DIR %s[@BMxBN/WMxWN]...\n"
+               "  type f16, bf16, tf32 or 3xtf32; layout NN, NT, TN or TT; :mma keeps mma.sync on sm_90a,\n"
+               "  :flat a block a tile (not persistent), :pingpong consumer warpgroups in turn,\n"
+               "  :evenregs no setmaxnreg (the block's registers shared evenly),\n"
+               "  :cluster clusters of 2 along M sharing B's tile (TMA multicast), :pingpong+cluster both;\n"
+               "  :probeshared / :probemma mma.sync without its global loads / without any (timing probes);\n"
+               "  :interleave mma.sync with each slab's refill spread over its k steps;\n"
+               "  :bf16out C written in bf16 (rounded in the epilogue);\n"
+               "  :wgmmaprobe the wgmma kernel (a block a tile) without its global loads (timing probe);\n"
+               "  @BMxBN/WMxWN only that block and warp tile\n",
+               caseForm().c_str());
   return 2;
 }
 
@@ -133,22 +142,17 @@ int main(int argc, char **argv) {
     int fields = std::sscanf(spec.c_str(), "%7[a-z0-9]:%2[NT]:%lldx%lldx%lld:%23[a-z0-9+]", type, layout, &m, &n, &k, kind);
     const std::string variant = fields == 6 ? kind : "";
     if (fields < 5 || m < 1 || n < 1 || k < 1 ||
-        (fields == 6 && variant != "mma" && variant != "flat" && variant != "pingpong" && variant != "evenregs" &&
-         variant != "cluster" && variant != "pingpong+cluster" && variant != "probeshared" &&
-         variant != "probemma" && variant != "interleave" && variant != "bf16out" && variant != "wgmmaprobe")) {
-      std::fprintf(stderr,
-                   "nova-gpu-kernels: '%s' is not type:layout:MxNxK[:mma|:flat|:pingpong|:evenregs|:cluster|"
-                   ":pingpong+cluster|:probeshared|:probemma|:interleave|:bf16out|:wgmmaprobe]\n",
-                   spec.c_str());
+        (fields == 6 && llvm::none_of(kVariants, [&](const char *v) { return variant == v; }))) {
+      std::fprintf(stderr, "nova-gpu-kernels: '%s' is not %s\n", spec.c_str(), caseForm().c_str());
       return 2;
     }
-    MmaMatmulFaults probe;
-    probe.probe = variant == "probeshared" ? MmaSyncProbe::sharedOnly
-                  : variant == "probemma"  ? MmaSyncProbe::mmaOnly
-                                           : MmaSyncProbe::none;
+    MmaMatmulFaults mmaProbe;
+    mmaProbe.probe = variant == "probeshared" ? MmaSyncProbe::sharedOnly
+                     : variant == "probemma"  ? MmaSyncProbe::mmaOnly
+                                              : MmaSyncProbe::none;
     const bool interleave = variant == "interleave";
     const bool bf16Out = variant == "bf16out";
-    const bool mmaOnly = variant == "mma" || interleave || probe.probe != MmaSyncProbe::none;
+    const bool mmaOnly = variant == "mma" || interleave || mmaProbe.probe != MmaSyncProbe::none;
     WgmmaMatmulFaults wgmmaProbe;
     wgmmaProbe.probeShared = variant == "wgmmaprobe";
     const bool flat = variant == "flat" || wgmmaProbe.probeShared;
@@ -206,7 +210,7 @@ int main(int argc, char **argv) {
       name += "_evenregs";
     if (cluster)
       name += "_cluster";
-    if (probe.probe != MmaSyncProbe::none || interleave || bf16Out)
+    if (mmaProbe.probe != MmaSyncProbe::none || interleave || bf16Out)
       name += "_" + variant;
     if (wgmmaProbe.probeShared)
       name += "_probeshared";
@@ -241,7 +245,7 @@ int main(int argc, char **argv) {
         }
       }
     } else {
-      FailureOr<gpu::GPUFuncOp> kernel = buildMmaSyncMatmulKernel(kernels, name, p, config, error, probe, epilogue);
+      FailureOr<gpu::GPUFuncOp> kernel = buildMmaSyncMatmulKernel(kernels, name, p, config, error, mmaProbe, epilogue);
       if (succeeded(kernel))
         func = *kernel;
     }
