@@ -2464,11 +2464,14 @@ private:
         v -= int64_t(1) << bits; // signed
       return double(v);
     };
+    // One buffer for every lane (a vector of its own was up to 4
+    // allocations a lane and bitcast).
+    SmallVector<uint16_t, 32> halves;
     for (int64_t t = 0; t < threads; ++t) {
       if (!active[size_t(t)])
         continue;
       // Little-endian: element 0 in the low bits.
-      std::vector<uint16_t> halves;
+      halves.clear();
       for (int64_t e = 0; e < s->width; ++e) {
         uint64_t b = toBitsOf(from, s->v[size_t(t * s->width + e)]);
         halves.push_back(uint16_t(b));
