@@ -2,6 +2,7 @@
 //
 // The interpreter is the oracle of every other numerical test, so its own
 // ops are checked on cases small enough to compute by hand.
+#include "scoped_env.hpp"
 #include "testing.hpp"
 
 using nova::Tensor;
@@ -73,4 +74,53 @@ TEST_CASE("interpreter: transcendental ops at known points") {
         std::vector<double>{2.5});
   CHECK(values(interpret([](auto x) { return nova::log(nova::exp(x)); }, four))[0] ==
         doctest::Approx(4).epsilon(1e-15));
+}
+
+TEST_CASE("interpreter: NOVA_INTERPRET_NOISE perturbs what rounds, by its size, reproducibly") {
+  nova_test::Env env;
+  // d/dx [sqrt(x) rsqrt(x / 2)] = 0, the sum of two terms of size
+  // 1 / (sqrt(2) x) that cancel: what a float32 run may cancel exactly
+  // by luck, and Monte Carlo arithmetic does not.
+  auto flat = [](auto x) {
+    nova::Expr<> y = nova::sqrt(x) * nova::rsqrt(x * 0.5);
+    return nova::gradients(nova::sum(y), {nova::Expr<>(x)});
+  };
+  const std::vector<double> xs = {4, 1, 9, 0.25};
+  Tensor x = Tensor::from<double>({4}, xs);
+  auto gradient = [&](const char* noise) {
+    if (noise) env.set("NOVA_INTERPRET_NOISE", noise);
+    else env.unset("NOVA_INTERPRET_NOISE");
+    return values(nova::jit(flat, nova::ExecMode::interpreted)(x)[0]);
+  };
+  for (double g : gradient(nullptr)) CHECK(std::abs(g) < 1e-15);
+  const auto one = gradient("1e-6:1"), again = gradient("1e-6:1"), two = gradient("1e-6:2");
+  CHECK(one == again);
+  CHECK(one != two);
+  double largest = 0;
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const double term = 1 / (std::sqrt(2.0) * xs[i]);
+    INFO("x = " << xs[i] << ", gradient " << one[i] << ", terms of " << term);
+    // Each term is the product of at most 6 rounded results.
+    CHECK(std::abs(one[i]) <= 2 * 6e-6 * term);
+    largest = std::max(largest, std::abs(one[i]) / term);
+  }
+  CHECK(largest > 1e-8);
+  // One draw an op: every element's terms move alike, so the gradients are
+  // the same multiple of their terms.
+  const auto aligned = gradient("1e-6:1:op");
+  CHECK(std::abs(aligned[0]) > 1e-9);
+  for (std::size_t i = 1; i < xs.size(); ++i)
+    CHECK(aligned[i] * xs[i] == doctest::Approx(aligned[0] * xs[0]).epsilon(1e-6));
+  // Copies, sign changes and choices stay exact.
+  env.set("NOVA_INTERPRET_NOISE", "1e-3:7");
+  Tensor m = Tensor::from<double>({2, 2}, {1.5, -2, 3, 0.125});
+  CHECK(values(interpret([](auto m) { return nova::transpose(nova::relu(-m)); }, m)) ==
+        std::vector<double>{0, 0, 2, 0});
+  // An infinity (a mask's -inf) stays what it is: not -inf + inf.
+  const auto masked = values(interpret([](auto m) { return nova::exp(nova::log(m * 0.0)) + m; }, m));
+  for (std::size_t i = 0; i < masked.size(); ++i) CHECK(masked[i] == doctest::Approx(m.to_vector()[i]).epsilon(2e-3));
+  for (const char* bad : {"abc", "1e-7:", "2", "1e-7:x", "-1e-7", "1e-7:1:each", "1e-7:1:op:2"}) {
+    env.set("NOVA_INTERPRET_NOISE", bad);
+    CHECK_THROWS_AS(interpret([](auto m) { return m * 2.0; }, m), nova::Error);
+  }
 }

@@ -12,6 +12,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "mlir/IR/TypeUtilities.h"
 
 #include "nova/distributed.hpp"
 
@@ -428,10 +429,63 @@ NDArray crossEntropy(Type resultType, const NDArray &logits, const NDArray &labe
   return r;
 }
 
+/// Whether `op`'s result is exact given its operands (data movement, a
+/// choice between operands, a sign): RoundingNoise leaves it alone.
+bool isExact(Operation *op) {
+  return isa<BroadcastOp, ReshapeOp, TransposeOp, SliceOp, PadOp, GatherOp, OneHotOp, CausalMaskOp,
+             ConstantOp, GreaterOp, MaxOp, ReduceMaxOp, ReluOp, NegOp>(op);
+}
+
+/// |x| element by element.
+NDArray magnitudes(const NDArray &x) {
+  return mapUnary(x, [](double v) { return std::abs(v); });
+}
+
+/// For an op that sums terms (a reduction's sum or mean, a product, a
+/// scatter-add), the sum of its terms' magnitudes at each result element:
+/// rounding inside the sum moves it by up to about that times the
+/// roundoff, however much the terms cancel (what perturbing the result
+/// alone would miss: a result near 0 moves by nothing). None for others.
+template <typename Get>
+std::optional<NDArray> termMagnitudes(Operation *op, Get &&get) {
+  return llvm::TypeSwitch<Operation *, std::optional<NDArray>>(op)
+      .Case([&](ReduceSumOp o) {
+        return reduce(o, o.getAxes(), ReduceKind::sum, magnitudes(get(o.getInput())));
+      })
+      .Case([&](ReduceMeanOp o) {
+        return reduce(o, o.getAxes(), ReduceKind::mean, magnitudes(get(o.getInput())));
+      })
+      .Case([&](MatmulOp o) {
+        return matmul(o, magnitudes(get(o.getLhs())), magnitudes(get(o.getRhs())));
+      })
+      .Case([&](ScatterAddOp o) {
+        return scatterAdd(o, get(o.getIndices()), magnitudes(get(o.getUpdates())));
+      })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+/// RoundingNoise on `op`'s result `r` (the `position`th op of the body):
+/// each element moved by up to `relative` times its terms' magnitudes
+/// (termMagnitudes), or its own; by one draw for all of them if `perOp`.
+template <typename Get>
+void perturb(Operation *op, uint32_t position, const RoundingNoise &noise, NDArray &r, Get &&get) {
+  if (noise.relative == 0 || isExact(op) || !isa<FloatType>(getElementTypeOrSelf(op->getResult(0))))
+    return;
+  std::optional<NDArray> terms = termMagnitudes(op, get);
+  for (size_t i = 0; i < r.data.size(); ++i) {
+    const double size = terms ? terms->data[i] : std::abs(r.data[i]);
+    if (!std::isfinite(size)) // -inf stays -inf (a mask), not -inf + inf
+      continue;
+    r.data[i] += size * noise.relative *
+                 (2.0 * ::nova::detail::philox_uniform(noise.seed, position, noise.perOp ? 0 : i) - 1.0);
+  }
+}
+
 } // namespace
 
-FailureOr<std::vector<NDArray>>
-mlir::nova::interpret(func::FuncOp func, const std::vector<NDArray> &inputs) {
+FailureOr<std::vector<NDArray>> mlir::nova::interpret(func::FuncOp func,
+                                                      const std::vector<NDArray> &inputs,
+                                                      const RoundingNoise &noise) {
   llvm::DenseMap<Value, NDArray> env;
   Block &body = func.front();
   if (inputs.size() != body.getNumArguments()) {
@@ -442,6 +496,7 @@ mlir::nova::interpret(func::FuncOp func, const std::vector<NDArray> &inputs) {
     env[arg] = in;
   auto get = [&](Value v) -> const NDArray & { return env.find(v)->second; };
 
+  uint32_t position = 0;
   for (Operation &op : body.without_terminator()) {
     std::optional<NDArray> r =
         llvm::TypeSwitch<Operation *, std::optional<NDArray>>(&op)
@@ -551,6 +606,7 @@ mlir::nova::interpret(func::FuncOp func, const std::vector<NDArray> &inputs) {
       op.emitError("interpreter: no reference semantics for this op");
       return failure();
     }
+    perturb(&op, position++, noise, *r, get);
     env[op.getResult(0)] = std::move(*r);
   }
   std::vector<NDArray> results;

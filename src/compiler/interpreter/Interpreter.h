@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -25,10 +26,37 @@ struct NDArray {
   std::vector<double> data;
 };
 
+/// Monte Carlo arithmetic (Parker, 1997): every element of every floating
+/// result of an op that rounds (not a copy, a comparison, a maximum, a
+/// ReLU, a negation) moved by r times its size, r uniform in [-relative,
+/// relative], drawn by Philox from `seed`, the op's position and the
+/// element's index; its size is its magnitude, or for an op that sums
+/// terms (a reduction's sum or mean, a product, a scatter-add) the sum of
+/// its terms' magnitudes. With `relative` float32's unit roundoff, how far
+/// the outputs move is about how far float32's rounding can move them,
+/// cancellations included (a gradient that is 0 but for cancelling terms
+/// moves by their size, where one float32 run may happen to cancel them
+/// exactly). The composite ops (softmax, LayerNorm, attention,
+/// cross-entropy and their gradients) are moved as whole results, not
+/// term by term. 0: the exact reference.
+///
+/// `perOp`: one draw for all of an op's elements. Independent draws add the
+/// roundings of many elements with random signs, but identical
+/// computations round identically: a sum of many elements that are 0 but
+/// for the same rounding (a broadcast's gradient over identical log-softmax
+/// columns) grows with their count, not its square root. One draw an op
+/// moves them together, as that rounding does.
+struct RoundingNoise {
+  double relative = 0;
+  std::uint64_t seed = 0;
+  bool perOp = false;
+};
+
 /// Runs `func` on `inputs`; fails (with a diagnostic on the op) on an op it
 /// does not know.
 FailureOr<std::vector<NDArray>> interpret(func::FuncOp func,
-                                          const std::vector<NDArray> &inputs);
+                                          const std::vector<NDArray> &inputs,
+                                          const RoundingNoise &noise = {});
 
 /// An executable that interprets `module`'s function `funcName`; it owns the
 /// module.

@@ -1,7 +1,8 @@
 //===- InterpreterExecutable.cpp - NOVA_INTERPRET=1 --------------*- C++ -*-===//
 //
 // Wraps interpret() as a runtime executable: inputs are widened to double,
-// outputs narrowed to their dtype.
+// outputs narrowed to their dtype. NOVA_INTERPRET_NOISE=<relative>[:<seed>[:op]]
+// (read at each run) interprets with that RoundingNoise.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,9 +11,36 @@
 
 #include "mlir/IR/Diagnostics.h"
 
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdlib>
+#include <string>
+
 using namespace mlir;
 
 namespace {
+
+/// NOVA_INTERPRET_NOISE=<relative>[:<seed>[:op]]'s RoundingNoise (none
+/// when unset or empty).
+mlir::nova::RoundingNoise noiseFromEnvironment() {
+  const char *v = std::getenv("NOVA_INTERPRET_NOISE");
+  if (!v || !*v)
+    return {};
+  const std::string text = v;
+  llvm::SmallVector<llvm::StringRef> parts;
+  llvm::StringRef(text).split(parts, ':');
+  mlir::nova::RoundingNoise noise;
+  bool parsed = parts.size() <= 3 && !parts[0].getAsDouble(noise.relative) &&
+                (parts.size() < 2 || !parts[1].getAsInteger(10, noise.seed)) &&
+                (parts.size() < 3 || parts[2] == "op");
+  noise.perOp = parts.size() == 3;
+  if (!parsed || !(noise.relative >= 0 && noise.relative < 1))
+    throw ::nova::Error("NOVA_INTERPRET_NOISE=" + text +
+                        ": expected a relative size in [0, 1), then optionally a seed and \"op\" (one draw "
+                        "an op), as 6e-8, 6e-8:2 or 6e-8:2:op");
+  return noise;
+}
 
 class InterpreterExecutable final : public ::nova::Executable {
 public:
@@ -26,6 +54,7 @@ public:
 
   void run(std::span<const ::nova::Tensor> inputs,
            std::span<::nova::Tensor> outputs) const override {
+    const mlir::nova::RoundingNoise noise = noiseFromEnvironment();
     std::vector<mlir::nova::NDArray> args;
     for (const auto &t : inputs)
       args.push_back({t.shape(), t.to_vector()});
@@ -39,7 +68,7 @@ public:
         return success();
       });
       auto func = m.lookupSymbol<func::FuncOp>(funcName);
-      results = mlir::nova::interpret(func, args);
+      results = mlir::nova::interpret(func, args, noise);
     }
     if (failed(results))
       throw ::nova::Error("nova interpreter: " + diagnostics);
