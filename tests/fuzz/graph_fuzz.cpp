@@ -26,12 +26,13 @@
 // reference runs twice more under Monte Carlo arithmetic
 // (NOVA_INTERPRET_NOISE at f32's unit roundoff, 2^-24: each rounding op's
 // results moved by up to that times their size, drawn independently for
-// each element, then once for all of an op's elements). The largest of
-// those errors (the graph's own amplification of f32's rounding) times the
-// precision's roundoff over f32's (tf32 2^13, bf16 2^16; fp32 8, for
-// 3xtf32) times 4 is the bound where that is above the precision's floor
-// (fp32 1e-4, tf32 1e-2, bf16 5e-2). A graph whose bound would pass 0.25
-// is skipped (counted), since a wrong index or a missing barrier is off by O(1). At
+// each element, then once for all of an op's elements; at tf32 and bf16
+// the products and attention by their operands' roundoff, 2^-10 and 2^-8).
+// The largest of those errors (the graph's own amplification of its
+// rounding; at fp32 times 8, for 3xtf32's products) times 4 is the bound
+// where that is above the precision's floor (fp32 1e-4, tf32 1e-2, bf16
+// 5e-2). A graph whose bound would pass 0.25 is skipped (counted), since a
+// wrong index or a missing barrier is off by O(1). At
 // tf32 and bf16 the graphs take no maxima and no ReLU, and softmaxes read
 // bounded logits (a rounding that flips a near tie or a sign near 0 moves
 // or cuts a gradient: O(1), and no fault). Why three yardsticks: a
@@ -665,16 +666,16 @@ struct Acceptance {
   Domain domain;
   nova::MatmulPrecision precision = nova::MatmulPrecision::fp32;
 
-  /// The bound a graph is held to, given its yardstick (Outcome; -1: none).
+  /// The bound a graph is held to, given its yardstick (Outcome's; -1:
+  /// none).
   double bound(double yardstick) const {
     if (domain.dtype == DType::f64) return 1e-9;
-    // The precision's unit roundoff over f32's: tf32 keeps 10 of f32's 23
-    // fraction bits, bf16 7; f32 products on the tensor cores (3xtf32: a
-    // truncated tf32 big part and a tf32 small part, small x small dropped)
-    // keep about 20.
-    double ratio = precision == nova::MatmulPrecision::fp32   ? 8
-                   : precision == nova::MatmulPrecision::tf32 ? 8192
-                                                              : 65536;
+    // At tf32 and bf16 the yardstick holds the products' own rounding (the
+    // reference's noise rounds their operands at the precision's
+    // roundoff); at fp32 the products run as 3xtf32 (a truncated tf32 big
+    // part and a tf32 small part, small x small dropped: about 20 of f32's
+    // 23 fraction bits), which neither yardstick rounds: 8 times f32's.
+    double ratio = precision == nova::MatmulPrecision::fp32 ? 8 : 1;
     double floor = precision == nova::MatmulPrecision::fp32   ? 1e-4
                    : precision == nova::MatmulPrecision::tf32 ? 1e-2
                                                               : 5e-2;
@@ -725,8 +726,9 @@ int main(int argc, char** argv) {
     std::printf("graph_fuzz: f32 inputs, max dim %lld, matmul precision %s, bound %.0e%s\n",
                 (long long)domain.max_dim, std::string(nova::name_of(accept.precision)).c_str(), bound,
                 !domain.gpu ? ""
-                      : " or 4 x the graph's f32 error (its host step's, or its reference's under 2^-24 noise) x "
-                        "the precision's roundoff over f32's where larger, graphs whose bound passes 0.25 skipped");
+                      : " or 4 x the graph's own error (its host f32 step's, or its reference's under noise: "
+                        "2^-24, products' operands at the precision's roundoff; x 8 at fp32) where larger, graphs "
+                        "whose bound passes 0.25 skipped");
   int mismatches = 0, errors = 0, skipped = 0;
   double worst = 0;
   for (std::int64_t g = 0; g < graphs; ++g) {
@@ -782,7 +784,7 @@ int main(int argc, char** argv) {
               "worst agreeing error %.2e (bound %.0e%s)%s\n",
               (long long)graphs, (unsigned long long)first, (unsigned long long)(first + graphs - 1),
               (long long)max_ops, mismatches, errors, worst, bound,
-              domain.gpu && domain.dtype == DType::f32 ? ", or a graph's own from its f32 error" : "",
+              domain.gpu && domain.dtype == DType::f32 ? ", or a graph's own from its yardsticks" : "",
               skipped ? (", " + std::to_string(skipped) + " skipped (ill-conditioned)").c_str() : "");
   return mismatches + errors == 0 ? 0 : 1;
 }

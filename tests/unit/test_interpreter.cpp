@@ -124,3 +124,31 @@ TEST_CASE("interpreter: NOVA_INTERPRET_NOISE perturbs what rounds, by its size, 
     CHECK_THROWS_AS(interpret([](auto m) { return m * 2.0; }, m), nova::Error);
   }
 }
+
+TEST_CASE("interpreter: under NOVA_INTERPRET_NOISE a bf16 or tf32 product moves by its operands' roundoff") {
+  nova_test::Env env;
+  const nova::MatmulPrecision before = nova::matmul_precision();
+  Tensor a = Tensor::from<double>({2, 3}, {1, -2, 3, 0.5, 4, -1});
+  Tensor b = Tensor::from<double>({3, 2}, {2, 1, 1, -3, 0.25, 2});
+  const std::vector<double> exact = {0.75, 13, 4.75, -13.5}; // a b
+  const std::vector<double> terms = {4.75, 13, 5.25, 14.5};  // |a| |b|
+  auto product = [&](nova::MatmulPrecision p) {
+    nova::set_matmul_precision(p);
+    auto r = values(interpret([](auto a, auto b) { return nova::matmul(a, b); }, a, b));
+    nova::set_matmul_precision(before);
+    return r;
+  };
+  // f32's roundoff, one draw for the op: all four move by one multiple of
+  // their terms' magnitudes, up to twice the operands' roundoff.
+  env.set("NOVA_INTERPRET_NOISE", "6e-8:3:op");
+  for (auto [p, roundoff] : {std::pair{nova::MatmulPrecision::bf16, 0x1p-8}, {nova::MatmulPrecision::tf32, 0x1p-10},
+                             {nova::MatmulPrecision::fp32, 6e-8}}) {
+    const auto got = product(p);
+    const double moved = (got[0] - exact[0]) / terms[0];
+    INFO("precision " << nova::name_of(p) << ": moved by " << moved << " of the terms");
+    CHECK(std::abs(moved) <= 2 * roundoff);
+    CHECK(std::abs(moved) > 0.01 * roundoff);
+    for (std::size_t i = 1; i < exact.size(); ++i)
+      CHECK((got[i] - exact[i]) / terms[i] == doctest::Approx(moved).epsilon(1e-6));
+  }
+}

@@ -442,7 +442,8 @@ NDArray magnitudes(const NDArray &x) {
 }
 
 /// For an op that sums terms (a reduction's sum or mean, a product, a
-/// scatter-add), the sum of its terms' magnitudes at each result element:
+/// scatter-add, attention's weighted sum of values), the sum of its terms'
+/// magnitudes at each result element:
 /// rounding inside the sum moves it by up to about that times the
 /// roundoff, however much the terms cancel (what perturbing the result
 /// alone would miss: a result near 0 moves by nothing). None for others.
@@ -461,6 +462,15 @@ std::optional<NDArray> termMagnitudes(Operation *op, Get &&get) {
       .Case([&](ScatterAddOp o) {
         return scatterAdd(o, get(o.getIndices()), magnitudes(get(o.getUpdates())));
       })
+      .Case([&](CausalAttentionOp o) {
+        // The probabilities times |v|: q [0, d), k [d, 2d), v [2d, 3d).
+        NDArray qkv = get(o.getQkv());
+        const size_t columns = qkv.shape.back(), vFrom = 2 * columns / 3;
+        for (size_t i = 0; i < qkv.data.size(); ++i)
+          if (i % columns >= vFrom)
+            qkv.data[i] = std::abs(qkv.data[i]);
+        return causalAttention(o, qkv);
+      })
       .Default([](Operation *) { return std::nullopt; });
 }
 
@@ -472,11 +482,18 @@ void perturb(Operation *op, uint32_t position, const RoundingNoise &noise, NDArr
   if (noise.relative == 0 || isExact(op) || !isa<FloatType>(getElementTypeOrSelf(op->getResult(0))))
     return;
   std::optional<NDArray> terms = termMagnitudes(op, get);
+  // A product's terms each carry both operands' roundings; attention's
+  // output its q, k, v and probabilities' (products on the tensor cores).
+  double relative = noise.relative;
+  if (isa<MatmulOp>(op))
+    relative = std::max(relative, 2 * noise.productRelative);
+  if (isa<CausalAttentionOp, CausalAttentionGradOp>(op))
+    relative = std::max(relative, 4 * noise.productRelative);
   for (size_t i = 0; i < r.data.size(); ++i) {
     const double size = terms ? terms->data[i] : std::abs(r.data[i]);
     if (!std::isfinite(size)) // -inf stays -inf (a mask), not -inf + inf
       continue;
-    r.data[i] += size * noise.relative *
+    r.data[i] += size * relative *
                  (2.0 * ::nova::detail::philox_uniform(noise.seed, position, noise.perOp ? 0 : i) - 1.0);
   }
 }

@@ -50,6 +50,12 @@ struct RoundingNoise {
   double relative = 0;
   std::uint64_t seed = 0;
   bool perOp = false;
+  /// The roundoff of a product's operands where they are rounded below
+  /// float's (bf16 2^-8, tf32 2^-10 truncated: the step's matmul
+  /// precision on tensor cores; the interpreter executable takes it from
+  /// the module's nova.matmul_precision): a product's terms move by up to
+  /// twice that, attention's by up to 4 times (q, k, v, probabilities).
+  double productRelative = 0;
 };
 
 /// Runs `func` on `inputs`; fails (with a diagnostic on the op) on an op it

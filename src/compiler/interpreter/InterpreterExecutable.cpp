@@ -8,6 +8,7 @@
 
 #include "compiler/Context.h"
 #include "compiler/interpreter/Interpreter.h"
+#include "compiler/dialect/NovaDialect.h"
 
 #include "mlir/IR/Diagnostics.h"
 
@@ -54,7 +55,7 @@ public:
 
   void run(std::span<const ::nova::Tensor> inputs,
            std::span<::nova::Tensor> outputs) const override {
-    const mlir::nova::RoundingNoise noise = noiseFromEnvironment();
+    mlir::nova::RoundingNoise noise = noiseFromEnvironment();
     std::vector<mlir::nova::NDArray> args;
     for (const auto &t : inputs)
       args.push_back({t.shape(), t.to_vector()});
@@ -68,6 +69,12 @@ public:
         return success();
       });
       auto func = m.lookupSymbol<func::FuncOp>(funcName);
+      if (noise.relative > 0)
+        if (auto p = m->getAttrOfType<StringAttr>(mlir::nova::kMatmulPrecisionAttr))
+          // bf16 rounds to nearest (8 significant bits); tf32 operands
+          // keep 11 significant bits, truncated (the tensor cores drop
+          // f32's low 13: GpuEmulator's tf32).
+          noise.productRelative = p.getValue() == "bf16" ? 0x1p-8 : p.getValue() == "tf32" ? 0x1p-10 : 0;
       results = mlir::nova::interpret(func, args, noise);
     }
     if (failed(results))
