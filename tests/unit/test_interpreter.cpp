@@ -152,3 +152,35 @@ TEST_CASE("interpreter: under NOVA_INTERPRET_NOISE a bf16 or tf32 product moves 
       CHECK((got[i] - exact[i]) / terms[i] == doctest::Approx(moved).epsilon(1e-6));
   }
 }
+
+TEST_CASE("interpreter: under NOVA_INTERPRET_NOISE bf16 attention moves by its operands' roundoff, float32's by its own") {
+  nova_test::Env env;
+  const nova::MatmulPrecision before = nova::matmul_precision();
+  const std::int64_t T = 5, d = 4;
+  std::vector<double> x(T * 3 * d);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.7 * double(i) + 0.3);
+  Tensor qkv = Tensor::from<double>({1, T, 3 * d}, x);
+  auto attention = [&](nova::MatmulPrecision p) {
+    nova::set_matmul_precision(p);
+    auto r = values(interpret([](auto m) { return nova::causal_attention(m, 2); }, qkv));
+    nova::set_matmul_precision(before);
+    return r;
+  };
+  env.unset("NOVA_INTERPRET_NOISE");
+  const auto exact = attention(nova::MatmulPrecision::fp32);
+  env.set("NOVA_INTERPRET_NOISE", "6e-8:5");
+  // Each output is a weighted mean of values of at most 1 in magnitude.
+  double bf16 = 0, f32 = 0;
+  for (auto [p, moved] : {std::pair{nova::MatmulPrecision::bf16, &bf16}, {nova::MatmulPrecision::fp32, &f32}}) {
+    const auto got = attention(p);
+    for (std::size_t i = 0; i < exact.size(); ++i) *moved = std::max(*moved, std::abs(got[i] - exact[i]));
+  }
+  INFO("moved by " << bf16 << " (bf16), " << f32 << " (f32)");
+  // q, k, v and the probabilities rounded at 2^-8: the scores move by up to
+  // 2^-7 |q| |k| (d = 2 a head: 2^-6), the weights by about that, the
+  // output by that and v's own 2^-8 and P's.
+  CHECK(bf16 <= 6 * 0x1p-8);
+  CHECK(bf16 > 0.05 * 0x1p-8);
+  CHECK(f32 <= 4 * 6e-8);
+  CHECK(f32 > 0);
+}

@@ -226,6 +226,35 @@ struct AttentionHead {
   }
 };
 
+/// RoundingNoise's productRelative inside attention, whose products are its
+/// own: its operands (q, k, v, the gradient) and the probabilities and
+/// score gradients it multiplies (`point` 0 to 3) each times 1 + r,
+/// |r| <= productRelative, as tensor cores read them rounded.
+struct OperandRounding {
+  double relative = 0;
+  std::uint64_t seed = 0;
+  uint32_t position = 0;
+  bool perOp = false;
+  enum Point : uint32_t { qkv = 0, probabilities = 1, grad = 2, scoreGrad = 3 };
+  double operator()(double x, Point point, size_t i) const {
+    if (!std::isfinite(x))
+      return x;
+    // Drawn from ~seed: not the draws that move the op's results.
+    const uint64_t index = perOp ? uint64_t(point) : (uint64_t(i) << 2 | point);
+    return x * (1.0 + relative * (2.0 * ::nova::detail::philox_uniform(~seed, position, index) - 1.0));
+  }
+  NDArray operator()(NDArray a, Point point) const {
+    for (size_t i = 0; i < a.data.size(); ++i)
+      a.data[i] = (*this)(a.data[i], point, i);
+    return a;
+  }
+};
+
+/// `a` rounded at `point` (unchanged without a rounding).
+NDArray roundedAt(const OperandRounding *rounding, const NDArray &a, OperandRounding::Point point) {
+  return rounding ? (*rounding)(a, point) : a;
+}
+
 template <typename F>
 void forEachHead(const NDArray &qkv, int64_t heads, F &&f) {
   int64_t B = qkv.shape[0], T = qkv.shape[1], C = qkv.shape[2], d = C / 3, hd = d / heads;
@@ -234,11 +263,17 @@ void forEachHead(const NDArray &qkv, int64_t heads, F &&f) {
       f(b, h, AttentionHead{T, C, hd, h * hd, d + h * hd, 2 * d + h * hd, b * T * C, qkv.data});
 }
 
-NDArray causalAttention(CausalAttentionOp op, const NDArray &qkv) {
+NDArray causalAttention(CausalAttentionOp op, const NDArray &input, const OperandRounding *rounding = nullptr) {
   NDArray r = withShape(op.getType());
+  const NDArray qkv = roundedAt(rounding, input, OperandRounding::qkv);
   int64_t T = qkv.shape[1], d = qkv.shape[2] / 3;
+  size_t head = 0;
   forEachHead(qkv, op.getHeads(), [&](int64_t b, int64_t h, const AttentionHead &a) {
     std::vector<double> p = a.probabilities(op.getScale().convertToDouble());
+    if (rounding)
+      for (size_t i = 0; i < p.size(); ++i)
+        p[i] = (*rounding)(p[i], OperandRounding::probabilities, head * p.size() + i);
+    ++head;
     for (int64_t i = 0; i < T; ++i)
       for (int64_t c = 0; c < a.hd; ++c) {
         double o = 0.0;
@@ -250,12 +285,21 @@ NDArray causalAttention(CausalAttentionOp op, const NDArray &qkv) {
   return r;
 }
 
-NDArray causalAttentionGrad(CausalAttentionGradOp op, const NDArray &qkv, const NDArray &g) {
+NDArray causalAttentionGrad(CausalAttentionGradOp op, const NDArray &input, const NDArray &gradient,
+                            const OperandRounding *rounding = nullptr) {
   NDArray r = withShape(op.getType());
+  const NDArray qkv = roundedAt(rounding, input, OperandRounding::qkv);
+  const NDArray g = roundedAt(rounding, gradient, OperandRounding::grad);
   int64_t T = qkv.shape[1], C = qkv.shape[2], d = C / 3;
   double scale = op.getScale().convertToDouble();
+  size_t head = 0;
   forEachHead(qkv, op.getHeads(), [&](int64_t b, int64_t h, const AttentionHead &a) {
     std::vector<double> p = a.probabilities(scale), dS(T * T, 0.0);
+    // P as the products dv = P^T g reads it; dS (below) as dq and dk's.
+    std::vector<double> pRead = p;
+    if (rounding)
+      for (size_t i = 0; i < p.size(); ++i)
+        pRead[i] = (*rounding)(p[i], OperandRounding::probabilities, head * p.size() + i);
     auto grad = [&](int64_t i, int64_t c) { return g.data[(b * T + i) * d + h * a.hd + c]; };
     auto at = [&](int64_t i, int64_t off, int64_t c) -> double & {
       return r.data[(b * T + i) * C + off + c];
@@ -269,16 +313,20 @@ NDArray causalAttentionGrad(CausalAttentionGradOp op, const NDArray &qkv, const 
           dP[j] += grad(i, c) * a.v(j, c);
         rowDot += p[i * T + j] * dP[j];
       }
-      for (int64_t j = 0; j <= i; ++j)
+      for (int64_t j = 0; j <= i; ++j) {
         dS[i * T + j] = p[i * T + j] * (dP[j] - rowDot);
+        if (rounding)
+          dS[i * T + j] = (*rounding)(dS[i * T + j], OperandRounding::scoreGrad, head * dS.size() + i * T + j);
+      }
     }
+    ++head;
     for (int64_t i = 0; i < T; ++i)
       for (int64_t c = 0; c < a.hd; ++c) {
         double dq = 0.0, dk = 0.0, dv = 0.0;
         for (int64_t j = 0; j < T; ++j) {
           dq += dS[i * T + j] * a.k(j, c);  // row i of dS k
           dk += dS[j * T + i] * a.q(j, c);  // row i of dS^T q
-          dv += p[j * T + i] * grad(j, c);  // row i of P^T grad
+          dv += pRead[j * T + i] * grad(j, c); // row i of P^T grad
         }
         at(i, a.qOff, c) = scale * dq;
         at(i, a.kOff, c) = scale * dk;
@@ -482,13 +530,11 @@ void perturb(Operation *op, uint32_t position, const RoundingNoise &noise, NDArr
   if (noise.relative == 0 || isExact(op) || !isa<FloatType>(getElementTypeOrSelf(op->getResult(0))))
     return;
   std::optional<NDArray> terms = termMagnitudes(op, get);
-  // A product's terms each carry both operands' roundings; attention's
-  // output its q, k, v and probabilities' (products on the tensor cores).
+  // A product's terms each carry both operands' roundings (attention
+  // rounds its operands itself: OperandRounding).
   double relative = noise.relative;
   if (isa<MatmulOp>(op))
     relative = std::max(relative, 2 * noise.productRelative);
-  if (isa<CausalAttentionOp, CausalAttentionGradOp>(op))
-    relative = std::max(relative, 4 * noise.productRelative);
   for (size_t i = 0; i < r.data.size(); ++i) {
     const double size = terms ? terms->data[i] : std::abs(r.data[i]);
     if (!std::isfinite(size)) // -inf stays -inf (a mask), not -inf + inf
@@ -515,6 +561,8 @@ FailureOr<std::vector<NDArray>> mlir::nova::interpret(func::FuncOp func,
 
   uint32_t position = 0;
   for (Operation &op : body.without_terminator()) {
+    const OperandRounding operandRounding{noise.productRelative, noise.seed, position, noise.perOp};
+    const OperandRounding *rounding = noise.productRelative > 0 ? &operandRounding : nullptr;
     std::optional<NDArray> r =
         llvm::TypeSwitch<Operation *, std::optional<NDArray>>(&op)
             .Case([&](AddOp o) { return mapBinary(get(o.getLhs()), get(o.getRhs()), std::plus<>()); })
@@ -554,9 +602,9 @@ FailureOr<std::vector<NDArray>> mlir::nova::interpret(func::FuncOp func,
               return layerNormGrad(get(o.getInput()), get(o.getGamma()), get(o.getGrad()),
                                    o.getEps().convertToDouble());
             })
-            .Case([&](CausalAttentionOp o) { return causalAttention(o, get(o.getQkv())); })
+            .Case([&](CausalAttentionOp o) { return causalAttention(o, get(o.getQkv()), rounding); })
             .Case([&](CausalAttentionGradOp o) {
-              return causalAttentionGrad(o, get(o.getQkv()), get(o.getGrad()));
+              return causalAttentionGrad(o, get(o.getQkv()), get(o.getGrad()), rounding);
             })
             .Case([&](CausalMaskOp o) {
               NDArray a = withShape(o.getType());

@@ -54,7 +54,8 @@ struct RoundingNoise {
   /// float's (bf16 2^-8, tf32 2^-10 truncated: the step's matmul
   /// precision on tensor cores; the interpreter executable takes it from
   /// the module's nova.matmul_precision): a product's terms move by up to
-  /// twice that, attention's by up to 4 times (q, k, v, probabilities).
+  /// twice that; attention's operands, probabilities and score gradients
+  /// (what its products read) each by up to that.
   double productRelative = 0;
 };
 
