@@ -31,14 +31,14 @@ struct NDArray {
 /// ReLU, a negation) moved by r times its size, r uniform in [-relative,
 /// relative], drawn by Philox from `seed`, the op's position and the
 /// element's index; its size is its magnitude, or for an op that sums
-/// terms (a reduction's sum or mean, a product, a scatter-add) the sum of
-/// its terms' magnitudes. With `relative` float32's unit roundoff, how far
-/// the outputs move is about how far float32's rounding can move them,
-/// cancellations included (a gradient that is 0 but for cancelling terms
-/// moves by their size, where one float32 run may happen to cancel them
-/// exactly). The composite ops (softmax, LayerNorm, attention,
-/// cross-entropy and their gradients) are moved as whole results, not
-/// term by term. 0: the exact reference.
+/// terms (a reduction's sum or mean, a product, a scatter-add, attention's
+/// weighted sum of values) the sum of its terms' magnitudes. With
+/// `relative` float32's unit roundoff, how far the outputs move is about
+/// how far float32's rounding can move them, cancellations included (a
+/// gradient that is 0 but for cancelling terms moves by their size, where
+/// one float32 run may happen to cancel them exactly). The other composite
+/// ops (softmax, LayerNorm, cross-entropy, their gradients and attention's)
+/// are moved as whole results, not term by term. 0: the exact reference.
 ///
 /// `perOp`: one draw for all of an op's elements. Independent draws add the
 /// roundings of many elements with random signs, but identical
@@ -51,7 +51,7 @@ struct RoundingNoise {
   std::uint64_t seed = 0;
   bool perOp = false;
   /// The roundoff of a product's operands where they are rounded below
-  /// float's (bf16 2^-8, tf32 2^-10 truncated: the step's matmul
+  /// float32's (bf16 2^-8, tf32 2^-10 truncated: the step's matmul
   /// precision on tensor cores; the interpreter executable takes it from
   /// the module's nova.matmul_precision): a product's terms move by up to
   /// twice that; attention's operands, probabilities and score gradients
