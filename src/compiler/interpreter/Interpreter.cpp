@@ -226,6 +226,11 @@ struct AttentionHead {
   }
 };
 
+/// A draw uniform in [-1, 1]: Philox's (seed, stream, index)th.
+double symmetricDraw(std::uint64_t seed, uint32_t stream, uint64_t index) {
+  return 2.0 * ::nova::detail::philox_uniform(seed, stream, index) - 1.0;
+}
+
 /// RoundingNoise's productRelative inside attention, whose products are its
 /// own: its operands (q, k, v, the gradient) and the probabilities and
 /// score gradients it multiplies (`point` 0 to 3) each times 1 + r,
@@ -241,7 +246,7 @@ struct OperandRounding {
       return x;
     // Drawn from ~seed: not the draws that move the op's results.
     const uint64_t index = perOp ? uint64_t(point) : (uint64_t(i) << 2 | point);
-    return x * (1.0 + relative * (2.0 * ::nova::detail::philox_uniform(~seed, position, index) - 1.0));
+    return x * (1.0 + relative * symmetricDraw(~seed, position, index));
   }
   NDArray operator()(NDArray a, Point point) const {
     for (size_t i = 0; i < a.data.size(); ++i)
@@ -250,9 +255,14 @@ struct OperandRounding {
   }
 };
 
-/// `a` rounded at `point` (unchanged without a rounding).
-NDArray roundedAt(const OperandRounding *rounding, const NDArray &a, OperandRounding::Point point) {
-  return rounding ? (*rounding)(a, point) : a;
+/// `a` rounded at `point` into `copy`, or `a` itself without a rounding
+/// (no copy on the reference's own path).
+const NDArray &roundedAt(const OperandRounding *rounding, const NDArray &a, OperandRounding::Point point,
+                         NDArray &copy) {
+  if (!rounding)
+    return a;
+  copy = (*rounding)(a, point);
+  return copy;
 }
 
 template <typename F>
@@ -264,8 +274,8 @@ void forEachHead(const NDArray &qkv, int64_t heads, F &&f) {
 }
 
 NDArray causalAttention(CausalAttentionOp op, const NDArray &input, const OperandRounding *rounding = nullptr) {
-  NDArray r = withShape(op.getType());
-  const NDArray qkv = roundedAt(rounding, input, OperandRounding::qkv);
+  NDArray r = withShape(op.getType()), rounded;
+  const NDArray &qkv = roundedAt(rounding, input, OperandRounding::qkv, rounded);
   int64_t T = qkv.shape[1], d = qkv.shape[2] / 3;
   size_t head = 0;
   forEachHead(qkv, op.getHeads(), [&](int64_t b, int64_t h, const AttentionHead &a) {
@@ -287,19 +297,21 @@ NDArray causalAttention(CausalAttentionOp op, const NDArray &input, const Operan
 
 NDArray causalAttentionGrad(CausalAttentionGradOp op, const NDArray &input, const NDArray &gradient,
                             const OperandRounding *rounding = nullptr) {
-  NDArray r = withShape(op.getType());
-  const NDArray qkv = roundedAt(rounding, input, OperandRounding::qkv);
-  const NDArray g = roundedAt(rounding, gradient, OperandRounding::grad);
+  NDArray r = withShape(op.getType()), roundedQkv, roundedG;
+  const NDArray &qkv = roundedAt(rounding, input, OperandRounding::qkv, roundedQkv);
+  const NDArray &g = roundedAt(rounding, gradient, OperandRounding::grad, roundedG);
   int64_t T = qkv.shape[1], C = qkv.shape[2], d = C / 3;
   double scale = op.getScale().convertToDouble();
   size_t head = 0;
   forEachHead(qkv, op.getHeads(), [&](int64_t b, int64_t h, const AttentionHead &a) {
     std::vector<double> p = a.probabilities(scale), dS(T * T, 0.0);
-    // P as the products dv = P^T g reads it; dS (below) as dq and dk's.
-    std::vector<double> pRead = p;
+    // P as the products dv = P^T g reads it (a rounded copy only under
+    // noise); dS (below) as dq and dk's.
+    std::vector<double> pRounded;
     if (rounding)
       for (size_t i = 0; i < p.size(); ++i)
-        pRead[i] = (*rounding)(p[i], OperandRounding::probabilities, head * p.size() + i);
+        pRounded.push_back((*rounding)(p[i], OperandRounding::probabilities, head * p.size() + i));
+    const std::vector<double> &pRead = rounding ? pRounded : p;
     auto grad = [&](int64_t i, int64_t c) { return g.data[(b * T + i) * d + h * a.hd + c]; };
     auto at = [&](int64_t i, int64_t off, int64_t c) -> double & {
       return r.data[(b * T + i) * C + off + c];
@@ -543,8 +555,7 @@ void perturb(Operation *op, uint32_t position, const RoundingNoise &noise, NDArr
     const double size = terms ? terms->data[i] : std::abs(r.data[i]);
     if (!std::isfinite(size)) // -inf stays -inf (a mask), not -inf + inf
       continue;
-    r.data[i] += size * relative *
-                 (2.0 * ::nova::detail::philox_uniform(noise.seed, position, noise.perOp ? 0 : i) - 1.0);
+    r.data[i] += size * relative * symmetricDraw(noise.seed, position, noise.perOp ? 0 : i);
   }
 }
 
