@@ -133,6 +133,15 @@ def main():
             last = (err.strip().splitlines() or ["no message"])[-1][-160:]
             rows.append((name, trouble or "FAILED") + (float("nan"),) * 8)
             print(f"# {name}: {trouble or 'FAILED'}: {last}", flush=True)
+            # A kernel's fault is reported at the step's end without its
+            # name: once more, waiting after each launch (NOVA_GPU_SYNC=1),
+            # so the error names the launch, its kernel and grid.
+            if "NOVA_GPU_SYNC=1" in err:
+                _, err1, trouble1 = run([os.path.join(art, "bin", "run_steps"), os.path.join(art, "steps"), "1",
+                                         name], dict(env, NOVA_GPU_SYNC="1", NOVA_EXPLAIN="0"), STEP_TIMEOUT_S)
+                named = [line[line.find("): launch ") + 3:] for line in err1.splitlines() if "): launch " in line]
+                print(f"# {name}: with NOVA_GPU_SYNC=1: " +
+                      (named[-1][:400] if named else trouble1 or (err1.strip()[-400:] or "no message")), flush=True)
             failures += 1
             hung = hung + 1 if trouble and trouble.startswith("HUNG") else 0
             continue

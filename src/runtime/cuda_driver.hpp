@@ -149,4 +149,11 @@ const Driver* driver(std::string* why = nullptr);
 /// "cuDeviceGet: CUDA_ERROR_INVALID_DEVICE (invalid device ordinal)"
 std::string describe_error(const Driver& d, const char* call, CUresult r);
 
+/// Whether `r` is a kernel's fault while it ran (cuda.h: an illegal
+/// address 700, a timeout 702, a device-side assert or trap 710, a stack
+/// error, an illegal instruction, a misaligned address, an invalid address
+/// space or PC, a failed launch 714-719): reported by the driver's next
+/// call, whichever it is, and sticky (the context is unusable after it).
+constexpr bool is_kernel_fault(CUresult r) { return r == 700 || r == 702 || r == 710 || (r >= 714 && r <= 719); }
+
 } // namespace nova::cuda

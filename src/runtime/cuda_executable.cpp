@@ -34,7 +34,10 @@
 // launch waiting for a sum counts the wait), added to the process's
 // profile, no graph captured. With NOVA_TIMELINE (nova/timeline.hpp) a call
 // runs kernel by kernel too, with timing events around every launch and
-// each bucket's sums, published as the process's last timeline.
+// each bucket's sums, published as the process's last timeline. A kernel's
+// fault reaches the host only at the next wait, after the whole step was
+// enqueued: the error then says so, and NOVA_GPU_SYNC=1 runs the plan
+// kernel by kernel, waiting after each launch, to name the one that failed.
 // Calls of one executable are serialized (its buffers are shared).
 #include "cuda_executable.hpp"
 
@@ -176,6 +179,8 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
     note_clusters_left_waiting();
     const char* resident = std::getenv("NOVA_GPU_RESIDENT");
     resident_inputs_ = !(resident && std::strcmp(resident, "0") == 0);
+    const char* sync = std::getenv("NOVA_GPU_SYNC");
+    sync_launches_ = sync && *sync && std::strcmp(sync, "0") != 0;
     held_.resize(desc_.inputs.size());
     arena_ = allocate(desc_.arena_bytes);
     for (const auto& s : desc_.inputs) inputs_.push_back(allocate(bytes_of(s)));
@@ -369,13 +374,33 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
         const ClusterLaunch launch(k, l.workgroups, stream);
         check("cuLaunchKernelEx", k.symbol,
               d_->cuLaunchKernelEx(&launch.config, functions_[l.kernel], params, nullptr));
+        if (sync_launches_) check_launch_finished(i, stream);
         continue;
       }
       check("cuLaunchKernel", k.symbol,
             d_->cuLaunchKernel(functions_[l.kernel], static_cast<unsigned>(l.workgroups), 1, 1, k.threads, 1, 1,
                                k.shared_bytes, stream, params, nullptr));
+      if (sync_launches_) check_launch_finished(i, stream);
     }
   }
+
+  /// NOVA_GPU_SYNC: waits for launch `i` and names it (its kernel, what it
+  /// computes, its grid) if it failed: a kernel's fault (an out-of-bounds
+  /// access, a trap) is otherwise reported only by the step's wait, after
+  /// every launch, without saying whose it was.
+  void check_launch_finished(std::size_t i, cuda::CUstream stream) const {
+    cuda::CUresult r = stream ? d_->cuStreamSynchronize(stream) : d_->cuCtxSynchronize();
+    if (r == 0) return;
+    const LaunchDesc& l = desc_.launches[i];
+    const KernelDesc& k = desc_.kernels[l.kernel];
+    throw Error("nova: running a step on " + desc_.target.describe() + ": launch " + std::to_string(i) + " of " +
+                std::to_string(desc_.launches.size()) + ", kernel " + k.symbol +
+                (k.summary.empty() ? "" : " (" + k.summary + ")") + ", " + std::to_string(l.workgroups) +
+                " blocks of " + std::to_string(k.threads) + " threads, " + std::to_string(k.shared_bytes) +
+                " bytes of shared memory, failed: " +
+                cuda::describe_error(*d_, stream ? "cuStreamSynchronize" : "cuCtxSynchronize", r));
+  }
+
 
   /// Enqueues the all-reduces (sums in place, one NCCL group a bucket) of
   /// the collectives the plan starts after `i` launches and, with the sums
@@ -484,7 +509,8 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
     const bool sums = !desc_.collectives.empty();
     if (sums && !nccl_comm_) return; // at the first call
     graph_tried_ = true;
-    if (!stream_ || (env && std::strcmp(env, "0") == 0) || desc_.launches.empty() || profile_) return;
+    if (!stream_ || (env && std::strcmp(env, "0") == 0) || desc_.launches.empty() || profile_ || sync_launches_)
+      return;
     // A graph is only faster: if the driver will not capture or instantiate
     // it, say so and launch kernel by kernel on the same stream.
     bool capturing = false;
@@ -576,8 +602,18 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
     return static_cast<std::size_t>(numel(s.shape)) * size_of(s.dtype);
   }
 
+  /// A kernel's fault is reported by whichever driver call comes next (the
+  /// step's wait, a later launch, a copy), not by its own launch: the
+  /// message says so and how to find the kernel.
   void check(const char* call, cuda::CUresult r) const {
-    if (r != 0) throw Error("nova: running a step on " + desc_.target.describe() + ": " + cuda::describe_error(*d_, call, r));
+    if (r == 0) return;
+    std::string text = "nova: running a step on " + desc_.target.describe() + ": " + cuda::describe_error(*d_, call, r);
+    if (cuda::is_kernel_fault(r))
+      text += "; a kernel faulted: one of this step's " + std::to_string(desc_.launches.size()) +
+              " launches, or one before them on this GPU (the driver reports a fault at its next call, and the "
+              "process's CUDA context is unusable from then on); NOVA_GPU_SYNC=1 waits after each launch and names "
+              "the one that fails";
+    throw Error(text);
   }
   /// A call about one kernel: its name in the message (built only on failure).
   void check(const char* call, const std::string& kernel, cuda::CUresult r) const {
@@ -633,6 +669,9 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
   mutable std::mutex mutex_;
   /// Inputs updated in place stay on the device (NOVA_GPU_RESIDENT=0: no).
   bool resident_inputs_ = true;
+  /// NOVA_GPU_SYNC=1: kernel by kernel (no graph), each launch waited for
+  /// and named if it failed.
+  bool sync_launches_ = false;
   /// Per input, the storage whose update this executable last kept.
   mutable std::vector<std::weak_ptr<detail::Storage>> held_;
 };

@@ -18,6 +18,10 @@
  * all-reduce sums the ranks' buffers in rank order ("allreduce(N)@S;", S
  * its stream's number; a stream waiting for an event logs "wait@S;").
  * Host-device copies are counted (fake_cuda_copies).
+ * A fault: FAKE_CUDA_FAULT=<kernel> makes each executed launch of that
+ * kernel fault as an out-of-bounds access does on a GPU: the context's
+ * error is sticky (CUDA_ERROR_ILLEGAL_ADDRESS from every later
+ * synchronization and copy) until the primary context is released.
  * Time: a launch the fake executes takes one microsecond per block of its
  * grid on a clock of its own, which an event records (cuEventElapsedTime). 
  * Launches, graphs and sums may come from several threads at once. */
@@ -84,23 +88,29 @@ int cuDeviceTotalMem_v2(size_t* bytes, int d) {
 }
 int cuGetErrorName(int e, const char** s) {
   *s = e == 100 ? "CUDA_ERROR_NO_DEVICE" : e == 101 ? "CUDA_ERROR_INVALID_DEVICE" : e == 500 ? "CUDA_ERROR_NOT_FOUND"
-      : e == 209 ? "CUDA_ERROR_NO_BINARY_FOR_GPU" : "CUDA_ERROR_INVALID_VALUE";
+      : e == 209 ? "CUDA_ERROR_NO_BINARY_FOR_GPU" : e == 700 ? "CUDA_ERROR_ILLEGAL_ADDRESS" : "CUDA_ERROR_INVALID_VALUE";
   return 0;
 }
 int cuGetErrorString(int e, const char** s) {
   *s = e == 100 ? "no CUDA-capable device is detected" : e == 101 ? "invalid device ordinal"
       : e == 500 ? "named symbol not found" : e == 209 ? "no kernel image is available for execution on the device"
-      : "invalid argument";
+      : e == 700 ? "an illegal memory access was encountered" : "invalid argument";
   return 0;
 }
 
 /* Running kernels. */
 typedef unsigned long long CUdeviceptr;
 static int primary_context; /* retains not yet released */
+static int faulted; /* the context's sticky error (FAKE_CUDA_FAULT), 0 if none */
 int cuDevicePrimaryCtxRetain(void** ctx, int d) { (void)d; __atomic_add_fetch(&primary_context, 1, __ATOMIC_SEQ_CST); *ctx = &primary_context; return 0; }
-int cuDevicePrimaryCtxRelease_v2(int d) { (void)d; return __atomic_fetch_sub(&primary_context, 1, __ATOMIC_SEQ_CST) > 0 ? 0 : 1; }
+int cuDevicePrimaryCtxRelease_v2(int d) {
+  (void)d;
+  int before = __atomic_fetch_sub(&primary_context, 1, __ATOMIC_SEQ_CST);
+  if (before == 1) __atomic_store_n(&faulted, 0, __ATOMIC_SEQ_CST); /* the context goes, its error with it */
+  return before > 0 ? 0 : 1;
+}
 int cuCtxSetCurrent(void* ctx) { return ctx == &primary_context ? 0 : 1; }
-int cuCtxSynchronize(void) { return 0; }
+int cuCtxSynchronize(void) { return __atomic_load_n(&faulted, __ATOMIC_SEQ_CST); }
 /* A module: its text and the names of the functions looked up in it (a
  * function handle points at its name), freed together by cuModuleUnload. */
 struct module { char* text; size_t size; int elf; char names[512][128]; int count; };
@@ -166,11 +176,13 @@ int cuMemFree_v2(CUdeviceptr p) { free((void*)(size_t)p); return 0; }
 /* Copies each way so far (fake_cuda_copies). */
 static int copies_in, copies_out;
 int cuMemcpyHtoD_v2(CUdeviceptr to, const void* from, size_t bytes) {
+  if (__atomic_load_n(&faulted, __ATOMIC_SEQ_CST)) return faulted;
   __atomic_add_fetch(&copies_in, 1, __ATOMIC_RELAXED);
   memcpy((void*)(size_t)to, from, bytes);
   return 0;
 }
 int cuMemcpyDtoH_v2(void* to, CUdeviceptr from, size_t bytes) {
+  if (__atomic_load_n(&faulted, __ATOMIC_SEQ_CST)) return faulted;
   __atomic_add_fetch(&copies_out, 1, __ATOMIC_RELAXED);
   memcpy(to, (const void*)(size_t)from, bytes);
   return 0;
@@ -194,6 +206,7 @@ struct launch { const char* name; unsigned gx, bx, shared; CUdeviceptr args[2]; 
 /* The fake GPU's clock, in microseconds: each executed launch adds its blocks. */
 static unsigned long long fake_clock_us;
 static void execute_kernel(const struct launch* l) {
+  if (__atomic_load_n(&faulted, __ATOMIC_SEQ_CST)) return; /* a faulted context runs nothing more */
   __atomic_add_fetch(&fake_clock_us, (unsigned long long)l->gx, __ATOMIC_SEQ_CST);
   char line[256];
   if (l->cluster > 1)
@@ -201,6 +214,11 @@ static void execute_kernel(const struct launch* l) {
   else
     snprintf(line, sizeof line, "%s<<<%u,%u,%u>>>;", l->name, l->gx, l->bx, l->shared);
   log_text(line);
+  const char* fault = getenv("FAKE_CUDA_FAULT");
+  if (fault && strcmp(fault, l->name) == 0) {
+    __atomic_store_n(&faulted, 700, __ATOMIC_SEQ_CST); /* CUDA_ERROR_ILLEGAL_ADDRESS */
+    return;
+  }
   size_t n = (size_t)l->gx * l->bx;
   float* a = (float*)(size_t)l->args[0];
   if (strcmp(l->name, "nova_fake_copy") == 0) {
@@ -279,7 +297,7 @@ int cuStreamDestroy_v2(void* stream) {
   __atomic_sub_fetch(&streams_held, 1, __ATOMIC_SEQ_CST);
   return 0;
 }
-int cuStreamSynchronize(void* stream) { return is_stream(stream) ? 0 : 400; }
+int cuStreamSynchronize(void* stream) { return is_stream(stream) ? __atomic_load_n(&faulted, __ATOMIC_SEQ_CST) : 400; }
 /* Events: work here runs when it is enqueued, so an event orders nothing;
  * a wait is logged with the waiting stream ("wait@N;"). An event records
  * the fake clock when recorded outside a capture (timing events only). */
@@ -345,6 +363,7 @@ int cuGraphInstantiateWithFlags(void** exec, void* graph, unsigned long long fla
 }
 int cuGraphLaunch(void* exec, void* stream) {
   if (!is_stream(stream)) return 1;
+  if (__atomic_load_n(&faulted, __ATOMIC_SEQ_CST)) return faulted;
   const struct graph* g = exec;
   log_text("graph;");
   for (int i = 0; i < g->count; ++i) execute(&g->nodes[i]);
@@ -357,6 +376,7 @@ int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
                    unsigned shared, void* stream, void** params, void** extra) {
   if (extra || gy != 1 || gz != 1 || by != 1 || bz != 1 || bx < 1 || bx > 1024) return 1;
   if (stream && !is_stream(stream)) return 400; /* CUDA_ERROR_INVALID_HANDLE */
+  if (__atomic_load_n(&faulted, __ATOMIC_SEQ_CST)) return faulted;
   struct launch l = {(const char*)f, gx, bx, shared, {0, 0}, 1};
   for (int i = 0; i < arguments_of(l.name); ++i) l.args[i] = *(CUdeviceptr*)params[i]; /* values, as CUDA copies them */
   if (capture && stream) {
@@ -392,6 +412,7 @@ int cuLaunchKernelEx(const struct launch_config* c, void* f, void** params, void
   if (cluster < 1 || cluster > 8 || c->gx % cluster) return 1; /* CUDA_ERROR_INVALID_VALUE */
   if (extra || c->gy != 1 || c->gz != 1 || c->by != 1 || c->bz != 1 || c->bx < 1 || c->bx > 1024) return 1;
   if (c->stream && !is_stream(c->stream)) return 400;
+  if (__atomic_load_n(&faulted, __ATOMIC_SEQ_CST)) return faulted;
   struct launch l = {(const char*)f, c->gx, c->bx, c->shared, {0, 0}, cluster};
   for (int i = 0; i < arguments_of(l.name); ++i) l.args[i] = *(CUdeviceptr*)params[i];
   if (capture && c->stream) {

@@ -635,6 +635,71 @@ TEST_CASE("a GPU step through the (fake) CUDA driver: buffers, launches, in-plac
   }
 }
 
+TEST_CASE("a GPU kernel that faults: the step's error says a launch failed; NOVA_GPU_SYNC=1 names the launch, its kernel and grid") {
+  // The fake driver faults each launch of FAKE_CUDA_FAULT's kernel as an
+  // out-of-bounds access does: sticky (every later wait, copy and launch
+  // fails) until the context is released. Launch 1 of fake_gpu_plan's 4
+  // is the first nova_fake_inc.
+  nova::ExecutableDesc d = fake_gpu_plan(64);
+  nova_test::Env env;
+  env.set("NOVA_CUDA_DRIVER", NOVA_FAKE_CUDA);
+  nova::Tensor x = nova::Tensor::full({64}, 2.5, nova::DType::f32);
+  auto step = [&](nova::Tensor& w) {
+    std::vector<nova::Tensor> args{x, w};
+    (*nova::load_or_describe(d))(args); // the executable goes at the end of the call, the fault with its context
+  };
+  // Loads the driver, so that the fake's log can be found; no fault yet.
+  nova::Tensor w0 = nova::Tensor::full({64}, -1.0, nova::DType::f32);
+  step(w0);
+  void* fake = dlopen(NOVA_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(fake != nullptr);
+  auto launches = reinterpret_cast<const char* (*)()>(dlsym(fake, "fake_cuda_launches"));
+  auto held = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cuda_held"));
+  REQUIRE((launches && held));
+  const std::string plan = "nova_fake_copy<<<2,32,0>>>;nova_fake_inc<<<2,32,65536>>>;nova_fake_copy<<<2,32,0>>>;"
+                           "nova_fake_inc<<<2,32,65536>>>;";
+  env.set("FAKE_CUDA_FAULT", "nova_fake_inc");
+  const std::string hint = "a kernel faulted: one of this step's 4 launches, or one before them on this GPU (the "
+                           "driver reports a fault at its next call, and the process's CUDA context is unusable from "
+                           "then on); NOVA_GPU_SYNC=1 waits after each launch and names the one that fails";
+  for (const char* graph : {"1", "0"}) {
+    CAPTURE(graph);
+    env.set("NOVA_CUDA_GRAPH", graph);
+    nova::Tensor w = nova::Tensor::full({64}, -1.0, nova::DType::f32);
+    // Kernel by kernel the next launch reports the fault (the wait, with a
+    // graph): a call about another kernel, which the message says.
+    const std::string wait =
+        std::strcmp(graph, "1") == 0 ? "cuStreamSynchronize" : "cuLaunchKernel(nova_fake_copy)";
+    const std::string expected = wait + ": CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered); " + hint;
+    CHECK_THROWS_WITH_AS(step(w), doctest::Contains(expected.c_str()), nova::Error);
+    CHECK(w.at({0}) == -1.0); // the host's tensor as it was
+    CHECK(held() == 0);
+  }
+  env.unset("NOVA_CUDA_GRAPH");
+  // NOVA_GPU_SYNC=1: kernel by kernel, each waited for; the one that
+  // faulted named, nothing launched after it.
+  env.set("NOVA_GPU_SYNC", "1");
+  std::size_t before = std::string(launches()).size();
+  nova::Tensor w = nova::Tensor::full({64}, -1.0, nova::DType::f32);
+  CHECK_THROWS_WITH_AS(step(w),
+                       doctest::Contains("launch 1 of 4, kernel nova_fake_inc (inc), 2 blocks of 32 threads, 65536 "
+                                         "bytes of shared memory, failed: cuStreamSynchronize: "
+                                         "CUDA_ERROR_ILLEGAL_ADDRESS"),
+                       nova::Error);
+  CHECK(std::string(launches()).substr(before) == "nova_fake_copy<<<2,32,0>>>;nova_fake_inc<<<2,32,65536>>>;");
+  CHECK(held() == 0);
+  // Without a fault the same results as the graph's, no graph captured.
+  env.unset("FAKE_CUDA_FAULT");
+  before = std::string(launches()).size();
+  nova::Tensor w2 = nova::Tensor::full({64}, -1.0, nova::DType::f32);
+  std::vector<nova::Tensor> args{x, w2};
+  std::vector<nova::Tensor> out = (*nova::load_or_describe(d))(args);
+  CHECK(out[0].at({5}) == 3.5);
+  CHECK(w2.at({63}) == 0.0);
+  CHECK(std::string(launches()).substr(before) == plan);
+  CHECK(held() == 0);
+}
+
 TEST_CASE("NOVA_TIMELINE on a data-parallel GPU step (1 rank, NCCL fake): each launch and the bucket's sums timed by events, kernel by kernel") {
   // The fake clock: a launch takes a microsecond a block (2 here), a sum
   // none. The bucket starts after launch 1 (its sums on their own stream)
