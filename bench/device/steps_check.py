@@ -134,13 +134,18 @@ def main():
             rows.append((name, trouble or "FAILED") + (float("nan"),) * 8)
             print(f"# {name}: {trouble or 'FAILED'}: {last}", flush=True)
             # A kernel's fault is reported at the step's end without its
-            # name: once more, waiting after each launch (NOVA_GPU_SYNC=1),
-            # so the error names the launch, its kernel and grid.
-            if "NOVA_GPU_SYNC=1" in err:
+            # name, a hang not at all: once more, waiting after each launch
+            # (NOVA_GPU_SYNC=<s>), so the error names the launch that
+            # faulted, its kernel and grid, or stderr the one still running
+            # after 5 s (the first hung step only: each costs its timeout).
+            first_hang = bool(trouble) and trouble.startswith("HUNG") and hung == 0
+            if "NOVA_GPU_SYNC=1" in err or first_hang:
                 _, err1, trouble1 = run([os.path.join(art, "bin", "run_steps"), os.path.join(art, "steps"), "1",
-                                         name], dict(env, NOVA_GPU_SYNC="1", NOVA_EXPLAIN="0"), STEP_TIMEOUT_S)
-                named = [line[line.find("): launch ") + 3:] for line in err1.splitlines() if "): launch " in line]
-                print(f"# {name}: with NOVA_GPU_SYNC=1: " +
+                                         name], dict(env, NOVA_GPU_SYNC="5", NOVA_EXPLAIN="0"),
+                                        20.0 if first_hang else STEP_TIMEOUT_S)
+                named = [line[line.find("launch "):] for line in err1.splitlines()
+                         if "): launch " in line or line.startswith("nova: NOVA_GPU_SYNC: launch ")]
+                print(f"# {name}: with NOVA_GPU_SYNC=5: " +
                       (named[-1][:400] if named else trouble1 or (err1.strip()[-400:] or "no message")), flush=True)
             failures += 1
             hung = hung + 1 if trouble and trouble.startswith("HUNG") else 0

@@ -99,6 +99,9 @@ struct Driver {
   CUresult (*cuStreamCreate)(CUstream* stream, unsigned flags) = nullptr;
   CUresult (*cuStreamDestroy)(CUstream stream) = nullptr;                                      // _v2
   CUresult (*cuStreamSynchronize)(CUstream stream) = nullptr;
+  // 0 when the stream's work is done, kErrorNotReady while it runs
+  // (NOVA_GPU_SYNC's wait, which reports a launch that runs long).
+  CUresult (*cuStreamQuery)(CUstream stream) = nullptr;
   CUresult (*cuStreamBeginCapture)(CUstream stream, int mode) = nullptr;                       // _v2
   CUresult (*cuStreamEndCapture)(CUstream stream, CUgraph* graph) = nullptr;
   CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec* exec, CUgraph graph, unsigned long long flags) = nullptr;
@@ -134,6 +137,8 @@ inline constexpr unsigned kEventDisableTiming = 2, kEventDefault = 0;
 /// CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: other threads' CUDA calls do not
 /// disturb a capture.
 inline constexpr int kCaptureModeThreadLocal = 1;
+/// CUDA_ERROR_NOT_READY (cuStreamQuery: work still running).
+inline constexpr int kErrorNotReady = 600;
 
 /// CUtensorMapDataType and CUtensorMapSwizzle values (cuda.h).
 inline constexpr int kTensorMapInt32 = 3, kTensorMapInt64 = 5, kTensorMapFloat16 = 6, kTensorMapFloat32 = 7,

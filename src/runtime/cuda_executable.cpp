@@ -36,8 +36,9 @@
 // runs kernel by kernel too, with timing events around every launch and
 // each bucket's sums, published as the process's last timeline. A kernel's
 // fault reaches the host only at the next wait, after the whole step was
-// enqueued: the error then says so, and NOVA_GPU_SYNC=1 runs the plan
-// kernel by kernel, waiting after each launch, to name the one that failed.
+// enqueued: the error then says so, and NOVA_GPU_SYNC=<s> runs the plan
+// kernel by kernel, waiting after each launch, to name the one that failed
+// (or, on stderr, one still running after s seconds: a hang).
 // Calls of one executable are serialized (its buffers are shared).
 #include "cuda_executable.hpp"
 
@@ -48,6 +49,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cuda_driver.hpp"
@@ -179,8 +181,8 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
     note_clusters_left_waiting();
     const char* resident = std::getenv("NOVA_GPU_RESIDENT");
     resident_inputs_ = !(resident && std::strcmp(resident, "0") == 0);
-    const char* sync = std::getenv("NOVA_GPU_SYNC");
-    sync_launches_ = sync && *sync && std::strcmp(sync, "0") != 0;
+    sync_report_s_ = sync_seconds();
+    sync_launches_ = sync_report_s_ > 0;
     held_.resize(desc_.inputs.size());
     arena_ = allocate(desc_.arena_bytes);
     for (const auto& s : desc_.inputs) inputs_.push_back(allocate(bytes_of(s)));
@@ -388,17 +390,39 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
   /// computes, its grid) if it failed: a kernel's fault (an out-of-bounds
   /// access, a trap) is otherwise reported only by the step's wait, after
   /// every launch, without saying whose it was.
+  /// A launch that runs past NOVA_GPU_SYNC's seconds (a hang: a barrier or
+  /// mbarrier some threads never reach) is named on stderr once, while it
+  /// is still waited for.
   void check_launch_finished(std::size_t i, cuda::CUstream stream) const {
-    cuda::CUresult r = stream ? d_->cuStreamSynchronize(stream) : d_->cuCtxSynchronize();
-    if (r == 0) return;
     const LaunchDesc& l = desc_.launches[i];
     const KernelDesc& k = desc_.kernels[l.kernel];
-    throw Error("nova: running a step on " + desc_.target.describe() + ": launch " + std::to_string(i) + " of " +
-                std::to_string(desc_.launches.size()) + ", kernel " + k.symbol +
-                (k.summary.empty() ? "" : " (" + k.summary + ")") + ", " + std::to_string(l.workgroups) +
-                " blocks of " + std::to_string(k.threads) + " threads, " + std::to_string(k.shared_bytes) +
-                " bytes of shared memory, failed: " +
-                cuda::describe_error(*d_, stream ? "cuStreamSynchronize" : "cuCtxSynchronize", r));
+    auto launch_text = [&] {
+      return "launch " + std::to_string(i) + " of " + std::to_string(desc_.launches.size()) + ", kernel " +
+             k.symbol + (k.summary.empty() ? "" : " (" + k.summary + ")") + ", " + std::to_string(l.workgroups) +
+             " blocks of " + std::to_string(k.threads) + " threads, " + std::to_string(k.shared_bytes) +
+             " bytes of shared memory";
+    };
+    const char* call = stream ? "cuStreamSynchronize" : "cuCtxSynchronize";
+    cuda::CUresult r = 0;
+    if (stream && d_->cuStreamQuery) {
+      call = "cuStreamQuery";
+      const auto start = std::chrono::steady_clock::now();
+      bool reported = false;
+      while ((r = d_->cuStreamQuery(stream)) == cuda::kErrorNotReady) {
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (!reported && s >= sync_report_s_) {
+          std::fprintf(stderr, "nova: NOVA_GPU_SYNC: %s has run for %.1f s and is still running\n",
+                       launch_text().c_str(), s);
+          reported = true;
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+      }
+    } else {
+      r = stream ? d_->cuStreamSynchronize(stream) : d_->cuCtxSynchronize();
+    }
+    if (r == 0) return;
+    throw Error("nova: running a step on " + desc_.target.describe() + ": " + launch_text() +
+                ", failed: " + cuda::describe_error(*d_, call, r));
   }
 
 
@@ -598,6 +622,19 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
     }
   }
 
+  /// NOVA_GPU_SYNC: unset, empty or 0: off (0 returned); else the seconds
+  /// after which a launch still running is reported.
+  static double sync_seconds() {
+    const char* v = std::getenv("NOVA_GPU_SYNC");
+    if (!v || !*v) return 0;
+    char* end = nullptr;
+    const double s = std::strtod(v, &end);
+    if (*end || !(s >= 0) || s > 1e6)
+      throw Error(std::string("nova: NOVA_GPU_SYNC='") + v +
+                  "': expected 0 (off) or the seconds after which a launch still running is named (1: on, a second)");
+    return s;
+  }
+
   static std::size_t bytes_of(const TensorSpec& s) {
     return static_cast<std::size_t>(numel(s.shape)) * size_of(s.dtype);
   }
@@ -669,9 +706,10 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
   mutable std::mutex mutex_;
   /// Inputs updated in place stay on the device (NOVA_GPU_RESIDENT=0: no).
   bool resident_inputs_ = true;
-  /// NOVA_GPU_SYNC=1: kernel by kernel (no graph), each launch waited for
-  /// and named if it failed.
+  /// NOVA_GPU_SYNC=<s>: kernel by kernel (no graph), each launch waited
+  /// for and named if it failed, or if it still runs after s seconds.
   bool sync_launches_ = false;
+  double sync_report_s_ = 0;
   /// Per input, the storage whose update this executable last kept.
   mutable std::vector<std::weak_ptr<detail::Storage>> held_;
 };

@@ -22,6 +22,9 @@
  * kernel fault as an out-of-bounds access does on a GPU: the context's
  * error is sticky (CUDA_ERROR_ILLEGAL_ADDRESS from every later
  * synchronization and copy) until the primary context is released.
+ * FAKE_CUDA_HANG=<kernel>:<seconds>: each executed launch of that kernel
+ * keeps its stream busy for that long (real time), as a kernel that hangs
+ * until it is killed does: cuStreamQuery says not ready, the waits wait.
  * Time: a launch the fake executes takes one microsecond per block of its
  * grid on a clock of its own, which an event records (cuEventElapsedTime). 
  * Launches, graphs and sums may come from several threads at once. */
@@ -31,6 +34,7 @@
 #include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
+#include <time.h>
 
 int cuInit(unsigned flags) {
   (void)flags;
@@ -102,6 +106,19 @@ int cuGetErrorString(int e, const char** s) {
 typedef unsigned long long CUdeviceptr;
 static int primary_context; /* retains not yet released */
 static int faulted; /* the context's sticky error (FAKE_CUDA_FAULT), 0 if none */
+static long long busy_until_ns; /* FAKE_CUDA_HANG: when the hanging launch ends (CLOCK_MONOTONIC) */
+static long long now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+static void wait_until_idle(void) {
+  long long left;
+  while ((left = __atomic_load_n(&busy_until_ns, __ATOMIC_SEQ_CST) - now_ns()) > 0) {
+    struct timespec t = {(time_t)(left / 1000000000LL), (long)(left % 1000000000LL)};
+    nanosleep(&t, NULL);
+  }
+}
 int cuDevicePrimaryCtxRetain(void** ctx, int d) { (void)d; __atomic_add_fetch(&primary_context, 1, __ATOMIC_SEQ_CST); *ctx = &primary_context; return 0; }
 int cuDevicePrimaryCtxRelease_v2(int d) {
   (void)d;
@@ -110,7 +127,10 @@ int cuDevicePrimaryCtxRelease_v2(int d) {
   return before > 0 ? 0 : 1;
 }
 int cuCtxSetCurrent(void* ctx) { return ctx == &primary_context ? 0 : 1; }
-int cuCtxSynchronize(void) { return __atomic_load_n(&faulted, __ATOMIC_SEQ_CST); }
+int cuCtxSynchronize(void) {
+  wait_until_idle();
+  return __atomic_load_n(&faulted, __ATOMIC_SEQ_CST);
+}
 /* A module: its text and the names of the functions looked up in it (a
  * function handle points at its name), freed together by cuModuleUnload. */
 struct module { char* text; size_t size; int elf; char names[512][128]; int count; };
@@ -214,6 +234,10 @@ static void execute_kernel(const struct launch* l) {
   else
     snprintf(line, sizeof line, "%s<<<%u,%u,%u>>>;", l->name, l->gx, l->bx, l->shared);
   log_text(line);
+  const char* hang = getenv("FAKE_CUDA_HANG");
+  size_t named = hang ? strcspn(hang, ":") : 0;
+  if (hang && hang[named] == ':' && strlen(l->name) == named && strncmp(hang, l->name, named) == 0)
+    __atomic_store_n(&busy_until_ns, now_ns() + (long long)(atof(hang + named + 1) * 1e9), __ATOMIC_SEQ_CST);
   const char* fault = getenv("FAKE_CUDA_FAULT");
   if (fault && strcmp(fault, l->name) == 0) {
     __atomic_store_n(&faulted, 700, __ATOMIC_SEQ_CST); /* CUDA_ERROR_ILLEGAL_ADDRESS */
@@ -297,7 +321,16 @@ int cuStreamDestroy_v2(void* stream) {
   __atomic_sub_fetch(&streams_held, 1, __ATOMIC_SEQ_CST);
   return 0;
 }
-int cuStreamSynchronize(void* stream) { return is_stream(stream) ? __atomic_load_n(&faulted, __ATOMIC_SEQ_CST) : 400; }
+int cuStreamSynchronize(void* stream) {
+  if (!is_stream(stream)) return 400;
+  wait_until_idle();
+  return __atomic_load_n(&faulted, __ATOMIC_SEQ_CST);
+}
+int cuStreamQuery(void* stream) {
+  if (!is_stream(stream)) return 400;
+  if (now_ns() < __atomic_load_n(&busy_until_ns, __ATOMIC_SEQ_CST)) return 600; /* CUDA_ERROR_NOT_READY */
+  return __atomic_load_n(&faulted, __ATOMIC_SEQ_CST);
+}
 /* Events: work here runs when it is enqueued, so an event orders nothing;
  * a wait is logged with the waiting stream ("wait@N;"). An event records
  * the fake clock when recorded outside a capture (timing events only). */

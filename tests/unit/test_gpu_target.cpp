@@ -683,20 +683,35 @@ TEST_CASE("a GPU kernel that faults: the step's error says a launch failed; NOVA
   nova::Tensor w = nova::Tensor::full({64}, -1.0, nova::DType::f32);
   CHECK_THROWS_WITH_AS(step(w),
                        doctest::Contains("launch 1 of 4, kernel nova_fake_inc (inc), 2 blocks of 32 threads, 65536 "
-                                         "bytes of shared memory, failed: cuStreamSynchronize: "
+                                         "bytes of shared memory, failed: cuStreamQuery: "
                                          "CUDA_ERROR_ILLEGAL_ADDRESS"),
                        nova::Error);
   CHECK(std::string(launches()).substr(before) == "nova_fake_copy<<<2,32,0>>>;nova_fake_inc<<<2,32,65536>>>;");
   CHECK(held() == 0);
-  // Without a fault the same results as the graph's, no graph captured.
+  // Without a fault the same results as the graph's, no graph captured;
+  // a launch that runs past NOVA_GPU_SYNC's seconds (here each
+  // nova_fake_inc keeps the fake GPU busy 0.3 s) named while it runs.
   env.unset("FAKE_CUDA_FAULT");
+  env.set("FAKE_CUDA_HANG", "nova_fake_inc:0.3");
+  env.set("NOVA_GPU_SYNC", "0.1");
   before = std::string(launches()).size();
   nova::Tensor w2 = nova::Tensor::full({64}, -1.0, nova::DType::f32);
   std::vector<nova::Tensor> args{x, w2};
-  std::vector<nova::Tensor> out = (*nova::load_or_describe(d))(args);
+  std::vector<nova::Tensor> out;
+  const std::string text = nova_test::captured_stderr([&] { out = (*nova::load_or_describe(d))(args); });
   CHECK(out[0].at({5}) == 3.5);
   CHECK(w2.at({63}) == 0.0);
   CHECK(std::string(launches()).substr(before) == plan);
+  CHECK(held() == 0);
+  CHECK(text.find("nova: NOVA_GPU_SYNC: launch 1 of 4, kernel nova_fake_inc (inc), 2 blocks of 32 threads, 65536 "
+                  "bytes of shared memory has run for 0.1 s and is still running") != std::string::npos);
+  CHECK(text.find("launch 3 of 4, kernel nova_fake_inc") != std::string::npos);
+  CHECK(text.find("nova_fake_copy") == std::string::npos);
+  env.unset("FAKE_CUDA_HANG");
+  // A value that is not a number of seconds: the load says so.
+  env.set("NOVA_GPU_SYNC", "yes");
+  CHECK_THROWS_WITH_AS(nova::load_or_describe(d), doctest::Contains("NOVA_GPU_SYNC='yes': expected 0 (off)"),
+                       nova::Error);
   CHECK(held() == 0);
 }
 
