@@ -135,6 +135,37 @@ void explainKernels(ModuleOp kernels, const ::nova::ExecutableDesc &desc,
 
 std::string mib(uint64_t bytes) { return llvm::formatv("{0:f1} MiB", double(bytes) / (1 << 20)).str(); }
 
+/// What a GPU step's arena may take of its device: the device's memory
+/// less the step's own input and (not aliased) output buffers and a
+/// reserve for what the runtime and driver hold besides (the CUDA context,
+/// NCCL's buffers): max(512 MiB, 1/16 of the memory). 0: no limit (a CPU
+/// step, a GPU of unknown memory).
+struct DeviceBudget {
+  uint64_t memory = 0, io = 0, reserve = 0;
+  uint64_t arena() const { return memory > io + reserve ? memory - io - reserve : 1; }
+  std::string text() const {
+    return mib(arena()) + " for the arena: the GPU's " + mib(memory) + " (NOVA_GPU_MEMORY) less the step's inputs "
+           "and outputs, " + mib(io) + ", and " + mib(reserve) + " kept for the driver and runtime";
+  }
+};
+
+DeviceBudget deviceBudget(const ::nova::TargetDesc &target, const mlir::nova::StepSignature &signature) {
+  DeviceBudget d;
+  if (!target.is_gpu() || target.memory_bytes <= 0)
+    return d;
+  d.memory = static_cast<uint64_t>(target.memory_bytes);
+  d.reserve = std::max<uint64_t>(uint64_t{512} << 20, d.memory / 16);
+  auto bytes = [](const ::nova::TensorSpec &t) {
+    return static_cast<uint64_t>(::nova::numel(t.shape)) * ::nova::size_of(t.dtype);
+  };
+  for (const ::nova::TensorSpec &t : signature.inputs)
+    d.io += bytes(t);
+  for (size_t o = 0; o < signature.outputs.size(); ++o)
+    if (o >= signature.aliases.size() || signature.aliases[o] < 0)
+      d.io += bytes(signature.outputs[o]);
+  return d;
+}
+
 /// NOVA_EXPLAIN's memory lines: the arena against the most bytes live at
 /// once (what any placement needs), where that peak is, the largest buffers.
 std::string explainMemory(const mlir::nova::MemoryPlan &plan, const ::nova::ExecutableDesc &desc,
@@ -274,10 +305,16 @@ void explainGpuKernels(ModuleOp kernels, const ::nova::TargetDesc &target, const
   report.add("graph (autodiff)", clock.lap());
   std::unique_ptr<Target> target = makeTarget(targetDesc);
   // A memory budget (nova/memory.hpp): the graph is kept, so that a plan
-  // over budget can be made again with more recomputation (level 2).
+  // over budget can be made again with more recomputation (level 2). A
+  // GPU step's arena must also fit its device (deviceBudget): the smaller
+  // of the two is the budget.
   uint64_t budget = 0;
   if (auto b = traced->getAttrOfType<IntegerAttr>(kMemoryBudgetAttr))
     budget = static_cast<uint64_t>(b.getInt());
+  const DeviceBudget device = deviceBudget(targetDesc, signature);
+  const bool deviceBound = device.memory > 0 && (budget == 0 || device.arena() < budget);
+  if (deviceBound)
+    budget = device.arena();
   auto remat = traced->getAttrOfType<IntegerAttr>(kRematAttr);
   bool canRecomputeMore = budget && !(remat && remat.getInt() <= 0);
   OwningOpRef<ModuleOp> graph = canRecomputeMore ? traced.clone() : OwningOpRef<ModuleOp>();
@@ -359,6 +396,12 @@ void explainGpuKernels(ModuleOp kernels, const ::nova::TargetDesc &target, const
       work = best.get();
       searched = std::move(best);
     }
+    if (desc.arena_bytes > budget && deviceBound)
+      throw ::nova::CompileError(
+          "nova: " + signature.name + " needs more memory than " + targetDesc.name + " has: no plan fits " +
+          device.text() + "; the smallest plan found needs an arena of " +
+          mib(std::min(first, desc.arena_bytes)) + " (" + tried + "): a smaller batch or model, or a GPU with more "
+          "memory");
     if (desc.arena_bytes > budget)
       throw ::nova::CompileError(
           "nova: " + signature.name + " needs more memory than its budget: no plan fits " +

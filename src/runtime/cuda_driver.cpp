@@ -67,6 +67,7 @@ Loaded load(const std::string& path) {
   resolve_optional(handle, "cuStreamDestroy_v2", d.cuStreamDestroy);
   resolve_optional(handle, "cuStreamSynchronize", d.cuStreamSynchronize);
   resolve_optional(handle, "cuStreamQuery", d.cuStreamQuery);
+  resolve_optional(handle, "cuMemGetInfo_v2", d.cuMemGetInfo);
   resolve_optional(handle, "cuStreamBeginCapture_v2", d.cuStreamBeginCapture);
   resolve_optional(handle, "cuStreamEndCapture", d.cuStreamEndCapture);
   resolve_optional(handle, "cuGraphInstantiateWithFlags", d.cuGraphInstantiateWithFlags);

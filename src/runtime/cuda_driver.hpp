@@ -102,6 +102,9 @@ struct Driver {
   // 0 when the stream's work is done, kErrorNotReady while it runs
   // (NOVA_GPU_SYNC's wait, which reports a launch that runs long).
   CUresult (*cuStreamQuery)(CUstream stream) = nullptr;
+  // Free and total device memory of the current context's device (a
+  // step's buffers checked against it before they are allocated).
+  CUresult (*cuMemGetInfo)(std::size_t* free, std::size_t* total) = nullptr; // _v2
   CUresult (*cuStreamBeginCapture)(CUstream stream, int mode) = nullptr;                       // _v2
   CUresult (*cuStreamEndCapture)(CUstream stream, CUgraph* graph) = nullptr;
   CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec* exec, CUgraph graph, unsigned long long flags) = nullptr;

@@ -184,6 +184,11 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
     sync_report_s_ = sync_seconds();
     sync_launches_ = sync_report_s_ > 0;
     held_.resize(desc_.inputs.size());
+    std::uint64_t io = 0;
+    for (const auto& s : desc_.inputs) io += bytes_of(s);
+    for (std::size_t o = 0; o < desc_.outputs.size(); ++o)
+      if (desc_.aliases[o] < 0) io += bytes_of(desc_.outputs[o]);
+    check_fits(io);
     arena_ = allocate(desc_.arena_bytes);
     for (const auto& s : desc_.inputs) inputs_.push_back(allocate(bytes_of(s)));
     for (std::size_t o = 0; o < desc_.outputs.size(); ++o)
@@ -655,6 +660,28 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
   /// A call about one kernel: its name in the message (built only on failure).
   void check(const char* call, const std::string& kernel, cuda::CUresult r) const {
     if (r != 0) check((std::string(call) + "(" + kernel + ")").c_str(), r);
+  }
+
+  /// What the step allocates (its arena and `io` bytes of inputs and
+  /// outputs) against the device's free memory, before any of it is
+  /// allocated: a step that cannot fit is a named error with the sizes,
+  /// not the driver's out-of-memory at some allocation.
+  void check_fits(std::uint64_t io) const {
+    std::size_t free = 0, total = 0;
+    if (!d_->cuMemGetInfo || d_->cuMemGetInfo(&free, &total) != 0) return; // allocation will say
+    const std::uint64_t needed = desc_.arena_bytes + io;
+    if (needed <= free) return;
+    throw Error("nova: a step for " + desc_.target.describe() + " needs " + mib(needed) +
+                " of device memory (arena " + mib(desc_.arena_bytes) + ", inputs and outputs " + mib(io) +
+                "), and this GPU has " + mib(free) + " free of " + mib(total) +
+                ": compile it for the memory there is (NOVA_GPU_MEMORY=" + std::to_string(free >> 20) +
+                "M recomputes what it must to fit), or free the memory other steps and processes hold");
+  }
+  static std::string mib(std::uint64_t bytes) {
+    if (bytes < (1 << 20)) return std::to_string(bytes) + " bytes";
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+    return text;
   }
 
   CUdeviceptr allocate(std::size_t bytes) {

@@ -5,38 +5,14 @@
 #include <cstdlib>
 #include <string>
 
-#include "nova/error.hpp"
+#include "env_bytes.hpp"
 
 namespace nova {
 
 namespace {
 
-std::uint64_t from_env() {
-  const char* v = std::getenv("NOVA_MEMORY_BUDGET");
-  if (!v || !*v) return 0;
-  std::string s(v);
-  std::uint64_t unit = 1;
-  switch (s.back()) {
-  case 'K': case 'k': unit = std::uint64_t{1} << 10; s.pop_back(); break;
-  case 'M': case 'm': unit = std::uint64_t{1} << 20; s.pop_back(); break;
-  case 'G': case 'g': unit = std::uint64_t{1} << 30; s.pop_back(); break;
-  default: break;
-  }
-  std::size_t used = 0;
-  unsigned long long n = 0;
-  try {
-    n = std::stoull(s, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (s.empty() || used != s.size())
-    throw Error("nova: NOVA_MEMORY_BUDGET is '" + std::string(v) +
-                "'; give bytes, optionally with a K, M or G suffix (e.g. 512M)");
-  return static_cast<std::uint64_t>(n) * unit;
-}
-
 std::atomic<std::uint64_t>& setting() {
-  static std::atomic<std::uint64_t> value{from_env()};
+  static std::atomic<std::uint64_t> value{detail::bytes_from_env("NOVA_MEMORY_BUDGET")};
   return value;
 }
 

@@ -11,6 +11,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -18,6 +19,7 @@
 
 #include "nova/cuda.hpp"
 #include "nova/error.hpp"
+#include "env_bytes.hpp"
 #include "gpu_target.hpp"
 
 namespace nova {
@@ -307,6 +309,11 @@ std::string TargetDesc::describe() const {
                     " a block / " + kib(smem_per_sm) + " an SM, L2 " + kib(l2_bytes) + ", peak " +
                     std::to_string(peak_gflops_bf16 / 1000) + " TFLOP/s bf16, " +
                     std::to_string(peak_gflops_tf32 / 1000) + " tf32, " + std::to_string(dram_gb_per_s) + " GB/s";
+    if (memory_bytes > 0) {
+      char gib[32];
+      std::snprintf(gib, sizeof gib, "%.1f", static_cast<double>(memory_bytes) / (1 << 30));
+      s += ", " + std::string(gib) + " GiB of memory";
+    }
     if (matmul_cluster > 1) s += ", wgmma matmuls in clusters of " + std::to_string(matmul_cluster);
     if (matmul_interleave) s += ", mma.sync refills interleaved with the k steps";
     if (!model.empty()) s += ", " + model;
@@ -357,6 +364,14 @@ TargetDesc target_from_env() {
       t.peak_gflops_tf32 = scaled(t.peak_gflops_tf32);
       t.peak_gflops_bf16 = scaled(t.peak_gflops_bf16);
       t.multiprocessors = sms;
+    }
+    // Less device memory (a MIG slice, a GPU shared with other processes):
+    // the compiler's default arena budget for the step follows it.
+    if (const std::uint64_t bytes = detail::bytes_from_env("NOVA_GPU_MEMORY")) {
+      if (t.memory_bytes > 0 && bytes > static_cast<std::uint64_t>(t.memory_bytes))
+        throw Error("nova: NOVA_GPU_MEMORY must be at most the " + std::to_string(t.memory_bytes) + " bytes of " +
+                    t.name + ", not '" + std::getenv("NOVA_GPU_MEMORY") + "'");
+      t.memory_bytes = static_cast<std::int64_t>(bytes);
     }
     if (const char* v = std::getenv("NOVA_GPU_CLUSTER"); v && *v) {
       const int cluster = env_int("NOVA_GPU_CLUSTER");
@@ -428,7 +443,7 @@ std::uint64_t current_target_hash() {
   // Per thread, re-derived only when one of the variables changes.
   struct Cached {
     bool valid = false;
-    std::string target, threads, bits, gpu, sms, cluster, interleave;
+    std::string target, threads, bits, gpu, sms, cluster, interleave, memory;
     std::uint64_t hash = 0;
   };
   thread_local Cached cached;
@@ -438,13 +453,14 @@ std::uint64_t current_target_hash() {
   };
   std::string target = get("NOVA_TARGET"), threads = get("NOVA_NUM_THREADS"), bits = get("NOVA_VECTOR_BITS"),
               gpu = get("NOVA_GPU"), sms = get("NOVA_GPU_SMS"), cluster = get("NOVA_GPU_CLUSTER"),
-              interleave = get("NOVA_GPU_INTERLEAVE");
+              interleave = get("NOVA_GPU_INTERLEAVE"), memory = get("NOVA_GPU_MEMORY");
   if (!cached.valid || target != cached.target || threads != cached.threads || bits != cached.bits ||
-      gpu != cached.gpu || sms != cached.sms || cluster != cached.cluster || interleave != cached.interleave) {
+      gpu != cached.gpu || sms != cached.sms || cluster != cached.cluster || interleave != cached.interleave ||
+      memory != cached.memory) {
     TargetDesc t = target_from_env();
     // A GPU step run by the emulator (NOVA_GPU=emulate) is another executable.
     std::uint64_t emulated = t.is_gpu() && gpu == "emulate" ? 0x656d756c61746564ull : 0;
-    cached = {true, target, threads, bits, gpu, sms, cluster, interleave, t.hash() ^ emulated};
+    cached = {true, target, threads, bits, gpu, sms, cluster, interleave, memory, t.hash() ^ emulated};
   }
   return cached.hash;
 }

@@ -193,6 +193,13 @@ int cuMemAlloc_v2(CUdeviceptr* p, size_t bytes) {
   return 0;
 }
 int cuMemFree_v2(CUdeviceptr p) { free((void*)(size_t)p); return 0; }
+/* FAKE_CUDA_FREE_MEMORY: the bytes it says are free (default: all but 1 GiB). */
+int cuMemGetInfo_v2(size_t* free_bytes, size_t* total) {
+  const char* v = getenv("FAKE_CUDA_FREE_MEMORY");
+  *total = (size_t)150754820096ull;
+  *free_bytes = v && *v ? (size_t)strtoull(v, NULL, 10) : *total - ((size_t)1 << 30);
+  return 0;
+}
 /* Copies each way so far (fake_cuda_copies). */
 static int copies_in, copies_out;
 int cuMemcpyHtoD_v2(CUdeviceptr to, const void* from, size_t bytes) {

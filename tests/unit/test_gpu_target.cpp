@@ -635,6 +635,30 @@ TEST_CASE("a GPU step through the (fake) CUDA driver: buffers, launches, in-plac
   }
 }
 
+TEST_CASE("a GPU step that does not fit the device's free memory: a named error with the sizes, before any allocation") {
+  nova::ExecutableDesc d = fake_gpu_plan(64); // arena 512 bytes, inputs and the output not aliased 768
+  nova_test::Env env;
+  env.set("NOVA_CUDA_DRIVER", NOVA_FAKE_CUDA);
+  env.set("FAKE_CUDA_FREE_MEMORY", "1279");
+  CHECK_THROWS_WITH_AS(nova::load_executable(d),
+                       doctest::Contains("needs 1280 bytes of device memory (arena 512 bytes, inputs and outputs 768 "
+                                         "bytes), and this GPU has 1279 bytes free of 143771.0 MiB: compile it for "
+                                         "the memory there is (NOVA_GPU_MEMORY=0M"),
+                       nova::Error);
+  void* fake = dlopen(NOVA_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(fake != nullptr);
+  auto held = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cuda_held"));
+  REQUIRE(bool(held));
+  CHECK(held() == 0);
+  // Exactly enough: loads and runs.
+  env.set("FAKE_CUDA_FREE_MEMORY", "1280");
+  nova::Tensor x = nova::Tensor::full({64}, 2.5, nova::DType::f32), w = nova::Tensor::full({64}, -1.0, nova::DType::f32);
+  std::vector<nova::Tensor> args{x, w};
+  std::vector<nova::Tensor> out = (*nova::load_executable(d))(args);
+  CHECK(out[0].at({5}) == 3.5);
+  CHECK(held() == 0);
+}
+
 TEST_CASE("a GPU kernel that faults: the step's error says a launch failed; NOVA_GPU_SYNC=1 names the launch, its kernel and grid") {
   // The fake driver faults each launch of FAKE_CUDA_FAULT's kernel as an
   // out-of-bounds access does: sticky (every later wait, copy and launch

@@ -6,6 +6,8 @@
 
 #include <cstdlib>
 
+#include "scoped_env.hpp"
+
 using nova::DType;
 using nova::Tensor;
 using namespace nova_test;
@@ -25,10 +27,12 @@ struct BudgetScope {
 
 struct Run {
   std::uint64_t arena = 0;
+  std::uint64_t io = 0; // bytes of the step's inputs and (not aliased) outputs
   std::vector<double> losses;
 };
 
-Run train(std::uint64_t seed) {
+/// `steps` steps (none: compiled only, e.g. for a GPU this machine lacks).
+Run train(std::uint64_t seed, int steps = 4) {
   nova::nn::GPTConfig c{.vocab = 32, .context = 16, .d_model = 32, .layers = 2, .heads = 2};
   nova::Params params = nova::nn::gpt_init(c, seed);
   Tensor x = Tensor::empty({4, 16}, DType::i32), y = Tensor::empty({4, 16}, DType::i32);
@@ -40,8 +44,13 @@ Run train(std::uint64_t seed) {
       [](const nova::ParamExprs& p, auto x, auto y, nova::nn::GPTConfig c) { return nova::nn::gpt_loss(c, p, x, y); },
       params, nova::AdamW{.lr = 3e-3});
   Run r;
-  r.arena = step.executable(x, y, nova::static_arg(c))->description()->arena_bytes;
-  for (int s = 0; s < 4; ++s) r.losses.push_back(step(x, y, nova::static_arg(c)));
+  const nova::ExecutableDesc* d = step.executable(x, y, nova::static_arg(c))->description();
+  r.arena = d->arena_bytes;
+  auto bytes = [](const nova::TensorSpec& t) { return std::uint64_t(nova::numel(t.shape)) * nova::size_of(t.dtype); };
+  for (const nova::TensorSpec& t : d->inputs) r.io += bytes(t);
+  for (std::size_t o = 0; o < d->outputs.size(); ++o)
+    if (d->aliases[o] < 0) r.io += bytes(d->outputs[o]);
+  for (int s = 0; s < steps; ++s) r.losses.push_back(step(x, y, nova::static_arg(c)));
   return r;
 }
 
@@ -88,4 +97,49 @@ TEST_CASE("a budget no plan fits fails at compile time, naming the budget and th
     else
       CHECK(msg.find("matmuls and attention recomputed too") != std::string::npos);
   }
+}
+
+TEST_CASE("a GPU step's arena fits its device: the memory less the inputs, outputs and a reserve is a budget (NOVA_GPU_MEMORY)") {
+  if (switched_off("NOVA_ARENA_REUSE") || switched_off("NOVA_REMAT")) {
+    MESSAGE("skipped: NOVA_ARENA_REUSE=0 or NOVA_REMAT=0");
+    return;
+  }
+  // Compiled for an H100 (no GPU here: compiled, not run), PTX only.
+  nova_test::Env env;
+  env.set("NOVA_TARGET", "sm_90a");
+  env.set("NOVA_PTXAS", "off");
+  env.unset("NOVA_GPU");
+  Gen g;
+  INFO("seed = ", g.seed);
+  const Run free = train(g.seed, 0);
+  REQUIRE(free.arena > 0);
+  // The reserve for the driver and runtime: max(512 MiB, 1/16 of the memory).
+  const std::uint64_t reserve = std::uint64_t{512} << 20;
+  env.set("NOVA_GPU_MEMORY", std::to_string(reserve + free.io + free.arena - 1));
+  const Run tight = train(g.seed, 0);
+  INFO("arena on an 80 GB H100 ", free.arena, " bytes, with one byte less than it free ", tight.arena);
+  CHECK(tight.arena <= free.arena - 1);
+  CHECK(tight.io == free.io);
+  // A device the step cannot fit: a compile error naming it and the sizes.
+  env.set("NOVA_GPU_MEMORY", std::to_string(reserve + free.io + 4096));
+  try {
+    train(g.seed, 0);
+    FAIL("no nova::CompileError for a GPU with 4096 bytes for the arena");
+  } catch (const nova::CompileError& e) {
+    const std::string msg = e.what();
+    INFO(msg);
+    CHECK(msg.find("needs more memory than sm_90a has: no plan fits 0.0 MiB for the arena: the GPU's") !=
+          std::string::npos);
+    CHECK(msg.find("(NOVA_GPU_MEMORY) less the step's inputs and outputs") != std::string::npos);
+    CHECK(msg.find("512.0 MiB kept for the driver and runtime") != std::string::npos);
+    CHECK(msg.find("the smallest plan found needs an arena of") != std::string::npos);
+  }
+  // What NOVA_GPU_MEMORY takes: at most the entry's memory, bytes with K, M or G.
+  env.set("NOVA_GPU_MEMORY", "100G");
+  CHECK_THROWS_WITH_AS(nova::target_from_env(), doctest::Contains("NOVA_GPU_MEMORY must be at most the"), nova::Error);
+  env.set("NOVA_GPU_MEMORY", "-1");
+  CHECK_THROWS_WITH_AS(nova::target_from_env(), doctest::Contains("NOVA_GPU_MEMORY is '-1'; give bytes"), nova::Error);
+  env.set("NOVA_GPU_MEMORY", "10G");
+  CHECK(nova::target_from_env().memory_bytes == std::int64_t{10} << 30);
+  CHECK(nova::target_from_env().describe().find("10.0 GiB of memory") != std::string::npos);
 }
