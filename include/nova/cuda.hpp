@@ -7,6 +7,8 @@
 // Environment:
 //   NOVA_CUDA_DRIVER=<path>  load this driver library instead of libcuda.so.1
 //                            (tests use a fake one)
+//   NOVA_CUDA_DEVICE=<n>     the GPU this process's steps run on (default:
+//                            its local rank, see cuda_device())
 #pragma once
 
 #include <string>
@@ -22,10 +24,19 @@ bool cuda_available(std::string* why = nullptr);
 /// Devices the driver reports (0 without a driver).
 int cuda_device_count();
 
-/// The live device `ordinal`, described from the driver's attributes (its
-/// compute capability, multiprocessors, shared memory, registers, clocks, L2
-/// and memory); the peak rates follow from those as for the built-in entries.
-/// Throws nova::Error saying why when there is no such GPU.
-TargetDesc cuda_device_target(int ordinal = 0);
+/// The GPU this process's steps run on: NOVA_CUDA_DEVICE; else the
+/// process's rank on its node as its launcher gives it (mpirun's
+/// OMPI_COMM_WORLD_LOCAL_RANK or MPI_LOCALRANKID, srun's SLURM_LOCALID,
+/// torchrun's LOCAL_RANK), so the ranks of a data-parallel job on one node
+/// take a GPU each; else 0. Throws nova::Error naming the variable when it
+/// is not a device the driver reports.
+int cuda_device();
+
+/// The live device `ordinal` (-1: cuda_device()), described from the
+/// driver's attributes (its compute capability, multiprocessors, shared
+/// memory, registers, clocks, L2 and memory); the peak rates follow from
+/// those as for the built-in entries. Throws nova::Error saying why when
+/// there is no such GPU.
+TargetDesc cuda_device_target(int ordinal = -1);
 
 } // namespace nova

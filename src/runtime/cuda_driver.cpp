@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -132,10 +133,39 @@ bool cuda_available(std::string* why) {
   return false;
 }
 
+int cuda_device() {
+  // The variable that names this process's GPU, or its rank on the node.
+  const char* from = nullptr;
+  const char* value = nullptr;
+  for (const char* name : {"NOVA_CUDA_DEVICE", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID",
+                           "LOCAL_RANK"})
+    if (const char* v = std::getenv(name); v && *v) {
+      from = name;
+      value = v;
+      break;
+    }
+  if (!from) return 0;
+  char* end = nullptr;
+  const long n = std::strtol(value, &end, 10);
+  const int count = cuda_device_count();
+  const bool explicit_choice = std::strcmp(from, "NOVA_CUDA_DEVICE") == 0;
+  if (*end || n < 0 || n > 1 << 20)
+    throw Error(std::string("nova: ") + from + "='" + value + "' is not a device number");
+  if (count > 0 && n >= count)
+    throw Error(std::string("nova: ") + from + "=" + value +
+                (explicit_choice ? " asks for CUDA device " : " (this process's rank on its node) asks for CUDA device ") +
+                std::to_string(n) + ", and the driver reports " + std::to_string(count) +
+                (count == 1 ? " GPU" : " GPUs") +
+                (explicit_choice ? "" : ": each rank of a data-parallel job on a node needs a GPU of its own "
+                                        "(NOVA_CUDA_DEVICE picks one)"));
+  return static_cast<int>(n);
+}
+
 TargetDesc cuda_device_target(int ordinal) {
   std::string why;
   const cuda::Driver* d = cuda::driver(&why);
   if (!d) throw Error("nova: a CUDA GPU was asked for (NOVA_TARGET=cuda), but there is " + why);
+  if (ordinal < 0) ordinal = cuda_device();
   const int count = cuda_device_count();
   if (ordinal < 0 || ordinal >= count)
     throw Error("nova: CUDA device " + std::to_string(ordinal) + " was asked for; the driver reports " +

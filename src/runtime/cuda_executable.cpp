@@ -159,10 +159,11 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
   }
 
   void load() {
-    check("cuDeviceGet", d_->cuDeviceGet(&device_, 0));
+    const int ordinal = cuda_device();
+    check("cuDeviceGet", d_->cuDeviceGet(&device_, ordinal));
     // Code configured for more SMs than this GPU has runs, slower: say so
     // once a plan.
-    for (const std::string& note : fit_warnings(desc_.target, cuda_device_target(0)))
+    for (const std::string& note : fit_warnings(desc_.target, cuda_device_target(ordinal)))
       std::fprintf(stderr, "nova: note: %s\n", note.c_str());
     check("cuDevicePrimaryCtxRetain", d_->cuDevicePrimaryCtxRetain(&context_, device_));
     check("cuCtxSetCurrent", d_->cuCtxSetCurrent(context_));
@@ -746,11 +747,12 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
 std::string cannot_run_on_cuda(const ExecutableDesc& desc) {
   std::string why;
   if (!cuda_available(&why)) return why;
-  std::vector<std::string> missing = missing_features(desc.target, cuda_device_target(0));
+  const TargetDesc device = cuda_device_target();
+  std::vector<std::string> missing = missing_features(desc.target, device);
   if (missing.empty()) return "";
   std::string list;
   for (const auto& f : missing) list += (list.empty() ? "" : ", ") + f;
-  return "its GPU (" + cuda_device_target(0).describe() + ") lacks " + list;
+  return "its GPU (" + device.describe() + ") lacks " + list;
 }
 
 std::shared_ptr<Executable> load_cuda_executable(const ExecutableDesc& desc) {

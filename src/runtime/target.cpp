@@ -337,7 +337,7 @@ std::vector<std::string> known_targets() {
 
 TargetDesc named_target(std::string_view name) {
   if (name == "host" || name.empty()) return host_target();
-  if (name == "cuda") return cuda_device_target(0);
+  if (name == "cuda") return cuda_device_target(); // this process's GPU (cuda_device())
   if (TargetDesc gpu = gpu_entry(name); gpu.is_gpu()) return gpu;
   if (name == "x86-64") return table_entry(1, "x86-64");
   if (name == "x86-64-v2") return table_entry(2, "x86-64-v2");

@@ -45,17 +45,22 @@ int cuInit(unsigned flags) {
 #endif
 }
 int cuDriverGetVersion(int* v) { *v = 13000; return 0; }
-int cuDeviceGetCount(int* n) {
+/* FAKE_CUDA_DEVICES: how many (alike) GPUs it reports (default 1). */
+static int device_count(void) {
 #ifdef FAKE_NO_DEVICE
-  *n = 0;
+  return 0;
 #else
-  *n = 1;
+  const char* v = getenv("FAKE_CUDA_DEVICES");
+  return v && *v ? atoi(v) : 1;
 #endif
+}
+int cuDeviceGetCount(int* n) {
+  *n = device_count();
   return 0;
 }
 int cuDeviceGet(int* d, int ordinal) {
-  if (ordinal != 0) return 101; /* CUDA_ERROR_INVALID_DEVICE */
-  *d = 0;
+  if (ordinal < 0 || ordinal >= device_count()) return 101; /* CUDA_ERROR_INVALID_DEVICE */
+  *d = ordinal;
   return 0;
 }
 int cuDeviceGetName(char* name, int length, int d) {
@@ -119,7 +124,14 @@ static void wait_until_idle(void) {
     nanosleep(&t, NULL);
   }
 }
-int cuDevicePrimaryCtxRetain(void** ctx, int d) { (void)d; __atomic_add_fetch(&primary_context, 1, __ATOMIC_SEQ_CST); *ctx = &primary_context; return 0; }
+static int context_device; /* the device of the last primary context retained (fake_cuda_context_device) */
+int cuDevicePrimaryCtxRetain(void** ctx, int d) {
+  __atomic_store_n(&context_device, d, __ATOMIC_SEQ_CST);
+  __atomic_add_fetch(&primary_context, 1, __ATOMIC_SEQ_CST);
+  *ctx = &primary_context;
+  return 0;
+}
+int fake_cuda_context_device(void) { return __atomic_load_n(&context_device, __ATOMIC_SEQ_CST); }
 int cuDevicePrimaryCtxRelease_v2(int d) {
   (void)d;
   int before = __atomic_fetch_sub(&primary_context, 1, __ATOMIC_SEQ_CST);

@@ -635,6 +635,53 @@ TEST_CASE("a GPU step through the (fake) CUDA driver: buffers, launches, in-plac
   }
 }
 
+TEST_CASE("a process's GPU: NOVA_CUDA_DEVICE, else its rank on the node as its launcher gives it, else 0") {
+  nova_test::Env env;
+  env.set("NOVA_CUDA_DRIVER", NOVA_FAKE_CUDA);
+  env.set("FAKE_CUDA_DEVICES", "4");
+  for (const char* name : {"NOVA_CUDA_DEVICE", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID",
+                           "LOCAL_RANK"})
+    env.unset(name);
+  CHECK(nova::cuda_device() == 0);
+  // The launchers' variables, mpirun's first, then srun's, then torchrun's.
+  env.set("LOCAL_RANK", "3");
+  CHECK(nova::cuda_device() == 3);
+  env.set("SLURM_LOCALID", "2");
+  CHECK(nova::cuda_device() == 2);
+  env.set("MPI_LOCALRANKID", "1");
+  CHECK(nova::cuda_device() == 1);
+  env.set("OMPI_COMM_WORLD_LOCAL_RANK", "0");
+  CHECK(nova::cuda_device() == 0);
+  env.set("NOVA_CUDA_DEVICE", "2"); // over all of them
+  CHECK(nova::cuda_device() == 2);
+  CHECK(nova::named_target("cuda").name == "cuda");
+  // A step loads on that GPU: its primary context is that device's.
+  nova::ExecutableDesc d = fake_gpu_plan(64);
+  nova::Tensor x = nova::Tensor::full({64}, 2.5, nova::DType::f32), w = nova::Tensor::full({64}, -1.0, nova::DType::f32);
+  std::vector<nova::Tensor> args{x, w};
+  CHECK((*nova::load_executable(d))(args)[0].at({5}) == 3.5);
+  void* fake = dlopen(NOVA_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(fake != nullptr);
+  auto context_device = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cuda_context_device"));
+  REQUIRE(bool(context_device));
+  CHECK(context_device() == 2);
+  // More ranks on the node than GPUs, a device the driver lacks, not a number.
+  env.unset("NOVA_CUDA_DEVICE");
+  env.set("OMPI_COMM_WORLD_LOCAL_RANK", "5");
+  CHECK_THROWS_WITH_AS(nova::cuda_device(),
+                       doctest::Contains("OMPI_COMM_WORLD_LOCAL_RANK=5 (this process's rank on its node) asks for "
+                                         "CUDA device 5, and the driver reports 4 GPUs: each rank of a data-parallel "
+                                         "job on a node needs a GPU of its own (NOVA_CUDA_DEVICE picks one)"),
+                       nova::Error);
+  CHECK_THROWS_WITH_AS(nova::load_executable(d), doctest::Contains("asks for CUDA device 5"), nova::Error);
+  env.set("NOVA_CUDA_DEVICE", "4");
+  CHECK_THROWS_WITH_AS(nova::cuda_device_target(), doctest::Contains("NOVA_CUDA_DEVICE=4 asks for CUDA device 4, and the driver reports 4 GPUs"),
+                       nova::Error);
+  env.set("NOVA_CUDA_DEVICE", "one");
+  CHECK_THROWS_WITH_AS(nova::cuda_device(), doctest::Contains("NOVA_CUDA_DEVICE='one' is not a device number"),
+                       nova::Error);
+}
+
 TEST_CASE("a GPU step that does not fit the device's free memory: a named error with the sizes, before any allocation") {
   nova::ExecutableDesc d = fake_gpu_plan(64); // arena 512 bytes, inputs and the output not aliased 768
   nova_test::Env env;
