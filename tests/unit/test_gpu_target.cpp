@@ -714,6 +714,8 @@ TEST_CASE("a GPU kernel that faults: the step's error says a launch failed; NOVA
   nova::ExecutableDesc d = fake_gpu_plan(64);
   nova_test::Env env;
   env.set("NOVA_CUDA_DRIVER", NOVA_FAKE_CUDA);
+  env.unset("NOVA_GPU_SYNC");
+  env.unset("NOVA_CUDA_GRAPH");
   nova::Tensor x = nova::Tensor::full({64}, 2.5, nova::DType::f32);
   auto step = [&](nova::Tensor& w) {
     std::vector<nova::Tensor> args{x, w};
