@@ -14,7 +14,10 @@
 // (the runtime's default); then the same step loaded again with
 // NOVA_GPU_RESIDENT=0, which copies them in and out every call, is timed
 // too ("copying them every call"), so the copies' cost is measured beside
-// it (not with NOVA_PROFILE, whose report would mix the two).
+// it (not with NOVA_PROFILE, whose report would mix the two); and again
+// with NOVA_GPU_PDL=0, each kernel launched only once the one before it
+// has ended ("without programmatic dependent launches"), its first loss
+// against the step's.
 // Exit 1 when a step differs by more
 // than its bound (f32 2e-4, bf16 (operands rounded to bf16) 2e-2, relative), 2 on bad input.
 #include <algorithm>
@@ -65,19 +68,28 @@ int main(int argc, char** argv) try {
     for (int i = 0; i < n; ++i) out = (*exe)(in);
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / n;
     double tokens = double(steps::samples_per_step(f)) / (ms / 1e3);
-    // The same step copying its in-place inputs in and out every call.
-    double copying_ms = 0;
-    if (!nova::profiling_enabled()) {
-      const char* before = std::getenv("NOVA_GPU_RESIDENT");
+    // The same step loaded again with `variable` set to 0 (the runtime
+    // reads it at load): its first step's loss, and ms a step over n more.
+    auto variant = [&](const char* variable, double& first_loss) {
+      const char* before = std::getenv(variable);
       const std::string saved = before ? before : "";
-      setenv("NOVA_GPU_RESIDENT", "0", 1);
-      std::shared_ptr<nova::Executable> copying = nova::aot::load(path.string());
-      if (before) setenv("NOVA_GPU_RESIDENT", saved.c_str(), 1); else unsetenv("NOVA_GPU_RESIDENT");
-      std::vector<nova::Tensor> again = steps::inputs(f, copying->input_specs());
-      out = (*copying)(again);
+      setenv(variable, "0", 1);
+      std::shared_ptr<nova::Executable> other = nova::aot::load(path.string());
+      if (before) setenv(variable, saved.c_str(), 1); else unsetenv(variable);
+      std::vector<nova::Tensor> again = steps::inputs(f, other->input_specs());
+      out = (*other)(again);
+      first_loss = out[0].at({});
       auto c0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < n; ++i) out = (*copying)(again);
-      copying_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - c0).count() / n;
+      for (int i = 0; i < n; ++i) out = (*other)(again);
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - c0).count() / n;
+    };
+    // Copying its in-place inputs in and out every call; and launching
+    // without programmatic dependent launches (each kernel only once the
+    // one before it has ended), whose first loss should be the same.
+    double copying_ms = 0, serial_ms = 0, serial_loss = 0, copying_loss = 0;
+    if (!nova::profiling_enabled()) {
+      copying_ms = variant("NOVA_GPU_RESIDENT", copying_loss);
+      serial_ms = variant("NOVA_GPU_PDL", serial_loss);
     }
     std::printf("%-18s loss %.6f (CPU %.6f, rel %.1e), params rel %.1e %s; %.3f ms a step, %.0f tokens/s, arena %.1f MiB, "
                 "%zu launches, loaded in %.0f ms\n",
@@ -99,6 +111,10 @@ int main(int argc, char** argv) try {
     if (copying_ms > 0)
       std::printf("%-18s copying parameters and optimizer state every call: %.3f ms a step (%.3fx the time)\n",
                   name.c_str(), copying_ms, copying_ms / ms);
+    if (serial_ms > 0)
+      std::printf("%-18s without programmatic dependent launches: %.3f ms a step (%.3fx the time), first loss "
+                  "rel %.1e from the step's\n",
+                  name.c_str(), serial_ms, serial_ms / ms, std::abs(serial_loss - loss) / std::abs(loss));
     std::printf("RESULT nova %s tokens_per_s=%.1f ok=%d device_mib=%.1f\n", name.c_str(), tokens, int(ok),
                 device_bytes / (1 << 20));
   }

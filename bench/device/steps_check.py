@@ -119,7 +119,7 @@ def main():
         # would take the whole timeout of the device's few minutes): the
         # rest are skipped, each a row saying so.
         if hung >= 2:
-            rows.append((name, "SKIPPED (two steps before it hung)") + (float("nan"),) * 8)
+            rows.append((name, "SKIPPED (two steps before it hung)") + (float("nan"),) * 9)
             print(f"# {name}: skipped: the two steps before it hung", flush=True)
             failures += 1
             continue
@@ -131,7 +131,7 @@ def main():
         m = re.search(r"^RESULT nova (\S+) tokens_per_s=(\S+) ok=(\d) device_mib=(\S+)", out, re.M)
         if not m:
             last = (err.strip().splitlines() or ["no message"])[-1][-160:]
-            rows.append((name, trouble or "FAILED") + (float("nan"),) * 8)
+            rows.append((name, trouble or "FAILED") + (float("nan"),) * 9)
             print(f"# {name}: {trouble or 'FAILED'}: {last}", flush=True)
             # A kernel's fault is reported at the step's end without its
             # name, a hang not at all: once more, waiting after each launch
@@ -156,6 +156,10 @@ def main():
         # call (NOVA_GPU_RESIDENT=0): its time over the resident step's.
         c = re.search(r"copying parameters and optimizer state every call: \S+ ms a step \((\S+)x the time\)", out)
         copying = float(c.group(1)) if c else float("nan")
+        # And without programmatic dependent launches (NOVA_GPU_PDL=0):
+        # its time over the step's (above 1: they pay).
+        p = re.search(r"without programmatic dependent launches: \S+ ms a step \((\S+)x the time\)", out)
+        serial = float(p.group(1)) if p else float("nan")
         failures += 0 if ok else 1
         # gpt_<size>_<precision>[_cluster], dp1_<size>_<precision>, mlp_<precision>.
         parts = name.split("_")
@@ -163,14 +167,15 @@ def main():
         torch_tokens, torch_peak = peer(peers, size, precision, "eager", n)
         compiled_tokens = peer(peers, size, precision, "compile", n)[0] if COMPILE_PEER else float("nan")
         rows.append((name, "ok" if ok else "MISMATCH", tokens, torch_tokens, tokens / torch_tokens, compiled_tokens,
-                     tokens / compiled_tokens, copying, device_mib, torch_peak))
+                     tokens / compiled_tokens, copying, device_mib, torch_peak, serial))
     header = "step\tcheck\tnova tokens/s\ttorch eager tokens/s\tnova/torch"
     if COMPILE_PEER:
         header += "\ttorch.compile tokens/s\tnova/compile"
-    header += "\tcopying every call / resident time\tnova device MiB\ttorch eager peak MiB\tnova/torch memory"
+    header += ("\tcopying every call / resident time\tnova device MiB\ttorch eager peak MiB\tnova/torch memory"
+               "\twithout / with programmatic launches time")
     lines = [header] + [f"{r[0]}\t{r[1]}\t{r[2]:.0f}\t{r[3]:.0f}\t{r[4]:.3f}" +
                         (f"\t{r[5]:.0f}\t{r[6]:.3f}" if COMPILE_PEER else "") +
-                        f"\t{r[7]:.3f}\t{r[8]:.1f}\t{r[9]:.1f}\t{r[8] / r[9]:.3f}" for r in rows]
+                        f"\t{r[7]:.3f}\t{r[8]:.1f}\t{r[9]:.1f}\t{r[8] / r[9]:.3f}\t{r[10]:.3f}" for r in rows]
     print("\n".join(lines))
     if os.environ.get("OUT"):
         with open(os.path.join(os.environ["OUT"], "device_steps.tsv"), "w") as f:

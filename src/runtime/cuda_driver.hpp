@@ -40,6 +40,10 @@ struct LaunchConfig {
   unsigned attribute_count = 0;
 };
 inline constexpr int kLaunchAttributeClusterDimension = 4;
+/// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (value[0] = 1:
+/// the launch may start before the one before it in the stream ends; its
+/// kernel waits for that one itself, griddepcontrol.wait).
+inline constexpr int kLaunchAttributeProgrammaticStreamSerialization = 6;
 
 /// CUdevice_attribute values used (cuda.h).
 enum Attribute : int {

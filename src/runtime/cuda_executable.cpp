@@ -49,6 +49,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -184,6 +185,7 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
     resident_inputs_ = !(resident && std::strcmp(resident, "0") == 0);
     sync_report_s_ = sync_seconds();
     sync_launches_ = sync_report_s_ > 0;
+    find_programmatic_waits();
     held_.resize(desc_.inputs.size());
     std::uint64_t io = 0;
     for (const auto& s : desc_.inputs) io += bytes_of(s);
@@ -325,18 +327,30 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
   /// cuLaunchKernelEx's configuration of kernel `k`'s launch of `workgroups`
   /// blocks in its clusters: the cluster as the launch's attribute (MLIR 19
   /// puts no .reqnctapercluster in the PTX).
+  /// With `programmatic`, also the attribute that lets it start before the
+  /// launch before it in the stream ends (programmatic dependent launch:
+  /// its kernel's first op waits for that one, griddepcontrol.wait).
   struct ClusterLaunch {
-    cuda::LaunchAttribute cluster;
+    cuda::LaunchAttribute attributes[2];
     cuda::LaunchConfig config;
-    ClusterLaunch(const KernelDesc& k, std::uint64_t workgroups, cuda::CUstream stream) {
-      cluster.id = cuda::kLaunchAttributeClusterDimension;
-      cluster.value[0] = k.cluster, cluster.value[1] = 1, cluster.value[2] = 1;
+    ClusterLaunch(const KernelDesc& k, std::uint64_t workgroups, cuda::CUstream stream, bool programmatic = false) {
+      unsigned n = 0;
+      if (k.cluster > 1) {
+        attributes[n].id = cuda::kLaunchAttributeClusterDimension;
+        attributes[n].value[0] = k.cluster, attributes[n].value[1] = 1, attributes[n].value[2] = 1;
+        ++n;
+      }
+      if (programmatic) {
+        attributes[n].id = cuda::kLaunchAttributeProgrammaticStreamSerialization;
+        attributes[n].value[0] = 1;
+        ++n;
+      }
       config.grid_x = static_cast<unsigned>(workgroups);
       config.block_x = k.threads;
       config.shared_bytes = k.shared_bytes;
       config.stream = stream;
-      config.attributes = &cluster; // (hence no copies)
-      config.attribute_count = 1;
+      config.attributes = attributes; // (hence no copies)
+      config.attribute_count = n;
     }
     ClusterLaunch(const ClusterLaunch&) = delete;
     ClusterLaunch& operator=(const ClusterLaunch&) = delete;
@@ -369,7 +383,11 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
   /// Every launch of the plan, in order, on `stream`; with `sums`, each
   /// collective's all-reduces enqueued where the plan starts it; with
   /// `marks`, its event i recorded before launch i and the last after them.
-  void launch_plan(cuda::CUstream stream, bool sums = false, const std::vector<cuda::CUevent>* marks = nullptr) const {
+  /// With `programmatic`, each launch after the first whose kernel waits
+  /// for the grids before it (waits_first_) may start before the one before
+  /// it ends (programmatic dependent launch; a graph's launches only).
+  void launch_plan(cuda::CUstream stream, bool sums = false, const std::vector<cuda::CUevent>* marks = nullptr,
+                   bool programmatic = false) const {
     for (std::size_t i = 0; i <= desc_.launches.size(); ++i) {
       if (sums) all_reduces_at(i, stream);
       if (marks) check("cuEventRecord", d_->cuEventRecord((*marks)[i], stream));
@@ -378,8 +396,9 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
       const KernelDesc& k = desc_.kernels[l.kernel];
       // The driver reads the parameters and does not write them.
       void** params = const_cast<void**>(params_[i].data());
-      if (k.cluster > 1) {
-        const ClusterLaunch launch(k, l.workgroups, stream);
+      const bool early = programmatic && i > 0 && waits_first_[l.kernel];
+      if (k.cluster > 1 || early) {
+        const ClusterLaunch launch(k, l.workgroups, stream, early);
         check("cuLaunchKernelEx", k.symbol,
               d_->cuLaunchKernelEx(&launch.config, functions_[l.kernel], params, nullptr));
         if (sync_launches_) check_launch_finished(i, stream);
@@ -542,25 +561,65 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
     if (!stream_ || (env && std::strcmp(env, "0") == 0) || desc_.launches.empty() || profile_ || sync_launches_)
       return;
     // A graph is only faster: if the driver will not capture or instantiate
-    // it, say so and launch kernel by kernel on the same stream.
-    bool capturing = false;
-    try {
-      check("cuStreamBeginCapture", d_->cuStreamBeginCapture(stream_, cuda::kCaptureModeThreadLocal));
-      capturing = true;
-      launch_plan(stream_, sums);
-      capturing = false;
-      check("cuStreamEndCapture", d_->cuStreamEndCapture(stream_, &graph_));
-      check("cuGraphInstantiateWithFlags", d_->cuGraphInstantiateWithFlags(&graph_exec_, graph_, 0));
-    } catch (const Error& e) {
-      if (capturing) {
-        cuda::CUgraph partial = nullptr;
-        d_->cuStreamEndCapture(stream_, &partial); // the stream leaves capture mode either way
-        if (partial) d_->cuGraphDestroy(partial);
+    // it, say so and launch kernel by kernel on the same stream. Its
+    // launches are programmatic dependents of the ones before them
+    // (programmatic_launches); a driver that will not take that in a
+    // graph gets the graph without it, said once.
+    bool programmatic = programmatic_launches() && !sums;
+    for (;;) {
+      bool capturing = false;
+      try {
+        check("cuStreamBeginCapture", d_->cuStreamBeginCapture(stream_, cuda::kCaptureModeThreadLocal));
+        capturing = true;
+        launch_plan(stream_, sums, nullptr, programmatic);
+        capturing = false;
+        check("cuStreamEndCapture", d_->cuStreamEndCapture(stream_, &graph_));
+        check("cuGraphInstantiateWithFlags", d_->cuGraphInstantiateWithFlags(&graph_exec_, graph_, 0));
+        return;
+      } catch (const Error& e) {
+        if (capturing) {
+          cuda::CUgraph partial = nullptr;
+          d_->cuStreamEndCapture(stream_, &partial); // the stream leaves capture mode either way
+          if (partial) d_->cuGraphDestroy(partial);
+        }
+        if (graph_) d_->cuGraphDestroy(graph_);
+        graph_ = nullptr;
+        graph_exec_ = nullptr;
+        if (programmatic) {
+          std::fprintf(stderr, "%s; capturing its graph again without programmatic dependent launches "
+                               "(NOVA_GPU_PDL=0 skips them)\n", e.what());
+          programmatic = false;
+          continue;
+        }
+        std::fprintf(stderr, "%s; launching its kernels one by one instead of as a CUDA graph\n", e.what());
+        return;
       }
-      if (graph_) d_->cuGraphDestroy(graph_);
-      graph_ = nullptr;
-      graph_exec_ = nullptr;
-      std::fprintf(stderr, "%s; launching its kernels one by one instead of as a CUDA graph\n", e.what());
+    }
+  }
+
+  /// Whether the graph's launches may start before the ones before them
+  /// end: some kernel waits for its prerequisites first (the compiler puts
+  /// griddepcontrol.wait there on sm_90, waits_first_), the driver has
+  /// cuLaunchKernelEx, and NOVA_GPU_PDL is not 0.
+  bool programmatic_launches() const {
+    const char* env = std::getenv("NOVA_GPU_PDL");
+    if ((env && std::strcmp(env, "0") == 0) || !d_->cuLaunchKernelEx) return false;
+    return std::find(waits_first_.begin(), waits_first_.end(), true) != waits_first_.end();
+  }
+
+  /// Per kernel, whether its PTX entry waits for the grids before it
+  /// (griddepcontrol.wait): only such a kernel is launched as a
+  /// programmatic dependent, so a step compiled without it (another
+  /// compiler, an older step) never reads what its predecessor still writes.
+  void find_programmatic_waits() {
+    const std::string_view ptx(reinterpret_cast<const char*>(desc_.object.data()), desc_.object.size());
+    waits_first_.assign(desc_.kernels.size(), false);
+    for (std::size_t i = 0; i < desc_.kernels.size(); ++i) {
+      const std::size_t entry = ptx.find(".entry " + desc_.kernels[i].symbol + "(");
+      if (entry == std::string_view::npos) continue;
+      const std::size_t next = ptx.find(".entry ", entry + 7);
+      const std::string_view body = ptx.substr(entry, next == std::string_view::npos ? ptx.npos : next - entry);
+      waits_first_[i] = body.find("griddepcontrol.wait") != std::string_view::npos;
     }
   }
 
@@ -737,6 +796,9 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
   /// NOVA_GPU_SYNC=<s>: kernel by kernel (no graph), each launch waited
   /// for and named if it failed, or if it still runs after s seconds.
   bool sync_launches_ = false;
+  /// Per kernel, whether it waits for the grids before it first
+  /// (find_programmatic_waits).
+  std::vector<bool> waits_first_;
   double sync_report_s_ = 0;
   /// Per input, the storage whose update this executable last kept.
   mutable std::vector<std::weak_ptr<detail::Storage>> held_;

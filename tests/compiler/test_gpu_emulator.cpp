@@ -2316,6 +2316,59 @@ module attributes {gpu.container_module} {
   }
 }
 
+TEST_CASE("GPU emulator: a programmatic dependent's wait (griddepcontrol.wait) comes first, or the kernel fails") {
+  // out[t] = in[t] + 1, after the wait and the trigger; then the wait
+  // moved after the load of `in` (what the grid before may still write).
+  auto kernel = [](bool waitFirst) {
+    const std::string wait = "llvm.inline_asm has_side_effects \"" + std::string(kGridDependencyWaitAsm) + "\", \"\"  : () -> ()\n";
+    const std::string trigger =
+        "llvm.inline_asm has_side_effects \"" + std::string(kLaunchDependentsAsm) + "\", \"\"  : () -> ()\n";
+    return std::string(R"mlir(
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @dependent(%in: memref<32xf32>, %out: memref<32xf32>) kernel {
+)mlir") + (waitFirst ? wait + trigger : "") + R"mlir(
+      %t = gpu.thread_id x
+      %x = memref.load %in[%t] : memref<32xf32>
+)mlir" + (waitFirst ? "" : wait) + R"mlir(
+      %one = arith.constant 1.0 : f32
+      %y = arith.addf %x, %one : f32
+      memref.store %y, %out[%t] : memref<32xf32>
+      gpu.return
+    }
+  }
+}
+)mlir";
+  };
+  for (bool waitFirst : {true, false}) {
+    CAPTURE(waitFirst);
+    OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(kernel(waitFirst), &context());
+    REQUIRE(module);
+    REQUIRE(succeeded(verify(*module)));
+    gpu::GPUFuncOp f;
+    module->walk([&](gpu::GPUFuncOp g) { f = g; });
+    std::vector<uint8_t> in(32 * 4, 0), out(32 * 4, 0);
+    for (int i = 0; i < 32; ++i) {
+      const float v = float(i);
+      std::memcpy(in.data() + 4 * i, &v, 4);
+    }
+    EmulatorLaunch launch;
+    launch.block = {32, 1, 1};
+    launch.args = {&in, &out};
+    EmulatorReport report = emulateKernel(f, launch);
+    if (waitFirst) {
+      REQUIRE_MESSAGE(report.ok, report.error);
+      float v = 0;
+      std::memcpy(&v, out.data() + 4 * 7, 4);
+      CHECK(v == 8.0f);
+    } else {
+      CHECK_FALSE(report.ok);
+      CHECK(report.error.find("griddepcontrol.wait (kGridDependencyWaitAsm) that is not the kernel's first op") !=
+            std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("GPU emulator: a cluster's CTAs reach each other's mbarriers, and what they must do for it is checked") {
   // Clusters of 2: each CTA's first thread initializes an mbarrier (count
   // 1) at the start of its dynamic shared memory, the cluster barrier

@@ -97,13 +97,15 @@ int cuDeviceTotalMem_v2(size_t* bytes, int d) {
 }
 int cuGetErrorName(int e, const char** s) {
   *s = e == 100 ? "CUDA_ERROR_NO_DEVICE" : e == 101 ? "CUDA_ERROR_INVALID_DEVICE" : e == 500 ? "CUDA_ERROR_NOT_FOUND"
-      : e == 209 ? "CUDA_ERROR_NO_BINARY_FOR_GPU" : e == 700 ? "CUDA_ERROR_ILLEGAL_ADDRESS" : "CUDA_ERROR_INVALID_VALUE";
+      : e == 209 ? "CUDA_ERROR_NO_BINARY_FOR_GPU" : e == 700 ? "CUDA_ERROR_ILLEGAL_ADDRESS"
+      : e == 801 ? "CUDA_ERROR_NOT_SUPPORTED" : "CUDA_ERROR_INVALID_VALUE";
   return 0;
 }
 int cuGetErrorString(int e, const char** s) {
   *s = e == 100 ? "no CUDA-capable device is detected" : e == 101 ? "invalid device ordinal"
       : e == 500 ? "named symbol not found" : e == 209 ? "no kernel image is available for execution on the device"
-      : e == 700 ? "an illegal memory access was encountered" : "invalid argument";
+      : e == 700 ? "an illegal memory access was encountered" : e == 801 ? "operation not supported"
+      : "invalid argument";
   return 0;
 }
 
@@ -241,7 +243,7 @@ static void log_text(const char* text) {
 }
 /* One launch: its kernel (a function handle is its name), shape and the
  * values of its (at most 2) pointer arguments. */
-struct launch { const char* name; unsigned gx, bx, shared; CUdeviceptr args[2]; unsigned cluster; };
+struct launch { const char* name; unsigned gx, bx, shared; CUdeviceptr args[2]; unsigned cluster; int programmatic; };
 /* The fake GPU's clock, in microseconds: each executed launch adds its blocks. */
 static unsigned long long fake_clock_us;
 static void execute_kernel(const struct launch* l) {
@@ -249,9 +251,11 @@ static void execute_kernel(const struct launch* l) {
   __atomic_add_fetch(&fake_clock_us, (unsigned long long)l->gx, __ATOMIC_SEQ_CST);
   char line[256];
   if (l->cluster > 1)
-    snprintf(line, sizeof line, "%s<<<%u,%u,%u,cluster %u>>>;", l->name, l->gx, l->bx, l->shared, l->cluster);
+    snprintf(line, sizeof line, "%s<<<%u,%u,%u,cluster %u%s>>>;", l->name, l->gx, l->bx, l->shared, l->cluster,
+             l->programmatic ? ",programmatic" : "");
   else
-    snprintf(line, sizeof line, "%s<<<%u,%u,%u>>>;", l->name, l->gx, l->bx, l->shared);
+    snprintf(line, sizeof line, "%s<<<%u,%u,%u%s>>>;", l->name, l->gx, l->bx, l->shared,
+             l->programmatic ? ",programmatic" : "");
   log_text(line);
   const char* hang = getenv("FAKE_CUDA_HANG");
   size_t named = hang ? strcspn(hang, ":") : 0;
@@ -429,7 +433,7 @@ int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
   if (extra || gy != 1 || gz != 1 || by != 1 || bz != 1 || bx < 1 || bx > 1024) return 1;
   if (stream && !is_stream(stream)) return 400; /* CUDA_ERROR_INVALID_HANDLE */
   if (__atomic_load_n(&faulted, __ATOMIC_SEQ_CST)) return faulted;
-  struct launch l = {(const char*)f, gx, bx, shared, {0, 0}, 1};
+  struct launch l = {(const char*)f, gx, bx, shared, {0, 0}, 1, 0};
   for (int i = 0; i < arguments_of(l.name); ++i) l.args[i] = *(CUdeviceptr*)params[i]; /* values, as CUDA copies them */
   if (capture && stream) {
     struct node n = {node_kernel, l, stream_id(stream), NULL, 0, 0, NULL};
@@ -455,9 +459,18 @@ int cuOccupancyMaxActiveClusters(int* clusters, void* f, const struct launch_con
   *clusters = v && *v ? atoi(v) : 66;
   return 0;
 }
+/* Attributes taken: the cluster (4) and programmatic stream serialization
+ * (6, logged ",programmatic"; FAKE_CUDA_PDL_FAILS: refused in a capture, as
+ * by a driver whose graphs do not take it). */
 int cuLaunchKernelEx(const struct launch_config* c, void* f, void** params, void** extra) {
   unsigned cluster = 1;
+  int programmatic = 0;
   for (unsigned i = 0; i < c->count; ++i) {
+    if (c->attrs[i].id == 6 && c->attrs[i].value[0] <= 1) {
+      programmatic = (int)c->attrs[i].value[0];
+      if (programmatic && capture && getenv("FAKE_CUDA_PDL_FAILS")) return 801; /* CUDA_ERROR_NOT_SUPPORTED */
+      continue;
+    }
     if (c->attrs[i].id != 4 || c->attrs[i].value[1] != 1 || c->attrs[i].value[2] != 1) return 1;
     cluster = c->attrs[i].value[0];
   }
@@ -465,7 +478,7 @@ int cuLaunchKernelEx(const struct launch_config* c, void* f, void** params, void
   if (extra || c->gy != 1 || c->gz != 1 || c->by != 1 || c->bz != 1 || c->bx < 1 || c->bx > 1024) return 1;
   if (c->stream && !is_stream(c->stream)) return 400;
   if (__atomic_load_n(&faulted, __ATOMIC_SEQ_CST)) return faulted;
-  struct launch l = {(const char*)f, c->gx, c->bx, c->shared, {0, 0}, cluster};
+  struct launch l = {(const char*)f, c->gx, c->bx, c->shared, {0, 0}, cluster, programmatic};
   for (int i = 0; i < arguments_of(l.name); ++i) l.args[i] = *(CUdeviceptr*)params[i];
   if (capture && c->stream) {
     struct node n = {node_kernel, l, stream_id(c->stream), NULL, 0, 0, NULL};

@@ -706,6 +706,70 @@ TEST_CASE("a GPU step that does not fit the device's free memory: a named error 
   CHECK(held() == 0);
 }
 
+TEST_CASE("programmatic dependent launch: a graph launches each kernel whose PTX waits first as a dependent of the one before") {
+  // nova_fake_inc's entry waits for the grids before it (as the compiler's
+  // sm_90 kernels do); nova_fake_copy's does not, so it is never launched
+  // early.
+  nova::ExecutableDesc d = fake_gpu_plan(64);
+  const std::string ptx =
+      ".version 8.0\n.target sm_90a\n.entry nova_fake_copy(\n)\n{\n}\n.entry nova_fake_inc(\n)\n{\n"
+      "griddepcontrol.wait;\ngriddepcontrol.launch_dependents;\n}\n";
+  d.object.assign(ptx.begin(), ptx.end());
+  d.validate();
+  nova_test::Env env;
+  env.set("NOVA_CUDA_DRIVER", NOVA_FAKE_CUDA);
+  for (const char* name : {"NOVA_GPU_PDL", "NOVA_CUDA_GRAPH", "NOVA_GPU_SYNC", "FAKE_CUDA_PDL_FAILS"})
+    env.unset(name);
+  nova::Tensor x = nova::Tensor::full({64}, 2.5, nova::DType::f32);
+  auto step = [&] {
+    nova::Tensor w = nova::Tensor::full({64}, -1.0, nova::DType::f32);
+    std::vector<nova::Tensor> args{x, w};
+    std::vector<nova::Tensor> out = (*nova::load_executable(d))(args);
+    CHECK(out[0].at({5}) == 3.5);
+    CHECK(w.at({63}) == 0.0);
+  };
+  step(); // loads the driver
+  void* fake = dlopen(NOVA_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(fake != nullptr);
+  auto launches = reinterpret_cast<const char* (*)()>(dlsym(fake, "fake_cuda_launches"));
+  REQUIRE(bool(launches));
+  auto since = [&](std::size_t before) { return std::string(launches()).substr(before); };
+  const std::string early = "graph;nova_fake_copy<<<2,32,0>>>;nova_fake_inc<<<2,32,65536,programmatic>>>;"
+                            "nova_fake_copy<<<2,32,0>>>;nova_fake_inc<<<2,32,65536,programmatic>>>;";
+  const std::string plain = "nova_fake_copy<<<2,32,0>>>;nova_fake_inc<<<2,32,65536>>>;nova_fake_copy<<<2,32,0>>>;"
+                            "nova_fake_inc<<<2,32,65536>>>;";
+  std::size_t before = std::string(launches()).size();
+  step();
+  CHECK(since(before) == early);
+  // Kernel by kernel (no graph), or NOVA_GPU_PDL=0: plain launches.
+  env.set("NOVA_CUDA_GRAPH", "0");
+  before = std::string(launches()).size();
+  step();
+  CHECK(since(before) == plain);
+  env.unset("NOVA_CUDA_GRAPH");
+  env.set("NOVA_GPU_PDL", "0");
+  before = std::string(launches()).size();
+  step();
+  CHECK(since(before) == "graph;" + plain);
+  env.unset("NOVA_GPU_PDL");
+  // A driver whose graphs refuse them: the graph again without, said once.
+  env.set("FAKE_CUDA_PDL_FAILS", "1");
+  before = std::string(launches()).size();
+  const std::string text = nova_test::captured_stderr(step);
+  CHECK(since(before) == "graph;" + plain);
+  CHECK(text.find("cuLaunchKernelEx(nova_fake_inc): CUDA_ERROR_NOT_SUPPORTED (operation not supported); capturing "
+                  "its graph again without programmatic dependent launches (NOVA_GPU_PDL=0 skips them)") !=
+        std::string::npos);
+  // A step whose kernels do not wait first (fake_gpu_plan's): plain.
+  env.unset("FAKE_CUDA_PDL_FAILS");
+  nova::ExecutableDesc without = fake_gpu_plan(64);
+  nova::Tensor w = nova::Tensor::full({64}, -1.0, nova::DType::f32);
+  std::vector<nova::Tensor> args{x, w};
+  before = std::string(launches()).size();
+  (*nova::load_executable(without))(args);
+  CHECK(since(before) == "graph;" + plain);
+}
+
 TEST_CASE("a GPU kernel that faults: the step's error says a launch failed; NOVA_GPU_SYNC=1 names the launch, its kernel and grid") {
   // The fake driver faults each launch of FAKE_CUDA_FAULT's kernel as an
   // out-of-bounds access does: sticky (every later wait, copy and launch

@@ -1496,8 +1496,21 @@ private:
     if (auto init = dyn_cast<NVVM::MBarrierInitSharedOp>(op))
       return addressBarrierInit(init);
     if (auto asm_ = dyn_cast<LLVM::InlineAsmOp>(op)) {
+      // Programmatic dependent launch: one launch at a time here, so the
+      // grids before this one are done; the wait must come first, before
+      // any access to what they wrote (the trigger may be anywhere).
+      if (asm_.getAsmString() == kGridDependencyWaitAsm) {
+        Block &entry = kernel.getBody().front();
+        if (op->getBlock() != &entry || &entry.front() != op)
+          return fail(op, "griddepcontrol.wait (kGridDependencyWaitAsm) that is not the kernel's first op: the "
+                          "kernel may read what the grid before it has not yet written");
+        return true;
+      }
+      if (asm_.getAsmString() == kLaunchDependentsAsm)
+        return true;
       if (asm_.getAsmString() != kRemoteArriveAsm)
-        return fail(op, "inline asm other than the remote arrive (kRemoteArriveAsm)");
+        return fail(op, "inline asm other than the remote arrive (kRemoteArriveAsm) and griddepcontrol's wait "
+                        "and trigger");
       return remoteArrive(asm_);
     }
     if (auto toPointer = dyn_cast<LLVM::IntToPtrOp>(op)) {

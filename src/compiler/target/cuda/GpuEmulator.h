@@ -48,6 +48,10 @@
 //     into, or an arrive on, a CTA that has exited is reported, as is an
 //     mbarrier of the NVVM pointer ops (mbarrier.init / try_wait.parity on
 //     a shared address) whose bytes ordinary accesses touch;
+//   - programmatic dependent launch's inline asm (kGridDependencyWaitAsm,
+//     kLaunchDependentsAsm): nothing to do, launches running one at a time,
+//     but a wait that is not the kernel's first op is reported (the kernel
+//     could read what the grid before it still writes);
 //   - float arithmetic rounds to its element type (f32: each op rounded as
 //     the GPU's IEEE f32 ops are; math functions from the C library);
 //   - what memory requests cost is counted, not failed (GpuRequestCost.h):

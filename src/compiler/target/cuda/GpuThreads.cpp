@@ -1806,6 +1806,18 @@ struct GpuOutlineKernels : PassWrapper<GpuOutlineKernels, OperationPass<ModuleOp
     registry.insert<gpu::GPUDialect, nvgpu::NVGPUDialect, vector::VectorDialect, LLVM::LLVMDialect,
                     arith::ArithDialect, memref::MemRefDialect, scf::SCFDialect>();
   }
+  /// sm_90: the runtime may launch a step's kernel as a programmatic
+  /// dependent of the one before it (kGridDependencyWaitAsm), so its first
+  /// op waits for that one, and the next lets the kernel after it launch.
+  void waitForPrerequisites(gpu::GPUFuncOp func, const ::nova::TargetDesc &target) {
+    if (target.compute_capability < 90)
+      return;
+    OpBuilder at = OpBuilder::atBlockBegin(&func.getBody().front());
+    for (const char *text : {kGridDependencyWaitAsm, kLaunchDependentsAsm})
+      at.create<LLVM::InlineAsmOp>(func.getLoc(), TypeRange{}, ValueRange{}, text, "", /*has_side_effects=*/true,
+                                   /*is_align_stack=*/false, LLVM::AsmDialectAttr(), ArrayAttr());
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> kernels(module.getOps<func::FuncOp>());
@@ -1830,6 +1842,7 @@ struct GpuOutlineKernels : PassWrapper<GpuOutlineKernels, OperationPass<ModuleOp
           return signalPassFailure();
         }
         (*built)->setAttr(LoweringConfigAttr::name, config);
+        waitForPrerequisites(*built, target);
         kernel.erase();
         continue;
       }
@@ -1872,6 +1885,7 @@ struct GpuOutlineKernels : PassWrapper<GpuOutlineKernels, OperationPass<ModuleOp
         gpuFunc->setAttr(kAlignedVectorsAttr, b.getUnitAttr());
       gpuFunc.getBody().front().erase();
       gpuFunc.getBody().takeBody(kernel.getBody());
+      waitForPrerequisites(gpuFunc, target);
       for (Block &block : gpuFunc.getBody())
         if (auto ret = dyn_cast<func::ReturnOp>(block.getTerminator())) {
           OpBuilder r(ret);

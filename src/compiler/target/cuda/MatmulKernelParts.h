@@ -91,6 +91,17 @@ inline constexpr const char kRemoteArriveAsm[] =
     "{\n\t.reg .b32 remote;\n\tmapa.shared::cluster.u32 remote, $0, $1;\n\t"
     "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n\t}";
 
+/// Programmatic dependent launch (sm_90): a step's kernel may be launched
+/// before the one before it in the stream has finished (the runtime's
+/// graph launches it so), so every step kernel on sm_90 starts with the
+/// wait for the grids it depends on (their memory then visible), before
+/// any other op, and then lets the kernel after it launch (its blocks wait
+/// in turn). MLIR 19 and LLVM 19 have no op or intrinsic for either: inline
+/// asm, which the emulator knows by these texts (and holds the wait to
+/// being a kernel's first op) and the runtime finds in the PTX.
+inline constexpr const char kGridDependencyWaitAsm[] = "griddepcontrol.wait;";
+inline constexpr const char kLaunchDependentsAsm[] = "griddepcontrol.launch_dependents;";
+
 /// The XOR swizzle of a shared tile's 16-byte chunks:
 /// chunk' = chunk ^ (((row >> rs) & rm) << cs), at every write and read.
 struct Swizzle {
