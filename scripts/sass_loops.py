@@ -7,7 +7,8 @@ For every function, every loop (a branch back to an earlier address; the
 loop is the code from that address to the branch) with its instructions
 by class: the tensor-core MMAs (HMMA, HGMMA), shared loads to registers
 (LDSM ldmatrix, LDS), global-to-shared copies (LDGSTS cp.async, UTMALDG
-TMA), global loads and stores, barriers and mbarrier waits, and the rest
+TMA), global loads and stores, local ones (STL, LDL: spills), barriers and
+mbarrier waits, and the rest
 (integer and address arithmetic, moves, predicates), with the other
 instructions per MMA. A static view, not a timing: it shows what a kernel
 issues between its MMAs (what the last rows of bench/README.md's
@@ -35,6 +36,7 @@ CLASSES = [
     ("cp.async", ("LDGSTS", "UTMALDG", "UBLKCP")),
     ("global ld/st", ("LDG", "STG", "ST.E", "LD.E")),
     ("shared st", ("STS", "STSM")),
+    ("local (spills)", ("STL", "LDL")),
     ("barrier/wait", ("BAR", "SYNCS", "DEPBAR", "LDGDEPBAR", "WARPGROUP", "WARPSYNC")),
     ("branch", ("BRA", "BSYNC", "BSSY")),
 ]
