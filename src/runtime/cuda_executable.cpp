@@ -674,7 +674,23 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
     }
     if (!module_) {
       std::string ptx(desc_.object.begin(), desc_.object.end()); // NUL-terminated for the driver
-      check("cuModuleLoadData", d_->cuModuleLoadData(&module_, ptx.c_str()));
+      cuda::CUresult r = d_->cuModuleLoadData(&module_, ptx.c_str());
+      if (r == kErrorUnsupportedPtxVersion) {
+        // The PTX's ISA is newer than this driver compiles: say which of
+        // each, and what would load (the cubin is tried first).
+        module_ = nullptr;
+        const std::size_t at = ptx.find(".version ");
+        const std::string isa = at == std::string::npos ? "?" : ptx.substr(at + 9, ptx.find('\n', at) - at - 9);
+        int version = 0;
+        d_->cuDriverGetVersion(&version);
+        throw Error("nova: running a step on " + desc_.target.describe() + ": " +
+                    cuda::describe_error(*d_, "cuModuleLoadData", r) + ": its PTX is ISA " + isa +
+                    ", newer than this driver (CUDA " + std::to_string(version / 1000) + "." +
+                    std::to_string(version % 1000 / 10) + ") compiles" +
+                    (refused.empty() ? ", and it carries no cubin" : ", and its cubin was refused (" + refused + ")") +
+                    ": a newer driver, or the step compiled where ptxas for this GPU is (its cubin then loads)");
+      }
+      check("cuModuleLoadData", r);
     }
     const bool from_cubin = refused.empty() && desc_.binary_format == "cubin";
     if (explain_enabled()) {
@@ -699,6 +715,9 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
                   "': expected 0 (off) or the seconds after which a launch still running is named (1: on, a second)");
     return s;
   }
+
+  /// CUDA_ERROR_UNSUPPORTED_PTX_VERSION.
+  static constexpr cuda::CUresult kErrorUnsupportedPtxVersion = 222;
 
   static std::size_t bytes_of(const TensorSpec& s) {
     return static_cast<std::size_t>(numel(s.shape)) * size_of(s.dtype);

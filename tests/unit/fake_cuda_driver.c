@@ -4,7 +4,8 @@
  * them). Built with -DFAKE_NO_DEVICE: cuInit fails as on a machine whose
  * driver sees no GPU.
  * Running kernels: device memory is host memory; a module is its PTX text,
- * whose ".entry <name>" lines are its functions, or a cubin (an ELF), whose
+ * whose ".entry <name>" lines are its functions (FAKE_CUDA_OLD_DRIVER: refused as
+ * PTX of an ISA newer than the driver), or a cubin (an ELF), whose
  * NUL-delimited names are (fake_cuda_refuse_cubins: refused as for another
  * GPU); a launch is logged
  * (fake_cuda_launches) and, for two kernels the tests write, executed one
@@ -98,14 +99,15 @@ int cuDeviceTotalMem_v2(size_t* bytes, int d) {
 int cuGetErrorName(int e, const char** s) {
   *s = e == 100 ? "CUDA_ERROR_NO_DEVICE" : e == 101 ? "CUDA_ERROR_INVALID_DEVICE" : e == 500 ? "CUDA_ERROR_NOT_FOUND"
       : e == 209 ? "CUDA_ERROR_NO_BINARY_FOR_GPU" : e == 700 ? "CUDA_ERROR_ILLEGAL_ADDRESS"
-      : e == 801 ? "CUDA_ERROR_NOT_SUPPORTED" : "CUDA_ERROR_INVALID_VALUE";
+      : e == 801 ? "CUDA_ERROR_NOT_SUPPORTED" : e == 222 ? "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"
+      : "CUDA_ERROR_INVALID_VALUE";
   return 0;
 }
 int cuGetErrorString(int e, const char** s) {
   *s = e == 100 ? "no CUDA-capable device is detected" : e == 101 ? "invalid device ordinal"
       : e == 500 ? "named symbol not found" : e == 209 ? "no kernel image is available for execution on the device"
       : e == 700 ? "an illegal memory access was encountered" : e == 801 ? "operation not supported"
-      : "invalid argument";
+      : e == 222 ? "the provided PTX was compiled with an unsupported toolchain." : "invalid argument";
   return 0;
 }
 
@@ -165,6 +167,8 @@ int cuModuleLoadData(void** m, const void* image) {
     size = shoff + (size_t)shnum * shentsize;
     if (size < 64) size = 64;
     if (__atomic_load_n(&refuse_cubins, __ATOMIC_SEQ_CST)) return 209; /* CUDA_ERROR_NO_BINARY_FOR_GPU */
+  } else if (getenv("FAKE_CUDA_OLD_DRIVER")) {
+    return 222; /* CUDA_ERROR_UNSUPPORTED_PTX_VERSION: PTX newer than this driver */
   }
   struct module* mod = calloc(1, sizeof *mod);
   if (!mod || !(mod->text = malloc(size))) return 2; /* CUDA_ERROR_OUT_OF_MEMORY */

@@ -518,6 +518,37 @@ TEST_CASE("a GPU step with a cubin: loaded from it; from its PTX where the drive
   CHECK(held() == 0);
 }
 
+TEST_CASE("PTX newer than the driver: a named error with both versions and what would load") {
+  nova_test::Env env;
+  env.set("NOVA_CUDA_DRIVER", NOVA_FAKE_CUDA);
+  env.set("FAKE_CUDA_OLD_DRIVER", "1");
+  nova::ExecutableDesc d = fake_gpu_plan(64); // PTX (ISA 8.0) alone
+  CHECK_THROWS_WITH_AS(nova::load_executable(d),
+                       doctest::Contains("cuModuleLoadData: CUDA_ERROR_UNSUPPORTED_PTX_VERSION (the provided PTX was "
+                                         "compiled with an unsupported toolchain.): its PTX is ISA 8.0, newer than "
+                                         "this driver (CUDA 13.0) compiles, and it carries no cubin: a newer driver, "
+                                         "or the step compiled where ptxas for this GPU is (its cubin then loads)"),
+                       nova::Error);
+  // With a cubin the driver refuses (another GPU's): both said.
+  d.binary_format = "cubin";
+  d.binary = fake_cubin({"nova_fake_copy", "nova_fake_inc"});
+  void* fake = dlopen(NOVA_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(fake != nullptr);
+  auto refuse = reinterpret_cast<void (*)(int)>(dlsym(fake, "fake_cuda_refuse_cubins"));
+  auto held = reinterpret_cast<int (*)()>(dlsym(fake, "fake_cuda_held"));
+  REQUIRE((refuse && held));
+  refuse(1);
+  CHECK_THROWS_WITH_AS(nova::load_executable(d),
+                       doctest::Contains("and its cubin was refused (cuModuleLoadData: CUDA_ERROR_NO_BINARY_FOR_GPU"),
+                       nova::Error);
+  refuse(0);
+  CHECK(held() == 0);
+  // Its cubin taken: loads as before.
+  nova::Tensor x = nova::Tensor::full({64}, 2.5, nova::DType::f32), w = nova::Tensor::full({64}, -1.0, nova::DType::f32);
+  std::vector<nova::Tensor> args{x, w};
+  CHECK((*nova::load_executable(d))(args)[0].at({5}) == 3.5);
+}
+
 TEST_CASE("a GPU kernel in clusters is launched with the driver's cluster attribute (cuLaunchKernelEx), in and out of a graph") {
   nova::ExecutableDesc d = fake_gpu_plan(128); // 4 blocks a launch
   d.kernels[1].cluster = 2;
