@@ -625,6 +625,13 @@ TEST_CASE("a GPT training step compiles to PTX for sm_80, sm_86 and sm_90a, f32,
       CHECK(x3 == (precision == nova::MatmulPrecision::fp32));
     CHECK(bf16 == (precision == nova::MatmulPrecision::bf16));
     CHECK((ptx.find("cvt.rn.bf16.f32") != std::string::npos) == (precision == nova::MatmulPrecision::bf16));
+    // sm_90: each kernel waits for the grids before it first (the runtime
+    // launches it as their programmatic dependent), the matmuls too.
+    std::size_t waits = 0;
+    for (std::size_t at = ptx.find("griddepcontrol.wait;"); at != std::string::npos;
+         at = ptx.find("griddepcontrol.wait;", at + 1))
+      ++waits;
+    CHECK(waits == (std::string(chip) == "sm_90a" ? desc->kernels.size() : 0));
     // The compiler ran ptxas itself (NOVA_PTXAS, PATH, /usr/local/cuda):
     // the cubin for the chip came with the PTX.
     if (have_ptxas) {
