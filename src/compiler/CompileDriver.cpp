@@ -412,8 +412,9 @@ void explainGpuKernels(ModuleOp kernels, const ::nova::TargetDesc &target, const
   if (explainEnabled())
     report.memoryLines = explainMemory(memory, desc, work->getAttrOfType<ArrayAttr>(kRematDecisionsAttr));
   if (explainEnabled() && device.memory > 0)
-    report.memoryLines += "  GPU memory: the plan may take " + device.text() + (deviceBound ? "" : " (a smaller budget binds)") +
-                          "; this plan takes " + mib(desc.arena_bytes) + "\n";
+    report.memoryLines += "  GPU memory: the plan may take " + device.text() +
+                          (deviceBound ? "" : " (a smaller budget binds)") + "; this plan takes " +
+                          mib(desc.arena_bytes) + "\n";
   if (explainEnabled() && targetDesc.is_gpu())
     explainGpuKernels(kernels, targetDesc, signature.name);
   else if (explainEnabled())

@@ -450,7 +450,6 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
                 ", failed: " + cuda::describe_error(*d_, call, r));
   }
 
-
   /// Enqueues the all-reduces (sums in place, one NCCL group a bucket) of
   /// the collectives the plan starts after `i` launches and, with the sums
   /// on their own stream, makes `stream` wait for the ones the plan waits
@@ -815,10 +814,10 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
   /// NOVA_GPU_SYNC=<s>: kernel by kernel (no graph), each launch waited
   /// for and named if it failed, or if it still runs after s seconds.
   bool sync_launches_ = false;
+  double sync_report_s_ = 0;
   /// Per kernel, whether it waits for the grids before it first
   /// (find_programmatic_waits).
   std::vector<bool> waits_first_;
-  double sync_report_s_ = 0;
   /// Per input, the storage whose update this executable last kept.
   mutable std::vector<std::weak_ptr<detail::Storage>> held_;
 };
