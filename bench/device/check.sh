@@ -15,7 +15,11 @@
 # gradient sum through NCCL). The bf16 steps' NT matmuls are wgmma kernels.
 # Every matmul case and every step runs in a process of its own with a
 # timeout (NOVA_CASE_TIMEOUT_S, default 60; NOVA_STEP_TIMEOUT_S, 120): one
-# that hangs or faults is a HUNG / FAILED row and the rest still run.
+# that hangs or faults is a HUNG / FAILED row and the rest still run; a step
+# that faulted (and the first that hung) runs once more with NOVA_GPU_SYNC=5,
+# which names the launch to blame. The steps' CUDA graphs launch their
+# kernels as programmatic dependents (sm_90); each step is also timed with
+# NOVA_GPU_PDL=0 (the steps table's last column: that time over the step's).
 set -eu
 cd "$(dirname "$0")"
 [ -f artifacts/manifest.tsv ] || { echo "check.sh: no artifacts/manifest.tsv: run bench/device/prepare.sh where LLVM is, and carry bench/device/artifacts"; exit 2; }
