@@ -28,8 +28,10 @@ int cuda_device_count();
 /// process's rank on its node as its launcher gives it (mpirun's
 /// OMPI_COMM_WORLD_LOCAL_RANK or MPI_LOCALRANKID, srun's SLURM_LOCALID,
 /// torchrun's LOCAL_RANK), so the ranks of a data-parallel job on one node
-/// take a GPU each; else 0. Throws nova::Error naming the variable when it
-/// is not a device the driver reports.
+/// take a GPU each (a process that sees one GPU, as a launcher that binds
+/// each rank to its own makes it, uses that one); else 0. Throws
+/// nova::Error naming the variable when it is not a device the driver
+/// reports.
 int cuda_device();
 
 /// The live device `ordinal` (-1: cuda_device()), described from the

@@ -151,6 +151,9 @@ int cuda_device() {
   const bool explicit_choice = std::strcmp(from, "NOVA_CUDA_DEVICE") == 0;
   if (*end || n < 0 || n > 1 << 20)
     throw Error(std::string("nova: ") + from + "='" + value + "' is not a device number");
+  // A process that sees one GPU uses it whatever its rank (a launcher that
+  // binds each task to a GPU of its own, CUDA_VISIBLE_DEVICES per rank).
+  if (!explicit_choice && count == 1) return 0;
   if (count > 0 && n >= count)
     throw Error(std::string("nova: ") + from + "=" + value +
                 (explicit_choice ? " asks for CUDA device " : " (this process's rank on its node) asks for CUDA device ") +

@@ -711,6 +711,15 @@ TEST_CASE("a process's GPU: NOVA_CUDA_DEVICE, else its rank on the node as its l
   env.set("NOVA_CUDA_DEVICE", "one");
   CHECK_THROWS_WITH_AS(nova::cuda_device(), doctest::Contains("NOVA_CUDA_DEVICE='one' is not a device number"),
                        nova::Error);
+  // A process that sees one GPU (its launcher bound it to it) uses it,
+  // whatever its rank; asked for another by NOVA_CUDA_DEVICE, it says so.
+  env.set("FAKE_CUDA_DEVICES", "1");
+  env.unset("NOVA_CUDA_DEVICE");
+  CHECK(nova::cuda_device() == 0); // OMPI_COMM_WORLD_LOCAL_RANK=5
+  env.set("NOVA_CUDA_DEVICE", "1");
+  CHECK_THROWS_WITH_AS(nova::cuda_device(), doctest::Contains("NOVA_CUDA_DEVICE=1 asks for CUDA device 1, and the "
+                                                              "driver reports 1 GPU"),
+                       nova::Error);
 }
 
 TEST_CASE("a GPU step that does not fit the device's free memory: a named error with the sizes, before any allocation") {
