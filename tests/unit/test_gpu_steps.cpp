@@ -12,6 +12,8 @@
 #include <nova/distributed.hpp>
 #include <nova/executable_desc.hpp>
 
+#include <dlfcn.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -639,6 +641,51 @@ TEST_CASE("a GPT training step compiles to PTX for sm_80, sm_86 and sm_90a, f32,
       CHECK(cubin_sm(desc->binary) == std::atoi(chip + 3));
     }
   }
+}
+
+TEST_CASE("a GPT step compiled for sm_90a loads and launches through the (fake) CUDA driver: kernels, tensor maps, its graph of programmatic launches") {
+  // The fake runs none of the real kernels (the results are not checked
+  // here; the emulator's tests check them): what it checks is the driver
+  // API the runtime makes of a compiled step (each kernel found in the
+  // module, the wgmma kernels' tensor maps encoded, the graph captured),
+  // and its launch log shows every launch after the first as a
+  // programmatic dependent (every sm_90 kernel waits for its predecessor
+  // first).
+  nova::Params init = nova::nn::gpt_init(kGpt, 7);
+  Tensor x = Tensor::empty({2, 8}, DType::i32), y = Tensor::empty({2, 8}, DType::i32);
+  tokens(x, y);
+  Fp32AtExit restore;
+  nova::set_matmul_precision(nova::MatmulPrecision::bf16);
+  Env env;
+  env.set("NOVA_TARGET", "sm_90a");
+  env.set("NOVA_CACHE", "off");
+  env.set("NOVA_CUDA_DRIVER", NOVA_FAKE_CUDA);
+  for (const char* name : {"NOVA_GPU", "NOVA_GPU_PDL", "NOVA_CUDA_GRAPH", "NOVA_GPU_SYNC", "NOVA_PROFILE"})
+    env.unset(name);
+  nova::Params params = copy(init);
+  auto step = nova::train_step(gpt_loss, params, nova::AdamW{});
+  std::shared_ptr<nova::Executable> exe = step.executable(x, y, nova::static_arg(kGpt));
+  REQUIRE(exe->kind() == "cuda");
+  const nova::ExecutableDesc* desc = exe->description();
+  REQUIRE(desc != nullptr);
+  std::size_t maps = 0;
+  for (const auto& k : desc->kernels) maps += k.tensor_maps.size();
+  CHECK(maps > 0); // wgmma kernels: their operands as TMA maps
+  void* fake = dlopen(NOVA_FAKE_CUDA, RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(fake != nullptr);
+  auto launches = reinterpret_cast<const char* (*)()>(dlsym(fake, "fake_cuda_launches"));
+  REQUIRE(bool(launches));
+  const std::size_t before = std::string(launches()).size();
+  step(x, y, nova::static_arg(kGpt));
+  const std::string log = std::string(launches()).substr(before);
+  INFO(log.substr(0, 600));
+  CHECK(log.rfind("graph;", 0) == 0);
+  std::size_t launched = 0, programmatic = 0;
+  for (std::size_t at = log.find(">>>;"); at != std::string::npos; at = log.find(">>>;", at + 1)) ++launched;
+  for (std::size_t at = log.find(",programmatic>>>"); at != std::string::npos; at = log.find(",programmatic>>>", at + 1))
+    ++programmatic;
+  CHECK(launched == desc->launches.size());
+  CHECK(programmatic == desc->launches.size() - 1);
 }
 
 TEST_CASE("the cubin: none with NOVA_PTXAS=off; a ptxas that fails leaves the PTX alone (a warning, no error)") {
