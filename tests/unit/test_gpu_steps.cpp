@@ -651,9 +651,15 @@ TEST_CASE("a GPT step compiled for sm_90a loads and launches through the (fake) 
   // and its launch log shows every launch after the first as a
   // programmatic dependent (every sm_90 kernel waits for its predecessor
   // first).
+  // A batch of 3: the process's cache holds the step at the batch of 2
+  // the other tests compile for sm_90a, loaded there without a driver
+  // (the cache's key has the target, not the driver).
   nova::Params init = nova::nn::gpt_init(kGpt, 7);
-  Tensor x = Tensor::empty({2, 8}, DType::i32), y = Tensor::empty({2, 8}, DType::i32);
-  tokens(x, y);
+  Tensor x = Tensor::empty({3, 8}, DType::i32), y = Tensor::empty({3, 8}, DType::i32);
+  for (std::int64_t i = 0; i < 24; ++i) {
+    x.span<std::int32_t>()[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((i * 3 + 1) % kGpt.vocab);
+    y.span<std::int32_t>()[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((i * 3 + 2) % kGpt.vocab);
+  }
   Fp32AtExit restore;
   nova::set_matmul_precision(nova::MatmulPrecision::bf16);
   Env env;
