@@ -10,9 +10,9 @@ by class: the tensor-core MMAs (HMMA, HGMMA), shared loads to registers
 TMA), global loads and stores, local ones (STL, LDL: spills), barriers and
 mbarrier waits, and the rest
 (integer and address arithmetic, moves, predicates), with the other
-instructions per MMA. A static view, not a timing: it shows what a kernel
-issues between its MMAs (what the last rows of bench/README.md's
-"unmeasured" sections compare), not how long it takes.
+instructions per MMA. A static count, not a timing and not an order: two
+loops of the same counts may place them differently (cuobjdump -sass
+shows the order), and neither says how long they take.
 
 Needs cuobjdump, which the CUDA toolkit here (/usr/local/cuda) lacks:
 NVIDIA's wheel has it (`pip download --no-deps nvidia-cuda-cuobjdump`,

@@ -98,13 +98,7 @@ int main(int argc, char** argv) try {
     // Device memory the step holds: its arena and one buffer per input
     // and per output not written into its input.
     const nova::ExecutableDesc& d = *exe->description();
-    double device_bytes = double(d.arena_bytes);
-    auto bytes = [](const nova::TensorSpec& s) {
-      return double(nova::numel(s.shape)) * double(nova::size_of(s.dtype));
-    };
-    for (const auto& s : d.inputs) device_bytes += bytes(s);
-    for (std::size_t o = 0; o < d.outputs.size(); ++o)
-      if (d.aliases[o] < 0) device_bytes += bytes(d.outputs[o]);
+    const double device_bytes = double(d.arena_bytes) + double(nova::io_bytes(d.inputs, d.outputs, d.aliases));
     std::printf("%-18s device memory %.1f MiB (arena %.1f MiB, inputs and outputs %.1f MiB)\n", name.c_str(),
                 device_bytes / (1 << 20), double(d.arena_bytes) / (1 << 20),
                 (device_bytes - double(d.arena_bytes)) / (1 << 20));

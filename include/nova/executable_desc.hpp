@@ -118,6 +118,15 @@ struct CollectiveDesc {
   friend bool operator==(const CollectiveDesc&, const CollectiveDesc&) = default;
 };
 
+/// The bytes of one tensor of `spec`.
+std::uint64_t bytes_of(const TensorSpec& spec);
+
+/// The bytes of a step's buffers besides its arena: one for each input and
+/// for each output not written into an input (`aliases`: one per output,
+/// the input it is written into, or -1).
+std::uint64_t io_bytes(std::span<const TensorSpec> inputs, std::span<const TensorSpec> outputs,
+                       std::span<const int> aliases);
+
 struct ExecutableDesc {
   std::string compiler_version;
   /// The cache key it was compiled for (structural hash of the traced step +

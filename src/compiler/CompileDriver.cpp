@@ -155,14 +155,7 @@ DeviceBudget deviceBudget(const ::nova::TargetDesc &target, const mlir::nova::St
     return d;
   d.memory = static_cast<uint64_t>(target.memory_bytes);
   d.reserve = std::max<uint64_t>(uint64_t{512} << 20, d.memory / 16);
-  auto bytes = [](const ::nova::TensorSpec &t) {
-    return static_cast<uint64_t>(::nova::numel(t.shape)) * ::nova::size_of(t.dtype);
-  };
-  for (const ::nova::TensorSpec &t : signature.inputs)
-    d.io += bytes(t);
-  for (size_t o = 0; o < signature.outputs.size(); ++o)
-    if (o >= signature.aliases.size() || signature.aliases[o] < 0)
-      d.io += bytes(signature.outputs[o]);
+  d.io = ::nova::io_bytes(signature.inputs, signature.outputs, signature.aliases);
   return d;
 }
 

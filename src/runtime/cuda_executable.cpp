@@ -51,6 +51,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "cuda_driver.hpp"
@@ -184,14 +185,9 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
     const char* resident = std::getenv("NOVA_GPU_RESIDENT");
     resident_inputs_ = !(resident && std::strcmp(resident, "0") == 0);
     sync_report_s_ = sync_seconds();
-    sync_launches_ = sync_report_s_ > 0;
     find_programmatic_waits();
     held_.resize(desc_.inputs.size());
-    std::uint64_t io = 0;
-    for (const auto& s : desc_.inputs) io += bytes_of(s);
-    for (std::size_t o = 0; o < desc_.outputs.size(); ++o)
-      if (desc_.aliases[o] < 0) io += bytes_of(desc_.outputs[o]);
-    check_fits(io);
+    check_fits(io_bytes(desc_.inputs, desc_.outputs, desc_.aliases));
     arena_ = allocate(desc_.arena_bytes);
     for (const auto& s : desc_.inputs) inputs_.push_back(allocate(bytes_of(s)));
     for (std::size_t o = 0; o < desc_.outputs.size(); ++o)
@@ -325,15 +321,15 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
   }
 
   /// cuLaunchKernelEx's configuration of kernel `k`'s launch of `workgroups`
-  /// blocks in its clusters: the cluster as the launch's attribute (MLIR 19
-  /// puts no .reqnctapercluster in the PTX).
-  /// With `programmatic`, also the attribute that lets it start before the
-  /// launch before it in the stream ends (programmatic dependent launch:
-  /// its kernel's first op waits for that one, griddepcontrol.wait).
-  struct ClusterLaunch {
+  /// blocks: a kernel in clusters gets the cluster as the launch's
+  /// attribute (MLIR 19 puts no .reqnctapercluster in the PTX); with
+  /// `programmatic`, the attribute that lets it start before the launch
+  /// before it in the stream ends (programmatic dependent launch: its
+  /// kernel's first op waits for that one, griddepcontrol.wait).
+  struct ExtendedLaunch {
     cuda::LaunchAttribute attributes[2];
     cuda::LaunchConfig config;
-    ClusterLaunch(const KernelDesc& k, std::uint64_t workgroups, cuda::CUstream stream, bool programmatic = false) {
+    ExtendedLaunch(const KernelDesc& k, std::uint64_t workgroups, cuda::CUstream stream, bool programmatic = false) {
       unsigned n = 0;
       if (k.cluster > 1) {
         attributes[n].id = cuda::kLaunchAttributeClusterDimension;
@@ -352,8 +348,8 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
       config.attributes = attributes; // (hence no copies)
       config.attribute_count = n;
     }
-    ClusterLaunch(const ClusterLaunch&) = delete;
-    ClusterLaunch& operator=(const ClusterLaunch&) = delete;
+    ExtendedLaunch(const ExtendedLaunch&) = delete;
+    ExtendedLaunch& operator=(const ExtendedLaunch&) = delete;
   };
 
   /// A persistent kernel in clusters launches as many as the configurator
@@ -368,7 +364,7 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
       std::uint64_t most = 0;
       for (const LaunchDesc& l : desc_.launches)
         if (l.kernel == i) most = std::max(most, l.workgroups);
-      const ClusterLaunch launch(k, most, nullptr);
+      const ExtendedLaunch launch(k, most, nullptr);
       int held = 0;
       if (d_->cuOccupancyMaxActiveClusters(&held, functions_[i], &launch.config) == 0 && held > 0 &&
           most / k.cluster > static_cast<std::uint64_t>(held))
@@ -398,16 +394,16 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
       void** params = const_cast<void**>(params_[i].data());
       const bool early = programmatic && i > 0 && waits_first_[l.kernel];
       if (k.cluster > 1 || early) {
-        const ClusterLaunch launch(k, l.workgroups, stream, early);
+        const ExtendedLaunch launch(k, l.workgroups, stream, early);
         check("cuLaunchKernelEx", k.symbol,
               d_->cuLaunchKernelEx(&launch.config, functions_[l.kernel], params, nullptr));
-        if (sync_launches_) check_launch_finished(i, stream);
+        if (sync_launches()) check_launch_finished(i, stream);
         continue;
       }
       check("cuLaunchKernel", k.symbol,
             d_->cuLaunchKernel(functions_[l.kernel], static_cast<unsigned>(l.workgroups), 1, 1, k.threads, 1, 1,
                                k.shared_bytes, stream, params, nullptr));
-      if (sync_launches_) check_launch_finished(i, stream);
+      if (sync_launches()) check_launch_finished(i, stream);
     }
   }
 
@@ -557,7 +553,7 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
     const bool sums = !desc_.collectives.empty();
     if (sums && !nccl_comm_) return; // at the first call
     graph_tried_ = true;
-    if (!stream_ || (env && std::strcmp(env, "0") == 0) || desc_.launches.empty() || profile_ || sync_launches_)
+    if (!stream_ || (env && std::strcmp(env, "0") == 0) || desc_.launches.empty() || profile_ || sync_launches())
       return;
     // A graph is only faster: if the driver will not capture or instantiate
     // it, say so and launch kernel by kernel on the same stream. Its
@@ -611,14 +607,21 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
   /// programmatic dependent, so a step compiled without it (another
   /// compiler, an older step) never reads what its predecessor still writes.
   void find_programmatic_waits() {
+    // One pass over the PTX: each entry's name, and whether the text up to
+    // the next entry waits.
     const std::string_view ptx(reinterpret_cast<const char*>(desc_.object.data()), desc_.object.size());
+    std::unordered_map<std::string_view, bool> waits;
+    for (std::size_t at = ptx.find(".entry "); at != std::string_view::npos;) {
+      const std::size_t name = at + 7, paren = ptx.find('(', name), next = ptx.find(".entry ", name);
+      if (paren == std::string_view::npos) break;
+      const std::string_view body = ptx.substr(name, next == std::string_view::npos ? ptx.npos : next - name);
+      waits[ptx.substr(name, paren - name)] = body.find("griddepcontrol.wait") != std::string_view::npos;
+      at = next;
+    }
     waits_first_.assign(desc_.kernels.size(), false);
     for (std::size_t i = 0; i < desc_.kernels.size(); ++i) {
-      const std::size_t entry = ptx.find(".entry " + desc_.kernels[i].symbol + "(");
-      if (entry == std::string_view::npos) continue;
-      const std::size_t next = ptx.find(".entry ", entry + 7);
-      const std::string_view body = ptx.substr(entry, next == std::string_view::npos ? ptx.npos : next - entry);
-      waits_first_[i] = body.find("griddepcontrol.wait") != std::string_view::npos;
+      auto found = waits.find(desc_.kernels[i].symbol);
+      waits_first_[i] = found != waits.end() && found->second;
     }
   }
 
@@ -718,10 +721,6 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
   /// CUDA_ERROR_UNSUPPORTED_PTX_VERSION.
   static constexpr cuda::CUresult kErrorUnsupportedPtxVersion = 222;
 
-  static std::size_t bytes_of(const TensorSpec& s) {
-    return static_cast<std::size_t>(numel(s.shape)) * size_of(s.dtype);
-  }
-
   /// A kernel's fault is reported by whichever driver call comes next (the
   /// step's wait, a later launch, a copy), not by its own launch: the
   /// message says so and how to find the kernel.
@@ -811,10 +810,10 @@ class CudaExecutable final : public Executable, public detail::DeviceHolder {
   mutable std::mutex mutex_;
   /// Inputs updated in place stay on the device (NOVA_GPU_RESIDENT=0: no).
   bool resident_inputs_ = true;
-  /// NOVA_GPU_SYNC=<s>: kernel by kernel (no graph), each launch waited
-  /// for and named if it failed, or if it still runs after s seconds.
-  bool sync_launches_ = false;
+  /// NOVA_GPU_SYNC=<s> (0: off): kernel by kernel (no graph), each launch
+  /// waited for and named if it failed, or if it still runs after s seconds.
   double sync_report_s_ = 0;
+  bool sync_launches() const { return sync_report_s_ > 0; }
   /// Per kernel, whether it waits for the grids before it first
   /// (find_programmatic_waits).
   std::vector<bool> waits_first_;

@@ -127,9 +127,18 @@ BufferRef get_ref(ByteReader& r) {
   return b;
 }
 
+} // namespace
+
 std::uint64_t bytes_of(const TensorSpec& s) { return static_cast<std::uint64_t>(numel(s.shape)) * size_of(s.dtype); }
 
-} // namespace
+std::uint64_t io_bytes(std::span<const TensorSpec> inputs, std::span<const TensorSpec> outputs,
+                       std::span<const int> aliases) {
+  std::uint64_t bytes = 0;
+  for (const TensorSpec& s : inputs) bytes += bytes_of(s);
+  for (std::size_t o = 0; o < outputs.size(); ++o)
+    if (o >= aliases.size() || aliases[o] < 0) bytes += bytes_of(outputs[o]);
+  return bytes;
+}
 
 std::string compiler_version() { return "nova 0.2.0 (format " + std::to_string(executable_format_version) + ")"; }
 

@@ -46,10 +46,7 @@ Run train(std::uint64_t seed, int steps = 4) {
   Run r;
   const nova::ExecutableDesc* d = step.executable(x, y, nova::static_arg(c))->description();
   r.arena = d->arena_bytes;
-  auto bytes = [](const nova::TensorSpec& t) { return std::uint64_t(nova::numel(t.shape)) * nova::size_of(t.dtype); };
-  for (const nova::TensorSpec& t : d->inputs) r.io += bytes(t);
-  for (std::size_t o = 0; o < d->outputs.size(); ++o)
-    if (d->aliases[o] < 0) r.io += bytes(d->outputs[o]);
+  r.io = nova::io_bytes(d->inputs, d->outputs, d->aliases);
   for (int s = 0; s < steps; ++s) r.losses.push_back(step(x, y, nova::static_arg(c)));
   return r;
 }
