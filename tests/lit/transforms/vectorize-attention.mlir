@@ -3,8 +3,9 @@
 // Forward, B 2 x heads 2 = 4 workgroups, T = 13, hd = 2 (f32, 2 lanes).
 // Workgroup wg is head (wg / 2, wg % 2); k of the head is transposed into a
 // [hd, T'] scratch (T' = 14: whole vectors, zero-padded); rows go in blocks
-// of 4 (13 = 3 x 4 + a 1-row block), their scores in a [4, 14] scratch: no
-// 13 x 13 buffer anywhere. Score columns in groups of 2 vectors, then single
+// of 4, the last one moved back to rows 9..12 (13 = 3 x 4 + 1: row 9..11
+// are computed again, not a second copy of the code for the row left),
+// their scores in a [4, 14] scratch: no 13 x 13 buffer anywhere. Score columns in groups of 2 vectors, then single
 // vectors (register_tile [4, 2]: 1 vector of 2 lanes per group); the key
 // loop of each product carries 4 x 1 accumulators.
 // CHECK-LABEL: func.func @forward
@@ -15,7 +16,8 @@
 // CHECK: %[[KT:.*]] = memref.alloc() : memref<2x14xf32>
 // CHECK: %[[S:.*]] = memref.alloc() : memref<4x14xf32>
 // CHECK: memref.store {{.*}}, %[[KT]]
-// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c12{{.*}} step %c4
+// CHECK: scf.for %[[I:.*]] = %c0{{.*}} to %c13{{.*}} step %c4
+// CHECK: arith.minui %[[I]], %c9
 // CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<2xf32>, vector<2xf32>, vector<2xf32>, vector<2xf32>) {
 // CHECK: vector.load %[[KT]]
 // CHECK: vector.broadcast
@@ -28,7 +30,7 @@
 // CHECK: vector.reduction <add>
 // out = (e v) / sum, straight into the head's columns of out.
 // CHECK: vector.store {{.*}}, %[[OUT]][%[[B]], {{.*}}] : memref<2x13x4xf32>, vector<2xf32>
-// The last row alone.
+// CHECK-NOT: vector.fma
 // CHECK: memref.dealloc %[[KT]]
 // CHECK: memref.dealloc %[[S]]
 // CHECK-NOT: nova.attention_kernel
@@ -64,6 +66,29 @@ func.func @forward(%wg: index, %x: memref<2x13x12xf32>, %o: memref<2x13x4xf32>)
 func.func @backward(%wg: index, %x: memref<1x8x24xf32>, %g: memref<1x8x8xf32>, %d: memref<1x8x24xf32>)
     attributes {nova.lowering_config = #nova.lowering_config<attention, workgroups = 2, tile = [1, 1], cache_tile = [8], register_tile = [4, 4]>} {
   nova.attention_kernel ins(%x, %g : memref<1x8x24xf32>, memref<1x8x8xf32>) outs(%d : memref<1x8x24xf32>) {heads = 2 : i64, scale = 0.5 : f64, backward}
+  return
+}
+
+// -----
+
+// Backward, T = 10 in blocks of 8 (register_tile [4, 4], cache_tile [8]):
+// the second block is moved back to rows 2..9, its first 6 rows (done by
+// the first block) computed again, their share of dk and dv skipped: the
+// key products' row loops start at skip = i - min(i, 2). The keys of a
+// block end at 8 (a multiple of 4) or at 10 (2 left, one group of 2 keys).
+// CHECK-LABEL: func.func @backward_rest
+// CHECK: scf.for %[[I:.*]] = %c0{{.*}} to %c10{{.*}} step %c8
+// CHECK: %[[I0:.*]] = arith.minui %[[I]], %c2
+// CHECK: %[[SKIP:.*]] = arith.subi %[[I]], %[[I0]]
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c8{{.*}} step %c4
+// CHECK: scf.for %{{.*}} = %[[SKIP]] to %c8{{.*}} step %c1{{.*}} iter_args
+// CHECK: arith.cmpi eq, %{{.*}}, %c2
+// CHECK: scf.if
+// CHECK: scf.for %{{.*}} = %[[SKIP]] to %c8{{.*}} step %c1{{.*}} iter_args({{.*}}) -> (vector<2xf32>, vector<2xf32>, vector<2xf32>, vector<2xf32>)
+// CHECK: memref.dealloc
+func.func @backward_rest(%wg: index, %x: memref<1x10x24xf32>, %g: memref<1x10x8xf32>, %d: memref<1x10x24xf32>)
+    attributes {nova.lowering_config = #nova.lowering_config<attention, workgroups = 2, tile = [1, 1], cache_tile = [8], register_tile = [4, 4]>} {
+  nova.attention_kernel ins(%x, %g : memref<1x10x24xf32>, memref<1x10x8xf32>) outs(%d : memref<1x10x24xf32>) {heads = 2 : i64, scale = 0.5 : f64, backward}
   return
 }
 
