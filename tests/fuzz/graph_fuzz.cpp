@@ -49,7 +49,11 @@
 // once an op with one sign (2.921e-5 and 7.079e-5); and the host's run
 // rounds inside each op (a long sum's accumulation), which the noise
 // models only through a sum's terms' magnitudes. On the host, f32 graphs
-// are held to the floor.
+// take the reference's noise alone as their yardstick (4 times it; the
+// host's step is the one tested): train seed 750182 at max dim 128 has an
+// AdamW update of a gradient that is 0 but for rounding (3.9e-13 in
+// float64, -3.7e-5 in f32) move by lr times its sign, 6.3e-3 from the
+// reference, over the floor it used to be held to.
 // Dims above 6 (max dim; then half the dims multiples of 8, batched and
 // transposed products, heads of 16, 32 or 64, cross-entropy and gathers,
 // an input at most max(4096, max dim^2) elements) reach the tensor-core
@@ -643,8 +647,8 @@ Outcome run(std::uint64_t seed, std::int64_t ops, const Domain& domain, double f
     // The yardsticks only where the error passes the floor (or to print
     // them): within it a graph agrees whatever they say, and the host's
     // compile is a large share of a graph's time.
-    if (domain.dtype == DType::f32 && domain.gpu && (out.error > floor || verbose())) {
-      {
+    if (domain.dtype == DType::f32 && (out.error > floor || verbose())) {
+      if (domain.gpu) {
         HostScope host;
         out.host = worst(call(in, nova::ExecMode::compiled), reference, "host");
       }
@@ -684,7 +688,8 @@ struct Acceptance {
     // roundoff); at fp32 the products run as 3xtf32 (a truncated tf32 big
     // part and a tf32 small part, small x small dropped: about 20 of f32's
     // 23 fraction bits), which neither yardstick rounds: 8 times f32's.
-    double ratio = precision == nova::MatmulPrecision::fp32 ? 8 : 1;
+    // On the host f32's products are f32's: 1.
+    double ratio = precision == nova::MatmulPrecision::fp32 && domain.gpu ? 8 : 1;
     double floor = precision == nova::MatmulPrecision::fp32   ? 1e-4
                    : precision == nova::MatmulPrecision::tf32 ? 1e-2
                                                               : 5e-2;
@@ -734,7 +739,8 @@ int main(int argc, char** argv) {
   if (domain.dtype == DType::f32)
     std::printf("graph_fuzz: f32 inputs, max dim %lld, matmul precision %s, bound %.0e%s\n",
                 (long long)domain.max_dim, std::string(nova::name_of(accept.precision)).c_str(), bound,
-                !domain.gpu ? ""
+                !domain.gpu ? " or 4 x the graph's own error (its reference's under noise: 2^-24) where larger, "
+                              "graphs whose bound passes 0.25 skipped"
                       : " or 4 x the graph's own error (its host f32 step's, or its reference's under noise: "
                         "2^-24, products' operands at the precision's roundoff; x 8 at fp32) where larger, graphs "
                         "whose bound passes 0.25 skipped");
@@ -793,7 +799,7 @@ int main(int argc, char** argv) {
               "worst agreeing error %.2e (bound %.0e%s)%s\n",
               (long long)graphs, (unsigned long long)first, (unsigned long long)(first + graphs - 1),
               (long long)max_ops, mismatches, errors, worst, bound,
-              domain.gpu && domain.dtype == DType::f32 ? ", or a graph's own from its yardsticks" : "",
+              domain.dtype == DType::f32 ? ", or a graph's own from its yardsticks" : "",
               skipped ? (", " + std::to_string(skipped) + " skipped (ill-conditioned)").c_str() : "");
   return mismatches + errors == 0 ? 0 : 1;
 }
