@@ -55,6 +55,9 @@ inline constexpr llvm::StringLiteral kRematAttr = "nova.remat";
 /// choice at level 1: false with NOVA_REMAT=cheap (no attention
 /// recomputed), true with NOVA_REMAT=1.
 inline constexpr llvm::StringLiteral kRematAttentionAttr = "nova.remat_attention";
+/// A unit attribute on an op nova-rematerialize cloned: for readers of the
+/// IR; it changes nothing the op computes (nova-dedup-kernels drops it).
+inline constexpr llvm::StringLiteral kRematerializedAttr = "nova.rematerialized";
 /// The fewest ops a value must be kept across to be recomputed, overriding
 /// nova-rematerialize's min-gap (the budget search sets it; CompileDriver.cpp).
 inline constexpr llvm::StringLiteral kRematMinGapAttr = "nova.remat_min_gap";

@@ -5,7 +5,10 @@
 // attributes, shapes and dtypes, hence the same computation on buffers of
 // the same types. Every launch of a later duplicate is redirected to the
 // first kernel with that text, and the duplicate is erased. Kernels keep
-// their order, so the result is deterministic.
+// their order, so the result is deterministic. The mark of a recomputed op
+// (`nova.rematerialized`) is dropped from kernels first: it changes nothing
+// they compute, and kept it made a GPT's recomputed attention forward a
+// second kernel of its own (a second 150 ms of the CPU step's codegen).
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,6 +45,7 @@ struct NovaDedupKernels : mlir::nova::impl::NovaDedupKernelsBase<NovaDedupKernel
       llvm::StringMap<StringAttr> first;
       llvm::DenseMap<StringAttr, StringAttr> replacement;
       for (auto kernel : llvm::make_early_inc_range(kernels.getOps<func::FuncOp>())) {
+        kernel.walk([](Operation *op) { op->removeAttr(nova::kRematerializedAttr); });
         auto [it, inserted] = first.try_emplace(kernelText(kernel), kernel.getSymNameAttr());
         if (inserted)
           continue;

@@ -178,7 +178,7 @@ void rematerialize(Block &block, int64_t minGap, int64_t level, bool attention, 
     IRMapping map;
     for (Operation *op : chain) {
       Operation *copy = b.clone(*op, map);
-      copy->setAttr("nova.rematerialized", b.getUnitAttr());
+      copy->setAttr(nova::kRematerializedAttr, b.getUnitAttr());
       position[copy] = late;
     }
     Value again = map.lookup(v);
