@@ -53,7 +53,14 @@
 // host's step is the one tested): train seed 750182 at max dim 128 has an
 // AdamW update of a gradient that is 0 but for rounding (3.9e-13 in
 // float64, -3.7e-5 in f32) move by lr times its sign, 6.3e-3 from the
-// reference, over the floor it used to be held to.
+// reference, over the floor it used to be held to. A graph off by more
+// than that where each output so off has a reference that moves past 4 x
+// 256 times its noise under noise 256 times larger (2^-16) sits near a
+// discrete choice's tie (a comparison, a maximum, a ReLU) that the compiled
+// step's roundings may flip: skipped, counted with the ill-conditioned
+// ones (judge(); grad seed 790166 at max dim 128: a gradient 1.07e-10 in
+// float64, 5.596e-3 compiled, 6.056e-8 at most under 2^-24 noise and 3.969e-3
+// under 2^-16).
 // Dims above 6 (max dim; then half the dims multiples of 8, batched and
 // transposed products, heads of 16, 32 or 64, cross-entropy and gathers,
 // an input at most max(4096, max dim^2) elements) reach the tensor-core
@@ -589,6 +596,21 @@ struct Outcome {
   double error = 0;
   double host = -1;
   double noise = -1;
+  /// Each output's: the compiled step's error, the reference's under the
+  /// noise (empty: not run), and under noise kTieUlps times larger: past
+  /// kTieUlps times the first (its linear growth) by the yardstick's
+  /// factor, a discrete choice (a comparison, a maximum, a ReLU) flips
+  /// within that many roundoffs of the graph's values.
+  std::vector<double> errors, noises, ties;
+  static constexpr double kTieUlps = 256;
+  /// Whether every output off by more than `bound` is one whose reference
+  /// jumps so.
+  bool near_tie(double bound, double factor) const {
+    if (ties.size() != errors.size() || noises.size() != errors.size()) return false;
+    for (std::size_t i = 0; i < errors.size(); ++i)
+      if (errors[i] > bound && !(ties[i] > factor * kTieUlps * noises[i])) return false;
+    return true;
+  }
   std::string what;
   double yardstick() const { return std::max(host, noise); }
 };
@@ -621,10 +643,15 @@ Outcome run(std::uint64_t seed, std::int64_t ops, const Domain& domain, double f
                                        nova::static_arg(ops), nova::static_arg(domain.max_dim),
                                        nova::static_arg(domain.smooth));
   };
-  auto worst = [&](const std::vector<Tensor>& got, const std::vector<Tensor>& want, const char* what) {
+  // The worst output's error; `each` (if given) keeps each output's worst
+  // over the calls.
+  auto worst = [&](const std::vector<Tensor>& got, const std::vector<Tensor>& want, const char* what,
+                   std::vector<double>* each = nullptr) {
     double w = 0;
+    if (each) each->resize(got.size(), 0.0);
     for (std::size_t i = 0; i < got.size(); ++i) {
       double e = rel_error(got[i], want[i]);
+      if (each) (*each)[i] = std::max((*each)[i], e);
       if (verbose()) {
         // The element furthest off, and what it should be.
         auto a = got[i].to_vector(), b = want[i].to_vector();
@@ -643,7 +670,7 @@ Outcome run(std::uint64_t seed, std::int64_t ops, const Domain& domain, double f
   try {
     auto compiled = call(in, nova::ExecMode::compiled);
     auto reference = call(exact, nova::ExecMode::interpreted);
-    out.error = worst(compiled, reference, "compiled");
+    out.error = worst(compiled, reference, "compiled", &out.errors);
     // The yardsticks only where the error passes the floor (or to print
     // them): within it a graph agrees whatever they say, and the host's
     // compile is a large share of a graph's time.
@@ -658,7 +685,15 @@ Outcome run(std::uint64_t seed, std::int64_t ops, const Domain& domain, double f
                                 "5.9604644775390625e-08:3:op", "5.9604644775390625e-08:4:op"}) {
         nova_test::Env env;
         env.set("NOVA_INTERPRET_NOISE", noise);
-        out.noise = std::max(out.noise, worst(call(exact, nova::ExecMode::interpreted), reference, "noise"));
+        out.noise =
+            std::max(out.noise, worst(call(exact, nova::ExecMode::interpreted), reference, "noise", &out.noises));
+      }
+      // The same at 256 times the size: 2^-16.
+      for (const char* noise : {"1.52587890625e-05:1", "1.52587890625e-05:2", "1.52587890625e-05:3:op",
+                                "1.52587890625e-05:4:op"}) {
+        nova_test::Env env;
+        env.set("NOVA_INTERPRET_NOISE", noise);
+        worst(call(exact, nova::ExecMode::interpreted), reference, "tie", &out.ties);
       }
     }
   } catch (const nova::Error& e) {
@@ -701,7 +736,15 @@ struct Acceptance {
     // A graph that amplifies rounding so much that its bound would pass a
     // fault's O(1) error says nothing: skipped (counted).
     if (b > kMostBound) return {Verdict::skipped, b};
-    return {o.error <= b ? Verdict::agrees : Verdict::mismatch, b};
+    if (o.error <= b) return {Verdict::agrees, b};
+    // Off by more than its rounding explains, but the reference itself
+    // jumps when its values move by 2^-16: a near tie that a compiled
+    // step's own roundings may flip (train seed 780008 at max dim 128, x
+    // where it is above another value: 8.501e-3 off, the reference 1.572e-7
+    // under 2^-24 and 9.114e-4 under 1e-5 noise, a jump where 1e-6 gave
+    // 3.257e-6). Skipped (counted), as an ill-conditioned graph is.
+    if (o.near_tie(b, kYardstickFactor)) return {Verdict::skipped, b};
+    return {Verdict::mismatch, b};
   }
   static constexpr double kYardstickFactor = 4, kMostBound = 0.25;
 };
@@ -752,10 +795,12 @@ int main(int argc, char** argv) {
     Outcome outcome = run(seed, ops, domain, bound);
     Verdict verdict = accept.judge(outcome);
     if (verbose())
-      std::printf("graph seed %llu, %lld ops%s: error %.3e, host %.3e, noise %.3e, bound %.3e\n",
+      std::printf("graph seed %llu, %lld ops%s: error %.3e, host %.3e, noise %.3e, tie %.3e, bound %.3e\n",
                   (unsigned long long)seed, (long long)ops,
                   domain.training() ? (", " + TrainSetup(seed).describe()).c_str() : "", outcome.error, outcome.host,
-                  outcome.noise, verdict.bound);
+                  outcome.noise,
+                  outcome.ties.empty() ? -1.0 : *std::max_element(outcome.ties.begin(), outcome.ties.end()),
+                  verdict.bound);
     if (verdict.kind == Verdict::skipped) ++skipped;
     if (verdict.kind == Verdict::agrees) worst = std::max(worst, outcome.error);
     if (verdict.kind == Verdict::agrees || verdict.kind == Verdict::skipped) continue;
@@ -800,6 +845,6 @@ int main(int argc, char** argv) {
               (long long)graphs, (unsigned long long)first, (unsigned long long)(first + graphs - 1),
               (long long)max_ops, mismatches, errors, worst, bound,
               domain.dtype == DType::f32 ? ", or a graph's own from its yardsticks" : "",
-              skipped ? (", " + std::to_string(skipped) + " skipped (ill-conditioned)").c_str() : "");
+              skipped ? (", " + std::to_string(skipped) + " skipped (ill-conditioned or near a tie)").c_str() : "");
   return mismatches + errors == 0 ? 0 : 1;
 }
