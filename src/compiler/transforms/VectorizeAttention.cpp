@@ -224,7 +224,7 @@ struct HeadEmitter {
   }
 
   /// dst[base + r, j] = sum_c lhs(r, c) * srcT[c, j] * mult for j in [0, nvec W):
-  /// whole groups of cv vectors, then one group of the rest.
+  /// whole groups of cv vectors, then the rest (emitGroups).
   void emitScoreBlock(int64_t rows, Value base, Value nvec, Value dst, Value srcT,
                       function_ref<Value(int64_t r, Value c)> lhs, double mult) {
     auto block = [&](int64_t nv, Value j0) {
