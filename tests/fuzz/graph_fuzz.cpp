@@ -26,8 +26,10 @@
 // reference runs four times more under Monte Carlo arithmetic
 // (NOVA_INTERPRET_NOISE at f32's unit roundoff, 2^-24: each rounding op's
 // results moved by up to that times their size, twice drawn independently
-// for each element, twice once for all of an op's elements; at tf32 and bf16
-// the products and attention by their operands' roundoff, 2^-10 and 2^-8).
+// for each element, twice once for all of an op's elements, and sixteen
+// times, in the same turns, for a graph those four leave off its bound; at
+// tf32 and bf16 the products and attention by their operands' roundoff,
+// 2^-10 and 2^-8).
 // The largest of those errors (the graph's own amplification of its
 // rounding; at fp32 times 8, for 3xtf32's products) times 4 is the bound
 // where that is above the precision's floor (fp32 1e-4, tf32 1e-2, bf16
@@ -615,7 +617,7 @@ struct Outcome {
   double yardstick() const { return std::max(host, noise); }
 };
 
-Outcome run(std::uint64_t seed, std::int64_t ops, const Domain& domain, double floor) {
+Outcome run(std::uint64_t seed, std::int64_t ops, const Domain& domain, double floor, int draws = 4) {
   std::vector<Shape> shapes = input_shapes(seed, domain.max_dim);
   std::vector<Tensor> in, exact;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
@@ -679,12 +681,13 @@ Outcome run(std::uint64_t seed, std::int64_t ops, const Domain& domain, double f
         HostScope host;
         out.host = worst(call(in, nova::ExecMode::compiled), reference, "host");
       }
-      // 2^-24, drawn for each element, then once an op; twice each, since
-      // one draw may happen to be small (once an op: its one r).
-      for (const char* noise : {"5.9604644775390625e-08:1", "5.9604644775390625e-08:2",
-                                "5.9604644775390625e-08:3:op", "5.9604644775390625e-08:4:op"}) {
+      // 2^-24, drawn for each element, then once an op, two of each in
+      // turn (`draws` in all), since one draw may happen to be small (once
+      // an op: its one r).
+      for (int k = 1; k <= draws; ++k) {
         nova_test::Env env;
-        env.set("NOVA_INTERPRET_NOISE", noise);
+        env.set("NOVA_INTERPRET_NOISE",
+                "5.9604644775390625e-08:" + std::to_string(k) + ((k - 1) % 4 < 2 ? "" : ":op"));
         out.noise =
             std::max(out.noise, worst(call(exact, nova::ExecMode::interpreted), reference, "noise", &out.noises));
       }
@@ -792,8 +795,19 @@ int main(int argc, char** argv) {
   for (std::int64_t g = 0; g < graphs; ++g) {
     std::uint64_t seed = first + std::uint64_t(g);
     std::int64_t ops = graphs == 1 && argc > 3 ? max_ops : 1 + std::int64_t(Rng{seed}.below(max_ops));
-    Outcome outcome = run(seed, ops, domain, bound);
-    Verdict verdict = accept.judge(outcome);
+    // A graph off past the bound its four draws of noise give is judged
+    // again on sixteen: the largest of four draws of a heavy-tailed
+    // error is often well below its spread (train seed 780152 at max dim
+    // 128: 4.719e-5 of four, 1.232e-4 of sixteen, against 3.326e-4).
+    auto judged = [&](std::int64_t n, Outcome& o) {
+      o = run(seed, n, domain, bound);
+      Verdict v = accept.judge(o);
+      if (v.kind != Verdict::mismatch || o.noises.empty()) return v;
+      o = run(seed, n, domain, bound, 16);
+      return accept.judge(o);
+    };
+    Outcome outcome;
+    Verdict verdict = judged(ops, outcome);
     if (verbose())
       std::printf("graph seed %llu, %lld ops%s: error %.3e, host %.3e, noise %.3e, tie %.3e, bound %.3e\n",
                   (unsigned long long)seed, (long long)ops,
@@ -809,7 +823,7 @@ int main(int argc, char** argv) {
     const bool replay = graphs == 1 && argc > 3;
     std::int64_t smallest = ops;
     for (std::int64_t n = 1; n < ops && !replay; ++n)
-      if (accept.judge(run(seed, n, domain, bound)) == verdict) {
+      if (Outcome prefix; judged(n, prefix) == verdict) {
         smallest = n;
         break;
       }
