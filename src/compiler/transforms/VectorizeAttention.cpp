@@ -196,20 +196,22 @@ struct HeadEmitter {
   }
 
   /// dst[c, j] = qkv[b, j, col + c] for j < T, 0 for j in [T, Tp): W x W
-  /// blocks transposed in registers (W row loads, W vector stores), the
-  /// keys past the last whole block element by element.
+  /// blocks transposed in registers (W row loads, W vector stores; a loop
+  /// over the head's column blocks, not a copy of the shuffles for each:
+  /// those were a fifth of the kernels' code), the keys past the last
+  /// whole block element by element.
   void emitTranspose(Value dst, Value col) {
     int64_t full = T / W * W;
     if (full > 0)
       loop(c(0), c(full), W, [&](OpBuilder &, Value j0) {
-        for (int64_t c0 = 0; c0 < hd; c0 += W) {
+        loop(c(0), c(hd), W, [&](OpBuilder &, Value c0) {
           SmallVector<Value> rows;
           for (int64_t t = 0; t < W; ++t)
             rows.push_back(vload(b, qkv, {bIdx, add(j0, t), add(col, c0)}));
           SmallVector<Value> cols = nova::transposeInRegisters(b, l, rows);
           for (int64_t t = 0; t < W; ++t)
-            b.create<vector::StoreOp>(l, cols[t], dst, ValueRange{c(c0 + t), j0});
-        }
+            b.create<vector::StoreOp>(l, cols[t], dst, ValueRange{add(c0, t), j0});
+        });
       });
     loop(c(0), c(hd), 1, [&](OpBuilder &, Value ch) {
       if (full < T)
