@@ -161,8 +161,9 @@ namespace {
 /// rhs rows come from panel `panel` of `packed` ([panels, kc, NR]: row kk is
 /// rhs row k0 + kk of these columns, contiguous), the lhs values from
 /// slot `slot` of `packedLhs` ([slots, kc, MR]: row kk holds lhs[i0 + r,
-/// k0 + kk] for each r) when the lhs is transposed, else straight from the
-/// lhs.
+/// k0 + kk] for each r) when the lhs is transposed, or ([slots, MR, kc]: row
+/// r holds lhs[i0 + r, k0 ..]) when a producer computes a row-major one,
+/// else straight from the lhs.
 ///
 /// `fromZero` (may be null): when true, the accumulators start at zero
 /// instead of the result's values (the first slab of a matmul whose result
@@ -229,9 +230,10 @@ void buildMicrokernel(OpBuilder &b, Location l, const MatmulOperands &m, ValueRa
               kb.create<vector::LoadOp>(kl, vecType, packed, ValueRange{panel, kk, packedCols[c]}));
         SmallVector<Value> next;
         for (int64_t r = 0; r < tileRows; ++r) {
-          Value a = packedLhs
-                        ? kb.create<memref::LoadOp>(kl, packedLhs, ValueRange{slot, kk, index(kb, kl, r)})
-                        : kb.create<memref::LoadOp>(kl, m.lhs, at({rows[r], k}));
+          Value a = !packedLhs ? kb.create<memref::LoadOp>(kl, m.lhs, at({rows[r], k})).getResult()
+                    : m.transposeA
+                        ? kb.create<memref::LoadOp>(kl, packedLhs, ValueRange{slot, kk, index(kb, kl, r)}).getResult()
+                        : kb.create<memref::LoadOp>(kl, packedLhs, ValueRange{slot, index(kb, kl, r), kk}).getResult();
           Value splat = kb.create<vector::BroadcastOp>(kl, vecType, a);
           for (int64_t c = 0; c < cols; ++c)
             next.push_back(kb.create<vector::FMAOp>(kl, splat, rhsRow[c], carried[r * cols + c]));
@@ -387,25 +389,22 @@ void buildPackTransposedLhs(OpBuilder &b, Location l, const MatmulOperands &m, V
 
 /// For a row-major lhs computed by a fused producer ([M, K], k
 /// unit-stride): packs rows [r0, r1) of the slab k in [k0, k0 + klen) into
-/// `packedLhs` as buildPackTransposedLhs does (slot (i0 - base) / MR, row kk
-/// holding lhs[i0 .. i0 + tileRows, k0 + kk]). Each row is read `width`
-/// values along k at a time, the producer computed on them, and the lanes
-/// scattered MR apart into their slot: once per element and column block,
-/// where reading it in the microkernel would compute it once per column tile.
+/// `packedLhs` ([slots, MR, kc]: slot (i0 - base) / MR, row r holding
+/// lhs[i0 + r, k0 .. k0 + klen)), the producer computed on `width` values
+/// along k at a time and stored as they come: once per element and column
+/// block, where reading it in the microkernel would compute it once per
+/// column tile. Row by row, not [kc, MR] as a transposed lhs is packed:
+/// that layout took a scatter of each vector's lanes MR apart (AVX-512's
+/// scatters are slow), and the microkernel reads MR rows kc apart as well
+/// as MR consecutive values (a row-major lhs is read so unpacked).
 void buildPackRowLhs(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange batch, Value base,
                      Value r0, Value r1, Value k0, Value klen, Value packedLhs, int64_t tileRows,
                      int64_t width) {
   auto type = cast<MemRefType>(packedLhs.getType());
-  int64_t slotRows = type.getDimSize(2);
+  int64_t slotRows = type.getDimSize(1);
   auto vec = VectorType::get({width}, type.getElementType());
   auto maskType = VectorType::get({width}, b.getI1Type());
   Value zero = b.create<arith::ConstantOp>(l, vec, b.getZeroAttr(vec));
-  // Lane i goes i slot rows (i * MR elements) past its first.
-  SmallVector<int32_t> offsets;
-  for (int64_t i = 0; i < width; ++i)
-    offsets.push_back(static_cast<int32_t>(i * slotRows));
-  Value laneOffsets = b.create<arith::ConstantOp>(
-      l, DenseElementsAttr::get(VectorType::get({width}, b.getI32Type()), ArrayRef<int32_t>(offsets)));
   b.create<scf::ForOp>(
       l, r0, r1, index(b, l, tileRows), ValueRange{}, [&](OpBuilder &ib, Location il, Value i0, ValueRange) {
         Value slot = ib.create<arith::DivUIOp>(il, ib.create<arith::SubIOp>(il, i0, base), index(ib, il, slotRows));
@@ -419,8 +418,7 @@ void buildPackRowLhs(OpBuilder &b, Location l, const MatmulOperands &m, ValueRan
                 SmallVector<Value> src(batch.begin(), batch.end());
                 src.append({kb.create<arith::AddIOp>(kl, i0, index(kb, kl, r)), k});
                 Value v = buildPrologue(kb, kl, m, src, mask, zero, width);
-                kb.create<vector::ScatterOp>(kl, packedLhs, ValueRange{slot, kk, index(kb, kl, r)}, laneOffsets,
-                                             mask, v);
+                kb.create<vector::MaskedStoreOp>(kl, packedLhs, ValueRange{slot, index(kb, kl, r), kk}, mask, v);
               }
               kb.create<scf::YieldOp>(kl);
             });
@@ -578,8 +576,12 @@ void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<i
     if (m.packsLhs()) {
       // One slot per register tile of the block's rows (the edge tile too).
       int64_t slots = (tile[m.batchRank] + tileRows - 1) / tileRows;
-      packedLhs = entry.create<memref::AllocaOp>(loc, MemRefType::get({slots, kc, tileRows}, elem),
-                                                 ValueRange{}, entry.getI64IntegerAttr(64));
+      // [slots, kc, MR] for a transposed lhs, [slots, MR, kc] for a row-major
+      // one a producer computes (buildPackRowLhs).
+      SmallVector<int64_t> shape = m.transposeA ? SmallVector<int64_t>{slots, kc, tileRows}
+                                                : SmallVector<int64_t>{slots, tileRows, kc};
+      packedLhs = entry.create<memref::AllocaOp>(loc, MemRefType::get(shape, elem), ValueRange{},
+                                                 entry.getI64IntegerAttr(64));
     }
     SmallVector<Value> steps(m.batchRank, index(b, loc, 1));
     scf::buildLoopNest(

@@ -288,16 +288,18 @@ module {
 
 // -----
 
-// A row-major lhs computed by a fused producer (its exp): packed like a
-// transposed one, each row read 4 values along k at a time, the producer on
-// them, the lanes scattered a slot row (MR = 6) apart.
+// A row-major lhs computed by a fused producer (its exp): packed row by
+// row ([slots, MR, kc] = [2, 6, 16]), each row read 4 values along k at a
+// time, the producer on them, stored as they come (no scatter); the
+// microkernel reads packed[slot, r, kk].
 // CHECK-LABEL: func @row_prologue
-// CHECK: %[[P:.*]] = memref.alloca() {alignment = 64 : i64} : memref<2x16x6xf32>
+// CHECK: %[[P:.*]] = memref.alloca() {alignment = 64 : i64} : memref<2x6x16xf32>
 // CHECK: vector.create_mask
 // CHECK: vector.maskedload %{{.*}} : memref<12x16xf32>, vector<4xi1>, vector<4xf32> into vector<4xf32>
 // CHECK: math.exp %{{.*}} : vector<4xf32>
-// CHECK: vector.scatter %[[P]]
-// CHECK: memref.load %[[P]]
+// CHECK-NOT: vector.scatter
+// CHECK: vector.maskedstore %[[P]][%{{.*}}, %{{.*}}, %{{.*}}]
+// CHECK: memref.load %[[P]][%{{.*}}, %c{{[0-9]+}}{{.*}}, %{{.*}}] : memref<2x6x16xf32>
 // CHECK: vector.fma
 module {
   module @kernels {
