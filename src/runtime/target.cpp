@@ -11,6 +11,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -440,27 +441,25 @@ int default_thread_count() {
 namespace nova {
 
 std::uint64_t current_target_hash() {
-  // Per thread, re-derived only when one of the variables changes.
+  // The variables target_from_env() reads; per thread, the hash is derived
+  // again only when one of them changes.
+  static constexpr std::array<const char*, 8> kNames{"NOVA_TARGET",    "NOVA_NUM_THREADS", "NOVA_VECTOR_BITS",
+                                                     "NOVA_GPU",       "NOVA_GPU_SMS",     "NOVA_GPU_CLUSTER",
+                                                     "NOVA_GPU_INTERLEAVE", "NOVA_GPU_MEMORY"};
   struct Cached {
     bool valid = false;
-    std::string target, threads, bits, gpu, sms, cluster, interleave, memory;
+    std::array<std::string, kNames.size()> values;
     std::uint64_t hash = 0;
   };
   thread_local Cached cached;
-  auto get = [](const char* name) {
-    const char* v = std::getenv(name);
-    return std::string(v ? v : "");
-  };
-  std::string target = get("NOVA_TARGET"), threads = get("NOVA_NUM_THREADS"), bits = get("NOVA_VECTOR_BITS"),
-              gpu = get("NOVA_GPU"), sms = get("NOVA_GPU_SMS"), cluster = get("NOVA_GPU_CLUSTER"),
-              interleave = get("NOVA_GPU_INTERLEAVE"), memory = get("NOVA_GPU_MEMORY");
-  if (!cached.valid || target != cached.target || threads != cached.threads || bits != cached.bits ||
-      gpu != cached.gpu || sms != cached.sms || cluster != cached.cluster || interleave != cached.interleave ||
-      memory != cached.memory) {
+  std::array<std::string, kNames.size()> values;
+  for (std::size_t i = 0; i < kNames.size(); ++i)
+    if (const char* v = std::getenv(kNames[i])) values[i] = v;
+  if (!cached.valid || values != cached.values) {
     TargetDesc t = target_from_env();
     // A GPU step run by the emulator (NOVA_GPU=emulate) is another executable.
-    std::uint64_t emulated = t.is_gpu() && gpu == "emulate" ? 0x656d756c61746564ull : 0;
-    cached = {true, target, threads, bits, gpu, sms, cluster, interleave, memory, t.hash() ^ emulated};
+    std::uint64_t emulated = t.is_gpu() && values[3] /* NOVA_GPU */ == "emulate" ? 0x656d756c61746564ull : 0;
+    cached = {true, std::move(values), t.hash() ^ emulated};
   }
   return cached.hash;
 }

@@ -597,7 +597,6 @@ class HostScope {
 struct Outcome {
   double error = 0;
   double host = -1;
-  double noise = -1;
   /// Each output's: the compiled step's error, the reference's under the
   /// noise (empty: not run), and under noise kTieUlps times larger: past
   /// kTieUlps times the first (its linear growth) by the yardstick's
@@ -614,7 +613,16 @@ struct Outcome {
     return true;
   }
   std::string what;
-  double yardstick() const { return std::max(host, noise); }
+  /// The worst output's error under the noise, and under the larger one
+  /// (-1: not run).
+  double noise() const { return most(noises); }
+  double tie() const { return most(ties); }
+  double yardstick() const { return std::max(host, noise()); }
+
+ private:
+  static double most(const std::vector<double>& each) {
+    return each.empty() ? -1.0 : *std::max_element(each.begin(), each.end());
+  }
 };
 
 Outcome run(std::uint64_t seed, std::int64_t ops, const Domain& domain, double floor, int draws = 4) {
@@ -688,8 +696,7 @@ Outcome run(std::uint64_t seed, std::int64_t ops, const Domain& domain, double f
         nova_test::Env env;
         env.set("NOVA_INTERPRET_NOISE",
                 "5.9604644775390625e-08:" + std::to_string(k) + ((k - 1) % 4 < 2 ? "" : ":op"));
-        out.noise =
-            std::max(out.noise, worst(call(exact, nova::ExecMode::interpreted), reference, "noise", &out.noises));
+        worst(call(exact, nova::ExecMode::interpreted), reference, "noise", &out.noises);
       }
       // The same at 256 times the size: 2^-16.
       for (const char* noise : {"1.52587890625e-05:1", "1.52587890625e-05:2", "1.52587890625e-05:3:op",
@@ -812,9 +819,7 @@ int main(int argc, char** argv) {
       std::printf("graph seed %llu, %lld ops%s: error %.3e, host %.3e, noise %.3e, tie %.3e, bound %.3e\n",
                   (unsigned long long)seed, (long long)ops,
                   domain.training() ? (", " + TrainSetup(seed).describe()).c_str() : "", outcome.error, outcome.host,
-                  outcome.noise,
-                  outcome.ties.empty() ? -1.0 : *std::max_element(outcome.ties.begin(), outcome.ties.end()),
-                  verdict.bound);
+                  outcome.noise(), outcome.tie(), verdict.bound);
     if (verdict.kind == Verdict::skipped) ++skipped;
     if (verdict.kind == Verdict::agrees) worst = std::max(worst, outcome.error);
     if (verdict.kind == Verdict::agrees || verdict.kind == Verdict::skipped) continue;
@@ -837,7 +842,7 @@ int main(int argc, char** argv) {
       char yardsticks[128] = "";
       if (outcome.yardstick() >= 0)
         std::snprintf(yardsticks, sizeof yardsticks, " (the host's f32 step: %.3e; the reference under noise: %.3e)",
-                      outcome.host, outcome.noise);
+                      outcome.host, outcome.noise());
       std::printf("MISMATCH graph seed %llu, %lld ops (shrunk to %lld): relative error %.3e > %.1e%s\n  replay: graph_fuzz 1 %llu %lld%s\n",
                   (unsigned long long)seed, (long long)ops, (long long)smallest, outcome.error, verdict.bound,
                   yardsticks, (unsigned long long)seed, (long long)smallest, domain_args.c_str());

@@ -115,6 +115,8 @@ int cuGetErrorString(int e, const char** s) {
 typedef unsigned long long CUdeviceptr;
 static int primary_context; /* retains not yet released */
 static int faulted; /* the context's sticky error (FAKE_CUDA_FAULT), 0 if none */
+/* Every call after a fault fails with it (until the context is released). */
+#define RETURN_IF_FAULTED() do { int f_ = __atomic_load_n(&faulted, __ATOMIC_SEQ_CST); if (f_) return f_; } while (0)
 static long long busy_until_ns; /* FAKE_CUDA_HANG: when the hanging launch ends (CLOCK_MONOTONIC) */
 static long long now_ns(void) {
   struct timespec t;
@@ -221,13 +223,13 @@ int cuMemGetInfo_v2(size_t* free_bytes, size_t* total) {
 /* Copies each way so far (fake_cuda_copies). */
 static int copies_in, copies_out;
 int cuMemcpyHtoD_v2(CUdeviceptr to, const void* from, size_t bytes) {
-  { int f = __atomic_load_n(&faulted, __ATOMIC_SEQ_CST); if (f) return f; }
+  RETURN_IF_FAULTED();
   __atomic_add_fetch(&copies_in, 1, __ATOMIC_RELAXED);
   memcpy((void*)(size_t)to, from, bytes);
   return 0;
 }
 int cuMemcpyDtoH_v2(void* to, CUdeviceptr from, size_t bytes) {
-  { int f = __atomic_load_n(&faulted, __ATOMIC_SEQ_CST); if (f) return f; }
+  RETURN_IF_FAULTED();
   __atomic_add_fetch(&copies_out, 1, __ATOMIC_RELAXED);
   memcpy(to, (const void*)(size_t)from, bytes);
   return 0;
@@ -423,7 +425,7 @@ int cuGraphInstantiateWithFlags(void** exec, void* graph, unsigned long long fla
 }
 int cuGraphLaunch(void* exec, void* stream) {
   if (!is_stream(stream)) return 1;
-  { int f = __atomic_load_n(&faulted, __ATOMIC_SEQ_CST); if (f) return f; }
+  RETURN_IF_FAULTED();
   const struct graph* g = exec;
   log_text("graph;");
   for (int i = 0; i < g->count; ++i) execute(&g->nodes[i]);
@@ -436,7 +438,7 @@ int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
                    unsigned shared, void* stream, void** params, void** extra) {
   if (extra || gy != 1 || gz != 1 || by != 1 || bz != 1 || bx < 1 || bx > 1024) return 1;
   if (stream && !is_stream(stream)) return 400; /* CUDA_ERROR_INVALID_HANDLE */
-  { int f = __atomic_load_n(&faulted, __ATOMIC_SEQ_CST); if (f) return f; }
+  RETURN_IF_FAULTED();
   struct launch l = {(const char*)f, gx, bx, shared, {0, 0}, 1, 0};
   for (int i = 0; i < arguments_of(l.name); ++i) l.args[i] = *(CUdeviceptr*)params[i]; /* values, as CUDA copies them */
   if (capture && stream) {
@@ -481,7 +483,7 @@ int cuLaunchKernelEx(const struct launch_config* c, void* f, void** params, void
   if (cluster < 1 || cluster > 8 || c->gx % cluster) return 1; /* CUDA_ERROR_INVALID_VALUE */
   if (extra || c->gy != 1 || c->gz != 1 || c->by != 1 || c->bz != 1 || c->bx < 1 || c->bx > 1024) return 1;
   if (c->stream && !is_stream(c->stream)) return 400;
-  { int f = __atomic_load_n(&faulted, __ATOMIC_SEQ_CST); if (f) return f; }
+  RETURN_IF_FAULTED();
   struct launch l = {(const char*)f, c->gx, c->bx, c->shared, {0, 0}, cluster, programmatic};
   for (int i = 0; i < arguments_of(l.name); ++i) l.args[i] = *(CUdeviceptr*)params[i];
   if (capture && c->stream) {
