@@ -318,3 +318,75 @@ module {
     }
   }
 }
+
+// -----
+
+// A transposed lhs computed by a fused producer (its exp), 20 rows in
+// register tiles of MR = 6 on 4-lane vectors: slots [4, kc, 6]. Rows [0, 12)
+// as one group of lcm(6, 4) = 12 values, three whole vectors, the producer
+// on each, each slot's six lanes shuffled out of the two vectors holding
+// them (constant masks); rows [12, 18) one slot alone (the producer on
+// eight lanes, six enabled); the edge tile's two rows [18, 20) likewise.
+// CHECK-LABEL: func @transposed_prologue
+// CHECK: %[[P:.*]] = memref.alloca() {alignment = 64 : i64} : memref<4x16x6xf32>
+// CHECK-DAG: %[[ALL:.*]] = vector.constant_mask [4] : vector<4xi1>
+// CHECK-DAG: %[[SIX:.*]] = vector.constant_mask [6] : vector<8xi1>
+// CHECK: scf.for
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c12
+// CHECK-COUNT-3: vector.maskedload %{{.*}}, %[[ALL]], %{{.*}} : memref<16x20xf32>, vector<4xi1>, vector<4xf32> into vector<4xf32>
+// CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 1, 2, 3, 4, 5, 0, 0] : vector<4xf32>, vector<4xf32>
+// CHECK: vector.maskedstore %[[P]][%{{.*}}, %{{.*}}, %{{.*}}], %[[SIX]], %{{.*}} : memref<4x16x6xf32>, vector<8xi1>, vector<8xf32>
+// CHECK: vector.shuffle %{{.*}}, %{{.*}} [2, 3, 4, 5, 6, 7, 0, 0] : vector<4xf32>, vector<4xf32>
+// CHECK: vector.maskedstore %[[P]]
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c6
+// CHECK: vector.maskedload %{{.*}}, %[[SIX]], %{{.*}} : memref<16x20xf32>, vector<8xi1>, vector<8xf32> into vector<8xf32>
+// CHECK: math.exp %{{.*}} : vector<8xf32>
+// CHECK: vector.maskedstore %[[P]]
+// CHECK: %[[TWO:.*]] = vector.constant_mask [2] : vector<8xi1>
+// CHECK: vector.maskedload %{{.*}}, %[[TWO]]
+// CHECK: vector.maskedstore %[[P]]{{.*}}, %[[TWO]]
+// CHECK-NOT: vector.scatter
+module {
+  module @kernels {
+    func.func @transposed_prologue(%wg: index, %a: memref<16x20xf32>, %b: memref<16x8xf32>, %c: memref<20x8xf32>)
+        attributes {nova.lowering_config = #nova.lowering_config<matmul, workgroups = 1, tile = [20, 8], cache_tile = [16], register_tile = [6, 8]>} {
+      linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (k, m)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
+                      iterator_types = ["parallel", "reduction", "parallel"]}
+          ins(%a, %b : memref<16x20xf32>, memref<16x8xf32>) outs(%c : memref<20x8xf32>) attrs = {nova.kernel = "matmul"} {
+      ^bb0(%x: f32, %w: f32, %acc: f32):
+        %e = math.exp %x : f32
+        %p = arith.mulf %e, %w : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      }
+      return
+    }
+  }
+}
+
+// -----
+
+// The same in f64 on 2-lane vectors: a slot's six lanes span three vectors,
+// shuffled out of the first two and then the third.
+// CHECK-LABEL: func @transposed_wide_slot
+// CHECK: memref.alloca() {alignment = 64 : i64} : memref<2x4x6xf64>
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c6
+// CHECK-COUNT-3: vector.maskedload {{.*}} into vector<2xf64>
+// CHECK: %[[AB:.*]] = vector.shuffle %{{.*}}, %{{.*}} [0, 1, 2, 3, 0, 0, 0, 0] : vector<2xf64>, vector<2xf64>
+// CHECK: vector.shuffle %[[AB]], %{{.*}} [0, 1, 2, 3, 8, 9, 6, 7] : vector<8xf64>, vector<2xf64>
+module {
+  module @kernels {
+    func.func @transposed_wide_slot(%wg: index, %a: memref<4x12xf64>, %b: memref<4x2xf64>, %c: memref<12x2xf64>)
+        attributes {nova.lowering_config = #nova.lowering_config<matmul, workgroups = 1, tile = [12, 2], cache_tile = [4], register_tile = [6, 2]>} {
+      linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (k, m)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
+                      iterator_types = ["parallel", "reduction", "parallel"]}
+          ins(%a, %b : memref<4x12xf64>, memref<4x2xf64>) outs(%c : memref<12x2xf64>) attrs = {nova.kernel = "matmul"} {
+      ^bb0(%x: f64, %w: f64, %acc: f64):
+        %p = arith.mulf %x, %w : f64
+        %s = arith.addf %acc, %p : f64
+        linalg.yield %s : f64
+      }
+      return
+    }
+  }
+}
