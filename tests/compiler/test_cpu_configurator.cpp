@@ -5,6 +5,8 @@
 // decisions are pinned (changing them is a deliberate, reviewed change).
 #include <doctest/doctest.h>
 
+#include <numeric>
+
 #include "compiler/Context.h"
 #include "compiler/target/cpu/CpuConfigurator.h"
 #include "nova/target.hpp"
@@ -126,7 +128,7 @@ TEST_CASE("every matmul configuration fits its target and covers the result") {
                 // Latency covered, where the result is big enough to choose.
                 if (M >= 16 && N >= 4 * width)
                   CHECK(mr * nv >= f.fmaUnits * f.fmaLatency);
-                REQUIRE(c.getCacheTile().size() == 1);
+                REQUIRE(c.getCacheTile().size() == (transposed ? 2u : 1u));
                 int64_t kc = c.getCacheTile()[0];
                 CHECK(kc >= 1);
                 CHECK(kc <= std::max<int64_t>(K, 1));
@@ -154,12 +156,22 @@ TEST_CASE("every matmul configuration fits its target and covers the result") {
                 int64_t slab = kc * ceilDiv(colsPerBlock, nr) * nr * e;
                 CHECK((slab <= std::min<int64_t>(f.l2Bytes / (transposed ? 2 : 4), 1 << 20) ||
                        colsPerBlock <= nr));
-                // A transposed lhs: its slab (kc x rows) and the rhs slab
-                // share half of L2 (unless kc is at its floor of 32, or is
-                // K), and the lhs slab alone fits the stack budget.
+                // A transposed lhs is packed a run of row tiles at a time
+                // (whole groups of lcm(MR, lanes) rows): the block's rows
+                // where their slab fits L2 (and the stack budget), else a
+                // quarter of that's worth; so it caps kc no more than a
+                // row-major one does: the same kc.
                 if (transposed) {
-                  CHECK((kc * (rows + colsPerBlock) * e <= f.l2Bytes / 2 || kc <= 32 || kc == K));
-                  CHECK((kc * rows * e <= (1 << 20) || kc <= 32));
+                  int64_t packRows = c.getCacheTile()[1], group = std::lcm(mr, width);
+                  CHECK(packRows % group == 0);
+                  CHECK(packRows >= group);
+                  CHECK(packRows < rows + group);
+                  CHECK((packRows * kc * e <= std::min<int64_t>(f.l2Bytes / 4, 1 << 20) || packRows == group ||
+                         (packRows >= rows && packRows * kc * e <= std::min<int64_t>(f.l2Bytes, 1 << 20))));
+                  Matmul plain = makeMatmul(batch, M, N, K, elem, false);
+                  auto p = mlir::nova::configureCpuKernel(plain.op, f);
+                  if (p && p.isMatmul())
+                    CHECK(kc == p.getCacheTile()[0]);
                 }
                 // Slabs are equal but for rounding to 8: the last is not a
                 // short remainder.
@@ -195,18 +207,18 @@ TEST_CASE("pinned decisions for named CPUs") {
         "#nova.lowering_config<matmul, workgroups = 4, tile = [256, 256], cache_tile = [512], "
         "register_tile = [6, 64]>");
   // Transposed lhs: every column block repacks the lhs, so all 256 columns
-  // stay in one block and the 2 workgroups split the rows; the lhs and rhs
-  // slabs ((516 + 256) x kc floats) in half of L2 give kc <= 336, and 7
-  // equal slabs of 2048 make it 296.
+  // stay in one block and the 2 workgroups split the rows; the lhs, packed
+  // just before its row tiles run, does not cap kc: 512, as row-major. Its
+  // 516 rows (528 in groups of 48) at kc 512 are over the 1 MiB stack
+  // budget: packed 240 rows (a quarter of the 2 MiB L2) at a time.
   CHECK(config("x86-64-v4", 2, 1024, 256, 2048, true) ==
-        "#nova.lowering_config<matmul, workgroups = 2, tile = [516, 256], cache_tile = [296], "
+        "#nova.lowering_config<matmul, workgroups = 2, tile = [516, 256], cache_tile = [512, 240], "
         "register_tile = [6, 64]>");
   // A weight gradient whose 1536 columns need 3 slab-sized blocks: 4 column
   // blocks instead, so the 2 cores each run 2 (3 would leave one idle for
-  // the last); the lhs slab ((512 + 384) x kc floats) caps kc at 292 -> 8
-  // equal slabs of 256.
+  // the last).
   CHECK(config("x86-64-v4", 2, 512, 1536, 2048, true) ==
-        "#nova.lowering_config<matmul, workgroups = 4, tile = [512, 384], cache_tile = [256], "
+        "#nova.lowering_config<matmul, workgroups = 4, tile = [512, 384], cache_tile = [512, 240], "
         "register_tile = [6, 64]>");
   // AVX2, 16 registers: 4 x 3 vectors where N allows it; the v3 entry's
   // 32 KiB L1 gives kc = 256 (= K), a quarter of its 1 MiB L2 caps a block

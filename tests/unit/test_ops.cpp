@@ -100,11 +100,13 @@ TEST_CASE("matmul: 2-D, batched, transposed, size-1 dims") {
 TEST_CASE("matmul with a transposed lhs computed by elementwise ops: fused into the lhs packing") {
   // nova-fuse-matmul-prologue: the lhs value is computed while it is packed
   // (one and two producer inputs, a reshape between, edge rows, column
-  // remainder, batched, a broadcast scalar); each against the interpreter.
+  // remainder, batched, a broadcast scalar, and 2401 rows, whose blocks'
+  // slabs are over L2: packed a run of row tiles at a time, the last run
+  // short); each against the interpreter.
   struct Case { Shape a, b; };
   const std::vector<Case> cases = {
       {{8, 6}, {8, 64}},   {{32, 64}, {32, 48}},  {{33, 60}, {33, 64}}, {{70, 100}, {70, 50}},
-      {{2, 9, 14}, {2, 9, 35}}, {{256, 64}, {256, 128}},
+      {{2, 9, 14}, {2, 9, 35}}, {{256, 64}, {256, 128}}, {{600, 2401}, {600, 70}},
   };
   for (const auto& c : cases) {
     for (DType dt : {DType::f32, DType::f64}) {

@@ -7,8 +7,9 @@
 // Workgroup wg owns one block of the result: row-major over the tile counts
 // of (batch..., m, n), block = [b0, b1) x [m0, m1) x [n0, n1). Inside it,
 // the reduction is swept in slabs of kc: per slab the block's rhs is packed
-// into contiguous kc x NR micro-panels (and a transposed lhs into MR-row
-// slots), then for each row tile, for each column tile, the MR x NR
+// into contiguous kc x NR micro-panels (and a transposed or producer-fed lhs,
+// a run of row tiles at a time just before they run, into MR-row slots:
+// cache_tile[1] rows for a transposed one), then for each row tile, for each column tile, the MR x NR
 // register tile (NR = nv vectors) is carried through the k loop: per k one
 // rhs row of nv vectors, MR lhs broadcasts, MR*nv FMAs (6 x 4 vectors on
 // AVX-512: 24 accumulators + 4 + 1 of the 32 zmm registers). The lhs
@@ -352,18 +353,19 @@ Value buildPrologue(OpBuilder &b, Location l, const MatmulOperands &m, ValueRang
 /// [k0, k0 + klen) as register tiles of `tileRows` rows (r1 - r0 a multiple
 /// of it) into `packedLhs` ([slots, kc, MR]): slot (i0 - base) / MR, row kk
 /// holds lhs[k0 + kk, i0 .. i0 + tileRows). The k loop is outside so each
-/// lhs row of the slab is read once, contiguously, and written to the
+/// lhs row's run [r0, r1) is read once, contiguously, and written to the
 /// tiles' slots. Unpacked, one tile's MR values of consecutive k are a whole
 /// lhs row apart: kc lines (and, with 4 KiB rows, kc pages) in a handful of
 /// L1 sets. (A row-major lhs is broadcast in place: its MR rows are MR
 /// streams.)
-/// The row is read in groups of lcm(MR, width) values, whole vectors
-/// (masked past r1), and each of the group's slots takes its MR lanes by a
-/// shuffle of the one or two vectors holding them and a masked store: a
-/// fused producer (a GELU) then runs on whole vectors, where one slot at a
-/// time ran it on MR of `width` lanes (6 of 16: the small GPT's GELU-fed
-/// weight gradient spent 2.3% of the step's samples in that packing).
-/// The edge tile (`tileRows` < the slot's MR) is one slot a group.
+/// The run is read in groups of lcm(MR, width) values, whole vectors, and
+/// each of the group's slots takes its MR lanes by a shuffle of the vectors
+/// holding them and a masked store (constant masks): a fused producer (a
+/// GELU) then runs on whole vectors, where one slot at a time ran it on MR
+/// of `width` lanes (6 of 16: the small GPT's GELU-fed weight gradient
+/// spent 2.3% of the step's samples in that packing). Rows after the last
+/// whole group, and the edge tile (`tileRows` < the slot's MR), one slot at
+/// a time.
 void buildPackTransposedLhs(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange batch,
                             Value base, Value r0, Value r1, Value k0, Value klen, Value packedLhs,
                             int64_t tileRows, int64_t width) {
@@ -597,7 +599,7 @@ namespace {
 /// applied to the register tiles on their last slab (and to the column
 /// edge after its generic); it goes too.
 void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<int64_t> tile,
-             int64_t tileRows, int64_t nr, int64_t kc, int64_t width, linalg::FillOp fill,
+             int64_t tileRows, int64_t nr, int64_t kc, int64_t lhsRows, int64_t width, linalg::FillOp fill,
              linalg::GenericOp epilogue) {
   OpBuilder b(op);
   Location loc = op.getLoc();
@@ -624,7 +626,8 @@ void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<i
     nv = b.create<arith::MaxUIOp>(
         loc, b.create<arith::MinUIOp>(loc, block.n1, index(b, loc, nFull)), block.n0);
     // for batch in block: for k0 in [0, K) step kc: pack the block's rhs
-    // slab; for i0 in [m0, mv) step MR: for j0 in [n0, nv) step NR: the
+    // slab; (for g0 in [m0, mv) step packRows: pack the lhs rows [g0, g0 +
+    // packRows);) for i0 in [m0, mv) step MR: for j0 in [n0, nv) step NR: the
     // microkernel. The lhs micro-panel MR x kc (broadcast) stays in L1 while
     // the packed rhs micro-panels (the vectors) stream past it from L2. The
     // packed slab is on the kernel's stack, made once at its entry.
@@ -635,9 +638,16 @@ void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<i
     Value packed = entry.create<memref::AllocaOp>(
         loc, MemRefType::get({panels, kc, nr}, elem), ValueRange{}, entry.getI64IntegerAttr(64));
     Value packedLhs;
+    // A packed lhs is packed `packRows` rows at a time, just before the row
+    // tiles that read it: a transposed one `lhsRows` (the configurator's,
+    // else one group of whole vectors, buildPackTransposedLhs), a row-major
+    // one a producer computes a tile at a time. Its slab is then packRows x
+    // kc beside the packed rhs, where packing the block's rows at once
+    // capped kc (56 for the medium GPT's 2048-row GELU-fed products: their
+    // results' tiles read and written 37 times).
+    int64_t packRows = !m.transposeA ? tileRows : lhsRows > 0 ? lhsRows : std::lcm(tileRows, width);
     if (m.packsLhs()) {
-      // One slot per register tile of the block's rows (the edge tile too).
-      int64_t slots = (tile[m.batchRank] + tileRows - 1) / tileRows;
+      int64_t slots = packRows / tileRows;
       // [slots, kc, MR] for a transposed lhs, [slots, MR, kc] for a row-major
       // one a producer computes (buildPackRowLhs).
       SmallVector<int64_t> shape = m.transposeA ? SmallVector<int64_t>{slots, kc, tileRows}
@@ -666,19 +676,18 @@ void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<i
                                      : pb.create<arith::CmpIOp>(pl, arith::CmpIPredicate::eq, k0, index(pb, pl, 0))
                                            .getResult();
                 buildPackRhs(pb, pl, m, batch, block.n0, nv, k0, klen, packed, vecType, nr, cols);
+                // Rows [r0, r1) packed into slots from 0.
                 auto packLhs = [&](OpBuilder &lb, Location ll, Value r0, Value r1, int64_t rows) {
                   if (m.transposeA)
-                    buildPackTransposedLhs(lb, ll, m, batch, block.m0, r0, r1, k0, klen, packedLhs, rows, width);
+                    buildPackTransposedLhs(lb, ll, m, batch, r0, r0, r1, k0, klen, packedLhs, rows, width);
                   else
-                    buildPackRowLhs(lb, ll, m, batch, block.m0, r0, r1, k0, klen, packedLhs, rows, width);
+                    buildPackRowLhs(lb, ll, m, batch, r0, r0, r1, k0, klen, packedLhs, rows, width);
                 };
-                if (packedLhs)
-                  packLhs(pb, pl, block.m0, mv, tileRows);
                 // The row tile at i0 (`rows` rows) against every column tile
-                // of the block; its packed lhs (if any) is in slot (i0 - m0) / MR.
-                auto columnTiles = [&](OpBuilder &ib, Location il, Value i0, int64_t rows) {
+                // of the block; its packed lhs (if any) is in slot (i0 - base) / MR.
+                auto columnTiles = [&](OpBuilder &ib, Location il, Value i0, Value base, int64_t rows) {
                   Value slot = packedLhs ? ib.create<arith::DivUIOp>(
-                                               il, ib.create<arith::SubIOp>(il, i0, block.m0),
+                                               il, ib.create<arith::SubIOp>(il, i0, base),
                                                index(ib, il, tileRows)).getResult()
                                          : Value();
                   ib.create<scf::ForOp>(
@@ -691,19 +700,34 @@ void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<i
                         jb.create<scf::YieldOp>(jl);
                       });
                 };
-                pb.create<scf::ForOp>(
-                    pl, block.m0, mv, index(pb, pl, tileRows), ValueRange{},
-                    [&](OpBuilder &ib, Location il, Value i0, ValueRange) {
-                      columnTiles(ib, il, i0, tileRows);
-                      ib.create<scf::YieldOp>(il);
-                    });
+                if (packedLhs)
+                  pb.create<scf::ForOp>(
+                      pl, block.m0, mv, index(pb, pl, packRows), ValueRange{},
+                      [&](OpBuilder &gb, Location gl, Value g0, ValueRange) {
+                        Value g1 = gb.create<arith::MinUIOp>(
+                            gl, gb.create<arith::AddIOp>(gl, g0, index(gb, gl, packRows)), mv);
+                        packLhs(gb, gl, g0, g1, tileRows);
+                        gb.create<scf::ForOp>(gl, g0, g1, index(gb, gl, tileRows), ValueRange{},
+                                              [&](OpBuilder &ib, Location il, Value i0, ValueRange) {
+                                                columnTiles(ib, il, i0, g0, tileRows);
+                                                ib.create<scf::YieldOp>(il);
+                                              });
+                        gb.create<scf::YieldOp>(gl);
+                      });
+                else
+                  pb.create<scf::ForOp>(
+                      pl, block.m0, mv, index(pb, pl, tileRows), ValueRange{},
+                      [&](OpBuilder &ib, Location il, Value i0, ValueRange) {
+                        columnTiles(ib, il, i0, block.m0, tileRows);
+                        ib.create<scf::YieldOp>(il);
+                      });
                 if (edgeRows > 0) {
                   // Only the block that holds rows [M - M % MR, M) has mv < m1.
                   Value hasEdge = pb.create<arith::CmpIOp>(pl, arith::CmpIPredicate::ult, mv, block.m1);
                   pb.create<scf::IfOp>(pl, hasEdge, [&](OpBuilder &eb, Location el) {
                     if (packedLhs)
                       packLhs(eb, el, mv, eb.create<arith::AddIOp>(el, mv, index(eb, el, edgeRows)), edgeRows);
-                    columnTiles(eb, el, mv, edgeRows);
+                    columnTiles(eb, el, mv, mv, edgeRows);
                     eb.create<scf::YieldOp>(el);
                   });
                 }
@@ -764,12 +788,19 @@ struct NovaVectorizeMatmul
               << reg[1] << " are not a multiple of the vector width " << width;
           return signalPassFailure();
         }
-        int64_t kc = config.getCacheTile().empty() ? std::max<int64_t>(m->K, 1) : config.getCacheTile()[0];
+        ArrayRef<int64_t> cache = config.getCacheTile();
+        int64_t kc = cache.empty() ? std::max<int64_t>(m->K, 1) : cache[0];
+        int64_t lhsRows = cache.size() > 1 ? cache[1] : 0;
+        if (lhsRows % reg[0] != 0) {
+          op.emitError("nova-vectorize-matmul: packed lhs rows ")
+              << lhsRows << " are not a multiple of the register tile's " << reg[0];
+          return signalPassFailure();
+        }
         if (config.isAmxMatmul()) {
           rewriteAmx(op, *m, func.getArgument(0), config.getTile(), kc, fill, epilogue);
           continue;
         }
-        rewrite(op, *m, func.getArgument(0), config.getTile(), reg[0], reg[1], kc, width, fill,
+        rewrite(op, *m, func.getArgument(0), config.getTile(), reg[0], reg[1], kc, lhsRows, width, fill,
                 epilogue);
         continue;
       }
@@ -783,7 +814,7 @@ struct NovaVectorizeMatmul
       tile.push_back(std::max<int64_t>(m->N, 1));
       OpBuilder b(op);
       Value zero = index(b, op.getLoc(), 0);
-      rewrite(op, *m, zero, tile, tileRows, 2 * width, std::max<int64_t>(m->K, 1), width, fill,
+      rewrite(op, *m, zero, tile, tileRows, 2 * width, std::max<int64_t>(m->K, 1), 0, width, fill,
               epilogue);
     }
     if (failed(eraseUnstored()))

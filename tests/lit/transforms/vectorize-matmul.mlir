@@ -288,18 +288,19 @@ module {
 
 // -----
 
-// A row-major lhs computed by a fused producer (its exp): packed row by
-// row ([slots, MR, kc] = [2, 6, 16]), each row read 4 values along k at a
-// time, the producer on them, stored as they come (no scatter); the
-// microkernel reads packed[slot, r, kk].
+// A row-major lhs computed by a fused producer (its exp): packed a row
+// tile at a time, just before that tile's microkernels, row by row
+// ([slots, MR, kc] = [1, 6, 16]), each row read 4 values along k at a time,
+// the producer on them, stored as they come (no scatter); the microkernel
+// reads packed[slot, r, kk].
 // CHECK-LABEL: func @row_prologue
-// CHECK: %[[P:.*]] = memref.alloca() {alignment = 64 : i64} : memref<2x6x16xf32>
+// CHECK: %[[P:.*]] = memref.alloca() {alignment = 64 : i64} : memref<1x6x16xf32>
 // CHECK: vector.create_mask
 // CHECK: vector.maskedload %{{.*}} : memref<12x16xf32>, vector<4xi1>, vector<4xf32> into vector<4xf32>
 // CHECK: math.exp %{{.*}} : vector<4xf32>
 // CHECK-NOT: vector.scatter
 // CHECK: vector.maskedstore %[[P]][%{{.*}}, %{{.*}}, %{{.*}}]
-// CHECK: memref.load %[[P]][%{{.*}}, %c{{[0-9]+}}{{.*}}, %{{.*}}] : memref<2x6x16xf32>
+// CHECK: memref.load %[[P]][%{{.*}}, %c{{[0-9]+}}{{.*}}, %{{.*}}] : memref<1x6x16xf32>
 // CHECK: vector.fma
 module {
   module @kernels {
@@ -322,20 +323,22 @@ module {
 // -----
 
 // A transposed lhs computed by a fused producer (its exp), 20 rows in
-// register tiles of MR = 6 on 4-lane vectors: slots [4, kc, 6]. Rows [0, 12)
-// as one group of lcm(6, 4) = 12 values, three whole vectors, the producer
-// on each, each slot's six lanes shuffled out of the two vectors holding
-// them (constant masks); rows [12, 18) one slot alone (the producer on
-// eight lanes, six enabled); the edge tile's two rows [18, 20) likewise.
+// register tiles of MR = 6 on 4-lane vectors, packed 12 rows at a time
+// (cache_tile[1]; lcm(6, 4) = 12 is also the default) just before their two
+// row tiles run: slots [2, kc, 6]. Rows
+// [0, 12) as one group of three whole vectors, the producer on each, each
+// slot's six lanes shuffled out of the two vectors holding them (constant
+// masks); rows [12, 18), a group of one tile, one slot alone (the producer
+// on eight lanes, six enabled); the edge tile's two rows [18, 20) likewise.
 // CHECK-LABEL: func @transposed_prologue
-// CHECK: %[[P:.*]] = memref.alloca() {alignment = 64 : i64} : memref<4x16x6xf32>
+// CHECK: %[[P:.*]] = memref.alloca() {alignment = 64 : i64} : memref<2x16x6xf32>
 // CHECK-DAG: %[[ALL:.*]] = vector.constant_mask [4] : vector<4xi1>
 // CHECK-DAG: %[[SIX:.*]] = vector.constant_mask [6] : vector<8xi1>
 // CHECK: scf.for
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c12
 // CHECK-COUNT-3: vector.maskedload %{{.*}}, %[[ALL]], %{{.*}} : memref<16x20xf32>, vector<4xi1>, vector<4xf32> into vector<4xf32>
 // CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 1, 2, 3, 4, 5, 0, 0] : vector<4xf32>, vector<4xf32>
-// CHECK: vector.maskedstore %[[P]][%{{.*}}, %{{.*}}, %{{.*}}], %[[SIX]], %{{.*}} : memref<4x16x6xf32>, vector<8xi1>, vector<8xf32>
+// CHECK: vector.maskedstore %[[P]][%{{.*}}, %{{.*}}, %{{.*}}], %[[SIX]], %{{.*}} : memref<2x16x6xf32>, vector<8xi1>, vector<8xf32>
 // CHECK: vector.shuffle %{{.*}}, %{{.*}} [2, 3, 4, 5, 6, 7, 0, 0] : vector<4xf32>, vector<4xf32>
 // CHECK: vector.maskedstore %[[P]]
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c6
@@ -349,7 +352,7 @@ module {
 module {
   module @kernels {
     func.func @transposed_prologue(%wg: index, %a: memref<16x20xf32>, %b: memref<16x8xf32>, %c: memref<20x8xf32>)
-        attributes {nova.lowering_config = #nova.lowering_config<matmul, workgroups = 1, tile = [20, 8], cache_tile = [16], register_tile = [6, 8]>} {
+        attributes {nova.lowering_config = #nova.lowering_config<matmul, workgroups = 1, tile = [20, 8], cache_tile = [16, 12], register_tile = [6, 8]>} {
       linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (k, m)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
                       iterator_types = ["parallel", "reduction", "parallel"]}
           ins(%a, %b : memref<16x20xf32>, memref<16x8xf32>) outs(%c : memref<20x8xf32>) attrs = {nova.kernel = "matmul"} {
@@ -369,7 +372,7 @@ module {
 // The same in f64 on 2-lane vectors: a slot's six lanes span three vectors,
 // shuffled out of the first two and then the third.
 // CHECK-LABEL: func @transposed_wide_slot
-// CHECK: memref.alloca() {alignment = 64 : i64} : memref<2x4x6xf64>
+// CHECK: memref.alloca() {alignment = 64 : i64} : memref<1x4x6xf64>
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c6
 // CHECK-COUNT-3: vector.maskedload {{.*}} into vector<2xf64>
 // CHECK: %[[AB:.*]] = vector.shuffle %{{.*}}, %{{.*}} [0, 1, 2, 3, 0, 0, 0, 0] : vector<2xf64>, vector<2xf64>

@@ -21,10 +21,10 @@
 //          (Measured on a 48 KiB-L1 / 2 MiB-L2 core: a slab larger than L2
 //          halves the speed; kc = 512 beats 96 by 8% with K = 2048.) A
 //          transposed lhs, or one a fused producer computes, is packed
-//          too, the whole block's kc x rows slab
-//          at once (its rows are contiguous in memory): it shares half of
-//          L2 with the packed rhs, which caps kc further, and a block's
-//          rows are capped so that slab fits the stack budget.
+//          too, a few row tiles' kc x rows at a time just before those
+//          tiles run (small beside the rhs slab, so it caps neither kc nor
+//          the block's rows; each column block packs it again, so its
+//          blocks take half of L2 for the rhs slab, fewer and wider).
 //          Workgroups: one per core (each more packs again), split first
 //          over batch, then between column panels
 //          and row blocks where the repeated packing costs least (each row
@@ -71,6 +71,8 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+
+#include <numeric>
 
 using namespace mlir;
 
@@ -223,8 +225,8 @@ std::optional<nova::LoweringConfigAttr> configureMatmul(linalg::GenericOp op,
   int64_t mTiles = std::max<int64_t>(1, ceilDiv(m->M, mr));
   // Columns per block: its packed rhs slab (kc x columns) in a quarter of
   // L2 beside the lhs rows and result tiles streaming through it (half when
-  // the lhs is transposed: that lhs is packed, and the two slabs share
-  // half of L2, below), and at most kMaxPackedBytes (it is on the
+  // the lhs is packed: each column block packs it again), and at most
+  // kMaxPackedBytes (it is on the
   // workgroup's stack). (bench/matmul_bench, two runs each, 2-core
   // AVX-512: a quarter against half is 1.01-1.06x on 1024^3 and 2048^3;
   // with a transposed lhs, half is 1.16-1.17x on 256x1024x2048, the extra
@@ -263,24 +265,35 @@ std::optional<nova::LoweringConfigAttr> configureMatmul(linalg::GenericOp op,
   left = std::max<int64_t>(1, ceilDiv(left, nChunks));
   int64_t mChunks = std::min(mTiles, left);
   int64_t mc = ceilDiv(mTiles, mChunks) * mr;
-  if (m->packsLhs()) // its packed slab (>= 32 x rows) is on the stack too
-    mc = std::min(mc, std::max<int64_t>(1, kMaxPackedBytes / (32 * elemBytes) / mr) * mr);
   mChunks = ceilDiv(m->M, mc);
   tile.push_back(std::min(mc, std::max<int64_t>(m->M, 1)));
   tile.push_back(std::min(nc, std::max<int64_t>(m->N, 1)));
-  // A transposed lhs ([K, M]) is packed a kc x rows slab at a time, beside
-  // the packed rhs slab: both in half of L2 (and on the stack).
-  if (m->packsLhs()) {
-    int64_t rows = tile[tile.size() - 2], cols = tile[tile.size() - 1];
-    int64_t fit = std::min(facts.l2Bytes / 2, kMaxPackedBytes) / ((rows + cols) * elemBytes) / 8 * 8;
-    kc = std::min(kc, std::max<int64_t>(32, fit));
-    kc = std::min(kc, std::max<int64_t>(m->K, 1));
-  }
   // Equal slabs: the same number of them, none a short remainder.
   int64_t slabs = ceilDiv(std::max<int64_t>(m->K, 1), kc);
   kc = std::min(kc, ceilDiv(ceilDiv(std::max<int64_t>(m->K, 1), slabs), 8) * 8);
   int64_t workgroups = groups * std::max<int64_t>(1, mChunks) * std::max<int64_t>(1, nChunks);
   SmallVector<int64_t> regTile{mr, nr}, cacheTile{kc};
+  // A transposed lhs is packed a run of row tiles at a time (cache_tile[1]
+  // rows, whole groups of lcm(MR, lanes)), just before those tiles run, each
+  // lhs row's run of values read contiguously: the block's rows at once
+  // where their slab fits L2 (the longest runs), else as many as fit a
+  // quarter of L2. Measured (NOVA_PROFILE, each against the same product
+  // unfused, 4-5 runs; matmul_bench, 2 runs), 2-core AMD EPYC, 1 MiB L2:
+  // the small GPT's GELU-fed 1024x256x2048, a block of 516 rows (625 KiB at
+  // kc 296), 1.160x at once, 1.21x by 192 rows; the medium's 2048x512x2048,
+  // 2048 rows, 1.080x by 192 rows, 1.125x by 432, 1.135x by 864; batched
+  // 600x256x900, 600 rows, 173.7-175.1 GFLOP/s by 192 rows, 181.5-189.1
+  // at once. (One group alone, 48 rows: 1.26-1.31x; the block at once at
+  // the kc its slab capped: 1.14x and ~1.23x.)
+  if (m->transposeA) {
+    int64_t group = std::lcm(mr, width);
+    int64_t rows = ceilDiv(tile[tile.size() - 2], group) * group;
+    int64_t bytes = kc * elemBytes;
+    int64_t packRows = rows * bytes <= std::min(facts.l2Bytes, kMaxPackedBytes)
+                           ? rows
+                           : std::max<int64_t>(1, std::min(facts.l2Bytes / 4, kMaxPackedBytes) / bytes / group) * group;
+    cacheTile.push_back(std::min(packRows, rows));
+  }
   return nova::LoweringConfigAttr::get(op.getContext(), "matmul", workgroups, tile, cacheTile,
                                        regTile);
 }
