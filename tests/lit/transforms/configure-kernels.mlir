@@ -39,6 +39,10 @@
 // CHECK-SAME: #nova.lowering_config<attention, workgroups = 64, tile = [1, 1], cache_tile = [24], register_tile = [6, 64]>
 // ONE-LABEL: func.func @attention
 // ONE-SAME: #nova.lowering_config<attention, workgroups = 64, tile = [1, 1], cache_tile = [24], register_tile = [6, 16]>
+// T = 512: one 6-row block's scratches (24 KiB) fill half of L1, so the
+// blocks are 24 rows with the scratches (96 KiB) in L2.
+// CHECK-LABEL: func.func @attention_long
+// CHECK-SAME: #nova.lowering_config<attention, workgroups = 8, tile = [1, 1], cache_tile = [24], register_tile = [6, 64]>
 // hd = 12 / 2 = 6 takes 2-lane vectors (3 per head, all in one block); the rows are
 // capped by T = 5, and so is the backward's block.
 // CHECK-LABEL: func.func @attention_narrow
@@ -106,6 +110,10 @@ module {
     }
     func.func @attention(%wg: index, %x: memref<16x128x768xf32>, %g: memref<16x128x256xf32>, %d: memref<16x128x768xf32>) {
       nova.attention_kernel ins(%x, %g : memref<16x128x768xf32>, memref<16x128x256xf32>) outs(%d : memref<16x128x768xf32>) {heads = 4 : i64, scale = 0.125 : f64, backward}
+      return
+    }
+    func.func @attention_long(%wg: index, %x: memref<2x512x768xf32>, %g: memref<2x512x256xf32>, %d: memref<2x512x768xf32>) {
+      nova.attention_kernel ins(%x, %g : memref<2x512x768xf32>, memref<2x512x256xf32>) outs(%d : memref<2x512x768xf32>) {heads = 4 : i64, scale = 0.125 : f64, backward}
       return
     }
     func.func @attention_narrow(%wg: index, %x: memref<2x5x36xf32>, %o: memref<2x5x12xf32>) {

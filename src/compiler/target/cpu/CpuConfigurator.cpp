@@ -51,7 +51,12 @@
 //          scratches (P, dS), at most 4 R (the keys past a block's
 //          diagonal are computed as zeros; 4 R keeps that under R 3 / 2
 //          keys a row). (Small GPT, 2-core AVX-512: Rc = 24 against 6:
-//          backward kernel 3.29 -> 2.67 ms.)
+//          backward kernel 3.29 -> 2.67 ms.) Where that is R alone (long
+//          sequences), 4 R with the scratches in a quarter of L2: the
+//          medium GPT's T = 256 on a 32 KiB L1, backward kernel
+//          0.4861-0.5399x the time of an unfused 2048x512x2048 product in
+//          the same run (8 runs, mean 0.509) against 0.5520-0.6458x with
+//          Rc = 6 (5 runs, mean 0.599), 0.4870-0.6190x with 12 (5, 0.546).
 // rows     a LayerNorm or cross-entropy (nova.layer_norm_kernel,
 //          nova.cross_entropy_kernel) splits its rows into about
 //          4 workgroups per core (its passes over a row are in L1); each
@@ -351,6 +356,12 @@ nova::LoweringConfigAttr configureAttention(nova::AttentionKernelOp op,
   int64_t paddedSeq = (op.seq() + width - 1) / width * width;
   int64_t scratchBytes = 2 * bestRows * paddedSeq * (elemBits / 8);
   int64_t blocks = std::clamp<int64_t>(facts.l1dBytes / 2 / std::max<int64_t>(1, scratchBytes), 1, 4);
+  // Where half of L1 holds the scratches of one R-row block only (long
+  // sequences), the dk / dv accumulation would load and store its register
+  // tiles around R-long loops; 4 R rows with the scratches in L2 instead
+  // (while they fit a quarter of it).
+  if (blocks < 2)
+    blocks = std::clamp<int64_t>(facts.l2Bytes / 4 / std::max<int64_t>(1, scratchBytes), 1, 4);
   blocks = std::min(blocks, ceilDiv(op.seq(), bestRows));
   SmallVector<int64_t> tile{1, 1}, cacheTile{bestRows * blocks},
       regTile{bestRows, bestVectors * width};
