@@ -283,13 +283,13 @@ std::optional<nova::LoweringConfigAttr> configureMatmul(linalg::GenericOp op,
   // lhs row's run of values read contiguously: the block's rows at once
   // where their slab fits L2 (the longest runs), else as many as fit a
   // quarter of L2. Measured (NOVA_PROFILE, each against the same product
-  // unfused, 4-5 runs; matmul_bench, 2 runs), 2-core AMD EPYC, 1 MiB L2:
-  // the small GPT's GELU-fed 1024x256x2048, a block of 516 rows (625 KiB at
-  // kc 296), 1.160x at once, 1.21x by 192 rows; the medium's 2048x512x2048,
+  // unfused, means of 2-5 runs; matmul_bench, 2 runs), 2-core AMD EPYC,
+  // 1 MiB L2: the small GPT's GELU-fed 1024x256x2048, a block of 516 rows
+  // (625 KiB at kc 296), 1.160x at once, 1.219x by 192 rows; the medium's 2048x512x2048,
   // 2048 rows, 1.080x by 192 rows, 1.125x by 432, 1.135x by 864; batched
   // 600x256x900, 600 rows, 173.7-175.1 GFLOP/s by 192 rows, 181.5-189.1
-  // at once. (One group alone, 48 rows: 1.26-1.31x; the block at once at
-  // the kc its slab capped: 1.14x and ~1.23x.)
+  // at once. (One group alone, 48 rows: 1.246-1.312x; the block at once at
+  // the kc its slab capped: 1.102-1.196x and 1.170-1.333x.)
   if (m->transposeA) {
     int64_t group = std::lcm(mr, width);
     int64_t rows = ceilDiv(tile[tile.size() - 2], group) * group;
