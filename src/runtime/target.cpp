@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "nova/cuda.hpp"
@@ -443,9 +444,11 @@ namespace nova {
 std::uint64_t current_target_hash() {
   // The variables target_from_env() reads; per thread, the hash is derived
   // again only when one of them changes.
-  static constexpr std::array<const char*, 8> kNames{"NOVA_TARGET",    "NOVA_NUM_THREADS", "NOVA_VECTOR_BITS",
-                                                     "NOVA_GPU",       "NOVA_GPU_SMS",     "NOVA_GPU_CLUSTER",
-                                                     "NOVA_GPU_INTERLEAVE", "NOVA_GPU_MEMORY"};
+  static constexpr std::array<std::string_view, 8> kNames{"NOVA_GPU",         "NOVA_TARGET",      "NOVA_NUM_THREADS",
+                                                          "NOVA_VECTOR_BITS", "NOVA_GPU_SMS",     "NOVA_GPU_CLUSTER",
+                                                          "NOVA_GPU_INTERLEAVE", "NOVA_GPU_MEMORY"};
+  constexpr std::size_t kGpu = 0; // NOVA_GPU=emulate: another executable (below)
+  static_assert(kNames[kGpu] == "NOVA_GPU");
   struct Cached {
     bool valid = false;
     std::array<std::string, kNames.size()> values;
@@ -454,11 +457,11 @@ std::uint64_t current_target_hash() {
   thread_local Cached cached;
   std::array<std::string, kNames.size()> values;
   for (std::size_t i = 0; i < kNames.size(); ++i)
-    if (const char* v = std::getenv(kNames[i])) values[i] = v;
+    if (const char* v = std::getenv(kNames[i].data())) values[i] = v;
   if (!cached.valid || values != cached.values) {
     TargetDesc t = target_from_env();
     // A GPU step run by the emulator (NOVA_GPU=emulate) is another executable.
-    std::uint64_t emulated = t.is_gpu() && values[3] /* NOVA_GPU */ == "emulate" ? 0x656d756c61746564ull : 0;
+    std::uint64_t emulated = t.is_gpu() && values[kGpu] == "emulate" ? 0x656d756c61746564ull : 0;
     cached = {true, std::move(values), t.hash() ^ emulated};
   }
   return cached.hash;

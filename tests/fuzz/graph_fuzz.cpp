@@ -689,22 +689,16 @@ Outcome run(std::uint64_t seed, std::int64_t ops, const Domain& domain, double f
         HostScope host;
         out.host = worst(call(in, nova::ExecMode::compiled), reference, "host");
       }
-      // 2^-24, drawn for each element, then once an op, two of each in
-      // turn (`draws` in all), since one draw may happen to be small (once
-      // an op: its one r).
-      for (int k = 1; k <= draws; ++k) {
+      // Draw k of noise of `size`: drawn for each element, then once an
+      // op, two of each in turn, since one draw may happen to be small
+      // (once an op: its one r).
+      auto draw = [&](const char* size, int k, const char* what, std::vector<double>& each) {
         nova_test::Env env;
-        env.set("NOVA_INTERPRET_NOISE",
-                "5.9604644775390625e-08:" + std::to_string(k) + ((k - 1) % 4 < 2 ? "" : ":op"));
-        worst(call(exact, nova::ExecMode::interpreted), reference, "noise", &out.noises);
-      }
-      // The same at 256 times the size: 2^-16.
-      for (const char* noise : {"1.52587890625e-05:1", "1.52587890625e-05:2", "1.52587890625e-05:3:op",
-                                "1.52587890625e-05:4:op"}) {
-        nova_test::Env env;
-        env.set("NOVA_INTERPRET_NOISE", noise);
-        worst(call(exact, nova::ExecMode::interpreted), reference, "tie", &out.ties);
-      }
+        env.set("NOVA_INTERPRET_NOISE", std::string(size) + ":" + std::to_string(k) + ((k - 1) % 4 < 2 ? "" : ":op"));
+        worst(call(exact, nova::ExecMode::interpreted), reference, what, &each);
+      };
+      for (int k = 1; k <= draws; ++k) draw("5.9604644775390625e-08", k, "noise", out.noises); // 2^-24
+      for (int k = 1; k <= 4; ++k) draw("1.52587890625e-05", k, "tie", out.ties); // 256 times that: 2^-16
     }
   } catch (const nova::Error& e) {
     out.error = -1;

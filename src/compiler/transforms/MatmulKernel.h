@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 
+#include <numeric>
 #include <optional>
 
 namespace mlir::nova {
@@ -42,6 +43,12 @@ struct MatmulOperands {
 };
 
 std::optional<MatmulOperands> matchMatmul(linalg::GenericOp op);
+
+/// The rows a transposed lhs is packed in at a time at the least: whole
+/// vectors of `lanes` that are also whole register tiles of `tileRows`
+/// (lcm; 48 for 6 rows on 16 lanes). The configurator's cache_tile[1] is a
+/// multiple of it, and nova-vectorize-matmul reads a row's run so.
+inline int64_t transposedLhsGroupRows(int64_t tileRows, int64_t lanes) { return std::lcm(tileRows, lanes); }
 
 /// Whether `epilogue`, an op after the matmul `matmul`, can be applied to its
 /// register tiles before they are stored (VectorizeMatmul): an elementwise

@@ -28,8 +28,6 @@
 #include "mlir/Dialect/Linalg/Utils/Utils.h"
 #include "mlir/IR/Matchers.h"
 
-#include <numeric>
-
 namespace mlir::nova {
 #define GEN_PASS_DEF_NOVAVECTORIZEMATMUL
 #include "compiler/transforms/Passes.h.inc"
@@ -351,7 +349,7 @@ Value buildPrologue(OpBuilder &b, Location l, const MatmulOperands &m, ValueRang
 
 /// For a transposed lhs ([K, M]): packs rows [r0, r1) of the slab k in
 /// [k0, k0 + klen) as register tiles of `tileRows` rows (r1 - r0 a multiple
-/// of it) into `packedLhs` ([slots, kc, MR]): slot (i0 - base) / MR, row kk
+/// of it) into `packedLhs` ([slots, kc, MR]): slot (i0 - r0) / MR, row kk
 /// holds lhs[k0 + kk, i0 .. i0 + tileRows). The k loop is outside so each
 /// lhs row's run [r0, r1) is read once, contiguously, and written to the
 /// tiles' slots. Unpacked, one tile's MR values of consecutive k are a whole
@@ -366,9 +364,8 @@ Value buildPrologue(OpBuilder &b, Location l, const MatmulOperands &m, ValueRang
 /// spent 2.3% of the step's samples in that packing). Rows after the last
 /// whole group, and the edge tile (`tileRows` < the slot's MR), one slot at
 /// a time.
-void buildPackTransposedLhs(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange batch,
-                            Value base, Value r0, Value r1, Value k0, Value klen, Value packedLhs,
-                            int64_t tileRows, int64_t width) {
+void buildPackTransposedLhs(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange batch, Value r0,
+                            Value r1, Value k0, Value klen, Value packedLhs, int64_t tileRows, int64_t width) {
   auto type = cast<MemRefType>(packedLhs.getType());
   Type elem = type.getElementType();
   int64_t slotRows = type.getDimSize(2);
@@ -376,7 +373,7 @@ void buildPackTransposedLhs(OpBuilder &b, Location l, const MatmulOperands &m, V
   while (padded < slotRows)
     padded *= 2;
   // Whole groups only for whole tiles (the edge tile is a slot alone).
-  int64_t groupRows = tileRows < slotRows ? 0 : std::lcm(tileRows, width);
+  int64_t groupRows = tileRows < slotRows ? 0 : nova::transposedLhsGroupRows(tileRows, width);
   int64_t groupSlots = groupRows / tileRows, groupVectors = groupRows / width;
   auto vec = VectorType::get({width}, elem), slotVec = VectorType::get({padded}, elem);
   auto constantMask = [&](OpBuilder &mb, Location ml, int64_t lanes, int64_t on) {
@@ -395,7 +392,7 @@ void buildPackTransposedLhs(OpBuilder &b, Location l, const MatmulOperands &m, V
     rg = b.create<arith::AddIOp>(l, r0, b.create<arith::MulIOp>(l, groups, index(b, l, groupRows)));
   }
   auto slotOf = [&](OpBuilder &sb, Location sl, Value i0) {
-    return sb.create<arith::DivUIOp>(sl, sb.create<arith::SubIOp>(sl, i0, base), index(sb, sl, slotRows)).getResult();
+    return sb.create<arith::DivUIOp>(sl, sb.create<arith::SubIOp>(sl, i0, r0), index(sb, sl, slotRows)).getResult();
   };
   auto load = [&](OpBuilder &lb, Location ll, Value k, Value i0, Value mask, Value pass, int64_t lanes) -> Value {
     SmallVector<Value> src(batch.begin(), batch.end());
@@ -451,7 +448,7 @@ void buildPackTransposedLhs(OpBuilder &b, Location l, const MatmulOperands &m, V
 
 /// For a row-major lhs computed by a fused producer ([M, K], k
 /// unit-stride): packs rows [r0, r1) of the slab k in [k0, k0 + klen) into
-/// `packedLhs` ([slots, MR, kc]: slot (i0 - base) / MR, row r holding
+/// `packedLhs` ([slots, MR, kc]: slot (i0 - r0) / MR, row r holding
 /// lhs[i0 + r, k0 .. k0 + klen)), the producer computed on `width` values
 /// along k at a time and stored as they come: once per element and column
 /// block, where reading it in the microkernel would compute it once per
@@ -461,9 +458,8 @@ void buildPackTransposedLhs(OpBuilder &b, Location l, const MatmulOperands &m, V
 /// row-major lhs is read so unpacked). The small GPT's GELU-fed down
 /// projection went from 1.282-1.308x the time of the same product unfused
 /// to 1.151-1.231x (NOVA_PROFILE=1 build/bench/gpt_step small 10).
-void buildPackRowLhs(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange batch, Value base,
-                     Value r0, Value r1, Value k0, Value klen, Value packedLhs, int64_t tileRows,
-                     int64_t width) {
+void buildPackRowLhs(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange batch, Value r0, Value r1,
+                     Value k0, Value klen, Value packedLhs, int64_t tileRows, int64_t width) {
   auto type = cast<MemRefType>(packedLhs.getType());
   int64_t slotRows = type.getDimSize(1);
   auto vec = VectorType::get({width}, type.getElementType());
@@ -471,7 +467,7 @@ void buildPackRowLhs(OpBuilder &b, Location l, const MatmulOperands &m, ValueRan
   Value zero = b.create<arith::ConstantOp>(l, vec, b.getZeroAttr(vec));
   b.create<scf::ForOp>(
       l, r0, r1, index(b, l, tileRows), ValueRange{}, [&](OpBuilder &ib, Location il, Value i0, ValueRange) {
-        Value slot = ib.create<arith::DivUIOp>(il, ib.create<arith::SubIOp>(il, i0, base), index(ib, il, slotRows));
+        Value slot = ib.create<arith::DivUIOp>(il, ib.create<arith::SubIOp>(il, i0, r0), index(ib, il, slotRows));
         ib.create<scf::ForOp>(
             il, index(ib, il, 0), klen, index(ib, il, width), ValueRange{},
             [&](OpBuilder &kb, Location kl, Value kk, ValueRange) {
@@ -645,7 +641,7 @@ void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<i
     // kc beside the packed rhs, where packing the block's rows at once
     // capped kc (56 for the medium GPT's 2048-row GELU-fed products: their
     // results' tiles read and written 37 times).
-    int64_t packRows = !m.transposeA ? tileRows : lhsRows > 0 ? lhsRows : std::lcm(tileRows, width);
+    int64_t packRows = !m.transposeA ? tileRows : lhsRows > 0 ? lhsRows : nova::transposedLhsGroupRows(tileRows, width);
     if (m.packsLhs()) {
       int64_t slots = packRows / tileRows;
       // [slots, kc, MR] for a transposed lhs, [slots, MR, kc] for a row-major
@@ -679,9 +675,9 @@ void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<i
                 // Rows [r0, r1) packed into slots from 0.
                 auto packLhs = [&](OpBuilder &lb, Location ll, Value r0, Value r1, int64_t rows) {
                   if (m.transposeA)
-                    buildPackTransposedLhs(lb, ll, m, batch, r0, r0, r1, k0, klen, packedLhs, rows, width);
+                    buildPackTransposedLhs(lb, ll, m, batch, r0, r1, k0, klen, packedLhs, rows, width);
                   else
-                    buildPackRowLhs(lb, ll, m, batch, r0, r0, r1, k0, klen, packedLhs, rows, width);
+                    buildPackRowLhs(lb, ll, m, batch, r0, r1, k0, klen, packedLhs, rows, width);
                 };
                 // The row tile at i0 (`rows` rows) against every column tile
                 // of the block; its packed lhs (if any) is in slot (i0 - base) / MR.

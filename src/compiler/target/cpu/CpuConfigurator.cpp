@@ -77,8 +77,6 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 
-#include <numeric>
-
 using namespace mlir;
 
 namespace {
@@ -291,7 +289,7 @@ std::optional<nova::LoweringConfigAttr> configureMatmul(linalg::GenericOp op,
   // at once. (One group alone, 48 rows: 1.246-1.312x; the block at once at
   // the kc its slab capped: 1.102-1.196x and 1.170-1.333x.)
   if (m->transposeA) {
-    int64_t group = std::lcm(mr, width);
+    int64_t group = nova::transposedLhsGroupRows(mr, width);
     int64_t rows = ceilDiv(tile[tile.size() - 2], group) * group;
     int64_t bytes = kc * elemBytes;
     int64_t packRows = rows * bytes <= std::min(facts.l2Bytes, kMaxPackedBytes)
