@@ -87,8 +87,56 @@ double geluTanh(double x) {
 }
 double geluErf(double x) { return 0.5 * x * (1.0 + std::erf(x * M_SQRT1_2)); }
 
-NDArray matmul(MatmulOp op, const NDArray &a, const NDArray &b) {
+/// A draw uniform in [-1, 1]: Philox's (seed, stream, index)th.
+double symmetricDraw(std::uint64_t seed, uint32_t stream, uint64_t index) {
+  return 2.0 * ::nova::detail::philox_uniform(seed, stream, index) - 1.0;
+}
+
+/// A sum accumulated term by term, in order, with the size of the rounding
+/// a float accumulator would add: off by sum_k delta_k S_k, each partial
+/// sum S_k rounded by its own |delta_k| <= u, about u sqrt(sum_k S_k^2)
+/// (the random-rounding model; Higham and Mary, 2019). For n terms of one
+/// sign that is u sqrt(n / 3) times the sum, where rounding the result
+/// once, or each term once, says u: a mean over 40656 values of about 1
+/// is off by 116 times what they say (graph_fuzz seed 1070029 at max dim
+/// 256: a LayerNorm gradient over one such row, whose elements all shift
+/// by its means' rounding, summed: 4.143e-4 off in f32 where the noise of
+/// rounded results moved it 5.439e-7).
+struct RunningSum {
+  double value = 0, squares = 0;
+  void add(double term) {
+    value += term;
+    squares += value * value;
+  }
+  double spread() const { return std::sqrt(squares); }
+};
+
+/// RoundingNoise on the sums inside a composite op (a LayerNorm's mean,
+/// variance and gradient sums, a softmax's or cross-entropy's sum of
+/// exponentials): each moved by up to relative times its spread, drawn per
+/// row and sum (one draw per sum for all rows if perOp) from another
+/// stream than the op's results'. Null: the exact sum.
+struct SumRounding {
+  double relative = 0;
+  std::uint64_t seed = 0;
+  uint32_t position = 0;
+  bool perOp = false;
+  static constexpr std::uint64_t kSalt = 0x9e3779b97f4a7c15ull;
+  double operator()(const RunningSum &s, uint64_t row, uint32_t which) const {
+    const uint64_t index = perOp ? uint64_t(which) : (row << 3 | which);
+    return s.value + relative * s.spread() * symmetricDraw(seed ^ kSalt, position, index);
+  }
+};
+
+double rounded(const SumRounding *rounding, const RunningSum &s, uint64_t row, uint32_t which) {
+  return rounding ? (*rounding)(s, row, which) : s.value;
+}
+
+/// a b as `op` says; with `spreads`, each result's RunningSum spread there.
+NDArray matmul(MatmulOp op, const NDArray &a, const NDArray &b, NDArray *spreads = nullptr) {
   NDArray r = withShape(op.getType());
+  if (spreads)
+    *spreads = r;
   size_t rank = r.shape.size();
   bool ta = op.getTransposeA(), tb = op.getTransposeB();
   // Leading dimensions are batches, the same in a, b and the result; each
@@ -105,10 +153,12 @@ NDArray matmul(MatmulOp op, const NDArray &a, const NDArray &b) {
     double *out = r.data.data() + batch * m * n;
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
-        double acc = 0.0;
+        RunningSum acc;
         for (int64_t p = 0; p < k; ++p)
-          acc += x[i * ai + p * ap] * y[p * bp + j * bj];
-        out[i * n + j] = acc;
+          acc.add(x[i * ai + p * ap] * y[p * bp + j * bj]);
+        out[i * n + j] = acc.value;
+        if (spreads)
+          spreads->data[batch * m * n + i * n + j] = acc.spread();
       }
   }
   return r;
@@ -144,9 +194,12 @@ NDArray transpose(TransposeOp op, const NDArray &x) {
 
 enum class ReduceKind { sum, mean, max };
 
+/// With `spreads` (a sum or mean), each result's RunningSum spread there,
+/// its terms taken in x's row-major order.
 NDArray reduce(Operation *op, ArrayRef<int64_t> axes, ReduceKind kind,
-               const NDArray &x) {
+               const NDArray &x, NDArray *spreads = nullptr) {
   NDArray r = withShape(op->getResult(0).getType());
+  std::vector<double> squares(spreads ? r.data.size() : 0, 0.0);
   double init = kind == ReduceKind::max ? -std::numeric_limits<double>::infinity() : 0.0;
   std::fill(r.data.begin(), r.data.end(), init);
   bool keep = r.shape.size() == x.shape.size();
@@ -167,29 +220,38 @@ NDArray reduce(Operation *op, ArrayRef<int64_t> axes, ReduceKind kind,
     double v = x.data[k++];
     double &acc = r.data[off];
     acc = kind == ReduceKind::max ? (std::isnan(v) || v > acc ? v : acc) : acc + v;
+    if (spreads)
+      squares[off] += acc * acc;
   });
   if (kind == ReduceKind::mean)
     for (double &v : r.data)
       v /= static_cast<double>(n);
+  if (spreads) {
+    *spreads = r;
+    for (size_t i = 0; i < squares.size(); ++i)
+      spreads->data[i] = std::sqrt(squares[i]) / (kind == ReduceKind::mean ? static_cast<double>(n) : 1.0);
+  }
   return r;
 }
 
 /// softmax (logarithm = false) or log_softmax along `axis`, stably: each
 /// row is shifted by its max before exp.
-NDArray softmaxAlong(const NDArray &x, int64_t axis, bool logarithm) {
+NDArray softmaxAlong(const NDArray &x, int64_t axis, bool logarithm, const SumRounding *rounding = nullptr) {
   NDArray r = x;
   int64_t len = x.shape[axis];
   auto xs = stridesOf(x.shape);
   std::vector<int64_t> outer(x.shape.begin(), x.shape.end());
   outer[axis] = 1;
+  uint64_t row = 0;
   forEachIndex(outer, [&](ArrayRef<int64_t> idx) {
     int64_t base = linear(idx, xs), step = xs[axis];
     double m = -std::numeric_limits<double>::infinity();
     for (int64_t i = 0; i < len; ++i)
       m = std::max(m, x.data[base + i * step]);
-    double s = 0.0;
+    RunningSum sum;
     for (int64_t i = 0; i < len; ++i)
-      s += std::exp(x.data[base + i * step] - m);
+      sum.add(std::exp(x.data[base + i * step] - m));
+    const double s = rounded(rounding, sum, row++, 0);
     for (int64_t i = 0; i < len; ++i) {
       double shifted = x.data[base + i * step] - m;
       r.data[base + i * step] = logarithm ? shifted - std::log(s) : std::exp(shifted) / s;
@@ -225,11 +287,6 @@ struct AttentionHead {
     return p;
   }
 };
-
-/// A draw uniform in [-1, 1]: Philox's (seed, stream, index)th.
-double symmetricDraw(std::uint64_t seed, uint32_t stream, uint64_t index) {
-  return 2.0 * ::nova::detail::philox_uniform(seed, stream, index) - 1.0;
-}
 
 /// RoundingNoise's productRelative inside attention, whose products are its
 /// own: its operands (q, k, v, the gradient) and the probabilities and
@@ -348,42 +405,49 @@ NDArray causalAttentionGrad(CausalAttentionGradOp op, const NDArray &input, cons
   return r;
 }
 
-/// Per row of x [..., d]: f(row offset, mean, 1 / sqrt(var + eps)).
-template <typename F> void forEachNormRow(const NDArray &x, double eps, F &&f) {
+/// Per row of x [..., d]: f(row index, row offset, mean, 1 / sqrt(var + eps)),
+/// the mean's and variance's sums rounded by `rounding` (sums 0 and 1).
+template <typename F> void forEachNormRow(const NDArray &x, double eps, const SumRounding *rounding, F &&f) {
   int64_t d = x.shape.back(), rows = count(x.shape) / std::max<int64_t>(1, d);
   for (int64_t r = 0; r < rows; ++r) {
     const double *row = x.data.data() + r * d;
-    double mean = 0.0, var = 0.0;
+    RunningSum sum, squares;
     for (int64_t c = 0; c < d; ++c)
-      mean += row[c];
-    mean /= double(d);
+      sum.add(row[c]);
+    const double mean = rounded(rounding, sum, r, 0) / double(d);
     for (int64_t c = 0; c < d; ++c)
-      var += (row[c] - mean) * (row[c] - mean);
-    var /= double(d);
-    f(r * d, mean, 1.0 / std::sqrt(var + eps));
+      squares.add((row[c] - mean) * (row[c] - mean));
+    const double var = rounded(rounding, squares, r, 1) / double(d);
+    f(r, r * d, mean, 1.0 / std::sqrt(var + eps));
   }
 }
 
-NDArray layerNorm(const NDArray &x, const NDArray &gamma, const NDArray &beta, double eps) {
+NDArray layerNorm(const NDArray &x, const NDArray &gamma, const NDArray &beta, double eps,
+                  const SumRounding *rounding = nullptr) {
   NDArray r = x;
   int64_t d = x.shape.back();
-  forEachNormRow(x, eps, [&](int64_t base, double mean, double rstd) {
+  forEachNormRow(x, eps, rounding, [&](int64_t, int64_t base, double mean, double rstd) {
     for (int64_t c = 0; c < d; ++c)
       r.data[base + c] = (x.data[base + c] - mean) * rstd * gamma.data[c] + beta.data[c];
   });
   return r;
 }
 
-NDArray layerNormGrad(const NDArray &x, const NDArray &gamma, const NDArray &g, double eps) {
+/// Its two sums (of gamma g and gamma g xhat) rounded by `rounding` as
+/// sums 2 and 3: an error in them shifts every element of the row alike,
+/// which the row's sum (a bias's or gamma's gradient downstream) collects.
+NDArray layerNormGrad(const NDArray &x, const NDArray &gamma, const NDArray &g, double eps,
+                      const SumRounding *rounding = nullptr) {
   NDArray r = x;
   int64_t d = x.shape.back();
-  forEachNormRow(x, eps, [&](int64_t base, double mean, double rstd) {
-    double sumG = 0.0, sumGx = 0.0;
+  forEachNormRow(x, eps, rounding, [&](int64_t row, int64_t base, double mean, double rstd) {
+    RunningSum sums[2];
     for (int64_t c = 0; c < d; ++c) {
       double gc = g.data[base + c] * gamma.data[c];
-      sumG += gc;
-      sumGx += gc * (x.data[base + c] - mean) * rstd;
+      sums[0].add(gc);
+      sums[1].add(gc * (x.data[base + c] - mean) * rstd);
     }
+    const double sumG = rounded(rounding, sums[0], row, 2), sumGx = rounded(rounding, sums[1], row, 3);
     for (int64_t c = 0; c < d; ++c) {
       double gc = g.data[base + c] * gamma.data[c], xhat = (x.data[base + c] - mean) * rstd;
       r.data[base + c] = rstd * (gc - sumG / double(d) - xhat * sumGx / double(d));
@@ -436,16 +500,27 @@ NDArray gather(GatherOp op, const NDArray &table, const NDArray &indices) {
   return r;
 }
 
-NDArray scatterAdd(ScatterAddOp op, const NDArray &indices, const NDArray &updates) {
+/// With `spreads`, each result's RunningSum spread there, the updates
+/// added in order.
+NDArray scatterAdd(ScatterAddOp op, const NDArray &indices, const NDArray &updates, NDArray *spreads = nullptr) {
   NDArray r = withShape(op.getType());
   int64_t rows = r.shape[0], width = r.shape[1];
+  if (spreads)
+    *spreads = r;
   for (size_t n = 0; n < indices.data.size(); ++n) {
     if (!validRow(indices.data[n], rows))
       continue;
     auto row = static_cast<int64_t>(indices.data[n]);
-    for (int64_t d = 0; d < width; ++d)
-      r.data[row * width + d] += updates.data[n * width + d];
+    for (int64_t d = 0; d < width; ++d) {
+      double &acc = r.data[row * width + d];
+      acc += updates.data[n * width + d];
+      if (spreads)
+        spreads->data[row * width + d] += acc * acc;
+    }
   }
+  if (spreads)
+    for (double &v : spreads->data)
+      v = std::sqrt(v);
   return r;
 }
 
@@ -464,7 +539,7 @@ NDArray oneHot(OneHotOp op, const NDArray &labels) {
 /// loss), or with `grad` its gradient; a label outside [0, C) gives a zero
 /// loss and gradient.
 NDArray crossEntropy(Type resultType, const NDArray &logits, const NDArray &labels,
-                     const NDArray *grad) {
+                     const NDArray *grad, const SumRounding *rounding = nullptr) {
   NDArray r = withShape(resultType);
   int64_t classes = logits.shape.back();
   for (size_t row = 0; row < labels.data.size(); ++row) {
@@ -472,11 +547,13 @@ NDArray crossEntropy(Type resultType, const NDArray &logits, const NDArray &labe
     double label = labels.data[row];
     if (!(label >= 0 && label < static_cast<double>(classes)))
       continue;
-    double max = -std::numeric_limits<double>::infinity(), sum = 0.0;
+    double max = -std::numeric_limits<double>::infinity();
     for (int64_t c = 0; c < classes; ++c)
       max = std::max(max, x[c]);
+    RunningSum exponentials;
     for (int64_t c = 0; c < classes; ++c)
-      sum += std::exp(x[c] - max);
+      exponentials.add(std::exp(x[c] - max));
+    const double sum = rounded(rounding, exponentials, row, 0);
     auto y = static_cast<int64_t>(label);
     if (!grad) {
       r.data[row] = std::log(sum) - (x[y] - max);
@@ -534,28 +611,56 @@ std::optional<NDArray> termMagnitudes(Operation *op, Get &&get) {
       .Default([](Operation *) { return std::nullopt; });
 }
 
+/// For a reduction's sum or mean, a product or a scatter-add, the spread of
+/// its running sum at each result element (RunningSum): what accumulating
+/// its terms rounds, besides the terms' own roundings. None for others
+/// (attention's sums are its own, their terms few: a head's row).
+template <typename Get>
+std::optional<NDArray> sumSpreads(Operation *op, Get &&get) {
+  NDArray spreads;
+  bool sums = llvm::TypeSwitch<Operation *, bool>(op)
+                  .Case([&](ReduceSumOp o) {
+                    return reduce(o, o.getAxes(), ReduceKind::sum, get(o.getInput()), &spreads), true;
+                  })
+                  .Case([&](ReduceMeanOp o) {
+                    return reduce(o, o.getAxes(), ReduceKind::mean, get(o.getInput()), &spreads), true;
+                  })
+                  .Case([&](MatmulOp o) { return matmul(o, get(o.getLhs()), get(o.getRhs()), &spreads), true; })
+                  .Case([&](ScatterAddOp o) {
+                    return scatterAdd(o, get(o.getIndices()), get(o.getUpdates()), &spreads), true;
+                  })
+                  .Default([](Operation *) { return false; });
+  if (!sums)
+    return std::nullopt;
+  return spreads;
+}
+
 /// RoundingNoise on `op`'s result `r` (the `position`th op of the body):
 /// each element moved by up to `relative` times its terms' magnitudes
-/// (termMagnitudes), or its own; by one draw for all of them if `perOp`.
+/// (termMagnitudes) and its running sum's spread (sumSpreads), or its own
+/// magnitude; by one draw for all of them if `perOp`. (The sums inside
+/// composite ops are rounded where they are computed: SumRounding.)
 template <typename Get>
 void perturb(Operation *op, uint32_t position, const RoundingNoise &noise, NDArray &r, Get &&get) {
   if (noise.relative == 0 || isExact(op) || !isa<FloatType>(getElementTypeOrSelf(op->getResult(0))))
     return;
-  std::optional<NDArray> terms = termMagnitudes(op, get);
+  std::optional<NDArray> terms = termMagnitudes(op, get), spreads = sumSpreads(op, get);
   // A product's terms each carry both operands' roundings (attention
   // rounds its operands itself: OperandRounding). Rounding a matmul's
   // operands element by element too, not its terms' magnitudes, moved one
   // bf16 graph's products 8 times less than the GPU's rounding did (seed
   // 850031 of `graph_fuzz N SEED 20 f32 256` on an emulated H100: error
-  // 5.407e-2, that noise 6.597e-3, this one 2.511e-2).
-  double relative = noise.relative;
+  // 5.407e-2, that noise 6.597e-3, this one 2.511e-2). Their sum
+  // accumulates in float32 at any matmul precision: `relative`.
+  double termRelative = noise.relative;
   if (isa<MatmulOp>(op))
-    relative = std::max(relative, 2 * noise.productRelative);
+    termRelative = std::max(termRelative, 2 * noise.productRelative);
   for (size_t i = 0; i < r.data.size(); ++i) {
-    const double size = terms ? terms->data[i] : std::abs(r.data[i]);
+    const double size = terms ? terms->data[i] * termRelative + (spreads ? spreads->data[i] * noise.relative : 0.0)
+                              : std::abs(r.data[i]) * noise.relative;
     if (!std::isfinite(size)) // -inf stays -inf (a mask), not -inf + inf
       continue;
-    r.data[i] += size * relative * symmetricDraw(noise.seed, position, noise.perOp ? 0 : i);
+    r.data[i] += size * symmetricDraw(noise.seed, position, noise.perOp ? 0 : i);
   }
 }
 
@@ -578,6 +683,8 @@ FailureOr<std::vector<NDArray>> mlir::nova::interpret(func::FuncOp func,
   for (Operation &op : body.without_terminator()) {
     const OperandRounding operandRounding{noise.productRelative, noise.seed, position, noise.perOp};
     const OperandRounding *rounding = noise.productRelative > 0 ? &operandRounding : nullptr;
+    const SumRounding sumRounding{noise.relative, noise.seed, position, noise.perOp};
+    const SumRounding *sums = noise.relative > 0 ? &sumRounding : nullptr;
     std::optional<NDArray> r =
         llvm::TypeSwitch<Operation *, std::optional<NDArray>>(&op)
             .Case([&](AddOp o) { return mapBinary(get(o.getLhs()), get(o.getRhs()), std::plus<>()); })
@@ -595,13 +702,13 @@ FailureOr<std::vector<NDArray>> mlir::nova::interpret(func::FuncOp func,
                                [](double a, double b) { return a > b ? 1.0 : 0.0; });
             })
             .Case([&](ErfOp o) { return mapUnary(get(o.getInput()), [](double x) { return std::erf(x); }); })
-            .Case([&](LogSoftmaxOp o) { return softmaxAlong(get(o.getInput()), o.getAxis(), true); })
+            .Case([&](LogSoftmaxOp o) { return softmaxAlong(get(o.getInput()), o.getAxis(), true, sums); })
             .Case([&](OneHotOp o) { return oneHot(o, get(o.getLabels())); })
             .Case([&](CrossEntropyOp o) {
-              return crossEntropy(o.getType(), get(o.getLogits()), get(o.getLabels()), nullptr);
+              return crossEntropy(o.getType(), get(o.getLogits()), get(o.getLabels()), nullptr, sums);
             })
             .Case([&](CrossEntropyGradOp o) {
-              return crossEntropy(o.getType(), get(o.getLogits()), get(o.getLabels()), &get(o.getGrad()));
+              return crossEntropy(o.getType(), get(o.getLogits()), get(o.getLabels()), &get(o.getGrad()), sums);
             })
             .Case([&](SliceOp o) { return slice(o, get(o.getInput())); })
             .Case([&](PadOp o) { return pad(o, get(o.getInput())); })
@@ -611,11 +718,11 @@ FailureOr<std::vector<NDArray>> mlir::nova::interpret(func::FuncOp func,
             })
             .Case([&](LayerNormOp o) {
               return layerNorm(get(o.getInput()), get(o.getGamma()), get(o.getBeta()),
-                               o.getEps().convertToDouble());
+                               o.getEps().convertToDouble(), sums);
             })
             .Case([&](LayerNormGradOp o) {
               return layerNormGrad(get(o.getInput()), get(o.getGamma()), get(o.getGrad()),
-                                   o.getEps().convertToDouble());
+                                   o.getEps().convertToDouble(), sums);
             })
             .Case([&](CausalAttentionOp o) { return causalAttention(o, get(o.getQkv()), rounding); })
             .Case([&](CausalAttentionGradOp o) {
@@ -664,7 +771,7 @@ FailureOr<std::vector<NDArray>> mlir::nova::interpret(func::FuncOp func,
             .Case([&](ReduceSumOp o) { return reduce(o, o.getAxes(), ReduceKind::sum, get(o.getInput())); })
             .Case([&](ReduceMeanOp o) { return reduce(o, o.getAxes(), ReduceKind::mean, get(o.getInput())); })
             .Case([&](ReduceMaxOp o) { return reduce(o, o.getAxes(), ReduceKind::max, get(o.getInput())); })
-            .Case([&](SoftmaxOp o) { return softmaxAlong(get(o.getInput()), o.getAxis(), false); })
+            .Case([&](SoftmaxOp o) { return softmaxAlong(get(o.getInput()), o.getAxis(), false, sums); })
             .Case([&](AllReduceOp o) {
               // In float64 over the calling thread's group, as the compiled
               // step sums in its own precision.

@@ -32,13 +32,21 @@ struct NDArray {
 /// relative], drawn by Philox from `seed`, the op's position and the
 /// element's index; its size is its magnitude, or for an op that sums
 /// terms (a reduction's sum or mean, a product, a scatter-add, attention's
-/// weighted sum of values) the sum of its terms' magnitudes. With
+/// weighted sum of values) the sum of its terms' magnitudes, plus for a
+/// reduction, a product or a scatter-add its running sums' spread,
+/// sqrt(sum_k S_k^2) of the partial sums in order (the accumulation's own
+/// rounding: for n terms of one sign about sqrt(n / 3) times the sum). With
 /// `relative` float32's unit roundoff, how far the outputs move is about
 /// how far float32's rounding can move them, cancellations included (a
 /// gradient that is 0 but for cancelling terms moves by their size, where
 /// one float32 run may happen to cancel them exactly). The other composite
 /// ops (softmax, LayerNorm, cross-entropy, their gradients and attention's)
-/// are moved as whole results, not term by term. 0: the exact reference.
+/// are moved as whole results, not term by term, and the sums inside them
+/// (a LayerNorm's mean and variance, its gradient's two sums, a softmax's
+/// or cross-entropy's sum of exponentials; not attention's) by their own
+/// spread, drawn for each row, before the result is formed from them: an
+/// error in a row's mean shifts all its elements alike. 0: the exact
+/// reference.
 ///
 /// `perOp`: one draw for all of an op's elements. Independent draws add the
 /// roundings of many elements with random signs, but identical
