@@ -12,9 +12,13 @@ of the cache entry (the bytes of `<key>.nexe` from the first ELF magic) and
 perf's addresses are mapped onto its `nm -n` symbols. Prints each kernel's
 share of all samples; for each --kernel, its hottest 128-byte ranges with
 the instructions they hold (objdump), to tell a microkernel from a packing
-loop or an epilogue.
+loop or an epilogue; with --loops, its samples by innermost loop instead
+(each backward branch's range [target, branch] of the disassembled kernel,
+a sample counted in the smallest one holding it), with each loop's length
+and instruction mix: where a kernel of many loops (attention) spends its time.
 
   scripts/kernel_perf.py --kernel nova_k46 -- build/bench/gpt_step small 10
+  scripts/kernel_perf.py --loops --kernel nova_k64 -- build/bench/gpt_step small 10
 """
 import argparse
 import bisect
@@ -36,11 +40,56 @@ def symbols(so):
     return syms
 
 
+def disassemble(so, lo, hi):
+    """[(address, mnemonic, operands)] of so's code in [lo, hi)."""
+    dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", f"--start-address={lo:#x}",
+                          f"--stop-address={hi:#x}", so], capture_output=True, text=True).stdout
+    out = []
+    for line in dis.splitlines():
+        head, _, rest = line.partition("\t")
+        if not rest or not head.strip().endswith(":"):
+            continue
+        try:
+            addr = int(head.strip()[:-1], 16)
+        except ValueError:
+            continue
+        mnemonic, _, operands = rest.strip().partition(" ")
+        out.append((addr, mnemonic, operands.strip()))
+    return out
+
+
+def print_loops(so, lo, hi, shares):
+    """The kernel in [lo, hi)'s samples (address -> share) by innermost loop."""
+    code = disassemble(so, lo, hi)
+    loops = []
+    for addr, mnemonic, operands in code:
+        if mnemonic.startswith("j"):
+            try:
+                target = int(operands.split()[0], 16)
+            except ValueError:
+                continue
+            if lo <= target <= addr:
+                loops.append((target, addr))
+    per_loop, outside = collections.Counter(), 0.0
+    for addr, share in shares.items():
+        holding = [(b - a, a, b) for a, b in loops if a <= addr <= b]
+        if holding:
+            per_loop[min(holding)[1:]] += share
+        else:
+            outside += share
+    print(f"  by innermost loop (share of all samples; instructions; mix); {outside:.2f}% outside loops")
+    for (a, b), n in per_loop.most_common(12):
+        body = [c for c in code if a <= c[0] <= b]
+        mix = collections.Counter(m for _, m, _ in body)
+        print(f"  {a:#8x}-{b:#x} {n:6.2f}%  {len(body):4d}  " + ", ".join(f"{k} {v}" for k, v in mix.most_common(6)))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--top", type=int, default=20, help="kernels listed (default 20)")
     ap.add_argument("--kernel", action="append", default=[], help="a kernel whose hot ranges to show")
     ap.add_argument("--freq", type=int, default=4000, help="samples a second (default 4000)")
+    ap.add_argument("--loops", action="store_true", help="each --kernel's samples by innermost loop")
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     args = ap.parse_args()
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
@@ -69,6 +118,7 @@ def main():
         syms = symbols(so)
         starts = [s[0] for s in syms]
         per_kernel, per_range = collections.Counter(), collections.defaultdict(collections.Counter)
+        per_addr = collections.defaultdict(collections.Counter)
         for line in report.splitlines():
             if "nova-kernels.so" not in line or "[.]" not in line:
                 continue
@@ -80,6 +130,7 @@ def main():
             name = syms[i][1]
             per_kernel[name] += share
             per_range[name][addr // 128 * 128] += share
+            per_addr[name][addr] += share
         if not per_kernel:
             sys.exit("kernel_perf: no samples in the kernels' object")
         print(f"{sum(per_kernel.values()):.1f}% of the samples in kernels")
@@ -89,6 +140,12 @@ def main():
             ranges = per_range.get(name)
             if not ranges:
                 print(f"{name}: no samples")
+                continue
+            if args.loops:
+                i = [s[1] for s in syms].index(name)
+                print(f"{name}: {sum(ranges.values()):.2f}% of all samples")
+                print_loops(so, syms[i][0], syms[i + 1][0] if i + 1 < len(syms) else syms[i][0] + (1 << 20),
+                            per_addr[name])
                 continue
             print(f"{name}: hottest ranges (share of all samples; instruction counts)")
             for lo, n in sorted(ranges.items(), key=lambda kv: -kv[1])[:8]:

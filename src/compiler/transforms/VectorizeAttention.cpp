@@ -22,8 +22,10 @@
 // Backward, per row block:    P = softmax(S) recomputed, dP = grad v^T,
 //                             dS = P (dP - rowsum(P dP)), dq = scale dS k,
 //                             dk += scale dS^T q, dv += P^T grad,
-// dk and dv of the head accumulated in place across row blocks (zeroed
-// first): a head is one workgroup, so no two workgroups write one element.
+// dk and dv of the head accumulated in place across row blocks (set by
+// the first block to reach a key, which is the one holding that key's own
+// query row): a head is one workgroup, so no two workgroups write one
+// element.
 // The backward needs nothing from the forward but qkv: the softmax's
 // normalization is recomputed from S (as FlashAttention-2 does with its
 // saved log-sum-exp, here without even that).
@@ -169,15 +171,18 @@ struct HeadEmitter {
   }
 
   /// out[b, j, col + c] += sum_r coef(r, j) * rowAt(r, c) for r in [skip,
-  /// rows), j in [0, jEnd), c < hd: keys in groups of R (the rest as one
-  /// group, jEnd % R one of `possibleLeft`), each group an emitProduct over
-  /// the block's rows with the keys' out rows as its accumulators: R x cv
-  /// independent FMA chains, each key row loaded and stored once per block.
-  void emitKeyAccumulate(int64_t rows, Value skip, Value jEnd, ArrayRef<int64_t> possibleLeft,
+  /// rows), j in [0, jEnd), c < hd, where the keys from `newFrom` (a
+  /// multiple of R) on start from 0 (`=`, not `+=`: no block before this
+  /// one reached them, so nothing zeroes them first): keys in groups of R
+  /// (the rest as one group, (jEnd - newFrom) % R one of `possibleLeft`),
+  /// each group an emitProduct over the block's rows with the keys' out
+  /// rows as its accumulators: R x cv independent FMA chains, each key row
+  /// loaded (if not new) and stored once per block.
+  void emitKeyAccumulate(int64_t rows, Value skip, Value newFrom, Value jEnd, ArrayRef<int64_t> possibleLeft,
                          Value col,
                          function_ref<Value(Value r, Value j)> coef,
                          function_ref<Value(Value r, int64_t c)> rowAt) {
-    auto group = [&](int64_t keys, Value j0) {
+    auto group = [&](int64_t keys, Value j0, bool fresh) {
       SmallVector<Value> js;
       for (int64_t g = 0; g < keys; ++g)
         js.push_back(add(j0, g));
@@ -189,10 +194,12 @@ struct HeadEmitter {
             [&](int64_t g, int64_t v, Value acc) {
               b.create<vector::StoreOp>(l, acc, out, ValueRange{bIdx, js[g], at(v)});
             },
-            [&](int64_t g, int64_t v) { return vload(b, out, {bIdx, js[g], at(v)}); }, skip);
+            [&](int64_t g, int64_t v) { return fresh ? splat(0.0) : vload(b, out, {bIdx, js[g], at(v)}); }, skip);
       }
     };
-    emitGroups(jEnd, R, [&](int64_t n, Value j0) { group(n, j0); }, possibleLeft);
+    emitGroups(newFrom, R, [&](int64_t n, Value j0) { group(n, j0, false); }, {0});
+    emitGroups(b.create<arith::SubIOp>(l, jEnd, newFrom), R,
+               [&](int64_t n, Value j0) { group(n, add(newFrom, j0), true); }, possibleLeft);
   }
 
   /// dst[c, j] = qkv[b, j, col + c] for j < T, 0 for j in [T, Tp): W x W
@@ -316,15 +323,16 @@ struct HeadEmitter {
     for (int64_t r = 0; r < rows; ++r)
       limits.push_back(add(rowIdx[r], 1));
     SmallVector<Value> inv = emitSoftmaxBlock(rows, base, limits, nvec, backward);
-    // Rows of `from` (s or dp) times rows j of qkv at `col`, into out at oCol.
+    // Rows of `from` (s or dp) times rows j of qkv at `col`, into out at oCol,
+    // each row times rowScale(r) if given.
     auto rowsTimesHead = [&](Value from, Value col, function_ref<Value(int64_t r)> rowScale) {
       for (int64_t c0 = 0; c0 < hd; c0 += cv * W)
         emitProduct(
             rows, cv, jEnd, [&](int64_t r, Value j) { return load(b, from, {add(base, r), j}); },
             [&](Value j, int64_t v) { return vload(b, qkv, {bIdx, j, add(col, c0 + v * W)}); },
             [&](int64_t r, int64_t v, Value acc) {
-              Value scaled = b.create<arith::MulFOp>(
-                  l, acc, b.create<vector::BroadcastOp>(l, vec, rowScale(r)));
+              Value scaled = rowScale ? b.create<arith::MulFOp>(l, acc, b.create<vector::BroadcastOp>(l, vec, rowScale(r)))
+                                      : acc;
               b.create<vector::StoreOp>(l, scaled, out,
                                         ValueRange{bIdx, rowIdx[r], add(oCol, c0 + v * W)});
             });
@@ -333,11 +341,15 @@ struct HeadEmitter {
       rowsTimesHead(s, vCol, [&](int64_t r) { return inv[r]; });
       return;
     }
-    // dP = grad v^T; dS = P (dP - rowsum(P dP)), in place of dP.
+    // dP = grad v^T; dS = P (dP - rowsum(P dP)) times the scale, in place
+    // of dP: dq = dS k and dk = dS^T q both take the scale, and dk's
+    // product reads dS as its broadcast operand, where multiplying each
+    // element by the scale cost a multiply and a register broadcast per
+    // FMA row (vbroadcastss from memory otherwise).
     emitScoreBlock(rows, base, nvec, dp, vt,
                    [&](int64_t r, Value ch) { return load(b, grad, {bIdx, rowIdx[r], add(oCol, ch)}); },
                    1.0);
-    Value zero = splat(0.0);
+    Value zero = splat(0.0), scaleVec = splat(scale);
     for (int64_t r = 0; r < rows; ++r) {
       Value row = add(base, r);
       auto dotLoop = nova::buildFor(
@@ -351,7 +363,8 @@ struct HeadEmitter {
       loop(c(0), nvec, 1, [&](OpBuilder &, Value jv) {
         Value at = mul(jv, W);
         Value ds = b.create<arith::MulFOp>(
-            l, vload(b, s, {row, at}), b.create<arith::SubFOp>(l, vload(b, dp, {row, at}), dot));
+            l, b.create<arith::MulFOp>(l, vload(b, s, {row, at}), scaleVec),
+            b.create<arith::SubFOp>(l, vload(b, dp, {row, at}), dot));
         b.create<vector::StoreOp>(l, ds, dp, ValueRange{row, at});
       });
       loop(mul(nvec, W), jPadBlock, W, [&](OpBuilder &, Value at) {
@@ -359,8 +372,8 @@ struct HeadEmitter {
         b.create<vector::StoreOp>(l, zero, dp, ValueRange{row, at});
       });
     }
-    // dq = scale dS k, rows of the block.
-    rowsTimesHead(dp, kCol, [&](int64_t) { return scalar(scale); });
+    // dq = (scale dS) k, rows of the block.
+    rowsTimesHead(dp, kCol, nullptr);
   }
 
   /// Backward rows [i0, i0 + blockRows): row blocks of R (a loop: one copy
@@ -377,20 +390,18 @@ struct HeadEmitter {
       loop(c(0), c(full), R, [&](OpBuilder &, Value base) { emitRowBlock(R, add(i0, base), base, jPad); });
     if (full < blockRows)
       emitRowBlock(blockRows - full, add(i0, full), c(full), jPad);
-    // jEnd % R: blockRows % R where i0 is a multiple of Rc, T % R in the
-    // last block.
+    // Keys from i0 + skip on are the block's own (the blocks before ended
+    // there: a multiple of Rc); (jEnd - that) % R is blockRows % R where i0
+    // is a multiple of Rc, T % R in the last block.
+    Value newFrom = b.create<arith::AddIOp>(l, i0, skip);
     SmallVector<int64_t> possibleLeft{blockRows % R};
     if (T % R != blockRows % R)
       possibleLeft.push_back(T % R);
-    Value scaleValue = scalar(scale);
     emitKeyAccumulate(
-        blockRows, skip, jEnd, possibleLeft, kCol,
-        [&](Value r, Value j) {
-          return b.create<arith::MulFOp>(l, load(b, dp, {r, j}), scaleValue).getResult();
-        },
+        blockRows, skip, newFrom, jEnd, possibleLeft, kCol, [&](Value r, Value j) { return load(b, dp, {r, j}); },
         [&](Value r, int64_t ch) { return vload(b, qkv, {bIdx, b.create<arith::AddIOp>(l, i0, r), add(qCol, ch)}); });
     emitKeyAccumulate(
-        blockRows, skip, jEnd, possibleLeft, vCol, [&](Value r, Value j) { return load(b, s, {r, j}); },
+        blockRows, skip, newFrom, jEnd, possibleLeft, vCol, [&](Value r, Value j) { return load(b, s, {r, j}); },
         [&](Value r, int64_t ch) { return vload(b, grad, {bIdx, b.create<arith::AddIOp>(l, i0, r), add(oCol, ch)}); });
   }
 
@@ -409,17 +420,12 @@ struct HeadEmitter {
     emitTranspose(kt, kCol);
     if (grad) {
       // Backward: out is dqkv; dq rows go to the q columns, dk and dv are
-      // accumulated in place, so zeroed first.
+      // accumulated in place, each key's rows set (not added to) by the
+      // block that reaches it first. (Zeroing them first took 8% of the
+      // small GPT's backward kernel: its first touch of those rows.)
       buffers.push_back(vt = scratch(hd));
       buffers.push_back(dp = scratch(Rc));
       emitTranspose(vt, vCol);
-      Value zero = splat(0.0);
-      loop(c(0), c(T), 1, [&](OpBuilder &, Value j) {
-        for (int64_t ch = 0; ch < hd; ch += W) {
-          b.create<vector::StoreOp>(l, zero, out, ValueRange{bIdx, j, add(kCol, ch)});
-          b.create<vector::StoreOp>(l, zero, out, ValueRange{bIdx, j, add(vCol, ch)});
-        }
-      });
     }
     // The head's columns in out (or in dqkv, its dq) and in grad.
     oCol = hOff;

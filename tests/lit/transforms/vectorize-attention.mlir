@@ -44,22 +44,40 @@ func.func @forward(%wg: index, %x: memref<2x13x12xf32>, %o: memref<2x13x4xf32>)
 
 // Backward, register_tile [4, 4]: 4 x 2 accumulators; cache_tile [8]: the
 // 8 rows are one block of two register blocks, their P and dS in [8, 8]
-// scratches, dk and dv accumulated once for the block. v is transposed too, dk and dv of the head are zeroed and then
-// accumulated in place (the head's rows are one workgroup's), dq written
-// row block by row block; four scratch buffers (here T = 8 is the block).
+// scratches, dk and dv accumulated once for the block. v is transposed
+// too; dk and dv of the head are accumulated in place (the head's rows are
+// one workgroup's), nothing zeroed first: the keys an earlier block reached
+// (from 0 to the block's first row) are loaded, added to and stored, the
+// block's own keys set from accumulators that start at 0; dq written row
+// block by row block; four scratch buffers (here T = 8 is the block).
 // CHECK-LABEL: func.func @backward
 // CHECK-SAME: (%[[WG:[^:]*]]: index, %[[QKV:[^:]*]]: memref<1x8x24xf32>, %[[G:[^:]*]]: memref<1x8x8xf32>, %[[D:[^:]*]]: memref<1x8x24xf32>)
 // CHECK: %[[KT:.*]] = memref.alloc() : memref<4x8xf32>
 // CHECK: %[[S:.*]] = memref.alloc() : memref<8x8xf32>
 // CHECK: %[[VT:.*]] = memref.alloc() : memref<4x8xf32>
 // CHECK: %[[DP:.*]] = memref.alloc() : memref<8x8xf32>
-// CHECK: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : vector<2xf32>
-// CHECK: vector.store %[[ZERO]], %[[D]]
+// CHECK-NOT: vector.store {{.*}}, %[[D]]
+// CHECK: scf.for %[[I0:.*]] = %c0{{.*}} to %c8{{.*}} step %c8
+// CHECK-NOT: vector.store {{.*}}, %[[D]]
 // CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<2xf32>, vector<2xf32>, vector<2xf32>, vector<2xf32>, vector<2xf32>, vector<2xf32>, vector<2xf32>, vector<2xf32>) {
 // CHECK: math.exp
 // CHECK: vector.load %[[VT]]
 // CHECK: vector.store {{.*}}, %[[DP]]
-// CHECK: vector.load %[[D]]
+// dk's keys before the block: R = 4 at a time, loaded, accumulated, stored.
+// CHECK: %[[FROM:.*]] = arith.addi %[[I0]], %c0
+// CHECK: %[[OLD:.*]] = arith.divui %[[FROM]], %c4
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %[[OLD]]
+// CHECK: %[[LOADED:.*]] = vector.load %[[D]]
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[LOADED]],
+// CHECK: vector.fma
+// CHECK: vector.store {{.*}}, %[[D]]
+// Its own keys: from 0, nothing loaded.
+// CHECK: %[[OWN:.*]] = arith.subi %{{.*}}, %[[FROM]]
+// CHECK: %[[NEW:.*]] = arith.divui %[[OWN]], %c4
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %[[NEW]]
+// CHECK-NOT: vector.load %[[D]]
+// CHECK: scf.for {{.*}} iter_args(%{{[^ ]*}} = %cst{{[_0-9]*}},
+// CHECK-NOT: vector.load %[[D]]
 // CHECK: vector.fma
 // CHECK: vector.store {{.*}}, %[[D]]
 // CHECK: memref.dealloc %[[DP]]
