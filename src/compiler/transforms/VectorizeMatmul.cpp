@@ -289,12 +289,44 @@ void buildPackRhs(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange 
           // whole rhs row apart. A group of `width` columns at a time, so
           // the group's lines stay in L1 across the kk that reuse them
           // (rows a power of two apart share a few L1 sets: all NR at once
-          // would evict each other).
+          // would evict each other). Each width x width block of the group
+          // is read as `width` vectors along k (the rhs's columns are
+          // contiguous there) and transposed in registers; the k left past
+          // the last whole block, element by element. (Element by element
+          // throughout, LLVM vectorized the copy with gathers and scatters:
+          // 3.5% of the small GPT's dy W2^T kernel on an AMD EPYC, whose
+          // vscatterqps is microcoded.)
+          SmallVector<int64_t> swapLast;
+          for (int64_t d = 0; d < m.batchRank; ++d)
+            swapLast.push_back(d);
+          swapLast.append({m.batchRank + 1, m.batchRank});
+          Value columns = jb.create<memref::TransposeOp>(
+              jl, m.rhs, AffineMapAttr::get(AffineMap::getPermutationMap(swapLast, jb.getContext())));
+          Value whole = jb.create<arith::MulIOp>(
+              jl, jb.create<arith::DivUIOp>(jl, klen, index(jb, jl, width)), index(jb, jl, width));
           jb.create<scf::ForOp>(
               jl, index(jb, jl, 0), index(jb, jl, nr), index(jb, jl, width), ValueRange{},
               [&](OpBuilder &gb, Location gl, Value c0, ValueRange) {
                 gb.create<scf::ForOp>(
-                    gl, index(gb, gl, 0), klen, index(gb, gl, 1), ValueRange{},
+                    gl, index(gb, gl, 0), whole, index(gb, gl, width), ValueRange{},
+                    [&](OpBuilder &kb, Location kl, Value kk0, ValueRange) {
+                      Value k = kb.create<arith::AddIOp>(kl, k0, kk0);
+                      SmallVector<Value> rows;
+                      for (int64_t t = 0; t < width; ++t) {
+                        SmallVector<Value> src(batch.begin(), batch.end());
+                        src.push_back(kb.create<arith::AddIOp>(kl, j0, kb.create<arith::AddIOp>(kl, c0, index(kb, kl, t))));
+                        src.push_back(k);
+                        rows.push_back(kb.create<vector::LoadOp>(kl, vecType, columns, src));
+                      }
+                      SmallVector<Value> kRows = nova::transposeInRegisters(kb, kl, rows);
+                      for (int64_t t = 0; t < width; ++t)
+                        kb.create<vector::StoreOp>(
+                            kl, kRows[t], packed,
+                            ValueRange{panel, kb.create<arith::AddIOp>(kl, kk0, index(kb, kl, t)), c0});
+                      kb.create<scf::YieldOp>(kl);
+                    });
+                gb.create<scf::ForOp>(
+                    gl, whole, klen, index(gb, gl, 1), ValueRange{},
                     [&](OpBuilder &kb, Location kl, Value kk, ValueRange) {
                       Value k = kb.create<arith::AddIOp>(kl, k0, kk);
                       kb.create<scf::ForOp>(

@@ -176,19 +176,26 @@ func.func @bias_epilogue(%a: memref<12x8xf32>, %b: memref<8x16xf32>, %bias: memr
 
 // -----
 
-// A transposed rhs view (k unit-stride): the packed panel is filled element
-// by element from it, row kk of the panel from column j of every rhs row,
-// and the microkernel reads the panel as for a row-major rhs.
+// A transposed rhs view (k unit-stride), K = 10: the packed panel is
+// filled from the view's columns (its transpose back, k contiguous), a
+// 4 x 4 block at a time: four columns' runs of k loaded as vectors,
+// transposed in registers (shuffles), stored as four rows kk of the panel;
+// the k past the last whole block (10 = 2 x 4 + 2) element by element. The
+// microkernel reads the panel as for a row-major rhs.
 // CHECK-LABEL: func @rhs_columns
-// CHECK: %[[P:.*]] = memref.alloca() {alignment = 64 : i64} : memref<1x8x8xf32>
-// CHECK: %[[X:.*]] = memref.load %{{.*}} : memref<8x8xf32, strided<[1, 8]>>
-// CHECK-NEXT: memref.store %[[X]], %[[P]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<1x8x8xf32>
+// CHECK: %[[P:.*]] = memref.alloca() {alignment = 64 : i64} : memref<1x10x8xf32>
+// CHECK: %[[COLS:.*]] = memref.transpose %{{.*}} (d0, d1) -> (d1, d0) : memref<10x8xf32, strided<[1, 10]>> to memref<8x10xf32, strided<[10, 1]>>
+// CHECK-COUNT-4: vector.load %[[COLS]][%{{.*}}, %{{.*}}] : memref<8x10xf32, strided<[10, 1]>>, vector<4xf32>
+// CHECK: vector.shuffle
+// CHECK-COUNT-4: vector.store %{{.*}}, %[[P]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<1x10x8xf32>, vector<4xf32>
+// CHECK: %[[X:.*]] = memref.load %{{.*}} : memref<10x8xf32, strided<[1, 10]>>
+// CHECK-NEXT: memref.store %[[X]], %[[P]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<1x10x8xf32>
 // CHECK: vector.fma
-func.func @rhs_columns(%a: memref<6x8xf32>, %wt: memref<8x8xf32>, %c: memref<6x8xf32>) {
-  %w = memref.transpose %wt (d0, d1) -> (d1, d0) : memref<8x8xf32> to memref<8x8xf32, strided<[1, 8]>>
+func.func @rhs_columns(%a: memref<6x10xf32>, %wt: memref<8x10xf32>, %c: memref<6x8xf32>) {
+  %w = memref.transpose %wt (d0, d1) -> (d1, d0) : memref<8x10xf32> to memref<10x8xf32, strided<[1, 10]>>
   linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
                   iterator_types = ["parallel", "reduction", "parallel"]}
-      ins(%a, %w : memref<6x8xf32>, memref<8x8xf32, strided<[1, 8]>>) outs(%c : memref<6x8xf32>) attrs = {nova.kernel = "matmul"} {
+      ins(%a, %w : memref<6x10xf32>, memref<10x8xf32, strided<[1, 10]>>) outs(%c : memref<6x8xf32>) attrs = {nova.kernel = "matmul"} {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %p = arith.mulf %x, %y : f32
     %s = arith.addf %acc, %p : f32
