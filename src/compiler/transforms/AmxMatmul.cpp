@@ -158,12 +158,7 @@ struct Amx {
       // its [N, K] view gives each column's k contiguous. 16 columns x 16
       // pairs (32 k) at a time: per column the pairs as 16 x i32 lanes,
       // transposed so that each row is one pair index across the columns.
-      SmallVector<int64_t> perm;
-      for (int64_t d = 0; d < m.batchRank; ++d)
-        perm.push_back(d);
-      perm.append({m.batchRank + 1, m.batchRank});
-      Value view = b.create<memref::TransposeOp>(
-          l, m.rhs, AffineMapAttr::get(AffineMap::getPermutationMap(perm, b.getContext())));
+      Value view = nova::rhsColumnsView(b, l, m);
       pFull = mul(div(klen, 2 * kLanes), kLanes);
       auto i32x16 = vec(kLanes, b.getI32Type());
       loop(c(0), pFull, kLanes, [&](Value p0) {

@@ -125,6 +125,15 @@ std::optional<mlir::nova::MatmulOperands> mlir::nova::matchMatmul(linalg::Generi
   return m;
 }
 
+Value mlir::nova::rhsColumnsView(OpBuilder &b, Location loc, const MatmulOperands &m) {
+  SmallVector<int64_t> swapLast;
+  for (int64_t d = 0; d < m.batchRank; ++d)
+    swapLast.push_back(d);
+  swapLast.append({m.batchRank + 1, m.batchRank});
+  return b.create<memref::TransposeOp>(loc, m.rhs,
+                                       AffineMapAttr::get(AffineMap::getPermutationMap(swapLast, b.getContext())));
+}
+
 bool mlir::nova::readsMatmulResult(Value v, Value out) {
   if (v == out)
     return true;

@@ -44,6 +44,10 @@ struct MatmulOperands {
 
 std::optional<MatmulOperands> matchMatmul(linalg::GenericOp op);
 
+/// For a transposed rhs read in place (`rhsColumns`), its view with the last
+/// two dims swapped, [.., n, k]: each column's k contiguous, for vector loads.
+Value rhsColumnsView(OpBuilder &b, Location loc, const MatmulOperands &m);
+
 /// The rows a transposed lhs is packed in at a time at the least: whole
 /// vectors of `lanes` that are also whole register tiles of `tileRows`
 /// (lcm; 48 for 6 rows on 16 lanes). The configurator's cache_tile[1] is a

@@ -296,12 +296,7 @@ void buildPackRhs(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange 
           // throughout, LLVM vectorized the copy with gathers and scatters:
           // 3.5% of the small GPT's dy W2^T kernel on an AMD EPYC, whose
           // vscatterqps is microcoded.)
-          SmallVector<int64_t> swapLast;
-          for (int64_t d = 0; d < m.batchRank; ++d)
-            swapLast.push_back(d);
-          swapLast.append({m.batchRank + 1, m.batchRank});
-          Value columns = jb.create<memref::TransposeOp>(
-              jl, m.rhs, AffineMapAttr::get(AffineMap::getPermutationMap(swapLast, jb.getContext())));
+          Value columns = nova::rhsColumnsView(jb, jl, m);
           Value whole = jb.create<arith::MulIOp>(
               jl, jb.create<arith::DivUIOp>(jl, klen, index(jb, jl, width)), index(jb, jl, width));
           jb.create<scf::ForOp>(
