@@ -41,8 +41,10 @@ void vectorizeBody(OpBuilder &b, Location l, Block &body, IRMapping &map, Operat
 /// one accumulator vector (row `row`, columns [col, col + width)) instead of
 /// storing it: the epilogue's body, vectorized, on the accumulator and its
 /// other inputs at the same element, stored into the epilogue's output.
+/// With `mask` (a vector of `width` i1), only its lanes are read and
+/// stored (the lanes past a row's end at the column edge).
 void storeThroughEpilogue(OpBuilder &b, Location l, linalg::GenericOp epi, Value result,
-                          ValueRange batch, Value row, Value col, Value acc, int64_t width);
+                          ValueRange batch, Value row, Value col, Value acc, int64_t width, Value mask = {});
 
 /// The result's region batch [lo, hi) x rows [r0, r1) x columns [c0, c1).
 Value resultRegion(OpBuilder &b, Location loc, const MatmulOperands &m, const WorkgroupBlock &block,

@@ -1,11 +1,17 @@
 // RUN: nova-opt %s -nova-vectorize-matmul=vector-bits=128 -verify-each -split-input-file | FileCheck %s
 
-// 7x5 result, 4-lane vectors (NR = 8 columns is more than 5): no register
-// kernel; the block's rows left over cover everything.
+// 7x5 result, 4-lane vectors (NR = 8 columns is more than 5): the whole
+// result is the column edge, a microkernel of two vectors, the second
+// masked to its first lane (5 = 4 + 1) where the result is read and
+// written; the rhs packed with zeros past column 5. No generic loops.
 // CHECK-LABEL: func @small
-// CHECK-NOT: vector.fma
-// CHECK: linalg.generic
-// CHECK-NOT: nova.kernel
+// CHECK: %[[P:.*]] = memref.alloca() {alignment = 64 : i64} : memref<1x3x8xf32>
+// CHECK: %[[M:.*]] = vector.constant_mask [1] : vector<4xi1>
+// CHECK: vector.maskedload %{{.*}} : memref<3x5xf32>, vector<4xi1>, vector<4xf32> into vector<4xf32>
+// CHECK: vector.store %{{.*}}, %[[P]]
+// CHECK: vector.maskedload %{{.*}}, %[[M]], %{{.*}} : memref<7x5xf32>
+// CHECK: vector.fma
+// CHECK: vector.maskedstore %{{.*}}, %[[M]], %{{.*}} : memref<7x5xf32>
 // CHECK-NOT: linalg.generic
 func.func @small(%a: memref<7x3xf32>, %b: memref<3x5xf32>, %c: memref<7x5xf32>) {
   linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
@@ -26,13 +32,16 @@ func.func @small(%a: memref<7x3xf32>, %b: memref<3x5xf32>, %c: memref<7x5xf32>) 
 // contiguous 9 x 8 micro-panels; row tiles [0, 12) sweep them with 12
 // accumulators carried through the k loop (2 vector loads of the packed
 // panel, 6 lhs broadcasts); row 12 gets a 1-row microkernel; columns 16..18
-// of every row run as a generic on subviews.
+// (the column edge) a microkernel of one vector masked to 2 lanes, the
+// rhs's edge panel packed with zeros past column 18.
 // CHECK-LABEL: func @tiled
 // CHECK: %[[PACK:.*]] = memref.alloca() {alignment = 64 : i64} : memref<3x9x8xf32>
 // CHECK: scf.for
 // CHECK: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK: scf.for
 // CHECK: vector.load %{{.*}} : memref<9x18xf32>, vector<4xf32>
+// CHECK: vector.store %{{.*}}, %[[PACK]]
+// CHECK: vector.maskedload %{{.*}} : memref<9x18xf32>
 // CHECK: vector.store %{{.*}}, %[[PACK]]
 // CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK: scf.for
@@ -45,10 +54,13 @@ func.func @small(%a: memref<7x3xf32>, %b: memref<3x5xf32>, %c: memref<7x5xf32>) 
 // CHECK: scf.yield
 // CHECK-COUNT-12: vector.store
 // CHECK: scf.if
+// CHECK-COUNT-6: vector.maskedload %{{.*}} : memref<13x18xf32>, vector<4xi1>, vector<4xf32> into vector<4xf32>
+// CHECK: vector.fma
+// CHECK-COUNT-6: vector.maskedstore %{{.*}} : memref<13x18xf32>, vector<4xi1>, vector<4xf32>
+// CHECK: scf.if
 // CHECK-COUNT-2: vector.load %{{.*}} : memref<13x18xf32>, vector<4xf32>
 // CHECK: vector.fma
-// CHECK: memref.subview %{{.*}} : memref<13x18xf32> to memref<?x?xf32
-// CHECK: linalg.generic
+// CHECK: vector.maskedstore %{{.*}} : memref<13x18xf32>
 // CHECK-NOT: linalg.generic
 func.func @tiled(%a: memref<13x9xf32>, %b: memref<9x18xf32>, %c: memref<13x18xf32>) {
   linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
@@ -98,17 +110,19 @@ module {
 // -----
 
 // A zero fill of the result right before the matmul is not done: the first
-// slab's accumulators start at zero; the column edge (18 = 16 + 2) is
-// zero-filled alone. In one slab (kc = K = 9 here) that is known when the
-// kernel is built: no branch, and the result is never loaded.
+// slab's accumulators start at zero, the column edge's (18 = 16 + 2) too.
+// In one slab (kc = K = 9 here) that is known when the kernel is built:
+// the result is never loaded.
 // CHECK-LABEL: func @zero_start
-// CHECK-NOT: linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : memref<13x18xf32>)
-// CHECK-NOT: scf.if
+// CHECK-NOT: linalg.fill
 // CHECK: arith.constant dense<0.000000e+00> : vector<4xf32>
 // CHECK-NOT: vector.load %{{.*}} : memref<13x18xf32>, vector<4xf32>
+// CHECK-NOT: vector.maskedload %{{.*}} : memref<13x18xf32>
 // CHECK: vector.store %{{.*}}, %{{.*}} : memref<13x18xf32>, vector<4xf32>
-// CHECK: linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : memref<?x?xf32
-// CHECK: linalg.generic
+// CHECK-NOT: vector.maskedload %{{.*}} : memref<13x18xf32>
+// CHECK: vector.maskedstore %{{.*}} : memref<13x18xf32>
+// CHECK-NOT: linalg.fill
+// CHECK-NOT: linalg.generic
 func.func @zero_start(%a: memref<13x9xf32>, %b: memref<9x18xf32>, %c: memref<13x18xf32>) {
   %zero = arith.constant 0.0 : f32
   linalg.fill ins(%zero : f32) outs(%c : memref<13x18xf32>)

@@ -9,8 +9,9 @@
 //          independent FMAs in flight) and, with nv rhs vectors and one
 //          broadcast, fit the vector registers; among those, the tile with
 //          the most FMAs per load (MR nv / (MR + nv)), discounted for the
-//          share of the result that falls outside whole tiles (edges run as
-//          scalar loops), wins: 6 x 4 vectors with 32 registers (AVX-512),
+//          share of the result that falls outside whole tiles (edges ran as
+//          scalar loops; now rows run a smaller tile and columns a masked
+//          one, kEdgeCost not yet refitted to that), wins: 6 x 4 vectors with 32 registers (AVX-512),
 //          4 x 3 or 6 x 2 with 16 (AVX2), depending on N.
 //          The loops (VectorizeMatmul.cpp): per kc slab, the block's rhs is
 //          packed into contiguous kc x NR micro-panels; each row tile's lhs
@@ -93,7 +94,10 @@ constexpr int64_t kMinParallelFlops = int64_t{1} << 20;
 /// The packed rhs slab is on the stack of the thread that runs the workgroup.
 constexpr int64_t kMaxPackedBytes = int64_t{1} << 20;
 /// An edge element costs about this many times a register-tile element
-/// (scalar loop versus vector FMAs): the penalty in the tile choice.
+/// (scalar loop versus vector FMAs): the penalty in the tile choice. (Set
+/// when the column edge ran as generic loops; it now runs as a masked tile,
+/// 1000x300x256 at 172.5-174.3 GFLOP/s against 1008x320x256's 181.7: a
+/// refit, unmeasured, would favour wider tiles on such N.)
 constexpr double kEdgeCost = 10.0;
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
