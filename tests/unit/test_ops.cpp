@@ -80,9 +80,13 @@ TEST_CASE("matmul: 2-D, batched, transposed, size-1 dims") {
       {{8, 4}, {3, 8}, nova::Transpose::both},     {{2, 3, 6}, {2, 6, 5}, nova::Transpose::none},
       {{2, 2, 3, 4}, {2, 2, 4, 5}, nova::Transpose::none}, {{3, 6, 2}, {3, 5, 6}, nova::Transpose::both},
       {{33, 64}, {64, 17}, nova::Transpose::none},
-      // Large enough for the vector kernel, with leftover rows and columns.
+      // Large enough for the vector kernel, with leftover rows and columns
+      // (the column edge a masked tile; below: several slabs of K, N under
+      // one vector, a transposed rhs's edge).
       {{13, 40}, {40, 70}, nova::Transpose::none}, {{40, 13}, {70, 40}, nova::Transpose::both},
       {{2, 14, 9}, {2, 9, 35}, nova::Transpose::none}, {{12, 5}, {5, 64}, nova::Transpose::none},
+      {{30, 1100}, {1100, 45}, nova::Transpose::none}, {{100, 30}, {30, 3}, nova::Transpose::none},
+      {{50, 600}, {21, 600}, nova::Transpose::b},
   };
   for (const auto& c : cases) {
     for (DType dt : {DType::f32, DType::f64}) {
@@ -162,10 +166,12 @@ TEST_CASE("matmul epilogue reading the result with its rows split: the result bu
   // The GELU gradient of the MLP backward: (x W) reshaped to [B, T, N]
   // times a [B, T, N] input, as the matmul's epilogue. With K in one slab and
   // whole register tiles the result is never stored and has no buffer
-  // (nova-drop-unstored-results); with a column remainder (N = 70) the edge
-  // runs element by element. Each against the interpreter.
+  // (nova-drop-unstored-results); with a column edge (N = 70, or N = 5
+  // below one vector) the edge's tile runs it too, its last vector masked,
+  // in one slab of K or several (K = 600). Each against the interpreter.
   struct Case { std::int64_t b, t, k, n; };
-  for (Case c : std::vector<Case>{{2, 12, 40, 64}, {2, 12, 40, 70}, {4, 7, 33, 128}, {2, 16, 600, 64}}) {
+  for (Case c : std::vector<Case>{{2, 12, 40, 64}, {2, 12, 40, 70}, {4, 7, 33, 128}, {2, 16, 600, 64},
+                                  {2, 16, 600, 70}, {3, 5, 9, 5}}) {
     for (DType dt : {DType::f32, DType::f64}) {
       Gen g;
       INFO("seed = ", g.seed, ", B ", c.b, " T ", c.t, " K ", c.k, " N ", c.n, ", ", nova::name_of(dt));
