@@ -96,8 +96,10 @@ constexpr int64_t kMaxPackedBytes = int64_t{1} << 20;
 /// An edge element costs about this many times a register-tile element
 /// (scalar loop versus vector FMAs): the penalty in the tile choice. (Set
 /// when the column edge ran as generic loops; it now runs as a masked tile,
-/// 1000x300x256 at 172.5-174.3 GFLOP/s against 1008x320x256's 181.7: a
-/// refit, unmeasured, would favour wider tiles on such N.)
+/// 1000x300x256 at 172.5-174.3 GFLOP/s against 1008x320x256's 181.7. With
+/// 2 instead, the wider 6 x 4 tile for N = 300 and N = 17, two
+/// alternations on an AMD EPYC: 1000x300x256 164.8 / 175.8 -> 173.1 /
+/// 176.2, 1001x17x33 110.9 / 110.6 -> 118.7 / 117.1: not changed on that.)
 constexpr double kEdgeCost = 10.0;
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
