@@ -53,11 +53,11 @@
 // models by a sum's terms' magnitudes and its running sums' spread, inside
 // LayerNorm, softmax and cross-entropy too (grad seed 1070029 at max dim
 // 256: a LayerNorm gradient over one row of 40656, summed, 4.143e-4 off in
-// f32, 5.439e-7 under noise on results alone, 6.093e-3 with the running
-// sums; the graph in f64 6.794e-12), all of one sign under the draws once
-// an op (grad seed 99 at max dim 256: a sum of 39600 terms, half of them
-// one constant, 1.019e-4 off in f32, 6.856e-6 under the random size,
-// 1.298e-4 now). On the host, f32 graphs
+// f32, 5.439e-7 under noise on results alone, 6.102e-3 with the running
+// sums; the graph in f64 6.794e-12), a reduction's all of one sign under
+// the draws once an op (grad seed 99 at max dim 256: a sum of 39600 terms,
+// half of them one constant, 1.019e-4 off in f32, 6.856e-6 under the
+// random size, 1.298e-4 now). On the host, f32 graphs
 // take the reference's noise alone as their yardstick (4 times it; the
 // host's step is the one tested): train seed 750182 at max dim 128 has an
 // AdamW update of a gradient that is 0 but for rounding (3.9e-13 in

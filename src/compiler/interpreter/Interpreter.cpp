@@ -106,35 +106,37 @@ double symmetricDraw(std::uint64_t seed, uint32_t stream, uint64_t index) {
 /// Coherent: the partial sums' roundings all of one sign, u sum_k |S_k|
 /// (u n / 2 times a sum of n terms of one sign), as when the terms are
 /// the same value over and over and so round alike: RoundingNoise's
-/// perOp draws take this size, its draws per element the random one.
+/// perOp draws take this size for reductions, products and scatter-adds,
+/// its draws per element the random one (SumRounding keeps the random one).
 /// (Graph seed 99 at max dim 256: a sum of 39600 terms, about 20000 of
 /// them one constant and the rest 0, 1.019e-4 off in f32, 6.856e-6 at
 /// most under 16 draws of the random size; in f64 3.44e-13, 3100 times
 /// f64's roundoff, where sqrt(n / 3) is 115.)
+///
+/// The spreads are kept only where asked for (`tracked`): the exact
+/// reference, every test's oracle, adds its terms and nothing else.
 enum class Spread { random, coherent };
 struct RunningSum {
+  bool tracked = false;
   double value = 0, squares = 0, magnitudes = 0;
   void add(double term) {
     value += term;
-    squares += value * value;
-    magnitudes += std::abs(value);
+    if (tracked) {
+      squares += value * value;
+      magnitudes += std::abs(value);
+    }
   }
   double spread(Spread kind) const { return kind == Spread::random ? std::sqrt(squares) : magnitudes; }
-};
-
-/// A running sum's spread accumulated in a slot per result: after each
-/// partial sum `acc`, grow(slot, acc); then done(slot).
-struct SpreadSlots {
-  Spread kind;
-  void grow(double &slot, double acc) const { slot += kind == Spread::random ? acc * acc : std::abs(acc); }
-  double done(double slot) const { return kind == Spread::random ? std::sqrt(slot) : slot; }
 };
 
 /// RoundingNoise on the sums inside a composite op (a LayerNorm's mean,
 /// variance and gradient sums, a softmax's or cross-entropy's sum of
 /// exponentials): each moved by up to relative times its spread, drawn per
 /// row and sum (one draw per sum for all rows if perOp) from another
-/// stream than the op's results'. Null: the exact sum.
+/// stream than the op's results'. Null: the exact sum. The random spread
+/// under perOp too: with the coherent one, graph seed 1070029 (a LayerNorm
+/// over one row of 40656, below) moved by 1.064 of its size, its bound
+/// passed 0.25 and it was skipped instead of checked.
 struct SumRounding {
   double relative = 0;
   std::uint64_t seed = 0;
@@ -143,8 +145,7 @@ struct SumRounding {
   static constexpr std::uint64_t kSalt = 0x9e3779b97f4a7c15ull;
   double operator()(const RunningSum &s, uint64_t row, uint32_t which) const {
     const uint64_t index = perOp ? uint64_t(which) : (row << 3 | which);
-    return s.value + relative * s.spread(perOp ? Spread::coherent : Spread::random) *
-                         symmetricDraw(seed ^ kSalt, position, index);
+    return s.value + relative * s.spread(Spread::random) * symmetricDraw(seed ^ kSalt, position, index);
   }
 };
 
@@ -174,7 +175,7 @@ NDArray matmul(MatmulOp op, const NDArray &a, const NDArray &b, NDArray *spreads
     double *out = r.data.data() + batch * m * n;
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
-        RunningSum acc;
+        RunningSum acc{spreads != nullptr};
         for (int64_t p = 0; p < k; ++p)
           acc.add(x[i * ai + p * ap] * y[p * bp + j * bj]);
         out[i * n + j] = acc.value;
@@ -220,8 +221,7 @@ enum class ReduceKind { sum, mean, max };
 NDArray reduce(Operation *op, ArrayRef<int64_t> axes, ReduceKind kind,
                const NDArray &x, NDArray *spreads = nullptr, Spread spreadKind = Spread::random) {
   NDArray r = withShape(op->getResult(0).getType());
-  const SpreadSlots slots{spreadKind};
-  std::vector<double> grown(spreads ? r.data.size() : 0, 0.0);
+  std::vector<RunningSum> partial(spreads ? r.data.size() : 0, RunningSum{true});
   double init = kind == ReduceKind::max ? -std::numeric_limits<double>::infinity() : 0.0;
   std::fill(r.data.begin(), r.data.end(), init);
   bool keep = r.shape.size() == x.shape.size();
@@ -243,15 +243,15 @@ NDArray reduce(Operation *op, ArrayRef<int64_t> axes, ReduceKind kind,
     double &acc = r.data[off];
     acc = kind == ReduceKind::max ? (std::isnan(v) || v > acc ? v : acc) : acc + v;
     if (spreads)
-      slots.grow(grown[off], acc);
+      partial[off].add(v);
   });
   if (kind == ReduceKind::mean)
     for (double &v : r.data)
       v /= static_cast<double>(n);
   if (spreads) {
     *spreads = r;
-    for (size_t i = 0; i < grown.size(); ++i)
-      spreads->data[i] = slots.done(grown[i]) / (kind == ReduceKind::mean ? static_cast<double>(n) : 1.0);
+    for (size_t i = 0; i < partial.size(); ++i)
+      spreads->data[i] = partial[i].spread(spreadKind) / (kind == ReduceKind::mean ? static_cast<double>(n) : 1.0);
   }
   return r;
 }
@@ -270,7 +270,7 @@ NDArray softmaxAlong(const NDArray &x, int64_t axis, bool logarithm, const SumRo
     double m = -std::numeric_limits<double>::infinity();
     for (int64_t i = 0; i < len; ++i)
       m = std::max(m, x.data[base + i * step]);
-    RunningSum sum;
+    RunningSum sum{rounding != nullptr};
     for (int64_t i = 0; i < len; ++i)
       sum.add(std::exp(x.data[base + i * step] - m));
     const double s = rounded(rounding, sum, row++, 0);
@@ -433,7 +433,7 @@ template <typename F> void forEachNormRow(const NDArray &x, double eps, const Su
   int64_t d = x.shape.back(), rows = count(x.shape) / std::max<int64_t>(1, d);
   for (int64_t r = 0; r < rows; ++r) {
     const double *row = x.data.data() + r * d;
-    RunningSum sum, squares;
+    RunningSum sum{rounding != nullptr}, squares{rounding != nullptr};
     for (int64_t c = 0; c < d; ++c)
       sum.add(row[c]);
     const double mean = rounded(rounding, sum, r, 0) / double(d);
@@ -463,7 +463,7 @@ NDArray layerNormGrad(const NDArray &x, const NDArray &gamma, const NDArray &g, 
   NDArray r = x;
   int64_t d = x.shape.back();
   forEachNormRow(x, eps, rounding, [&](int64_t row, int64_t base, double mean, double rstd) {
-    RunningSum sums[2];
+    RunningSum sums[2] = {{rounding != nullptr}, {rounding != nullptr}};
     for (int64_t c = 0; c < d; ++c) {
       double gc = g.data[base + c] * gamma.data[c];
       sums[0].add(gc);
@@ -526,25 +526,24 @@ NDArray gather(GatherOp op, const NDArray &table, const NDArray &indices) {
 /// added in order.
 NDArray scatterAdd(ScatterAddOp op, const NDArray &indices, const NDArray &updates, NDArray *spreads = nullptr,
                    Spread kind = Spread::random) {
-  const SpreadSlots slots{kind};
   NDArray r = withShape(op.getType());
   int64_t rows = r.shape[0], width = r.shape[1];
-  if (spreads)
-    *spreads = r;
+  std::vector<RunningSum> partial(spreads ? r.data.size() : 0, RunningSum{true});
   for (size_t n = 0; n < indices.data.size(); ++n) {
     if (!validRow(indices.data[n], rows))
       continue;
     auto row = static_cast<int64_t>(indices.data[n]);
     for (int64_t d = 0; d < width; ++d) {
-      double &acc = r.data[row * width + d];
-      acc += updates.data[n * width + d];
+      r.data[row * width + d] += updates.data[n * width + d];
       if (spreads)
-        slots.grow(spreads->data[row * width + d], acc);
+        partial[row * width + d].add(updates.data[n * width + d]);
     }
   }
-  if (spreads)
-    for (double &v : spreads->data)
-      v = slots.done(v);
+  if (spreads) {
+    *spreads = r;
+    for (size_t i = 0; i < partial.size(); ++i)
+      spreads->data[i] = partial[i].spread(kind);
+  }
   return r;
 }
 
@@ -574,7 +573,7 @@ NDArray crossEntropy(Type resultType, const NDArray &logits, const NDArray &labe
     double max = -std::numeric_limits<double>::infinity();
     for (int64_t c = 0; c < classes; ++c)
       max = std::max(max, x[c]);
-    RunningSum exponentials;
+    RunningSum exponentials{rounding != nullptr};
     for (int64_t c = 0; c < classes; ++c)
       exponentials.add(std::exp(x[c] - max));
     const double sum = rounded(rounding, exponentials, row, 0);

@@ -53,9 +53,10 @@ struct NDArray {
 /// computations round identically: a sum of many elements that are 0 but
 /// for the same rounding (a broadcast's gradient over identical log-softmax
 /// columns) grows with their count, not its square root. One draw an op
-/// moves them together, as that rounding does; and a running sum's
-/// roundings then count all of one sign, sum_k |S_k| (a sum of one value
-/// repeated rounds alike at every step: n / 2 times the sum for n terms).
+/// moves them together, as that rounding does; and a reduction's,
+/// product's or scatter-add's running sum's roundings then count all of one
+/// sign, sum_k |S_k| (a sum of one value repeated rounds alike at every
+/// step: n / 2 times the sum for n terms).
 struct RoundingNoise {
   double relative = 0;
   std::uint64_t seed = 0;
