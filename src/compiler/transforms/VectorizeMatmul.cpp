@@ -297,6 +297,25 @@ void buildMicrokernel(OpBuilder &b, Location l, const MatmulOperands &m, ValueRa
       });
 }
 
+/// Row kk of panel `panel`: `vectors` vectors of the row-major rhs row k
+/// from column j0 on, the last under `lastMask` (zeros past it) if given.
+void packRhsRowVectors(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange batch, Value k, Value j0,
+                       Value kk, Value packed, Value panel, VectorType vecType, int64_t vectors,
+                       Value lastMask = {}) {
+  int64_t width = vecType.getNumElements();
+  for (int64_t c = 0; c < vectors; ++c) {
+    SmallVector<Value> src(batch.begin(), batch.end());
+    src.push_back(k);
+    src.push_back(b.create<arith::AddIOp>(l, j0, index(b, l, c * width)));
+    Value v = lastMask && c == vectors - 1
+                  ? b.create<vector::MaskedLoadOp>(l, vecType, m.rhs, src, lastMask,
+                                                   b.create<arith::ConstantOp>(l, vecType, b.getZeroAttr(vecType)))
+                        .getResult()
+                  : b.create<vector::LoadOp>(l, vecType, m.rhs, src).getResult();
+    b.create<vector::StoreOp>(l, v, packed, ValueRange{panel, kk, index(b, l, c * width)});
+  }
+}
+
 /// Copies rhs rows [k0, k0 + klen) of the block's columns [n0, nv) into
 /// `packed` ([panels, kc, NR]), one contiguous kc x NR micro-panel per NR
 /// columns: the row tiles then stream them from L2 in order, where the rhs
@@ -369,14 +388,8 @@ void buildPackRhs(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange 
         jb.create<scf::ForOp>(
             jl, index(jb, jl, 0), klen, index(jb, jl, 1), ValueRange{},
             [&](OpBuilder &kb, Location kl, Value kk, ValueRange) {
-              Value k = kb.create<arith::AddIOp>(kl, k0, kk);
-              for (int64_t c = 0; c < cols; ++c) {
-                SmallVector<Value> src(batch.begin(), batch.end());
-                src.push_back(k);
-                src.push_back(kb.create<arith::AddIOp>(kl, j0, index(kb, kl, c * width)));
-                Value v = kb.create<vector::LoadOp>(kl, vecType, m.rhs, src);
-                kb.create<vector::StoreOp>(kl, v, packed, ValueRange{panel, kk, index(kb, kl, c * width)});
-              }
+              packRhsRowVectors(kb, kl, m, batch, kb.create<arith::AddIOp>(kl, k0, kk), j0, kk, packed, panel,
+                                vecType, cols);
               kb.create<scf::YieldOp>(kl);
             });
         jb.create<scf::YieldOp>(jl);
@@ -386,19 +399,14 @@ void buildPackRhs(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange 
 /// The column edge's panel: rhs rows [k0, k0 + klen) of columns [j0, j0 +
 /// rem) (rem = N % NR, j0 the last whole panel's end) into panel `panel` of
 /// `packed`, as ceil(rem / width) vectors a row, zeros past column N (the
-/// last vector's lanes loaded under a constant mask; a transposed rhs's
+/// last vector's lanes loaded under `lastMask`, if rem is not whole vectors; a transposed rhs's
 /// columns element by element), so the edge runs the microkernel too, its
 /// last vector masked where the result is read and written. (Through the
-/// generic loops it took longer than the rest: 1000x300x256 at 77.0
-/// GFLOP/s against 1008x320x256 at 181.7 on an AMD EPYC.)
+/// generic loops it took longer than the rest: 1000x300x256 at 73.4-83.7
+/// GFLOP/s against 1008x320x256 at 181.7 on an AMD EPYC, matmul_bench.)
 void buildPackRhsEdge(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange batch, Value j0, Value k0,
-                      Value klen, Value packed, Value panel, VectorType vecType, int64_t rem) {
-  int64_t width = vecType.getNumElements(), vectors = (rem + width - 1) / width, lanes = rem % width;
-  Value zero = b.create<arith::ConstantOp>(l, vecType, b.getZeroAttr(vecType));
-  Value mask = lanes ? b.create<vector::ConstantMaskOp>(l, VectorType::get({width}, b.getI1Type()),
-                                                        b.getI64ArrayAttr({lanes}))
-                           .getResult()
-                     : Value();
+                      Value klen, Value packed, Value panel, VectorType vecType, int64_t rem, Value lastMask) {
+  int64_t width = vecType.getNumElements(), vectors = (rem + width - 1) / width;
   b.create<scf::ForOp>(
       l, index(b, l, 0), klen, index(b, l, 1), ValueRange{}, [&](OpBuilder &kb, Location kl, Value kk, ValueRange) {
         Value k = kb.create<arith::AddIOp>(kl, k0, kk);
@@ -417,13 +425,7 @@ void buildPackRhsEdge(OpBuilder &b, Location l, const MatmulOperands &m, ValueRa
             kb.create<memref::StoreOp>(kl, v, packed, ValueRange{panel, kk, index(kb, kl, c)});
           }
         } else {
-          for (int64_t c = 0; c < vectors; ++c) {
-            auto at = src(kb.create<arith::AddIOp>(kl, j0, index(kb, kl, c * width)));
-            Value v = mask && c == vectors - 1
-                          ? kb.create<vector::MaskedLoadOp>(kl, vecType, m.rhs, at, mask, zero).getResult()
-                          : kb.create<vector::LoadOp>(kl, vecType, m.rhs, at).getResult();
-            kb.create<vector::StoreOp>(kl, v, packed, ValueRange{panel, kk, index(kb, kl, c * width)});
-          }
+          packRhsRowVectors(kb, kl, m, batch, k, j0, kk, packed, panel, vecType, vectors, lastMask);
         }
         kb.create<scf::YieldOp>(kl);
       });
@@ -689,8 +691,8 @@ namespace {
 /// (a zero fill by starting its accumulators at zero), and the fill goes.
 ///
 /// `epilogue`, if not null, is the elementwise op after the matmul that is
-/// applied to the register tiles on their last slab (and to the column
-/// edge after its generic); it goes too.
+/// applied to the register tiles on their last slab (the column edge's
+/// masked); it goes too.
 void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<int64_t> tile,
              int64_t tileRows, int64_t nr, int64_t kc, int64_t lhsRows, int64_t width, linalg::FillOp fill,
              linalg::GenericOp epilogue) {
@@ -784,7 +786,7 @@ void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<i
                     edgeMask = pb.create<vector::ConstantMaskOp>(pl, VectorType::get({width}, pb.getI1Type()),
                                                                  pb.getI64ArrayAttr({edgeLanes}));
                   pb.create<scf::IfOp>(pl, hasEdgeCols, [&](OpBuilder &eb, Location el) {
-                    buildPackRhsEdge(eb, el, m, batch, nv, k0, klen, packed, edgePanel, vecType, edgeCols);
+                    buildPackRhsEdge(eb, el, m, batch, nv, k0, klen, packed, edgePanel, vecType, edgeCols, edgeMask);
                     eb.create<scf::YieldOp>(el);
                   });
                 }
