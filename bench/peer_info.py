@@ -18,12 +18,24 @@ def openblas_core():
     return ""
 
 
+def allocator():
+    """", allocator <name> (<path>)" for a malloc this process mapped (tcmalloc,
+    jemalloc, mimalloc: preloaded), else ", allocator glibc malloc"."""
+    with open("/proc/self/maps") as f:
+        for line in f:
+            path = line.split()[-1] if len(line.split()) > 5 else ""
+            for name in ("tcmalloc", "jemalloc", "mimalloc"):
+                if name in path:
+                    return f", allocator {name} ({path})"
+    return ", allocator glibc malloc"
+
+
 def torch_loaded(torch):
     config = torch.__config__.show()
     blas = "MKL" if "BLAS_INFO=mkl" in config else "OpenBLAS" if "open" in config.lower() else "?"
     capability = next((l.split(":", 1)[1].strip() for l in config.splitlines() if "CPU capability" in l), "?")
     core = openblas_core() if blas == "OpenBLAS" else ""
-    return f"torch {torch.__version__}, BLAS {blas}, CPU kernels {capability}, {torch.get_num_threads()} threads{core}"
+    return f"torch {torch.__version__}, BLAS {blas}, CPU kernels {capability}, {torch.get_num_threads()} threads{core}{allocator()}"
 
 
 def numpy_loaded(np):
