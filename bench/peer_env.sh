@@ -3,7 +3,9 @@
 #
 #   torch2    PyTorch 2.x from PyPI (MKL) in a virtual environment made here
 #             ($NOVA_BENCH_VENV, default ~/.cache/nova-bench/torch2;
-#             pip install torch==$NOVA_BENCH_TORCH numpy)
+#             pip install torch==$NOVA_BENCH_TORCH numpy), tcmalloc
+#             preloaded, and on AMD CPUs MKL's vendor check answered "Intel"
+#             (below)
 #   debian    Debian's /usr/bin/python3 (python3-torch 1.13, python3-numpy) on
 #             OpenBLAS-on-OpenMP (libopenblas0-openmp first on
 #             LD_LIBRARY_PATH), tcmalloc preloaded, OPENBLAS_CORETYPE = the
@@ -16,6 +18,10 @@ torch_version=${NOVA_BENCH_TORCH:-2.5.1}
 
 peer_setup() { # [torch2] [debian]: make what the named peers need
   local need_debs=() p
+  if [[ " $* " == *" torch2 "* ]]; then
+    dpkg-query -W -f='${Status}' libgoogle-perftools4 2>/dev/null | grep -q "install ok installed" ||
+      need_debs+=(libgoogle-perftools4)
+  fi
   if [[ " $* " == *" debian "* ]]; then
     for p in python3-torch python3-numpy libopenblas0-openmp libgoogle-perftools4; do
       dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need_debs+=("$p")
@@ -42,7 +48,25 @@ elif grep -qw avx512f /proc/cpuinfo; then coretype=SkylakeX
 elif grep -qw avx2 /proc/cpuinfo; then coretype=Haswell
 fi
 
-run_torch2() { "$venv/bin/python" "$@"; }
+# MKL picks its kernels by CPU vendor: on AMD it runs generic code paths
+# (PyPI's MKL 2024.0 on a 2-core Zen 4 here: 106-122 GFLOP/s at 2048 x 1024
+# x 256 where it ran 155-205 told the CPU is Intel's, 3 runs each, and the
+# small GPT step 5151-5723 tokens/s where it ran 5951-6623). Its internal
+# mkl_serv_intel_cpu_true is answered by a preloaded one-line library, built
+# here; peer_info.py says when it is loaded.
+mkl_vendor_shim=
+if grep -q AuthenticAMD /proc/cpuinfo; then
+  mkl_vendor_shim=$(dirname "$venv")/mkl-intel-cpu.so
+  if [ ! -f "$mkl_vendor_shim" ]; then
+    mkdir -p "$(dirname "$venv")"
+    echo 'int mkl_serv_intel_cpu_true(void) { return 1; }' |
+      cc -shared -fPIC -O2 -x c - -o "$mkl_vendor_shim" || mkl_vendor_shim=
+  fi
+fi
+run_torch2() {
+  LD_PRELOAD="/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4${mkl_vendor_shim:+ $mkl_vendor_shim}" \
+    "$venv/bin/python" "$@"
+}
 # Debian's torch 1.13 runs its own (ATen) kernels at AVX2 unless told the
 # CPU has more: ATEN_CPU_CAPABILITY=avx512 where it does (its cross-entropy
 # at 2048 x 8192 took 62.8 ms with AVX2 and 30.5 ms with AVX-512 here, one

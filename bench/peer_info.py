@@ -30,11 +30,21 @@ def allocator():
     return ", allocator glibc malloc"
 
 
+def mkl_vendor():
+    """", MKL told the CPU is Intel's (<path>)" where peer_env.sh preloaded its
+    answer to MKL's vendor check (AMD CPUs), else ""."""
+    with open("/proc/self/maps") as f:
+        for line in f:
+            if "mkl-intel-cpu" in line:
+                return f", MKL told the CPU is Intel's ({line.split()[-1]})"
+    return ""
+
+
 def torch_loaded(torch):
     config = torch.__config__.show()
     blas = "MKL" if "BLAS_INFO=mkl" in config else "OpenBLAS" if "open" in config.lower() else "?"
     capability = next((l.split(":", 1)[1].strip() for l in config.splitlines() if "CPU capability" in l), "?")
-    core = openblas_core() if blas == "OpenBLAS" else ""
+    core = openblas_core() if blas == "OpenBLAS" else mkl_vendor()
     return f"torch {torch.__version__}, BLAS {blas}, CPU kernels {capability}, {torch.get_num_threads()} threads{core}{allocator()}"
 
 

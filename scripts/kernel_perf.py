@@ -15,10 +15,15 @@ the instructions they hold (objdump), to tell a microkernel from a packing
 loop or an epilogue; with --loops, its samples by innermost loop instead
 (each backward branch's range [target, branch] of the disassembled kernel,
 a sample counted in the smallest one holding it), with each loop's length
-and instruction mix: where a kernel of many loops (attention) spends its time.
+and instruction mix: where a kernel of many loops (attention) spends its time;
+with --annotate LO:HI, each instruction of that range with its samples
+(perf's cpu-clock samples skid: a stalled instruction's samples land on the
+ones after it, so a load that waits on memory shows as a hot instruction
+right after the load).
 
   scripts/kernel_perf.py --kernel nova_k46 -- build/bench/gpt_step small 10
   scripts/kernel_perf.py --loops --kernel nova_k64 -- build/bench/gpt_step small 10
+  scripts/kernel_perf.py --annotate 0xd6b0:0xd959 --kernel nova_k46 -- build/bench/gpt_step small 10
 """
 import argparse
 import bisect
@@ -90,6 +95,8 @@ def main():
     ap.add_argument("--kernel", action="append", default=[], help="a kernel whose hot ranges to show")
     ap.add_argument("--freq", type=int, default=4000, help="samples a second (default 4000)")
     ap.add_argument("--loops", action="store_true", help="each --kernel's samples by innermost loop")
+    ap.add_argument("--annotate", metavar="LO:HI", help="instead: each instruction in this address range (hex, as --loops "
+                    "prints them) of each --kernel, with its share of all samples")
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     args = ap.parse_args()
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
@@ -140,6 +147,17 @@ def main():
             ranges = per_range.get(name)
             if not ranges:
                 print(f"{name}: no samples")
+                continue
+            if args.annotate:
+                lo, hi = (int(x, 16) for x in args.annotate.split(":"))
+                print(f"{name}: {lo:#x}-{hi:#x}, share of all samples by instruction")
+                dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", f"--start-address={lo:#x}",
+                                      f"--stop-address={hi + 1:#x}", so], capture_output=True, text=True).stdout
+                for l in dis.splitlines():
+                    head = l.split("\t")[0]
+                    if l.count("\t") >= 1 and ":" in head:
+                        addr = int(head.strip().rstrip(":"), 16)
+                        print(f"  {per_addr[name].get(addr, 0.0):6.2f}%  {l.strip()}")
                 continue
             if args.loops:
                 i = [s[1] for s in syms].index(name)
