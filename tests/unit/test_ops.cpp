@@ -106,11 +106,13 @@ TEST_CASE("matmul with a transposed lhs computed by elementwise ops: fused into 
   // (one and two producer inputs, a reshape between, edge rows, column
   // remainder, batched, a broadcast scalar, and 2401 rows, whose blocks'
   // slabs are over L2: packed a run of row tiles at a time, the last run
-  // short); each against the interpreter.
+  // short; 448 columns, whose slab takes more than half of a 1 MiB L2: one
+  // column block, the rows split between the cores); each against the
+  // interpreter.
   struct Case { Shape a, b; };
   const std::vector<Case> cases = {
       {{8, 6}, {8, 64}},   {{32, 64}, {32, 48}},  {{33, 60}, {33, 64}}, {{70, 100}, {70, 50}},
-      {{2, 9, 14}, {2, 9, 35}}, {{256, 64}, {256, 128}}, {{600, 2401}, {600, 70}},
+      {{2, 9, 14}, {2, 9, 35}}, {{256, 64}, {256, 128}}, {{600, 2401}, {600, 70}}, {{600, 300}, {600, 448}},
   };
   for (const auto& c : cases) {
     for (DType dt : {DType::f32, DType::f64}) {
@@ -139,11 +141,12 @@ TEST_CASE("matmul with a transposed lhs computed by elementwise ops: fused into 
 TEST_CASE("matmul with a row-major lhs computed by elementwise ops: packed with the producer applied") {
   // The forward GELU before the MLP's second matmul: the register kernel
   // packs the lhs rows, computing the producer on k-vectors (K not a
-  // multiple of the vector, edge rows, column remainder, batched, reshaped).
+  // multiple of the vector, edge rows, column remainder, batched, reshaped;
+  // 448 columns in one column block, as in the transposed test above).
   struct Case { Shape a, b; };
   const std::vector<Case> cases = {
       {{6, 8}, {8, 64}}, {{32, 64}, {64, 48}}, {{33, 61}, {61, 64}}, {{70, 100}, {100, 50}},
-      {{2, 9, 14}, {2, 14, 35}}, {{256, 96}, {96, 128}},
+      {{2, 9, 14}, {2, 14, 35}}, {{256, 96}, {96, 128}}, {{300, 600}, {600, 448}},
   };
   for (const auto& c : cases) {
     for (DType dt : {DType::f32, DType::f64}) {

@@ -1,5 +1,6 @@
 // RUN: nova-opt %s -nova-configure-kernels="vector-bits=512 cores=2" -verify-each | FileCheck %s
 // RUN: nova-opt %s -nova-configure-kernels="vector-bits=256 vector-registers=16 cores=1" -verify-each | FileCheck %s --check-prefix=ONE
+// RUN: nova-opt %s -nova-configure-kernels="vector-bits=512 cores=2 l1d-bytes=32768 l2-bytes=1048576" -verify-each | FileCheck %s --check-prefix=ZEN
 
 // A 2048x768 elementwise op (2^20 points) on 2 cores: 8 workgroups of 256 rows.
 // CHECK-LABEL: func.func @big_elementwise
@@ -29,6 +30,14 @@
 // 2 MiB L2, all 768 columns would not.
 // ONE-LABEL: func.func @matmul
 // ONE-SAME: #nova.lowering_config<matmul, workgroups = 2, tile = [2048, 384], cache_tile = [256], register_tile = [4, 24]>
+// A lhs computed while packed (here tanh(a)) is computed again for every
+// column block, so its columns take one block where their packed slab fits
+// three quarters of L2. The medium GPT's MLP down projection on a 1 MiB L2
+// (ZEN): kc 336 x 512 columns is 672 KiB, above half (the budget of a
+// packed lhs, which would make 2 blocks of 256), below three quarters: the
+// rows split between the cores instead; 7 equal slabs of 296.
+// ZEN-LABEL: func.func @prologue_matmul
+// ZEN-SAME: #nova.lowering_config<matmul, workgroups = 2, tile = [1026, 512], cache_tile = [296], register_tile = [6, 64]>
 // Attention: one workgroup per (batch, head), 16 x 4 = 64. hd = 64 in 16
 // lanes is 4 vectors; rows x cv accumulators with cv rhs vectors and a
 // broadcast in 32 registers, the most FMAs per load: 6 rows x 4 vectors.
@@ -103,6 +112,18 @@ module {
           ins(%a, %b : memref<2048x256xf32>, memref<256x768xf32>) outs(%c : memref<2048x768xf32>) attrs = {nova.kernel = "matmul"} {
       ^bb0(%x: f32, %y: f32, %acc: f32):
         %p = arith.mulf %x, %y : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      }
+      return
+    }
+    func.func @prologue_matmul(%wg: index, %a: memref<2048x2048xf32>, %b: memref<2048x512xf32>, %c: memref<2048x512xf32>) {
+      linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
+                      iterator_types = ["parallel", "reduction", "parallel"]}
+          ins(%a, %b : memref<2048x2048xf32>, memref<2048x512xf32>) outs(%c : memref<2048x512xf32>) attrs = {nova.kernel = "matmul"} {
+      ^bb0(%x: f32, %y: f32, %acc: f32):
+        %t = math.tanh %x : f32
+        %p = arith.mulf %t, %y : f32
         %s = arith.addf %acc, %p : f32
         linalg.yield %s : f32
       }
