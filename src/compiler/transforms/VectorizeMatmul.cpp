@@ -165,6 +165,24 @@ using namespace mlir::nova::matmul;
 
 namespace {
 
+/// Whether an epilogue is heavy enough to run as a loop over the tile's
+/// vectors (buildMicrokernel's `epilogueScratch`): a math op or more than 8
+/// ops. Unrolled beside the tile's live accumulators (24 of 32 registers on
+/// AVX-512), its constants found no registers and were reloaded by a
+/// broadcast at each use: the GELU gradient of the MLP backward's dy W2^T,
+/// 1135 instructions for a 6 x 64 tile, 207 of them broadcasts; as a loop
+/// its share of that kernel's perf samples fell to 0.145-0.171 of the
+/// microkernel's from 0.187-0.209 (the small GPT step, 3 runs each).
+bool rollsEpilogue(linalg::GenericOp epilogue) {
+  int64_t ops = 0;
+  for (Operation &op : epilogue.getRegion().front().without_terminator()) {
+    if (isa<math::MathDialect>(op.getDialect()))
+      return true;
+    ++ops;
+  }
+  return ops > 8;
+}
+
 /// The MR x NR microkernel at rows [i0, i0 + MR), columns [j0, j0 + NR),
 /// accumulating the products over k in [k0, k0 + klen) into the result. The
 /// rhs rows come from panel `panel` of `packed` ([panels, kc, NR]: row kk is
@@ -179,7 +197,9 @@ namespace {
 /// was zero-filled: the fill itself is not done).
 ///
 /// `epilogue` (may be null): on the last slab (`isLast`), the register
-/// tiles go through it into its output instead of into the result.
+/// tiles go through it into its output instead of into the result; with
+/// `epilogueScratch` ([MR, NR / lanes, lanes], a heavy epilogue:
+/// rollsEpilogue), by way of it, a vector at a time in a loop.
 ///
 /// `lastMask` (may be null): the tile's last vector column is the result's
 /// column edge, its lanes past N masked off wherever the result (or the
@@ -189,7 +209,7 @@ void buildMicrokernel(OpBuilder &b, Location l, const MatmulOperands &m, ValueRa
                       Value i0, Value j0, Value k0, Value klen, Value packed, Value panel,
                       Value packedLhs, Value slot, VectorType vecType, int64_t tileRows,
                       int64_t cols, Value fromZero, linalg::GenericOp epilogue, Value isLast,
-                      Value lastMask = {}) {
+                      Value epilogueScratch, Value lastMask = {}) {
   int64_t width = vecType.getNumElements();
   auto at = [&](ValueRange tail) {
     SmallVector<Value> idx(batch.begin(), batch.end());
@@ -275,20 +295,46 @@ void buildMicrokernel(OpBuilder &b, Location l, const MatmulOperands &m, ValueRa
     storeAll(b, l);
     return;
   }
-  if (isTrue(isLast)) {
+  // The tile through the epilogue: vector by vector, unrolled; or, with
+  // `epilogueScratch` (a heavy epilogue, rollsEpilogue) and no masked
+  // column, the accumulators stored to it first and a loop applying the
+  // epilogue to one vector at a time, its constants then kept in registers.
+  auto throughEpilogue = [&](OpBuilder &eb, Location el) {
+    if (!epilogueScratch || lastMask) {
+      for (int64_t r = 0; r < tileRows; ++r)
+        for (int64_t c = 0; c < cols; ++c)
+          storeThroughEpilogue(eb, el, epilogue, m.out, batch, rows[r], colStarts[c],
+                               kLoop.getResult(r * cols + c), width, maskOf(c));
+      return;
+    }
     for (int64_t r = 0; r < tileRows; ++r)
       for (int64_t c = 0; c < cols; ++c)
-        storeThroughEpilogue(b, l, epilogue, m.out, batch, rows[r], colStarts[c], kLoop.getResult(r * cols + c),
-                             width, maskOf(c));
+        eb.create<vector::StoreOp>(el, kLoop.getResult(r * cols + c), epilogueScratch,
+                                   ValueRange{index(eb, el, r), index(eb, el, c), index(eb, el, 0)});
+    eb.create<scf::ForOp>(
+        el, index(eb, el, 0), index(eb, el, tileRows), index(eb, el, 1), ValueRange{},
+        [&](OpBuilder &rb, Location rl, Value r, ValueRange) {
+          rb.create<scf::ForOp>(
+              rl, index(rb, rl, 0), index(rb, rl, cols), index(rb, rl, 1), ValueRange{},
+              [&](OpBuilder &cb, Location cl, Value c, ValueRange) {
+                Value acc =
+                    cb.create<vector::LoadOp>(cl, vecType, epilogueScratch, ValueRange{r, c, index(cb, cl, 0)});
+                Value col = cb.create<arith::AddIOp>(cl, j0, cb.create<arith::MulIOp>(cl, c, index(cb, cl, width)));
+                storeThroughEpilogue(cb, cl, epilogue, m.out, batch, cb.create<arith::AddIOp>(cl, i0, r), col, acc,
+                                     width);
+                cb.create<scf::YieldOp>(cl);
+              });
+          rb.create<scf::YieldOp>(rl);
+        });
+  };
+  if (isTrue(isLast)) {
+    throughEpilogue(b, l);
     return;
   }
   b.create<scf::IfOp>(
       l, isLast,
       [&](OpBuilder &eb, Location el) {
-        for (int64_t r = 0; r < tileRows; ++r)
-          for (int64_t c = 0; c < cols; ++c)
-            storeThroughEpilogue(eb, el, epilogue, m.out, batch, rows[r], colStarts[c],
-                                 kLoop.getResult(r * cols + c), width, maskOf(c));
+        throughEpilogue(eb, el);
         eb.create<scf::YieldOp>(el);
       },
       [&](OpBuilder &sb, Location sl) {
@@ -763,6 +809,10 @@ void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<i
     OpBuilder entry = OpBuilder::atBlockBegin(&func.getBody().front());
     Value packed = entry.create<memref::AllocaOp>(
         loc, MemRefType::get({panels, kc, nr}, elem), ValueRange{}, entry.getI64IntegerAttr(64));
+    Value epilogueScratch;
+    if (epilogue && rollsEpilogue(epilogue))
+      epilogueScratch = entry.create<memref::AllocaOp>(loc, MemRefType::get({tileRows, nr / width, width}, elem),
+                                                       ValueRange{}, entry.getI64IntegerAttr(64));
     Value packedLhs;
     // A packed lhs is packed `packRows` rows at a time, just before the row
     // tiles that read it: a transposed one `lhsRows` (the configurator's,
@@ -837,13 +887,14 @@ void rewrite(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<i
                           Value panel = jb.create<arith::DivUIOp>(
                               jl, jb.create<arith::SubIOp>(jl, j0, block.n0), index(jb, jl, nr));
                           buildMicrokernel(jb, jl, m, batch, i0, j0, k0, klen, packed, panel, packedLhs,
-                                           slot, vecType, rows, cols, fromZero, epilogue, isLast);
+                                           slot, vecType, rows, cols, fromZero, epilogue, isLast, epilogueScratch);
                           jb.create<scf::YieldOp>(jl);
                         });
                   if (edgeCols > 0)
                     ib.create<scf::IfOp>(il, hasEdgeCols, [&](OpBuilder &eb, Location el) {
                       buildMicrokernel(eb, el, m, batch, i0, nv, k0, klen, packed, edgePanel, packedLhs, slot,
-                                       vecType, rows, edgeVectors, fromZero, epilogue, isLast, edgeMask);
+                                       vecType, rows, edgeVectors, fromZero, epilogue, isLast, epilogueScratch,
+                                       edgeMask);
                       eb.create<scf::YieldOp>(el);
                     });
                 };

@@ -190,6 +190,43 @@ func.func @bias_epilogue(%a: memref<12x8xf32>, %b: memref<8x16xf32>, %bias: memr
 
 // -----
 
+// A heavy epilogue (a math op, or more than 8 ops: the MLP backward's GELU
+// gradient) runs as a loop over the tile's vectors: the accumulators are
+// stored to a [MR, NR / lanes, lanes] scratch, then each vector is loaded
+// and taken through the epilogue, its constants left in registers.
+// CHECK-LABEL: func @heavy_epilogue
+// CHECK-SAME: %[[Y:[^:]*]]: memref<12x16xf32>) {
+// CHECK: %[[S:.*]] = memref.alloca() {alignment = 64 : i64} : memref<6x2x4xf32>
+// CHECK: vector.fma
+// CHECK-COUNT-12: vector.store %{{.*}}, %[[S]]
+// CHECK: scf.for %[[R:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: scf.for %[[V:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: vector.load %[[S]][%[[R]], %[[V]], %{{.*}}] : memref<6x2x4xf32>, vector<4xf32>
+// CHECK: math.tanh
+// CHECK: vector.store %{{.*}}, %[[Y]]
+func.func @heavy_epilogue(%a: memref<12x8xf32>, %b: memref<8x16xf32>, %bias: memref<16xf32>,
+                          %c: memref<12x16xf32>, %y: memref<12x16xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %b : memref<12x8xf32>, memref<8x16xf32>) outs(%c : memref<12x16xf32>) attrs = {nova.kernel = "matmul"} {
+  ^bb0(%x: f32, %w: f32, %acc: f32):
+    %p = arith.mulf %x, %w : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(m, n) -> (m, n)>, affine_map<(m, n) -> (n)>, affine_map<(m, n) -> (m, n)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%c, %bias : memref<12x16xf32>, memref<16xf32>) outs(%y : memref<12x16xf32>) {
+  ^bb0(%v: f32, %bb: f32, %o: f32):
+    %t = math.tanh %v : f32
+    %r = arith.mulf %t, %bb : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// -----
+
 // A transposed rhs view (k unit-stride), K = 10: the packed panel is
 // filled from the view's columns (its transpose back, k contiguous), a
 // 4 x 4 block at a time: four columns' runs of k loaded as vectors,
