@@ -37,6 +37,12 @@ WorkgroupBlock blockOf(OpBuilder &b, Location loc, Value wg, const MatmulOperand
 /// epilogue's body on the accumulators, a prologue's while the lhs is packed.
 void vectorizeBody(OpBuilder &b, Location l, Block &body, IRMapping &map, Operation *stop, int64_t width);
 
+/// A vector of `type` loaded at `idx`, under `mask` (zeros in the lanes it
+/// turns off) where one is given: a column edge's last vector.
+Value loadVector(OpBuilder &b, Location l, VectorType type, Value memref, ValueRange idx, Value mask = {});
+/// `value` stored at `idx`, under `mask` where one is given.
+void storeVector(OpBuilder &b, Location l, Value value, Value memref, ValueRange idx, Value mask = {});
+
 /// A matmul's epilogue (MatmulKernel.h: isRegisterEpilogue), applied to
 /// one accumulator vector (row `row`, columns [col, col + width)) instead of
 /// storing it: the epilogue's body, vectorized, on the accumulator and its

@@ -92,6 +92,20 @@ void vectorizeBody(OpBuilder &b, Location l, Block &body, IRMapping &map, Operat
   }
 }
 
+Value loadVector(OpBuilder &b, Location l, VectorType type, Value memref, ValueRange idx, Value mask) {
+  if (!mask)
+    return b.create<vector::LoadOp>(l, type, memref, idx);
+  return b.create<vector::MaskedLoadOp>(l, type, memref, idx, mask,
+                                        b.create<arith::ConstantOp>(l, type, b.getZeroAttr(type)));
+}
+
+void storeVector(OpBuilder &b, Location l, Value value, Value memref, ValueRange idx, Value mask) {
+  if (mask)
+    b.create<vector::MaskedStoreOp>(l, memref, idx, mask, value);
+  else
+    b.create<vector::StoreOp>(l, value, memref, idx);
+}
+
 /// A matmul's epilogue (MatmulKernel.h: isRegisterEpilogue), applied to
 /// one accumulator vector (row `row`, columns [col, col + width)) instead of
 /// storing it: the epilogue's body, vectorized, on the accumulator and its
@@ -141,22 +155,14 @@ void storeThroughEpilogue(OpBuilder &b, Location l, linalg::GenericOp epi, Value
     }
     Type elem = cast<MemRefType>(operand.get().getType()).getElementType();
     bool alongColumns = m.getNumResults() > 0 && m.getResults().back().isFunctionOfDim(n);
-    Value v;
-    if (alongColumns && mask)
-      v = b.create<vector::MaskedLoadOp>(l, vectorOf(elem), operand.get(), idx, mask,
-                                         b.create<arith::ConstantOp>(l, b.getZeroAttr(vectorOf(elem))));
-    else if (alongColumns)
-      v = b.create<vector::LoadOp>(l, vectorOf(elem), operand.get(), idx);
-    else
-      v = b.create<vector::BroadcastOp>(l, vectorOf(elem), b.create<memref::LoadOp>(l, operand.get(), idx));
+    Value v = alongColumns ? loadVector(b, l, vectorOf(elem), operand.get(), idx, mask)
+                           : b.create<vector::BroadcastOp>(l, vectorOf(elem),
+                                                           b.create<memref::LoadOp>(l, operand.get(), idx));
     map.map(arg, v);
   }
   vectorizeBody(b, l, body, map, body.getTerminator(), width);
   Value yielded = map.lookup(body.getTerminator()->getOperand(0));
-  if (mask)
-    b.create<vector::MaskedStoreOp>(l, out, dims, mask, yielded);
-  else
-    b.create<vector::StoreOp>(l, yielded, out, dims);
+  storeVector(b, l, yielded, out, dims, mask);
 }
 
 } // namespace mlir::nova::matmul
@@ -229,12 +235,7 @@ void buildMicrokernel(OpBuilder &b, Location l, const MatmulOperands &m, ValueRa
     SmallVector<Value> acc;
     for (int64_t r = 0; r < tileRows; ++r)
       for (int64_t c = 0; c < cols; ++c)
-        acc.push_back(maskOf(c) ? ab.create<vector::MaskedLoadOp>(
-                                        al, vecType, m.out, at({rows[r], colStarts[c]}), maskOf(c),
-                                        ab.create<arith::ConstantOp>(al, vecType, ab.getZeroAttr(vecType)))
-                                        .getResult()
-                                  : ab.create<vector::LoadOp>(al, vecType, m.out, at({rows[r], colStarts[c]}))
-                                        .getResult());
+        acc.push_back(loadVector(ab, al, vecType, m.out, at({rows[r], colStarts[c]}), maskOf(c)));
     return acc;
   };
   // In one slab (K <= kc) both flags are constants: the branch not taken
@@ -283,13 +284,8 @@ void buildMicrokernel(OpBuilder &b, Location l, const MatmulOperands &m, ValueRa
       });
   auto storeAll = [&](OpBuilder &sb, Location sl) {
     for (int64_t r = 0; r < tileRows; ++r)
-      for (int64_t c = 0; c < cols; ++c) {
-        if (maskOf(c))
-          sb.create<vector::MaskedStoreOp>(sl, m.out, at({rows[r], colStarts[c]}), maskOf(c),
-                                           kLoop.getResult(r * cols + c));
-        else
-          sb.create<vector::StoreOp>(sl, kLoop.getResult(r * cols + c), m.out, at({rows[r], colStarts[c]}));
-      }
+      for (int64_t c = 0; c < cols; ++c)
+        storeVector(sb, sl, kLoop.getResult(r * cols + c), m.out, at({rows[r], colStarts[c]}), maskOf(c));
   };
   if (!epilogue) {
     storeAll(b, l);
@@ -353,11 +349,7 @@ void packRhsRowVectors(OpBuilder &b, Location l, const MatmulOperands &m, ValueR
     SmallVector<Value> src(batch.begin(), batch.end());
     src.push_back(k);
     src.push_back(b.create<arith::AddIOp>(l, j0, index(b, l, c * width)));
-    Value v = lastMask && c == vectors - 1
-                  ? b.create<vector::MaskedLoadOp>(l, vecType, m.rhs, src, lastMask,
-                                                   b.create<arith::ConstantOp>(l, vecType, b.getZeroAttr(vecType)))
-                        .getResult()
-                  : b.create<vector::LoadOp>(l, vecType, m.rhs, src).getResult();
+    Value v = loadVector(b, l, vecType, m.rhs, src, c == vectors - 1 ? lastMask : Value());
     b.create<vector::StoreOp>(l, v, packed, ValueRange{panel, kk, index(b, l, c * width)});
   }
 }
@@ -493,7 +485,7 @@ Value buildPrologue(OpBuilder &b, Location l, const MatmulOperands &m, ValueRang
 }
 
 /// Prefetches the `vectors` x `width` values from column i0 of the lhs's
-/// (transposed: [.., K, M]) row k + kPrefetchRows, in each input of its
+/// (transposed: [.., K, M]) row `ahead` (rowAhead), in each input of its
 /// fused producer, while row k's are computed. The producer (a GELU) takes
 /// long enough per vector for the lines to land; each row is a page apart
 /// in the GPT (4 KiB or more), where the hardware prefetchers stop. (The
@@ -502,12 +494,14 @@ Value buildPrologue(OpBuilder &b, Location l, const MatmulOperands &m, ValueRang
 /// lhs's packing, no arithmetic to hide them behind, got slower, 0.28% ->
 /// 0.46%, so it has none.)
 constexpr int64_t kPrefetchRows = 2;
-void prefetchRowsAhead(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange batch, Value k, Value i0,
-                       int64_t vectors, int64_t width) {
+/// Row k + kPrefetchRows of the transposed lhs, or its last.
+Value rowAhead(OpBuilder &b, Location l, const MatmulOperands &m, Value k) {
   auto type = cast<MemRefType>(m.lhs.getType());
-  int64_t rows = type.getDimSize(type.getRank() - 2);
-  Value ahead = b.create<arith::MinUIOp>(l, b.create<arith::AddIOp>(l, k, index(b, l, kPrefetchRows)),
-                                         index(b, l, rows - 1));
+  return b.create<arith::MinUIOp>(l, b.create<arith::AddIOp>(l, k, index(b, l, kPrefetchRows)),
+                                  index(b, l, type.getDimSize(type.getRank() - 2) - 1));
+}
+void prefetchRowsAhead(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange batch, Value ahead, Value i0,
+                       int64_t vectors, int64_t width) {
   for (Value input : m.prologueInputs)
     for (int64_t v = 0; v < vectors; ++v) {
       SmallVector<Value> at(batch.begin(), batch.end());
@@ -573,12 +567,13 @@ void buildPackTransposedLhs(OpBuilder &b, Location l, const MatmulOperands &m, V
   b.create<scf::ForOp>(
       l, index(b, l, 0), klen, index(b, l, 1), ValueRange{}, [&](OpBuilder &kb, Location kl, Value kk, ValueRange) {
         Value k = kb.create<arith::AddIOp>(kl, k0, kk);
+        Value ahead = groupRows > 0 && !m.prologueInputs.empty() ? rowAhead(kb, kl, m, k) : Value();
         if (groupRows > 0)
           kb.create<scf::ForOp>(
               kl, r0, rg, index(kb, kl, groupRows), ValueRange{},
               [&](OpBuilder &ib, Location il, Value i0, ValueRange) {
-                if (!m.prologueInputs.empty())
-                  prefetchRowsAhead(ib, il, m, batch, k, i0, groupVectors, width);
+                if (ahead)
+                  prefetchRowsAhead(ib, il, m, batch, ahead, i0, groupVectors, width);
                 SmallVector<Value> vectors;
                 for (int64_t v = 0; v < groupVectors; ++v)
                   vectors.push_back(

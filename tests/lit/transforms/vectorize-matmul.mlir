@@ -393,10 +393,10 @@ module {
 // CHECK-DAG: %[[ALL:.*]] = vector.constant_mask [4] : vector<4xi1>
 // CHECK-DAG: %[[SIX:.*]] = vector.constant_mask [6] : vector<8xi1>
 // CHECK: scf.for
-// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c12
 // The group's values two rows on are prefetched while this row's producer
-// runs (the row clamped to the last, 15).
+// runs (the row, clamped to the last, 15, found once a row).
 // CHECK: %[[AHEAD:.*]] = arith.minui %{{.*}}, %c15
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c12
 // CHECK-COUNT-3: memref.prefetch %arg1[%[[AHEAD]], %{{.*}}], read, locality<3>, data : memref<16x20xf32>
 // CHECK-COUNT-3: vector.maskedload %{{.*}}, %[[ALL]], %{{.*}} : memref<16x20xf32>, vector<4xi1>, vector<4xf32> into vector<4xf32>
 // CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 1, 2, 3, 4, 5, 0, 0] : vector<4xf32>, vector<4xf32>
