@@ -38,6 +38,12 @@
 // rows split between the cores instead; 7 equal slabs of 296.
 // ZEN-LABEL: func.func @prologue_matmul
 // ZEN-SAME: #nova.lowering_config<matmul, workgroups = 2, tile = [1026, 512], cache_tile = [296], register_tile = [6, 64]>
+// K = 512 on a 32 KiB L1 (ZEN): kc 336 puts the 6-row lhs micro-panel in
+// a quarter of it, but K fits half, so it takes one slab of 512 (a product
+// with an epilogue then stores no partial sums); the 512 x 128 slabs take
+// a quarter of L2: 16 column blocks.
+// ZEN-LABEL: func.func @one_slab_k512
+// ZEN-SAME: #nova.lowering_config<matmul, workgroups = 16, tile = [2048, 128], cache_tile = [512], register_tile = [6, 64]>
 // Attention: one workgroup per (batch, head), 16 x 4 = 64. hd = 64 in 16
 // lanes is 4 vectors; rows x cv accumulators with cv rhs vectors and a
 // broadcast in 32 registers, the most FMAs per load: 6 rows x 4 vectors.
@@ -124,6 +130,17 @@ module {
       ^bb0(%x: f32, %y: f32, %acc: f32):
         %t = math.tanh %x : f32
         %p = arith.mulf %t, %y : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      }
+      return
+    }
+    func.func @one_slab_k512(%wg: index, %a: memref<2048x512xf32>, %b: memref<512x2048xf32>, %c: memref<2048x2048xf32>) {
+      linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
+                      iterator_types = ["parallel", "reduction", "parallel"]}
+          ins(%a, %b : memref<2048x512xf32>, memref<512x2048xf32>) outs(%c : memref<2048x2048xf32>) attrs = {nova.kernel = "matmul"} {
+      ^bb0(%x: f32, %y: f32, %acc: f32):
+        %p = arith.mulf %x, %y : f32
         %s = arith.addf %acc, %p : f32
         linalg.yield %s : f32
       }
