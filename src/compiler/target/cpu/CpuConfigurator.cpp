@@ -79,6 +79,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 
+#include <algorithm>
+
 using namespace mlir;
 
 namespace {
@@ -104,6 +106,26 @@ constexpr int64_t kMaxPackedBytes = int64_t{1} << 20;
 constexpr double kEdgeCost = 10.0;
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// How much longer than an even spread `cores` take over the workgroups of
+/// `groups` x (M in blocks of `mc`) x (N in blocks of `nc`), taken in that
+/// row-major order each by the first free core (the runtime's pool), their
+/// work their elements: 1 where every core gets the same. (A weight
+/// gradient with 2048 columns in blocks of 384 makes 6 workgroups but
+/// 1152 / 896 columns a core: 1.125.)
+double makespanOverEven(int64_t groups, int64_t M, int64_t mc, int64_t N, int64_t nc, int64_t cores) {
+  SmallVector<int64_t> load(std::max<int64_t>(cores, 1), 0);
+  int64_t total = 0;
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t r = 0; r < M; r += mc)
+      for (int64_t c = 0; c < N; c += nc) {
+        int64_t work = std::min(mc, M - r) * std::min(nc, N - c);
+        *std::min_element(load.begin(), load.end()) += work;
+        total += work;
+      }
+  int64_t most = *std::max_element(load.begin(), load.end());
+  return total == 0 ? 1.0 : double(most) * double(load.size()) / double(total);
+}
 
 nova::LoweringConfigAttr serial(MLIRContext *ctx, size_t loops = 0) {
   SmallVector<int64_t> tile(loops, 0);
@@ -265,11 +287,14 @@ std::optional<nova::LoweringConfigAttr> configureMatmul(linalg::GenericOp op,
   // Split the rest of the workgroups between columns and rows where packing
   // costs least: every row block packs the rhs again (N x K per block) and,
   // for a transposed lhs, every column block packs the lhs again (M x K).
-  // And the workgroups a multiple of the cores where the split allows it:
-  // when the slab cap forces more column blocks than the target (3 blocks
-  // of a 1536-column weight gradient on 2 cores), the last round would run
-  // on part of the cores (measured: 286 GFLOP/s against ~400 for balanced
-  // shapes, bench/gpt_step medium).
+  // And the cores evenly loaded where the split allows it: when the slab
+  // cap forces more column blocks than the target (3 blocks of a
+  // 1536-column weight gradient on 2 cores), the last round would run on
+  // part of the cores (measured: 286 GFLOP/s against ~400 for balanced
+  // shapes, bench/gpt_step medium); and a count that is a multiple of the
+  // cores is not enough where the last block is short (6 blocks of 384
+  // over 2048 columns: the medium GPT's first MLP weight gradient at 188
+  // GFLOP/s beside 210 for its 2048x512x2048 twin, 1.125 of the even time).
   // A lhs computed while packed costs its ops again in each column block:
   // its packing weighs 1 + the body's ops before the multiply (GELU: 8).
   double lhsPackWeight = 0.0;
@@ -284,8 +309,12 @@ std::optional<nova::LoweringConfigAttr> configureMatmul(linalg::GenericOp op,
   for (int64_t n = minChunks; n <= std::max(minChunks, lastN); ++n) {
     int64_t columnBlocks = ceilDiv(m->N, ceilDiv(nTiles, n) * nr);
     int64_t rowsChunks = std::min(mTiles, std::max<int64_t>(1, ceilDiv(left, columnBlocks)));
-    int64_t count = groups * columnBlocks * ceilDiv(mTiles, ceilDiv(mTiles, rowsChunks));
-    bool balanced = count <= facts.cores || count % facts.cores == 0;
+    int64_t rowTiles = ceilDiv(mTiles, rowsChunks);
+    int64_t count = groups * columnBlocks * ceilDiv(mTiles, rowTiles);
+    // Balanced: no core waits on another for more than 1/20 of its work
+    // (or fewer workgroups than cores, the target's own choice).
+    bool balanced = count <= facts.cores ||
+                    makespanOverEven(groups, m->M, rowTiles * mr, m->N, ceilDiv(nTiles, n) * nr, facts.cores) <= 1.05;
     double cost = double(rowsChunks) * double(m->N) + double(n) * double(m->M) * lhsPackWeight;
     if (n > std::max(minChunks, std::min(nTiles, left)) && !balanced)
       continue; // past the old range only to find a balanced split
