@@ -12,7 +12,9 @@
 // errors near 1e-3); bf16 ("medium") rounds both matmul operands to
 // bfloat16 and accumulates in float32 (about 3 significant digits per
 // product: relative errors near 1e-2 against float64, where fp32 gives
-// 1e-6): on the CPU's AMX tiles when it has them (amx_bf16), on a GPU's
+// 1e-6): on the CPU's AMX tiles when it has them (amx_bf16), else as
+// AVX512-BF16 dot products (avx512_bf16 with 512-bit vectors: AMD Zen 4,
+// Intel Cooper Lake), on a GPU's
 // tensor cores from bf16 copies of the operands (twice tf32's peak rate
 // by the data sheets, not measured here; on sm_90a wgmma whatever the
 // operands' layout; causal attention's products too, Q K^T and P V and
@@ -24,8 +26,8 @@
 // products each, at about float32's accuracy: errors near 1e-6).
 // Everything else
 // (elementwise ops, reductions, the optimizer, the parameters themselves)
-// stays float32. A CPU runs tf32 steps, and without AMX bf16 steps, in
-// float32.
+// stays float32. A CPU runs tf32 steps, and with neither AMX nor
+// AVX512-BF16 bf16 steps, in float32.
 //
 // The precision is part of every step's cache key (in process and on disk):
 // a change takes effect at the next call of each step, which compiles again.

@@ -104,6 +104,8 @@ void explainKernels(ModuleOp kernels, const ::nova::ExecutableDesc &desc,
         os << c;
         if (c.isAmxMatmul())
           kernelFlopsPerCycle = double(std::max(1, target.cores)) * 1024.0;
+        else if (c.isBf16Matmul()) // a dot product: two products a lane
+          kernelFlopsPerCycle = 2.0 * flopsPerCycle;
       }
     double compute = double(kd.flops) / kernelFlopsPerCycle, memory = double(kd.bytes) / bytesPerCycle;
     double intensity = kd.bytes ? double(kd.flops) / double(kd.bytes) : 0.0;
@@ -122,8 +124,9 @@ void explainKernels(ModuleOp kernels, const ::nova::ExecutableDesc &desc,
                     std::to_string(int(bytesPerCycle)) + " per cycle est.)):\n"
                     "  matmul configs (CpuConfigurator.cpp): register tile = most FMAs per load with "
                     "latency x pipes accumulators in the registers; cache_tile kc = MR x kc in a quarter "
-                    "of L1; block columns = packed kc x columns slab in a quarter of L2 (half with a "
-                    "transposed lhs); one workgroup per core. amx_matmul (bf16 precision): blocks "
+                    "of L1 (all of K where it fits half); block columns = packed kc x columns slab in a "
+                    "quarter of L2 (half with a transposed lhs); one workgroup per core, cores evenly "
+                    "loaded. amx_matmul / bf16_matmul (bf16 precision, AMX / AVX512-BF16): blocks "
                     "as few as fill the cores, split the way that packs least, kc <= 512\n";
   size_t shown = std::min<size_t>(lines.size(), 40);
   for (size_t i = 0; i < shown; ++i)

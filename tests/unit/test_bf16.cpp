@@ -1,11 +1,12 @@
-// test_bf16.cpp - bf16 matmuls (nova/precision.hpp) on AMX tiles.
+// test_bf16.cpp - bf16 matmuls (nova/precision.hpp) on AMX tiles or as
+// AVX512-BF16 dot products (Bf16Matmul.cpp), whichever this CPU has.
 //
 // With the precision bf16, a float32 matmul must equal the float64 product
 // of its operands rounded to bfloat16 (round to nearest even) up to float32
 // summation (1e-5 relative), and the float64 product of the unrounded
 // operands up to bf16 rounding (1e-2): and be measurably off it (> 1e-5),
 // which fp32 kernels are not, so the test sees the bf16 path run. Skipped
-// on CPUs without AMX (bf16 steps run in float32 there).
+// on CPUs with neither (bf16 steps run in float32 there).
 #include "testing.hpp"
 
 #include <bit>
@@ -17,9 +18,11 @@ using namespace nova_test;
 
 namespace {
 
-bool has_amx() {
+/// The kernels' choice (ConfigureKernels.cpp): AMX, else AVX512-BF16 dot
+/// products on 512-bit vectors.
+bool has_bf16_matmuls() {
   nova::TargetDesc host = nova::host_target();
-  return host.has("amx_bf16") && host.has("amx_tile");
+  return (host.has("amx_bf16") && host.has("amx_tile")) || (host.has("avx512_bf16") && host.vector_bits >= 512);
 }
 
 /// `x` (f32) with every element rounded to bfloat16, round to nearest even.
@@ -61,8 +64,8 @@ template <class F> void check_bf16(F f, const Tensor& a, const Tensor& b, bool w
 } // namespace
 
 TEST_CASE("bf16 matmuls: products of bf16-rounded operands, f32 sums, every layout and edge") {
-  if (!has_amx()) {
-    MESSAGE("skipped: this CPU has no AMX (bf16 matmuls run in float32 here)");
+  if (!has_bf16_matmuls()) {
+    MESSAGE("skipped: this CPU has neither AMX nor AVX512-BF16 (bf16 matmuls run in float32 here)");
     return;
   }
   Gen g;
@@ -88,8 +91,8 @@ TEST_CASE("bf16 matmuls: products of bf16-rounded operands, f32 sums, every layo
 }
 
 TEST_CASE("the precision is part of the key: fp32 and bf16 steps compile apart") {
-  if (!has_amx()) {
-    MESSAGE("skipped: this CPU has no AMX");
+  if (!has_bf16_matmuls()) {
+    MESSAGE("skipped: this CPU has neither AMX nor AVX512-BF16");
     return;
   }
   Gen g;
@@ -110,8 +113,8 @@ TEST_CASE("the precision is part of the key: fp32 and bf16 steps compile apart")
 }
 
 TEST_CASE("a GPT trains with bf16 matmuls, close to its fp32 twin") {
-  if (!has_amx()) {
-    MESSAGE("skipped: this CPU has no AMX");
+  if (!has_bf16_matmuls()) {
+    MESSAGE("skipped: this CPU has neither AMX nor AVX512-BF16");
     return;
   }
   Gen g;

@@ -90,10 +90,10 @@ LogicalResult LoweringConfigAttr::verify(function_ref<InFlightDiagnostic()> emit
                                          ArrayRef<int64_t> tile, ArrayRef<int64_t> cacheTile,
                                          ArrayRef<int64_t> registerTile) {
   const bool gpuMatmul = kind == "mma_sync_matmul" || kind == "wgmma_matmul" || kind == "simt_matmul";
-  if (kind != "matmul" && kind != "amx_matmul" && kind != "loops" && kind != "serial" &&
+  if (kind != "matmul" && kind != "amx_matmul" && kind != "bf16_matmul" && kind != "loops" && kind != "serial" &&
       kind != "attention" && kind != "rows" && kind != "gpu_threads" && !gpuMatmul)
     return emitError() << "#nova.lowering_config: unknown kind '" << kind
-                       << "' (expected matmul, amx_matmul, attention, rows, loops, serial, "
+                       << "' (expected matmul, amx_matmul, bf16_matmul, attention, rows, loops, serial, "
                           "mma_sync_matmul, wgmma_matmul, simt_matmul or gpu_threads)";
   if (gpuMatmul && (cacheTile.size() != 3 || registerTile.size() != 2 || tile.size() < 2))
     return emitError() << "#nova.lowering_config: " << kind
@@ -103,7 +103,7 @@ LogicalResult LoweringConfigAttr::verify(function_ref<InFlightDiagnostic()> emit
     return emitError() << "#nova.lowering_config: workgroups must be at least 1, not " << workgroups;
   if (llvm::any_of(tile, [](int64_t t) { return t < 0; }))
     return emitError() << "#nova.lowering_config: tile sizes must not be negative";
-  if ((kind == "matmul" || kind == "amx_matmul" || kind == "attention" || kind == "rows") &&
+  if ((kind == "matmul" || kind == "amx_matmul" || kind == "bf16_matmul" || kind == "attention" || kind == "rows") &&
       registerTile.size() != 2)
     return emitError() << "#nova.lowering_config: " << kind
                        << " needs register_tile = [rows, columns]";
@@ -114,6 +114,11 @@ LogicalResult LoweringConfigAttr::verify(function_ref<InFlightDiagnostic()> emit
                                registerTile[1] != 32 || cacheTile.size() != 1 ||
                                cacheTile[0] % 32 != 0))
     return emitError() << "#nova.lowering_config: amx_matmul needs register_tile = [32, 32] and "
+                          "cache_tile = [kc], kc a multiple of 32";
+  if (kind == "bf16_matmul" && (registerTile.size() != 2 || registerTile[0] != 8 ||
+                                registerTile[1] != 32 || cacheTile.size() != 1 ||
+                                cacheTile[0] % 32 != 0))
+    return emitError() << "#nova.lowering_config: bf16_matmul needs register_tile = [8, 32] and "
                           "cache_tile = [kc], kc a multiple of 32";
   if (kind == "gpu_threads" && (tile.size() != 1 || tile[0] < 1 || tile[0] > 1024))
     return emitError() << "#nova.lowering_config: gpu_threads needs tile = [threads per block], 1 to 1024";

@@ -19,7 +19,9 @@ def Nova_LoweringConfigAttr : AttrDef<Nova_Dialect, "LoweringConfig"> {
     - `kind`: `matmul` (register-blocked vector kernel, nova-vectorize-matmul),
       `amx_matmul` (the same matmul on AMX tiles, bf16 operands packed per
       slab, f32 accumulators; `register_tile = [32, 32]`, a 2 x 2 block of
-      16 x 16 tiles; `cache_tile = [kc]`, a multiple of 32),
+      16 x 16 tiles; `cache_tile = [kc]`, a multiple of 32), `bf16_matmul`
+      (the same packing, AVX512-BF16 dot products in vector registers;
+      `register_tile = [8, 32]`, 8 rows x 2 vectors of accumulators),
       `attention` (nova.attention_kernel, nova-vectorize-attention: one
       workgroup per (batch, head), `tile = [1, 1]` over them), `rows`
       (nova.layer_norm_kernel, nova-vectorize-rows: `tile = [rows per
@@ -59,8 +61,10 @@ def Nova_LoweringConfigAttr : AttrDef<Nova_Dialect, "LoweringConfig"> {
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
-    /// Either matmul kernel (vector FMAs or AMX tiles).
-    bool isMatmul() const { return getKind() == "matmul" || getKind() == "amx_matmul"; }
+    /// A CPU matmul kernel (vector FMAs, AMX tiles or bf16 dot products).
+    bool isMatmul() const { return getKind() == "matmul" || isBf16Matmul(); }
+    /// A CPU matmul kernel with bf16 products (Bf16Matmul.cpp).
+    bool isBf16Matmul() const { return getKind() == "amx_matmul" || getKind() == "bf16_matmul"; }
     /// A GPU matmul kernel (GpuConfigurator.h).
     bool isGpuMatmul() const {
       return getKind() == "mma_sync_matmul" || getKind() == "wgmma_matmul" || getKind() == "simt_matmul";

@@ -28,10 +28,13 @@ struct NovaConfigureKernels : mlir::nova::impl::NovaConfigureKernelsBase<NovaCon
     if (!kernels)
       return;
     nova::CpuFacts facts{vectorBits, vectorRegisters, cores, l1dBytes, l2Bytes, fmaUnits, fmaLatency};
-    // bf16 matmuls where the user asked for them and the target has AMX;
-    // elsewhere they stay float32.
+    // bf16 matmuls where the user asked for them and the target multiplies
+    // bf16 (AMX, else AVX512-BF16 with 512-bit vectors); elsewhere they stay
+    // float32.
     auto precision = getOperation()->getAttrOfType<StringAttr>(nova::kMatmulPrecisionAttr);
-    facts.amxBf16Matmul = amxBf16 && precision && precision.getValue() == "bf16";
+    bool bf16 = precision && precision.getValue() == "bf16";
+    facts.amxBf16Matmul = amxBf16 && bf16;
+    facts.dotBf16Matmul = !amxBf16 && avx512Bf16 && vectorBits >= 512 && bf16;
     for (auto kernel : kernels.getOps<func::FuncOp>()) {
       Operation *root = nova::kernelRoot(kernel);
       if (!root) {

@@ -39,7 +39,7 @@ namespace {
 /// null.
 BlockArgument unstoredResult(func::FuncOp kernel) {
   auto config = nova::loweringConfig(kernel);
-  if (!config || !config.isMatmul() || config.isAmxMatmul())
+  if (!config || !config.isMatmul() || config.isBf16Matmul())
     return {};
   auto op = dyn_cast_or_null<linalg::GenericOp>(nova::kernelRoot(kernel));
   std::optional<nova::MatmulOperands> m = op ? nova::matchMatmul(op) : std::nullopt;

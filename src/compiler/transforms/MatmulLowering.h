@@ -1,7 +1,7 @@
 //===- MatmulLowering.h - the parts both matmul rewrites share ----*- C++ -*-===//
 //
 // nova-vectorize-matmul rewrites a configured matmul for one workgroup: the
-// vector-FMA kernel (VectorizeMatmul.cpp) or the AMX one (AmxMatmul.cpp).
+// vector-FMA kernel (VectorizeMatmul.cpp) or the bf16 ones (Bf16Matmul.cpp).
 // Both split the result into the same workgroup blocks, run what their
 // tiles do not reach as a copy of the original generic, and apply an
 // epilogue the same way.
@@ -65,13 +65,16 @@ void buildRemainder(OpBuilder &b, linalg::GenericOp op, const MatmulOperands &m,
 void buildEpilogueOnRegion(OpBuilder &b, linalg::GenericOp epi, const MatmulOperands &m,
                            const WorkgroupBlock &block, Value r0, Value r1, Value c0, Value c1);
 
-/// The AMX rewrite of one f32 matmul for workgroup `wg` (kind amx_matmul):
-/// `tile` the workgroup tile (batch..., mc, nc; mc, nc multiples of 32), kc
-/// the slab (a multiple of 32). `fill` and `epilogue` as for the vector
-/// kernel: the zero fill is folded into the first slab, the epilogue
-/// applied as the sums are written back. Erases op, fill and epilogue.
-void rewriteAmx(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<int64_t> tile,
-                int64_t kc, linalg::FillOp fill, linalg::GenericOp epilogue);
+/// The bf16 rewrite of one f32 matmul for workgroup `wg`: the operands
+/// packed rounded to bf16, their products summed in f32, on AMX tiles (kind
+/// amx_matmul, `amx`) or by AVX512-BF16 dot products in vector registers
+/// (kind bf16_matmul). `tile` the workgroup tile (batch..., mc, nc; mc, nc
+/// multiples of 32), kc the slab (a multiple of 32). `fill` and `epilogue`
+/// as for the vector kernel: the zero fill is folded into the first slab,
+/// the epilogue applied as the sums are written back. Erases op, fill and
+/// epilogue.
+void rewriteBf16(linalg::GenericOp op, const MatmulOperands &m, Value wg, ArrayRef<int64_t> tile,
+                 int64_t kc, linalg::FillOp fill, linalg::GenericOp epilogue, bool amx);
 
 } // namespace mlir::nova::matmul
 

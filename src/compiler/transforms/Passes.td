@@ -197,6 +197,9 @@ def NovaConfigureKernels : Pass<"nova-configure-kernels", "mlir::ModuleOp"> {
     Option<"amxBf16", "amx-bf16", "bool", /*default=*/"false",
            "the target has AMX tiles with bf16 products (used for the matmuls of a "
            "module whose nova.matmul_precision is bf16)">,
+    Option<"avx512Bf16", "avx512-bf16", "bool", /*default=*/"false",
+           "the target has AVX512-BF16 dot products (used, without AMX, for the "
+           "matmuls of a module whose nova.matmul_precision is bf16)">,
   ];
 }
 
@@ -300,7 +303,7 @@ def NovaVectorizeMatmul : Pass<"nova-vectorize-matmul", "mlir::ModuleOp"> {
   ];
   let dependentDialects = ["mlir::vector::VectorDialect", "mlir::scf::SCFDialect",
                            "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect",
-                           "mlir::amx::AMXDialect"];
+                           "mlir::amx::AMXDialect", "mlir::LLVM::LLVMDialect"];
 }
 
 def NovaRematerialize : Pass<"nova-rematerialize", "mlir::ModuleOp"> {

@@ -980,8 +980,8 @@ struct NovaVectorizeMatmul
               << lhsRows << " are not a multiple of the register tile's " << reg[0];
           return signalPassFailure();
         }
-        if (config.isAmxMatmul()) {
-          rewriteAmx(op, *m, func.getArgument(0), config.getTile(), kc, fill, epilogue);
+        if (config.isBf16Matmul()) {
+          rewriteBf16(op, *m, func.getArgument(0), config.getTile(), kc, fill, epilogue, config.isAmxMatmul());
           continue;
         }
         rewrite(op, *m, func.getArgument(0), config.getTile(), reg[0], reg[1], kc, lhsRows, width, fill,

@@ -164,7 +164,7 @@ func.func @dropout_rate(%x: tensor<4xf32>, %s: tensor<i64>) {
 
 // -----
 
-// expected-error @+1 {{#nova.lowering_config: unknown kind 'fast' (expected matmul, amx_matmul, attention, rows, loops, serial, mma_sync_matmul, wgmma_matmul, simt_matmul or gpu_threads)}}
+// expected-error @+1 {{#nova.lowering_config: unknown kind 'fast' (expected matmul, amx_matmul, bf16_matmul, attention, rows, loops, serial, mma_sync_matmul, wgmma_matmul, simt_matmul or gpu_threads)}}
 func.func private @k() attributes {c = #nova.lowering_config<fast, workgroups = 1, tile = [], register_tile = []>}
 
 // -----
@@ -176,6 +176,11 @@ func.func private @k() attributes {c = #nova.lowering_config<loops, workgroups =
 
 // expected-error @+1 {{#nova.lowering_config: matmul needs register_tile = [rows, columns]}}
 func.func private @k() attributes {c = #nova.lowering_config<matmul, workgroups = 1, tile = [6, 32], register_tile = []>}
+
+// -----
+
+// expected-error @+1 {{#nova.lowering_config: bf16_matmul needs register_tile = [8, 32] and cache_tile = [kc], kc a multiple of 32}}
+func.func private @k() attributes {c = #nova.lowering_config<bf16_matmul, workgroups = 1, tile = [64, 64], cache_tile = [64], register_tile = [32, 32]>}
 
 // -----
 

@@ -1,5 +1,8 @@
 // RUN: nova-opt %s -nova-configure-kernels="vector-bits=512 cores=2 amx-bf16=true" -verify-each | FileCheck %s
 // RUN: nova-opt %s -nova-configure-kernels="vector-bits=512 cores=2" -verify-each | FileCheck %s --check-prefix=NOAMX
+// RUN: nova-opt %s -nova-configure-kernels="vector-bits=512 cores=2 avx512-bf16=true" -verify-each | FileCheck %s --check-prefix=DOT
+// RUN: nova-opt %s -nova-configure-kernels="vector-bits=512 cores=2 amx-bf16=true avx512-bf16=true" -verify-each | FileCheck %s
+// RUN: nova-opt %s -nova-configure-kernels="vector-bits=256 vector-registers=16 cores=2 avx512-bf16=true" -verify-each | FileCheck %s --check-prefix=NOAMX
 
 // The module asks for bf16 matmuls. With AMX: a 2048x768x256 f32 matmul
 // takes the tiles, kc = K = 256 (at most 512). Packing bounds it: the rhs
@@ -11,6 +14,11 @@
 // CHECK-SAME: #nova.lowering_config<amx_matmul, workgroups = 2, tile = [1024, 768], cache_tile = [256], register_tile = [32, 32]>
 // NOAMX-LABEL: func.func @matmul
 // NOAMX-SAME: #nova.lowering_config<matmul,
+// Without AMX but with AVX512-BF16 (the last RUN lines: AMX wins where
+// both are there; 256-bit vectors take neither): the same blocks, the
+// products as dot products in 8 x 32 register blocks.
+// DOT-LABEL: func.func @matmul
+// DOT-SAME: #nova.lowering_config<bf16_matmul, workgroups = 2, tile = [1024, 768], cache_tile = [256], register_tile = [8, 32]>
 // A result narrower than one 32-column block: float32 FMAs.
 // CHECK-LABEL: func.func @narrow
 // CHECK-SAME: #nova.lowering_config<matmul,
@@ -18,6 +26,10 @@
 // 64 x 64 result in 32-row blocks, so that both cores have one.
 // CHECK-LABEL: func.func @deep
 // CHECK-SAME: #nova.lowering_config<amx_matmul, workgroups = 2, tile = [32, 64], cache_tile = [384], register_tile = [32, 32]>
+// DOT-LABEL: func.func @narrow
+// DOT-SAME: #nova.lowering_config<matmul,
+// DOT-LABEL: func.func @deep
+// DOT-SAME: #nova.lowering_config<bf16_matmul, workgroups = 2, tile = [32, 64], cache_tile = [384], register_tile = [8, 32]>
 module attributes {nova.matmul_precision = "bf16"} {
   module @kernels {
     func.func @matmul(%wg: index, %a: memref<2048x256xf32>, %b: memref<256x768xf32>, %c: memref<2048x768xf32>) {

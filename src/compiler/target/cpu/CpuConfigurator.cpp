@@ -165,15 +165,17 @@ RegisterTile chooseRegisterTile(int64_t M, int64_t N, int64_t width, const nova:
 
 /// AMX tiles (bf16 products, f32 sums, accumulated in the result): the
 /// tile unit multiplies many times faster than the FMAs, so the kernel is
-/// bound by packing the operands to bf16 (AmxMatmul.cpp). Per block and
+/// bound by packing the operands to bf16 (Bf16Matmul.cpp); AVX512-BF16 dot
+/// products (kind bf16_matmul, 8 x 32 register blocks) take the same
+/// blocks, their products twice an FMA's and the packing the same. Per block and
 /// slab of kc k's (a multiple of 32, at most 512) the rhs columns are
 /// packed once (kc x nc bf16, in half of L2: nc from that), and each
 /// 32-row strip's lhs rows once per block. So the blocks split the result
 /// into as few parts as make one workgroup per core, in the direction
 /// that packs least: a column split packs the lhs again (M x K per extra
 /// block), a row split the rhs (N x K).
-nova::LoweringConfigAttr configureAmxMatmul(linalg::GenericOp op, const nova::MatmulOperands &m,
-                                            const nova::CpuFacts &facts) {
+nova::LoweringConfigAttr configureBf16Matmul(linalg::GenericOp op, const nova::MatmulOperands &m,
+                                             const nova::CpuFacts &facts) {
   auto roundUp = [](int64_t v, int64_t q) { return ceilDiv(v, q) * q; };
   int64_t slabs = ceilDiv(m.K, 512);
   int64_t kc = roundUp(ceilDiv(m.K, slabs), 32);
@@ -205,8 +207,11 @@ nova::LoweringConfigAttr configureAmxMatmul(linalg::GenericOp op, const nova::Ma
   tile.push_back(mc);
   tile.push_back(nc);
   int64_t workgroups = batch * ceilDiv(m.M, mc) * ceilDiv(m.N, nc);
-  return nova::LoweringConfigAttr::get(op.getContext(), "amx_matmul", workgroups, tile,
-                                       SmallVector<int64_t>{kc}, SmallVector<int64_t>{32, 32});
+  if (facts.amxBf16Matmul)
+    return nova::LoweringConfigAttr::get(op.getContext(), "amx_matmul", workgroups, tile,
+                                         SmallVector<int64_t>{kc}, SmallVector<int64_t>{32, 32});
+  return nova::LoweringConfigAttr::get(op.getContext(), "bf16_matmul", workgroups, tile,
+                                       SmallVector<int64_t>{kc}, SmallVector<int64_t>{8, 32});
 }
 
 std::optional<nova::LoweringConfigAttr> configureMatmul(linalg::GenericOp op,
@@ -214,13 +219,14 @@ std::optional<nova::LoweringConfigAttr> configureMatmul(linalg::GenericOp op,
   std::optional<nova::MatmulOperands> m = nova::matchMatmul(op);
   if (!m || m->M == 0 || m->N == 0)
     return std::nullopt;
-  // bf16 on AMX: float32 matmuls with at least one whole 32 x 32 block.
-  // Its lhs packing reads rows with vector loads: a row-major lhs needs a
-  // unit-stride k (a transposed one has unit-stride m, matchMatmul).
-  if (facts.amxBf16Matmul && m->prologueInputs.empty() && m->outType.getElementType().isF32() && m->M >= 32 &&
+  // bf16 on AMX or by AVX512-BF16 dot products: float32 matmuls with at
+  // least one whole 32 x 32 block. Its lhs packing reads rows with vector
+  // loads: a row-major lhs needs a unit-stride k (a transposed one has
+  // unit-stride m, matchMatmul).
+  if ((facts.amxBf16Matmul || facts.dotBf16Matmul) && m->prologueInputs.empty() && m->outType.getElementType().isF32() && m->M >= 32 &&
       m->N >= 32 &&
       m->K >= 1 && (m->transposeA || nova::hasUnitInnerStride(cast<MemRefType>(m->lhs.getType()))))
-    return configureAmxMatmul(op, *m, facts);
+    return configureBf16Matmul(op, *m, facts);
   int64_t elemBytes = m->outType.getElementTypeBitWidth() / 8;
   int64_t width = facts.vectorBits / (8 * elemBytes);
   if (width < 2)

@@ -25,6 +25,9 @@ struct CpuFacts {
   /// Float32 matmuls run on AMX tiles with bf16 operands (the module asked
   /// for bf16 and the target has amx_bf16).
   bool amxBf16Matmul = false;
+  /// Float32 matmuls run as AVX512-BF16 dot products with bf16 operands
+  /// (the module asked for bf16, the target has avx512_bf16 and no AMX).
+  bool dotBf16Matmul = false;
 };
 
 /// The decision for the kernel whose compute op is `root`.

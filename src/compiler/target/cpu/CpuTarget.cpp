@@ -42,6 +42,7 @@ void mlir::nova::CpuTarget::addConfigurePasses(OpPassManager &pm) const {
   facts.fmaUnits = desc.fma_units;
   facts.fmaLatency = desc.fma_latency;
   facts.amxBf16 = desc.has("amx_bf16") && desc.has("amx_tile");
+  facts.avx512Bf16 = desc.has("avx512_bf16");
   pm.addPass(createNovaConfigureKernels(facts));
   pm.addPass(createNovaDistributeWorkgroups());
   pm.addPass(createNovaDropUnstoredResults());

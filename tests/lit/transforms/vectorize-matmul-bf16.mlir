@@ -75,3 +75,54 @@ module {
     }
   }
 }
+
+// -----
+
+// The same 64 x 64 x 64 matmul as AVX512-BF16 dot products (kind
+// bf16_matmul, no AMX): the same stack buffers and packing; per 32 x 32
+// block, 4 register blocks of 8 rows x 2 vectors, 16 accumulators (zero on
+// the first slab, from the result on the others) carried through the slab's
+// 32 k-pairs, each pair 2 loads of 32 packed rhs bf16 (16 columns' pairs),
+// then per row its lhs pair as one 32-bit word in every lane and 2
+// vdpbf16ps; the sums back into the result.
+// CHECK-LABEL: func @dot
+// CHECK-DAG: memref.alloca() {alignment = 64 : i64} : memref<32x64xbf16>
+// CHECK-DAG: memref.alloca() {alignment = 64 : i64} : memref<32x128xbf16>
+// CHECK-NOT: linalg.fill
+// CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 16, 1, 17, 2, 18
+// CHECK: arith.truncf %{{.*}} : vector<16xf32> to vector<16xbf16>
+// CHECK: scf.if
+// CHECK-COUNT-16: arith.constant dense<0.000000e+00> : vector<16xf32>
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK-COUNT-2: vector.load %{{.*}} : memref<32x128xbf16>, vector<32xbf16>
+// CHECK: vector.load %{{.*}} : memref<32x64xbf16>, vector<2xbf16>
+// CHECK: vector.bitcast %{{.*}} : vector<2xbf16> to vector<1xi32>
+// CHECK: vector.broadcast %{{.*}} : i32 to vector<16xi32>
+// CHECK: vector.bitcast %{{.*}} : vector<16xi32> to vector<32xbf16>
+// CHECK-COUNT-2: llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"(%{{.*}}) : (vector<16xf32>, vector<32xbf16>, vector<32xbf16>) -> vector<16xf32>
+// CHECK: scf.yield
+// CHECK-COUNT-16: vector.store %{{.*}} : memref<64x64xf32>, vector<16xf32>
+// CHECK: } else {
+// CHECK-COUNT-16: vector.load %{{.*}} : memref<64x64xf32>, vector<16xf32>
+// CHECK: scf.for
+// CHECK-COUNT-16: llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"
+// CHECK-NOT: amx.
+// CHECK-NOT: linalg.generic
+module {
+  module @kernels {
+    func.func @dot(%wg: index, %a: memref<64x64xf32>, %b: memref<64x64xf32>, %c: memref<64x64xf32>)
+        attributes {nova.lowering_config = #nova.lowering_config<bf16_matmul, workgroups = 1, tile = [64, 64], cache_tile = [64], register_tile = [8, 32]>} {
+      %zero = arith.constant 0.0 : f32
+      linalg.fill ins(%zero : f32) outs(%c : memref<64x64xf32>)
+      linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
+                      iterator_types = ["parallel", "reduction", "parallel"]}
+          ins(%a, %b : memref<64x64xf32>, memref<64x64xf32>) outs(%c : memref<64x64xf32>) attrs = {nova.kernel = "matmul"} {
+      ^bb0(%x: f32, %y: f32, %acc: f32):
+        %p = arith.mulf %x, %y : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      }
+      return
+    }
+  }
+}

@@ -1,11 +1,19 @@
-//===- AmxMatmul.cpp - a float32 matmul on AMX tiles, bf16 products -*- C++ -*-===//
+//===- Bf16Matmul.cpp - a float32 matmul with bf16 products -----*- C++ -*-===//
 //
-// The amx_matmul kernel (the user asked for bf16 matmuls and the CPU has
-// AMX): C[m, n] += sum_k A[m, k] B[k, n] with A and B rounded to bfloat16
-// and the sums in float32, by the tile unit: one tdpbf16ps multiplies a
-// 16 x 32 bf16 tile of A by a 16 x 32 tile of B whose rows hold k-pairs
-// (B[2p, n], B[2p + 1, n] side by side, "VNNI" order) into a 16 x 16 f32
-// tile of C: 16 x 16 x 32 products.
+// The kernels of a step whose user asked for bf16 matmuls:
+// C[m, n] += sum_k A[m, k] B[k, n] with A and B rounded to bfloat16 and the
+// sums in float32, where the CPU multiplies bf16 pairs:
+//   - amx_matmul (AMX): one tdpbf16ps multiplies a 16 x 32 bf16 tile of A
+//     by a 16 x 32 tile of B whose rows hold k-pairs (B[2p, n], B[2p + 1, n]
+//     side by side, "VNNI" order) into a 16 x 16 f32 tile of C: 16 x 16 x 32
+//     products;
+//   - bf16_matmul (AVX512-BF16, no AMX: AMD Zen 4, Intel Cooper Lake): one
+//     vdpbf16ps adds to each of 16 f32 lanes the two products of a lane's
+//     bf16 pair, twice the products of an f32 FMA. Its rhs is the same
+//     k-pair rows; its lhs pair (A[m, 2p], A[m, 2p + 1]) is one 32-bit word,
+//     broadcast. A 32 x 32 block is 4 register blocks of 8 rows x 2 vectors
+//     (16 accumulators through the slab's k-pairs, 2 rhs loads and 8
+//     broadcasts a pair).
 //
 // Workgroup wg owns the block [m0, m1) x [n0, n1) of the result. Per batch
 // element, per slab of kc k's:
@@ -15,12 +23,11 @@
 //     as tall as the configurator can make them;
 //   - for each strip of 32 rows: pack its lhs rows, rounded, as [32, kc]
 //     (32 KiB at most, in L1; a transposed lhs through 16 x 16 register
-//     transposes); then for each 32 x 32 register block, its 2 x 2 f32
-//     tiles of C from the result itself (zero on the first slab when the
-//     result's zero fill was folded in), kc / 32 tile products each, and
-//     back into the result.
+//     transposes); then for each 32 x 32 block of C its sums from the result
+//     itself (zero on the first slab when the result's zero fill was folded
+//     in), the slab's products, and back into the result.
 // The slab past K is packed as zeros. An epilogue then runs over the block,
-// reading the sums back. Tiles live within one basic block each: MLIR 19
+// reading the sums back. AMX tiles live within one basic block each: MLIR 19
 // lowers a tile carried through a loop or an scf.if into a block argument
 // of the wrong LLVM type, so the k steps of a slab are unrolled and the
 // first slab (zeros, no load) is a copy of the loop nest, not a branch.
@@ -35,6 +42,7 @@
 
 #include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
@@ -48,8 +56,10 @@ using mlir::nova::MatmulOperands;
 namespace {
 
 constexpr int64_t kLanes = 16; // f32 lanes of a 512-bit vector, rows of a tile
+/// Rows of a bf16_matmul register block: 8 x 2 vectors of accumulators.
+constexpr int64_t kDotRows = 8;
 
-struct Amx {
+struct Bf16 {
   OpBuilder &b;
   Location l;
   const MatmulOperands &m;
@@ -229,6 +239,55 @@ struct Amx {
     });
   }
 
+  /// products() by AVX512-BF16 dot products: each 32 x 32 block of the
+  /// strip as 4 register blocks of kDotRows rows x 2 vectors, the rows' lhs
+  /// (8 KiB of the strip at kc = 512) in L1 while the slab's pairs stream
+  /// past from L2.
+  void dotProducts(Value apack, Value bpack, Value out, Value i0, Value n0, Value nv, int64_t kc,
+                   bool first) {
+    auto f32s = vec(kLanes, b.getF32Type()), pairs = vec(2 * kLanes, b.getBF16Type());
+    for (int64_t g = 0; g < 32 / kDotRows; ++g)
+      loop(n0, nv, 32, [&](Value j0) {
+        Value cj = sub(j0, n0);
+        SmallVector<Value> init;
+        for (int64_t r = 0; r < kDotRows; ++r)
+          for (int64_t v = 0; v < 2; ++v)
+            init.push_back(first ? b.create<arith::ConstantOp>(l, b.getZeroAttr(f32s)).getResult()
+                                 : b.create<vector::LoadOp>(l, f32s, out,
+                                                            ValueRange{add(i0, kDotRows * g + r), add(j0, kLanes * v)})
+                                       .getResult());
+        scf::ForOp slab = nova::buildFor(
+            b, l, c(0), c(kc / 2), c(1), init, [&](Value p, ValueRange acc) {
+              Value rhs[2];
+              for (int64_t v = 0; v < 2; ++v)
+                rhs[v] = b.create<vector::LoadOp>(l, pairs, bpack, ValueRange{p, add(mul(cj, 2), 2 * kLanes * v)});
+              SmallVector<Value> next;
+              for (int64_t r = 0; r < kDotRows; ++r) {
+                Value lhs = broadcastPair(apack, c(kDotRows * g + r), mul(p, 2));
+                for (int64_t v = 0; v < 2; ++v)
+                  next.push_back(b.create<LLVM::CallIntrinsicOp>(l, f32s, "llvm.x86.avx512bf16.dpbf16ps.512",
+                                                                 ValueRange{acc[2 * r + v], lhs, rhs[v]})
+                                     .getResult(0));
+              }
+              return next;
+            });
+        ValueRange sums = slab.getResults();
+        for (int64_t r = 0; r < kDotRows; ++r)
+          for (int64_t v = 0; v < 2; ++v)
+            b.create<vector::StoreOp>(l, sums[2 * r + v], out,
+                                      ValueRange{add(i0, kDotRows * g + r), add(j0, kLanes * v)});
+      });
+  }
+
+  /// The bf16 pair apack[row, k], apack[row, k + 1] in every 32-bit lane.
+  Value broadcastPair(Value apack, Value row, Value k) {
+    Value pair = b.create<vector::LoadOp>(l, vec(2, b.getBF16Type()), apack, ValueRange{row, k});
+    Value word = b.create<vector::ExtractOp>(l, b.create<vector::BitCastOp>(l, vec(1, b.getI32Type()), pair),
+                                             ArrayRef<int64_t>{0});
+    Value words = b.create<vector::BroadcastOp>(l, vec(kLanes, b.getI32Type()), word);
+    return b.create<vector::BitCastOp>(l, vec(2 * kLanes, b.getBF16Type()), words);
+  }
+
   /// The epilogue over [m0, mv) x [n0, nv), on the sums in the result.
   void epilogueOver(linalg::GenericOp epilogue, Value m0, Value mv, Value n0, Value nv) {
     auto type = vec(kLanes, b.getF32Type());
@@ -261,9 +320,9 @@ struct Amx {
 
 } // namespace
 
-void mlir::nova::matmul::rewriteAmx(linalg::GenericOp op, const MatmulOperands &m, Value wg,
-                                    ArrayRef<int64_t> tile, int64_t kc, linalg::FillOp fill,
-                                    linalg::GenericOp epilogue) {
+void mlir::nova::matmul::rewriteBf16(linalg::GenericOp op, const MatmulOperands &m, Value wg,
+                                     ArrayRef<int64_t> tile, int64_t kc, linalg::FillOp fill,
+                                     linalg::GenericOp epilogue, bool amx) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   WorkgroupBlock block = blockOf(b, loc, wg, m, tile);
@@ -292,26 +351,29 @@ void mlir::nova::matmul::rewriteAmx(linalg::GenericOp op, const MatmulOperands &
     SmallVector<Value> steps(m.batchRank, index(b, loc, 1));
     scf::buildLoopNest(b, loc, block.batchLo, block.batchHi, steps,
                        [&](OpBuilder &bb, Location bl, ValueRange batch) {
-                         Amx amx{bb, bl, m, batch};
-                         Value out = amx.out2d();
-                         amx.loop(amx.c(0), amx.c(m.K), kc, [&](Value k0) {
-                           Value klen = amx.sub(amx.minU(amx.add(k0, kc), amx.c(m.K)), k0);
-                           amx.packRhs(bpack, block.n0, nv, k0, klen, kc);
-                           amx.loop(block.m0, mv, 32, [&](Value i0) {
-                             amx.packLhsStrip(apack, i0, k0, klen, kc);
+                         Bf16 k{bb, bl, m, batch};
+                         Value out = k.out2d();
+                         k.loop(k.c(0), k.c(m.K), kc, [&](Value k0) {
+                           Value klen = k.sub(k.minU(k.add(k0, kc), k.c(m.K)), k0);
+                           k.packRhs(bpack, block.n0, nv, k0, klen, kc);
+                           k.loop(block.m0, mv, 32, [&](Value i0) {
+                             k.packLhsStrip(apack, i0, k0, klen, kc);
                              auto strip = [&](bool first) {
-                               amx.products(apack, bpack, out, i0, block.n0, nv, kc, first);
+                               if (amx)
+                                 k.products(apack, bpack, out, i0, block.n0, nv, kc, first);
+                               else
+                                 k.dotProducts(apack, bpack, out, i0, block.n0, nv, kc, first);
                              };
                              if (!zeroStart) {
                                strip(false);
                                return;
                              }
-                             Value first = bb.create<arith::CmpIOp>(bl, arith::CmpIPredicate::eq, k0, amx.c(0));
-                             amx.when(first, [&] { strip(true); }, [&] { strip(false); });
+                             Value first = bb.create<arith::CmpIOp>(bl, arith::CmpIPredicate::eq, k0, k.c(0));
+                             k.when(first, [&] { strip(true); }, [&] { strip(false); });
                            });
                          });
                          if (epilogue)
-                           amx.epilogueOver(epilogue, block.m0, mv, block.n0, nv);
+                           k.epilogueOver(epilogue, block.m0, mv, block.n0, nv);
                        });
   }
   // What the 32 x 32 blocks do not reach: the rows below them (all the
