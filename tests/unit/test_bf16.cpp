@@ -88,6 +88,13 @@ TEST_CASE("bf16 matmuls: products of bf16-rounded operands, f32 sums, every layo
   check_bf16(nn, g.randn({70, 45}), g.randn({45, 99}), false);
   check_bf16(ta, g.randn({77, 50}), g.randn({77, 48}), false);
   check_bf16(tb, g.randn({33, 83}), g.randn({40, 83}), false);
+  // A GELU-fed lhs, computed as it is packed (FuseMatmulPrologue.cpp):
+  // row-major and transposed (a weight gradient's), K with a tail past
+  // whole 16s. Its rounding is of GELU(a), so within bf16's bound only.
+  auto gelu_nn = [](auto a, auto b) { return nova::matmul(nova::gelu(a), b); };
+  auto gelu_ta = [](auto a, auto b) { return nova::matmul(nova::gelu(a), b, Transpose::a); };
+  check_bf16(gelu_nn, g.randn({64, 72}), g.randn({72, 64}), false);
+  check_bf16(gelu_ta, g.randn({72, 64}), g.randn({72, 96}), false);
 }
 
 TEST_CASE("the precision is part of the key: fp32 and bf16 steps compile apart") {

@@ -23,11 +23,13 @@
 //     as tall as the configurator can make them;
 //   - for each strip of 32 rows: pack its lhs rows, rounded, as [32, kc]
 //     (32 KiB at most, in L1; a transposed lhs through 16 x 16 register
-//     transposes); then for each 32 x 32 block of C its sums from the result
+//     transposes; a lhs computed by a fused producer, a GELU, computed
+//     here from its inputs); then for each 32 x 32 block of C its sums from the result
 //     itself (zero on the first slab when the result's zero fill was folded
 //     in), the slab's products, and back into the result.
 // The slab past K is packed as zeros. An epilogue then runs over the block,
-// reading the sums back. AMX tiles live within one basic block each: MLIR 19
+// reading the sums back; the dot products' in one slab take it from their
+// registers instead, never touching the result. AMX tiles live within one basic block each: MLIR 19
 // lowers a tile carried through a loop or an scf.if into a block argument
 // of the wrong LLVM type, so the k steps of a slab are unrolled and the
 // first slab (zeros, no load) is a copy of the loop nest, not a branch.
@@ -108,6 +110,20 @@ struct Bf16 {
   }
   Value lt(Value x, Value y) { return b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, x, y); }
 
+  /// 16 lanes of the lhs at `idx`: loaded, or computed from the inputs of
+  /// its fused producer (a GELU, FuseMatmulPrologue.cpp) as they are packed.
+  Value lhsVector(ValueRange idx) {
+    if (m.prologueInputs.empty())
+      return b.create<vector::LoadOp>(l, vec(kLanes, b.getF32Type()), m.lhs, idx);
+    return buildPrologue(b, l, m, idx, kLanes);
+  }
+  /// One element of the lhs at `idx`, so.
+  Value lhsScalar(ValueRange idx) {
+    if (m.prologueInputs.empty())
+      return b.create<memref::LoadOp>(l, m.lhs, idx);
+    return b.create<vector::ExtractOp>(l, buildPrologue(b, l, m, idx, 1), ArrayRef<int64_t>{0});
+  }
+
   /// apack[r - i0, kk] = bf16(A[r, k0 + kk]) for the 32 rows r from i0,
   /// kk < klen; zero for kk in [klen, kc).
   void packLhsStrip(Value apack, Value i0, Value k0, Value klen, int64_t kc) {
@@ -116,7 +132,7 @@ struct Bf16 {
       loop(c(0), c(32), 1, [&](Value row) {
         Value r = add(i0, row);
         loop(c(0), kFull, kLanes, [&](Value kk) {
-          Value v = b.create<vector::LoadOp>(l, vec(kLanes, b.getF32Type()), m.lhs, at({r, add(k0, kk)}));
+          Value v = lhsVector(at({r, add(k0, kk)}));
           b.create<vector::StoreOp>(l, toBf16(v), apack, ValueRange{row, kk});
         });
       });
@@ -126,8 +142,7 @@ struct Bf16 {
         loop(c(0), kFull, kLanes, [&](Value kk) {
           SmallVector<Value> rows;
           for (int64_t t = 0; t < kLanes; ++t)
-            rows.push_back(b.create<vector::LoadOp>(l, vec(kLanes, b.getF32Type()), m.lhs,
-                                                    at({add(add(k0, kk), t), add(i0, kLanes * half)})));
+            rows.push_back(lhsVector(at({add(add(k0, kk), t), add(i0, kLanes * half)})));
           SmallVector<Value> cols = nova::transposeInRegisters(b, l, rows);
           for (int64_t t = 0; t < kLanes; ++t)
             b.create<vector::StoreOp>(l, toBf16(cols[t]), apack, ValueRange{c(kLanes * half + t), kk});
@@ -137,8 +152,7 @@ struct Bf16 {
       Value r = add(i0, row);
       loop(kFull, c(kc), 1, [&](Value kk) {
         Value v = scalarOrZero(lt(kk, klen), [&] {
-          return m.transposeA ? b.create<memref::LoadOp>(l, m.lhs, at({add(k0, kk), r}))
-                              : b.create<memref::LoadOp>(l, m.lhs, at({r, add(k0, kk)}));
+          return m.transposeA ? lhsScalar(at({add(k0, kk), r})) : lhsScalar(at({r, add(k0, kk)}));
         });
         b.create<memref::StoreOp>(l, v, apack, ValueRange{row, kk});
       });
@@ -242,9 +256,10 @@ struct Bf16 {
   /// products() by AVX512-BF16 dot products: each 32 x 32 block of the
   /// strip as 4 register blocks of kDotRows rows x 2 vectors, the rows' lhs
   /// (8 KiB of the strip at kc = 512) in L1 while the slab's pairs stream
-  /// past from L2.
+  /// past from L2. With `epilogue` (the last slab) the sums go through it
+  /// from the registers instead of into the result.
   void dotProducts(Value apack, Value bpack, Value out, Value i0, Value n0, Value nv, int64_t kc,
-                   bool first) {
+                   bool first, linalg::GenericOp epilogue) {
     auto f32s = vec(kLanes, b.getF32Type()), pairs = vec(2 * kLanes, b.getBF16Type());
     for (int64_t g = 0; g < 32 / kDotRows; ++g)
       loop(n0, nv, 32, [&](Value j0) {
@@ -273,9 +288,13 @@ struct Bf16 {
             });
         ValueRange sums = slab.getResults();
         for (int64_t r = 0; r < kDotRows; ++r)
-          for (int64_t v = 0; v < 2; ++v)
-            b.create<vector::StoreOp>(l, sums[2 * r + v], out,
-                                      ValueRange{add(i0, kDotRows * g + r), add(j0, kLanes * v)});
+          for (int64_t v = 0; v < 2; ++v) {
+            Value row = add(i0, kDotRows * g + r), col = add(j0, kLanes * v);
+            if (epilogue)
+              storeThroughEpilogue(b, l, epilogue, m.out, batch, row, col, sums[2 * r + v], kLanes);
+            else
+              b.create<vector::StoreOp>(l, sums[2 * r + v], out, ValueRange{row, col});
+          }
       });
   }
 
@@ -330,6 +349,11 @@ void mlir::nova::matmul::rewriteBf16(linalg::GenericOp op, const MatmulOperands 
   bool hasKernel = mFull > 0 && nFull > 0 && m.K > 0;
   Value fillValue = fill ? fill.getDpsInputs()[0] : Value();
   bool zeroStart = fillValue && hasKernel && matchPattern(fillValue, m_AnyZeroFloat());
+  // One slab: its first is its last, no branch. The dot products' sums
+  // then go through the epilogue from the registers (so the result is never
+  // touched where the blocks cover it all: DropUnstoredResults.cpp).
+  bool oneSlab = m.K <= kc;
+  bool registerEpilogue = !amx && epilogue && zeroStart && oneSlab;
   if (fill && !zeroStart)
     b.create<linalg::FillOp>(loc, fillValue,
                              resultRegion(b, loc, m, block, block.m0, block.m1, block.n0, block.n1));
@@ -362,18 +386,24 @@ void mlir::nova::matmul::rewriteBf16(linalg::GenericOp op, const MatmulOperands 
                                if (amx)
                                  k.products(apack, bpack, out, i0, block.n0, nv, kc, first);
                                else
-                                 k.dotProducts(apack, bpack, out, i0, block.n0, nv, kc, first);
+                                 k.dotProducts(apack, bpack, out, i0, block.n0, nv, kc, first,
+                                               registerEpilogue ? epilogue : linalg::GenericOp());
                              };
-                             if (!zeroStart) {
-                               strip(false);
+                             if (!zeroStart || oneSlab) {
+                               strip(zeroStart);
                                return;
                              }
                              Value first = bb.create<arith::CmpIOp>(bl, arith::CmpIPredicate::eq, k0, k.c(0));
                              k.when(first, [&] { strip(true); }, [&] { strip(false); });
                            });
                          });
-                         if (epilogue)
+                         if (epilogue && !registerEpilogue)
                            k.epilogueOver(epilogue, block.m0, mv, block.n0, nv);
+                         // A batch element's view of a result nothing
+                         // stores into (it may be a placeholder that must
+                         // be left unused).
+                         if (auto view = out.getDefiningOp<memref::SubViewOp>(); view && view->use_empty())
+                           view.erase();
                        });
   }
   // What the 32 x 32 blocks do not reach: the rows below them (all the

@@ -1,7 +1,8 @@
 //===- DropUnstoredResults.cpp - the nova-drop-unstored-results pass -===//
 //
 // A configured matmul kernel whose register tiles all go through their
-// epilogue in one slab (MatmulKernel.h: resultNeverStored) never reads or
+// epilogue in one slab (MatmulKernel.h: resultNeverStored; the vector-FMA
+// and the AVX512-BF16 kernels, not AMX's tiles) never reads or
 // writes its result buffer: the sums live in registers until the epilogue
 // stores what it computes from them. Such a buffer is still a kernel
 // parameter and an arena buffer of the plan (16 MiB for the medium GPT's
@@ -39,13 +40,18 @@ namespace {
 /// null.
 BlockArgument unstoredResult(func::FuncOp kernel) {
   auto config = nova::loweringConfig(kernel);
-  if (!config || !config.isMatmul() || config.isBf16Matmul())
+  if (!config || !config.isMatmul() || config.isAmxMatmul())
     return {};
   auto op = dyn_cast_or_null<linalg::GenericOp>(nova::kernelRoot(kernel));
   std::optional<nova::MatmulOperands> m = op ? nova::matchMatmul(op) : std::nullopt;
   if (!m)
     return {};
   auto [fill, epilogue] = nova::matmulNeighbours(*m);
+  // The AVX512-BF16 kernel (Bf16Matmul.cpp) starts from zeros only with the
+  // zero fill folded in, and runs the rows below its last whole 32-row
+  // block as a float32 copy of the generic, which stores.
+  if (config.getKind() == "bf16_matmul" && (!fill || m->M % 32 != 0))
+    return {};
   ArrayRef<int64_t> reg = config.getRegisterTile();
   int64_t kc = config.getCacheTile().empty() ? std::max<int64_t>(m->K, 1) : config.getCacheTile()[0];
   if (reg.size() != 2 || !nova::resultNeverStored(*m, reg[1], kc, fill, epilogue))

@@ -122,9 +122,6 @@ LogicalResult fuse(linalg::GenericOp matmul) {
 
 struct FuseMatmulPrologue : mlir::nova::impl::NovaFuseMatmulPrologueBase<FuseMatmulPrologue> {
   void runOnOperation() override {
-    // bf16 matmuls (AMX tiles, AVX512-BF16 dot products) pack their lhs their own way: not fused there.
-    if (auto p = getOperation()->getAttrOfType<StringAttr>(nova::kMatmulPrecisionAttr); p && p.getValue() == "bf16")
-      return;
     SmallVector<linalg::GenericOp> matmuls;
     getOperation().walk([&](linalg::GenericOp op) {
       if (mlir::nova::isTaggedMatmul(op))

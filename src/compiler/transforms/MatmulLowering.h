@@ -37,6 +37,12 @@ WorkgroupBlock blockOf(OpBuilder &b, Location loc, Value wg, const MatmulOperand
 /// epilogue's body on the accumulators, a prologue's while the lhs is packed.
 void vectorizeBody(OpBuilder &b, Location l, Block &body, IRMapping &map, Operation *stop, int64_t width);
 
+/// A fused lhs producer (MatmulOperands::prologueInputs) on `width` lanes
+/// at `at`: its inputs loaded (under `mask`, `passThrough` in the lanes it
+/// turns off, where one is given), the body's ops before the multiply.
+Value buildPrologue(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange at, int64_t width,
+                    Value mask = {}, Value passThrough = {});
+
 /// A vector of `type` loaded at `idx`, under `mask` (zeros in the lanes it
 /// turns off) where one is given: a column edge's last vector.
 Value loadVector(OpBuilder &b, Location l, VectorType type, Value memref, ValueRange idx, Value mask = {});

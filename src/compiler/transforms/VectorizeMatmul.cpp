@@ -165,6 +165,22 @@ void storeThroughEpilogue(OpBuilder &b, Location l, linalg::GenericOp epi, Value
   storeVector(b, l, yielded, out, dims, mask);
 }
 
+Value buildPrologue(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange at, int64_t width, Value mask,
+                    Value passThrough) {
+  linalg::GenericOp op = m.op;
+  Block &body = op.getRegion().front();
+  BlockArgument rhs = body.getArgument(body.getNumArguments() - 2);
+  auto mul = cast<arith::MulFOp>(*rhs.getUsers().begin());
+  IRMapping map;
+  for (auto [i, in] : llvm::enumerate(m.prologueInputs)) {
+    auto type = VectorType::get({width}, cast<MemRefType>(in.getType()).getElementType());
+    map.map(body.getArgument(i), mask ? b.create<vector::MaskedLoadOp>(l, type, in, at, mask, passThrough).getResult()
+                                      : b.create<vector::LoadOp>(l, type, in, at).getResult());
+  }
+  vectorizeBody(b, l, body, map, mul, width);
+  return map.lookup(mul.getLhs() == rhs ? mul.getRhs() : mul.getLhs());
+}
+
 } // namespace mlir::nova::matmul
 
 using namespace mlir::nova::matmul;
@@ -469,21 +485,6 @@ void buildPackRhsEdge(OpBuilder &b, Location l, const MatmulOperands &m, ValueRa
       });
 }
 
-/// A fused lhs producer (MatmulOperands::prologueInputs) on `width` lanes
-/// at `at`: its inputs loaded (masked), the body's ops before the multiply.
-Value buildPrologue(OpBuilder &b, Location l, const MatmulOperands &m, ValueRange at, Value mask, Value zero,
-                    int64_t width) {
-  linalg::GenericOp op = m.op;
-  Block &body = op.getRegion().front();
-  BlockArgument rhs = body.getArgument(body.getNumArguments() - 2);
-  auto mul = cast<arith::MulFOp>(*rhs.getUsers().begin());
-  IRMapping map;
-  for (auto [i, in] : llvm::enumerate(m.prologueInputs))
-    map.map(body.getArgument(i), b.create<vector::MaskedLoadOp>(l, zero.getType(), in, at, mask, zero));
-  vectorizeBody(b, l, body, map, mul, width);
-  return map.lookup(mul.getLhs() == rhs ? mul.getRhs() : mul.getLhs());
-}
-
 /// Prefetches the `vectors` x `width` values from column i0 of the lhs's
 /// (transposed: [.., K, M]) row `ahead` (rowAhead), in each input of its
 /// fused producer, while row k's are computed. The producer (a GELU) takes
@@ -562,7 +563,7 @@ void buildPackTransposedLhs(OpBuilder &b, Location l, const MatmulOperands &m, V
     src.append({k, i0});
     return m.prologueInputs.empty()
                ? lb.create<vector::MaskedLoadOp>(ll, pass.getType(), m.lhs, src, mask, pass).getResult()
-               : buildPrologue(lb, ll, m, src, mask, pass, lanes);
+               : buildPrologue(lb, ll, m, src, lanes, mask, pass);
   };
   b.create<scf::ForOp>(
       l, index(b, l, 0), klen, index(b, l, 1), ValueRange{}, [&](OpBuilder &kb, Location kl, Value kk, ValueRange) {
@@ -643,7 +644,7 @@ void buildPackRowLhs(OpBuilder &b, Location l, const MatmulOperands &m, ValueRan
               for (int64_t r = 0; r < tileRows; ++r) {
                 SmallVector<Value> src(batch.begin(), batch.end());
                 src.append({kb.create<arith::AddIOp>(kl, i0, index(kb, kl, r)), k});
-                Value v = buildPrologue(kb, kl, m, src, mask, zero, width);
+                Value v = buildPrologue(kb, kl, m, src, width, mask, zero);
                 kb.create<vector::MaskedStoreOp>(kl, packedLhs, ValueRange{slot, index(kb, kl, r), kk}, mask, v);
               }
               kb.create<scf::YieldOp>(kl);

@@ -163,6 +163,15 @@ RegisterTile chooseRegisterTile(int64_t M, int64_t N, int64_t width, const nova:
   return best;
 }
 
+/// What packing a matmul's lhs once costs against copying it: 1, or for a
+/// lhs its fused producer computes while packed (GELU(h)), the producer's
+/// ops before the multiply (GELU: 8).
+double lhsPackWeight(const nova::MatmulOperands &m) {
+  if (m.prologueInputs.empty())
+    return 1.0;
+  return double(std::max<int64_t>(1, int64_t(linalg::GenericOp(m.op).getRegion().front().getOperations().size()) - 2));
+}
+
 /// AMX tiles (bf16 products, f32 sums, accumulated in the result): the
 /// tile unit multiplies many times faster than the FMAs, so the kernel is
 /// bound by packing the operands to bf16 (Bf16Matmul.cpp); AVX512-BF16 dot
@@ -173,7 +182,7 @@ RegisterTile chooseRegisterTile(int64_t M, int64_t N, int64_t width, const nova:
 /// 32-row strip's lhs rows once per block. So the blocks split the result
 /// into as few parts as make one workgroup per core, in the direction
 /// that packs least: a column split packs the lhs again (M x K per extra
-/// block), a row split the rhs (N x K).
+/// block, its fused producer's ops each time), a row split the rhs (N x K).
 nova::LoweringConfigAttr configureBf16Matmul(linalg::GenericOp op, const nova::MatmulOperands &m,
                                              const nova::CpuFacts &facts) {
   auto roundUp = [](int64_t v, int64_t q) { return ceilDiv(v, q) * q; };
@@ -193,7 +202,7 @@ nova::LoweringConfigAttr configureBf16Matmul(linalg::GenericOp op, const nova::M
     int64_t rows = std::min(rowStrips, std::max<int64_t>(1, ceilDiv(need, cols)));
     int64_t count = batch * rows * cols;
     bool balanced = count <= facts.cores || count % facts.cores == 0;
-    double cost = double(m.M) * double(cols) + double(m.N) * double(rows);
+    double cost = double(m.M) * double(cols) * lhsPackWeight(m) + double(m.N) * double(rows);
     if (bestCost < 0 || (balanced && !bestBalanced) || (balanced == bestBalanced && cost < bestCost)) {
       bestCost = cost;
       bestBalanced = balanced;
@@ -221,9 +230,9 @@ std::optional<nova::LoweringConfigAttr> configureMatmul(linalg::GenericOp op,
     return std::nullopt;
   // bf16 on AMX or by AVX512-BF16 dot products: float32 matmuls with at
   // least one whole 32 x 32 block. Its lhs packing reads rows with vector
-  // loads: a row-major lhs needs a unit-stride k (a transposed one has
-  // unit-stride m, matchMatmul).
-  if ((facts.amxBf16Matmul || facts.dotBf16Matmul) && m->prologueInputs.empty() && m->outType.getElementType().isF32() && m->M >= 32 &&
+  // loads (of a fused producer's inputs, where it has one): a row-major lhs
+  // needs a unit-stride k (a transposed one has unit-stride m, matchMatmul).
+  if ((facts.amxBf16Matmul || facts.dotBf16Matmul) && m->outType.getElementType().isF32() && m->M >= 32 &&
       m->N >= 32 &&
       m->K >= 1 && (m->transposeA || nova::hasUnitInnerStride(cast<MemRefType>(m->lhs.getType()))))
     return configureBf16Matmul(op, *m, facts);
@@ -303,11 +312,7 @@ std::optional<nova::LoweringConfigAttr> configureMatmul(linalg::GenericOp op,
   // GFLOP/s beside 210 for its 2048x512x2048 twin, 1.125 of the even time).
   // A lhs computed while packed costs its ops again in each column block:
   // its packing weighs 1 + the body's ops before the multiply (GELU: 8).
-  double lhsPackWeight = 0.0;
-  if (m->packsLhs())
-    lhsPackWeight = m->prologueInputs.empty()
-                        ? 1.0
-                        : double(std::max<int64_t>(1, int64_t(m->op.getRegion().front().getOperations().size()) - 2));
+  double lhsWeight = m->packsLhs() ? lhsPackWeight(*m) : 0.0;
   int64_t nChunks = minChunks;
   double bestCost = -1;
   bool bestBalanced = false;
@@ -321,7 +326,7 @@ std::optional<nova::LoweringConfigAttr> configureMatmul(linalg::GenericOp op,
     // (or fewer workgroups than cores, the target's own choice).
     bool balanced = count <= facts.cores ||
                     makespanOverEven(groups, m->M, rowTiles * mr, m->N, ceilDiv(nTiles, n) * nr, facts.cores) <= 1.05;
-    double cost = double(rowsChunks) * double(m->N) + double(n) * double(m->M) * lhsPackWeight;
+    double cost = double(rowsChunks) * double(m->N) + double(n) * double(m->M) * lhsWeight;
     if (n > std::max(minChunks, std::min(nTiles, left)) && !balanced)
       continue; // past the old range only to find a balanced split
     if (bestCost < 0 || (balanced && !bestBalanced) || (balanced == bestBalanced && cost < bestCost)) {
