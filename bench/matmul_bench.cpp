@@ -127,6 +127,9 @@ int main(int argc, char** argv) {
   std::printf("  measured peak %.1f GFLOP/s (%d-lane FMA loop on %d threads)\n", peak.gflops, peak.lanes,
               peak.threads);
   std::printf("RESULT peak gflops=%.1f\n", peak.gflops);
+  if (precision == nova::MatmulPrecision::bf16)
+    std::printf("  (bf16 products: a dot product's lane or an AMX tile multiplies more than an f32 FMA; peak%% is "
+                "of the f32 FMAs)\n");
   std::printf("  %-22s %10s %10s %8s %10s\n", "shape", "ms", "GFLOP/s", "peak%", "max err");
   int failures = 0;
   std::uint64_t seed = 1;
