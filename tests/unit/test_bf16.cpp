@@ -95,6 +95,12 @@ TEST_CASE("bf16 matmuls: products of bf16-rounded operands, f32 sums, every layo
   auto gelu_ta = [](auto a, auto b) { return nova::matmul(nova::gelu(a), b, Transpose::a); };
   check_bf16(gelu_nn, g.randn({64, 72}), g.randn({72, 64}), false);
   check_bf16(gelu_ta, g.randn({72, 64}), g.randn({72, 96}), false);
+  // Epilogues on the sums in one slab: a light one (a bias-like add) and a
+  // heavy one (a math op, taken a vector at a time through a scratch).
+  auto plus_one = [](auto a, auto b) { return nova::matmul(a, b) + 1.0; };
+  auto tanh_of = [](auto a, auto b) { return nova::tanh(nova::matmul(a, b) * 0.1); };
+  check_bf16(plus_one, g.randn({64, 96}), g.randn({96, 64}), false);
+  check_bf16(tanh_of, g.randn({64, 96}), g.randn({96, 64}), false);
 }
 
 TEST_CASE("the precision is part of the key: fp32 and bf16 steps compile apart") {
