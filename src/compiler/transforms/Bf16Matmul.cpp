@@ -24,15 +24,17 @@
 //   - for each strip of 32 rows: pack its lhs rows, rounded, as [32, kc]
 //     (32 KiB at most, in L1; a transposed lhs through 16 x 16 register
 //     transposes; a lhs computed by a fused producer, a GELU, computed
-//     here from its inputs); then for each 32 x 32 block of C its sums from the result
-//     itself (zero on the first slab when the result's zero fill was folded
-//     in), the slab's products, and back into the result.
+//     here from its inputs); then for each 32 x 32 block of C its sums
+//     from the result itself (zero on the first slab when the result's
+//     zero fill was folded in), the slab's products, and back into the
+//     result.
 // The slab past K is packed as zeros. An epilogue then runs over the block,
-// reading the sums back; the dot products' in one slab take it from their
-// registers instead, never touching the result. AMX tiles live within one basic block each: MLIR 19
-// lowers a tile carried through a loop or an scf.if into a block argument
-// of the wrong LLVM type, so the k steps of a slab are unrolled and the
-// first slab (zeros, no load) is a copy of the loop nest, not a branch.
+// reading the sums back; the dot products in one slab take it from their
+// registers instead, never touching the result. AMX tiles live within one
+// basic block each: MLIR 19 lowers a tile carried through a loop or an
+// scf.if into a block argument of the wrong LLVM type, so the k steps of a
+// slab are unrolled and the first slab (zeros, no load) is a copy of the
+// loop nest, not a branch.
 //
 // What the 32 x 32 blocks do not cover (M % 32 rows, N % 32 columns) runs as
 // a copy of the original generic, in float32.

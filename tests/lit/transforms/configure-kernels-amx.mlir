@@ -30,6 +30,13 @@
 // DOT-SAME: #nova.lowering_config<matmul,
 // DOT-LABEL: func.func @deep
 // DOT-SAME: #nova.lowering_config<bf16_matmul, workgroups = 2, tile = [32, 64], cache_tile = [384], register_tile = [8, 32]>
+// K = 512 over 3072 columns: the rhs slab's cap (half of the 2 MiB L2,
+// 512 x 1024 bf16) makes at least 3 column blocks, which 2 cores cannot
+// share evenly (2048 and 1024 columns); 4 blocks of 768 can.
+// CHECK-LABEL: func.func @wide
+// CHECK-SAME: #nova.lowering_config<amx_matmul, workgroups = 4, tile = [2048, 768], cache_tile = [512], register_tile = [32, 32]>
+// DOT-LABEL: func.func @wide
+// DOT-SAME: #nova.lowering_config<bf16_matmul, workgroups = 4, tile = [2048, 768], cache_tile = [512], register_tile = [8, 32]>
 module attributes {nova.matmul_precision = "bf16"} {
   module @kernels {
     func.func @matmul(%wg: index, %a: memref<2048x256xf32>, %b: memref<256x768xf32>, %c: memref<2048x768xf32>) {
@@ -58,6 +65,17 @@ module attributes {nova.matmul_precision = "bf16"} {
       linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
                       iterator_types = ["parallel", "reduction", "parallel"]}
           ins(%a, %b : memref<64x1100xf32>, memref<1100x64xf32>) outs(%c : memref<64x64xf32>) attrs = {nova.kernel = "matmul"} {
+      ^bb0(%x: f32, %y: f32, %acc: f32):
+        %p = arith.mulf %x, %y : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      }
+      return
+    }
+    func.func @wide(%wg: index, %a: memref<2048x512xf32>, %b: memref<512x3072xf32>, %c: memref<2048x3072xf32>) {
+      linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
+                      iterator_types = ["parallel", "reduction", "parallel"]}
+          ins(%a, %b : memref<2048x512xf32>, memref<512x3072xf32>) outs(%c : memref<2048x3072xf32>) attrs = {nova.kernel = "matmul"} {
       ^bb0(%x: f32, %y: f32, %acc: f32):
         %p = arith.mulf %x, %y : f32
         %s = arith.addf %acc, %p : f32

@@ -169,7 +169,8 @@ RegisterTile chooseRegisterTile(int64_t M, int64_t N, int64_t width, const nova:
 double lhsPackWeight(const nova::MatmulOperands &m) {
   if (m.prologueInputs.empty())
     return 1.0;
-  return double(std::max<int64_t>(1, int64_t(linalg::GenericOp(m.op).getRegion().front().getOperations().size()) - 2));
+  int64_t ops = int64_t(linalg::GenericOp(m.op).getRegion().front().getOperations().size());
+  return double(std::max<int64_t>(1, ops - 2));
 }
 
 /// AMX tiles (bf16 products, f32 sums, accumulated in the result): the
@@ -198,10 +199,18 @@ nova::LoweringConfigAttr configureBf16Matmul(linalg::GenericOp op, const nova::M
   int64_t bestRows = 1, bestCols = minCols;
   double bestCost = -1;
   bool bestBalanced = false;
-  for (int64_t cols = minCols; cols <= std::max(minCols, std::min(colStrips, need)); ++cols) {
+  // Past the fewest blocks that fill the cores only to find a split that
+  // loads them evenly (makespanOverEven, as for the vector kernel): 3 column
+  // blocks that the slab's cap forces on 2 cores become 4.
+  int64_t fill = std::max(minCols, std::min(colStrips, need));
+  int64_t lastCols = std::max(fill, std::min(colStrips, 2 * std::max(minCols, need)));
+  for (int64_t cols = minCols; cols <= lastCols; ++cols) {
     int64_t rows = std::min(rowStrips, std::max<int64_t>(1, ceilDiv(need, cols)));
     int64_t count = batch * rows * cols;
-    bool balanced = count <= facts.cores || count % facts.cores == 0;
+    bool balanced = count <= facts.cores || makespanOverEven(batch, m.M, roundUp(ceilDiv(m.M, rows), 32), m.N,
+                                                             roundUp(ceilDiv(m.N, cols), 32), facts.cores) <= 1.05;
+    if (cols > fill && !balanced)
+      continue;
     double cost = double(m.M) * double(cols) * lhsPackWeight(m) + double(m.N) * double(rows);
     if (bestCost < 0 || (balanced && !bestBalanced) || (balanced == bestBalanced && cost < bestCost)) {
       bestCost = cost;
