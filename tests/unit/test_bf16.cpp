@@ -103,6 +103,46 @@ TEST_CASE("bf16 matmuls: products of bf16-rounded operands, f32 sums, every layo
   check_bf16(tanh_of, g.randn({64, 96}), g.randn({96, 64}), false);
 }
 
+TEST_CASE("bf16 steps' causal attention: the forward's products on bf16 operands, within bf16's bound") {
+  if (!has_bf16_matmuls()) {
+    MESSAGE("skipped: this CPU has neither AMX nor AVX512-BF16");
+    return;
+  }
+  nova::TargetDesc host = nova::host_target();
+  Gen g;
+  INFO("seed = ", g.seed);
+  PrecisionScope bf16(nova::MatmulPrecision::bf16);
+  // The default scale, 1 / sqrt(head): logits of unit spread on random
+  // inputs (0.7 with heads of 64 made them 5.6 wide, so peaked that bf16's
+  // rounding of q and k moved the outputs by up to 1.5e-2).
+  auto attention = [](auto qkv, std::int64_t h) { return nova::causal_attention(qkv, h); };
+  auto gradient = [](auto qkv, auto w, std::int64_t h) {
+    return nova::gradients(nova::sum(nova::causal_attention(qkv, h) * w), {qkv})[0];
+  };
+  // Heads of 64 and 32 columns; T a multiple of 16, not one, and odd (the
+  // last key pair half past T); the rows of a block past T's end.
+  struct Case {
+    std::int64_t B, T, heads, hd;
+  };
+  for (Case c : {Case{2, 64, 2, 64}, Case{1, 40, 3, 32}, Case{2, 37, 1, 64}, Case{2, 36, 1, 64}, Case{2, 38, 1, 64}, Case{2, 64, 1, 64}, Case{1, 5, 2, 32}}) {
+    INFO("B ", c.B, " T ", c.T, " heads ", c.heads, " head ", c.hd);
+    Tensor qkv = g.randn({c.B, c.T, 3 * c.heads * c.hd});
+    Tensor got = nova::jit(attention)(qkv, nova::static_arg(c.heads));
+    Tensor want = nova::jit(attention, nova::ExecMode::interpreted)(qkv, nova::static_arg(c.heads));
+    double err = rel_error(got, want);
+    MESSAGE("forward against float64: ", err);
+    CHECK(err <= 1e-2);
+    // With AVX512-BF16 the products round their operands: measurably off
+    // float64, which the f32 kernel is not.
+    if (host.has("avx512_bf16") && host.vector_bits >= 512)
+      CHECK(err > 1e-5);
+    Tensor w = g.randn({c.B, c.T, c.heads * c.hd});
+    Tensor dgot = nova::jit(gradient)(qkv, w, nova::static_arg(c.heads));
+    Tensor dwant = nova::jit(gradient, nova::ExecMode::interpreted)(qkv, w, nova::static_arg(c.heads));
+    CHECK(rel_error(dgot, dwant) <= 1e-2);
+  }
+}
+
 TEST_CASE("the precision is part of the key: fp32 and bf16 steps compile apart") {
   if (!has_bf16_matmuls()) {
     MESSAGE("skipped: this CPU has neither AMX nor AVX512-BF16");

@@ -46,7 +46,6 @@
 
 #include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
@@ -280,11 +279,9 @@ struct Bf16 {
                 rhs[v] = b.create<vector::LoadOp>(l, pairs, bpack, ValueRange{p, add(mul(cj, 2), 2 * kLanes * v)});
               SmallVector<Value> next;
               for (int64_t r = 0; r < kDotRows; ++r) {
-                Value lhs = broadcastPair(apack, c(kDotRows * g + r), mul(p, 2));
+                Value lhs = nova::broadcastBf16Pair(b, l, apack, ValueRange{c(kDotRows * g + r), mul(p, 2)}, kLanes);
                 for (int64_t v = 0; v < 2; ++v)
-                  next.push_back(b.create<LLVM::CallIntrinsicOp>(l, f32s, "llvm.x86.avx512bf16.dpbf16ps.512",
-                                                                 ValueRange{acc[2 * r + v], lhs, rhs[v]})
-                                     .getResult(0));
+                  next.push_back(nova::dotBf16(b, l, acc[2 * r + v], lhs, rhs[v]));
               }
               return next;
             });
@@ -298,15 +295,6 @@ struct Bf16 {
               b.create<vector::StoreOp>(l, sums[2 * r + v], out, ValueRange{row, col});
           }
       });
-  }
-
-  /// The bf16 pair apack[row, k], apack[row, k + 1] in every 32-bit lane.
-  Value broadcastPair(Value apack, Value row, Value k) {
-    Value pair = b.create<vector::LoadOp>(l, vec(2, b.getBF16Type()), apack, ValueRange{row, k});
-    Value word = b.create<vector::ExtractOp>(l, b.create<vector::BitCastOp>(l, vec(1, b.getI32Type()), pair),
-                                             ArrayRef<int64_t>{0});
-    Value words = b.create<vector::BroadcastOp>(l, vec(kLanes, b.getI32Type()), word);
-    return b.create<vector::BitCastOp>(l, vec(2 * kLanes, b.getBF16Type()), words);
   }
 
   /// The epilogue over [m0, mv) x [n0, nv), on the sums in the result.

@@ -5,6 +5,7 @@
 #include "compiler/transforms/MatmulKernel.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -493,4 +494,17 @@ SmallVector<Value> mlir::nova::transposeInRegisters(OpBuilder &b, Location loc,
       rows[i + h] = b.create<vector::ShuffleOp>(loc, a, bRow, high);
     }
   return rows;
+}
+
+Value mlir::nova::broadcastBf16Pair(OpBuilder &b, Location loc, Value mem, ValueRange idx, int64_t lanes) {
+  Value pair = b.create<vector::LoadOp>(loc, VectorType::get({2}, b.getBF16Type()), mem, idx);
+  Value word = b.create<vector::ExtractOp>(
+      loc, b.create<vector::BitCastOp>(loc, VectorType::get({1}, b.getI32Type()), pair), ArrayRef<int64_t>{0});
+  Value words = b.create<vector::BroadcastOp>(loc, VectorType::get({lanes}, b.getI32Type()), word);
+  return b.create<vector::BitCastOp>(loc, VectorType::get({2 * lanes}, b.getBF16Type()), words);
+}
+
+Value mlir::nova::dotBf16(OpBuilder &b, Location loc, Value acc, Value x, Value y) {
+  return b.create<LLVM::CallIntrinsicOp>(loc, acc.getType(), "llvm.x86.avx512bf16.dpbf16ps.512", ValueRange{acc, x, y})
+      .getResult(0);
 }

@@ -124,6 +124,16 @@ Value contiguousCopy(OpBuilder &b, Location loc, Value m, bool copyIn, SmallVect
 /// two-source shuffle per new row: W log2 W shuffles in all (64 for 16 lanes).
 SmallVector<Value> transposeInRegisters(OpBuilder &b, Location loc, SmallVector<Value> rows);
 
+/// The bf16 pair at `idx` and the element after it (along the last dim) of
+/// `mem`, as one 32-bit word in each of `lanes` lanes: a vector<2 lanes x
+/// bf16>, the broadcast operand of dotBf16.
+Value broadcastBf16Pair(OpBuilder &b, Location loc, Value mem, ValueRange idx, int64_t lanes);
+
+/// `acc` (vector<16xf32>) plus, per lane, the two products of the lane's
+/// bf16 pairs in `x` and `y` (vector<32xbf16>): one AVX512-BF16 vdpbf16ps
+/// (an llvm.call_intrinsic: MLIR 19's x86vector has no bf16 dot product).
+Value dotBf16(OpBuilder &b, Location loc, Value acc, Value x, Value y);
+
 /// Whether the buffer type's innermost dim has unit stride (what
 /// vector.load and vector.store require).
 bool hasUnitInnerStride(MemRefType type);

@@ -256,11 +256,14 @@ def NovaVectorizeAttention : Pass<"nova-vectorize-attention", "mlir::ModuleOp"> 
   let options = [
     Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"512",
            "width of the target's vector registers in bits">,
+    Option<"dotBf16", "dot-bf16", "bool", /*default=*/"false",
+           "the target has AVX512-BF16 dot products: with bf16 matmuls asked for "
+           "(nova.matmul_precision), the forward's products take bf16 operands">,
   ];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
                            "mlir::math::MathDialect",
                            "mlir::memref::MemRefDialect", "mlir::scf::SCFDialect",
-                           "mlir::vector::VectorDialect"];
+                           "mlir::vector::VectorDialect", "mlir::LLVM::LLVMDialect"];
 }
 
 def NovaDropUnstoredResults : Pass<"nova-drop-unstored-results", "mlir::ModuleOp"> {

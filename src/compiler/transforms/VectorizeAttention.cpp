@@ -71,6 +71,14 @@ struct HeadEmitter {
   Value bIdx, qCol, kCol, vCol; // batch index; first column of q, k, v of the head
   Value oCol;                   // first column of the head in out (forward) or dq (backward)
   Value kt, vt, s, dp;          // scratch: k^T, v^T [hd, Tp]; S / P, dP / dS [R, Tp]
+  /// The forward's products as AVX512-BF16 dot products (bf16 matmuls
+  /// asked for, W = 16, hd a multiple of 32): their operands rounded to
+  /// bf16 pairs. kp [hd / 2, 2 Tp]: row p holds each key's (k[j, 2p],
+  /// k[j, 2p + 1]); vp [Tp / 2, 2 hd]: row p holds each column's (v[2p, c],
+  /// v[2p + 1, c]); qb [R, hd] and eb [R, Tp]: the block's q rows and
+  /// exp(S - max) rows, rounded.
+  bool dot = false;
+  Value kp, vp, qb, eb;
 
   Value c(int64_t v) { return b.create<arith::ConstantIndexOp>(l, v); }
   Value add(Value x, Value y) { return b.create<arith::AddIOp>(l, x, y); }
@@ -168,6 +176,94 @@ struct HeadEmitter {
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t v = 0; v < nv; ++v)
         finish(r, v, kLoop.getResult(r * nv + v));
+  }
+
+  /// emitProduct's products as dot products: acc[r][v] = sum over the
+  /// pairs p < P of the lanes' two products of lhs(r, p) (a bf16 pair in
+  /// every lane, broadcastBf16Pair) and rhs(p, v) (16 lanes' pairs).
+  void emitProductDot(int64_t rows, int64_t nv, Value P, function_ref<Value(int64_t r, Value p)> lhs,
+                      function_ref<Value(Value p, int64_t v)> rhs,
+                      function_ref<void(int64_t r, int64_t v, Value acc)> finish) {
+    SmallVector<Value> start(rows * nv, splat(0.0));
+    auto pLoop = nova::buildFor(b, l, c(0), P, c(1), start, [&](Value p, ValueRange acc) {
+      SmallVector<Value> row, next;
+      for (int64_t v = 0; v < nv; ++v)
+        row.push_back(rhs(p, v));
+      for (int64_t r = 0; r < rows; ++r) {
+        Value a = lhs(r, p);
+        for (int64_t v = 0; v < nv; ++v)
+          next.push_back(nova::dotBf16(b, l, acc[r * nv + v], a, row[v]));
+      }
+      return next;
+    });
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t v = 0; v < nv; ++v)
+        finish(r, v, pLoop.getResult(r * nv + v));
+  }
+
+  VectorType bf16s(int64_t n) { return VectorType::get({n}, b.getBF16Type()); }
+  Value toBf16(Value v) {
+    return b.create<arith::TruncFOp>(l, bf16s(cast<VectorType>(v.getType()).getNumElements()), v);
+  }
+
+  /// kp (see `dot`): 16 keys x 16 pairs at a time, each key's 32 values
+  /// rounded and read as 16 i32 pairs, transposed in registers so that a
+  /// row is one pair across the keys; the keys past the last whole 16
+  /// element by element, zeros up to Tp.
+  void emitPackKeyPairs() {
+    int64_t full = T / W * W;
+    auto i32s = VectorType::get({W}, b.getI32Type());
+    SmallVector<int64_t> concat;
+    for (int64_t i = 0; i < 2 * W; ++i)
+      concat.push_back(i);
+    if (full > 0)
+      loop(c(0), c(full), W, [&](OpBuilder &, Value j0) {
+        loop(c(0), c(hd / 2), W, [&](OpBuilder &, Value p0) {
+          SmallVector<Value> keys;
+          for (int64_t t = 0; t < W; ++t) {
+            Value ch = add(kCol, mul(p0, 2));
+            Value lo = toBf16(vload(b, qkv, {bIdx, add(j0, t), ch}));
+            Value hi = toBf16(vload(b, qkv, {bIdx, add(j0, t), add(ch, W)}));
+            keys.push_back(b.create<vector::BitCastOp>(l, i32s, b.create<vector::ShuffleOp>(l, lo, hi, concat)));
+          }
+          SmallVector<Value> pairs = nova::transposeInRegisters(b, l, keys);
+          for (int64_t t = 0; t < W; ++t)
+            b.create<vector::StoreOp>(l, b.create<vector::BitCastOp>(l, bf16s(2 * W), pairs[t]), kp,
+                                      ValueRange{add(p0, t), mul(j0, 2)});
+        });
+      });
+    loop(c(0), c(hd), 1, [&](OpBuilder &, Value ch) {
+      Value p = b.create<arith::DivUIOp>(l, ch, c(2)), half = b.create<arith::RemUIOp>(l, ch, c(2));
+      if (full < T)
+        loop(c(full), c(T), 1, [&](OpBuilder &, Value j) {
+          Value v = b.create<arith::TruncFOp>(l, b.getBF16Type(), load(b, qkv, {bIdx, j, add(kCol, ch)}));
+          b.create<memref::StoreOp>(l, v, kp, ValueRange{p, add(mul(j, 2), half)});
+        });
+      if (Tp > T)
+        loop(c(T), c(Tp), 1, [&](OpBuilder &, Value j) {
+          Value zero = b.create<arith::ConstantOp>(l, b.getZeroAttr(b.getBF16Type()));
+          b.create<memref::StoreOp>(l, zero, kp, ValueRange{p, add(mul(j, 2), half)});
+        });
+    });
+  }
+
+  /// vp (see `dot`): rows 2p and 2p + 1 of v rounded and interleaved, 16
+  /// columns at a time; a row past T (odd T) as zeros.
+  void emitPackValuePairs() {
+    SmallVector<int64_t> interleave;
+    for (int64_t i = 0; i < W; ++i)
+      interleave.append({i, W + i});
+    auto pairRows = [&](Value p, bool secondIsZero) {
+      for (int64_t c0 = 0; c0 < hd; c0 += W) {
+        Value lo = toBf16(vload(b, qkv, {bIdx, mul(p, 2), add(vCol, c0)}));
+        Value hi = secondIsZero ? b.create<arith::ConstantOp>(l, bf16s(W), b.getZeroAttr(bf16s(W))).getResult()
+                                : toBf16(vload(b, qkv, {bIdx, add(mul(p, 2), 1), add(vCol, c0)}));
+        b.create<vector::StoreOp>(l, b.create<vector::ShuffleOp>(l, lo, hi, interleave), vp, ValueRange{p, c(2 * c0)});
+      }
+    };
+    loop(c(0), c(T / 2), 1, [&](OpBuilder &, Value p) { pairRows(p, false); });
+    if (T % 2)
+      pairRows(c(T / 2), true);
   }
 
   /// out[b, j, col + c] += sum_r coef(r, j) * rowAt(r, c) for r in [skip,
@@ -315,10 +411,12 @@ struct HeadEmitter {
     SmallVector<Value> rowIdx;
     for (int64_t r = 0; r < rows; ++r)
       rowIdx.push_back(add(i0, r));
+    bool backward = static_cast<bool>(grad);
+    if (dot && !backward)
+      return emitRowBlockDot(rows, rowIdx, nvec, jEnd);
     // S = scale q k^T over the block's key columns.
     emitScoreBlock(rows, base, nvec, s, kt, [&](int64_t r, Value ch) { return qAt(rowIdx[r], ch); },
                    scale);
-    bool backward = static_cast<bool>(grad);
     SmallVector<Value> limits;
     for (int64_t r = 0; r < rows; ++r)
       limits.push_back(add(rowIdx[r], 1));
@@ -376,6 +474,49 @@ struct HeadEmitter {
     rowsTimesHead(dp, kCol, nullptr);
   }
 
+  /// The forward's row block with dot products (see `dot`): the rows' q
+  /// rounded into qb; S = scale q k^T from the key pairs, its softmax in
+  /// f32 as emitRowBlock's; exp(S - max) rounded into eb; out = (e v) / sum
+  /// from the value pairs, over the key pairs up to the block's last key
+  /// (an odd last key's partner is past the rows' limits: e is 0 there).
+  void emitRowBlockDot(int64_t rows, ArrayRef<Value> rowIdx, Value nvec, Value jEnd) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c0 = 0; c0 < hd; c0 += W)
+        b.create<vector::StoreOp>(l, toBf16(vload(b, qkv, {bIdx, rowIdx[r], add(qCol, c0)})), qb,
+                                  ValueRange{c(r), c(c0)});
+    Value scaleVec = splat(scale);
+    emitGroups(nvec, cv, [&](int64_t nv, Value v0) {
+      Value j0 = mul(v0, W);
+      emitProductDot(
+          rows, nv, c(hd / 2),
+          [&](int64_t r, Value p) { return nova::broadcastBf16Pair(b, l, qb, ValueRange{c(r), mul(p, 2)}, W); },
+          [&](Value p, int64_t v) { return b.create<vector::LoadOp>(l, bf16s(2 * W), kp, ValueRange{p, mul(add(j0, v * W), 2)}); },
+          [&](int64_t r, int64_t v, Value acc) {
+            b.create<vector::StoreOp>(l, b.create<arith::MulFOp>(l, acc, scaleVec), s,
+                                      ValueRange{c(r), add(j0, v * W)});
+          });
+    });
+    SmallVector<Value> limits;
+    for (int64_t r = 0; r < rows; ++r)
+      limits.push_back(add(rowIdx[r], 1));
+    SmallVector<Value> inv = emitSoftmaxBlock(rows, c(0), limits, nvec, /*normalize=*/false);
+    loop(c(0), nvec, 1, [&](OpBuilder &, Value jv) {
+      Value at = mul(jv, W);
+      for (int64_t r = 0; r < rows; ++r)
+        b.create<vector::StoreOp>(l, toBf16(vload(b, s, {c(r), at})), eb, ValueRange{c(r), at});
+    });
+    Value pairs = b.create<arith::DivUIOp>(l, add(jEnd, 1), c(2));
+    for (int64_t c0 = 0; c0 < hd; c0 += cv * W)
+      emitProductDot(
+          rows, cv, pairs,
+          [&](int64_t r, Value p) { return nova::broadcastBf16Pair(b, l, eb, ValueRange{c(r), mul(p, 2)}, W); },
+          [&](Value p, int64_t v) { return b.create<vector::LoadOp>(l, bf16s(2 * W), vp, ValueRange{p, c(2 * (c0 + v * W))}); },
+          [&](int64_t r, int64_t v, Value acc) {
+            Value scaled = b.create<arith::MulFOp>(l, acc, b.create<vector::BroadcastOp>(l, vec, inv[r]));
+            b.create<vector::StoreOp>(l, scaled, out, ValueRange{bIdx, rowIdx[r], add(oCol, c0 + v * W)});
+          });
+  }
+
   /// Backward rows [i0, i0 + blockRows): row blocks of R (a loop: one copy
   /// of their code; and one of the rest), then dk += scale dS^T q and dv +=
   /// P^T grad over all the block's rows from `skip` on and all its keys:
@@ -416,8 +557,25 @@ struct HeadEmitter {
     auto scratch = [&](int64_t rows) {
       return b.create<memref::AllocOp>(l, MemRefType::get({rows, Tp}, elem())).getResult();
     };
-    SmallVector<Value> buffers{kt = scratch(hd), s = scratch(grad ? Rc : R)};
-    emitTranspose(kt, kCol);
+    SmallVector<Value> buffers;
+    if (!(dot && !grad))
+      buffers.push_back(kt = scratch(hd));
+    buffers.push_back(s = scratch(grad ? Rc : R));
+    if (dot && !grad) {
+      auto bf16Buffer = [&](int64_t rows, int64_t cols) {
+        Value m = b.create<memref::AllocOp>(l, MemRefType::get({rows, cols}, b.getBF16Type())).getResult();
+        buffers.push_back(m);
+        return m;
+      };
+      kp = bf16Buffer(hd / 2, 2 * Tp);
+      vp = bf16Buffer(Tp / 2, 2 * hd);
+      qb = bf16Buffer(R, hd);
+      eb = bf16Buffer(R, Tp);
+      emitPackKeyPairs();
+      emitPackValuePairs();
+    } else {
+      emitTranspose(kt, kCol);
+    }
     if (grad) {
       // Backward: out is dqkv; dq rows go to the q columns, dk and dv are
       // accumulated in place, each key's rows set (not added to) by the
@@ -459,7 +617,7 @@ struct HeadEmitter {
 };
 
 LogicalResult expand(nova::AttentionKernelOp op, Value wg, ArrayRef<int64_t> registerTile,
-                     int64_t blockRows, int64_t vectorBits) {
+                     int64_t blockRows, int64_t vectorBits, bool bf16Dot) {
   auto outType = cast<MemRefType>(op.getInit().getType());
   Type elem = outType.getElementType();
   int64_t hd = op.headDim();
@@ -490,6 +648,7 @@ LogicalResult expand(nova::AttentionKernelOp op, Value wg, ArrayRef<int64_t> reg
                 op.model(), hd,
                 (T + W - 1) / W * W, op.getScale().convertToDouble(), in[0],
                 op.getBackward() ? in[1] : Value(), result};
+  e.dot = bf16Dot && !op.getBackward() && elem.isF32() && W == 16 && hd % 32 == 0;
   e.emit(wg);
   if (copyOut) {
     // This head's columns: of the result (forward), or of its q, k and v
@@ -520,6 +679,13 @@ struct NovaVectorizeAttention
   void runOnOperation() override {
     SmallVector<nova::AttentionKernelOp> ops;
     getOperation().walk([&](nova::AttentionKernelOp op) { ops.push_back(op); });
+    // bf16 matmuls asked for (the step's module, an ancestor of the
+    // kernels' one) on a CPU with AVX512-BF16: the forward's products too.
+    bool bf16 = false;
+    for (Operation *m = getOperation(); m; m = m->getParentOp())
+      if (auto p = m->getAttrOfType<StringAttr>(nova::kMatmulPrecisionAttr))
+        bf16 = p.getValue() == "bf16";
+    bool bf16Dot = dotBf16 && bf16;
     for (nova::AttentionKernelOp op : ops) {
       FailureOr<nova::LoweringConfigAttr> configured =
           nova::configForKernelOp(op, op.getInit(), getArgument(), "attention");
@@ -542,7 +708,7 @@ struct NovaVectorizeAttention
           return signalPassFailure();
         }
         int64_t blockRows = config.getCacheTile().empty() ? reg[0] : config.getCacheTile()[0];
-        if (failed(expand(op, func.getArgument(0), reg, blockRows, vectorBits)))
+        if (failed(expand(op, func.getArgument(0), reg, blockRows, vectorBits, bf16Dot)))
           return signalPassFailure();
         continue;
       }
@@ -554,7 +720,7 @@ struct NovaVectorizeAttention
       b.setInsertionPoint(heads.getBody()->getTerminator());
       auto inner = cast<nova::AttentionKernelOp>(b.clone(*op));
       op.erase();
-      if (failed(expand(inner, heads.getInductionVar(), reg, reg[0], vectorBits)))
+      if (failed(expand(inner, heads.getInductionVar(), reg, reg[0], vectorBits, bf16Dot)))
         return signalPassFailure();
     }
   }

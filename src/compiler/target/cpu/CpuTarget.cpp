@@ -50,12 +50,14 @@ void mlir::nova::CpuTarget::addConfigurePasses(OpPassManager &pm) const {
 
 std::vector<mlir::nova::Stage> mlir::nova::CpuTarget::codegenStages() const {
   int64_t vectorBits = desc.vector_bits;
-  auto loops = [vectorBits](OpPassManager &pm) {
+  bool dotBf16 = desc.has("avx512_bf16") && vectorBits >= 512;
+  auto loops = [vectorBits, dotBf16](OpPassManager &pm) {
     NovaVectorizeMatmulOptions matmul;
     matmul.vectorBits = vectorBits;
     pm.addPass(createNovaVectorizeMatmul(matmul));
     NovaVectorizeAttentionOptions attention;
     attention.vectorBits = vectorBits;
+    attention.dotBf16 = dotBf16;
     pm.addPass(createNovaVectorizeAttention(attention));
     NovaVectorizeRowsOptions rows;
     rows.vectorBits = vectorBits;
