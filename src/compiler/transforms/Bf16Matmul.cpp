@@ -95,10 +95,7 @@ struct Bf16 {
     otherwise();
   }
   VectorType vec(int64_t n, Type t) { return VectorType::get({n}, t); }
-  Value toBf16(Value v) {
-    auto type = cast<VectorType>(v.getType());
-    return b.create<arith::TruncFOp>(l, vec(type.getNumElements(), b.getBF16Type()), v);
-  }
+  Value toBf16(Value v) { return nova::roundToBf16(b, l, v); }
   /// load() (f32) rounded to bf16 when `inside`, else bf16 zero.
   Value scalarOrZero(Value inside, function_ref<Value()> load) {
     auto i = b.create<scf::IfOp>(l, TypeRange{b.getBF16Type()}, inside, /*withElseRegion=*/true);
@@ -171,11 +168,8 @@ struct Bf16 {
         loop(n0, nv, kLanes, [&](Value j) {
           Value v0 = b.create<vector::LoadOp>(l, vec(kLanes, b.getF32Type()), m.rhs, at({k, j}));
           Value v1 = b.create<vector::LoadOp>(l, vec(kLanes, b.getF32Type()), m.rhs, at({add(k, 1), j}));
-          SmallVector<int64_t> interleave;
-          for (int64_t i = 0; i < kLanes; ++i)
-            interleave.append({i, kLanes + i});
-          Value pairs = b.create<vector::ShuffleOp>(l, toBf16(v0), toBf16(v1), interleave);
-          b.create<vector::StoreOp>(l, pairs, bpack, ValueRange{p, mul(sub(j, n0), 2)});
+          b.create<vector::StoreOp>(l, nova::interleaveBf16Rows(b, l, v0, v1), bpack,
+                                    ValueRange{p, mul(sub(j, n0), 2)});
         });
       });
     } else {
@@ -185,26 +179,18 @@ struct Bf16 {
       // transposed so that each row is one pair index across the columns.
       Value view = nova::rhsColumnsView(b, l, m);
       pFull = mul(div(klen, 2 * kLanes), kLanes);
-      auto i32x16 = vec(kLanes, b.getI32Type());
       loop(c(0), pFull, kLanes, [&](Value p0) {
         Value k = add(k0, mul(p0, 2));
         loop(n0, nv, kLanes, [&](Value j0) {
-          SmallVector<Value> cols;
+          SmallVector<Value> lo, hi;
           for (int64_t t = 0; t < kLanes; ++t) {
             Value j = add(j0, t);
-            Value lo = b.create<vector::LoadOp>(l, vec(kLanes, b.getF32Type()), view, at({j, k}));
-            Value hi = b.create<vector::LoadOp>(l, vec(kLanes, b.getF32Type()), view, at({j, add(k, kLanes)}));
-            SmallVector<int64_t> concat;
-            for (int64_t i = 0; i < 2 * kLanes; ++i)
-              concat.push_back(i);
-            Value both = b.create<vector::ShuffleOp>(l, toBf16(lo), toBf16(hi), concat);
-            cols.push_back(b.create<vector::BitCastOp>(l, i32x16, both));
+            lo.push_back(b.create<vector::LoadOp>(l, vec(kLanes, b.getF32Type()), view, at({j, k})));
+            hi.push_back(b.create<vector::LoadOp>(l, vec(kLanes, b.getF32Type()), view, at({j, add(k, kLanes)})));
           }
-          SmallVector<Value> rows = nova::transposeInRegisters(b, l, cols);
-          for (int64_t t = 0; t < kLanes; ++t) {
-            Value pairs = b.create<vector::BitCastOp>(l, vec(2 * kLanes, b.getBF16Type()), rows[t]);
-            b.create<vector::StoreOp>(l, pairs, bpack, ValueRange{add(p0, t), mul(sub(j0, n0), 2)});
-          }
+          SmallVector<Value> rows = nova::transposeBf16Pairs(b, l, lo, hi);
+          for (int64_t t = 0; t < kLanes; ++t)
+            b.create<vector::StoreOp>(l, rows[t], bpack, ValueRange{add(p0, t), mul(sub(j0, n0), 2)});
         });
       });
     }

@@ -496,6 +496,37 @@ SmallVector<Value> mlir::nova::transposeInRegisters(OpBuilder &b, Location loc,
   return rows;
 }
 
+Value mlir::nova::roundToBf16(OpBuilder &b, Location loc, Value v) {
+  auto type = cast<VectorType>(v.getType());
+  return b.create<arith::TruncFOp>(loc, VectorType::get({type.getNumElements()}, b.getBF16Type()), v);
+}
+
+Value mlir::nova::interleaveBf16Rows(OpBuilder &b, Location loc, Value even, Value odd) {
+  int64_t lanes = cast<VectorType>(even.getType()).getNumElements();
+  SmallVector<int64_t> interleave;
+  for (int64_t i = 0; i < lanes; ++i)
+    interleave.append({i, lanes + i});
+  return b.create<vector::ShuffleOp>(loc, roundToBf16(b, loc, even), roundToBf16(b, loc, odd), interleave);
+}
+
+SmallVector<Value> mlir::nova::transposeBf16Pairs(OpBuilder &b, Location loc, ArrayRef<Value> lo,
+                                                  ArrayRef<Value> hi) {
+  auto lanes = static_cast<int64_t>(lo.size());
+  auto words = VectorType::get({lanes}, b.getI32Type());
+  SmallVector<int64_t> concat;
+  for (int64_t i = 0; i < 2 * lanes; ++i)
+    concat.push_back(i);
+  SmallVector<Value> rows;
+  for (int64_t t = 0; t < lanes; ++t) {
+    Value both = b.create<vector::ShuffleOp>(loc, roundToBf16(b, loc, lo[t]), roundToBf16(b, loc, hi[t]), concat);
+    rows.push_back(b.create<vector::BitCastOp>(loc, words, both));
+  }
+  SmallVector<Value> pairs = transposeInRegisters(b, loc, rows);
+  for (Value &p : pairs)
+    p = b.create<vector::BitCastOp>(loc, VectorType::get({2 * lanes}, b.getBF16Type()), p);
+  return pairs;
+}
+
 Value mlir::nova::broadcastBf16Pair(OpBuilder &b, Location loc, Value mem, ValueRange idx, int64_t lanes) {
   Value pair = b.create<vector::LoadOp>(loc, VectorType::get({2}, b.getBF16Type()), mem, idx);
   Value word = b.create<vector::ExtractOp>(

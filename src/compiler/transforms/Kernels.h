@@ -124,6 +124,21 @@ Value contiguousCopy(OpBuilder &b, Location loc, Value m, bool copyIn, SmallVect
 /// two-source shuffle per new row: W log2 W shuffles in all (64 for 16 lanes).
 SmallVector<Value> transposeInRegisters(OpBuilder &b, Location loc, SmallVector<Value> rows);
 
+/// `v` (a vector of f32) rounded to bf16 lane by lane.
+Value roundToBf16(OpBuilder &b, Location loc, Value v);
+
+/// Rows 2p and 2p + 1 of a matrix (`even`, `odd`: W lanes of f32 each)
+/// rounded to bf16 and interleaved into W pairs (vector<2W x bf16>): the
+/// layout of dotBf16's non-broadcast operand, a pair per lane along k.
+Value interleaveBf16Rows(OpBuilder &b, Location loc, Value even, Value odd);
+
+/// For W lines (W = lo.size(), a power of two) whose 2W consecutive f32
+/// elements are lo[t] then hi[t], rounded to bf16: W vectors<2W x bf16>,
+/// the p-th holding pair p (elements 2p, 2p + 1) of every line, line t in
+/// lane t. Packs a matrix unit-stride along k into dotBf16's pair layout:
+/// each line's pairs read as 32-bit words, transposed in registers.
+SmallVector<Value> transposeBf16Pairs(OpBuilder &b, Location loc, ArrayRef<Value> lo, ArrayRef<Value> hi);
+
 /// The bf16 pair at `idx` and the element after it (along the last dim) of
 /// `mem`, as one 32-bit word in each of `lanes` lanes: a vector<2 lanes x
 /// bf16>, the broadcast operand of dotBf16.

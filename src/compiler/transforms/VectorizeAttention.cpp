@@ -202,9 +202,7 @@ struct HeadEmitter {
   }
 
   VectorType bf16s(int64_t n) { return VectorType::get({n}, b.getBF16Type()); }
-  Value toBf16(Value v) {
-    return b.create<arith::TruncFOp>(l, bf16s(cast<VectorType>(v.getType()).getNumElements()), v);
-  }
+  Value toBf16(Value v) { return nova::roundToBf16(b, l, v); }
 
   /// kp (see `dot`): 16 keys x 16 pairs at a time, each key's 32 values
   /// rounded and read as 16 i32 pairs, transposed in registers so that a
@@ -212,24 +210,18 @@ struct HeadEmitter {
   /// element by element, zeros up to Tp.
   void emitPackKeyPairs() {
     int64_t full = T / W * W;
-    auto i32s = VectorType::get({W}, b.getI32Type());
-    SmallVector<int64_t> concat;
-    for (int64_t i = 0; i < 2 * W; ++i)
-      concat.push_back(i);
     if (full > 0)
       loop(c(0), c(full), W, [&](OpBuilder &, Value j0) {
         loop(c(0), c(hd / 2), W, [&](OpBuilder &, Value p0) {
-          SmallVector<Value> keys;
+          SmallVector<Value> lo, hi;
           for (int64_t t = 0; t < W; ++t) {
             Value ch = add(kCol, mul(p0, 2));
-            Value lo = toBf16(vload(b, qkv, {bIdx, add(j0, t), ch}));
-            Value hi = toBf16(vload(b, qkv, {bIdx, add(j0, t), add(ch, W)}));
-            keys.push_back(b.create<vector::BitCastOp>(l, i32s, b.create<vector::ShuffleOp>(l, lo, hi, concat)));
+            lo.push_back(vload(b, qkv, {bIdx, add(j0, t), ch}));
+            hi.push_back(vload(b, qkv, {bIdx, add(j0, t), add(ch, W)}));
           }
-          SmallVector<Value> pairs = nova::transposeInRegisters(b, l, keys);
+          SmallVector<Value> pairs = nova::transposeBf16Pairs(b, l, lo, hi);
           for (int64_t t = 0; t < W; ++t)
-            b.create<vector::StoreOp>(l, b.create<vector::BitCastOp>(l, bf16s(2 * W), pairs[t]), kp,
-                                      ValueRange{add(p0, t), mul(j0, 2)});
+            b.create<vector::StoreOp>(l, pairs[t], kp, ValueRange{add(p0, t), mul(j0, 2)});
         });
       });
     loop(c(0), c(hd), 1, [&](OpBuilder &, Value ch) {
@@ -250,15 +242,12 @@ struct HeadEmitter {
   /// vp (see `dot`): rows 2p and 2p + 1 of v rounded and interleaved, 16
   /// columns at a time; a row past T (odd T) as zeros.
   void emitPackValuePairs() {
-    SmallVector<int64_t> interleave;
-    for (int64_t i = 0; i < W; ++i)
-      interleave.append({i, W + i});
     auto pairRows = [&](Value p, bool secondIsZero) {
       for (int64_t c0 = 0; c0 < hd; c0 += W) {
-        Value lo = toBf16(vload(b, qkv, {bIdx, mul(p, 2), add(vCol, c0)}));
-        Value hi = secondIsZero ? b.create<arith::ConstantOp>(l, bf16s(W), b.getZeroAttr(bf16s(W))).getResult()
-                                : toBf16(vload(b, qkv, {bIdx, add(mul(p, 2), 1), add(vCol, c0)}));
-        b.create<vector::StoreOp>(l, b.create<vector::ShuffleOp>(l, lo, hi, interleave), vp, ValueRange{p, c(2 * c0)});
+        Value even = vload(b, qkv, {bIdx, mul(p, 2), add(vCol, c0)});
+        Value odd = secondIsZero ? b.create<arith::ConstantOp>(l, b.getZeroAttr(even.getType())).getResult()
+                                 : vload(b, qkv, {bIdx, add(mul(p, 2), 1), add(vCol, c0)});
+        b.create<vector::StoreOp>(l, nova::interleaveBf16Rows(b, l, even, odd), vp, ValueRange{p, c(2 * c0)});
       }
     };
     loop(c(0), c(T / 2), 1, [&](OpBuilder &, Value p) { pairRows(p, false); });
@@ -412,7 +401,7 @@ struct HeadEmitter {
     for (int64_t r = 0; r < rows; ++r)
       rowIdx.push_back(add(i0, r));
     bool backward = static_cast<bool>(grad);
-    if (dot && !backward)
+    if (dot) // forward only (see `dot`)
       return emitRowBlockDot(rows, rowIdx, nvec, jEnd);
     // S = scale q k^T over the block's key columns.
     emitScoreBlock(rows, base, nvec, s, kt, [&](int64_t r, Value ch) { return qAt(rowIdx[r], ch); },
@@ -558,10 +547,10 @@ struct HeadEmitter {
       return b.create<memref::AllocOp>(l, MemRefType::get({rows, Tp}, elem())).getResult();
     };
     SmallVector<Value> buffers;
-    if (!(dot && !grad))
+    if (!dot)
       buffers.push_back(kt = scratch(hd));
     buffers.push_back(s = scratch(grad ? Rc : R));
-    if (dot && !grad) {
+    if (dot) {
       auto bf16Buffer = [&](int64_t rows, int64_t cols) {
         Value m = b.create<memref::AllocOp>(l, MemRefType::get({rows, cols}, b.getBF16Type())).getResult();
         buffers.push_back(m);
