@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# matmul_peer.sh [shape ...] - fp32 matmul GFLOP/s of Nova (bench/matmul_bench)
-# beside the BLAS peers at their best, in one run, with ratios:
+# matmul_peer.sh [shape ...] - matmul GFLOP/s of Nova (bench/matmul_bench)
+# beside the BLAS peers at their best, in one run, with ratios; fp32, or
+# with NOVA_MATMUL_PRECISION=bf16 Nova's bf16 products beside torch's on
+# bfloat16 tensors (oneDNN's implementation named as it reports it):
 #   mkl       torch.matmul in PyTorch 2 from PyPI (MKL)
 #   openblas  torch.matmul in Debian's PyTorch on OpenBLAS-on-OpenMP
 #   numpy     numpy.matmul in Debian's numpy, same OpenBLAS set-up
@@ -27,10 +29,13 @@ for p in $peers; do
     numpy) run_debian "$here/matmul_peer.py" numpy $shapes ;;
   esac > "$scratch/$p" 2>&1 || { echo "  $p: failed"; sed 's/^/    /' "$scratch/$p"; : > "$scratch/$p"; }
   grep '^peer' "$scratch/$p" | sed "s/^/  [$p] /" || true
+  # oneDNN's own word for what ran (bf16): "brg_matmul:avx512_core_bf16" ...
+  grep '^onednn_verbose,primitive,exec' "$scratch/$p" | awk -F, '{print $5 " " $6}' | sort | uniq -c |
+    sed "s/^ */  [$p] oneDNN ran: /" || true
 done
 
 # One table: shape, Nova, each peer, Nova / best peer, best peer's name.
-awk -v peers="$peers" -v dir="$scratch" '
+awk -v peers="$peers" -v dir="$scratch" -v precision="${NOVA_MATMUL_PRECISION:-fp32}" '
   function field(line, key,   m) { return match(line, key "=[^ ]*") ? substr(line, RSTART + length(key) + 1, RLENGTH - length(key) - 1) : "" }
   BEGIN {
     n = split(peers, P, " ")
@@ -41,7 +46,7 @@ awk -v peers="$peers" -v dir="$scratch" '
     for (i = 1; i <= n; ++i)
       while ((getline line < (dir "/" P[i])) > 0)
         if (line ~ /^RESULT/) got[P[i], field(line, "shape")] = field(line, "gflops")
-    printf "\n  GFLOP/s, fp32; peak %s measured\n  %-20s %8s", peak, "shape", "nova"
+    printf "\n  GFLOP/s, %s; f32 FMA peak %s measured\n  %-20s %8s", precision, peak, "shape", "nova"
     for (i = 1; i <= n; ++i) printf " %8s", P[i]
     printf " %11s %10s\n", "nova/best", "nova/peak"
     for (c = 1; c <= count; ++c) {
