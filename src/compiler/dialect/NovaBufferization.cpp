@@ -29,6 +29,14 @@ struct KernelOpBufferization
     return !cast<DestinationStyleOpInterface>(op).isDpsInit(&operand);
   }
 
+  /// A row kernel reads each position of an input (after the row's sums)
+  /// before it writes that position of its result, so a result written
+  /// over a dying input (nova-reuse-dying-inputs) needs no copy of it.
+  /// Attention reads every key row for every query row: never.
+  bool bufferizesToElementwiseAccess(Operation *op, const AnalysisState &, ArrayRef<OpOperand *>) const {
+    return !isa<nova::AttentionKernelOp>(op);
+  }
+
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options) const {
     auto kernel = cast<KernelOp>(op);

@@ -8,6 +8,15 @@
 // computed into a fresh tensor (nothing else shares its buffer), and every
 // other use of x, or of a view of it, comes earlier in the block.
 //
+// The backward row kernels likewise: a cross-entropy gradient over its
+// logits (at a real vocabulary the step's largest buffer, live beside its
+// gradient at the loss otherwise), a LayerNorm input gradient over the
+// output gradient. Every implementation of them (CPU VectorizeRows.cpp,
+// GPU GpuScalarKernels.cpp) reads a row's sums first, then each element
+// of the result from the inputs at its own position before writing it:
+// the op keeps reading x as an input, and its bufferization says the
+// access is elementwise (NovaBufferization.cpp).
+//
 //===----------------------------------------------------------------------===//
 
 #include "compiler/dialect/NovaDialect.h"
@@ -124,6 +133,25 @@ Value dyingInput(linalg::GenericOp op) {
   return {};
 }
 
+/// For a backward row kernel: the input its result can be written over
+/// (the logits of a cross-entropy gradient, the output gradient of a
+/// LayerNorm's), or null.
+Value dyingRowInput(Operation *op) {
+  Value x;
+  if (auto ce = dyn_cast<nova::CrossEntropyKernelOp>(op); ce && ce.getBackward())
+    x = ce.getInputs()[0];
+  else if (auto norm = dyn_cast<nova::LayerNormKernelOp>(op); norm && norm.getBackward())
+    x = norm.getInputs()[2];
+  if (!x || op->getNumResults() != 1 || !isa<RankedTensorType>(x.getType()))
+    return {};
+  auto dps = cast<DestinationStyleOpInterface>(op);
+  Value init = dps.getDpsInitOperand(0)->get();
+  if (!init.getDefiningOp<tensor::EmptyOp>() || x.getType() != init.getType() || reachesReturn(op->getResult(0)) ||
+      !usedOnlyBefore(x, op) || !isFresh(x, op))
+    return {};
+  return x;
+}
+
 /// `op` with `x` as its destination instead of an input.
 void writeOver(linalg::GenericOp op, Value x) {
   OpBuilder b(op);
@@ -168,6 +196,19 @@ struct ReuseDyingInputs : mlir::nova::impl::NovaReuseDyingInputsBase<ReuseDyingI
     for (linalg::GenericOp op : ops)
       if (Value x = dyingInput(op))
         writeOver(op, x);
+    SmallVector<Operation *> rowKernels;
+    getOperation().walk([&](Operation *op) {
+      if (isa<nova::CrossEntropyKernelOp, nova::LayerNormKernelOp>(op))
+        rowKernels.push_back(op);
+    });
+    for (Operation *op : rowKernels)
+      if (Value x = dyingRowInput(op)) {
+        OpOperand *init = cast<DestinationStyleOpInterface>(op).getDpsInitOperand(0);
+        Operation *empty = init->get().getDefiningOp();
+        init->set(x);
+        if (empty->use_empty())
+          empty->erase();
+      }
   }
 };
 

@@ -177,3 +177,62 @@ func.func @switched_off(%a: tensor<4x4xf32>) -> tensor<4x4xf32> {
   return %y : tensor<4x4xf32>
 }
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// Backward row kernels: the cross-entropy gradient is written over its
+// logits (%x, made here, read last by it), the LayerNorm input gradient
+// over its output gradient (%dy); each still reads that value as its input,
+// and bufferizes in place (the access is elementwise): no copy. The logits
+// of @ce_kept are the caller's, and its gradient is written fresh.
+// CHECK-LABEL: func @row_kernels
+// CHECK: %[[X:.*]] = linalg.generic
+// CHECK: nova.cross_entropy_kernel ins(%[[X]], %arg1, %arg2 : {{.*}}) outs(%[[X]] : tensor<4x8xf32>) {backward}
+// CHECK: %[[DY:.*]] = linalg.generic
+// CHECK: nova.layer_norm_kernel ins(%arg0, %arg3, %[[DY]] : {{.*}}) outs(%[[DY]] : tensor<4x8xf32>) {backward, eps
+// BUF-LABEL: func @row_kernels
+// BUF-NOT: memref.copy
+// BUF: return
+func.func @row_kernels(%a: tensor<4x8xf32>, %labels: tensor<4xi32>, %g: tensor<4xf32>, %gamma: tensor<8xf32>)
+    -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %e0 = tensor.empty() : tensor<4x8xf32>
+  %x = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<4x8xf32>) outs(%e0 : tensor<4x8xf32>) {
+  ^bb0(%p: f32, %o: f32):
+    %n = arith.negf %p : f32
+    linalg.yield %n : f32
+  } -> tensor<4x8xf32>
+  %e1 = tensor.empty() : tensor<4x8xf32>
+  %dx = nova.cross_entropy_kernel ins(%x, %labels, %g : tensor<4x8xf32>, tensor<4xi32>, tensor<4xf32>)
+      outs(%e1 : tensor<4x8xf32>) {backward} -> tensor<4x8xf32>
+  %e2 = tensor.empty() : tensor<4x8xf32>
+  %dy = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%dx : tensor<4x8xf32>) outs(%e2 : tensor<4x8xf32>) {
+  ^bb0(%p: f32, %o: f32):
+    %n = math.tanh %p : f32
+    linalg.yield %n : f32
+  } -> tensor<4x8xf32>
+  %e3 = tensor.empty() : tensor<4x8xf32>
+  %din = nova.layer_norm_kernel ins(%a, %gamma, %dy : tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>)
+      outs(%e3 : tensor<4x8xf32>) {eps = 1.0e-5 : f64, backward} -> tensor<4x8xf32>
+  %e4 = tensor.empty() : tensor<4x8xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%din : tensor<4x8xf32>) outs(%e4 : tensor<4x8xf32>) {
+  ^bb0(%p: f32, %o: f32):
+    %n = arith.negf %p : f32
+    linalg.yield %n : f32
+  } -> tensor<4x8xf32>
+  return %r, %a : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// CHECK-LABEL: func @ce_kept
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<4x8xf32>
+// CHECK: nova.cross_entropy_kernel {{.*}} outs(%[[E]] : tensor<4x8xf32>) {backward}
+func.func @ce_kept(%x: tensor<4x8xf32>, %labels: tensor<4xi32>, %g: tensor<4xf32>) -> tensor<4x8xf32> {
+  %e = tensor.empty() : tensor<4x8xf32>
+  %dx = nova.cross_entropy_kernel ins(%x, %labels, %g : tensor<4x8xf32>, tensor<4xi32>, tensor<4xf32>)
+      outs(%e : tensor<4x8xf32>) {backward} -> tensor<4x8xf32>
+  return %dx : tensor<4x8xf32>
+}
