@@ -30,6 +30,8 @@ int main(int argc, char** argv) {
   GPTConfig c = medium ? GPTConfig{.vocab = 256, .context = 256, .d_model = 512, .layers = 8, .heads = 8}
                        : GPTConfig{.vocab = 256, .context = 128, .d_model = 256, .layers = 4, .heads = 4};
   if (const char* layers = std::getenv("NOVA_BENCH_LAYERS")) c.layers = std::atoi(layers); // bench/gpt_fits.sh
+  // A word-piece vocabulary's logits (e.g. 8192) instead of bytes' (the peer too).
+  if (const char* vocab = std::getenv("NOVA_BENCH_VOCAB")) c.vocab = std::atoi(vocab);
   std::int64_t B = medium ? 8 : 16, T = c.context;
 
   double rss_start = nova_bench::rss_mib();
@@ -37,8 +39,8 @@ int main(int argc, char** argv) {
   nova::Tensor x = nova::Tensor::empty({B, T}, nova::DType::i32), y = nova::Tensor::empty({B, T}, nova::DType::i32);
   std::uint64_t rng = 7;
   for (std::int64_t i = 0; i < B * T; ++i) {
-    x.data<std::int32_t>()[i] = static_cast<std::int32_t>(nova::splitmix64(rng) % 256);
-    y.data<std::int32_t>()[i] = static_cast<std::int32_t>(nova::splitmix64(rng) % 256);
+    x.data<std::int32_t>()[i] = static_cast<std::int32_t>(nova::splitmix64(rng) % c.vocab);
+    y.data<std::int32_t>()[i] = static_cast<std::int32_t>(nova::splitmix64(rng) % c.vocab);
   }
   double rss_init = nova_bench::rss_mib(); // parameters and batch
   // NOVA_BENCH_SMAPS=1: where the step memory beyond the plan lives (which

@@ -83,6 +83,7 @@ def main():
     vocab, context, d, layers, heads, B = {"small": (256, 128, 256, 4, 4, 16), "medium": (256, 256, 512, 8, 8, 8),
                                            "wide": (256, 256, 512, 8, 4, 8)}[size]
     layers = int(os.environ.get("NOVA_BENCH_LAYERS", layers))  # bench/gpt_fits.sh
+    vocab = int(os.environ.get("NOVA_BENCH_VOCAB", vocab))  # a word-piece vocabulary (gpt_step.cpp)
     torch.set_num_threads(os.cpu_count() or 1)
     torch.manual_seed(0)
     model = GPT(vocab, context, d, layers, heads).to(device)

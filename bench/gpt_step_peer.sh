@@ -14,7 +14,9 @@
 #                   preloaded, OPENBLAS_CORETYPE = the best kernel set this CPU
 #                   has (OpenBLAS 0.3.21 takes newer CPUs for "Prescott")
 # Missing Debian packages are installed when possible (root or sudo).
-# NOVA_BENCH_PEERS="torch2-eager torch2-compile torch1-debian" picks peers.
+# NOVA_BENCH_PEERS="torch2-eager torch2-compile torch1-debian" picks peers,
+# NOVA_BENCH_CONFIGS="small medium" the configs; NOVA_BENCH_VOCAB=8192 gives
+# both sides a word-piece vocabulary instead of bytes (256).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${NOVA_BUILD:-$here/../build}
@@ -34,7 +36,7 @@ run_peer() { # peer config -> output lines
 }
 field() { echo "$1" | sed -n "s/.*$2=\([-0-9.]*\).*/\1/p"; }
 
-for config in small medium; do
+for config in ${NOVA_BENCH_CONFIGS:-small medium}; do
   echo "== $config"
   nova=$(NOVA_CACHE_DIR="$scratch/cache" "$build/bench/gpt_step" "$config" "$steps")
   echo "$nova" | grep -v '^RESULT' | sed 's/^/  /'
