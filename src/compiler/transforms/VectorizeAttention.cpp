@@ -71,14 +71,18 @@ struct HeadEmitter {
   Value bIdx, qCol, kCol, vCol; // batch index; first column of q, k, v of the head
   Value oCol;                   // first column of the head in out (forward) or dq (backward)
   Value kt, vt, s, dp;          // scratch: k^T, v^T [hd, Tp]; S / P, dP / dS [R, Tp]
-  /// The forward's products as AVX512-BF16 dot products (bf16 matmuls
-  /// asked for, W = 16, hd a multiple of 32): their operands rounded to
-  /// bf16 pairs. kp [hd / 2, 2 Tp]: row p holds each key's (k[j, 2p],
+  /// The forward's products, and the backward's S and dP (vtp below), as
+  /// AVX512-BF16 dot products (bf16 matmuls asked for, W = 16, hd a
+  /// multiple of 32): their operands rounded to bf16 pairs. kp [hd / 2, 2 Tp]: row p holds each key's (k[j, 2p],
   /// k[j, 2p + 1]); vp [Tp / 2, 2 hd]: row p holds each column's (v[2p, c],
   /// v[2p + 1, c]); qb [R, hd] and eb [R, Tp]: the block's q rows and
   /// exp(S - max) rows, rounded.
   bool dot = false;
   Value kp, vp, qb, eb;
+  /// The backward's dot products: S = scale q k^T from kp and dP = grad
+  /// v^T from vtp (v's pairs along the head, as kp's), the rows rounded
+  /// into qb in turn; the softmax, dS and the dq, dk, dv products f32.
+  Value vtp;
 
   Value c(int64_t v) { return b.create<arith::ConstantIndexOp>(l, v); }
   Value add(Value x, Value y) { return b.create<arith::AddIOp>(l, x, y); }
@@ -204,37 +208,37 @@ struct HeadEmitter {
   VectorType bf16s(int64_t n) { return VectorType::get({n}, b.getBF16Type()); }
   Value toBf16(Value v) { return nova::roundToBf16(b, l, v); }
 
-  /// kp (see `dot`): 16 keys x 16 pairs at a time, each key's 32 values
-  /// rounded and read as 16 i32 pairs, transposed in registers so that a
-  /// row is one pair across the keys; the keys past the last whole 16
-  /// element by element, zeros up to Tp.
-  void emitPackKeyPairs() {
+  /// kp (see `dot`), or vtp from v's columns: 16 keys x 16 pairs at a
+  /// time, each key's 32 values rounded and read as 16 i32 pairs,
+  /// transposed in registers so that a row is one pair across the keys;
+  /// the keys past the last whole 16 element by element, zeros up to Tp.
+  void emitPackHeadPairs(Value dst, Value col) {
     int64_t full = T / W * W;
     if (full > 0)
       loop(c(0), c(full), W, [&](OpBuilder &, Value j0) {
         loop(c(0), c(hd / 2), W, [&](OpBuilder &, Value p0) {
           SmallVector<Value> lo, hi;
           for (int64_t t = 0; t < W; ++t) {
-            Value ch = add(kCol, mul(p0, 2));
+            Value ch = add(col, mul(p0, 2));
             lo.push_back(vload(b, qkv, {bIdx, add(j0, t), ch}));
             hi.push_back(vload(b, qkv, {bIdx, add(j0, t), add(ch, W)}));
           }
           SmallVector<Value> pairs = nova::transposeBf16Pairs(b, l, lo, hi);
           for (int64_t t = 0; t < W; ++t)
-            b.create<vector::StoreOp>(l, pairs[t], kp, ValueRange{add(p0, t), mul(j0, 2)});
+            b.create<vector::StoreOp>(l, pairs[t], dst, ValueRange{add(p0, t), mul(j0, 2)});
         });
       });
     loop(c(0), c(hd), 1, [&](OpBuilder &, Value ch) {
       Value p = b.create<arith::DivUIOp>(l, ch, c(2)), half = b.create<arith::RemUIOp>(l, ch, c(2));
       if (full < T)
         loop(c(full), c(T), 1, [&](OpBuilder &, Value j) {
-          Value v = b.create<arith::TruncFOp>(l, b.getBF16Type(), load(b, qkv, {bIdx, j, add(kCol, ch)}));
-          b.create<memref::StoreOp>(l, v, kp, ValueRange{p, add(mul(j, 2), half)});
+          Value v = b.create<arith::TruncFOp>(l, b.getBF16Type(), load(b, qkv, {bIdx, j, add(col, ch)}));
+          b.create<memref::StoreOp>(l, v, dst, ValueRange{p, add(mul(j, 2), half)});
         });
       if (Tp > T)
         loop(c(T), c(Tp), 1, [&](OpBuilder &, Value j) {
           Value zero = b.create<arith::ConstantOp>(l, b.getZeroAttr(b.getBF16Type()));
-          b.create<memref::StoreOp>(l, zero, kp, ValueRange{p, add(mul(j, 2), half)});
+          b.create<memref::StoreOp>(l, zero, dst, ValueRange{p, add(mul(j, 2), half)});
         });
     });
   }
@@ -334,6 +338,31 @@ struct HeadEmitter {
     emitGroups(nvec, cv, [&](int64_t n, Value v0) { block(n, mul(v0, W)); });
   }
 
+  /// emitScoreBlock by dot products (see `dot`): the rows of `src` at
+  /// `rowIdx`, columns from `col`, rounded into qb, times the key pairs
+  /// `pairs` (kp, or vtp for the backward's dP).
+  void emitScoreBlockDot(int64_t rows, Value base, Value nvec, Value dst, Value pairs, Value src,
+                         ArrayRef<Value> rowIdx, Value col, double mult) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c0 = 0; c0 < hd; c0 += W)
+        b.create<vector::StoreOp>(l, toBf16(vload(b, src, {bIdx, rowIdx[r], add(col, c0)})), qb,
+                                  ValueRange{c(r), c(c0)});
+    emitGroups(nvec, cv, [&](int64_t nv, Value v0) {
+      Value j0 = mul(v0, W);
+      emitProductDot(
+          rows, nv, c(hd / 2),
+          [&](int64_t r, Value p) { return nova::broadcastBf16Pair(b, l, qb, ValueRange{c(r), mul(p, 2)}, W); },
+          [&](Value p, int64_t v) {
+            return b.create<vector::LoadOp>(l, bf16s(2 * W), pairs, ValueRange{p, mul(add(j0, v * W), 2)});
+          },
+          [&](int64_t r, int64_t v, Value acc) {
+            if (mult != 1.0)
+              acc = b.create<arith::MulFOp>(l, acc, splat(mult));
+            b.create<vector::StoreOp>(l, acc, dst, ValueRange{add(base, r), add(j0, v * W)});
+          });
+    });
+  }
+
   /// Softmax of rows [base, base + rows) of `s`, row r over its first limits[r]
   /// columns, the rest (up to nvec W) set to -inf first so they come out 0.
   /// The rows go through each pass together (rows independent max / sum
@@ -401,11 +430,14 @@ struct HeadEmitter {
     for (int64_t r = 0; r < rows; ++r)
       rowIdx.push_back(add(i0, r));
     bool backward = static_cast<bool>(grad);
-    if (dot) // forward only (see `dot`)
+    if (dot && !backward)
       return emitRowBlockDot(rows, rowIdx, nvec, jEnd);
     // S = scale q k^T over the block's key columns.
-    emitScoreBlock(rows, base, nvec, s, kt, [&](int64_t r, Value ch) { return qAt(rowIdx[r], ch); },
-                   scale);
+    if (dot)
+      emitScoreBlockDot(rows, base, nvec, s, kp, qkv, rowIdx, qCol, scale);
+    else
+      emitScoreBlock(rows, base, nvec, s, kt, [&](int64_t r, Value ch) { return qAt(rowIdx[r], ch); },
+                     scale);
     SmallVector<Value> limits;
     for (int64_t r = 0; r < rows; ++r)
       limits.push_back(add(rowIdx[r], 1));
@@ -433,9 +465,12 @@ struct HeadEmitter {
     // product reads dS as its broadcast operand, where multiplying each
     // element by the scale cost a multiply and a register broadcast per
     // FMA row (vbroadcastss from memory otherwise).
-    emitScoreBlock(rows, base, nvec, dp, vt,
-                   [&](int64_t r, Value ch) { return load(b, grad, {bIdx, rowIdx[r], add(oCol, ch)}); },
-                   1.0);
+    if (dot)
+      emitScoreBlockDot(rows, base, nvec, dp, vtp, grad, rowIdx, oCol, 1.0);
+    else
+      emitScoreBlock(rows, base, nvec, dp, vt,
+                     [&](int64_t r, Value ch) { return load(b, grad, {bIdx, rowIdx[r], add(oCol, ch)}); },
+                     1.0);
     Value zero = splat(0.0), scaleVec = splat(scale);
     for (int64_t r = 0; r < rows; ++r) {
       Value row = add(base, r);
@@ -469,22 +504,7 @@ struct HeadEmitter {
   /// from the value pairs, over the key pairs up to the block's last key
   /// (an odd last key's partner is past the rows' limits: e is 0 there).
   void emitRowBlockDot(int64_t rows, ArrayRef<Value> rowIdx, Value nvec, Value jEnd) {
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c0 = 0; c0 < hd; c0 += W)
-        b.create<vector::StoreOp>(l, toBf16(vload(b, qkv, {bIdx, rowIdx[r], add(qCol, c0)})), qb,
-                                  ValueRange{c(r), c(c0)});
-    Value scaleVec = splat(scale);
-    emitGroups(nvec, cv, [&](int64_t nv, Value v0) {
-      Value j0 = mul(v0, W);
-      emitProductDot(
-          rows, nv, c(hd / 2),
-          [&](int64_t r, Value p) { return nova::broadcastBf16Pair(b, l, qb, ValueRange{c(r), mul(p, 2)}, W); },
-          [&](Value p, int64_t v) { return b.create<vector::LoadOp>(l, bf16s(2 * W), kp, ValueRange{p, mul(add(j0, v * W), 2)}); },
-          [&](int64_t r, int64_t v, Value acc) {
-            b.create<vector::StoreOp>(l, b.create<arith::MulFOp>(l, acc, scaleVec), s,
-                                      ValueRange{c(r), add(j0, v * W)});
-          });
-    });
+    emitScoreBlockDot(rows, c(0), nvec, s, kp, qkv, rowIdx, qCol, scale);
     SmallVector<Value> limits;
     for (int64_t r = 0; r < rows; ++r)
       limits.push_back(add(rowIdx[r], 1));
@@ -557,11 +577,16 @@ struct HeadEmitter {
         return m;
       };
       kp = bf16Buffer(hd / 2, 2 * Tp);
-      vp = bf16Buffer(Tp / 2, 2 * hd);
       qb = bf16Buffer(R, hd);
-      eb = bf16Buffer(R, Tp);
-      emitPackKeyPairs();
-      emitPackValuePairs();
+      emitPackHeadPairs(kp, kCol);
+      if (grad) {
+        vtp = bf16Buffer(hd / 2, 2 * Tp);
+        emitPackHeadPairs(vtp, vCol);
+      } else {
+        vp = bf16Buffer(Tp / 2, 2 * hd);
+        eb = bf16Buffer(R, Tp);
+        emitPackValuePairs();
+      }
     } else {
       emitTranspose(kt, kCol);
     }
@@ -570,9 +595,11 @@ struct HeadEmitter {
       // accumulated in place, each key's rows set (not added to) by the
       // block that reaches it first. (Zeroing them first took 8% of the
       // small GPT's backward kernel: its first touch of those rows.)
-      buffers.push_back(vt = scratch(hd));
+      if (!dot)
+        buffers.push_back(vt = scratch(hd));
       buffers.push_back(dp = scratch(Rc));
-      emitTranspose(vt, vCol);
+      if (!dot)
+        emitTranspose(vt, vCol);
     }
     // The head's columns in out (or in dqkv, its dq) and in grad.
     oCol = hOff;
@@ -637,7 +664,7 @@ LogicalResult expand(nova::AttentionKernelOp op, Value wg, ArrayRef<int64_t> reg
                 op.model(), hd,
                 (T + W - 1) / W * W, op.getScale().convertToDouble(), in[0],
                 op.getBackward() ? in[1] : Value(), result};
-  e.dot = bf16Dot && !op.getBackward() && elem.isF32() && W == 16 && hd % 32 == 0;
+  e.dot = bf16Dot && elem.isF32() && W == 16 && hd % 32 == 0;
   e.emit(wg);
   if (copyOut) {
     // This head's columns: of the result (forward), or of its q, k and v

@@ -18,11 +18,33 @@
 // DOT-NOT: vector.fma
 // CHECK-LABEL: func.func @forward_bf16
 // CHECK-NOT: llvm.call_intrinsic
+
+// The backward's S = scale q k^T and dP = grad v^T likewise (k's and v's
+// pairs along the head, no f32 k^T or v^T), so its P is the forward's; the
+// softmax, dS and the dq, dk and dv products stay f32 (FMAs).
+// DOT-LABEL: func.func @backward_bf16
+// DOT-NOT: memref<64x16xf32>
+// DOT: memref.alloc() : memref<32x32xbf16>
+// DOT: memref.alloc() : memref<8x64xbf16>
+// DOT: memref.alloc() : memref<32x32xbf16>
+// DOT-NOT: memref<64x16xf32>
+// DOT: llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"
+// DOT: math.exp %{{.*}} : vector<16xf32>
+// DOT: llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"
+// DOT: vector.fma
+// DOT: return
+// CHECK-LABEL: func.func @backward_bf16
+// CHECK-NOT: llvm.call_intrinsic
 module attributes {nova.matmul_precision = "bf16"} {
   module @kernels {
     func.func @forward_bf16(%wg: index, %qkv: memref<1x16x192xf32>, %out: memref<1x16x64xf32>)
         attributes {nova.lowering_config = #nova.lowering_config<attention, workgroups = 1, tile = [1, 1], cache_tile = [8], register_tile = [8, 64]>} {
       nova.attention_kernel ins(%qkv : memref<1x16x192xf32>) outs(%out : memref<1x16x64xf32>) {heads = 1 : i64, scale = 0.125 : f64}
+      return
+    }
+    func.func @backward_bf16(%wg: index, %qkv: memref<1x16x192xf32>, %g: memref<1x16x64xf32>, %d: memref<1x16x192xf32>)
+        attributes {nova.lowering_config = #nova.lowering_config<attention, workgroups = 1, tile = [1, 1], cache_tile = [8], register_tile = [8, 64]>} {
+      nova.attention_kernel ins(%qkv, %g : memref<1x16x192xf32>, memref<1x16x64xf32>) outs(%d : memref<1x16x192xf32>) {heads = 1 : i64, scale = 0.125 : f64, backward}
       return
     }
   }
