@@ -71,7 +71,7 @@ struct HeadEmitter {
   Value bIdx, qCol, kCol, vCol; // batch index; first column of q, k, v of the head
   Value oCol;                   // first column of the head in out (forward) or dq (backward)
   Value kt, vt, s, dp;          // scratch: k^T, v^T [hd, Tp]; S / P, dP / dS [R, Tp]
-  /// The forward's products, and the backward's S and dP (vtp below), as
+  /// The forward's products, and the backward's S, dP and dq (below), as
   /// AVX512-BF16 dot products (bf16 matmuls asked for, W = 16, hd a
   /// multiple of 32): their operands rounded to bf16 pairs. kp [hd / 2, 2 Tp]: row p holds each key's (k[j, 2p],
   /// k[j, 2p + 1]); vp [Tp / 2, 2 hd]: row p holds each column's (v[2p, c],
@@ -81,8 +81,10 @@ struct HeadEmitter {
   Value kp, vp, qb, eb;
   /// The backward's dot products: S = scale q k^T from kp and dP = grad
   /// v^T from vtp (v's pairs along the head, as kp's), the rows rounded
-  /// into qb in turn; the softmax, dS and the dq, dk, dv products f32.
-  Value vtp;
+  /// into qb in turn; dq = dS k from dS rounded into eb and kvp (k's
+  /// pairs along the keys, as vp's); the softmax, dS and the dk, dv
+  /// products (P and dS by keys) f32.
+  Value vtp, kvp;
 
   Value c(int64_t v) { return b.create<arith::ConstantIndexOp>(l, v); }
   Value add(Value x, Value y) { return b.create<arith::AddIOp>(l, x, y); }
@@ -243,15 +245,15 @@ struct HeadEmitter {
     });
   }
 
-  /// vp (see `dot`): rows 2p and 2p + 1 of v rounded and interleaved, 16
-  /// columns at a time; a row past T (odd T) as zeros.
-  void emitPackValuePairs() {
+  /// vp (see `dot`), or kvp from k's columns: rows 2p and 2p + 1 rounded
+  /// and interleaved, 16 columns at a time; a row past T (odd T) as zeros.
+  void emitPackKeyRowPairs(Value dst, Value col) {
     auto pairRows = [&](Value p, bool secondIsZero) {
       for (int64_t c0 = 0; c0 < hd; c0 += W) {
-        Value even = vload(b, qkv, {bIdx, mul(p, 2), add(vCol, c0)});
+        Value even = vload(b, qkv, {bIdx, mul(p, 2), add(col, c0)});
         Value odd = secondIsZero ? b.create<arith::ConstantOp>(l, b.getZeroAttr(even.getType())).getResult()
-                                 : vload(b, qkv, {bIdx, add(mul(p, 2), 1), add(vCol, c0)});
-        b.create<vector::StoreOp>(l, nova::interleaveBf16Rows(b, l, even, odd), vp, ValueRange{p, c(2 * c0)});
+                                 : vload(b, qkv, {bIdx, add(mul(p, 2), 1), add(col, c0)});
+        b.create<vector::StoreOp>(l, nova::interleaveBf16Rows(b, l, even, odd), dst, ValueRange{p, c(2 * c0)});
       }
     };
     loop(c(0), c(T / 2), 1, [&](OpBuilder &, Value p) { pairRows(p, false); });
@@ -495,7 +497,10 @@ struct HeadEmitter {
       });
     }
     // dq = (scale dS) k, rows of the block.
-    rowsTimesHead(dp, kCol, nullptr);
+    if (dot)
+      emitRowsTimesPairsDot(rows, rowIdx, base, nvec, jEnd, dp, kvp, nullptr);
+    else
+      rowsTimesHead(dp, kCol, nullptr);
   }
 
   /// The forward's row block with dot products (see `dot`): the rows' q
@@ -509,20 +514,32 @@ struct HeadEmitter {
     for (int64_t r = 0; r < rows; ++r)
       limits.push_back(add(rowIdx[r], 1));
     SmallVector<Value> inv = emitSoftmaxBlock(rows, c(0), limits, nvec, /*normalize=*/false);
+    emitRowsTimesPairsDot(rows, rowIdx, c(0), nvec, jEnd, s, vp, [&](int64_t r) { return inv[r]; });
+  }
+
+  /// out[b, rowIdx[r], oCol + c] = sum over the keys j of from[base + r,
+  /// j] (rounded into eb) times the pairs' row j (vp: v, kvp: k, paired
+  /// along the keys), times rowScale(r) if given: the keys in pairs up to
+  /// jEnd (an odd jEnd's partner is past every row's limit: 0 in `from`).
+  void emitRowsTimesPairsDot(int64_t rows, ArrayRef<Value> rowIdx, Value base, Value nvec, Value jEnd, Value from,
+                             Value pairs, function_ref<Value(int64_t r)> rowScale) {
     loop(c(0), nvec, 1, [&](OpBuilder &, Value jv) {
       Value at = mul(jv, W);
       for (int64_t r = 0; r < rows; ++r)
-        b.create<vector::StoreOp>(l, toBf16(vload(b, s, {c(r), at})), eb, ValueRange{c(r), at});
+        b.create<vector::StoreOp>(l, toBf16(vload(b, from, {add(base, r), at})), eb, ValueRange{c(r), at});
     });
-    Value pairs = b.create<arith::DivUIOp>(l, add(jEnd, 1), c(2));
+    Value count = b.create<arith::DivUIOp>(l, add(jEnd, 1), c(2));
     for (int64_t c0 = 0; c0 < hd; c0 += cv * W)
       emitProductDot(
-          rows, cv, pairs,
+          rows, cv, count,
           [&](int64_t r, Value p) { return nova::broadcastBf16Pair(b, l, eb, ValueRange{c(r), mul(p, 2)}, W); },
-          [&](Value p, int64_t v) { return b.create<vector::LoadOp>(l, bf16s(2 * W), vp, ValueRange{p, c(2 * (c0 + v * W))}); },
+          [&](Value p, int64_t v) {
+            return b.create<vector::LoadOp>(l, bf16s(2 * W), pairs, ValueRange{p, c(2 * (c0 + v * W))});
+          },
           [&](int64_t r, int64_t v, Value acc) {
-            Value scaled = b.create<arith::MulFOp>(l, acc, b.create<vector::BroadcastOp>(l, vec, inv[r]));
-            b.create<vector::StoreOp>(l, scaled, out, ValueRange{bIdx, rowIdx[r], add(oCol, c0 + v * W)});
+            if (rowScale)
+              acc = b.create<arith::MulFOp>(l, acc, b.create<vector::BroadcastOp>(l, vec, rowScale(r)));
+            b.create<vector::StoreOp>(l, acc, out, ValueRange{bIdx, rowIdx[r], add(oCol, c0 + v * W)});
           });
   }
 
@@ -578,14 +595,16 @@ struct HeadEmitter {
       };
       kp = bf16Buffer(hd / 2, 2 * Tp);
       qb = bf16Buffer(R, hd);
+      eb = bf16Buffer(R, Tp);
       emitPackHeadPairs(kp, kCol);
       if (grad) {
         vtp = bf16Buffer(hd / 2, 2 * Tp);
+        kvp = bf16Buffer(Tp / 2, 2 * hd);
         emitPackHeadPairs(vtp, vCol);
+        emitPackKeyRowPairs(kvp, kCol);
       } else {
         vp = bf16Buffer(Tp / 2, 2 * hd);
-        eb = bf16Buffer(R, Tp);
-        emitPackValuePairs();
+        emitPackKeyRowPairs(vp, vCol);
       }
     } else {
       emitTranspose(kt, kCol);

@@ -19,17 +19,22 @@
 // CHECK-LABEL: func.func @forward_bf16
 // CHECK-NOT: llvm.call_intrinsic
 
-// The backward's S = scale q k^T and dP = grad v^T likewise (k's and v's
-// pairs along the head, no f32 k^T or v^T), so its P is the forward's; the
-// softmax, dS and the dq, dk and dv products stay f32 (FMAs).
+// The backward's S = scale q k^T, dP = grad v^T and dq = dS k likewise
+// (k's and v's pairs along the head, no f32 k^T or v^T; k's pairs along
+// the keys [T' / 2, 2 hd]; dS rounded), so its P is the forward's; the
+// softmax, dS and the dk and dv products stay f32 (FMAs).
 // DOT-LABEL: func.func @backward_bf16
 // DOT-NOT: memref<64x16xf32>
 // DOT: memref.alloc() : memref<32x32xbf16>
 // DOT: memref.alloc() : memref<8x64xbf16>
+// DOT: memref.alloc() : memref<8x16xbf16>
 // DOT: memref.alloc() : memref<32x32xbf16>
+// DOT: memref.alloc() : memref<8x128xbf16>
 // DOT-NOT: memref<64x16xf32>
 // DOT: llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"
 // DOT: math.exp %{{.*}} : vector<16xf32>
+// DOT: llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"
+// DOT: arith.truncf %{{.*}} : vector<16xf32> to vector<16xbf16>
 // DOT: llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"
 // DOT: vector.fma
 // DOT: return
