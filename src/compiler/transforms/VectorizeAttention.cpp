@@ -73,10 +73,10 @@ struct HeadEmitter {
   Value kt, vt, s, dp;          // scratch: k^T, v^T [hd, Tp]; S / P, dP / dS [R, Tp]
   /// The forward's products, and the backward's S, dP and dq (below), as
   /// AVX512-BF16 dot products (bf16 matmuls asked for, W = 16, hd a
-  /// multiple of 32): their operands rounded to bf16 pairs. kp [hd / 2, 2 Tp]: row p holds each key's (k[j, 2p],
-  /// k[j, 2p + 1]); vp [Tp / 2, 2 hd]: row p holds each column's (v[2p, c],
-  /// v[2p + 1, c]); qb [R, hd] and eb [R, Tp]: the block's q rows and
-  /// exp(S - max) rows, rounded.
+  /// multiple of 32): their operands rounded to bf16 pairs. kp [hd / 2,
+  /// 2 Tp]: row p holds each key's (k[j, 2p], k[j, 2p + 1]); vp [Tp / 2,
+  /// 2 hd]: row p holds each column's (v[2p, c], v[2p + 1, c]); qb [R, hd]
+  /// and eb [R, Tp]: the block's q rows and exp(S - max) rows, rounded.
   bool dot = false;
   Value kp, vp, qb, eb;
   /// The backward's dot products: S = scale q k^T from kp and dP = grad
