@@ -157,11 +157,15 @@ struct HeadEmitter {
 
   /// acc[r][v] = init(r, v) (0 without init) + sum over kk in [K0, K) of
   /// lhs(r, kk) * rhs(kk, v), r < rows, v < nv; then finish(r, v, acc[r][v]).
+  /// With `bf16Pairs` kk runs over k-pairs: lhs(r, kk) is a bf16 pair in
+  /// every lane (broadcastBf16Pair), rhs(kk, v) 16 lanes' pairs, and each
+  /// step one dot product (dotBf16) instead of an FMA.
   void emitProduct(int64_t rows, int64_t nv, Value K,
                    function_ref<Value(int64_t r, Value kk)> lhs,
                    function_ref<Value(Value kk, int64_t v)> rhs,
                    function_ref<void(int64_t r, int64_t v, Value acc)> finish,
-                   function_ref<Value(int64_t r, int64_t v)> init = nullptr, Value K0 = {}) {
+                   function_ref<Value(int64_t r, int64_t v)> init = nullptr, Value K0 = {},
+                   bool bf16Pairs = false) {
     SmallVector<Value> start(rows * nv, splat(0.0));
     if (init)
       for (int64_t r = 0; r < rows; ++r)
@@ -173,6 +177,12 @@ struct HeadEmitter {
           for (int64_t v = 0; v < nv; ++v)
             row.push_back(rhs(kk, v));
           for (int64_t r = 0; r < rows; ++r) {
+            if (bf16Pairs) {
+              Value a = lhs(r, kk);
+              for (int64_t v = 0; v < nv; ++v)
+                next.push_back(nova::dotBf16(b, l, acc[r * nv + v], a, row[v]));
+              continue;
+            }
             Value a = b.create<vector::BroadcastOp>(l, vec, lhs(r, kk));
             for (int64_t v = 0; v < nv; ++v)
               next.push_back(b.create<vector::FMAOp>(l, a, row[v], acc[r * nv + v]));
@@ -182,29 +192,6 @@ struct HeadEmitter {
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t v = 0; v < nv; ++v)
         finish(r, v, kLoop.getResult(r * nv + v));
-  }
-
-  /// emitProduct's products as dot products: acc[r][v] = sum over the
-  /// pairs p < P of the lanes' two products of lhs(r, p) (a bf16 pair in
-  /// every lane, broadcastBf16Pair) and rhs(p, v) (16 lanes' pairs).
-  void emitProductDot(int64_t rows, int64_t nv, Value P, function_ref<Value(int64_t r, Value p)> lhs,
-                      function_ref<Value(Value p, int64_t v)> rhs,
-                      function_ref<void(int64_t r, int64_t v, Value acc)> finish) {
-    SmallVector<Value> start(rows * nv, splat(0.0));
-    auto pLoop = nova::buildFor(b, l, c(0), P, c(1), start, [&](Value p, ValueRange acc) {
-      SmallVector<Value> row, next;
-      for (int64_t v = 0; v < nv; ++v)
-        row.push_back(rhs(p, v));
-      for (int64_t r = 0; r < rows; ++r) {
-        Value a = lhs(r, p);
-        for (int64_t v = 0; v < nv; ++v)
-          next.push_back(nova::dotBf16(b, l, acc[r * nv + v], a, row[v]));
-      }
-      return next;
-    });
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t v = 0; v < nv; ++v)
-        finish(r, v, pLoop.getResult(r * nv + v));
   }
 
   VectorType bf16s(int64_t n) { return VectorType::get({n}, b.getBF16Type()); }
@@ -323,45 +310,35 @@ struct HeadEmitter {
     });
   }
 
-  /// dst[base + r, j] = sum_c lhs(r, c) * srcT[c, j] * mult for j in [0, nvec W):
-  /// whole groups of cv vectors, then the rest (emitGroups).
-  void emitScoreBlock(int64_t rows, Value base, Value nvec, Value dst, Value srcT,
-                      function_ref<Value(int64_t r, Value c)> lhs, double mult) {
-    auto block = [&](int64_t nv, Value j0) {
-      emitProduct(
-          rows, nv, c(hd), lhs,
-          [&](Value kk, int64_t v) { return vload(b, srcT, {kk, add(j0, v * W)}); },
-          [&](int64_t r, int64_t v, Value acc) {
-            if (mult != 1.0)
-              acc = b.create<arith::MulFOp>(l, acc, splat(mult));
-            b.create<vector::StoreOp>(l, acc, dst, ValueRange{add(base, r), add(j0, v * W)});
-          });
-    };
-    emitGroups(nvec, cv, [&](int64_t n, Value v0) { block(n, mul(v0, W)); });
-  }
-
-  /// emitScoreBlock by dot products (see `dot`): the rows of `src` at
-  /// `rowIdx`, columns from `col`, rounded into qb, times the key pairs
-  /// `pairs` (kp, or vtp for the backward's dP).
-  void emitScoreBlockDot(int64_t rows, Value base, Value nvec, Value dst, Value pairs, Value src,
-                         ArrayRef<Value> rowIdx, Value col, double mult) {
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c0 = 0; c0 < hd; c0 += W)
-        b.create<vector::StoreOp>(l, toBf16(vload(b, src, {bIdx, rowIdx[r], add(col, c0)})), qb,
-                                  ValueRange{c(r), c(c0)});
+  /// dst[base + r, j] = mult sum_c src[b, rowIdx[r], col + c] key[j, c] for j
+  /// in [0, nvec W), the keys (k or v) from `transposed` ([hd, Tp]: kt,
+  /// vt) or, with `dot`, from `pairs` (kp, vtp) with the rows rounded into
+  /// qb first: whole groups of cv vectors, then the rest (emitGroups).
+  void emitScoreBlock(int64_t rows, Value base, Value nvec, Value dst, Value src, ArrayRef<Value> rowIdx,
+                      Value col, Value transposed, Value pairs, double mult) {
+    if (dot)
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c0 = 0; c0 < hd; c0 += W)
+          b.create<vector::StoreOp>(l, toBf16(vload(b, src, {bIdx, rowIdx[r], add(col, c0)})), qb,
+                                    ValueRange{c(r), c(c0)});
     emitGroups(nvec, cv, [&](int64_t nv, Value v0) {
       Value j0 = mul(v0, W);
-      emitProductDot(
+      auto finish = [&](int64_t r, int64_t v, Value acc) {
+        if (mult != 1.0)
+          acc = b.create<arith::MulFOp>(l, acc, splat(mult));
+        b.create<vector::StoreOp>(l, acc, dst, ValueRange{add(base, r), add(j0, v * W)});
+      };
+      if (!dot)
+        return emitProduct(
+            rows, nv, c(hd), [&](int64_t r, Value ch) { return load(b, src, {bIdx, rowIdx[r], add(col, ch)}); },
+            [&](Value kk, int64_t v) { return vload(b, transposed, {kk, add(j0, v * W)}); }, finish);
+      emitProduct(
           rows, nv, c(hd / 2),
           [&](int64_t r, Value p) { return nova::broadcastBf16Pair(b, l, qb, ValueRange{c(r), mul(p, 2)}, W); },
           [&](Value p, int64_t v) {
             return b.create<vector::LoadOp>(l, bf16s(2 * W), pairs, ValueRange{p, mul(add(j0, v * W), 2)});
           },
-          [&](int64_t r, int64_t v, Value acc) {
-            if (mult != 1.0)
-              acc = b.create<arith::MulFOp>(l, acc, splat(mult));
-            b.create<vector::StoreOp>(l, acc, dst, ValueRange{add(base, r), add(j0, v * W)});
-          });
+          finish, nullptr, {}, /*bf16Pairs=*/true);
     });
   }
 
@@ -418,8 +395,6 @@ struct HeadEmitter {
     return inv;
   }
 
-  Value qAt(Value i, Value ch) { return load(b, qkv, {bIdx, i, add(qCol, ch)}); }
-
   /// Rows [i0, i0 + rows) of the head, their scores in rows [base, base +
   /// rows) of the scratch. Forward: out. Backward: P in s, dS in dp, dq;
   /// their columns from the rows' own key range up to `jPadBlock` (the
@@ -435,11 +410,7 @@ struct HeadEmitter {
     if (dot && !backward)
       return emitRowBlockDot(rows, rowIdx, nvec, jEnd);
     // S = scale q k^T over the block's key columns.
-    if (dot)
-      emitScoreBlockDot(rows, base, nvec, s, kp, qkv, rowIdx, qCol, scale);
-    else
-      emitScoreBlock(rows, base, nvec, s, kt, [&](int64_t r, Value ch) { return qAt(rowIdx[r], ch); },
-                     scale);
+    emitScoreBlock(rows, base, nvec, s, qkv, rowIdx, qCol, kt, kp, scale);
     SmallVector<Value> limits;
     for (int64_t r = 0; r < rows; ++r)
       limits.push_back(add(rowIdx[r], 1));
@@ -467,12 +438,7 @@ struct HeadEmitter {
     // product reads dS as its broadcast operand, where multiplying each
     // element by the scale cost a multiply and a register broadcast per
     // FMA row (vbroadcastss from memory otherwise).
-    if (dot)
-      emitScoreBlockDot(rows, base, nvec, dp, vtp, grad, rowIdx, oCol, 1.0);
-    else
-      emitScoreBlock(rows, base, nvec, dp, vt,
-                     [&](int64_t r, Value ch) { return load(b, grad, {bIdx, rowIdx[r], add(oCol, ch)}); },
-                     1.0);
+    emitScoreBlock(rows, base, nvec, dp, grad, rowIdx, oCol, vt, vtp, 1.0);
     Value zero = splat(0.0), scaleVec = splat(scale);
     for (int64_t r = 0; r < rows; ++r) {
       Value row = add(base, r);
@@ -509,7 +475,7 @@ struct HeadEmitter {
   /// from the value pairs, over the key pairs up to the block's last key
   /// (an odd last key's partner is past the rows' limits: e is 0 there).
   void emitRowBlockDot(int64_t rows, ArrayRef<Value> rowIdx, Value nvec, Value jEnd) {
-    emitScoreBlockDot(rows, c(0), nvec, s, kp, qkv, rowIdx, qCol, scale);
+    emitScoreBlock(rows, c(0), nvec, s, qkv, rowIdx, qCol, kt, kp, scale);
     SmallVector<Value> limits;
     for (int64_t r = 0; r < rows; ++r)
       limits.push_back(add(rowIdx[r], 1));
@@ -530,7 +496,7 @@ struct HeadEmitter {
     });
     Value count = b.create<arith::DivUIOp>(l, add(jEnd, 1), c(2));
     for (int64_t c0 = 0; c0 < hd; c0 += cv * W)
-      emitProductDot(
+      emitProduct(
           rows, cv, count,
           [&](int64_t r, Value p) { return nova::broadcastBf16Pair(b, l, eb, ValueRange{c(r), mul(p, 2)}, W); },
           [&](Value p, int64_t v) {
@@ -540,7 +506,8 @@ struct HeadEmitter {
             if (rowScale)
               acc = b.create<arith::MulFOp>(l, acc, b.create<vector::BroadcastOp>(l, vec, rowScale(r)));
             b.create<vector::StoreOp>(l, acc, out, ValueRange{bIdx, rowIdx[r], add(oCol, c0 + v * W)});
-          });
+          },
+          nullptr, {}, /*bf16Pairs=*/true);
   }
 
   /// Backward rows [i0, i0 + blockRows): row blocks of R (a loop: one copy
