@@ -14,8 +14,7 @@
 // product: relative errors near 1e-2 against float64, where fp32 gives
 // 1e-6): on the CPU's AMX tiles when it has them (amx_bf16), else as
 // AVX512-BF16 dot products (avx512_bf16 with 512-bit vectors: AMD Zen 4,
-// Intel Cooper Lake; there the fused attention's products too, but for its
-// backward's dk and dv), on a GPU's
+// Intel Cooper Lake; there the fused attention's products too), on a GPU's
 // tensor cores from bf16 copies of the operands (twice tf32's peak rate
 // by the data sheets, not measured here; on sm_90a wgmma whatever the
 // operands' layout; causal attention's products too, Q K^T and P V and

@@ -496,6 +496,18 @@ SmallVector<Value> mlir::nova::transposeInRegisters(OpBuilder &b, Location loc,
   return rows;
 }
 
+Value mlir::nova::sumLanes(OpBuilder &b, Location loc, Value v) {
+  return b.create<vector::ReductionOp>(loc, vector::CombiningKind::ADD, v, arith::FastMathFlags::reassoc);
+}
+
+Value mlir::nova::maxLanes(OpBuilder &b, Location loc, Value v) {
+  return b.create<vector::ReductionOp>(loc, vector::CombiningKind::MAXIMUMF, v, arith::FastMathFlags::nsz);
+}
+
+Value mlir::nova::softmaxMax(OpBuilder &b, Location loc, Value x, Value y) {
+  return b.create<arith::MaximumFOp>(loc, x, y, arith::FastMathFlags::nsz);
+}
+
 Value mlir::nova::roundToBf16(OpBuilder &b, Location loc, Value v) {
   auto type = cast<VectorType>(v.getType());
   return b.create<arith::TruncFOp>(loc, VectorType::get({type.getNumElements()}, b.getBF16Type()), v);

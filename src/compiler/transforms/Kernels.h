@@ -124,6 +124,22 @@ Value contiguousCopy(OpBuilder &b, Location loc, Value m, bool copyIn, SmallVect
 /// two-source shuffle per new row: W log2 W shuffles in all (64 for 16 lanes).
 SmallVector<Value> transposeInRegisters(OpBuilder &b, Location loc, SmallVector<Value> rows);
 
+/// The sum of the lanes of `v` (a float vector), added in any order
+/// (`reassoc`): LLVM then adds halves, log2 W vector adds, where the
+/// strict order is a chain of W scalar adds, each lane extracted first
+/// (16 vaddss a row of a softmax, LayerNorm or attention block). The
+/// lanes are partial sums in an order of the kernel's choosing anyway.
+Value sumLanes(OpBuilder &b, Location loc, Value v);
+
+/// The largest lane of `v` and the larger of `x`, `y` lane by lane, for a
+/// softmax's maximum: NaN-propagating as arith.maximumf, but either zero
+/// may stand for the other (`nsz`: the maximum is only subtracted, and x -
+/// (+0) and x - (-0) have the same exponential). x86 orders the zeros
+/// with two masked moves an op on top of vmaxps and the NaN check: 3
+/// instructions instead of 5 a vector, 23 instead of 50 a reduction.
+Value maxLanes(OpBuilder &b, Location loc, Value v);
+Value softmaxMax(OpBuilder &b, Location loc, Value x, Value y);
+
 /// `v` (a vector of f32) rounded to bf16 lane by lane.
 Value roundToBf16(OpBuilder &b, Location loc, Value v);
 

@@ -258,8 +258,8 @@ def NovaVectorizeAttention : Pass<"nova-vectorize-attention", "mlir::ModuleOp"> 
            "width of the target's vector registers in bits">,
     Option<"dotBf16", "dot-bf16", "bool", /*default=*/"false",
            "the target has AVX512-BF16 dot products: with bf16 matmuls asked for "
-           "(nova.matmul_precision), the forward's products and the backward's S, "
-           "dP and dq take bf16 operands">,
+           "(nova.matmul_precision), the forward's and the backward's products "
+           "take bf16 operands">,
   ];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
                            "mlir::math::MathDialect",

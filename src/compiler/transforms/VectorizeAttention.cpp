@@ -82,9 +82,11 @@ struct HeadEmitter {
   /// The backward's dot products: S = scale q k^T from kp and dP = grad
   /// v^T from vtp (v's pairs along the head, as kp's), the rows rounded
   /// into qb in turn; dq = dS k from dS rounded into eb and kvp (k's
-  /// pairs along the keys, as vp's); the softmax, dS and the dk, dv
-  /// products (P and dS by keys) f32.
-  Value vtp, kvp;
+  /// pairs along the keys, as vp's); dk = dS^T q and dv = P^T grad, per
+  /// backward block, from its rows paired (row 2p with row 2p + 1, the
+  /// products' k): dSp and Pp [Rc / 2, 2 Tp] each key's pairs, qp and gp
+  /// [Rc / 2, 2 hd] each column's. The softmax and dS stay f32.
+  Value vtp, kvp, dSp, Pp, qp, gp;
 
   Value c(int64_t v) { return b.create<arith::ConstantIndexOp>(l, v); }
   Value add(Value x, Value y) { return b.create<arith::AddIOp>(l, x, y); }
@@ -256,8 +258,11 @@ struct HeadEmitter {
   /// each group an emitProduct over the block's rows with the keys' out
   /// rows as its accumulators: R x cv independent FMA chains, each key row
   /// loaded (if not new) and stored once per block.
-  void emitKeyAccumulate(int64_t rows, Value skip, Value newFrom, Value jEnd, ArrayRef<int64_t> possibleLeft,
-                         Value col,
+  /// With `pairs` r runs over the rows' pairs [kBegin, kEnd) (coef a
+  /// broadcast pair, rowAt a vector of pairs) and each step is a dot
+  /// product; else over the rows [kBegin, kEnd).
+  void emitKeyAccumulate(Value kBegin, Value kEnd, bool pairs, Value newFrom, Value jEnd,
+                         ArrayRef<int64_t> possibleLeft, Value col,
                          function_ref<Value(Value r, Value j)> coef,
                          function_ref<Value(Value r, int64_t c)> rowAt) {
     auto group = [&](int64_t keys, Value j0, bool fresh) {
@@ -267,12 +272,13 @@ struct HeadEmitter {
       for (int64_t c0 = 0; c0 < hd; c0 += cv * W) {
         auto at = [&](int64_t v) { return add(col, c0 + v * W); };
         emitProduct(
-            keys, cv, c(rows), [&](int64_t g, Value r) { return coef(r, js[g]); },
+            keys, cv, kEnd, [&](int64_t g, Value r) { return coef(r, js[g]); },
             [&](Value r, int64_t v) { return rowAt(r, c0 + v * W); },
             [&](int64_t g, int64_t v, Value acc) {
               b.create<vector::StoreOp>(l, acc, out, ValueRange{bIdx, js[g], at(v)});
             },
-            [&](int64_t g, int64_t v) { return fresh ? splat(0.0) : vload(b, out, {bIdx, js[g], at(v)}); }, skip);
+            [&](int64_t g, int64_t v) { return fresh ? splat(0.0) : vload(b, out, {bIdx, js[g], at(v)}); }, kBegin,
+            pairs);
       }
     };
     emitGroups(newFrom, R, [&](int64_t n, Value j0) { group(n, j0, false); }, {0});
@@ -368,12 +374,12 @@ struct HeadEmitter {
     };
     SmallVector<Value> maxVecs =
         pass(splat(-std::numeric_limits<double>::infinity()), [&](int64_t r, Value acc, Value at) {
-          return b.create<arith::MaximumFOp>(l, acc, vload(b, s, {add(base, r), at}));
+          return nova::softmaxMax(b, l, acc, vload(b, s, {add(base, r), at}));
         });
     SmallVector<Value> maxes;
     for (Value m : maxVecs)
       maxes.push_back(b.create<vector::BroadcastOp>(
-          l, vec, b.create<vector::ReductionOp>(l, vector::CombiningKind::MAXIMUMF, m)));
+          l, vec, nova::maxLanes(b, l, m)));
     SmallVector<Value> sumVecs = pass(splat(0.0), [&](int64_t r, Value acc, Value at) {
       Value e = b.create<math::ExpOp>(l, b.create<arith::SubFOp>(l, vload(b, s, {add(base, r), at}), maxes[r]));
       b.create<vector::StoreOp>(l, e, s, ValueRange{add(base, r), at});
@@ -381,7 +387,7 @@ struct HeadEmitter {
     });
     SmallVector<Value> inv, invVecs;
     for (Value sv : sumVecs) {
-      Value sum = b.create<vector::ReductionOp>(l, vector::CombiningKind::ADD, sv);
+      Value sum = nova::sumLanes(b, l, sv);
       inv.push_back(b.create<arith::DivFOp>(l, scalar(1.0), sum));
       invVecs.push_back(b.create<vector::BroadcastOp>(l, vec, inv.back()));
     }
@@ -449,7 +455,7 @@ struct HeadEmitter {
                 b.create<vector::FMAOp>(l, vload(b, s, {row, at}), vload(b, dp, {row, at}), acc[0])};
           });
       Value dot = b.create<vector::BroadcastOp>(
-          l, vec, b.create<vector::ReductionOp>(l, vector::CombiningKind::ADD, dotLoop.getResult(0)));
+          l, vec, nova::sumLanes(b, l, dotLoop.getResult(0)));
       loop(c(0), nvec, 1, [&](OpBuilder &, Value jv) {
         Value at = mul(jv, W);
         Value ds = b.create<arith::MulFOp>(
@@ -531,12 +537,55 @@ struct HeadEmitter {
     SmallVector<int64_t> possibleLeft{blockRows % R};
     if (T % R != blockRows % R)
       possibleLeft.push_back(T % R);
-    emitKeyAccumulate(
-        blockRows, skip, newFrom, jEnd, possibleLeft, kCol, [&](Value r, Value j) { return load(b, dp, {r, j}); },
-        [&](Value r, int64_t ch) { return vload(b, qkv, {bIdx, b.create<arith::AddIOp>(l, i0, r), add(qCol, ch)}); });
-    emitKeyAccumulate(
-        blockRows, skip, newFrom, jEnd, possibleLeft, vCol, [&](Value r, Value j) { return load(b, s, {r, j}); },
-        [&](Value r, int64_t ch) { return vload(b, grad, {bIdx, b.create<arith::AddIOp>(l, i0, r), add(oCol, ch)}); });
+    auto qRow = [&](Value r, Value at) { return vload(b, qkv, {bIdx, add(i0, r), add(qCol, at)}); };
+    auto gradRow = [&](Value r, Value at) { return vload(b, grad, {bIdx, add(i0, r), add(oCol, at)}); };
+    if (dot) {
+      Value pBegin = b.create<arith::DivUIOp>(l, skip, c(2)), pEnd = c((blockRows + 1) / 2);
+      auto fromScratch = [&](Value m) { return [this, m](Value r, Value at) { return vload(b, m, {r, at}); }; };
+      emitPackRowPairs(dSp, blockRows, pBegin, skip, jPad, fromScratch(dp));
+      emitPackRowPairs(Pp, blockRows, pBegin, skip, jPad, fromScratch(s));
+      emitPackRowPairs(qp, blockRows, pBegin, skip, c(hd), qRow);
+      emitPackRowPairs(gp, blockRows, pBegin, skip, c(hd), gradRow);
+      auto pairOf = [&](Value m) {
+        return [this, m](Value p, Value j) { return nova::broadcastBf16Pair(b, l, m, ValueRange{p, mul(j, 2)}, W); };
+      };
+      auto pairsOf = [&](Value m) {
+        return [this, m](Value p, int64_t ch) {
+          return b.create<vector::LoadOp>(l, bf16s(2 * W), m, ValueRange{p, c(2 * ch)}).getResult();
+        };
+      };
+      emitKeyAccumulate(pBegin, pEnd, true, newFrom, jEnd, possibleLeft, kCol, pairOf(dSp), pairsOf(qp));
+      emitKeyAccumulate(pBegin, pEnd, true, newFrom, jEnd, possibleLeft, vCol, pairOf(Pp), pairsOf(gp));
+      return;
+    }
+    Value rows = c(blockRows);
+    emitKeyAccumulate(skip, rows, false, newFrom, jEnd, possibleLeft, kCol,
+                      [&](Value r, Value j) { return load(b, dp, {r, j}); },
+                      [&](Value r, int64_t ch) { return qRow(r, c(ch)); });
+    emitKeyAccumulate(skip, rows, false, newFrom, jEnd, possibleLeft, vCol,
+                      [&](Value r, Value j) { return load(b, s, {r, j}); },
+                      [&](Value r, int64_t ch) { return gradRow(r, c(ch)); });
+  }
+
+  /// dst[p, 2 x + {0, 1}] = bf16 of (row(2p, x), row(2p + 1, x)) for the
+  /// pairs p in [pBegin, (rows + 1) / 2) and x < cols (a multiple of W):
+  /// the block's rows paired for dk's and dv's dot products. A row before
+  /// `skip` (the block before did it: its P and dS rows must not count
+  /// again) and the row past an odd `rows` are zeros.
+  void emitPackRowPairs(Value dst, int64_t rows, Value pBegin, Value skip, Value cols,
+                        function_ref<Value(Value r, Value at)> row) {
+    auto pack = [&](Value p, bool oddIsZero) {
+      Value even = mul(p, 2);
+      Value before = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, even, skip);
+      loop(c(0), cols, W, [&](OpBuilder &, Value at) {
+        Value lo = b.create<arith::SelectOp>(l, before, splat(0.0), row(even, at));
+        Value hi = oddIsZero ? splat(0.0) : row(add(even, 1), at);
+        b.create<vector::StoreOp>(l, nova::interleaveBf16Rows(b, l, lo, hi), dst, ValueRange{p, mul(at, 2)});
+      });
+    };
+    loop(pBegin, c(rows / 2), 1, [&](OpBuilder &, Value p) { pack(p, false); });
+    if (rows % 2)
+      pack(c(rows / 2), true);
   }
 
   void emit(Value wg) {
@@ -567,6 +616,11 @@ struct HeadEmitter {
       if (grad) {
         vtp = bf16Buffer(hd / 2, 2 * Tp);
         kvp = bf16Buffer(Tp / 2, 2 * hd);
+        int64_t rowPairs = (Rc + 1) / 2;
+        dSp = bf16Buffer(rowPairs, 2 * Tp);
+        Pp = bf16Buffer(rowPairs, 2 * Tp);
+        qp = bf16Buffer(rowPairs, 2 * hd);
+        gp = bf16Buffer(rowPairs, 2 * hd);
         emitPackHeadPairs(vtp, vCol);
         emitPackKeyRowPairs(kvp, kCol);
       } else {

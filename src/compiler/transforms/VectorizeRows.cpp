@@ -81,7 +81,7 @@ struct Rows {
     else
       b.create<vector::StoreOp>(l, v, m, idx);
   }
-  Value sum(Value v) { return b.create<vector::ReductionOp>(l, vector::CombiningKind::ADD, v); }
+  Value sum(Value v) { return nova::sumLanes(b, l, v); }
 
   /// One pass over the d / W vectors of `n` rows: `count` values per row
   /// carried (from `initial` in every lane), step(r, at, carried row
@@ -232,11 +232,11 @@ struct CrossEntropyRows : Rows {
       SmallVector<Value> maxes = pass(
           n, 1,
           [&](int64_t r, Value at, ValueRange acc) {
-            return SmallVector<Value>{b.create<arith::MaximumFOp>(l, acc[0], vload(x, {rows[r], at}))};
+            return SmallVector<Value>{nova::softmaxMax(b, l, acc[0], vload(x, {rows[r], at}))};
           },
           -std::numeric_limits<double>::infinity());
       for (int64_t r = 0; r < n; ++r)
-        max.push_back(b.create<vector::ReductionOp>(l, vector::CombiningKind::MAXIMUMF, maxes[r]));
+        max.push_back(nova::maxLanes(b, l, maxes[r]));
     }
     auto shifted = [&](int64_t r, Value at) -> Value {
       return b.create<math::ExpOp>(l, b.create<arith::SubFOp>(l, vload(x, {rows[r], at}), bcast(max[r])));

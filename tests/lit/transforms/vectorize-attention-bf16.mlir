@@ -21,8 +21,11 @@
 
 // The backward's S = scale q k^T, dP = grad v^T and dq = dS k likewise
 // (k's and v's pairs along the head, no f32 k^T or v^T; k's pairs along
-// the keys [T' / 2, 2 hd]; dS rounded), so its P is the forward's; the
-// softmax, dS and the dk and dv products stay f32 (FMAs).
+// the keys [T' / 2, 2 hd]; dS rounded), so its P is the forward's; dk =
+// dS^T q and dv = P^T grad too, from the block's 8 rows paired: dS and P
+// [4, 2 T'] each key's pairs, q and grad [4, 2 hd] each column's, a row
+// before the block's first new one zeroed (arith.select). The softmax and
+// dS stay f32 (the FMAs of rowsum(P dP), before dk and dv).
 // DOT-LABEL: func.func @backward_bf16
 // DOT-NOT: memref<64x16xf32>
 // DOT: memref.alloc() : memref<32x32xbf16>
@@ -30,13 +33,21 @@
 // DOT: memref.alloc() : memref<8x16xbf16>
 // DOT: memref.alloc() : memref<32x32xbf16>
 // DOT: memref.alloc() : memref<8x128xbf16>
+// DOT: memref.alloc() : memref<4x32xbf16>
+// DOT: memref.alloc() : memref<4x32xbf16>
+// DOT: memref.alloc() : memref<4x128xbf16>
+// DOT: memref.alloc() : memref<4x128xbf16>
 // DOT-NOT: memref<64x16xf32>
 // DOT: llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"
 // DOT: math.exp %{{.*}} : vector<16xf32>
 // DOT: llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"
+// DOT: vector.fma
 // DOT: arith.truncf %{{.*}} : vector<16xf32> to vector<16xbf16>
 // DOT: llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"
-// DOT: vector.fma
+// DOT: arith.select %{{.*}} : vector<16xf32>
+// DOT: vector.shuffle
+// DOT: llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"
+// DOT-NOT: vector.fma
 // DOT: return
 // CHECK-LABEL: func.func @backward_bf16
 // CHECK-NOT: llvm.call_intrinsic

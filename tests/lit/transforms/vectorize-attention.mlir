@@ -22,12 +22,13 @@
 // CHECK: vector.load %[[KT]]
 // CHECK: vector.broadcast
 // CHECK: vector.fma
-// The masked softmax of each row: -inf above the diagonal, max, exp, sum.
+// The masked softmax of each row: -inf above the diagonal, max (either
+// zero for the other), exp, sum (its lanes in any order).
 // CHECK: arith.constant 0xFF800000 : f32
-// CHECK: arith.maximumf {{.*}} : vector<2xf32>
-// CHECK: vector.reduction <maximumf>
+// CHECK: arith.maximumf {{.*}} fastmath<nsz> : vector<2xf32>
+// CHECK: vector.reduction <maximumf>, %{{.*}} fastmath<nsz>
 // CHECK: math.exp {{.*}} : vector<2xf32>
-// CHECK: vector.reduction <add>
+// CHECK: vector.reduction <add>, %{{.*}} fastmath<reassoc>
 // out = (e v) / sum, straight into the head's columns of out.
 // CHECK: vector.store {{.*}}, %[[OUT]][%[[B]], {{.*}}] : memref<2x13x4xf32>, vector<2xf32>
 // CHECK-NOT: vector.fma

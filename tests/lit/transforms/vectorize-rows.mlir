@@ -3,14 +3,15 @@
 // Forward LayerNorm of 10 rows of 8 (4 lanes: 2 vectors a row) in
 // workgroups of 4 rows, 2 rows interleaved: rows [wg * 4, min(wg * 4 + 4,
 // 10)), whole pairs then single rows. Three passes per block: the sums, the
-// centered squares, the result; two independent chains per pass.
+// centered squares, the result; two independent chains per pass. A row's
+// lanes are summed in any order (reassoc: a tree, not a chain).
 // CHECK-LABEL: func.func @forward
 // CHECK-SAME: (%[[WG:[^:]*]]: index, %[[X:[^:]*]]: memref<10x8xf32>, %[[G:[^:]*]]: memref<8xf32>, %[[B:[^:]*]]: memref<8xf32>, %[[Y:[^:]*]]: memref<10x8xf32>)
 // CHECK: %[[LO:.*]] = arith.muli %[[WG]], %c4
 // CHECK: scf.for %[[R0:.*]] = %[[LO]] to %{{.*}} step %c2
 // CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<4xf32>, vector<4xf32>)
 // CHECK: arith.addf {{.*}} : vector<4xf32>
-// CHECK: vector.reduction <add>
+// CHECK: vector.reduction <add>, %{{.*}} fastmath<reassoc> : vector<4xf32> into f32
 // CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<4xf32>, vector<4xf32>)
 // CHECK: vector.fma
 // CHECK: math.sqrt
@@ -68,7 +69,8 @@ func.func @strided(%wg: index, %x: memref<4x8xf32, strided<[16, 1]>>, %g: memref
 // [2, 5] as 10: per block of 2 rows a pass for the maxes (from -inf), one
 // for the sums of exp(x - max) and their totals, then per row its label's
 // logit (column 0 for a label outside [0, 8)) and the loss log(s) - (x[y] -
-// max), 0 for such a label.
+// max), 0 for such a label. The maxima ignore the sign of zero (nsz, NaNs
+// still propagate), the sums their order (reassoc).
 // CHECK-LABEL: func.func @cross_entropy
 // CHECK-SAME: (%[[WG:[^:]*]]: index, %[[X:[^:]*]]: memref<2x5x8xf32>, %[[Y:[^:]*]]: memref<2x5xi32>, %[[L:[^:]*]]: memref<2x5xf32>)
 // CHECK-DAG: %[[XR:.*]] = memref.collapse_shape %[[X]] {{\[}}[0, 1], [2]] : memref<2x5x8xf32> into memref<10x8xf32>
@@ -76,11 +78,11 @@ func.func @strided(%wg: index, %x: memref<4x8xf32, strided<[16, 1]>>, %g: memref
 // CHECK-DAG: %[[LR:.*]] = memref.collapse_shape %[[L]] {{\[}}[0, 1]] : memref<2x5xf32> into memref<10xf32>
 // CHECK: scf.for %[[R0:.*]] = %{{.*}} to %{{.*}} step %c2
 // CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<4xf32>, vector<4xf32>)
-// CHECK: arith.maximumf {{.*}} : vector<4xf32>
-// CHECK: vector.reduction <maximumf>
+// CHECK: arith.maximumf {{.*}} fastmath<nsz> : vector<4xf32>
+// CHECK: vector.reduction <maximumf>, %{{.*}} fastmath<nsz>
 // CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<4xf32>, vector<4xf32>)
 // CHECK: math.exp {{.*}} : vector<4xf32>
-// CHECK: vector.reduction <add>
+// CHECK: vector.reduction <add>, %{{.*}} fastmath<reassoc>
 // CHECK: memref.load %[[YR]]
 // CHECK: arith.index_cast
 // CHECK: %[[IN:.*]] = arith.cmpi ult, %{{.*}}, %c8
