@@ -152,6 +152,43 @@ TEST_CASE("bf16 steps' causal attention: the forward's and the backward's produc
   }
 }
 
+TEST_CASE("bf16 steps' attention on a qkv only it reads: made in bf16 (nova-bf16-attention-qkv), bit for bit the f32 qkv's result") {
+  nova::TargetDesc host = nova::host_target();
+  if (!host.has("avx512_bf16") || host.vector_bits < 512) {
+    MESSAGE("skipped: this CPU has no AVX512-BF16 dot products on 512-bit vectors");
+    return;
+  }
+  Gen g;
+  INFO("seed = ", g.seed);
+  PrecisionScope bf16(nova::MatmulPrecision::bf16);
+  // qkv = 0.5 x, made in the step. Returned as well, it stays f32 (a
+  // reader other than attention), and the kernels round q, k and v as they
+  // pack them; not returned, it is made in bf16 and the kernels read it as
+  // is. The same roundings, so the same bits, forward and backward (its
+  // gradient 0.5 dqkv does not read qkv).
+  auto only = [](auto x, auto w, std::int64_t h) {
+    auto out = nova::causal_attention(x * 0.5, h);
+    return std::make_tuple(out, nova::gradients(nova::sum(out * w), {x})[0]);
+  };
+  auto also = [](auto x, auto w, std::int64_t h) {
+    auto qkv = x * 0.5;
+    auto out = nova::causal_attention(qkv, h);
+    return std::make_tuple(out, nova::gradients(nova::sum(out * w), {x})[0], qkv);
+  };
+  for (std::int64_t T : {64, 37}) {
+    INFO("T ", T);
+    Tensor x = g.randn({2, T, 3 * 2 * 64}), w = g.randn({2, T, 2 * 64});
+    auto [o1, d1] = nova::jit(only)(x, w, nova::static_arg(std::int64_t{2}));
+    auto [o2, d2, qkv] = nova::jit(also)(x, w, nova::static_arg(std::int64_t{2}));
+    CHECK(o1.to_vector() == o2.to_vector());
+    CHECK(d1.to_vector() == d2.to_vector());
+    auto [want, dwant] = nova::jit(only, nova::ExecMode::interpreted)(x, w, nova::static_arg(std::int64_t{2}));
+    CHECK(rel_error(o1, want) <= 1e-2);
+    CHECK(rel_error(o1, want) > 1e-5);
+    CHECK(rel_error(d1, dwant) <= 1e-2);
+  }
+}
+
 TEST_CASE("the precision is part of the key: fp32 and bf16 steps compile apart") {
   if (!has_bf16_matmuls()) {
     MESSAGE("skipped: this CPU has neither AMX nor AVX512-BF16");

@@ -124,6 +124,14 @@ Value contiguousCopy(OpBuilder &b, Location loc, Value m, bool copyIn, SmallVect
 /// two-source shuffle per new row: W log2 W shuffles in all (64 for 16 lanes).
 SmallVector<Value> transposeInRegisters(OpBuilder &b, Location loc, SmallVector<Value> rows);
 
+/// Whether nova-vectorize-attention takes an f32 attention kernel's
+/// products as AVX512-BF16 dot products (bf16 matmuls asked for, the
+/// target has them): 16 lanes of f32 a vector and heads a multiple of
+/// 32 columns (k's pairs along the head in 16-column halves).
+inline bool attentionDotsBf16(int64_t headDim, int64_t vectorBits) {
+  return vectorLanesDividing(headDim, 32, vectorBits) == 16 && headDim % 32 == 0;
+}
+
 /// The sum of the lanes of `v` (a float vector), added in any order
 /// (`reassoc`): LLVM then adds halves, log2 W vector adds, where the
 /// strict order is a chain of W scalar adds, each lane extracted first

@@ -267,6 +267,30 @@ def NovaVectorizeAttention : Pass<"nova-vectorize-attention", "mlir::ModuleOp"> 
                            "mlir::vector::VectorDialect", "mlir::LLVM::LLVMDialect"];
 }
 
+def NovaBf16AttentionQkv : Pass<"nova-bf16-attention-qkv", "mlir::ModuleOp"> {
+  let summary = "With bf16 matmuls on AVX512-BF16, attention's qkv made in bf16 where only attention reads it";
+  let description = [{
+    On tensors, before elementwise fusion. Where the module asks for bf16
+    matmuls (`nova.matmul_precision`) and the CPU has AVX512-BF16 dot
+    products on 512-bit vectors (`dot-bf16`), nova-vectorize-attention
+    rounds q, k and v to bf16 as it packs them for every product of the
+    forward and the backward (`attentionDotsBf16`: heads a multiple of 32
+    columns). A qkv value that only such attention kernels read (also
+    through reshapes) is then read as its bf16 copy instead
+    (Bf16Copies.h `copyAttentionQkv`, as on the GPU): the same values reach
+    the products, rounded once where qkv is made, and the backward keeps
+    half the bytes.
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "int64_t", /*default=*/"512",
+           "width of the target's vector registers in bits">,
+    Option<"dotBf16", "dot-bf16", "bool", /*default=*/"false",
+           "the target has AVX512-BF16 dot products">,
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
 def NovaDropUnstoredResults : Pass<"nova-drop-unstored-results", "mlir::ModuleOp"> {
   let summary = "Take a matmul result that only lives in registers out of its kernel and the plan";
   let description = [{

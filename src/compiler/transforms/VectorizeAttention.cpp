@@ -97,11 +97,18 @@ struct HeadEmitter {
   Value splat(double v) {
     return b.create<arith::ConstantOp>(l, DenseElementsAttr::get(vec, b.getFloatAttr(elem(), v)));
   }
+  /// An element or W lanes of `m`, widened to f32 where `m` is bf16 (a
+  /// qkv made in bf16: nova-bf16-attention-qkv).
   Value load(OpBuilder &ib, Value m, ValueRange idx) {
-    return ib.create<memref::LoadOp>(l, m, idx);
+    Value v = ib.create<memref::LoadOp>(l, m, idx);
+    return v.getType() == elem() ? v : ib.create<arith::ExtFOp>(l, elem(), v).getResult();
   }
   Value vload(OpBuilder &ib, Value m, ValueRange idx) {
-    return ib.create<vector::LoadOp>(l, vec, m, idx);
+    Type stored = cast<MemRefType>(m.getType()).getElementType();
+    if (stored == elem())
+      return ib.create<vector::LoadOp>(l, vec, m, idx);
+    Value v = ib.create<vector::LoadOp>(l, VectorType::get({W}, stored), m, idx);
+    return ib.create<arith::ExtFOp>(l, vec, v);
   }
 
   /// scf.for over [lb, ub) with step, carrying nothing (nova::buildFor).
@@ -704,7 +711,7 @@ LogicalResult expand(nova::AttentionKernelOp op, Value wg, ArrayRef<int64_t> reg
                 op.model(), hd,
                 (T + W - 1) / W * W, op.getScale().convertToDouble(), in[0],
                 op.getBackward() ? in[1] : Value(), result};
-  e.dot = bf16Dot && elem.isF32() && W == 16 && hd % 32 == 0;
+  e.dot = bf16Dot && elem.isF32() && nova::attentionDotsBf16(hd, vectorBits);
   e.emit(wg);
   if (copyOut) {
     // This head's columns: of the result (forward), or of its q, k and v

@@ -32,6 +32,18 @@
 
 using namespace mlir;
 
+namespace {
+/// AVX512-BF16 dot products on 512-bit vectors (the kernels' vdpbf16ps).
+bool hasDotBf16(const ::nova::TargetDesc &desc) { return desc.has("avx512_bf16") && desc.vector_bits >= 512; }
+} // namespace
+
+void mlir::nova::CpuTarget::addBeforeFusionPasses(OpPassManager &pm) const {
+  NovaBf16AttentionQkvOptions qkv;
+  qkv.vectorBits = desc.vector_bits;
+  qkv.dotBf16 = hasDotBf16(desc);
+  pm.addPass(createNovaBf16AttentionQkv(qkv));
+}
+
 void mlir::nova::CpuTarget::addConfigurePasses(OpPassManager &pm) const {
   NovaConfigureKernelsOptions facts;
   facts.vectorBits = desc.vector_bits;
@@ -50,7 +62,7 @@ void mlir::nova::CpuTarget::addConfigurePasses(OpPassManager &pm) const {
 
 std::vector<mlir::nova::Stage> mlir::nova::CpuTarget::codegenStages() const {
   int64_t vectorBits = desc.vector_bits;
-  bool dotBf16 = desc.has("avx512_bf16") && vectorBits >= 512;
+  bool dotBf16 = hasDotBf16(desc);
   auto loops = [vectorBits, dotBf16](OpPassManager &pm) {
     NovaVectorizeMatmulOptions matmul;
     matmul.vectorBits = vectorBits;

@@ -16,6 +16,7 @@ namespace mlir::nova {
 class CpuTarget final : public Target {
 public:
   using Target::Target;
+  void addBeforeFusionPasses(OpPassManager &pm) const override;
   void addConfigurePasses(OpPassManager &pm) const override;
   std::vector<Stage> codegenStages() const override;
   FailureOr<Artifact> emit(ModuleOp kernels, const PipelineOptions &options, CompileReport &report,

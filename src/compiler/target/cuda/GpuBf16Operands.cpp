@@ -30,7 +30,8 @@
 //
 // Attention's qkv: a value that only attention kernels read as their qkv
 // (also through reshapes), with heads the tensor-core kernels take, is
-// read as a bf16 copy too (copyAttentionQkv): those kernels round q, k and
+// read as a bf16 copy too (Bf16Copies.h copyAttentionQkv, which the CPU's
+// nova-bf16-attention-qkv shares): those kernels round q, k and
 // v to bf16 as they stage them, so the copy gives them the same values
 // (rounded once, where qkv is made: the qkv product's epilogue, whose
 // kernel then writes bf16) in half the bytes, and the backward keeps half.
@@ -47,6 +48,7 @@
 #include "compiler/target/cuda/CudaTarget.h"
 #include "compiler/target/cuda/GpuAttentionMma.h"
 #include "compiler/target/cuda/GpuScalarKernels.h"
+#include "compiler/transforms/Bf16Copies.h"
 #include "compiler/transforms/Kernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -86,84 +88,6 @@ bool convertible(linalg::GenericOp op) {
       return false;
   }
   return true;
-}
-
-/// Whether `op` only rearranges its first operand's elements: a reshape
-/// (tensor.collapse_shape, expand_shape) or a transpose (which
-/// nova-fold-transposes makes a view of a product's operand).
-bool rearranges(Operation *op) {
-  if (isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(op))
-    return true;
-  auto transpose = dyn_cast<linalg::TransposeOp>(op);
-  return transpose && transpose.hasPureTensorSemantics();
-}
-
-/// The value `v` rearranges (rearranges()), and the rearranging ops from
-/// it to `v`, first to last.
-Value rearrangedRoot(Value v, SmallVectorImpl<Operation *> &chain) {
-  while (Operation *def = v.getDefiningOp()) {
-    if (!rearranges(def))
-      break;
-    chain.push_back(def);
-    v = def->getOperand(0);
-  }
-  std::reverse(chain.begin(), chain.end());
-  return v;
-}
-
-/// `source` rounded to a bf16 tensor of its shape, made right before
-/// `before` if given, else right after `source`.
-Value roundedCopy(Value source, Operation *before) {
-  auto type = cast<RankedTensorType>(source.getType());
-  OpBuilder b(source.getContext());
-  if (before)
-    b.setInsertionPoint(before);
-  else if (Operation *def = source.getDefiningOp())
-    b.setInsertionPointAfter(def);
-  else
-    b.setInsertionPointToStart(cast<BlockArgument>(source).getOwner());
-  Location loc = source.getLoc();
-  Value empty = b.create<tensor::EmptyOp>(loc, type.getShape(), b.getBF16Type());
-  const unsigned rank = unsigned(type.getRank());
-  AffineMap identity = b.getMultiDimIdentityMap(rank);
-  auto copy = b.create<linalg::GenericOp>(
-      loc, TypeRange{empty.getType()}, ValueRange{source}, ValueRange{empty}, ArrayRef<AffineMap>{identity, identity},
-      SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
-      [&](OpBuilder &nb, Location l, ValueRange args) {
-        nb.create<linalg::YieldOp>(l, ValueRange{nb.create<arith::TruncFOp>(l, nb.getBF16Type(), args[0])});
-      });
-  return copy.getResult(0);
-}
-
-/// `copy` (a bf16 copy of a chain's root) rearranged as `chain`
-/// rearranges the root, right after the copy.
-Value rearrangedLike(Value copy, ArrayRef<Operation *> chain) {
-  OpBuilder b = OpBuilder::atBlockBegin(copy.getParentBlock());
-  b.setInsertionPointAfterValue(copy);
-  for (Operation *op : chain) {
-    auto type = cast<RankedTensorType>(op->getResult(0).getType());
-    if (auto transpose = dyn_cast<linalg::TransposeOp>(op)) {
-      Value empty = b.create<tensor::EmptyOp>(op->getLoc(), type.getShape(), b.getBF16Type());
-      copy = b.create<linalg::TransposeOp>(op->getLoc(), copy, empty, transpose.getPermutation())->getResult(0);
-      continue;
-    }
-    IRMapping map;
-    map.map(op->getOperand(0), copy);
-    Operation *clone = b.clone(*op, map);
-    clone->getResult(0).setType(RankedTensorType::get(type.getShape(), b.getBF16Type()));
-    copy = clone->getResult(0);
-  }
-  return copy;
-}
-
-/// Erases `op`, unused, and the tensor.empty it alone used (a
-/// transpose's init).
-void eraseRearrangement(Operation *op) {
-  SmallVector<Value> operands(op->getOperands());
-  op->erase();
-  for (Value operand : operands)
-    if (auto empty = operand.getDefiningOp<tensor::EmptyOp>(); empty && empty->use_empty())
-      empty->erase();
 }
 
 /// The kernel op making `result` (destination style, its init a
@@ -256,7 +180,7 @@ struct GpuBf16Operands : PassWrapper<GpuBf16Operands, OperationPass<ModuleOp>> {
       for (Operation *op : llvm::reverse(rearranged))
         if (op->use_empty())
           eraseRearrangement(op);
-      copyAttentionQkv(step, rootCopies);
+      copyAttentionQkv(step, attentionHeadsTakeMma, rootCopies);
       // A forward LayerNorm or attention kernel whose result only the
       // copy reads writes the bf16 copy itself.
       for (auto [key, copy] : rootCopies) {
@@ -265,55 +189,6 @@ struct GpuBf16Operands : PassWrapper<GpuBf16Operands, OperationPass<ModuleOp>> {
           writeInBf16(cast<OpResult>(root), copy);
       }
     }
-  }
-
-  /// Attention's qkv: a value whose every reader (also through reshapes)
-  /// is an attention kernel's qkv on the bf16 tensor cores, which rounds
-  /// q, k and v to bf16 as it stages them, is read as a bf16 copy
-  /// instead: the same rounding, once, where the value is made (fused into
-  /// its producer: the qkv product's epilogue), half the bytes to write,
-  /// keep for the backward and read. Each such copy goes to `rootCopies`.
-  void copyAttentionQkv(func::FuncOp step, llvm::DenseMap<std::pair<Value, Operation *>, Value> &rootCopies) {
-    SmallVector<AttentionKernelOp> readers;
-    step.walk([&](AttentionKernelOp op) {
-      if (op.hasPureTensorSemantics() && attentionHeadsTakeMma(op) &&
-          cast<RankedTensorType>(op.getInputs()[0].getType()).getElementType().isF32())
-        readers.push_back(op);
-    });
-    llvm::DenseMap<Value, bool> onlyAttention; // by root
-    std::function<bool(Value)> attentionReadsOnly = [&](Value v) {
-      for (OpOperand &use : v.getUses()) {
-        Operation *user = use.getOwner();
-        if (auto op = dyn_cast<AttentionKernelOp>(user)) {
-          if (use.getOperandNumber() != 0 || !llvm::is_contained(readers, op))
-            return false;
-        } else if (!isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(user) ||
-                   !attentionReadsOnly(user->getResult(0))) {
-          return false;
-        }
-      }
-      return true;
-    };
-    llvm::SetVector<Operation *> rearranged;
-    for (AttentionKernelOp op : readers) {
-      SmallVector<Operation *> chain;
-      Value root = rearrangedRoot(op.getInputs()[0], chain);
-      if (isa<BlockArgument>(root) || !cast<RankedTensorType>(root.getType()).getElementType().isF32())
-        continue;
-      auto [only, inserted] = onlyAttention.try_emplace(root, false);
-      if (inserted)
-        only->second = attentionReadsOnly(root);
-      if (!only->second)
-        continue;
-      Value &copy = rootCopies[{root, nullptr}];
-      if (!copy)
-        copy = roundedCopy(root, nullptr);
-      op->setOperand(0, rearrangedLike(copy, chain));
-      rearranged.insert(chain.begin(), chain.end());
-    }
-    for (Operation *op : llvm::reverse(rearranged))
-      if (op->use_empty())
-        eraseRearrangement(op);
   }
 };
 
