@@ -241,20 +241,12 @@ struct HeadEmitter {
     });
   }
 
-  /// vp (see `dot`), or kvp from k's columns: rows 2p and 2p + 1 rounded
-  /// and interleaved, 16 columns at a time; a row past T (odd T) as zeros.
+  /// vp (see `dot`), or kvp from k's columns: rows 2p and 2p + 1 of the
+  /// head's columns rounded and interleaved (emitPackRowPairs); a row past
+  /// T (odd T) as zeros.
   void emitPackKeyRowPairs(Value dst, Value col) {
-    auto pairRows = [&](Value p, bool secondIsZero) {
-      for (int64_t c0 = 0; c0 < hd; c0 += W) {
-        Value even = vload(b, qkv, {bIdx, mul(p, 2), add(col, c0)});
-        Value odd = secondIsZero ? b.create<arith::ConstantOp>(l, b.getZeroAttr(even.getType())).getResult()
-                                 : vload(b, qkv, {bIdx, add(mul(p, 2), 1), add(col, c0)});
-        b.create<vector::StoreOp>(l, nova::interleaveBf16Rows(b, l, even, odd), dst, ValueRange{p, c(2 * c0)});
-      }
-    };
-    loop(c(0), c(T / 2), 1, [&](OpBuilder &, Value p) { pairRows(p, false); });
-    if (T % 2)
-      pairRows(c(T / 2), true);
+    emitPackRowPairs(dst, T, c(0), Value(), c(hd),
+                     [&](Value j, Value at) { return vload(b, qkv, {bIdx, j, add(col, at)}); });
   }
 
   /// out[b, j, col + c] += sum_r coef(r, j) * rowAt(r, c) for r in [skip,
@@ -576,16 +568,20 @@ struct HeadEmitter {
 
   /// dst[p, 2 x + {0, 1}] = bf16 of (row(2p, x), row(2p + 1, x)) for the
   /// pairs p in [pBegin, (rows + 1) / 2) and x < cols (a multiple of W):
-  /// the block's rows paired for dk's and dv's dot products. A row before
-  /// `skip` (the block before did it: its P and dS rows must not count
-  /// again) and the row past an odd `rows` are zeros.
+  /// the pair layout of dotBf16's non-broadcast operand along rows (vp,
+  /// kvp), and a backward block's rows paired for dk's and dv's dot
+  /// products. The row past an odd `rows` is zeros, and so is a row before
+  /// `skip` where given (the block before did it: its P and dS rows must
+  /// not count again).
   void emitPackRowPairs(Value dst, int64_t rows, Value pBegin, Value skip, Value cols,
                         function_ref<Value(Value r, Value at)> row) {
     auto pack = [&](Value p, bool oddIsZero) {
       Value even = mul(p, 2);
-      Value before = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, even, skip);
+      Value before = skip ? b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, even, skip).getResult() : Value();
       loop(c(0), cols, W, [&](OpBuilder &, Value at) {
-        Value lo = b.create<arith::SelectOp>(l, before, splat(0.0), row(even, at));
+        Value lo = row(even, at);
+        if (before)
+          lo = b.create<arith::SelectOp>(l, before, splat(0.0), lo);
         Value hi = oddIsZero ? splat(0.0) : row(add(even, 1), at);
         b.create<vector::StoreOp>(l, nova::interleaveBf16Rows(b, l, lo, hi), dst, ValueRange{p, mul(at, 2)});
       });
