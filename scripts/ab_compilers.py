@@ -90,18 +90,24 @@ def main():
             if not args.kernel:
                 args.kernel = sorted(kernels, key=lambda k: -kernels[k][2])[:8]
             base = kernels[args.against][0] if args.against else 1.0
+            # A kernel one build lacks (the change removed or renumbered
+            # it) is reported for the other only: the RESULT figures still
+            # compare the two.
             for k in args.kernel:
-                if k not in kernels:
-                    sys.exit(f"{k} is not among the {b} build's kernels")
-                times[b].setdefault(k, []).append(kernels[k][0] / base)
-                what.setdefault((b, k), kernels[k][1])
+                if k in kernels:
+                    times[b].setdefault(k, []).append(kernels[k][0] / base)
+                    what.setdefault((b, k), kernels[k][1])
             for name, v in res.items():
                 results[b].setdefault(name, []).append(v)
-            shown = " ".join(f"{k}={times[b][k][-1]:.3f}" for k in args.kernel)
+            shown = " ".join(f"{k}={times[b][k][-1]:.3f}" if k in kernels else f"{k}=-" for k in args.kernel)
             print(f"round {r + 1} {b}: {shown}", flush=True)
     unit = f"x {args.against}'s time" if args.against else "ms a launch"
     print(f"\nmeans over {args.rounds} rounds ({unit}), new / old:")
     for k in args.kernel:
+        if k not in times["old"] or k not in times["new"]:
+            b = "old" if k in times["old"] else "new"
+            print(f"  {k:10s} only in the {b} build: {statistics.mean(times[b][k]):8.3f}   {what[(b, k)]}")
+            continue
         old, new = statistics.mean(times["old"][k]), statistics.mean(times["new"][k])
         print(f"  {k:10s} old {old:8.3f}  new {new:8.3f}  {new / old:6.3f}x   {what[('new', k)]}")
         if what[("old", k)] != what[("new", k)]:

@@ -91,7 +91,7 @@ void addBufferizeStage(OpPassManager &pm) {
 
 void addKernelStage(OpPassManager &pm, const mlir::nova::Target &target) {
   pm.addPass(mlir::nova::createNovaFoldTransposes());
-  pm.addPass(mlir::nova::createNovaOutlineKernels({.narrowingEpilogues = target.fusesNarrowingEpilogues()}));
+  pm.addPass(mlir::nova::createNovaOutlineKernels());
   pm.addPass(mlir::nova::createNovaDedupKernels());
   // Data parallel: each bucket of gradients summed over the ranks while the
   // backward goes on (the launch order is final from here).

@@ -65,10 +65,6 @@ public:
   /// NOVA_REMAT=cheap / =1 override): the CPU's attention is cheap beside
   /// the memory it saves.
   virtual bool recomputesAttention() const { return true; }
-  /// Whether its matmul kernels run an elementwise op of the product whose
-  /// result is a narrower float (a bf16 copy) on their results
-  /// (nova-outline-kernels' narrowing-epilogues): the GPU's do.
-  virtual bool fusesNarrowingEpilogues() const { return false; }
   /// Passes after outlining and deduplication that configure and distribute
   /// each kernel (run on the top module).
   virtual void addConfigurePasses(OpPassManager &pm) const = 0;

@@ -166,7 +166,7 @@ bool mlir::nova::resultNeverStored(const MatmulOperands &m, int64_t nr, int64_t 
   return !fill || matchPattern(fill.getDpsInputs()[0], m_AnyZeroFloat());
 }
 
-bool mlir::nova::isRegisterEpilogue(linalg::GenericOp matmul, linalg::GenericOp epilogue, bool narrowing) {
+bool mlir::nova::isRegisterEpilogue(linalg::GenericOp matmul, linalg::GenericOp epilogue) {
   std::optional<MatmulOperands> m = matchMatmul(matmul);
   if (!m || !epilogue.hasPureBufferSemantics() || epilogue.getNumDpsInits() != 1 ||
       epilogue.getNumReductionLoops() != 0)
@@ -202,7 +202,7 @@ bool mlir::nova::isRegisterEpilogue(linalg::GenericOp matmul, linalg::GenericOp 
         auto p = dyn_cast<FloatType>(product), r = dyn_cast<FloatType>(result);
         return p && r && r.getWidth() < p.getWidth();
       };
-      if (result != product && !(narrowing && narrower()))
+      if (result != product && !narrower())
         return false;
       continue;
     }

@@ -69,10 +69,10 @@ inline int64_t transposedLhsGroupRows(int64_t tileRows, int64_t lanes) { return 
 /// where the graph reshaped the matmul's result): its loops are then those
 /// dims, and a register tile's row r is the element (r / T, r % T, ...).
 ///
-/// Its result is of the product's element, or with `narrowing` (the GPU's
-/// kernels, which store what the body yields) a narrower float: a bf16
-/// copy of the product (GpuBf16Operands.cpp).
-bool isRegisterEpilogue(linalg::GenericOp matmul, linalg::GenericOp epilogue, bool narrowing = false);
+/// Its result is of the product's element or a narrower float (the kernels
+/// store what the body yields): a bf16 copy of the product
+/// (GpuBf16Operands.cpp, Bf16AttentionQkv.cpp).
+bool isRegisterEpilogue(linalg::GenericOp matmul, linalg::GenericOp epilogue);
 
 /// The ops a matmul kernel runs with its matmul `m.op`: the fill that
 /// initializes the result, if it comes right before, and the register

@@ -99,10 +99,10 @@ llvm::DenseMap<Value, size_t> lastUses(ArrayRef<Operation *> compute) {
 /// stored (a bias add, an activation, a residual add: MatmulKernel.h), and no
 /// later op reads that result: so it never has to be written out.
 bool isEpilogue(Operation *matmul, Operation *next, size_t index,
-                const llvm::DenseMap<Value, size_t> &last, bool narrowing) {
+                const llvm::DenseMap<Value, size_t> &last) {
   auto mm = dyn_cast<linalg::GenericOp>(matmul);
   auto g = dyn_cast<linalg::GenericOp>(next);
-  if (!mm || !g || !mlir::nova::isRegisterEpilogue(mm, g, narrowing))
+  if (!mm || !g || !mlir::nova::isRegisterEpilogue(mm, g))
     return false;
   Value root = mlir::nova::bufferRoot(mm.getDpsInits()[0]);
   if (!isa_and_nonnull<memref::AllocOp>(root.getDefiningOp()))
@@ -222,7 +222,7 @@ private:
   int64_t next = 0;
 };
 
-LogicalResult outlineStep(func::FuncOp step, Outliner &outliner, bool narrowingEpilogues) {
+LogicalResult outlineStep(func::FuncOp step, Outliner &outliner) {
   Block &entry = step.front();
   // Copies as structured ops.
   for (auto copy : llvm::make_early_inc_range(entry.getOps<memref::CopyOp>())) {
@@ -254,7 +254,7 @@ LogicalResult outlineStep(func::FuncOp step, Outliner &outliner, bool narrowingE
     SmallVector<Operation *> group{compute[i++]};
     if (i < compute.size() && initializes(group.back(), compute[i]) && !sumBetween(group.back(), compute[i]))
       group.push_back(compute[i++]);
-    if (i < compute.size() && isEpilogue(group.back(), compute[i], i, last, narrowingEpilogues) &&
+    if (i < compute.size() && isEpilogue(group.back(), compute[i], i, last) &&
         !sumBetween(group.back(), compute[i]))
       group.push_back(compute[i++]);
     if (failed(outliner.outline(group)))
@@ -283,7 +283,7 @@ struct NovaOutlineKernels : mlir::nova::impl::NovaOutlineKernelsBase<NovaOutline
         step.emitError("nova-outline-kernels: the step must be one block of buffer code");
         return signalPassFailure();
       }
-      if (failed(outlineStep(step, outliner, narrowingEpilogues)))
+      if (failed(outlineStep(step, outliner)))
         return signalPassFailure();
     }
   }

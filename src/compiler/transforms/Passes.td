@@ -125,14 +125,10 @@ def NovaOutlineKernels : Pass<"nova-outline-kernels", "mlir::ModuleOp"> {
             and `func.func @k0(%wg: index, %a: memref<4xf32>, %b: memref<4xf32>)` in `@kernels`.
 
     A matmul and the elementwise op of its product that a matmul kernel
-    runs on its results in registers (isRegisterEpilogue) stay one kernel;
-    with `narrowing-epilogues` (the GPU's kernels) also one whose result
-    is a narrower float than the product (a bf16 copy of it).
+    runs on its results in registers (isRegisterEpilogue) stay one kernel,
+    also where that op's result is a narrower float than the product (a
+    bf16 copy of it).
   }];
-  let options = [
-    Option<"narrowingEpilogues", "narrowing-epilogues", "bool", /*default=*/"false",
-           "keep a matmul with an elementwise op of its product whose result is a narrower float">,
-  ];
   let dependentDialects = ["mlir::nova::NovaDialect", "mlir::linalg::LinalgDialect",
                            "mlir::memref::MemRefDialect"];
 }

@@ -91,6 +91,40 @@ func.func @epilogue(%x: memref<4x8xf32>, %w: memref<8x16xf32>, %y: memref<4x16xf
 
 // -----
 
+// Also one whose result is a narrower float than the product: a bias add
+// rounded to bf16 (the qkv copy attention reads, Bf16Copies.h), which the
+// matmul kernels store as their result (CPU and GPU alike).
+// CHECK-LABEL: func.func @narrowing_epilogue
+// CHECK-NEXT: memref.alloc
+// CHECK-NEXT: nova.launch @kernels::@k0(
+// CHECK-NEXT: return
+// CHECK: func.func @k0(
+// CHECK: linalg.generic {{.*}} attrs = {nova.kernel = "matmul"}
+// CHECK: linalg.generic
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+func.func @narrowing_epilogue(%x: memref<4x8xf32>, %w: memref<8x16xf32>, %bias: memref<16xf32>, %y: memref<4x16xbf16>) {
+  %a = memref.alloc() {alignment = 64 : i64} : memref<4x16xf32>
+  linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x, %w : memref<4x8xf32>, memref<8x16xf32>) outs(%a : memref<4x16xf32>) attrs = {nova.kernel = "matmul"} {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(m, n) -> (m, n)>, affine_map<(m, n) -> (n)>, affine_map<(m, n) -> (m, n)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%a, %bias : memref<4x16xf32>, memref<16xf32>) outs(%y : memref<4x16xbf16>) {
+  ^bb0(%v: f32, %b: f32, %o: bf16):
+    %r = arith.addf %v, %b : f32
+    %t = arith.truncf %r : f32 to bf16
+    linalg.yield %t : bf16
+  }
+  return
+}
+
+// -----
+
 // Not across a data-parallel sum of the matmul's result (a gradient summed
 // over the ranks, then scaled): the matmul runs before the sum, the
 // elementwise op after it, as two kernels.

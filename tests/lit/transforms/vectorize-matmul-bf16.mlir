@@ -175,6 +175,51 @@ module {
 
 // -----
 
+// The same with the epilogue rounding its result to bf16 (the qkv copy
+// attention reads, nova-bf16-attention-qkv): the sums go through the bias
+// add and the rounding from the registers into the bf16 output, 16 lanes
+// at a time; the f32 result is neither loaded nor stored.
+// CHECK-LABEL: func @dot_narrowing_epilogue
+// CHECK-SAME: %[[C:arg4]]: memref<64x64xf32>, %[[D:arg5]]: memref<64x64xbf16>
+// CHECK-NOT: %[[C]][
+// CHECK: scf.for %{{.*}} iter_args
+// CHECK-COUNT-2: llvm.call_intrinsic "llvm.x86.avx512bf16.dpbf16ps.512"
+// CHECK: scf.yield
+// CHECK: arith.addf %{{.*}} : vector<16xf32>
+// CHECK: arith.truncf %{{.*}} : vector<16xf32> to vector<16xbf16>
+// CHECK: vector.store %{{.*}}, %[[D]][{{.*}}] : memref<64x64xbf16>, vector<16xbf16>
+// CHECK-NOT: %[[C]][
+// CHECK-NOT: linalg.generic
+module {
+  module @kernels {
+    func.func @dot_narrowing_epilogue(%wg: index, %a: memref<64x64xf32>, %b: memref<64x64xf32>, %bias: memref<64xf32>,
+                                      %c: memref<64x64xf32>, %d: memref<64x64xbf16>)
+        attributes {nova.lowering_config = #nova.lowering_config<bf16_matmul, workgroups = 1, tile = [64, 64], cache_tile = [64], register_tile = [8, 32]>} {
+      %zero = arith.constant 0.0 : f32
+      linalg.fill ins(%zero : f32) outs(%c : memref<64x64xf32>)
+      linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
+                      iterator_types = ["parallel", "reduction", "parallel"]}
+          ins(%a, %b : memref<64x64xf32>, memref<64x64xf32>) outs(%c : memref<64x64xf32>) attrs = {nova.kernel = "matmul"} {
+      ^bb0(%x: f32, %y: f32, %acc: f32):
+        %p = arith.mulf %x, %y : f32
+        %s = arith.addf %acc, %p : f32
+        linalg.yield %s : f32
+      }
+      linalg.generic {indexing_maps = [affine_map<(m, n) -> (m, n)>, affine_map<(m, n) -> (n)>, affine_map<(m, n) -> (m, n)>],
+                      iterator_types = ["parallel", "parallel"]}
+          ins(%c, %bias : memref<64x64xf32>, memref<64xf32>) outs(%d : memref<64x64xbf16>) {
+      ^bb0(%x: f32, %y: f32, %o: bf16):
+        %s = arith.addf %x, %y : f32
+        %t = arith.truncf %s : f32 to bf16
+        linalg.yield %t : bf16
+      }
+      return
+    }
+  }
+}
+
+// -----
+
 // A lhs computed by a fused producer (its exp) as dot products: each 16
 // values of a lhs row along k are the producer's on 16 loaded inputs,
 // rounded to bf16 into the packed strip; the k past them (K = 40 = 2 x 16

@@ -24,7 +24,6 @@ public:
   /// of the medium GPT step (10.3 to 10.7% of its bf16 kernel time), for 16
   /// MiB (bf16) to 32 MiB (fp32) of that step's arena (bench/README.md).
   bool recomputesAttention() const override { return false; }
-  bool fusesNarrowingEpilogues() const override { return true; }
   void addConfigurePasses(OpPassManager &pm) const override;
   std::vector<Stage> codegenStages() const override;
   FailureOr<Artifact> emit(ModuleOp kernels, const PipelineOptions &options, CompileReport &report,

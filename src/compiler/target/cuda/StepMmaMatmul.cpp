@@ -224,7 +224,7 @@ FailureOr<StepEpilogue> mlir::nova::matchGpuEpilogue(func::FuncOp kernel, linalg
   std::optional<MatmulOperands> m = matchMatmul(matmul);
   // Elementwise over the product's elements (its own dims, or its rows
   // split), reading inputs through dims and constants (isRegisterEpilogue).
-  if (!m || m->outType.getRank() != 2 || !isRegisterEpilogue(matmul, epilogue, /*narrowing=*/true))
+  if (!m || m->outType.getRank() != 2 || !isRegisterEpilogue(matmul, epilogue))
     return failure();
   Block *body = epilogue.getBody();
   const unsigned inputs = epilogue.getNumDpsInputs();

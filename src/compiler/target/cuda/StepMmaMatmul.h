@@ -77,8 +77,7 @@ FailureOr<StepMmaPlan> planStepMmaMatmul(func::FuncOp kernel, const ::nova::Targ
 /// (GpuMatmulEpilogue.h): a register epilogue (MatmulKernel.h) of an m x n
 /// product (no batch) whose other inputs are each a column's value, the
 /// element's own or one value, every one the whole of a kernel buffer, and
-/// whose result is the whole of an m x n f32 buffer (or a narrower float's:
-/// isRegisterEpilogue's narrowing) that neither operand
+/// whose result is the whole of an m x n f32 buffer (or a narrower float's) that neither operand
 /// of the matmul is. Gives the result's argument (after the workgroup
 /// number) and how each input is read (one more, the result's own
 /// element, where the body reads what the result held). Else failure.
