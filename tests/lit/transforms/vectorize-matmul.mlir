@@ -190,6 +190,41 @@ func.func @bias_epilogue(%a: memref<12x8xf32>, %b: memref<8x16xf32>, %bias: memr
 
 // -----
 
+// A narrowing epilogue (its result a narrower float: the bias add rounded
+// to bf16) on the f32 register kernel: each accumulator vector goes through
+// the bias add and the rounding into the bf16 output; the f32 result %c is
+// never stored.
+// CHECK-LABEL: func @narrowing_epilogue
+// CHECK-SAME: %[[C:[^:]*]]: memref<12x16xf32>, %[[Y:[^:]*]]: memref<12x16xbf16>
+// CHECK: vector.fma
+// CHECK: arith.addf %{{.*}}, %{{.*}} : vector<4xf32>
+// CHECK: arith.truncf %{{.*}} : vector<4xf32> to vector<4xbf16>
+// CHECK: vector.store %{{.*}}, %[[Y]]{{.*}} : memref<12x16xbf16>, vector<4xbf16>
+// CHECK-NOT: vector.store %{{.*}}, %[[C]]
+// CHECK-NOT: linalg.generic
+func.func @narrowing_epilogue(%a: memref<12x8xf32>, %b: memref<8x16xf32>, %bias: memref<16xf32>,
+                              %c: memref<12x16xf32>, %y: memref<12x16xbf16>) {
+  linalg.generic {indexing_maps = [affine_map<(m, k, n) -> (m, k)>, affine_map<(m, k, n) -> (k, n)>, affine_map<(m, k, n) -> (m, n)>],
+                  iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%a, %b : memref<12x8xf32>, memref<8x16xf32>) outs(%c : memref<12x16xf32>) attrs = {nova.kernel = "matmul"} {
+  ^bb0(%x: f32, %w: f32, %acc: f32):
+    %p = arith.mulf %x, %w : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(m, n) -> (m, n)>, affine_map<(m, n) -> (n)>, affine_map<(m, n) -> (m, n)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%c, %bias : memref<12x16xf32>, memref<16xf32>) outs(%y : memref<12x16xbf16>) {
+  ^bb0(%v: f32, %bb: f32, %o: bf16):
+    %r = arith.addf %v, %bb : f32
+    %t = arith.truncf %r : f32 to bf16
+    linalg.yield %t : bf16
+  }
+  return
+}
+
+// -----
+
 // A heavy epilogue (a math op, or more than 8 ops: the MLP backward's GELU
 // gradient) runs as a loop over the tile's vectors: the accumulators are
 // stored to a [MR, NR / lanes, lanes] scratch, then each vector is loaded
