@@ -94,6 +94,9 @@ int main(int argc, char** argv) {
   double flops = 6.0 * n_params * double(B * T) + 12.0 * double(c.layers * B * T * T * c.d_model);
   nova::CacheStats stats = nova::cache_stats();
   double compiler = double(stats.compile_peak_bytes) / (1 << 20);
+  std::printf("nova %s: matmuls %s, activations %s (nova/precision.hpp)\n", medium ? "medium" : "small",
+              std::string(nova::name_of(nova::matmul_precision())).c_str(),
+              std::string(nova::name_of(nova::activation_precision())).c_str());
   std::printf("nova %s: params %.2fM, first step (compile+run) %.1f s, step %.3f s, %.0f tokens/s, "
               "%.1f GFLOP/s; params+batch %.1f MiB; step memory %.1f MiB = peak %.1f - after init %.1f "
               "(first steps' peak %.1f, steps' peak %.1f); planned: arena %.1f + AdamW state %.1f = %.1f MiB; "

@@ -17,6 +17,10 @@
 # NOVA_BENCH_PEERS="torch2-eager torch2-compile torch1-debian" picks peers,
 # NOVA_BENCH_CONFIGS="small medium" the configs; NOVA_BENCH_VOCAB=8192 gives
 # both sides a word-piece vocabulary instead of bytes (256).
+# NOVA_MATMUL_PRECISION=bf16 runs Nova's matmuls in bf16 and the peers under
+# bf16 autocast; NOVA_ACTIVATION_PRECISION=bf16 also keeps Nova's products'
+# outputs that the backward reads in bf16, as autocast keeps a linear
+# layer's output (nova/precision.hpp).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${NOVA_BUILD:-$here/../build}

@@ -1,4 +1,5 @@
-// precision.hpp - how compiled steps multiply float32 matrices.
+// precision.hpp - how compiled steps multiply float32 matrices, and how
+// they keep what the backward reads.
 //
 // Like torch.set_float32_matmul_precision: fp32 (the default, "highest")
 // multiplies at float32's accuracy: in float32 on a CPU, and on a GPU
@@ -48,5 +49,31 @@ void set_matmul_precision(MatmulPrecision precision);
 MatmulPrecision matmul_precision();
 
 std::string_view name_of(MatmulPrecision precision);
+
+/// How a step keeps the values its backward reads, apart from how it
+/// multiplies. fp32 (the default) keeps every value in float32. bf16 keeps
+/// a matmul's output (with the bias and scaling fused after it) that the
+/// backward reads and only elementwise ops read, rounded to bfloat16
+/// (round to nearest even), as PyTorch's autocast keeps a linear layer's
+/// output: its readers, forward and backward, widen the rounded value (in
+/// a GPT, the MLP's pre-activation h: the GELU forward and its gradient
+/// read it rounded; half the bytes of the largest value kept across the
+/// step). A value counts as kept for the backward when its last reader
+/// comes 16 kernels (computing ops) or more after it. The residual stream, LayerNorm's and
+/// attention's inputs, gradients, the parameters and the optimizer stay
+/// float32. Errors near bfloat16's 2^-9 a value on top of the matmuls'
+/// (with bf16 matmuls, where the products round their operands anyway,
+/// the same order as theirs).
+enum class ActivationPrecision : std::uint8_t { fp32, bf16 };
+
+/// For every step compiled from now on, in every thread; part of every
+/// step's cache key, like the matmul precision.
+void set_activation_precision(ActivationPrecision precision);
+
+/// set_activation_precision's last value, else $NOVA_ACTIVATION_PRECISION
+/// (fp32 or bf16), else fp32.
+ActivationPrecision activation_precision();
+
+std::string_view name_of(ActivationPrecision precision);
 
 } // namespace nova

@@ -64,6 +64,7 @@ void addLinalgStage(OpPassManager &pm, const mlir::nova::Target &target) {
   pm.addPass(mlir::nova::createNovaShareRowStatistics());
   target.addBeforeFusionPasses(pm);
   pm.addPass(mlir::nova::createNovaFuseElementwise());
+  pm.addPass(mlir::nova::createNovaBf16SavedActivations());
   if (target.fusesMatmulPrologues())
     pm.addPass(mlir::nova::createNovaFuseMatmulPrologue());
   pm.addPass(mlir::nova::createNovaMergeDisjointSums());

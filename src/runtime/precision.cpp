@@ -1,4 +1,5 @@
-// precision.cpp - the process-wide matmul precision (nova/precision.hpp).
+// precision.cpp - the process-wide matmul and activation precisions
+// (nova/precision.hpp).
 #include "nova/precision.hpp"
 
 #include <atomic>
@@ -24,6 +25,18 @@ std::atomic<int>& setting() {
   return value;
 }
 
+ActivationPrecision activation_from_env() {
+  const char* v = std::getenv("NOVA_ACTIVATION_PRECISION");
+  if (!v || !*v || std::string_view(v) == "fp32") return ActivationPrecision::fp32;
+  if (std::string_view(v) == "bf16") return ActivationPrecision::bf16;
+  throw Error("nova: NOVA_ACTIVATION_PRECISION is '" + std::string(v) + "'; use fp32 or bf16");
+}
+
+std::atomic<int>& activation_setting() {
+  static std::atomic<int> value{static_cast<int>(activation_from_env())};
+  return value;
+}
+
 } // namespace
 
 void set_matmul_precision(MatmulPrecision precision) { setting().store(static_cast<int>(precision)); }
@@ -32,6 +45,16 @@ MatmulPrecision matmul_precision() { return static_cast<MatmulPrecision>(setting
 
 std::string_view name_of(MatmulPrecision precision) {
   return precision == MatmulPrecision::bf16 ? "bf16" : precision == MatmulPrecision::tf32 ? "tf32" : "fp32";
+}
+
+void set_activation_precision(ActivationPrecision precision) {
+  activation_setting().store(static_cast<int>(precision));
+}
+
+ActivationPrecision activation_precision() { return static_cast<ActivationPrecision>(activation_setting().load()); }
+
+std::string_view name_of(ActivationPrecision precision) {
+  return precision == ActivationPrecision::bf16 ? "bf16" : "fp32";
 }
 
 } // namespace nova

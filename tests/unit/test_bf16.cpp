@@ -189,6 +189,56 @@ TEST_CASE("bf16 steps' attention on a qkv only it reads: made in bf16 (nova-bf16
   }
 }
 
+/// Sets the activation precision for the life of the object.
+struct ActivationScope {
+  explicit ActivationScope(nova::ActivationPrecision p) : previous(nova::activation_precision()) {
+    nova::set_activation_precision(p);
+  }
+  ~ActivationScope() { nova::set_activation_precision(previous); }
+  nova::ActivationPrecision previous;
+};
+
+TEST_CASE("activations kept in bf16 (nova-bf16-saved-activations): the forward's pre-activations rounded, gradients within bf16's bound") {
+  // fp32 matmuls, so the only rounding is the kept pre-activations' (any
+  // CPU): three GELU layers, each h = x W + b kept from its forward to its
+  // GELU's gradient across the layers after it. Errors against float64
+  // above float32's (so the rounding ran) and within bf16's; the same
+  // step with fp32 activations within float32's (so nothing else changed).
+  Gen g;
+  INFO("seed = ", g.seed);
+  auto mlp = [](auto x, auto w1, auto w2, auto w3, auto w4, auto b) {
+    auto h1 = nova::gelu(nova::matmul(x, w1) + b);
+    auto h2 = nova::gelu(nova::matmul(h1, w2) + b);
+    auto h3 = nova::gelu(nova::matmul(h2, w3) + b);
+    auto loss = nova::sum(nova::matmul(h3, w4));
+    auto d = nova::gradients(loss, {w1, w2, w3, x});
+    return std::make_tuple(loss, d[0], d[1], d[2], d[3]);
+  };
+  for (std::int64_t rows : {64, 37}) {
+    INFO("rows ", rows);
+    auto weight = [&](const nova::Shape& s) { return Tensor::uniform(s, g.seed + g.count++, -0.3, 0.3); };
+    Tensor x = g.randn({rows, 48}), w1 = weight({48, 64}), w2 = weight({64, 64}), w3 = weight({64, 64}),
+           w4 = weight({64, 16}), b = g.randn({64});
+    auto want = nova::jit(mlp, nova::ExecMode::interpreted)(x, w1, w2, w3, w4, b);
+    auto fp32 = nova::jit(mlp)(x, w1, w2, w3, w4, b);
+    ActivationScope scope(nova::ActivationPrecision::bf16);
+    auto bf16 = nova::jit(mlp)(x, w1, w2, w3, w4, b);
+    auto check = [&](const char* what, const Tensor& got32, const Tensor& got16, const Tensor& exact) {
+      double e32 = rel_error(got32, exact), e16 = rel_error(got16, exact);
+      INFO(std::string(what), ": fp32 activations ", e32, ", bf16 ", e16);
+      CHECK(e32 <= 1e-5);
+      CHECK(e16 <= 1e-2);
+      CHECK(e16 > 1e-5);
+    };
+    check("dW1", std::get<1>(fp32), std::get<1>(bf16), std::get<1>(want));
+    check("dW2", std::get<2>(fp32), std::get<2>(bf16), std::get<2>(want));
+    check("dx", std::get<4>(fp32), std::get<4>(bf16), std::get<4>(want));
+    double e3 = rel_error(std::get<3>(bf16), std::get<3>(want));
+    INFO("dW3 ", e3);
+    CHECK(e3 <= 1e-2);
+  }
+}
+
 TEST_CASE("the precision is part of the key: fp32 and bf16 steps compile apart") {
   if (!has_bf16_matmuls()) {
     MESSAGE("skipped: this CPU has neither AMX nor AVX512-BF16");

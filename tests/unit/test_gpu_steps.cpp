@@ -903,6 +903,29 @@ TEST_CASE("with bf16 matmuls, a GPT's products read bf16 copies of their operand
   }
 }
 
+TEST_CASE("with bf16 activations, a GPT's MLP pre-activation is made in bf16 by its product's epilogue (nova-bf16-saved-activations) and its GELU's readers widen it: two SGD steps on an emulated H100 and A100 within bf16's bound of the interpreter") {
+  // With bf16 matmuls qkv is written in bf16 anyway (one kernel); with bf16
+  // activations too, the MLP's first product (its bias add and the
+  // rounding in the epilogue) is the second such kernel, and the GELU, its
+  // gradient and the copy for the second product read h rounded.
+  Gen g;
+  INFO("seed = ", g.seed);
+  // Two layers: the first layer's h is kept across the second's forward
+  // and backward (16 kernels or more from its last reader).
+  const nova::nn::GPTConfig config{.vocab = 11, .context = 20, .d_model = 64, .layers = 2, .heads = 2};
+  struct ActivationsFp32AtExit {
+    ~ActivationsFp32AtExit() { nova::set_activation_precision(nova::ActivationPrecision::fp32); }
+  } restore;
+  nova::set_activation_precision(nova::ActivationPrecision::bf16);
+  for (const char* chip : {"sm_90a", "sm_80"}) {
+    CAPTURE(chip);
+    GptAgainstInterpreter r = gpt_against_interpreter(g.seed, chip, nova::MatmulPrecision::bf16, 2, config, 1);
+    CHECK(r.loss_error <= 1e-2);
+    CHECK(r.update_error <= 5e-2);
+    CHECK(kernels_writing_bf16(r.desc) == 2);
+  }
+}
+
 /// Runs `f` compiled (on the emulated GPU NOVA_TARGET names) and in the
 /// interpreter on `args`: checks the results agree within `bound` and the
 /// compiled step's launches number `launches`; returns its description.

@@ -147,6 +147,7 @@ inline CacheKey key_start(std::uint64_t type_word, std::uint8_t mode) {
   key.words.push_back(mode);
   key.words.push_back(current_target_hash());
   key.words.push_back(static_cast<std::uint64_t>(matmul_precision()));
+  key.words.push_back(static_cast<std::uint64_t>(activation_precision()));
   key.words.push_back(memory_budget());
   return key;
 }

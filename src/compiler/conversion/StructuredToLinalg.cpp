@@ -83,6 +83,8 @@ struct MatmulPattern : OpConversionPattern<MatmulOp> {
         });
     // Tells nova-vectorize-matmul this generic is a plain matmul.
     generic->setAttr("nova.kernel", rewriter.getStringAttr("matmul"));
+    if (op->hasAttr(kForwardProductAttr))
+      generic->setAttr(kForwardProductAttr, rewriter.getUnitAttr());
     rewriter.replaceOp(op, generic.getResults());
     return success();
   }

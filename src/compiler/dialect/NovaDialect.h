@@ -44,6 +44,17 @@ inline constexpr llvm::StringLiteral kSplitLoopAttr = "nova.split_loop";
 /// bf16 copies of them (nova-gpu-bf16-operands).
 inline constexpr llvm::StringLiteral kMatmulPrecisionAttr = "nova.matmul_precision";
 
+/// A string attribute on the traced step's module, "bf16" when the user
+/// asked for products' outputs kept for the backward in bfloat16
+/// (nova/precision.hpp ActivationPrecision; nova-bf16-saved-activations);
+/// absent means fp32.
+inline constexpr llvm::StringLiteral kActivationPrecisionAttr = "nova.activation_precision";
+/// A unit attribute nova-autodiff puts, where the module asks for bf16
+/// activations, on each forward product (nova.matmul, then its linalg
+/// generic) the loss depends on; nova-bf16-saved-activations reads it and
+/// takes it off.
+inline constexpr llvm::StringLiteral kForwardProductAttr = "nova.forward_product";
+
 /// An integer attribute on the traced step's module: how much
 /// nova-rematerialize recomputes. 0 (NOVA_REMAT=0): nothing; 1 (absent):
 /// cheap values, and fused attention outputs where the target recomputes

@@ -84,6 +84,9 @@ public:
     if (::nova::matmul_precision() != ::nova::MatmulPrecision::fp32)
       (*module)->setAttr(mlir::nova::kMatmulPrecisionAttr,
                          builder.getStringAttr(::nova::name_of(::nova::matmul_precision())));
+    if (::nova::activation_precision() != ::nova::ActivationPrecision::fp32)
+      (*module)->setAttr(mlir::nova::kActivationPrecisionAttr,
+                         builder.getStringAttr(::nova::name_of(::nova::activation_precision())));
     // NOVA_REMAT=0, NOVA_IN_PLACE=0, NOVA_ARENA_REUSE=0 and NOVA_ROW_STATS=0 turn those off
     // (to measure them, to bisect), and the memory budget (nova/memory.hpp)
     // asks for a plan that fits; as attributes all are part of the key too.

@@ -53,6 +53,16 @@ LogicalResult expandGradient(GradientOp grad) {
     if (llvm::any_of(op->getResults(), [&](Value r) { return lossDependsOn.contains(r); }))
       lossDependsOn.insert(op->operand_begin(), op->operand_end());
 
+  // With activations kept in bf16 asked for, the forward's products are
+  // marked for nova-bf16-saved-activations (which rounds only forward
+  // values: a weight's gradient, also a product's output read late, stays
+  // f32), and the mark goes with them to linalg.
+  auto activations = grad->getParentOfType<ModuleOp>()->getAttrOfType<StringAttr>(kActivationPrecisionAttr);
+  if (activations && activations.getValue() == "bf16")
+    for (Operation *op : ops)
+      if (isa<MatmulOp>(op) && lossDependsOn.contains(op->getResult(0)))
+        op->setAttr(kForwardProductAttr, UnitAttr::get(op->getContext()));
+
   OpBuilder b(grad);
   Location loc = grad.getLoc();
   llvm::DenseMap<Value, Value> cotangent;

@@ -34,17 +34,23 @@ using namespace mlir;
 namespace {
 
 /// An elementwise generic that can run on vectors while the lhs is packed:
-/// all loops parallel, every input read through the identity map, one
+/// all loops parallel, every input (of the result's shape, any float type)
+/// read through the identity map, one
 /// result into an empty tensor, a body of arith and math ops on its inputs.
 bool isPrologue(linalg::GenericOp p) {
   if (p.getNumDpsInits() != 1 || p->getNumResults() != 1 || p.getNumParallelLoops() != p.getNumLoops() ||
       !p.getDpsInitOperand(0)->get().getDefiningOp<tensor::EmptyOp>() ||
       p.payloadUsesValueFromOperand(p.getDpsInitOperand(0)) || p.getNumDpsInputs() == 0)
     return false;
-  Type type = p->getResult(0).getType();
-  for (OpOperand *in : p.getDpsInputOperands())
-    if (in->get().getType() != type || !p.getMatchingIndexingMap(in).isIdentity())
+  auto type = cast<RankedTensorType>(p->getResult(0).getType());
+  // Inputs of the result's shape; a narrower float one (a bf16 activation,
+  // nova-bf16-saved-activations) is widened by the body.
+  for (OpOperand *in : p.getDpsInputOperands()) {
+    auto t = dyn_cast<RankedTensorType>(in->get().getType());
+    if (!t || t.getShape() != type.getShape() || !isa<FloatType>(t.getElementType()) ||
+        !p.getMatchingIndexingMap(in).isIdentity())
       return false;
+  }
   for (Operation &op : p.getRegion().front().without_terminator())
     if (op.getNumRegions() != 0 || op.getNumResults() != 1 ||
         !isa<arith::ArithDialect, math::MathDialect>(op.getDialect()) || isa<arith::SelectOp>(op))

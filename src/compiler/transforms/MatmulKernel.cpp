@@ -72,9 +72,15 @@ std::optional<mlir::nova::MatmulOperands> mlir::nova::matchMatmul(linalg::Generi
     if (!prologueBodyMatches(op))
       return std::nullopt;
     AffineMap lhsMap = op.getIndexingMapsArray()[0];
+    // The producer's inputs are read as the lhs is (each in its own float
+    // type: a bf16 activation the body widens, nova-bf16-saved-activations).
+    auto sameLayout = [&](Value v) {
+      auto t = dyn_cast<MemRefType>(v.getType()), lhs = dyn_cast<MemRefType>(m.lhs.getType());
+      return t && lhs && MemRefType::Builder(t).setElementType(lhs.getElementType()) == lhs;
+    };
     for (unsigned i = 0; i + 1 < inputs; ++i) {
       Value v = op.getDpsInputs()[i];
-      if (v.getType() != m.lhs.getType() || op.getIndexingMapsArray()[i] != lhsMap)
+      if (!sameLayout(v) || op.getIndexingMapsArray()[i] != lhsMap)
         return std::nullopt;
       m.prologueInputs.push_back(v);
     }

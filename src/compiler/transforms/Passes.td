@@ -263,6 +263,30 @@ def NovaVectorizeAttention : Pass<"nova-vectorize-attention", "mlir::ModuleOp"> 
                            "mlir::vector::VectorDialect", "mlir::LLVM::LLVMDialect"];
 }
 
+def NovaBf16SavedActivations : Pass<"nova-bf16-saved-activations", "mlir::ModuleOp"> {
+  let summary = "Products' outputs kept for the backward made in bf16 where the module asks for it";
+  let description = [{
+    On tensors, before elementwise fusion. Where the module asks for
+    activations in bf16 (`nova.activation_precision = "bf16"`, from
+    nova/precision.hpp's ActivationPrecision), a value that a product makes
+    (a tagged matmul's result, or an elementwise op of one: its bias add)
+    and that only elementwise ops read (also through reshapes), the last of
+    them `kept-ops` computing (destination-style) ops or more after it (kept
+    from the forward for the backward), is read as a bf16 copy (Bf16Copies.h `roundedCopy`, round to
+    nearest even) instead: each reader's body widens it (`arith.extf`).
+    Fusion then makes the value in bf16 where it is made (the product's
+    narrowing epilogue) and it never exists in f32: in a GPT the MLP's
+    pre-activation, kept in half the bytes, as PyTorch's autocast keeps a
+    linear layer's output.
+  }];
+  let options = [
+    Option<"keptOps", "kept-ops", "int64_t", /*default=*/"16",
+           "computing ops from the value to its last reader from which it counts as kept for the backward">,
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
 def NovaBf16AttentionQkv : Pass<"nova-bf16-attention-qkv", "mlir::ModuleOp"> {
   let summary = "With bf16 matmuls on AVX512-BF16, attention's qkv made in bf16 where only attention reads it";
   let description = [{

@@ -174,7 +174,12 @@ Value buildPrologue(OpBuilder &b, Location l, const MatmulOperands &m, ValueRang
   IRMapping map;
   for (auto [i, in] : llvm::enumerate(m.prologueInputs)) {
     auto type = VectorType::get({width}, cast<MemRefType>(in.getType()).getElementType());
-    map.map(body.getArgument(i), mask ? b.create<vector::MaskedLoadOp>(l, type, in, at, mask, passThrough).getResult()
+    // An input narrower than the lhs (a bf16 activation the body widens:
+    // nova-bf16-saved-activations) takes zeros of its own type.
+    Value pass = !mask || passThrough.getType() == type
+                     ? passThrough
+                     : b.create<arith::ConstantOp>(l, type, b.getZeroAttr(type)).getResult();
+    map.map(body.getArgument(i), mask ? b.create<vector::MaskedLoadOp>(l, type, in, at, mask, pass).getResult()
                                       : b.create<vector::LoadOp>(l, type, in, at).getResult());
   }
   vectorizeBody(b, l, body, map, mul, width);

@@ -97,3 +97,43 @@ func.func @row_major_and_kept(%x: tensor<8x8xf32>, %g: tensor<8x8xf32>) -> (tens
   } -> tensor<8x8xf32>
   return %m1, %m2, %u : tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>
 }
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#lhs = affine_map<(m, k, n) -> (m, k)>
+#rhs = affine_map<(m, k, n) -> (k, n)>
+#out = affine_map<(m, k, n) -> (m, n)>
+
+// A producer reading a bf16 activation (kept so by
+// nova-bf16-saved-activations) that its body widens is fused too: the
+// matmul takes the bf16 input and widens it before the producer's ops.
+// CHECK-LABEL: func @bf16_input
+// CHECK: linalg.generic {{.*}} ins(%arg0, %arg1 : tensor<8x8xbf16>, tensor<8x8xf32>) {{.*}}nova.kernel = "matmul"
+// CHECK-NEXT: ^bb0(%[[X:.*]]: bf16, %[[B:.*]]: f32, %[[O:.*]]: f32):
+// CHECK-NEXT: %[[W:.*]] = arith.extf %[[X]] : bf16 to f32
+// CHECK-NEXT: %[[T:.*]] = math.tanh %[[W]]
+// CHECK-NEXT: %[[P:.*]] = arith.mulf %[[T]], %[[B]]
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @bf16_input(%x: tensor<8x8xbf16>, %g: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<8x8xf32>
+  %t = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<8x8xbf16>) outs(%e0 : tensor<8x8xf32>) {
+  ^bb0(%a: bf16, %o: f32):
+    %w = arith.extf %a : bf16 to f32
+    %r = math.tanh %w : f32
+    linalg.yield %r : f32
+  } -> tensor<8x8xf32>
+  %e1 = tensor.empty() : tensor<8x8xf32>
+  %f1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %m1 = linalg.generic {indexing_maps = [#lhs, #rhs, #out], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%t, %g : tensor<8x8xf32>, tensor<8x8xf32>) outs(%f1 : tensor<8x8xf32>) attrs = {nova.kernel = "matmul"} {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<8x8xf32>
+  return %m1 : tensor<8x8xf32>
+}
