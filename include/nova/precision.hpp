@@ -27,7 +27,8 @@
 // products each, at about float32's accuracy: errors near 1e-6).
 // Everything else
 // (elementwise ops, reductions, the optimizer, the parameters themselves)
-// stays float32. A CPU runs tf32 steps, and with neither AMX nor
+// stays float32, and so do the values kept for the backward unless
+// ActivationPrecision (below) says bf16. A CPU runs tf32 steps, and with neither AMX nor
 // AVX512-BF16 bf16 steps, in float32.
 //
 // The precision is part of every step's cache key (in process and on disk):
@@ -52,18 +53,18 @@ std::string_view name_of(MatmulPrecision precision);
 
 /// How a step keeps the values its backward reads, apart from how it
 /// multiplies. fp32 (the default) keeps every value in float32. bf16 keeps
-/// a matmul's output (with the bias and scaling fused after it) that the
-/// backward reads and only elementwise ops read, rounded to bfloat16
-/// (round to nearest even), as PyTorch's autocast keeps a linear layer's
-/// output: its readers, forward and backward, widen the rounded value (in
-/// a GPT, the MLP's pre-activation h: the GELU forward and its gradient
-/// read it rounded; half the bytes of the largest value kept across the
-/// step). A value counts as kept for the backward when its last reader
-/// comes 16 kernels (computing ops) or more after it. The residual stream, LayerNorm's and
-/// attention's inputs, gradients, the parameters and the optimizer stay
-/// float32. Errors near bfloat16's 2^-9 a value on top of the matmuls'
-/// (with bf16 matmuls, where the products round their operands anyway,
-/// the same order as theirs).
+/// a forward matmul's output (with the bias and scaling fused after it)
+/// that the backward reads and only elementwise ops read, rounded to
+/// bfloat16 (round to nearest even), as PyTorch's autocast keeps a linear
+/// layer's output: its readers, forward and backward, widen the rounded
+/// value (in a GPT, the MLP's pre-activation h: the GELU forward and its
+/// gradient read it rounded; half the bytes of the largest value kept
+/// across the step). A value counts as kept for the backward when its last
+/// reader comes 16 kernels (computing ops) or more after it. The residual
+/// stream, LayerNorm's and attention's inputs, gradients, the parameters
+/// and the optimizer stay float32. Errors near bfloat16's 2^-9 a value on
+/// top of the matmuls' (with bf16 matmuls, where the products round their
+/// operands anyway, the same order as theirs).
 enum class ActivationPrecision : std::uint8_t { fp32, bf16 };
 
 /// For every step compiled from now on, in every thread; part of every
