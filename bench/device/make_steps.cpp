@@ -26,6 +26,9 @@
 // for a target with wgmma, `gpt_medium_bf16_cluster`: the medium bf16 step
 // compiled with NOVA_GPU_CLUSTER=2 (its persistent wgmma matmuls in
 // clusters of 2 sharing B's tile by TMA multicast), beside the step without.
+// And `gpt_medium_bf16_act`: the medium bf16 step with activations kept in
+// bf16 (nova::set_activation_precision: the MLP's pre-activation h), its
+// CPU twin likewise, against the same autocast peer.
 #include <nova/aot.hpp>
 #include <nova/distributed.hpp>
 #include <nova/nova.hpp>
@@ -64,6 +67,7 @@ int main(int argc, char** argv) try {
     nova::MatmulPrecision precision;
     bool data_parallel;
     bool cluster = false;
+    bool bf16_activations = false;
   };
   std::vector<Variant> variants;
   for (const Size& size : sizes)
@@ -73,6 +77,7 @@ int main(int argc, char** argv) try {
   variants.push_back({&sizes[0], nova::MatmulPrecision::fp32, true});
   if (nova::named_target(gpu).has("wgmma.bf16"))
     variants.push_back({&sizes[1], nova::MatmulPrecision::bf16, false, true});
+  variants.push_back({&sizes[1], nova::MatmulPrecision::bf16, false, false, true});
   // The step for the GPU saved, its CPU twin run once on the inputs
   // run_steps rebuilds (its loss and parameters are what the GPU's must
   // match), and its line written; `args`: the step's arguments after the batch.
@@ -106,12 +111,15 @@ int main(int argc, char** argv) try {
     const Size& size = *v.size;
     const auto precision = v.precision;
     nova::set_matmul_precision(precision);
+    nova::set_activation_precision(v.bf16_activations ? nova::ActivationPrecision::bf16
+                                                      : nova::ActivationPrecision::fp32);
     // A group of one: the step is traced data-parallel (its sums, world size 1).
     auto group = v.data_parallel ? nova::dist::loopback_group(1)
                                  : std::vector<std::shared_ptr<nova::dist::Communicator>>{};
     nova::dist::set_communicator(v.data_parallel ? group[0] : nullptr);
     const std::string name = std::string(v.data_parallel ? "dp1_" : "gpt_") + size.name + "_" +
-                             std::string(nova::name_of(precision)) + (v.cluster ? "_cluster" : "");
+                             std::string(nova::name_of(precision)) + (v.cluster ? "_cluster" : "") +
+                             (v.bf16_activations ? "_act" : "");
     // (Read by the GPU target only: the CPU twin is the same step.)
     if (v.cluster)
       ::setenv("NOVA_GPU_CLUSTER", "2", 1);
@@ -130,6 +138,7 @@ int main(int argc, char** argv) try {
     f.lr = opt.lr;
     emit(name, step, f, nova::static_arg(c));
     ::unsetenv("NOVA_GPU_CLUSTER");
+    nova::set_activation_precision(nova::ActivationPrecision::fp32);
     nova::dist::set_communicator(nullptr);
   }
   for (auto precision : {nova::MatmulPrecision::fp32, nova::MatmulPrecision::bf16}) {

@@ -161,7 +161,7 @@ def main():
         p = re.search(r"without programmatic dependent launches: \S+ ms a step \((\S+)x the time\)", out)
         serial = float(p.group(1)) if p else float("nan")
         failures += 0 if ok else 1
-        # gpt_<size>_<precision>[_cluster], dp1_<size>_<precision>, mlp_<precision>.
+        # gpt_<size>_<precision>[_cluster|_act], dp1_<size>_<precision>, mlp_<precision>.
         parts = name.split("_")
         size, precision = ("mlp", parts[1]) if parts[0] == "mlp" else (parts[1], parts[2])
         torch_tokens, torch_peak = peer(peers, size, precision, "eager", n)
