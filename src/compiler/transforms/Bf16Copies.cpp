@@ -76,6 +76,24 @@ Value mlir::nova::rearrangedLike(Value copy, ArrayRef<Operation *> chain) {
   return copy;
 }
 
+void mlir::nova::readWidened(OpOperand &operand, Value bf16) {
+  auto generic = cast<linalg::GenericOp>(operand.getOwner());
+  operand.set(bf16);
+  BlockArgument arg = generic.getMatchingBlockArgument(&operand);
+  Type wide = arg.getType();
+  arg.setType(cast<RankedTensorType>(bf16.getType()).getElementType());
+  Block *body = arg.getOwner();
+  auto at = body->begin();
+  while (auto ext = dyn_cast<arith::ExtFOp>(*at)) {
+    if (!isa<BlockArgument>(ext.getIn()))
+      break;
+    ++at;
+  }
+  OpBuilder b(body, at);
+  auto widened = b.create<arith::ExtFOp>(generic.getLoc(), wide, arg);
+  arg.replaceAllUsesExcept(widened, widened);
+}
+
 void mlir::nova::eraseRearrangement(Operation *op) {
   SmallVector<Value> operands(op->getOperands());
   op->erase();

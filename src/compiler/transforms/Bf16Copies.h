@@ -43,6 +43,12 @@ Value rearrangedLike(Value copy, ArrayRef<Operation *> chain);
 /// transpose's init).
 void eraseRearrangement(Operation *op);
 
+/// `operand`, an input of a linalg.generic, set to `bf16` (a bf16 tensor
+/// of what it read): its block argument becomes bf16 and the body reads it
+/// widened (arith.extf, after the widenings already at the body's start,
+/// so that they stay in the order they were made).
+void readWidened(OpOperand &operand, Value bf16);
+
 /// A bf16 copy of a value, by (value, reader): the reader only for a copy
 /// made right before one reader (a step argument's), else null.
 using Bf16CopyMap = llvm::DenseMap<std::pair<Value, Operation *>, Value>;

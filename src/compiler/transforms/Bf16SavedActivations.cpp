@@ -13,10 +13,11 @@
 // of whose readers are elementwise linalg.generics (also through reshapes)
 // are taken: each reader's body widens the bf16 value (arith.extf) where
 // it read the f32 one, so every reader sees the same rounded value. The
-// elementwise op that makes the value (the bias add: the product's
-// epilogue once outlined) rounds what it yields and writes bf16 itself; a
-// product's bare output gets a rounding copy after it, which the outliner
-// keeps in the product's kernel as its epilogue. Either way the f32 value
+// rounding copy is fused into the elementwise op that makes the value (the
+// bias add: the product's epilogue once outlined; linalg's elementwise
+// fusion, as in nova-fuse-elementwise), which then writes bf16 itself; a
+// product's bare output keeps the copy after it, which the outliner keeps
+// in the product's kernel as its epilogue. Either way the f32 value
 // no longer exists. A value read by anything else (a LayerNorm or
 // attention kernel, a product directly, the step's results) stays f32:
 // those are the residual stream's, which autocast keeps in f32 too, and
@@ -32,7 +33,9 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/DestinationStyleOpInterface.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -77,30 +80,26 @@ bool madeByProduct(Value v) {
   return false;
 }
 
-/// `v`, made by an elementwise op (its one result) into a tensor.empty
-/// only it uses (its body does not read it), made in bf16 instead: the op rounds what it yields and
-/// writes a bf16 tensor.empty. Returns `v`, retyped, or null where `v` is
-/// not made so.
-Value narrowInPlace(Value v) {
-  auto op = dyn_cast_or_null<linalg::GenericOp>(v.getDefiningOp());
-  if (!op || !elementwise(op) || op.getNumDpsInits() != 1)
-    return {};
-  auto empty = op.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>();
-  Block &body = op.getRegion().front();
-  if (!empty || !empty->hasOneUse() || !body.getArguments().back().use_empty())
-    return {};
-  OpBuilder b(empty);
-  auto type = cast<RankedTensorType>(v.getType());
-  auto narrow = RankedTensorType::get(type.getShape(), b.getBF16Type());
-  Value bf16Empty = b.create<tensor::EmptyOp>(empty.getLoc(), narrow.getShape(), b.getBF16Type());
-  op.getDpsInitsMutable()[0].set(bf16Empty);
-  empty->erase();
-  body.getArguments().back().setType(b.getBF16Type());
-  auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  b.setInsertionPoint(yield);
-  yield->setOperand(0, b.create<arith::TruncFOp>(yield.getLoc(), b.getBF16Type(), yield->getOperand(0)));
-  v.setType(narrow);
-  return v;
+/// `copy` (a rounding copy of `v`, its one reader) fused with the
+/// elementwise op that makes `v` (linalg's elementwise fusion, as
+/// nova-fuse-elementwise fuses): one op rounding what it yields into a bf16
+/// tensor, and `v` gone; nothing where `v` is not made so.
+void fuseIntoMaker(Value v, Value copy) {
+  auto maker = dyn_cast_or_null<linalg::GenericOp>(v.getDefiningOp());
+  auto copyOp = copy.getDefiningOp<linalg::GenericOp>();
+  OpOperand &read = copyOp->getOpOperand(0);
+  if (!maker || !elementwise(maker) || !v.hasOneUse() || !linalg::areElementwiseOpsFusable(&read))
+    return;
+  IRRewriter rewriter(copyOp);
+  FailureOr<linalg::ElementwiseOpFusionResult> fused = linalg::fuseElementwiseOps(rewriter, &read);
+  if (failed(fused))
+    return;
+  rewriter.replaceAllUsesWith(copy, fused->replacements.lookup(copy));
+  Value init = maker.getDpsInits()[0];
+  rewriter.eraseOp(copyOp);
+  rewriter.eraseOp(maker);
+  if (auto empty = init.getDefiningOp<tensor::EmptyOp>(); empty && empty->use_empty())
+    rewriter.eraseOp(empty);
 }
 
 /// A reader of a value: an elementwise op's input operand, and the
@@ -128,19 +127,6 @@ bool collectReaders(Value v, SmallVector<Operation *> &chain, SmallVectorImpl<Re
     readers.push_back({&use, chain});
   }
   return true;
-}
-
-/// `reader`'s operand set to `bf16`, its block argument made bf16 and
-/// widened back to f32 for the body (the body is unchanged otherwise).
-void readWidened(OpOperand &operand, Value bf16) {
-  auto generic = cast<linalg::GenericOp>(operand.getOwner());
-  operand.set(bf16);
-  BlockArgument arg = generic.getMatchingBlockArgument(&operand);
-  Type f32 = arg.getType();
-  arg.setType(cast<RankedTensorType>(bf16.getType()).getElementType());
-  OpBuilder b = OpBuilder::atBlockBegin(arg.getOwner());
-  auto widened = b.create<arith::ExtFOp>(generic.getLoc(), f32, arg);
-  arg.replaceAllUsesExcept(widened, widened);
 }
 
 struct NovaBf16SavedActivations : mlir::nova::impl::NovaBf16SavedActivationsBase<NovaBf16SavedActivations> {
@@ -184,17 +170,17 @@ struct NovaBf16SavedActivations : mlir::nova::impl::NovaBf16SavedActivationsBase
       last = std::max(last, position.lookup(r.operand->getOwner()));
     if (last - made < keptOps)
       return;
-    Value bf16 = narrowInPlace(v);
-    if (!bf16)
-      bf16 = nova::roundedCopy(v, nullptr);
+    Value copy = nova::roundedCopy(v, nullptr);
     llvm::SetVector<Operation *> rearranged;
     for (Reader &r : readers) {
-      readWidened(*r.operand, r.chain.empty() ? bf16 : nova::rearrangedLike(bf16, r.chain));
+      nova::readWidened(*r.operand, r.chain.empty() ? copy : nova::rearrangedLike(copy, r.chain));
       rearranged.insert(r.chain.begin(), r.chain.end());
     }
     for (Operation *op : llvm::reverse(rearranged))
       if (op->use_empty())
         nova::eraseRearrangement(op);
+    // The op making `v` (its bias add) makes the copy itself.
+    fuseIntoMaker(v, copy);
   }
 };
 

@@ -165,15 +165,7 @@ struct GpuBf16Operands : PassWrapper<GpuBf16Operands, OperationPass<ModuleOp>> {
             it->second = rearrangedLike(rit->second, chain);
             rearranged.insert(chain.begin(), chain.end());
           }
-          op->setOperand(i, it->second);
-        }
-        Block &body = op.getRegion().front();
-        OpBuilder bb = OpBuilder::atBlockBegin(&body);
-        for (unsigned i = 0; i < 2; ++i) {
-          BlockArgument arg = body.getArgument(i);
-          arg.setType(bb.getBF16Type());
-          auto widened = bb.create<arith::ExtFOp>(op.getLoc(), bb.getF32Type(), arg);
-          arg.replaceAllUsesExcept(widened, widened);
+          readWidened(op->getOpOperand(i), it->second);
         }
       }
       // The f32 rearrangements only products read are gone, last first.
