@@ -138,6 +138,22 @@ void explainKernels(ModuleOp kernels, const ::nova::ExecutableDesc &desc,
 
 std::string mib(uint64_t bytes) { return llvm::formatv("{0:f1} MiB", double(bytes) / (1 << 20)).str(); }
 
+/// The distinct costs (product flops per byte no longer kept) of the
+/// recomputations nova-rematerialize recorded, lowest first.
+std::vector<int64_t> rematCosts(ArrayAttr decisions) {
+  std::vector<int64_t> costs;
+  for (Attribute a : decisions ? decisions.getValue() : ArrayRef<Attribute>())
+    if (auto d = dyn_cast<DictionaryAttr>(a)) {
+      auto bytes = d.getAs<IntegerAttr>("bytes");
+      auto flops = d.getAs<IntegerAttr>("flops");
+      if (bytes && flops && bytes.getInt() > 0)
+        costs.push_back(flops.getInt() / bytes.getInt());
+    }
+  llvm::sort(costs);
+  costs.erase(std::unique(costs.begin(), costs.end()), costs.end());
+  return costs;
+}
+
 /// What a GPU step's arena may take of its device: the device's memory
 /// less the step's own input and (not aliased) output buffers and a
 /// reserve for what the runtime and driver hold besides (the CUDA context,
@@ -345,38 +361,62 @@ void explainGpuKernels(ModuleOp kernels, const ::nova::TargetDesc &target, const
     uint64_t first = desc.arena_bytes;
     std::string tried = (canRecomputeMore ? "cheap values recomputed: " : "nothing recomputed, NOVA_REMAT=0: ") + mib(first);
     if (canRecomputeMore) {
-      // Level 2 (matmuls and attention recomputed too) for the values kept
-      // across at least `gap` ops: at the pass's own min-gap, all of them
-      // (the smallest plan); then the largest gap whose plan still fits,
-      // by bisection, so that no more is recomputed than the budget needs
-      // (the longest-kept values, the first blocks' activations, go first).
+      // Level 2 (matmuls and attention recomputed too): first all of it
+      // (the smallest plan). Then, so that no more is recomputed than the
+      // budget needs and the cheapest first: the lowest bound on a
+      // recomputation's cost (product flops per byte no longer kept; a GPT
+      // block's h or qkv costs one product, its residual stream two or
+      // more) whose plan still fits, by bisection over the costs the
+      // smallest plan's recomputations had; at that bound the largest gap
+      // (the fewest ops a value must be kept across to be recomputed) whose
+      // plan fits, by bisection: the longest-kept values, the first
+      // blocks' activations, go first.
       auto i64 = [&](int64_t v) { return IntegerAttr::get(IntegerType::get(traced.getContext(), 64), v); };
-      auto attempt = [&](int64_t gap) {
+      auto attempt = [&](int64_t gap, int64_t maxCost) {
         OwningOpRef<ModuleOp> m = graph->clone();
         m.get()->setAttr(kRematAttr, i64(2));
         if (gap > 0)
           m.get()->setAttr(kRematMinGapAttr, i64(gap));
+        if (maxCost >= 0)
+          m.get()->setAttr(kRematMaxCostAttr, i64(maxCost));
         plan(*m);
         return m;
       };
-      OwningOpRef<ModuleOp> best = attempt(0);
+      OwningOpRef<ModuleOp> best = attempt(0, -1);
       tried += "; matmuls and attention recomputed too: " + mib(desc.arena_bytes);
       if (desc.arena_bytes <= budget) {
         ::nova::ExecutableDesc bestDesc = desc;
         MemoryPlan bestMemory = memory;
         ModuleOp bestKernels = kernels;
+        auto keep = [&](OwningOpRef<ModuleOp> m) {
+          best = std::move(m);
+          bestDesc = desc;
+          bestMemory = memory;
+          bestKernels = kernels;
+        };
+        std::vector<int64_t> costs = rematCosts(best.get()->getAttrOfType<ArrayAttr>(kRematDecisionsAttr));
+        int64_t maxCost = -1; // no bound: the smallest plan
+        size_t low = 0, high = costs.empty() ? 0 : costs.size() - 1; // costs[high] fits
+        while (low < high) {
+          size_t mid = low + (high - low) / 2;
+          OwningOpRef<ModuleOp> m = attempt(0, costs[mid]);
+          if (desc.arena_bytes <= budget) {
+            high = mid;
+            maxCost = costs[mid];
+            keep(std::move(m));
+          } else {
+            low = mid + 1;
+          }
+        }
         int64_t fits = kDefaultRematMinGap, over = 1;
         if (auto step = graph->lookupSymbol<func::FuncOp>(signature.name); step && !step.getBody().empty())
           over = static_cast<int64_t>(step.front().getOperations().size()) + 1;
         for (int trial = 0; trial < 6 && over - fits > std::max<int64_t>(2, fits / 8); ++trial) {
           int64_t gap = fits + (over - fits) / 2;
-          OwningOpRef<ModuleOp> m = attempt(gap);
+          OwningOpRef<ModuleOp> m = attempt(gap, maxCost);
           if (desc.arena_bytes <= budget) {
             fits = gap;
-            best = std::move(m);
-            bestDesc = desc;
-            bestMemory = memory;
-            bestKernels = kernels;
+            keep(std::move(m));
           } else {
             over = gap;
           }
@@ -384,10 +424,13 @@ void explainGpuKernels(ModuleOp kernels, const ::nova::TargetDesc &target, const
         desc = std::move(bestDesc);
         memory = std::move(bestMemory);
         kernels = bestKernels;
-        if (explainEnabled())
+        if (explainEnabled()) {
           llvm::errs() << "nova: " << signature.name << " over its budget of " << mib(budget) << " at "
-                       << mib(first) << ": recomputing values kept across at least " << fits
-                       << " ops (matmuls and attention too) gives " << mib(desc.arena_bytes) << "\n";
+                       << mib(first) << ": recomputing values kept across at least " << fits << " ops";
+          if (maxCost >= 0)
+            llvm::errs() << " whose products cost at most " << maxCost << " flops a byte";
+          llvm::errs() << " (matmuls and attention too) gives " << mib(desc.arena_bytes) << "\n";
+        }
       }
       work = best.get();
       searched = std::move(best);

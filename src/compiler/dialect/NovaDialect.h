@@ -69,9 +69,13 @@ inline constexpr llvm::StringLiteral kRematAttentionAttr = "nova.remat_attention
 /// A unit attribute on an op nova-rematerialize cloned: for readers of the
 /// IR; it changes nothing the op computes (nova-dedup-kernels drops it).
 inline constexpr llvm::StringLiteral kRematerializedAttr = "nova.rematerialized";
-/// The fewest ops a value must be kept across to be recomputed, overriding
-/// nova-rematerialize's min-gap (the budget search sets it; CompileDriver.cpp).
+/// At level 2, the fewest ops a value must be kept across for a costly
+/// recomputation (products, attention: the budget search sets it;
+/// CompileDriver.cpp); the cheap ones keep nova-rematerialize's min-gap.
 inline constexpr llvm::StringLiteral kRematMinGapAttr = "nova.remat_min_gap";
+/// At level 2, the most product flops a recomputation may run per byte it
+/// no longer keeps (the budget search sets it; absent: no bound).
+inline constexpr llvm::StringLiteral kRematMaxCostAttr = "nova.remat_max_cost";
 /// nova-rematerialize's default min-gap (its option in Passes.td).
 inline constexpr int64_t kDefaultRematMinGap = 16;
 /// The module's record of what nova-rematerialize recomputed: one line each.

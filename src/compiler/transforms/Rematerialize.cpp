@@ -29,7 +29,14 @@
 // memory budget is not met, also recomputes matmuls, attention, softmaxes,
 // slices and reductions (chains of up to 12 ops), as activation
 // checkpointing does. A value a maximum's gradient compares with that
-// maximum is never recomputed (comparedWithItsMax).
+// maximum is never recomputed (comparedWithItsMax). At level 2 the
+// module's `nova.remat_max_cost` bounds what a value may cost to recompute:
+// the products run again per byte it no longer keeps (recomputing a GPT
+// block's h or qkv costs one product, 2k flops per output element, 256
+// flops a byte at k = 512; its residual stream costs the MLP's two or the
+// whole block), so that a budget is met by the cheapest recomputations
+// (CompileDriver.cpp searches the bound). Clones of one value made for
+// several late uses are merged (mergeRecomputations).
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,10 +47,11 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdlib>
 #include <functional>
-
 #include <limits>
 
 namespace mlir::nova {
@@ -108,17 +116,50 @@ bool comparedWithItsMax(Value v) {
   return false;
 }
 
-/// What one recomputation saves (the value's bytes) and a line saying it.
+/// The flops of a product (2 m n k, batches included); 0 for other ops:
+/// what a recomputation costs is its products (attention, recomputed at
+/// level 1 too, and the elementwise ops are not counted).
+int64_t productFlops(Operation *op) {
+  auto matmul = dyn_cast<nova::MatmulOp>(op);
+  if (!matmul)
+    return 0;
+  auto lhs = cast<ShapedType>(matmul.getLhs().getType());
+  auto result = cast<ShapedType>(matmul.getResult().getType());
+  int64_t k = lhs.getDimSize(lhs.getRank() - (matmul.getTransposeA() ? 2 : 1));
+  return 2 * result.getNumElements() * k;
+}
+
+int64_t bytesOf(Value v) {
+  auto type = cast<ShapedType>(v.getType());
+  return type.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+}
+
+/// What one recomputation saves (the value's bytes), the products it runs
+/// again (flops), and a line saying it.
 struct Decision {
   int64_t bytes;
+  int64_t flops;
   std::string what;
 };
-Decision describeDecision(Operation *def, const SetVector<Operation *> &chain, Operation *user, int64_t gap);
+Decision describeDecision(Operation *def, const SetVector<Operation *> &chain, Operation *user, int64_t gap,
+                          int64_t flops);
 
-void rematerialize(Block &block, int64_t minGap, int64_t level, bool attention, std::vector<Decision> &decisions) {
-  // The most ops recomputed for one value: a GELU and the reshape after it;
-  // at level 2, a block's MLP or attention from its input.
-  const int maxChain = level >= 2 ? 12 : 4;
+/// What the pass recomputes: the cheap chains (level 1's, attention among
+/// them as the target says) of values kept across `cheapGap` ops or more;
+/// at level 2 also the costly ones (products, attention, softmaxes, ...)
+/// of values kept across `costlyGap` ops or more (the budget search raises
+/// it to recompute fewer: the cheap ones stay as they are) whose products
+/// cost at most `maxCost` flops a byte (-1: no bound).
+struct Policy {
+  int64_t level;
+  bool attention;
+  int64_t cheapGap;
+  int64_t costlyGap;
+  int64_t maxCost;
+};
+
+void rematerialize(Block &block, const Policy &policy, std::vector<Decision> &decisions) {
+  const int64_t minGap = policy.cheapGap;
   DenseMap<Operation *, int64_t> position;
   int64_t next = 0;
   for (Operation &op : block)
@@ -132,9 +173,23 @@ void rematerialize(Block &block, int64_t minGap, int64_t level, bool attention, 
       last = std::max(last, at(use));
     return last;
   };
+  // Where each op was cloned (positions): a product cloned again within
+  // min-gap ops of an earlier clone is merged with it (mergeRecomputations)
+  // and costs nothing more.
+  DenseMap<Operation *, SmallVector<int64_t, 2>> clonedAt;
+  auto costOf = [&](const SetVector<Operation *> &chain, int64_t late) {
+    int64_t flops = 0;
+    for (Operation *op : chain) {
+      auto it = clonedAt.find(op);
+      if (it == clonedAt.end() ||
+          llvm::none_of(it->second, [&](int64_t p) { return std::abs(p - late) < minGap; }))
+        flops += productFlops(op);
+    }
+    return flops;
+  };
   SmallVector<Operation *> candidates;
   for (Operation &op : block)
-    if (isRecomputable(&op, level, attention))
+    if (isRecomputable(&op, policy.level, policy.attention || policy.level >= 2))
       candidates.push_back(&op);
   for (Operation *def : candidates) {
     Value v = def->getResult(0);
@@ -154,25 +209,40 @@ void rematerialize(Block &block, int64_t minGap, int64_t level, bool attention, 
     if (gap < minGap)
       continue;
     int64_t late = uses[split].first;
-    // What to run again, operands first: `def`, and each cheap producer of an
-    // operand that is not live at `late` anyway (it would be kept alive).
+    // What to run again, operands first: `def`, and each producer of an
+    // operand that is not live at `late` anyway (it would be kept alive)
+    // that `level` recomputes. The most ops recomputed for one value: a
+    // GELU and the reshape after it; at level 2, a block's MLP or
+    // attention from its input.
     SetVector<Operation *> chain;
-    std::function<bool(Operation *, int)> collect = [&](Operation *op, int depth) {
-      if (depth > maxChain)
-        return false;
-      for (Value o : op->getOperands()) {
-        if (lastUse(o) >= late)
-          continue;
-        Operation *producer = o.getDefiningOp();
-        if (!producer || producer->getBlock() != &block || !isRecomputable(producer, level, attention) ||
-            !collect(producer, depth + 1))
+    auto chainAt = [&](int64_t level) {
+      const bool attention = policy.attention || level >= 2;
+      const int maxChain = level >= 2 ? 12 : 4;
+      std::function<bool(Operation *, int)> collect = [&](Operation *op, int depth) {
+        if (depth > maxChain)
           return false;
-      }
-      chain.insert(op);
-      return true;
+        for (Value o : op->getOperands()) {
+          if (lastUse(o) >= late)
+            continue;
+          Operation *producer = o.getDefiningOp();
+          if (!producer || producer->getBlock() != &block || !isRecomputable(producer, level, attention) ||
+              !collect(producer, depth + 1))
+            return false;
+        }
+        chain.insert(op);
+        return true;
+      };
+      chain.clear();
+      return isRecomputable(def, level, attention) && collect(def, 1);
     };
-    if (!collect(def, 1))
-      continue;
+    int64_t flops = 0;
+    if (!chainAt(1)) {
+      if (policy.level < 2 || gap < policy.costlyGap || !chainAt(2))
+        continue;
+      flops = costOf(chain, late);
+      if (policy.maxCost >= 0 && flops > policy.maxCost * bytesOf(v))
+        continue;
+    }
     Operation *user = block.findAncestorOpInBlock(*uses[split].second->getOwner());
     OpBuilder b(user);
     IRMapping map;
@@ -180,21 +250,55 @@ void rematerialize(Block &block, int64_t minGap, int64_t level, bool attention, 
       Operation *copy = b.clone(*op, map);
       copy->setAttr(nova::kRematerializedAttr, b.getUnitAttr());
       position[copy] = late;
+      clonedAt[op].push_back(late);
     }
     Value again = map.lookup(v);
     for (size_t i = split; i < uses.size(); ++i)
       uses[i].second->set(again);
-    decisions.push_back(describeDecision(def, chain, user, gap));
+    decisions.push_back(describeDecision(def, chain, user, gap, flops));
+  }
+}
+
+/// One value recomputed for several late uses is cloned once per use, each
+/// with its own chain: at level 2 a block's MLP pre-activation h before the
+/// GELU's gradient and again, inside the GELU's chain, before W2's weight
+/// gradient a few ops earlier; qkv before the attention recomputed for the
+/// output projection's gradient and again before the attention's gradient.
+/// Each such clone is a matmul run again (the medium GPT under a budget ran
+/// its qkv product 25 times for 8 blocks, at 0.67x the tokens/s). A clone
+/// equal to an earlier one (the same op on the same operands, which the
+/// earlier merges have made the same) within `window` ops of it is dropped
+/// and its uses read the earlier: the value is recomputed once and lives
+/// across the few ops between its uses, never across a gap the pass would
+/// have split.
+void mergeRecomputations(Block &block, int64_t window) {
+  SmallVector<std::pair<int64_t, Operation *>> clones; // position, clone; in block order
+  int64_t next = 0;
+  for (Operation &op : llvm::make_early_inc_range(block)) {
+    int64_t here = next++;
+    if (!op.hasAttr(nova::kRematerializedAttr))
+      continue;
+    Operation *same = nullptr;
+    for (auto it = clones.rbegin(); it != clones.rend() && here - it->first < window && !same; ++it)
+      if (OperationEquivalence::isEquivalentTo(it->second, &op, OperationEquivalence::IgnoreLocations))
+        same = it->second;
+    if (!same) {
+      clones.emplace_back(here, &op);
+      continue;
+    }
+    op.replaceAllUsesWith(same);
+    op.erase();
   }
 }
 
 /// For NOVA_EXPLAIN: what was recomputed, how big, where, and across how
 /// many ops it is no longer kept.
-Decision describeDecision(Operation *def, const SetVector<Operation *> &chain, Operation *user, int64_t gap) {
+Decision describeDecision(Operation *def, const SetVector<Operation *> &chain, Operation *user, int64_t gap,
+                          int64_t flops) {
   std::string text;
   llvm::raw_string_ostream os(text);
   auto type = cast<ShapedType>(def->getResult(0).getType());
-  int64_t bytes = type.getNumElements() * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  int64_t bytes = bytesOf(def->getResult(0));
   os << def->getName().getStringRef() << " ";
   llvm::interleave(type.getShape(), os, "x");
   os << " " << type.getElementType();
@@ -208,7 +312,9 @@ Decision describeDecision(Operation *def, const SetVector<Operation *> &chain, O
                      [&](Operation *op) { os << op->getName().getStringRef(); }, ", ");
     os << ")";
   }
-  return {bytes, text};
+  if (flops > 0)
+    os << ", products " << llvm::format("%.3g", flops / 1e9) << " GFLOP (" << flops / bytes << " flops a byte)";
+  return {bytes, flops, text};
 }
 
 struct NovaRematerialize : mlir::nova::impl::NovaRematerializeBase<NovaRematerialize> {
@@ -221,16 +327,19 @@ struct NovaRematerialize : mlir::nova::impl::NovaRematerializeBase<NovaRemateria
       level = attr.getInt();
     if (level <= 0)
       return;
-    int64_t gap = minGap;
+    Policy policy{level, this->attention, minGap, minGap, /*maxCost=*/-1};
     if (auto attr = module->getAttrOfType<IntegerAttr>(nova::kRematMinGapAttr))
-      gap = std::max<int64_t>(1, attr.getInt());
-    bool withAttention = this->attention || level >= 2;
+      policy.costlyGap = std::max<int64_t>(1, attr.getInt());
     if (auto attr = module->getAttrOfType<BoolAttr>(nova::kRematAttentionAttr))
-      withAttention = attr.getValue() || level >= 2;
+      policy.attention = attr.getValue();
+    if (auto attr = module->getAttrOfType<IntegerAttr>(nova::kRematMaxCostAttr))
+      policy.maxCost = attr.getInt();
     std::vector<Decision> decisions;
     for (auto func : module.getOps<func::FuncOp>())
-      if (!func.isExternal() && func.getBody().hasOneBlock())
-        rematerialize(func.front(), gap, level, withAttention, decisions);
+      if (!func.isExternal() && func.getBody().hasOneBlock()) {
+        rematerialize(func.front(), policy, decisions);
+        mergeRecomputations(func.front(), policy.cheapGap);
+      }
     // The decisions, largest first, for NOVA_EXPLAIN (CompileDriver.cpp)
     // and for readers of the IR (the clones are marked nova.rematerialized).
     std::stable_sort(decisions.begin(), decisions.end(),
@@ -239,7 +348,8 @@ struct NovaRematerialize : mlir::nova::impl::NovaRematerializeBase<NovaRemateria
     SmallVector<Attribute> entries;
     for (const Decision &d : decisions)
       entries.push_back(b.getDictionaryAttr(
-          {b.getNamedAttr("bytes", b.getI64IntegerAttr(d.bytes)), b.getNamedAttr("what", b.getStringAttr(d.what))}));
+          {b.getNamedAttr("bytes", b.getI64IntegerAttr(d.bytes)), b.getNamedAttr("flops", b.getI64IntegerAttr(d.flops)),
+           b.getNamedAttr("what", b.getStringAttr(d.what))}));
     module->setAttr(nova::kRematDecisionsAttr, b.getArrayAttr(entries));
   }
 };

@@ -4,7 +4,7 @@
 // an argument (live throughout): the late use reads a GELU recomputed just
 // before it, and the original dies at its first use.
 // The decision, recorded on the module for NOVA_EXPLAIN:
-// CHECK: module attributes {nova.remat_decisions = [{bytes = 48 : i64, what = "nova.gelu 4x3 f32: not kept across 5 ops, recomputed before nova.mul"}]}
+// CHECK: module attributes {nova.remat_decisions = [{bytes = 48 : i64, flops = 0 : i64, what = "nova.gelu 4x3 f32: not kept across 5 ops, recomputed before nova.mul"}]}
 // CHECK-LABEL: func @gelu
 // CHECK: %[[G:.*]] = nova.gelu %[[X:[^ ]*]] : tensor<4x3xf32>
 // CHECK: nova.exp %[[G]]
