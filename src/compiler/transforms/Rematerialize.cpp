@@ -180,7 +180,9 @@ void rematerialize(Block &block, const Policy &policy, std::vector<Decision> &de
   };
   // Where each op was cloned (positions): a product cloned again within
   // min-gap ops of an earlier clone is merged with it (mergeRecomputations)
-  // and costs nothing more.
+  // and costs nothing more. An estimate: these positions are the block's
+  // before any clone, the merge counts the clones in between too, so a
+  // product counted free here may still run twice (docs/notes.md).
   DenseMap<Operation *, SmallVector<int64_t, 2>> clonedAt;
   auto costOf = [&](const SetVector<Operation *> &chain, int64_t late) {
     int64_t flops = 0;
