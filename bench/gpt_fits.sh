@@ -31,7 +31,10 @@ nova_best=0 torch_best=0
 for L in $layers; do
   n=$(NOVA_BENCH_LAYERS=$L NOVA_BENCH_STEP_BUDGET_MIB=$budget NOVA_CACHE_DIR="$scratch/cache" \
       "$build/bench/gpt_step" medium 2 2>&1 | grep '^RESULT' || true)
-  t=$(NOVA_BENCH_LAYERS=$L run_debian "$here/gpt_step_peer.py" medium 2 eager 2>/dev/null | grep '^RESULT' || true)
+  tout=$(NOVA_BENCH_LAYERS=$L run_debian "$here/gpt_step_peer.py" medium 2 eager 2>/dev/null || true)
+  # What the peer loaded (BLAS, kernel set, threads, allocator), once.
+  [ "$L" = "${layers%% *}" ] && echo "$tout" | grep '^peer:' | sed 's/^/  torch 1.13 /'
+  t=$(echo "$tout" | grep '^RESULT' || true)
   nm=$(field "$n" step_mib) tm=$(field "$t" step_mib)
   printf "  %2d layers: nova step memory %8s MiB (%s tok/s), torch 1.13 eager %8s MiB (%s tok/s)\n" \
     "$L" "${nm:-none}" "$(field "$n" tokens_per_s)" "${tm:-none}" "$(field "$t" tokens_per_s)"

@@ -138,17 +138,32 @@ void explainKernels(ModuleOp kernels, const ::nova::ExecutableDesc &desc,
 
 std::string mib(uint64_t bytes) { return llvm::formatv("{0:f1} MiB", double(bytes) / (1 << 20)).str(); }
 
-/// The distinct costs (product flops per byte no longer kept) of the
-/// recomputations nova-rematerialize recorded, lowest first.
-std::vector<int64_t> rematCosts(ArrayAttr decisions) {
-  std::vector<int64_t> costs;
+/// One recomputation nova-rematerialize recorded (kRematDecisionsAttr).
+struct RematDecision {
+  uint64_t bytes, flops;
+  std::string what;
+};
+std::vector<RematDecision> readRematDecisions(ArrayAttr decisions) {
+  std::vector<RematDecision> out;
   for (Attribute a : decisions ? decisions.getValue() : ArrayRef<Attribute>())
     if (auto d = dyn_cast<DictionaryAttr>(a)) {
       auto bytes = d.getAs<IntegerAttr>("bytes");
       auto flops = d.getAs<IntegerAttr>("flops");
-      if (bytes && flops && bytes.getInt() > 0)
-        costs.push_back(flops.getInt() / bytes.getInt());
+      auto what = d.getAs<StringAttr>("what");
+      if (bytes && flops && what)
+        out.push_back({static_cast<uint64_t>(bytes.getInt()), static_cast<uint64_t>(flops.getInt()),
+                       what.getValue().str()});
     }
+  return out;
+}
+
+/// The distinct costs (product flops per byte no longer kept) of the
+/// recomputations nova-rematerialize recorded, lowest first.
+std::vector<int64_t> rematCosts(ArrayAttr decisions) {
+  std::vector<int64_t> costs;
+  for (const RematDecision &d : readRematDecisions(decisions))
+    if (d.bytes > 0)
+      costs.push_back(static_cast<int64_t>(d.flops / d.bytes));
   llvm::sort(costs);
   costs.erase(std::unique(costs.begin(), costs.end()), costs.end());
   return costs;
@@ -214,18 +229,13 @@ std::string explainMemory(const mlir::nova::MemoryPlan &plan, const ::nova::Exec
   if (peakRows.size() > 12)
     out += "    ... " + std::to_string(peakRows.size() - 12) + " more producers\n";
   if (rematDecisions) {
-    // Largest first, as the pass recorded them: {bytes, what}.
+    // Largest first, as the pass recorded them.
     uint64_t total = 0;
     std::vector<std::string> lines;
-    for (Attribute a : rematDecisions)
-      if (auto d = dyn_cast<DictionaryAttr>(a)) {
-        auto bytes = d.getAs<IntegerAttr>("bytes");
-        auto what = d.getAs<StringAttr>("what");
-        if (!bytes || !what)
-          continue;
-        total += static_cast<uint64_t>(bytes.getInt());
-        lines.push_back(mib(static_cast<uint64_t>(bytes.getInt())) + " " + what.getValue().str());
-      }
+    for (const RematDecision &d : readRematDecisions(rematDecisions)) {
+      total += d.bytes;
+      lines.push_back(mib(d.bytes) + " " + d.what);
+    }
     out += "  rematerialized: " + std::to_string(lines.size()) + " values (" + mib(total) +
            " in all) recomputed in the backward instead of kept from the forward (nova-rematerialize; "
            "NOVA_REMAT=0 keeps them):\n";
